@@ -1,0 +1,107 @@
+"""Lane arithmetic shared by every instruction model: operand checks, saturation, wrap-around, write masks.
+
+Registers are numpy arrays whose last axis holds the lanes (lane 0 = least significant element = lowest
+address on x86 and AArch64); any leading axes are a batch of registers. Nothing here casts an operand the
+caller passed: a wrong dtype is an error, never a conversion.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+U8, S8 = np.dtype(np.uint8), np.dtype(np.int8)
+U16, S16 = np.dtype(np.uint16), np.dtype(np.int16)
+U32, S32 = np.dtype(np.uint32), np.dtype(np.int32)
+U64, S64 = np.dtype(np.uint64), np.dtype(np.int64)
+
+TYPE_NAMES = {U8: "u8", S8: "s8", U16: "u16", S16: "s16", U32: "u32", S32: "s32", U64: "u64", S64: "s64"}
+DTYPES = {name: dtype for dtype, name in TYPE_NAMES.items()}
+
+
+def operand(x, name: str, dtype, widths=(64, 128, 256, 512), group: int = 1) -> np.ndarray:
+    """Check one register operand: exact dtype, a lane count that fills one of `widths` bits, and
+    divisible by `group` (the lanes one result lane reads). Returns x as an ndarray, never converted."""
+    dtype = np.dtype(dtype)
+    if not isinstance(x, np.ndarray):
+        raise ValueError(f"operand {name!r}: expected a numpy array of {TYPE_NAMES[dtype]} lanes, got {type(x).__name__}")
+    if x.dtype != dtype:
+        raise ValueError(f"operand {name!r}: expected dtype {dtype} ({TYPE_NAMES[dtype]} lanes), got {x.dtype}; "
+                         "lowp never casts an operand")
+    if x.ndim == 0:
+        raise ValueError(f"operand {name!r}: expected lanes on the last axis, got a 0-d array")
+    lanes = x.shape[-1]
+    bits = lanes * dtype.itemsize * 8
+    if bits not in widths:
+        allowed = ", ".join(f"{w // (dtype.itemsize * 8)} ({w}-bit)" for w in widths)
+        raise ValueError(f"operand {name!r}: {lanes} {TYPE_NAMES[dtype]} lanes = {bits} bits does not fit a register; "
+                         f"expected {allowed} lanes")
+    if lanes % group:
+        raise ValueError(f"operand {name!r}: {lanes} lanes do not divide into groups of {group}")
+    return x
+
+
+def same_register(*named) -> None:
+    """Operands that are read lane by lane together must have the same lane count."""
+    (first_name, first), *rest = named
+    for name, x in rest:
+        if x.shape[-1] != first.shape[-1]:
+            raise ValueError(f"operand {name!r} has {x.shape[-1]} lanes but {first_name!r} has {first.shape[-1]}; "
+                             "they must be the same register width")
+
+
+def result_lanes(name: str, x: np.ndarray, dtype, lanes: int) -> np.ndarray:
+    """Check an operand that has the result's shape (accumulator, merge source)."""
+    x = operand(x, name, dtype, widths=(lanes * np.dtype(dtype).itemsize * 8,))
+    return x
+
+
+def saturate(x: np.ndarray, dtype) -> np.ndarray:
+    """SaturateToSigned/UnsignedWord, Dword, ...: clamp an exact integer to the range of `dtype`."""
+    info = np.iinfo(dtype)
+    return np.clip(x, info.min, info.max).astype(dtype)
+
+
+def wrap(x: np.ndarray, dtype) -> np.ndarray:
+    """Keep the low bits of an exact integer (x<N-1:0> in the Arm ASL; the truncation the SDM implies)."""
+    dtype = np.dtype(dtype)
+    bits = dtype.itemsize * 8
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    low = np.asarray(x).astype(np.int64, copy=False) & ((1 << bits) - 1) if bits < 64 else np.asarray(x)
+    return low.astype(unsigned).view(dtype)
+
+
+def widen(x: np.ndarray) -> np.ndarray:
+    """Exact arithmetic room: every model computes in int64 before it saturates or wraps."""
+    return x.astype(np.int64)
+
+
+def mask_bits(mask, lanes: int) -> np.ndarray:
+    """An AVX-512 write mask (a Python int or an integer array over the batch axes) as booleans per lane.
+    Bits above the lane count are ignored, as the hardware ignores them."""
+    if isinstance(mask, (bool, np.bool_)) or not isinstance(mask, (int, np.integer, np.ndarray)):
+        raise ValueError(f"mask: expected an int (bit j selects lane j) or an integer array, got {type(mask).__name__}")
+    m = np.asarray(mask)
+    if m.dtype.kind not in "iu":
+        raise ValueError(f"mask: expected integer bits below 2**64, got {m.dtype}")
+    if m.dtype.kind == "i" and (m < 0).any():
+        raise ValueError("mask: bits must be non-negative")
+    m = m.astype(np.uint64)
+    return ((m[..., None] >> np.arange(lanes, dtype=np.uint64)) & np.uint64(1)).astype(bool)
+
+
+def writemask(result: np.ndarray, mask, zeroing: bool, merge) -> np.ndarray:
+    """AVX-512 {k} / {k}{z}: lanes whose mask bit is 0 take the merge source (merge-masking) or 0 (zeroing).
+    Intel SDM Vol. 1, 15.6.1 'Opmask register usage'; the per-lane `IF k1[j] OR *no writemask*` blocks."""
+    if mask is None:
+        if zeroing or merge is not None:
+            raise ValueError("zeroing= and merge= only apply with a write mask (mask=...)")
+        return result
+    keep = mask_bits(mask, result.shape[-1])
+    if zeroing:
+        if merge is not None:
+            raise ValueError("zeroing=True takes no merge source")
+        other = np.zeros((), result.dtype)
+    else:
+        if merge is None:
+            raise ValueError("merge-masking (mask= without zeroing=True) needs the merge source: the old destination")
+        other = result_lanes("merge", merge, result.dtype, result.shape[-1])
+    return np.where(keep, result, other).astype(result.dtype, copy=False)

@@ -1,0 +1,172 @@
+"""Bit-exact models of the x86 integer instructions int8 GEMM kernels are made of.
+
+One function per instruction, mirroring the operation block of Intel's SDM (Vol. 2, "Instruction Set
+Reference") or of the ISA Extensions reference for AVX-VNNI-INT8. Registers are numpy arrays of lanes on the
+last axis, vectorized over any leading axes. Every sum is formed exactly in int64 and only then saturated or
+wrapped, exactly where the pseudocode does.
+
+Operand roles follow the pseudocode, not intuition: PMADDUBSW and VPDPBUSD read their *first* source as
+unsigned bytes; VPDPBSUD reads its first source as *signed* bytes (shared/research/isa-semantics.md 1.1).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .lanes import S8, S16, S32, U8, U32, operand, same_register, result_lanes, saturate, widen, wrap, writemask
+
+W = (128, 256, 512)          # SSE/AVX/AVX-512 register widths
+W_MMX = (64, 128, 256, 512)  # PMADDUBSW and friends also have an MMX form
+
+
+def _pairs(x: np.ndarray) -> np.ndarray:
+    """Sum of adjacent lanes 2j and 2j+1: the horizontal step of PMADDUBSW/PMADDWD."""
+    return x[..., 0::2] + x[..., 1::2]
+
+
+def _quads(x: np.ndarray) -> np.ndarray:
+    """tmp1 + tmp2 + tmp3 + tmp4 of the VNNI byte forms: lanes 4j..4j+3."""
+    return x[..., 0::4] + x[..., 1::4] + x[..., 2::4] + x[..., 3::4]
+
+
+def vpmaddubsw(a, b, *, mask=None, zeroing=False, merge=None):
+    """PMADDUBSW / VPMADDUBSW, Multiply and Add Packed Signed and Unsigned Bytes.
+    DEST.word[j] := SaturateToSignedWord(SRC2.byte[2j+1]*SRC1.byte[2j+1] + SRC2.byte[2j]*SRC1.byte[2j]);
+    SRC1 (a) unsigned, SRC2 (b) signed. Intel SDM Vol. 2B, PMADDUBSW."""
+    a, b = operand(a, "a", U8, W_MMX, 2), operand(b, "b", S8, W_MMX, 2)
+    same_register(("a", a), ("b", b))
+    return writemask(saturate(_pairs(widen(a) * widen(b)), S16), mask, zeroing, merge)
+
+
+def vpmaddwd(a, b, *, mask=None, zeroing=False, merge=None):
+    """PMADDWD / VPMADDWD, Multiply and Add Packed Integers.
+    DEST.dword[j] := SRC1.word[2j+1]*SRC2.word[2j+1] + SRC1.word[2j]*SRC2.word[2j], kept to 32 bits: the one
+    overflow, four words of 0x8000, gives 0x80000000. Intel SDM Vol. 2B, PMADDWD."""
+    a, b = operand(a, "a", S16, W, 2), operand(b, "b", S16, W, 2)
+    same_register(("a", a), ("b", b))
+    return writemask(wrap(_pairs(widen(a) * widen(b)), S32), mask, zeroing, merge)
+
+
+def _byte_dot(src, a, b, a_type, b_type, acc_type, saturating, mask, zeroing, widths=W):
+    """ORIGDEST.dword[j] + tmp1 + tmp2 + tmp3 + tmp4, tmpk = a.byte[4j+k] * b.byte[4j+k], exact."""
+    a, b = operand(a, "a", a_type, widths, 4), operand(b, "b", b_type, widths, 4)
+    same_register(("a", a), ("b", b))
+    src = result_lanes("src", src, acc_type, a.shape[-1] // 4)
+    total = widen(src) + _quads(widen(a) * widen(b))
+    r = saturate(total, acc_type) if saturating else wrap(total, acc_type)
+    return writemask(r, mask, zeroing, None if mask is None or zeroing else src)
+
+
+def vpdpbusd(src, a, b, *, mask=None, zeroing=False):
+    """VPDPBUSD, Multiply and Add Unsigned and Signed Bytes: DEST.dword[j] := ORIGDEST.dword[j] + sum of four
+    ZeroExtend16(SRC2.byte) * SignExtend16(SRC3.byte), wrapping. a (SRC2) unsigned, b (SRC3) signed; masked-off
+    lanes keep the accumulator. Intel SDM Vol. 2C, VPDPBUSD."""
+    return _byte_dot(src, a, b, U8, S8, S32, False, mask, zeroing)
+
+
+def vpdpbusds(src, a, b, *, mask=None, zeroing=False):
+    """VPDPBUSDS: as VPDPBUSD, then SIGNED_DWORD_SATURATE(ORIGDEST + tmp1..tmp4). Intel SDM Vol. 2C, VPDPBUSDS."""
+    return _byte_dot(src, a, b, U8, S8, S32, True, mask, zeroing)
+
+
+def _word_dot(src, a, b, saturating, mask, zeroing):
+    a, b = operand(a, "a", S16, W, 2), operand(b, "b", S16, W, 2)
+    same_register(("a", a), ("b", b))
+    src = result_lanes("src", src, S32, a.shape[-1] // 2)
+    total = widen(src) + _pairs(widen(a) * widen(b))
+    r = saturate(total, S32) if saturating else wrap(total, S32)
+    return writemask(r, mask, zeroing, None if mask is None or zeroing else src)
+
+
+def vpdpwssd(src, a, b, *, mask=None, zeroing=False):
+    """VPDPWSSD, Multiply and Add Signed Word Integers: DEST.dword[j] := ORIGDEST.dword[j] +
+    SRC2.word[2j]*SRC3.word[2j] + SRC2.word[2j+1]*SRC3.word[2j+1], wrapping. Intel SDM Vol. 2C, VPDPWSSD."""
+    return _word_dot(src, a, b, False, mask, zeroing)
+
+
+def vpdpwssds(src, a, b, *, mask=None, zeroing=False):
+    """VPDPWSSDS: SIGNED_DWORD_SATURATE(ORIGDEST + tmp1 + tmp2) with the pair sum exact, so two products of
+    (-32768)*(-32768) give 2^31 and saturate (measured on hardware, isa-semantics.md 0). Intel SDM Vol. 2C."""
+    return _word_dot(src, a, b, True, mask, zeroing)
+
+
+def vpdpbssd(src, a, b):
+    """VPDPBSSD: W.dword[j] + sum of SignExtend16(A.byte) * SignExtend16(B.byte), wrapping.
+    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]."""
+    return _byte_dot(src, a, b, S8, S8, S32, False, None, False, (128, 256))
+
+
+def vpdpbssds(src, a, b):
+    """VPDPBSSDS: SIGNED_DWORD_SATURATE(W.dword[j] + four s8*s8 products).
+    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]."""
+    return _byte_dot(src, a, b, S8, S8, S32, True, None, False, (128, 256))
+
+
+def vpdpbsud(src, a, b):
+    """VPDPBSUD: W.dword[j] + sum of SignExtend16(A.byte) * ZeroExtend16(B.byte): A *signed*, B unsigned
+    (the opposite order to VPDPBUSD), wrapping.
+    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]."""
+    return _byte_dot(src, a, b, S8, U8, S32, False, None, False, (128, 256))
+
+
+def vpdpbsuds(src, a, b):
+    """VPDPBSUDS: SIGNED_DWORD_SATURATE(W.dword[j] + four s8*u8 products).
+    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]."""
+    return _byte_dot(src, a, b, S8, U8, S32, True, None, False, (128, 256))
+
+
+def vpdpbuud(src, a, b):
+    """VPDPBUUD: W.dword[j] + sum of ZeroExtend16(A.byte) * ZeroExtend16(B.byte), wrapping mod 2^32.
+    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]."""
+    return _byte_dot(src, a, b, U8, U8, U32, False, None, False, (128, 256))
+
+
+def vpdpbuuds(src, a, b):
+    """VPDPBUUDS: UNSIGNED_DWORD_SATURATE(W.dword[j] + four u8*u8 products), W read as u32.
+    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]."""
+    return _byte_dot(src, a, b, U8, U8, U32, True, None, False, (128, 256))
+
+
+def _lanewise(a, b, dtype, saturating, mask, zeroing, merge):
+    a, b = operand(a, "a", dtype, W), operand(b, "b", dtype, W)
+    same_register(("a", a), ("b", b))
+    total = widen(a) + widen(b)
+    return writemask(saturate(total, dtype) if saturating else wrap(total, dtype), mask, zeroing, merge)
+
+
+def vpaddsw(a, b, *, mask=None, zeroing=False, merge=None):
+    """PADDSW / VPADDSW, Add Packed Signed Integers with Signed Saturation (words):
+    DEST.word[j] := SaturateToSignedWord(SRC1.word[j] + SRC2.word[j]). Intel SDM Vol. 2B, PADDSB/PADDSW."""
+    return _lanewise(a, b, S16, True, mask, zeroing, merge)
+
+
+def vpaddw(a, b, *, mask=None, zeroing=False, merge=None):
+    """PADDW / VPADDW, Add Packed Integers (words), wrapping mod 2^16. Intel SDM Vol. 2B, PADDB/PADDW/PADDD/PADDQ."""
+    return _lanewise(a, b, S16, False, mask, zeroing, merge)
+
+
+def vpaddd(a, b, *, mask=None, zeroing=False, merge=None):
+    """PADDD / VPADDD, Add Packed Integers (dwords), wrapping mod 2^32. Intel SDM Vol. 2B, PADDB/PADDW/PADDD/PADDQ."""
+    return _lanewise(a, b, S32, False, mask, zeroing, merge)
+
+
+def _extend(a, from_type, to_type, mask, zeroing, merge):
+    # The source is the low half of a register: SSE4.1's 128-bit form reads 64 bits, so 32 bits is allowed.
+    a = operand(a, "a", from_type, (32, 64, 128, 256))
+    return writemask(a.astype(to_type), mask, zeroing, merge)
+
+
+def vpmovsxwd(a, *, mask=None, zeroing=False, merge=None):
+    """PMOVSXWD / VPMOVSXWD, Packed Move with Sign Extend, word to dword: DEST.dword[j] := SignExtend(SRC.word[j]);
+    how int16 accumulators are spilled into int32. a holds just the words read. Intel SDM Vol. 2B, PMOVSX."""
+    return _extend(a, S16, S32, mask, zeroing, merge)
+
+
+def vpmovsxbw(a, *, mask=None, zeroing=False, merge=None):
+    """PMOVSXBW / VPMOVSXBW, sign extend bytes to words: the exact (slower) 8-bit path of seed 002.
+    Intel SDM Vol. 2B, PMOVSX."""
+    return _extend(a, S8, S16, mask, zeroing, merge)
+
+
+def vpmovzxbw(a, *, mask=None, zeroing=False, merge=None):
+    """PMOVZXBW / VPMOVZXBW, zero extend unsigned bytes to words. Intel SDM Vol. 2B, PMOVZX."""
+    return _extend(a, U8, S16, mask, zeroing, merge)

@@ -1,0 +1,164 @@
+"""Registry entries for the x86 models: which intrinsics spell each instruction, at which width, needing which
+CPU features, with which argument order. Argument orders follow the Intel Intrinsics Guide:
+  binary      plain (a, b)       mask (src, k, a, b)     maskz (k, a, b)
+  accumulate  plain (src, a, b)  mask (src, k, a, b)     maskz (k, src, a, b)
+  extend      plain (a)          mask (src, k, a)        maskz (k, a)
+"""
+from __future__ import annotations
+
+import re
+
+from . import x86
+from .lanes import DTYPES
+from .registry import Instruction, Intrinsic, Param, add_instruction, add_intrinsic
+
+PREFIX = {64: "_mm_", 128: "_mm_", 256: "_mm256_", 512: "_mm512_"}
+SDM = "Intel 64 and IA-32 Architectures SDM, Vol. 2 (Instruction Set Reference), operation block"
+ISE = "Intel Architecture Instruction Set Extensions Programming Reference (319433), operation block"
+
+
+def _vec(name, type_name, width):
+    dtype = DTYPES[type_name]
+    return Param(name, "vec", dtype, width // (dtype.itemsize * 8))
+
+
+def _mask(lanes):
+    return Param("k", "mask", bits=max(8, lanes))
+
+
+def _binary(inst, form, width, a_t, b_t, out_t):
+    a, b, out = _vec("a", a_t, width), _vec("b", b_t, width), _vec("result", out_t, width)
+    src, m = Param("src", "vec", out.dtype, out.lanes), inst.model
+    if form == "plain":
+        return (a, b), out, lambda a, b: m(a, b)
+    if form == "mask":
+        return (src, _mask(out.lanes), a, b), out, lambda s, k, a, b: m(a, b, mask=k, merge=s)
+    return (_mask(out.lanes), a, b), out, lambda k, a, b: m(a, b, mask=k, zeroing=True)
+
+
+def _accumulate(inst, form, width, a_t, b_t, out_t):
+    a, b, src = _vec("a", a_t, width), _vec("b", b_t, width), _vec("src", out_t, width)
+    out, m = _vec("result", out_t, width), inst.model
+    if form == "plain":
+        return (src, a, b), out, lambda s, a, b: m(s, a, b)
+    if form == "mask":
+        return (src, _mask(src.lanes), a, b), out, lambda s, k, a, b: m(s, a, b, mask=k)
+    return (_mask(src.lanes), src, a, b), out, lambda k, s, a, b: m(s, a, b, mask=k, zeroing=True)
+
+
+def _extend(inst, form, width, a_t, b_t, out_t):
+    out = _vec("result", out_t, width)
+    in_bits = DTYPES[a_t].itemsize * 8
+    a = _vec("a", a_t, max(128, out.lanes * in_bits))   # the source register; only its low lanes are read
+    n, m = out.lanes, inst.model
+    if form == "plain":
+        return (a,), out, lambda a: m(a[..., :n])
+    src = Param("src", "vec", out.dtype, out.lanes)
+    if form == "mask":
+        return (src, _mask(n), a), out, lambda s, k, a: m(a[..., :n], mask=k, merge=s)
+    return (_mask(n), a), out, lambda k, a: m(a[..., :n], mask=k, zeroing=True)
+
+
+KINDS = {"binary": _binary, "accumulate": _accumulate, "extend": _extend}
+
+
+def family(mnemonic, model, *, extension, types, overflow, kind, plain, masked=None, masked_features=(),
+           encoding_of=None, citation=SDM):
+    """Register one instruction and its intrinsics.
+
+    plain: {intrinsic name: (width, features)} for the unmasked spellings.
+    masked: the intrinsic stem (e.g. 'maddubs_epi16') for the AVX-512 mask/maskz spellings at 128/256/512,
+            which need `masked_features` (+ avx512vl below 512 bits).
+    """
+    a_t, b_t, out_t = types
+    inst = add_instruction(Instruction(
+        mnemonic=mnemonic, arch="x86", extension=extension,
+        operands=f"{a_t} x {b_t} -> {out_t}" if b_t else f"{a_t} -> {out_t}",
+        overflow=overflow, pseudocode=re.split(r"[,:]", model.__doc__)[0].strip(), citation=citation, model=model))
+    build = KINDS[kind]
+    for name, (width, features) in plain.items():
+        encoding = (encoding_of or _encoding)(name, width, features)
+        params, out, adapter = build(inst, "plain", width, a_t, b_t, out_t)
+        add_intrinsic(Intrinsic(name, inst, width, tuple(features), encoding, params, out, adapter))
+    if masked:
+        for width in (128, 256, 512):
+            features = tuple(masked_features) + (("avx512vl",) if width < 512 else ())
+            for form in ("mask", "maskz"):
+                params, out, adapter = build(inst, form, width, a_t, b_t, out_t)
+                add_intrinsic(Intrinsic(f"{PREFIX[width]}{form}_{masked}", inst, width, features, "evex",
+                                        params, out, adapter))
+    return inst
+
+
+def _encoding(name, width, features):
+    if width == 64:
+        return "mmx"
+    if any(f.startswith("avx512") for f in features):
+        return "evex"
+    if width == 128 and features[0] in ("sse2", "ssse3", "sse4_1"):
+        return "legacy"
+    return "vex"
+
+
+def _widths(stem, legacy_feature, avx2="avx2", avx512=("avx512bw",)):
+    return {f"_mm_{stem}": (128, (legacy_feature,)), f"_mm256_{stem}": (256, (avx2,)),
+            f"_mm512_{stem}": (512, avx512)}
+
+
+def _vnni(stem, evex_features=("avx512_vnni",)):
+    plain = {f"{PREFIX[w]}{stem}_epi32": (w, evex_features + (("avx512vl",) if w < 512 else ())) for w in W3}
+    plain.update({f"{PREFIX[w]}{stem}_avx_epi32": (w, ("avx_vnni",)) for w in (128, 256)})
+    return plain
+
+
+W3 = (128, 256, 512)
+SAT16 = "pair sum saturates to int16 (±64770 clamps to [-32768, 32767])"
+
+
+def _register():
+    family("vpmaddubsw", x86.vpmaddubsw, extension="SSSE3 / AVX2 / AVX512BW", types=("u8", "s8", "s16"),
+           overflow=SAT16, kind="binary",
+           plain={"_mm_maddubs_pi16": (64, ("ssse3",)), **_widths("maddubs_epi16", "ssse3")},
+           masked="maddubs_epi16", masked_features=("avx512bw",))
+    family("vpmaddwd", x86.vpmaddwd, extension="SSE2 / AVX2 / AVX512BW", types=("s16", "s16", "s32"),
+           overflow="pair sum wraps to 32 bits: only 4 x 0x8000 overflows, giving INT32_MIN", kind="binary",
+           plain=_widths("madd_epi16", "sse2"), masked="madd_epi16", masked_features=("avx512bw",))
+    vnni = dict(extension="AVX512_VNNI / AVX-VNNI", types=("u8", "s8", "s32"), kind="accumulate")
+    family("vpdpbusd", x86.vpdpbusd, overflow="exact 4-product sum; accumulator wraps mod 2^32",
+           plain=_vnni("dpbusd"), masked="dpbusd_epi32", masked_features=("avx512_vnni",), **vnni)
+    family("vpdpbusds", x86.vpdpbusds, overflow="exact 4-product sum; accumulator saturates to int32",
+           plain=_vnni("dpbusds"), masked="dpbusds_epi32", masked_features=("avx512_vnni",), **vnni)
+    wnni = dict(vnni, types=("s16", "s16", "s32"))
+    family("vpdpwssd", x86.vpdpwssd, overflow="exact pair sum; accumulator wraps mod 2^32",
+           plain=_vnni("dpwssd"), masked="dpwssd_epi32", masked_features=("avx512_vnni",), **wnni)
+    family("vpdpwssds", x86.vpdpwssds,
+           overflow="exact pair sum (2^31 for 4 x 0x8000), then saturates to int32",
+           plain=_vnni("dpwssds"), masked="dpwssds_epi32", masked_features=("avx512_vnni",), **wnni)
+    for mnemonic, types in (("vpdpbssd", ("s8", "s8", "s32")), ("vpdpbsud", ("s8", "u8", "s32")),
+                            ("vpdpbuud", ("u8", "u8", "u32"))):
+        for sat in ("", "s"):
+            stem = mnemonic[2:] + sat
+            family(mnemonic + sat, getattr(x86, mnemonic + sat), extension="AVX-VNNI-INT8", types=types,
+                   kind="accumulate", citation=ISE,
+                   overflow=("exact 4-product sum; accumulator saturates to "
+                             + ("uint32" if "uu" in mnemonic else "int32")) if sat
+                   else "exact 4-product sum; accumulator wraps mod 2^32",
+                   plain={f"{PREFIX[w]}{stem}_epi32": (w, ("avx_vnni_int8",)) for w in (128, 256)})
+    family("vpaddsw", x86.vpaddsw, extension="SSE2 / AVX2 / AVX512BW", types=("s16", "s16", "s16"),
+           overflow="saturates to int16", kind="binary", plain=_widths("adds_epi16", "sse2"),
+           masked="adds_epi16", masked_features=("avx512bw",))
+    family("vpaddw", x86.vpaddw, extension="SSE2 / AVX2 / AVX512BW", types=("s16", "s16", "s16"),
+           overflow="wraps mod 2^16", kind="binary", plain=_widths("add_epi16", "sse2"),
+           masked="add_epi16", masked_features=("avx512bw",))
+    family("vpaddd", x86.vpaddd, extension="SSE2 / AVX2 / AVX512F", types=("s32", "s32", "s32"),
+           overflow="wraps mod 2^32", kind="binary", plain=_widths("add_epi32", "sse2", avx512=("avx512f",)),
+           masked="add_epi32", masked_features=("avx512f",))
+    for mnemonic, stem, types, f512 in (("vpmovsxwd", "cvtepi16_epi32", ("s16", None, "s32"), "avx512f"),
+                                        ("vpmovsxbw", "cvtepi8_epi16", ("s8", None, "s16"), "avx512bw"),
+                                        ("vpmovzxbw", "cvtepu8_epi16", ("u8", None, "s16"), "avx512bw")):
+        family(mnemonic, getattr(x86, mnemonic), extension="SSE4.1 / AVX2 / AVX512", types=types,
+               overflow="exact (widening)", kind="extend",
+               plain=_widths(stem, "sse4_1", avx512=(f512,)), masked=stem, masked_features=(f512,))
+
+
+_register()
