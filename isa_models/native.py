@@ -1,0 +1,186 @@
+"""The host CPU as an executor of x86 intrinsics: one tiny C wrapper per registered intrinsic, generated from
+the registry, compiled once with per-function target attributes (so one shared object builds and loads on any
+x86-64 CPU) and called through cffi over a batch of registers.
+
+Only tests and `lowp isa verify` import this; the models never do.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from functools import cached_property
+from pathlib import Path
+from typing import Sequence
+
+import cffi
+import numpy as np
+
+from .registry import Intrinsic, intrinsics
+
+# Feature names (Linux /proc/cpuinfo spelling) in the bit order of lowp_cpu_features() in cpu_features.c.
+FEATURE_BITS = ("mmx", "sse2", "ssse3", "sse4_1", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                "avx_vnni", "avx_vnni_int8")
+# The same features as GCC/clang target attributes.
+TARGET = {"mmx": "mmx", "sse2": "sse2", "ssse3": "ssse3", "sse4_1": "sse4.1", "avx2": "avx2", "avx512f": "avx512f",
+          "avx512bw": "avx512bw", "avx512vl": "avx512vl", "avx512_vnni": "avx512vnni", "avx_vnni": "avxvnni",
+          "avx_vnni_int8": "avxvnniint8"}
+# Compilers learn new extensions late: guard what an older one cannot emit rather than fail the whole build.
+COMPILER_GUARD = {
+    "avx_vnni_int8": "(defined(__clang__) && __clang_major__ >= 16) || (!defined(__clang__) && __GNUC__ >= 13)",
+    "avx_vnni": "(defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11)",
+}
+CTYPE = {64: "__m64", 128: "__m128i", 256: "__m256i", 512: "__m512i"}
+LOAD = {64: "lowp_ld64(p{j}, i)", 128: "_mm_loadu_si128((const __m128i *)((const char *)p{j} + i * 16))",
+        256: "_mm256_loadu_si256((const __m256i *)((const char *)p{j} + i * 32))",
+        512: "_mm512_loadu_si512((const char *)p{j} + i * 64)"}
+STORE = {64: "memcpy((char *)out + i * 8, &r, 8)", 128: "_mm_storeu_si128((__m128i *)((char *)out + i * 16), r)",
+         256: "_mm256_storeu_si256((__m256i *)((char *)out + i * 32), r)",
+         512: "_mm512_storeu_si512((char *)out + i * 64, r)"}
+PRELUDE = """#include <immintrin.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <string.h>
+static inline __m64 lowp_ld64(const void *p, size_t i) { __m64 v; memcpy(&v, (const char *)p + i * 8, 8); return v; }
+"""
+
+
+class NativeUnavailable(RuntimeError):
+    """The host cannot build or run the native wrappers at all (not x86-64, no C compiler)."""
+
+
+def wrapper_source(intr: Intrinsic) -> str:
+    """C for one intrinsic: `int lowp_<name>(size_t n, const void *p0, ..., void *out)` runs it n times."""
+    args, params = [], []
+    for j, p in enumerate(intr.params):
+        params.append(f"const void *p{j}")
+        if p.kind == "vec":
+            args.append(LOAD[p.width].format(j=j))
+        elif p.kind == "mask":
+            args.append(f"(__mmask{p.bits})((const uint64_t *)p{j})[i]")
+        else:
+            raise ValueError(f"{intr.name}: x86 immediates are not generated yet")
+    sig = f"int lowp_{intr.name}(size_t n, {', '.join(params)}, void *out)"
+    target = ",".join(TARGET[f] for f in intr.features)
+    body = (f"__attribute__((target(\"{target}\"))) {sig} {{\n"
+            f"    for (size_t i = 0; i < n; ++i) {{\n"
+            f"        {CTYPE[intr.result.width]} r = {intr.name}({', '.join(args)});\n"
+            f"        {STORE[intr.result.width]};\n    }}\n"
+            + ("    _mm_empty();\n" if intr.width == 64 else "") + "    return 0;\n}\n")
+    guards = [COMPILER_GUARD[f] for f in intr.features if f in COMPILER_GUARD]
+    if not guards:
+        return body
+    cond = " && ".join(f"({g})" for g in guards)
+    return f"#if {cond}\n{body}#else\n{sig} {{ (void)n; return -1; }}\n#endif\n"
+
+
+def cdef_line(intr: Intrinsic) -> str:
+    return f"int lowp_{intr.name}(size_t, {', '.join('const void *' for _ in intr.params)}, void *);"
+
+
+def compiler() -> list[str]:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        raise NativeUnavailable("no C compiler found (set CC or install gcc)")
+    return cc.split()
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("LOWP_CACHE_DIR") or Path.home() / ".cache" / "lowp") / "native"
+
+
+def build_shared_object(source: str) -> Path:
+    """Compile `source` once per (source, compiler) into the cache; the rename makes the file appear whole."""
+    cc = compiler()
+    version = subprocess.run(cc + ["--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    key = hashlib.sha256((source + repr(cc) + repr(version)).encode()).hexdigest()[:16]
+    target = cache_dir() / f"x86-wrappers-{key}.so"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        c_file, so_file = Path(tmp) / "wrappers.c", Path(tmp) / "wrappers.so"
+        c_file.write_text(source)
+        done = subprocess.run(cc + ["-O2", "-shared", "-fPIC", "-o", str(so_file), str(c_file)],
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise NativeUnavailable(f"compiling the x86 wrappers failed:\n{done.stderr[-4000:]}")
+        os.replace(so_file, target)
+    return target
+
+
+class NativeX86:
+    """Backend (see backend.py) that runs x86 intrinsics on this CPU.
+
+    LOWP_DISABLE_FEATURES=avx512_vnni,... makes the back end act as if the CPU lacked those features, so the
+    skip paths can be exercised on any machine."""
+    name = "native"
+    arch = "x86"
+
+    def __init__(self, selection: Sequence[Intrinsic] | None = None):
+        if platform.machine().lower() not in ("x86_64", "amd64"):
+            raise NativeUnavailable(f"the host is {platform.machine()}, not x86-64")
+        self.intrinsics = list(selection if selection is not None else intrinsics("x86"))
+        self._ffi = cffi.FFI()
+        self._ffi.cdef("uint64_t lowp_cpu_features(void);\n" + "\n".join(map(cdef_line, self.intrinsics)))
+        self.library_path = build_shared_object(self.source())
+        self._lib = self._ffi.dlopen(str(self.library_path))
+
+    def source(self) -> str:
+        features_c = (Path(__file__).with_name("cpu_features.c")).read_text()
+        return PRELUDE + features_c + "\n" + "\n".join(map(wrapper_source, self.intrinsics))
+
+    @cached_property
+    def cpu_features(self) -> frozenset[str]:
+        bits = int(self._lib.lowp_cpu_features())
+        disabled = {f.strip() for f in os.environ.get("LOWP_DISABLE_FEATURES", "").split(",") if f.strip()}
+        return frozenset(f for i, f in enumerate(FEATURE_BITS) if bits >> i & 1 and f not in disabled)
+
+    @cached_property
+    def cpu_model(self) -> str:
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+        return platform.processor() or "unknown x86-64"
+
+    def describe(self) -> str:
+        return f"{self.cpu_model}; features: {' '.join(f for f in FEATURE_BITS if f in self.cpu_features)}"
+
+    def unavailable(self, intr: Intrinsic) -> str | None:
+        missing = [f for f in intr.features if f not in self.cpu_features]
+        if missing:
+            return f"CPU lacks {', '.join(missing)}"
+        if not self._compiled(intr):
+            return f"compiler {compiler()[0]} cannot emit {', '.join(intr.features)}"
+        return None
+
+    def _compiled(self, intr: Intrinsic) -> bool:
+        # A stub from the #else branch returns -1 without touching anything, even for n = 0.
+        null = [self._ffi.NULL] * (len(intr.params) + 1)
+        return getattr(self._lib, f"lowp_{intr.name}")(0, *null) == 0
+
+    def run(self, intr: Intrinsic, args: Sequence) -> np.ndarray:
+        reason = self.unavailable(intr)
+        if reason:
+            raise RuntimeError(f"{intr.name} cannot run natively: {reason}")
+        n = None
+        buffers = []
+        for p, a in zip(intr.params, args, strict=True):
+            if p.kind == "vec":
+                a = np.ascontiguousarray(a, dtype=p.dtype).reshape(-1, p.lanes)
+                n = a.shape[0] if n is None else n
+                if a.shape[0] != n:
+                    raise ValueError(f"{intr.name}: operand {p.name!r} has {a.shape[0]} registers, expected {n}")
+            buffers.append(a)
+        buffers = [np.ascontiguousarray(np.broadcast_to(np.asarray(b, np.uint64), (n,))) if p.kind == "mask"
+                   else b for p, b in zip(intr.params, buffers)]
+        out = np.empty((n, intr.result.lanes), intr.result.dtype)
+        fn = getattr(self._lib, f"lowp_{intr.name}")
+        fn(n, *(self._ffi.from_buffer(b) for b in buffers), self._ffi.from_buffer(out))
+        return out

@@ -1,0 +1,136 @@
+"""`lowp isa list` and `lowp isa verify`: the instruction models, and their proof against real instructions."""
+from __future__ import annotations
+
+import sys
+import time
+
+from tabulate import tabulate
+
+from lowp.isa_models import instructions, intrinsics
+
+
+def add_parser(sub) -> None:
+    isa = sub.add_parser("isa", help="instruction models: list them, prove them against this machine")
+    cmds = isa.add_subparsers(dest="isa_command", required=True, metavar="ACTION")
+    ls = cmds.add_parser("list", help="print the registry of instruction models as a table")
+    ls.add_argument("--arch", choices=("x86", "aarch64"), help="only this architecture")
+    ls.add_argument("--intrinsics", action="store_true", help="one row per intrinsic, with its signature")
+    ls.set_defaults(func=cmd_list)
+    v = cmds.add_parser("verify", help="prove the models against this CPU (x86) and the emulator (AArch64); "
+                                       "exit 1 on any disagreement")
+    v.add_argument("names", nargs="*", metavar="NAME", help="mnemonics or intrinsic names (default: all)")
+    v.add_argument("--exhaustive", action="store_true",
+                   help="also prove VPMADDUBSW over all 2^32 (a0, a1, b0, b1) pair inputs (about a minute)")
+    v.add_argument("--registers", type=int, default=2048, help="random registers per intrinsic (default 2048)")
+    v.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    v.add_argument("--arch", choices=("x86", "aarch64"), help="only this architecture")
+    v.set_defaults(func=cmd_verify)
+
+
+def cmd_list(args) -> int:
+    if args.intrinsics:
+        rows = [(i.name, i.mnemonic, i.width, " ".join(i.features), i.encoding, "(" + i.signature.split("(", 1)[1])
+                for i in intrinsics(args.arch)]
+        print(tabulate(rows, headers=("intrinsic", "instruction", "bits", "features", "encoding", "arguments -> result")))
+        return 0
+    rows = [(i.mnemonic, i.extension, i.operands, "/".join(map(str, i.widths)), i.overflow,
+             ", ".join(x.name for x in i.intrinsics[:3]) + (f" (+{len(i.intrinsics) - 3})" if len(i.intrinsics) > 3 else ""))
+            for i in instructions(args.arch)]
+    print(tabulate(rows, headers=("instruction", "extension", "types", "bits", "saturation / wrap", "intrinsics")))
+    print(f"\n{len(rows)} instructions, {len(intrinsics(args.arch))} intrinsics")
+    return 0
+
+
+def select(names: list[str], arch: str | None):
+    chosen = intrinsics(arch)
+    if not names:
+        return chosen
+    known_mnemonics = {i.mnemonic for i in instructions()}
+    known_names = {i.name for i in chosen}
+    unknown = [n for n in names if n.lower() not in known_mnemonics and n not in known_names]
+    if unknown:
+        raise SystemExit(f"lowp isa verify: no model named {', '.join(unknown)} (see `lowp isa list --intrinsics`)")
+    return [i for i in chosen if i.name in names or i.mnemonic in {n.lower() for n in names}]
+
+
+def backends_for(arch_needed: set[str]) -> tuple[dict[str, list], list[str]]:
+    """Executors by arch, in order of preference, and notes on those that could not be set up."""
+    found: dict[str, list] = {"x86": [], "aarch64": []}
+    notes = []
+    if "x86" in arch_needed:
+        try:
+            from lowp.isa_models.native import NativeX86
+            found["x86"].append(NativeX86())
+        except Exception as e:  # no compiler, not x86-64: every x86 row says why
+            notes.append(f"native x86: {e}")
+    if "aarch64" in arch_needed:
+        try:
+            from lowp.emulator import intrinsics as emulated
+            for cls in (getattr(emulated, "UnicornBackend", None), getattr(emulated, "QemuBackend", None)):
+                if cls is not None:
+                    try:
+                        found["aarch64"].append(cls())
+                    except Exception as e:
+                        notes.append(f"{cls.__name__}: {e}")
+        except ImportError as e:
+            notes.append(f"AArch64 back ends: {e}")
+    return found, notes
+
+
+def verify_one(intr, backends, registers, seed):
+    from lowp.isa_models.proof import Verdict, verify
+    reasons = []
+    for backend in backends:
+        reason = backend.unavailable(intr)
+        if reason is None:
+            return verify(intr, backend, random_registers=registers, seed=seed)
+        reasons.append(f"{backend.name}: {reason}")
+    return Verdict(intr, "-", "skipped", reason="; ".join(reasons) or "no back end can execute it here")
+
+
+def cmd_verify(args) -> int:
+    selected = select(args.names, args.arch)
+    backends, notes = backends_for({i.instruction.arch for i in selected})
+    start = time.perf_counter()
+    verdicts = [verify_one(i, backends[i.instruction.arch], args.registers, args.seed) for i in selected]
+    rows = [(v.intrinsic.name, v.intrinsic.mnemonic, v.backend, v.status, v.registers, v.lanes, v.reason)
+            for v in verdicts]
+    exhaustive = None
+    if args.exhaustive and any(i.mnemonic == "vpmaddubsw" for i in selected) and backends["x86"]:
+        exhaustive = run_exhaustive(backends["x86"][0])
+        if exhaustive is not None:
+            rows.append((exhaustive.intrinsic, "vpmaddubsw", "native",
+                         "exhaustive" if exhaustive.disagreement is None else "FAILED", exhaustive.cases // 32,
+                         exhaustive.cases, f"all 2^32 pair inputs in {exhaustive.seconds:.1f} s"))
+    print(tabulate(rows, headers=("intrinsic", "instruction", "back end", "status", "registers", "lanes", "note")))
+    for b in sum(backends.values(), []):
+        print(f"\n{b.name}: {b.describe()}")
+    for note in notes:
+        print(f"not available: {note}")
+    ran = [v for v in verdicts if v.status != "skipped"]
+    failed = [v for v in verdicts if v.status == "FAILED"]
+    print(f"\n{len(ran)} of {len(verdicts)} intrinsics executed and compared "
+          f"({sum(v.lanes for v in ran)} lanes), {len(verdicts) - len(ran)} skipped, {len(failed)} disagreed; "
+          f"{time.perf_counter() - start:.1f} s")
+    for v in failed:
+        print(f"\nFIRST DISAGREEMENT\n{v.disagreement}", file=sys.stderr)
+    if exhaustive is not None and exhaustive.disagreement is not None:
+        print(f"\nFIRST DISAGREEMENT (exhaustive)\n{exhaustive.disagreement}", file=sys.stderr)
+        return 1
+    return 1 if failed else 0
+
+
+def run_exhaustive(backend):
+    from lowp.isa_models.proof import exhaustive_vpmaddubsw, pick_exhaustive
+    intr = pick_exhaustive(backend)
+    if intr is None:
+        print("exhaustive: skipped, the CPU has no SSSE3", file=sys.stderr)
+        return None
+
+    def progress(a0):
+        if sys.stderr.isatty():
+            print(f"\rexhaustive {intr.name}: a0 = {a0:3d}/255", end="", file=sys.stderr, flush=True)
+    result = exhaustive_vpmaddubsw(backend, intr, progress=progress)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    return result
