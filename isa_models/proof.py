@@ -229,7 +229,8 @@ class PairInputs:
 @dataclass
 class ExhaustiveResult:
     intrinsic: str
-    cases: int = 0
+    cases: int = 0          # pair inputs compared (one result lane each)
+    registers: int = 0
     seconds: float = 0.0
     disagreement: Disagreement | None = None
     a0_values: list[int] = field(default_factory=list)
@@ -248,6 +249,7 @@ def exhaustive_vpmaddubsw(backend: Backend, intr: Intrinsic, a0_values: Iterable
         actual = backend.run(intr, args)
         expected = intr(*args)
         result.cases += expected.size
+        result.registers += expected.shape[0]
         result.a0_values.append(a0)
         if not np.array_equal(expected, actual):
             result.disagreement = first_disagreement(intr, args, expected, actual, f"exhaustive, a0={a0}")

@@ -52,7 +52,8 @@ def _byte_dot(src, a, b, a_type, b_type, acc_type, saturating, mask, zeroing, wi
     a, b = operand(a, "a", a_type, widths, 4), operand(b, "b", b_type, widths, 4)
     same_register(("a", a), ("b", b))
     src = result_lanes("src", src, acc_type, a.shape[-1] // 4)
-    total = widen(src) + _quads(widen(a) * widen(b))
+    # The four products and their sum are exact in int32 (|sum| < 2^18); the accumulation is exact in int64.
+    total = widen(src) + _quads(a.astype(np.int32) * b.astype(np.int32))
     r = saturate(total, acc_type) if saturating else wrap(total, acc_type)
     return writemask(r, mask, zeroing, None if mask is None or zeroing else src)
 

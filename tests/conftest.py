@@ -1,0 +1,39 @@
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+
+from lowp.isa_models.proof import extremes
+
+
+@pytest.fixture(scope="session")
+def native():
+    """The host CPU as an x86 executor; the whole module skips, with the reason, where it cannot be built."""
+    from lowp.isa_models.native import NativeUnavailable, NativeX86
+    try:
+        return NativeX86()
+    except NativeUnavailable as e:
+        pytest.skip(f"native x86 back end unavailable: {e}")
+
+
+def lanes_of(dtype, n):
+    """n lanes of dtype, with the type's extremes drawn often (hypothesis shrinks towards 0)."""
+    info = np.iinfo(dtype)
+    element = st.one_of(st.sampled_from(extremes(dtype)), st.integers(int(info.min), int(info.max)))
+    return st.lists(element, min_size=n, max_size=n).map(lambda xs: np.array(xs, dtype=np.int64).astype(dtype))
+
+
+def registers_for(intr, batch=st.integers(1, 4)):
+    """Hypothesis strategy: a batch of arguments for `intr`, in its parameter order, as proof.Backend.run takes."""
+    @st.composite
+    def build(draw):
+        n = draw(batch)
+        args = []
+        for p in intr.params:
+            if p.kind == "vec":
+                args.append(np.stack([draw(lanes_of(p.dtype, p.lanes)) for _ in range(n)]))
+            elif p.kind == "mask":
+                args.append(np.array([draw(st.integers(0, 2 ** p.bits - 1)) for _ in range(n)], dtype=np.uint64))
+            else:
+                args.append(draw(st.integers(p.lo, p.hi)))
+        return args
+    return build()
