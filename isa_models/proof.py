@@ -232,6 +232,7 @@ class ExhaustiveResult:
     cases: int = 0          # pair inputs compared (one result lane each)
     registers: int = 0
     seconds: float = 0.0
+    native_seconds: float = 0.0  # of which the CPU's own instructions (load, op, store)
     disagreement: Disagreement | None = None
     a0_values: list[int] = field(default_factory=list)
 
@@ -246,7 +247,9 @@ def exhaustive_vpmaddubsw(backend: Backend, intr: Intrinsic, a0_values: Iterable
     for a0 in a0_values:
         a, b = inputs(a0)
         args = [a.reshape(-1, lanes), b.reshape(-1, lanes)]
+        t = time.perf_counter()
         actual = backend.run(intr, args)
+        result.native_seconds += time.perf_counter() - t
         expected = intr(*args)
         result.cases += expected.size
         result.registers += expected.shape[0]
