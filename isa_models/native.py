@@ -6,6 +6,7 @@ Only tests and `lowp isa verify` import this; the models never do.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import platform
@@ -92,24 +93,41 @@ def cache_dir() -> Path:
     return Path(os.environ.get("LOWP_CACHE_DIR") or Path.home() / ".cache" / "lowp") / "native"
 
 
-def build_shared_object(source: str) -> Path:
-    """Compile `source` once per (source, compiler) into the cache; the rename makes the file appear whole."""
+def build_shared_object(source: str, stem: str = "x86-wrappers", flags: Sequence[str] = ("-O2",)) -> Path:
+    """Compile `source` once per (source, flags, compiler) into the cache; the rename makes the file appear whole,
+    so parallel workers never load half a file."""
     cc = compiler()
     version = subprocess.run(cc + ["--version"], capture_output=True, text=True).stdout.splitlines()[:1]
-    key = hashlib.sha256((source + repr(cc) + repr(version)).encode()).hexdigest()[:16]
-    target = cache_dir() / f"x86-wrappers-{key}.so"
+    key = hashlib.sha256((source + repr(cc) + repr(version) + repr(list(flags))).encode()).hexdigest()[:16]
+    target = cache_dir() / f"{stem}-{key}.so"
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         c_file, so_file = Path(tmp) / "wrappers.c", Path(tmp) / "wrappers.so"
         c_file.write_text(source)
-        done = subprocess.run(cc + ["-O2", "-shared", "-fPIC", "-o", str(so_file), str(c_file)],
+        done = subprocess.run(cc + [*flags, "-shared", "-fPIC", "-o", str(so_file), str(c_file)],
                               capture_output=True, text=True)
         if done.returncode:
-            raise NativeUnavailable(f"compiling the x86 wrappers failed:\n{done.stderr[-4000:]}")
+            raise NativeUnavailable(f"compiling {stem} failed:\n{done.stderr[-4000:]}")
         os.replace(so_file, target)
     return target
+
+
+@functools.lru_cache(maxsize=None)
+def _detected_features() -> int:
+    ffi = cffi.FFI()
+    ffi.cdef("uint64_t lowp_cpu_features(void);")
+    source = "#include <stdint.h>\n" + Path(__file__).with_name("cpu_features.c").read_text()
+    return int(ffi.dlopen(str(build_shared_object(source, "cpu-features"))).lowp_cpu_features())
+
+
+def host_cpu_features() -> frozenset[str]:
+    """The x86 features this CPU and OS can run (CPUID + XGETBV), less those named in LOWP_DISABLE_FEATURES."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return frozenset()
+    disabled = {f.strip() for f in os.environ.get("LOWP_DISABLE_FEATURES", "").split(",") if f.strip()}
+    return frozenset(f for i, f in enumerate(FEATURE_BITS) if _detected_features() >> i & 1 and f not in disabled)
 
 
 class NativeX86:
@@ -125,19 +143,16 @@ class NativeX86:
             raise NativeUnavailable(f"the host is {platform.machine()}, not x86-64")
         self.intrinsics = list(selection if selection is not None else intrinsics("x86"))
         self._ffi = cffi.FFI()
-        self._ffi.cdef("uint64_t lowp_cpu_features(void);\n" + "\n".join(map(cdef_line, self.intrinsics)))
+        self._ffi.cdef("\n".join(map(cdef_line, self.intrinsics)))
         self.library_path = build_shared_object(self.source())
         self._lib = self._ffi.dlopen(str(self.library_path))
 
     def source(self) -> str:
-        features_c = (Path(__file__).with_name("cpu_features.c")).read_text()
-        return PRELUDE + features_c + "\n" + "\n".join(map(wrapper_source, self.intrinsics))
+        return PRELUDE + "\n".join(map(wrapper_source, self.intrinsics))
 
     @cached_property
     def cpu_features(self) -> frozenset[str]:
-        bits = int(self._lib.lowp_cpu_features())
-        disabled = {f.strip() for f in os.environ.get("LOWP_DISABLE_FEATURES", "").split(",") if f.strip()}
-        return frozenset(f for i, f in enumerate(FEATURE_BITS) if bits >> i & 1 and f not in disabled)
+        return host_cpu_features()
 
     @cached_property
     def cpu_model(self) -> str:

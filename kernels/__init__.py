@@ -1,1 +1,6 @@
-"""lowp.kernels"""
+"""lowp.kernels: real GEMM kernels (C sources under x86/ and aarch64/), their behaviour models, the registry
+that declares them, and the executors that run them."""
+from .executors import KernelUnavailable, executor
+from .registry import Domain, Kernel, Tile, kernel, kernels, load_toml, register
+
+__all__ = ["Domain", "Kernel", "KernelUnavailable", "Tile", "executor", "kernel", "kernels", "load_toml", "register"]

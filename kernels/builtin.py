@@ -1,0 +1,54 @@
+"""The built-in kernels, declared as data (XNNPACK's YAML lists are the model): one entry per kernel."""
+from __future__ import annotations
+
+from functools import partial
+
+from . import models
+from .registry import KERNELS_DIR, Domain, Kernel, Tile, register
+
+X86 = KERNELS_DIR / "x86"
+U8, S8 = (0, 255), (-128, 127)
+U7 = (0, 127)
+
+DOT4_PACKING = ("B packed in panels of nr columns, k in groups of 4 (one 32-bit lane per column holds "
+                "b[k..k+3]); A's 4-byte k-group broadcast to every lane")
+PAIR_PACKING = ("B_main packed in panels of nr int16 columns, k in pairs (one 16-bit lane per column holds "
+                "b[k], b[k+1]); A's 2-byte k-pair broadcast; outliers as CSC, ascending k")
+
+
+def _dot4(name, isa, features, width, dot, contract, domain, signed_a=False, description=""):
+    prefix = "s8s8s32" if signed_a else "u8s8s32"
+    register(Kernel(
+        name=name, target="x86-64", features=features, source=X86 / "u8s8s32.c", symbol=f"lowp_{prefix}_{isa}_gemm",
+        signature="gemm", a_type="s8" if signed_a else "u8", b_type="s8",
+        tile=Tile(mr=4, nr=2 * width // 32, kr=4), packing=DOT4_PACKING, contract=contract, domain=domain,
+        model=partial(models.dot4_gemm, width=width, dot=dot, signed_a=signed_a), description=description))
+
+
+MADDUBS = "VPMADDUBSW + VPMADDWD(ones) + VPADDD: each u8*s8 pair sum (k, k+1), k even, saturates to int16"
+VNNI = "VPDPBUSD: exact four-product sums, int32 accumulation"
+
+_dot4("u8s8s32_ssse3", "ssse3", ("ssse3",), 128, "maddubs", "exact", U7, description="SSSE3 " + MADDUBS)
+_dot4("u8s8s32_avx2", "avx2", ("avx2",), 256, "maddubs", "exact", U7, description="AVX2 " + MADDUBS)
+_dot4("u8s8s32_avx512bw", "avx512bw", ("avx512f", "avx512bw"), 512, "maddubs", "exact", U7,
+      description="AVX-512BW " + MADDUBS)
+_dot4("u8s8s32_avx512vnni", "avx512vnni", ("avx512f", "avx512bw", "avx512_vnni"), 512, "vpdpbusd", "exact",
+      Domain(U8, S8), description="AVX-512 VNNI " + VNNI)
+_dot4("u8s8s32_avxvnni", "avxvnni", ("avx2", "avx_vnni"), 256, "vpdpbusd", "exact", Domain(U8, S8),
+      description="AVX-VNNI (VEX) " + VNNI)
+# oneDNN's s8s8 on u8s8 (seed 002): A + 128 as u8, then -128 * colsum(B). On the saturating path, s7 B is the
+# documented safe domain (seed 002, 'use s7 [-64, 63] for the second input').
+_dot4("s8s8s32_avx2", "avx2", ("avx2",), 256, "maddubs", "exact", Domain(S8, (-64, 63)), signed_a=True,
+      description="AVX2 s8s8 via +128 shift and compensation; " + MADDUBS)
+_dot4("s8s8s32_avx512vnni", "avx512vnni", ("avx512f", "avx512bw", "avx512_vnni"), 512, "vpdpbusd", "exact",
+      Domain(S8, S8), signed_a=True, description="AVX-512 VNNI s8s8 via +128 shift and compensation; " + VNNI)
+
+for _isa, _width, _features in (("avx2", 256, ("avx2",)), ("avx512bw", 512, ("avx512f", "avx512bw"))):
+    register(Kernel(
+        name=f"acc16_{_isa}", target="x86-64", features=_features, source=X86 / "acc16.c",
+        symbol=f"lowp_acc16_{_isa}_gemm", signature="gemm", a_type="u8", b_type="s8",
+        tile=Tile(mr=4, nr=_width // 16, kr=2, spill=256), packing=PAIR_PACKING, contract="fbgemm-acc16",
+        domain=Domain(U8, S8), model=partial(models.acc16_gemm, width=_width, brow=256),
+        params={"nbits": 8},
+        description=f"FBGEMM-style acc16 ({_isa}): VPMADDUBSW, VPADDSW into int16, VPMOVSXWD + VPADDD every 256 k; "
+                    "weights outside nbits signed bits as an exact sparse int32 pass"))

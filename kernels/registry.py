@@ -1,0 +1,153 @@
+"""The kernel registry: one declarative entry per kernel, built-in or the user's own.
+
+An entry says what a kernel is (source, entry symbol, target, CPU features, signature kind, operand types, tile
+sizes and packing), what it claims (the contract and the input domain on which it claims it) and what it
+really computes (its behaviour model, composed from lowp.isa_models). Executors run it; the conformance suite
+judges it. User kernels register the same way, from Python (`register(Kernel(...))`) or a TOML file
+(`load_toml(path)`).
+"""
+from __future__ import annotations
+
+import importlib
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from lowp.isa_models.lanes import DTYPES
+
+KERNELS_DIR = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Tile:
+    mr: int          # rows of C per micro-kernel call
+    nr: int          # columns of C per micro-kernel call (one packed B panel)
+    kr: int          # k values consumed per dot-product step (4 for VPDPBUSD groups, 2 for pairs)
+    spill: int = 0   # k values accumulated in a narrow accumulator before it is widened (0: never)
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Inclusive value ranges of A and B on which the kernel claims its contract."""
+    a: tuple[int, int]
+    b: tuple[int, int]
+
+    def contains(self, A: np.ndarray, B: np.ndarray) -> bool:
+        return bool(A.size == 0 or (A.min() >= self.a[0] and A.max() <= self.a[1])) and \
+            bool(B.size == 0 or (B.min() >= self.b[0] and B.max() <= self.b[1]))
+
+
+@dataclass
+class Kernel:
+    name: str
+    target: str                       # 'x86-64' (native, cffi) or 'aarch64' (emulated, Unicorn)
+    features: tuple[str, ...]         # CPU features (x86: /proc/cpuinfo names; AArch64: HWCAP names)
+    source: Path                      # C source; the entry symbol is `symbol`
+    symbol: str
+    signature: str                    # a key of SIGNATURES
+    a_type: str                       # 'u8', 's8', ...
+    b_type: str
+    tile: Tile
+    packing: str                      # how A and B are laid out for the micro-kernel, in words
+    contract: str                     # the contract the kernel claims (a name lowp.conformance knows)
+    domain: Domain                    # inputs on which it claims it
+    model: Callable                   # behaviour model: model(A, B, **params) -> int32 C, bit for bit
+    params: dict = field(default_factory=dict)   # extra int arguments, passed to the symbol and the model
+    cflags: tuple[str, ...] = ("-O3",)
+    description: str = ""
+
+    @property
+    def a_dtype(self) -> np.dtype:
+        return DTYPES[self.a_type]
+
+    @property
+    def b_dtype(self) -> np.dtype:
+        return DTYPES[self.b_type]
+
+    def check_operands(self, A, B) -> None:
+        for name, x, dtype in (("A", A, self.a_dtype), ("B", B, self.b_dtype)):
+            if not isinstance(x, np.ndarray) or x.ndim != 2:
+                raise ValueError(f"{self.name}: {name} must be a 2-d numpy array, got "
+                                 f"{type(x).__name__}{getattr(x, 'shape', '')}")
+            if x.dtype != dtype:
+                raise ValueError(f"{self.name}: {name} must have dtype {dtype} ({self.a_type if name == 'A' else self.b_type}),"
+                                 f" got {x.dtype}; lowp never casts a kernel's operands")
+        if A.shape[1] != B.shape[0]:
+            raise ValueError(f"{self.name}: A is {A.shape[0]}x{A.shape[1]} and B is {B.shape[0]}x{B.shape[1]}: "
+                             "the depths (A columns, B rows) differ")
+
+    def predict(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """What the kernel computes, bit for bit, according to its behaviour model."""
+        self.check_operands(A, B)
+        return self.model(A, B, **self.params)
+
+
+# Signature kinds: the C prototype the entry symbol has, and how the executors call it.
+#   gemm: void f(int64 M, int64 N, int64 K, const A*, const B*, int32 *C, void *work[, int64 param...])
+#         size_t <prefix>_workspace(int64 M, int64 N, int64 K) gives the bytes of `work` (packing buffers).
+#         A is M x K row-major, B is K x N row-major, C is M x N row-major.
+SIGNATURES = {
+    "gemm": "void {symbol}(int64_t M, int64_t N, int64_t K, const void *A, const void *B, int32_t *C, void *work{params})",
+}
+
+
+def workspace_symbol(kernel: Kernel) -> str:
+    return kernel.symbol.rsplit("_", 1)[0] + "_workspace"
+
+
+_KERNELS: dict[str, Kernel] = {}
+
+
+def register(kernel: Kernel) -> Kernel:
+    if kernel.name in _KERNELS:
+        raise ValueError(f"kernel {kernel.name!r} is registered twice")
+    if kernel.signature not in SIGNATURES:
+        raise ValueError(f"kernel {kernel.name!r}: unknown signature kind {kernel.signature!r}; "
+                         f"known: {', '.join(SIGNATURES)}")
+    if not Path(kernel.source).is_file():
+        raise ValueError(f"kernel {kernel.name!r}: source {kernel.source} does not exist")
+    _KERNELS[kernel.name] = kernel
+    return kernel
+
+
+def kernel(name: str) -> Kernel:
+    _builtin()
+    try:
+        return _KERNELS[name]
+    except KeyError:
+        raise KeyError(f"no kernel named {name!r}; registered: {', '.join(sorted(_KERNELS))}") from None
+
+
+def kernels(target: str | None = None) -> list[Kernel]:
+    _builtin()
+    return [k for k in _KERNELS.values() if target in (None, k.target)]
+
+
+def _builtin() -> None:
+    importlib.import_module("lowp.kernels.builtin")
+
+
+def load_toml(path: str | Path) -> list[Kernel]:
+    """Register the kernels of a TOML file: one [[kernel]] table each, with the Kernel fields; `model` is
+    'module:function', `source` is relative to the file, `tile` = {mr, nr, kr, spill}, `domain` = {a = [lo, hi],
+    b = [lo, hi]}."""
+    path = Path(path)
+    data = tomllib.loads(path.read_text())
+    out = []
+    for entry in data.get("kernel", []):
+        entry = dict(entry)
+        try:
+            module, _, func = entry.pop("model").partition(":")
+            entry["model"] = getattr(importlib.import_module(module), func)
+            entry["source"] = (path.parent / entry["source"]).resolve()
+            entry["tile"] = Tile(**entry["tile"])
+            entry["domain"] = Domain(tuple(entry["domain"]["a"]), tuple(entry["domain"]["b"]))
+            entry["features"] = tuple(entry.get("features", ()))
+            entry["cflags"] = tuple(entry.get("cflags", ("-O3",)))
+            out.append(register(Kernel(**entry)))
+        except (KeyError, TypeError, AttributeError, ImportError) as e:
+            raise ValueError(f"{path}: kernel {entry.get('name', '?')!r}: {e}") from e
+    return out
