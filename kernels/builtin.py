@@ -28,9 +28,9 @@ def _dot4(name, isa, features, width, dot, contract, domain, signed_a=False, des
 MADDUBS = "VPMADDUBSW + VPMADDWD(ones) + VPADDD: each u8*s8 pair sum (k, k+1), k even, saturates to int16"
 VNNI = "VPDPBUSD: exact four-product sums, int32 accumulation"
 
-_dot4("u8s8s32_ssse3", "ssse3", ("ssse3",), 128, "maddubs", "exact", U7, description="SSSE3 " + MADDUBS)
-_dot4("u8s8s32_avx2", "avx2", ("avx2",), 256, "maddubs", "exact", U7, description="AVX2 " + MADDUBS)
-_dot4("u8s8s32_avx512bw", "avx512bw", ("avx512f", "avx512bw"), 512, "maddubs", "exact", U7,
+_dot4("u8s8s32_ssse3", "ssse3", ("ssse3",), 128, "maddubs", "exact", Domain(U7, S8), description="SSSE3 " + MADDUBS)
+_dot4("u8s8s32_avx2", "avx2", ("avx2",), 256, "maddubs", "exact", Domain(U7, S8), description="AVX2 " + MADDUBS)
+_dot4("u8s8s32_avx512bw", "avx512bw", ("avx512f", "avx512bw"), 512, "maddubs", "exact", Domain(U7, S8),
       description="AVX-512BW " + MADDUBS)
 _dot4("u8s8s32_avx512vnni", "avx512vnni", ("avx512f", "avx512bw", "avx512_vnni"), 512, "vpdpbusd", "exact",
       Domain(U8, S8), description="AVX-512 VNNI " + VNNI)

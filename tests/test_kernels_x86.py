@@ -1,0 +1,111 @@
+"""The x86 kernels: each equals its behaviour model bit for bit on every edge shape its tiles generate, on
+full-range, extreme and in-domain inputs; and where it claims 'exact', the model equals the exact GEMM on its
+domain. One tester over the declarative registry, as XNNPACK's GEMM micro-kernel tester."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from lowp.kernels import executor, kernel, kernels
+from lowp.kernels.cases import edge_shapes, random_operands
+from lowp.kernels.models import exact_gemm, outlier_split
+
+pytestmark = pytest.mark.native
+X86 = kernels("x86-64")
+
+
+def runner(k):
+    ex = executor(k)
+    reason = ex.unavailable()
+    if reason:
+        pytest.skip(f"{k.name}: {reason}")
+    return ex
+
+
+@pytest.mark.parametrize("k", X86, ids=lambda k: k.name)
+def test_kernel_equals_its_behaviour_model_on_every_edge_shape(k):
+    ex = runner(k)
+    rng = np.random.default_rng(abs(hash(k.name)) % 2 ** 32)
+    for m, n, depth in edge_shapes(k):
+        for domain, extremes in ((False, 0.0), (False, 0.5), (True, 0.2)):
+            A, B = random_operands(k, m, n, depth, rng, domain=domain, extremes=extremes)
+            got, want = ex.run(A, B), k.predict(A, B)
+            assert np.array_equal(got, want), f"{k.name} {m}x{n}x{depth} domain={domain}: first diff at " \
+                f"{np.argwhere(got != want)[0].tolist()}"
+
+
+@pytest.mark.parametrize("k", [k for k in X86 if k.contract == "exact"], ids=lambda k: k.name)
+def test_exact_kernels_are_exact_on_their_domain(k):
+    ex = runner(k)
+    rng = np.random.default_rng(7)
+    for m, n, depth in [(5, 2 * k.tile.nr + 1, 301), (k.tile.mr, k.tile.nr, 1024)]:
+        A, B = random_operands(k, m, n, depth, rng, domain=True, extremes=0.5)
+        assert np.array_equal(ex.run(A, B), exact_gemm(A, B))
+
+
+@pytest.mark.parametrize("name", ["u8s8s32_ssse3", "u8s8s32_avx2", "u8s8s32_avx512bw", "acc16_avx2"])
+def test_saturating_kernels_saturate_on_full_range_u8(name):
+    """Seed 002: {255,255} x {127,127} gives 32767, not 64770, from the real kernel."""
+    k = kernel(name)
+    ex = runner(k)
+    A = np.zeros((1, 4), np.uint8)
+    B = np.zeros((4, 1), np.int8)
+    A[0, :2], B[:2, 0] = 255, 127
+    assert ex.run(A, B)[0, 0] == 32767 and exact_gemm(A, B)[0, 0] == 64770
+
+
+@pytest.mark.parametrize("name,expected_vnni", [("s8s8s32_avx2", 255), ("s8s8s32_avx512vnni", 32258)])
+def test_seed002_s8s8_compensation_example_on_real_kernels(name, expected_vnni):
+    """Seed 002: s8s8 via +128 and compensation gives 255 instead of 32258 on AVX2, and 32258 with VNNI."""
+    ex = runner(kernel(name))
+    A = np.array([[127, 127, 0, 0]], np.int8)
+    B = np.array([[127], [127], [0], [0]], np.int8)
+    assert ex.run(A, B)[0, 0] == expected_vnni
+
+
+def test_kernels_differ_from_exact_where_the_model_says_so():
+    """The models are not the exact GEMM in disguise: on full-range input they predict saturation."""
+    k = kernel("u8s8s32_avx2")
+    A = np.full((4, 8), 255, np.uint8)
+    B = np.full((8, 16), 127, np.int8)
+    assert not np.array_equal(k.predict(A, B), exact_gemm(A, B))
+    assert (k.predict(A, B) == 4 * 32767).all()
+
+
+@pytest.mark.parametrize("nbits", [0, 5, 7])
+def test_acc16_outlier_split(nbits):
+    k = dataclasses.replace(kernel("acc16_avx2"), params={"nbits": nbits})
+    ex = runner(k)
+    rng = np.random.default_rng(nbits)
+    A, B = random_operands(k, 9, 37, 531, rng, domain=False, extremes=0.3)
+    main, out = outlier_split(B, nbits)
+    assert (main.astype(np.int16) + out == B).all() and (out != 0).any()
+    assert np.array_equal(ex.run(A, B), k.predict(A, B))
+    if nbits == 0:  # everything is an outlier: exact
+        assert np.array_equal(ex.run(A, B), exact_gemm(A, B))
+
+
+def test_acc16_spills_every_256_k():
+    """With all-255 A and all-127 B each pair saturates at 32767 and the int16 accumulator stays pinned, so the
+    result counts the spills: one per 256 k (FBGEMM's KCB) plus the tail."""
+    k = kernel("acc16_avx2")
+    ex = runner(k)
+    for depth, spills in ((256, 1), (260, 2), (600, 3)):
+        A = np.full((1, depth), 255, np.uint8)
+        B = np.full((depth, 1), 127, np.int8)
+        assert ex.run(A, B)[0, 0] == spills * 32767 == k.predict(A, B)[0, 0]
+
+
+def test_bad_operands_are_refused():
+    k = kernel("u8s8s32_avx2")
+    with pytest.raises(ValueError, match="A must have dtype uint8"):
+        k.predict(np.zeros((2, 3), np.int8), np.zeros((3, 2), np.int8))
+    with pytest.raises(ValueError, match="depths"):
+        k.predict(np.zeros((2, 3), np.uint8), np.zeros((4, 2), np.int8))
+    with pytest.raises(ValueError, match="2-d"):
+        k.predict(np.zeros(3, np.uint8), np.zeros((3, 2), np.int8))
+
+
+def test_missing_feature_is_a_skip_reason(monkeypatch):
+    monkeypatch.setenv("LOWP_DISABLE_FEATURES", "avx2")
+    assert executor(kernel("u8s8s32_avx2")).unavailable() == "CPU lacks avx2"
