@@ -43,7 +43,7 @@ def extremes(dtype) -> list[int]:
 
 
 def _tile(pattern: Sequence[int], p: Param) -> np.ndarray:
-    return np.resize(np.array(pattern, dtype=np.int64), p.lanes).astype(p.dtype)
+    return np.resize(np.array(pattern, dtype=p.dtype), p.lanes)
 
 
 def corner_batch(intr: Intrinsic) -> list[list]:
@@ -82,13 +82,13 @@ def random_batch(intr: Intrinsic, n: int, rng: np.random.Generator) -> list[np.n
     for p in intr.params:
         if p.kind == "vec":
             info = np.iinfo(p.dtype)
-            lanes = rng.integers(info.min, info.max, size=(n, p.lanes), endpoint=True, dtype=np.int64)
-            ext = np.array(extremes(p.dtype))
+            lanes = rng.integers(info.min, info.max, size=(n, p.lanes), endpoint=True, dtype=p.dtype)
+            ext = np.array(extremes(p.dtype), dtype=p.dtype)
             pick = rng.random((n, p.lanes)) < 0.25
             lanes[pick] = rng.choice(ext, size=int(pick.sum()))
             flat = rng.random(n) < 0.125
             lanes[flat] = rng.choice(ext, size=(int(flat.sum()), 1))
-            out.append(lanes.astype(p.dtype))
+            out.append(lanes)
         elif p.kind == "mask":
             out.append(rng.integers(0, 2 ** p.bits, size=n, dtype=np.uint64) if p.bits < 64
                        else rng.integers(0, 2 ** 63, size=n, dtype=np.uint64) * np.uint64(2)

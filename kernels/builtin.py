@@ -52,3 +52,45 @@ for _isa, _width, _features in (("avx2", 256, ("avx2",)), ("avx512bw", 512, ("av
         params={"nbits": 8},
         description=f"FBGEMM-style acc16 ({_isa}): VPMADDUBSW, VPADDSW into int16, VPMOVSXWD + VPADDD every 256 k; "
                     "weights outside nbits signed bits as an exact sparse int32 pass"))
+
+
+# ---- AArch64 (emulated under Unicorn) ----
+from . import models_arm  # noqa: E402
+
+ARM = KERNELS_DIR / "aarch64"
+S8_NO_MIN = (-127, 127)
+
+register(Kernel(
+    name="gemmlowp_s8_neon", target="aarch64", features=("asimd",), source=ARM / "gemmlowp_s8.c",
+    symbol="lowp_gemmlowp_s8_gemm", signature="gemm", a_type="s8", b_type="s8", tile=Tile(mr=4, nr=4, kr=16),
+    packing="A and B^T k-contiguous, zero-padded to 16; int16 lane l sums products k0+l and k0+8+l",
+    contract="exact", domain=Domain(S8_NO_MIN, S8), model=models_arm.smlal_sadalp_gemm,
+    description="gemmlowp-style: SMULL + SMLAL (two s8 products per int16 lane), SADALP into int32; exact unless "
+                "both products of a lane are (-128)^2 (gemmlowp's LhsNonzero: A in [-127, 127])"))
+register(Kernel(
+    name="sdot_s8_neon", target="aarch64", features=("asimd", "asimddp"), source=ARM / "sdot_s8.c",
+    symbol="lowp_sdot_s8_gemm", signature="gemm", a_type="s8", b_type="s8", tile=Tile(mr=4, nr=8, kr=4),
+    packing="B in panels of 8 columns, k in groups of 4 (4 columns x 4 k per 16 bytes); SDOT by element",
+    contract="exact", domain=Domain(S8, S8), model=models_arm.sdot_gemm,
+    description="SDOT (FEAT_DotProd) by element: exact products, int32 accumulation"))
+register(Kernel(
+    name="smmla_s8_neon", target="aarch64", features=("asimd", "i8mm"), source=ARM / "smmla_s8.c",
+    symbol="lowp_smmla_s8_gemm", signature="gemm", a_type="s8", b_type="s8", tile=Tile(mr=4, nr=4, kr=8),
+    packing="A in row pairs and B^T in column pairs, 2x8 bytes per 8-k block (SMMLA's operand layout)",
+    contract="exact", domain=Domain(S8, S8), model=models_arm.smmla_gemm,
+    description="SMMLA (FEAT_I8MM) 2x8 by 8x2 blocks; runs on lowp's SMMLA model under Unicorn 2.1"))
+_MLAL = dict(target="aarch64", features=("asimd",), source=ARM / "mlal_24x8.c", depends=(ARM / "mlal_24x8.h",),
+             signature="gemm", packing="seed 004's: A in 24-row blocks, per k pair 8 rows of k then 8 of k+1 per "
+             "8-row group; B in 8-column panels, per k pair (b[k][c], b[k+1][c])")
+register(Kernel(
+    name="q46_mlal_24x8_neon", symbol="lowp_mlal_s8_24x8_gemm", a_type="s8", b_type="s8",
+    tile=Tile(mr=24, nr=8, kr=2, spill=258), contract="exact", domain=Domain((-11, 11), (-11, 11)),
+    model=models_arm.mlal_flush_gemm, params={"flush": 258},
+    description="seed 004's 4.6-bit 24x8 micro-kernel: SMLAL into int16, flushed into int32 every 258 depth "
+                "steps (safe for products up to 127: here |a|, |b| <= 11, 121)", **_MLAL))
+register(Kernel(
+    name="u4_mlal_24x8_neon", symbol="lowp_mlal_u8_24x8_gemm", a_type="u8", b_type="u8",
+    tile=Tile(mr=24, nr=8, kr=2, spill=144), contract="exact", domain=Domain((0, 15), (0, 15)),
+    model=models_arm.mlal_flush_gemm, params={"flush": 144},
+    description="4-bit (0..15) kernel: UMLAL into 16-bit lanes, flushed into int32 every 144 depth steps, the "
+                "largest even depth within seed 004's int16 level of 145 = floor(32767 / 225) (the kernel steps in k pairs)", **_MLAL))

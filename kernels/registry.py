@@ -57,6 +57,7 @@ class Kernel:
     model: Callable                   # behaviour model: model(A, B, **params) -> int32 C, bit for bit
     params: dict = field(default_factory=dict)   # extra int arguments, passed to the symbol and the model
     cflags: tuple[str, ...] = ("-O3",)
+    depends: tuple[Path, ...] = ()              # headers the source includes (they join the build cache key)
     description: str = ""
 
     @property

@@ -1,6 +1,7 @@
-"""The x86 kernels: each equals its behaviour model bit for bit on every edge shape its tiles generate, on
-full-range, extreme and in-domain inputs; and where it claims 'exact', the model equals the exact GEMM on its
-domain. One tester over the declarative registry, as XNNPACK's GEMM micro-kernel tester."""
+"""Every registered kernel (x86-64 natively, AArch64 under Unicorn) equals its behaviour model bit for bit on
+every edge shape its tiles generate, on full-range, extreme and in-domain inputs; and where it claims 'exact',
+it is exact on its domain. One tester over the declarative registry, as XNNPACK's GEMM micro-kernel tester.
+Then the seeds' examples on the real kernels."""
 import dataclasses
 
 import numpy as np
@@ -10,8 +11,7 @@ from lowp.kernels import executor, kernel, kernels
 from lowp.kernels.cases import edge_shapes, random_operands
 from lowp.kernels.models import exact_gemm, outlier_split
 
-pytestmark = pytest.mark.native
-X86 = kernels("x86-64")
+ALL = kernels()
 
 
 def runner(k):
@@ -22,7 +22,7 @@ def runner(k):
     return ex
 
 
-@pytest.mark.parametrize("k", X86, ids=lambda k: k.name)
+@pytest.mark.parametrize("k", ALL, ids=lambda k: k.name)
 def test_kernel_equals_its_behaviour_model_on_every_edge_shape(k):
     ex = runner(k)
     rng = np.random.default_rng(abs(hash(k.name)) % 2 ** 32)
@@ -34,11 +34,11 @@ def test_kernel_equals_its_behaviour_model_on_every_edge_shape(k):
                 f"{np.argwhere(got != want)[0].tolist()}"
 
 
-@pytest.mark.parametrize("k", [k for k in X86 if k.contract == "exact"], ids=lambda k: k.name)
+@pytest.mark.parametrize("k", [k for k in ALL if k.contract == "exact"], ids=lambda k: k.name)
 def test_exact_kernels_are_exact_on_their_domain(k):
     ex = runner(k)
     rng = np.random.default_rng(7)
-    for m, n, depth in [(5, 2 * k.tile.nr + 1, 301), (k.tile.mr, k.tile.nr, 1024)]:
+    for m, n, depth in [(5, 2 * k.tile.nr + 1, 301), (k.tile.mr, k.tile.nr, 1024), (k.tile.mr + 1, 3, 2053)]:
         A, B = random_operands(k, m, n, depth, rng, domain=True, extremes=0.5)
         assert np.array_equal(ex.run(A, B), exact_gemm(A, B))
 
@@ -109,3 +109,44 @@ def test_bad_operands_are_refused():
 def test_missing_feature_is_a_skip_reason(monkeypatch):
     monkeypatch.setenv("LOWP_DISABLE_FEATURES", "avx2")
     assert executor(kernel("u8s8s32_avx2")).unavailable() == "CPU lacks avx2"
+
+
+# ---- AArch64 kernels: where their models part from the exact GEMM ----
+
+def test_gemmlowp_kernel_wraps_only_when_both_products_are_minus128_squared():
+    k = kernel("gemmlowp_s8_neon")
+    ex = runner(k)
+    A = np.zeros((1, 16), np.int8)
+    B = np.zeros((16, 1), np.int8)
+    A[0, [0, 8]], B[[0, 8], 0] = -128, -128          # one int16 lane: 16384 + 16384 wraps to -32768
+    assert ex.run(A, B)[0, 0] == -32768 == k.predict(A, B)[0, 0]
+    assert exact_gemm(A, B)[0, 0] == 32768
+    A[0, 8] = -127                                   # in gemmlowp's LhsNonzero domain: exact
+    assert ex.run(A, B)[0, 0] == exact_gemm(A, B)[0, 0] == 16384 + 127 * 128
+
+
+@pytest.mark.parametrize("name", ["q46_mlal_24x8_neon", "u4_mlal_24x8_neon"])
+def test_mlal_kernels_wrap_int16_outside_their_domain(name):
+    k = kernel(name)
+    ex = runner(k)
+    depth = k.params["flush"]
+    hi = np.iinfo(k.a_dtype).max
+    A = np.full((24, depth), hi, k.a_dtype)
+    B = np.full((depth, 8), hi, k.b_dtype)
+    got = ex.run(A, B)
+    assert np.array_equal(got, k.predict(A, B)) and not np.array_equal(got, exact_gemm(A, B))
+
+
+def test_flush_depth_is_validated_by_the_model():
+    with pytest.raises(ValueError, match="even depth"):
+        dataclasses.replace(kernel("u4_mlal_24x8_neon"), params={"flush": 145}).predict(
+            np.zeros((1, 2), np.uint8), np.zeros((2, 1), np.uint8))
+
+
+def test_smmla_kernel_runs_on_lowps_model_and_says_so():
+    k = kernel("smmla_s8_neon")
+    ex = runner(k)
+    A = np.ones((4, 16), np.int8)
+    B = np.ones((16, 4), np.int8)
+    assert (ex.run(A, B) == 16).all()
+    assert ex.last.modeled.get("smmla") == 2 * 2 * 2   # 2x2 accumulator blocks x 2 k-blocks of 8

@@ -1,0 +1,72 @@
+"""What can go wrong when lowp runs an AArch64 kernel, as exceptions that carry the evidence.
+
+Every error stops the emulated call, never the Python process, and is a subclass of EmulatorError. An error
+raised by Machine.call carries `.result`: the CallResult at the moment of the stop (buffers as the kernel left
+them, instructions counted so far), so a caller can still inspect what was written.
+"""
+from __future__ import annotations
+
+
+class EmulatorError(Exception):
+    """Base class of everything lowp.emulator raises about a kernel or a build."""
+    result = None     # the CallResult at the stop, when the error comes from Machine.call
+
+
+class BuildError(EmulatorError):
+    """The cross compiler rejected a source (its diagnostics are the message)."""
+
+
+class OutOfBounds(EmulatorError):
+    """A load or store touched memory outside every buffer (a guard page, or the slack below a buffer).
+
+    buffer: the buffer's name; offset: the byte offset of the faulting address from the buffer's start
+    (offset >= nbytes is past the end, offset < 0 before the start); past_end: offset - nbytes (or None);
+    access: 'read', 'write' or 'fetch'; pc and instruction: the faulting instruction (None if only found after
+    the call, as for a write into the slack below a buffer)."""
+
+    def __init__(self, message, *, buffer=None, offset=None, nbytes=None, access=None, address=None, size=None,
+                 pc=None, instruction=None, itemsize=1):
+        super().__init__(message)
+        self.buffer, self.offset, self.nbytes, self.access = buffer, offset, nbytes, access
+        self.address, self.size, self.pc, self.instruction, self.itemsize = address, size, pc, instruction, itemsize
+
+    @property
+    def past_end(self):
+        return None if self.offset is None or self.nbytes is None or self.offset < self.nbytes \
+            else self.offset - self.nbytes
+
+
+class BudgetExceeded(EmulatorError):
+    """The kernel ran more instructions than its budget (a runaway loop)."""
+
+    def __init__(self, message, *, budget, pc=None, instruction=None):
+        super().__init__(message)
+        self.budget, self.pc, self.instruction = budget, pc, instruction
+
+
+class UndefinedInstruction(EmulatorError):
+    """Unicorn raised an exception on an instruction it does not implement and lowp does not model."""
+
+    def __init__(self, message, *, pc, encoding, instruction=None):
+        super().__init__(message)
+        self.pc, self.encoding, self.instruction = pc, encoding, instruction
+
+
+class Trap(EmulatorError):
+    """The kernel executed BRK (e.g. __builtin_trap), SVC or HVC: there is no OS or debugger to take it."""
+
+    def __init__(self, message, *, pc, kind, instruction=None):
+        super().__init__(message)
+        self.pc, self.kind, self.instruction = pc, kind, instruction
+
+
+class LockstepMismatch(EmulatorError):
+    """Lockstep mode: Unicorn's result register disagrees with lowp's model of the same instruction."""
+
+    def __init__(self, message, *, pc, instruction, inputs, unicorn, model):
+        super().__init__(message)
+        self.pc, self.instruction, self.inputs, self.unicorn, self.model = pc, instruction, inputs, unicorn, model
+
+
+class EmulationFailed(EmulatorError):
+    """Unicorn stopped with an error lowp has no better name for (the Unicorn error is the message)."""

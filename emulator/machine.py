@@ -1,0 +1,480 @@
+"""Run functions of a bare AArch64 ELF under Unicorn, called like C functions from Python.
+
+    m = Machine(build("gemm.c"))
+    r = m.call("gemm_sdot", A, B, np.zeros((M, N), np.int32), M, N, K)
+    C = r.arrays[2]                      # copies of every array argument after the call
+
+Calling convention (AAPCS64): integer and pointer arguments in X0..X7 in order, the rest in 8-byte stack slots
+at SP; a numpy array is passed as a pointer to a copy of its bytes (C order) in its own mapping; a Python int
+as a 64-bit two's-complement scalar. LR points at a return page: the call ends when the function returns there.
+The caller's arrays are never modified: CallResult.arrays holds a copy of each array argument after the call.
+
+Memory: every buffer is mapped between unmapped guard pages and ends exactly at its last page's end, so a load
+or store one byte past the end faults at once (OutOfBounds names the buffer, the offset, read or write and the
+faulting instruction). Below the start, the slack of its first page is filled with a canary and checked after
+the call (writes only; reads there are caught only beyond the page). Buffers start above 4 GiB, so a kernel
+that truncates a pointer to 32 bits faults too. The stack (1 MiB) has a guard page below it.
+
+One emu_start per call. Modes (per Machine, or per call):
+  budget     instruction budget (default 500 M); without `count` it is Unicorn's own emu_start(count=...),
+             which costs a C callback per instruction, no Python.
+  count      exact instruction count via a Python UC_HOOK_BLOCK (one call per executed block, adding the
+             block's size / 4); the budget is then enforced by that hook.
+  mnemonics  per-mnemonic counts (implies count): each executed block is disassembled once with capstone.
+  lockstep   for every instruction lowp models (lowp.emulator.a64) compare Unicorn's Vd with the model's,
+             stopping at the first disagreement (LockstepMismatch): code hooks only at those addresses.
+  trace      a callable trace(pc, text) for every instruction (a per-instruction Python hook; slow).
+  budget=None and count=False: no hooks at all (the benchmark's "native Unicorn" speed; a runaway loop hangs).
+FEAT_I8MM instructions Unicorn lacks always run on lowp's models (lowp.emulator.i8mm); CallResult.modeled says
+how many of each.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+from unicorn import (UC_ARCH_ARM64, UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_UNMAPPED,
+                     UC_HOOK_MEM_PROT, UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE_UNMAPPED, UC_MEM_FETCH_PROT,
+                     UC_MEM_FETCH_UNMAPPED, UC_MEM_READ_PROT, UC_MEM_READ_UNMAPPED, UC_MEM_WRITE_PROT,
+                     UC_MEM_WRITE_UNMAPPED, UC_MODE_ARM, UC_PROT_ALL, UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE,
+                     Uc, UcError)
+from unicorn.arm64_const import (UC_ARM64_REG_FP, UC_ARM64_REG_LR, UC_ARM64_REG_PC, UC_ARM64_REG_SP, UC_ARM64_REG_X0,
+                                 UC_CPU_ARM64_MAX)
+
+from . import a64, i8mm
+from .build import Binary
+from .errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
+                     UndefinedInstruction)
+
+DEFAULT_BUDGET = 500_000_000
+STACK_TOP, STACK_SIZE = 0x7F00_0000, 1 << 20
+RETURN = 0x7FF0_0000
+BUFFERS = 0x1_0000_0000
+CANARY = 0xA5
+MASK64 = (1 << 64) - 1
+
+
+@dataclass
+class CallResult:
+    """What one call did. arrays: a copy of every array argument after the call, in argument order (also by
+    name through result['name'] / .named); ret: X0 as a signed 64-bit int; instructions: executed instructions
+    (None unless counted); modeled: {mnemonic: count} of instructions lowp's models executed in Unicorn's place;
+    mnemonics: {mnemonic: count} when asked for; lockstep_checked: modeled instructions compared in lockstep."""
+    arrays: list
+    names: list
+    ret: int = 0
+    instructions: int | None = None
+    modeled: dict = field(default_factory=dict)
+    mnemonics: dict | None = None
+    lockstep_checked: int | None = None
+    seconds: float = 0.0
+    fault: EmulatorError | None = None
+
+    @property
+    def named(self) -> dict:
+        return dict(zip(self.names, self.arrays))
+
+    def __getitem__(self, key):
+        return self.arrays[key] if isinstance(key, int) else self.named[key]
+
+    def summary(self) -> str:
+        parts = [f"{self.instructions:,} instructions" if self.instructions is not None else "instructions not counted"]
+        if self.modeled:
+            parts.append("modeled by lowp (Unicorn lacks them): "
+                         + ", ".join(f"{m} x{n}" for m, n in sorted(self.modeled.items())))
+        if self.lockstep_checked is not None:
+            parts.append(f"lockstep: {self.lockstep_checked:,} modeled instructions agreed")
+        return "; ".join(parts)
+
+
+@dataclass
+class _Buffer:
+    name: str
+    index: int
+    base: int        # address of element 0
+    nbytes: int
+    lo: int          # first mapped byte (page aligned)
+    hi: int          # end of the mapping (page aligned) == base + nbytes
+    array: np.ndarray
+
+
+class Machine:
+    """One Unicorn AArch64 CPU (cpu model MAX) with `binary`'s segments loaded; call() its functions."""
+
+    def __init__(self, binary: Binary, *, budget: int | None = DEFAULT_BUDGET, count: bool = False,
+                 mnemonics: bool = False, lockstep: bool = False, trace=None):
+        if binary.target != "bare":
+            raise ValueError(f"Machine runs 'bare' builds; {binary.path.name} is a {binary.target!r} build")
+        self.binary = binary
+        self.defaults = dict(budget=budget, count=count, mnemonics=mnemonics, lockstep=lockstep, trace=trace)
+        self.uc = Uc(UC_ARCH_ARM64, UC_MODE_ARM)
+        self.uc.ctl_set_cpu_model(UC_CPU_ARM64_MAX)   # before anything else: DotProd needs MAX (A72 lacks it)
+        self.page = self.uc.ctl_get_page_size()
+        self._code = []
+        for seg in binary.segments:
+            lo, hi = self._down(seg.vaddr), self._up(seg.vaddr + seg.memsz)
+            perms = (UC_PROT_READ if seg.flags & 4 else 0) | (UC_PROT_WRITE if seg.flags & 2 else 0) \
+                | (UC_PROT_EXEC if seg.flags & 1 else 0)
+            self.uc.mem_map(lo, hi - lo, perms or UC_PROT_READ)
+            self.uc.mem_write(seg.vaddr, seg.data)
+            if seg.flags & 1:
+                self._code.append((seg.vaddr, seg.data))
+        self.uc.mem_map(STACK_TOP - STACK_SIZE, STACK_SIZE, UC_PROT_READ | UC_PROT_WRITE)
+        self.uc.mem_map(RETURN, self.page, UC_PROT_ALL)
+        self.uc.hook_add(UC_HOOK_INTR, self._on_interrupt)
+        self.uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED
+                         | UC_HOOK_MEM_PROT, self._on_memory)
+        self._installed = None       # the hook configuration the translation cache was built with
+        self._block_cache = {}
+        self._hooks = []
+        self._modeled_ops = None
+        self._state = None
+
+    # -- layout -------------------------------------------------------------------------------------------
+    def _up(self, x):
+        return -(-x // self.page) * self.page
+
+    def _down(self, x):
+        return x // self.page * self.page
+
+    def _place(self, arrays, names):
+        buffers, cursor = [], BUFFERS
+        for i, (name, a) in enumerate(zip(names, arrays)):
+            nbytes = a.nbytes
+            size = self._up(max(nbytes, 1))
+            lo = cursor + self.page                      # one unmapped guard page below
+            hi = lo + size
+            base = hi - max(nbytes, 0)                   # the buffer ends exactly at the mapping's end
+            self.uc.mem_map(lo, size, UC_PROT_READ | UC_PROT_WRITE)
+            self.uc.mem_write(lo, bytes([CANARY]) * (base - lo))
+            if nbytes:
+                self.uc.mem_write(base, np.ascontiguousarray(a).tobytes())
+            buffers.append(_Buffer(name, i, base, nbytes, lo, hi, a))
+            cursor = self._up(hi + self.page + 0xFFFF) // 0x10000 * 0x10000   # guard page above, then align
+        return buffers
+
+    # -- hooks --------------------------------------------------------------------------------------------
+    def _configure(self, count, mnemonics, lockstep, trace, native_budget):
+        config = (count, mnemonics, lockstep, trace, native_budget)
+        if config == self._installed:
+            return
+        for h in self._hooks:
+            self.uc.hook_del(h)
+        self._hooks = []
+        if count or mnemonics:
+            self._hooks.append(self.uc.hook_add(UC_HOOK_BLOCK, self._on_block))
+        if lockstep:
+            if self._modeled_ops is None:
+                self._modeled_ops = {}
+                for base, code in self._code:
+                    self._modeled_ops.update(a64.scan(code, base))
+            # a hook before each modeled instruction (compute the model's result) and before the next one (compare);
+            # I8MM encodings are skipped: Unicorn cannot run them, the model is the only executor there is.
+            points = sorted({a + d for a, op in self._modeled_ops.items() if not op.i8mm for d in (0, 4)})
+            for start, end in _runs(points):
+                self._hooks.append(self.uc.hook_add(UC_HOOK_CODE, self._on_lockstep, None, start, end))
+        if trace is not None:
+            self._hooks.append(self.uc.hook_add(UC_HOOK_CODE, self._on_trace))
+        # Unicorn compiles hook calls into its translated blocks and does not retranslate when hooks change.
+        self.uc.ctl_flush_tb()
+        self._installed = config
+
+    def _on_block(self, uc, address, size, _):
+        s = self._state
+        s["blocks"][address, size] += 1
+        s["total"] += size >> 2
+        if s["budget"] is not None and s["total"] > s["budget"]:
+            s["error"] = self._budget_error(s["budget"], address)
+            uc.emu_stop()
+
+    def _on_trace(self, uc, address, size, _):
+        self._state["trace"](address, self._disasm(address))
+
+    def _on_lockstep(self, uc, address, size, _):
+        s = self._state
+        pending = s.get("pending")
+        if pending is not None:
+            s["pending"] = None
+            self._check(pending)
+            if s["error"] is not None:
+                uc.emu_stop()
+                return
+        op = self._modeled_ops.get(address)
+        if op is not None and not op.i8mm:
+            read = lambda n: i8mm.read_q(uc, n)
+            s["pending"] = (address, op, op.inputs(read), op.execute(read))
+
+    def _check(self, pending):
+        address, op, inputs, expected = pending
+        got = i8mm.read_q(self.uc, op.rd)
+        self._state["checked"] += 1
+        if got != expected:
+            out_t = np.dtype(self._result_dtype(op, inputs))
+            uni, mod = np.frombuffer(got, out_t), np.frombuffer(expected, out_t)
+            text = self._disasm(address)
+            ins = "; ".join(f"v{o.reg}={x.tolist()}" for o, x in zip(op.operands, inputs))
+            self._state["error"] = LockstepMismatch(
+                f"lockstep: {text} at {address:#x} disagrees: inputs {ins}; Unicorn wrote {uni.tolist()}, "
+                f"lowp's {op.mnemonic} model gives {mod.tolist()}",
+                pc=address, instruction=text, inputs=inputs, unicorn=uni, model=mod)
+
+    @staticmethod
+    def _result_dtype(op, inputs):
+        return op.model(*inputs, **dict(op.kwargs)).dtype
+
+    def _on_interrupt(self, uc, intno, _):
+        s = self._state
+        pc = uc.reg_read(UC_ARM64_REG_PC)
+        if intno == 1:                                       # EXCP_UDEF
+            word = int.from_bytes(uc.mem_read(pc, 4), "little")
+            try:
+                op = i8mm.fill(uc, pc, word)
+            except Exception as e:                           # a model error must not escape into Unicorn
+                s["error"] = EmulationFailed(f"modeling {self._disasm(pc)} at {pc:#x} failed: {e}")
+                uc.emu_stop()
+                return
+            if op is not None:
+                s["modeled"][op.mnemonic] += 1
+                return
+            text = self._disasm(pc)
+            s["error"] = UndefinedInstruction(
+                f"undefined instruction at {pc:#x}: encoding {word:#010x} ({text}); Unicorn 2.1.4 does not implement "
+                "it and lowp does not model it", pc=pc, encoding=word, instruction=text)
+        else:
+            kind = {2: "svc", 3: "hvc", 7: "brk"}.get(intno, f"exception {intno}")
+            at = pc - 4 if intno in (2, 3) else pc               # SVC/HVC report the return address
+            text = self._disasm(at)
+            s["error"] = Trap(f"the kernel executed {kind} at {at:#x} ({text}); there is no OS or debugger to take it",
+                              pc=at, kind=kind, instruction=text)
+        uc.emu_stop()
+
+    def _on_memory(self, uc, access, address, size, value, _):
+        s = self._state
+        pc = uc.reg_read(UC_ARM64_REG_PC)
+        kind = {UC_MEM_READ_UNMAPPED: "read", UC_MEM_WRITE_UNMAPPED: "write", UC_MEM_FETCH_UNMAPPED: "fetch",
+                UC_MEM_READ_PROT: "read", UC_MEM_WRITE_PROT: "write", UC_MEM_FETCH_PROT: "fetch"}.get(access, "access")
+        s["error"] = self._locate(kind, address, size, pc, protected=access in (UC_MEM_WRITE_PROT, UC_MEM_READ_PROT,
+                                                                               UC_MEM_FETCH_PROT))
+        return False
+
+    def _locate(self, kind, address, size, pc, protected=False):
+        text = self._disasm(pc) if kind != "fetch" else "(jump target)"
+        where = f"by {text} at {pc:#x}"
+        best = None
+        for b in self._state["buffers"]:
+            if b.lo - self.page <= address < b.hi + self.page:
+                best = b
+                break
+        if best is None and STACK_TOP - STACK_SIZE - self.page <= address < STACK_TOP - STACK_SIZE:
+            return OutOfBounds(f"stack overflow: {kind} of {size} bytes at {address:#x}, below the 1 MiB stack, {where}",
+                               buffer="stack", access=kind, address=address, size=size, pc=pc, instruction=text)
+        if best is None:
+            what = "write to read-only memory" if protected else f"{kind} of unmapped memory"
+            return OutOfBounds(f"{what}: {size} bytes at {address:#x}, in no buffer, {where}",
+                               access=kind, address=address, size=size, pc=pc, instruction=text)
+        b = best
+        start = self._effective_address(pc) if kind != "fetch" else None
+        if start is not None and 0 <= address - start < 256:
+            # Unicorn splits an access that crosses into a guard page and may report any of its bytes (QEMU 5
+            # stores cross-page bytes last to first): report the first byte outside the buffer instead.
+            end = b.base + b.nbytes
+            address = end if b.base <= start < end <= address else start
+        offset = address - b.base
+        item = b.array.dtype.itemsize
+        if offset >= b.nbytes:
+            rel = f"{offset - b.nbytes} bytes past its end" if offset > b.nbytes else "the first byte past its end"
+        else:
+            rel = f"{-offset} bytes before its start"
+        elem = f" (element {offset // item})" if item > 1 and offset % item == 0 else ""
+        msg = (f"out-of-bounds {kind} of {size} bytes at byte offset {offset}{elem} of buffer {b.name!r} "
+               f"({b.nbytes} bytes, {b.array.dtype}{list(b.array.shape)}): {rel}; {where}")
+        return OutOfBounds(msg, buffer=b.name, offset=offset, nbytes=b.nbytes, access=kind, address=address,
+                           size=size, pc=pc, instruction=text, itemsize=item)
+
+    def _effective_address(self, pc):
+        """The address a load/store at pc accesses first (base + scaled index + offset; post-index forms use the
+        base), from capstone's operand details and the registers before the faulting access; None if unsure."""
+        try:
+            insn = next(_capstone(detail=True).disasm(bytes(self.uc.mem_read(pc, 4)), pc))
+        except (StopIteration, UcError):
+            return None
+        for o in insn.operands:
+            if o.type != 3:             # ARM64_OP_MEM
+                continue
+            base = self._xreg(insn.reg_name(o.mem.base))
+            if base is None:
+                return None
+            addr = base + o.mem.disp
+            if o.mem.index:
+                name = insn.reg_name(o.mem.index)
+                index = self._xreg(name)
+                if index is None:
+                    return None
+                if o.ext in (5, 6, 7):      # SXTB/SXTH/SXTW
+                    bits = {5: 8, 6: 16, 7: 32}[o.ext]
+                    index &= (1 << bits) - 1
+                    index -= (index >> (bits - 1)) << bits
+                elif name.startswith("w") or o.ext in (1, 2, 3):
+                    index &= {1: 0xFF, 2: 0xFFFF}.get(o.ext, 0xFFFFFFFF)
+                addr += index << (o.shift.value if o.shift.type == 1 else 0)
+            return addr & MASK64
+        return None
+
+    def _xreg(self, name):
+        if name == "sp":
+            return self.uc.reg_read(UC_ARM64_REG_SP)
+        if name and name[0] in "xw" and name[1:].isdigit():
+            v = self.uc.reg_read(UC_ARM64_REG_X0 + int(name[1:]) if int(name[1:]) < 29 else
+                                 {29: UC_ARM64_REG_FP, 30: UC_ARM64_REG_LR}[int(name[1:])])
+            return v & 0xFFFFFFFF if name[0] == "w" else v
+        return None
+
+    def _budget_error(self, budget, pc):
+        text = self._disasm(pc)
+        return BudgetExceeded(f"instruction budget of {budget:,} exhausted (a runaway loop?); stopped at {pc:#x}: {text}",
+                              budget=budget, pc=pc, instruction=text)
+
+    def _disasm(self, pc):
+        try:
+            word = bytes(self.uc.mem_read(pc, 4))
+        except UcError:
+            return "<unreadable>"
+        return disassemble(word, pc)
+
+    # -- the call -----------------------------------------------------------------------------------------
+    def call(self, symbol: str, *args, names=None, **options) -> CallResult:
+        """Call `symbol` with numpy arrays (passed as pointers to copies) and ints (scalars); see the module doc.
+        options override the Machine's: budget, count, mnemonics, lockstep, trace. Raises an EmulatorError
+        (with .result) on a fault, a budget overrun, an undefined instruction or a lockstep mismatch."""
+        unknown = set(options) - set(self.defaults)
+        if unknown:
+            raise TypeError(f"unknown option(s) {', '.join(sorted(unknown))}; expected {', '.join(self.defaults)}")
+        opts = {**self.defaults, **options}
+        count = bool(opts["count"] or opts["mnemonics"])
+        entry = self.binary.symbol(symbol)
+        arrays, array_names, scalars = [], [], []
+        names = list(names) if names is not None else [f"arg{i}" for i in range(len(args))]
+        if len(names) != len(args):
+            raise ValueError(f"names: {len(names)} names for {len(args)} arguments")
+        for i, (name, a) in enumerate(zip(names, args)):
+            if isinstance(a, np.ndarray) and a.ndim > 0:
+                arrays.append(a)
+                array_names.append(name)
+                scalars.append(None)
+            elif isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)):
+                if not -(1 << 63) <= int(a) <= MASK64:
+                    raise ValueError(f"argument {name!r}: {a} does not fit a 64-bit register")
+                scalars.append(int(a))
+            else:
+                raise ValueError(f"argument {name!r}: expected a numpy array (passed as a pointer) or an int, "
+                                 f"got {type(a).__name__}")
+        native_budget = bool(opts["budget"]) and not count
+        self._configure(count, opts["mnemonics"], opts["lockstep"], opts["trace"], native_budget)
+        buffers = self._place(arrays, array_names)
+        self._state = s = dict(buffers=buffers, blocks=Counter(), total=0, budget=opts["budget"] if count else None,
+                               modeled=Counter(), error=None, pending=None, checked=0, trace=opts["trace"])
+        values, it = [], iter(buffers)
+        for v in scalars:
+            values.append(next(it).base if v is None else v & MASK64)
+        sp = STACK_TOP - 256
+        stack_args = values[8:]
+        sp -= -(-8 * len(stack_args) // 16) * 16
+        for k, v in enumerate(stack_args):
+            self.uc.mem_write(sp + 8 * k, v.to_bytes(8, "little"))
+        for k, v in enumerate(values[:8]):
+            self.uc.reg_write(UC_ARM64_REG_X0 + k, v)
+        self.uc.reg_write(UC_ARM64_REG_SP, sp)
+        self.uc.reg_write(UC_ARM64_REG_LR, RETURN)
+        error = None
+        t0 = time.perf_counter()
+        try:
+            try:
+                self.uc.emu_start(entry, RETURN, count=0 if count or not opts["budget"] else opts["budget"])
+            except UcError as e:
+                error = s["error"] or EmulationFailed(f"Unicorn stopped: {e} at pc {self.uc.reg_read(UC_ARM64_REG_PC):#x}")
+            seconds = time.perf_counter() - t0
+            error = error or s["error"]
+            pc = self.uc.reg_read(UC_ARM64_REG_PC)
+            if error is None and s["pending"] is not None:
+                self._check(s["pending"])
+                error = s["error"]
+            if error is None and pc != RETURN:
+                error = self._budget_error(opts["budget"], pc) if opts["budget"] else \
+                    EmulationFailed(f"emulation stopped at {pc:#x} before the function returned")
+            out = []
+            for b in buffers:
+                data = bytes(self.uc.mem_read(b.base, b.nbytes)) if b.nbytes else b""
+                out.append(np.frombuffer(data, b.array.dtype).reshape(b.array.shape).copy())
+                if error is None and b.base > b.lo:
+                    slack = bytes(self.uc.mem_read(b.lo, b.base - b.lo))
+                    bad = next((k for k, c in enumerate(slack) if c != CANARY), None)
+                    if bad is not None:
+                        offset = b.lo + bad - b.base
+                        error = OutOfBounds(
+                            f"out-of-bounds write before the start of buffer {b.name!r}: byte offset {offset} was "
+                            "modified (found after the call: writes below a buffer are caught by a canary, "
+                            "not at the instruction)", buffer=b.name, offset=offset, nbytes=b.nbytes,
+                            access="write", address=b.lo + bad, size=1, itemsize=b.array.dtype.itemsize)
+        finally:
+            for b in buffers:
+                self.uc.mem_unmap(b.lo, b.hi - b.lo)
+            self._state = None
+        instructions = s["total"] if count else None
+        mnems = None
+        if opts["mnemonics"]:
+            mnems = Counter()
+            for (address, size), n in s["blocks"].items():
+                for m in self._block_mnemonics(address, size):
+                    mnems[m] += n
+            mnems = dict(mnems.most_common())
+        result = CallResult(out, array_names, ret=_signed(self.uc.reg_read(UC_ARM64_REG_X0)),
+                            instructions=instructions, modeled=dict(s["modeled"]), mnemonics=mnems,
+                            lockstep_checked=s["checked"] if opts["lockstep"] else None, seconds=seconds, fault=error)
+        if error is not None:
+            error.result = result
+            raise error
+        return result
+
+    def _block_mnemonics(self, address, size):
+        key = (address, size)
+        hit = self._block_cache.get(key)
+        if hit is None:
+            code = bytes(self.uc.mem_read(address, size))
+            hit = self._block_cache[key] = [insn.mnemonic for insn in _capstone().disasm(code, address)]
+        return hit
+
+
+def _runs(points):
+    """Contiguous runs of instruction addresses (step 4) as inclusive (start, end) ranges."""
+    runs = []
+    for p in points:
+        if runs and p == runs[-1][1] + 4:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    return [tuple(r) for r in runs]
+
+
+def _signed(x):
+    x &= MASK64
+    return x - (1 << 64) if x >> 63 else x
+
+
+_CS = {}
+
+
+def _capstone(detail=False):
+    if detail not in _CS:
+        from capstone import CS_ARCH_ARM64, CS_MODE_ARM, Cs
+        _CS[detail] = Cs(CS_ARCH_ARM64, CS_MODE_ARM)
+        _CS[detail].detail = detail
+    return _CS[detail]
+
+
+def disassemble(word: bytes, pc: int = 0) -> str:
+    """capstone's text for one instruction, or '.inst 0x...' if capstone does not know it."""
+    for insn in _capstone().disasm(word, pc):
+        return f"{insn.mnemonic} {insn.op_str}".strip()
+    return f".inst {int.from_bytes(word, 'little'):#010x}"

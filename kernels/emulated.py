@@ -1,0 +1,46 @@
+"""The AArch64 executor: builds a kernel with lowp.emulator (zig, cached) and calls it under Unicorn with the
+same signature kinds as the native executor. Faults (out-of-bounds access, runaway loops, undefined
+instructions) come back as lowp.emulator errors naming the buffer, offset and instruction."""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from .registry import Kernel, workspace_symbol
+
+# Bytes of workspace per kernel are asked of the kernel itself (its <prefix>_workspace function), also emulated.
+
+
+class EmulatedExecutor:
+    backend = "unicorn"
+
+    def __init__(self, kernel: Kernel, **machine_options):
+        self.kernel = kernel
+        self.machine_options = machine_options
+        self.last = None            # the CallResult of the last run: instruction counts, modeled I8MM ops
+
+    def unavailable(self) -> str | None:
+        try:
+            import lowp.emulator  # noqa: F401
+        except ImportError as e:   # pragma: no cover - unicorn is a dependency
+            return f"the emulator cannot load: {e}"
+        return None
+
+    @cached_property
+    def machine(self):
+        from lowp.emulator import Machine, build
+        binary = build(self.kernel.source, flags=self.kernel.cflags, depends=self.kernel.depends)
+        return Machine(binary, **self.machine_options)
+
+    def run(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        k = self.kernel
+        k.check_operands(A, B)
+        M, K = A.shape
+        N = B.shape[1]
+        size = self.machine.call(workspace_symbol(k), M, N, K).ret
+        work = np.zeros(max(int(size), 1), np.uint8)
+        C = np.zeros((M, N), np.int32)
+        self.last = self.machine.call(k.symbol, M, N, K, np.ascontiguousarray(A), np.ascontiguousarray(B), C, work,
+                                      *k.params.values(), names=["M", "N", "K", "A", "B", "C", "work", *k.params])
+        return self.last["C"]
