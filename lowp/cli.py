@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("isa", "emulate", "bench")
+COMMANDS = ("isa", "emulate", "conformance", "bounds", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,158 @@
+"""The accumulation contracts a kernel's int32 result is judged against.
+
+A contract is what a library promises about C = A x B before any output stage: a set of accepted results (the
+exact product, or the documented saturating variant: the way the WebAssembly relaxed-SIMD tests list accepted
+results), plus known variants that are not accepted but name what a failing kernel did instead. Each reference
+is written here from the libraries' own descriptions (shared/research/), independently of the kernels'
+behaviour models, so that a kernel, its model and its contract are three separate readings.
+
+Exactness is promised on a domain: the kernel's registry entry says on which inputs it claims its contract.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+I32 = np.int32
+
+
+def _wrap32(x: np.ndarray) -> np.ndarray:
+    return ((x.astype(np.int64) + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(I32)
+
+
+def exact(A, B) -> np.ndarray:
+    """sum_k A[i,k] * B[k,j], exact, wrapped to int32 as C's int32 accumulation wraps."""
+    return _wrap32(A.astype(np.int64) @ B.astype(np.int64))
+
+
+def _pair_sums(A, B):
+    """(i, j, p): A[i,2p]*B[2p,j] + A[i,2p+1]*B[2p+1,j], K padded with a zero to even."""
+    K = A.shape[1]
+    if K % 2:
+        A = np.concatenate([A, np.zeros((A.shape[0], 1), A.dtype)], axis=1)
+        B = np.concatenate([B, np.zeros((1, B.shape[1]), B.dtype)], axis=0)
+    a = A.astype(np.int32).reshape(A.shape[0], -1, 2)
+    b = B.astype(np.int32).reshape(-1, 2, B.shape[1])
+    return np.einsum("ip,pj->ijp", a[:, :, 0], b[:, 0, :]) + np.einsum("ip,pj->ijp", a[:, :, 1], b[:, 1, :])
+
+
+def pair_saturating(A, B) -> np.ndarray:
+    """oneDNN/FBGEMM AVX2 u8s8s32 (VPMADDUBSW + VPMADDWD + VPADDD): each pair (k, k+1), k even, summed and
+    saturated to int16, then accumulated exactly in int32 (wrapping). Seed 002 section 1.1; FBGEMM
+    fbgemm-onednn-contract.md 1.9."""
+    p = _pair_sums(A, B)
+    return _wrap32(np.clip(p, -32768, 32767).sum(axis=2, dtype=np.int64))
+
+
+def shifted_pair_saturating(A, B) -> np.ndarray:
+    """oneDNN s8s8s32 on the u8s8 AVX2 path: A + 128 as u8, pair-saturating product, minus 128 * colsum(B)
+    (seed 002 section 2: 255 instead of 32258)."""
+    shifted = pair_saturating(A.astype(np.int16) + 128, B).astype(np.int64)
+    return _wrap32(shifted - 128 * B.astype(np.int64).sum(axis=0))
+
+
+def fbgemm_acc16(A, B, brow: int = 256) -> np.ndarray:
+    """FBGEMM matmul_u8i8acc16_ref: s16 = clip16(s16 + clip16(pair)) over pairs in ascending k; every brow k
+    values the int16 sum is added to int32 and restarted (src/RefImplementations.cc L314-345, research 1.7)."""
+    p = np.clip(_pair_sums(A, B), -32768, 32767)
+    s32 = np.zeros(p.shape[:2], np.int64)
+    s16 = np.zeros(p.shape[:2], np.int64)
+    for q in range(p.shape[2]):
+        s16 = np.clip(s16 + p[:, :, q], -32768, 32767)
+        if 2 * q % brow == brow - 2:
+            s32 += s16
+            s16[:] = 0
+    return _wrap32(s32 + s16)
+
+
+def int16_lanes_wrapping(flush: int, signed: bool = True):
+    """Products accumulated in 16-bit lanes for `flush` depth steps (wrapping, as NEON SMLAL/UMLAL), then
+    widened into int32: seed 004's 24x8 kernel (flush 258) and the 4-bit kernel."""
+    def reference(A, B):
+        total = np.zeros((A.shape[0], B.shape[1]), np.int64)
+        for k0 in range(0, A.shape[1], flush):
+            block = A[:, k0:k0 + flush].astype(np.int64) @ B[k0:k0 + flush].astype(np.int64)
+            low = block % 65536
+            total += np.where(low >= 32768, low - 65536, low) if signed else low
+        return _wrap32(total)
+    reference.__name__ = f"int16_lanes_flush{flush}"
+    return reference
+
+
+def gemmlowp_lhs_nonzero_wrap(A, B) -> np.ndarray:
+    """gemmlowp's NEON int8 kernels sum two s8 products in an int16 lane (SMULL + SMLAL); the only overflow is
+    (-128)*(-128) twice, 32768, which wraps to -32768. Which two k share a lane is a kernel detail; this variant
+    pairs k with k+8 in blocks of 16 as lowp's gemmlowp-style kernel does."""
+    K = A.shape[1]
+    kp = -(-K // 16) * 16
+    a = np.zeros((A.shape[0], kp), np.int64)
+    a[:, :K] = A
+    b = np.zeros((kp, B.shape[1]), np.int64)
+    b[:K] = B
+    a, b = a.reshape(A.shape[0], -1, 2, 8), b.reshape(-1, 2, 8, B.shape[1])
+    lanes = np.einsum("ibl,blj->ijbl", a[:, :, 0], b[:, 0]) + np.einsum("ibl,blj->ijbl", a[:, :, 1], b[:, 1])
+    lanes = np.where(lanes == 32768, -32768, lanes)
+    return _wrap32(lanes.sum(axis=(2, 3)))
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    compute: Callable
+    description: str
+
+
+@dataclass(frozen=True)
+class Contract:
+    name: str
+    description: str
+    accepted: tuple[Variant, ...]
+    known: tuple[Variant, ...] = field(default_factory=tuple)
+
+    def judge(self, C: np.ndarray, A: np.ndarray, B: np.ndarray) -> "Judgement":
+        """PASS when C equals an accepted variant; either way, name the variant C matches, if any."""
+        expected = self.accepted[0].compute(A, B)
+        for v in self.accepted + self.known:
+            result = expected if v is self.accepted[0] else v.compute(A, B)
+            if np.array_equal(C, result):
+                return Judgement(v in self.accepted, v.name, expected)
+        return Judgement(False, None, expected)
+
+
+@dataclass
+class Judgement:
+    ok: bool
+    matched: str | None         # the variant the result equals (accepted or known), or None
+    expected: np.ndarray        # the contract's first accepted result
+
+
+EXACT = Variant("exact", exact, "the exact integer product, int32 wrap-around")
+PAIR_SAT = Variant("pair-saturating", pair_saturating,
+                   "u8*s8 pair sums (k, k+1), k even, saturated to int16 (VPMADDUBSW: AVX2/AVX-512 without VNNI)")
+SHIFTED_PAIR_SAT = Variant("shifted-pair-saturating", shifted_pair_saturating,
+                           "s8s8 as (A+128) u8 x s8 with pair saturation, minus 128*colsum(B) (oneDNN on AVX2)")
+ACC16 = Variant("fbgemm-acc16", fbgemm_acc16, "FBGEMM acc16: saturating int16 accumulation, flushed every 256 k")
+LHS_WRAP = Variant("int16-pair-wrap", gemmlowp_lhs_nonzero_wrap,
+                   "two s8 products per int16 lane (k, k+8), 2 x (-128)^2 wraps to -32768")
+Q46_LANES = Variant("int16-lanes-flush258", int16_lanes_wrapping(258), "s16 lanes wrapping, flushed every 258 k")
+U4_LANES = Variant("uint16-lanes-flush144", int16_lanes_wrapping(144, signed=False),
+                   "u16 lanes wrapping, flushed every 144 k")
+
+CONTRACTS: dict[str, Contract] = {c.name: c for c in [
+    Contract("exact", "exact int32 GEMM: C = sum_k A*B, int32 wrap-around; the contract of FBGEMM acc32, oneDNN "
+             "on VNNI, ruy and gemmlowp on their promised domains", (EXACT,),
+             (PAIR_SAT, SHIFTED_PAIR_SAT, ACC16, LHS_WRAP, Q46_LANES, U4_LANES)),
+    Contract("onednn-u8s8s32", "oneDNN u8s8s32: exact with VNNI; with AVX2/AVX-512 each u8*s8 pair sum may "
+             "saturate to int16 (seed 002): both results are accepted", (EXACT, PAIR_SAT), (ACC16,)),
+    Contract("fbgemm-acc16", "FBGEMM acc16 (matmul_u8i8acc16_ref, brow 256) on AVX2/AVX-512; exact where "
+             "FBGEMM redirects acc16 to int32 on VNNI", (ACC16, EXACT), (PAIR_SAT,)),
+]}
+
+
+def contract(name: str) -> Contract:
+    try:
+        return CONTRACTS[name]
+    except KeyError:
+        raise KeyError(f"no contract named {name!r}; known: {', '.join(CONTRACTS)}") from None

@@ -1,0 +1,114 @@
+"""Conformance reports: a Markdown summary a kernel author can act on, JSON for tools, JUnit XML for CI
+dashboards. Every report says how many of how many cases actually executed."""
+from __future__ import annotations
+
+import json
+import platform
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+from tabulate import tabulate
+
+
+def environment() -> dict:
+    env = {"python": platform.python_version(), "machine": platform.machine()}
+    try:
+        from lowp.isa_models.native import host_cpu_features
+        env["x86_features"] = sorted(host_cpu_features())
+    except Exception as e:  # not x86, no compiler: say so rather than fail the report
+        env["x86_features"] = f"unavailable: {e}"
+    try:
+        import unicorn
+        env["unicorn"] = unicorn.__version__
+    except ImportError:
+        env["unicorn"] = None
+    return env
+
+
+def summary(rows: list[dict]) -> dict:
+    executed = sum(r.get("executed", 0) for r in rows)
+    planned = sum(r.get("cases", 0) for r in rows)
+    by = {v: sum(r["verdict"] == v for r in rows) for v in ("PASS", "FAIL", "CRASH", "SKIPPED", "NOT RUN")}
+    claimed_failures = [r["id"] for r in rows if r["claimed"] and r["verdict"] in ("FAIL", "CRASH")]
+    return {"checks": len(rows), **by, "cases_executed": executed, "cases_planned": planned,
+            "claimed_failures": claimed_failures}
+
+
+def _verdict(row: dict) -> str:
+    v = row["verdict"]
+    if v == "SKIPPED":
+        return f"SKIPPED ({row['reason']})"
+    if v == "CRASH":
+        return f"CRASH ({row['reason']})"
+    if v == "FAIL" and not row["claimed"]:
+        return "FAIL (not claimed)"
+    return v
+
+
+def _matched(row: dict) -> str:
+    return ", ".join(f"{k} {n}" for k, n in sorted(row.get("matched", {}).items(), key=lambda kv: -kv[1]))
+
+
+def markdown(rows: list[dict], seconds: float | None = None) -> str:
+    s = summary(rows)
+    table = [(r["kernel"], r["check"], r["domain"], r.get("backend", "?"), _verdict(r),
+              f"{r.get('executed', 0)} of {r.get('cases', 0)}", _matched(r)) for r in rows]
+    lines = ["# lowp conformance report", "",
+             f"{s['checks']} checks: {s['PASS']} PASS, {s['FAIL']} FAIL, {s['CRASH']} CRASH, {s['SKIPPED']} SKIPPED, "
+             f"{s['NOT RUN']} NOT RUN; {s['cases_executed']} of {s['cases_planned']} cases executed"
+             + (f"; {seconds:.1f} s" if seconds is not None else "") + ".",
+             "",
+             "A check is a kernel against its behaviour model ('model', on the full type range) or a contract, on "
+             "the kernel's claimed domain or the full type range. 'not claimed' failures show where a contract "
+             "stops holding; they do not fail the run.", "",
+             tabulate(table, headers=("kernel", "check", "domain", "backend", "verdict", "cases executed",
+                                      "results matched"), tablefmt="github"), ""]
+    if s["claimed_failures"]:
+        lines += ["**Claimed contracts broken:** " + ", ".join(s["claimed_failures"]), ""]
+    for r in rows:
+        cx = r.get("counterexample")
+        if not cx:
+            continue
+        m, n, k = cx["shape"]
+        lines += [f"## {r['id']}: minimal counterexample", "",
+                  f"{m}x{n}x{k}, {cx['nonzero']} nonzero elements; replay with `lowp conformance replay {r['id']}`.",
+                  "", "```", f"A = {np.array(cx['A']).tolist()}", f"B = {np.array(cx['B']).tolist()}",
+                  f"actual   C = {cx['actual']}", f"expected C = {cx['expected']}  ({r['check']})",
+                  f"first differing element {cx['first_diff']}: {cx['actual_at_first']} instead of "
+                  f"{cx['expected_at_first']}",
+                  f"the result matches: {cx['matched'] or 'no known variant'}", "```", ""]
+    for r in rows:
+        if r.get("traceback"):
+            lines += [f"## {r['id']}: crash", "", "```", r["traceback"].strip(), "```", ""]
+    return "\n".join(lines)
+
+
+def junit(rows: list[dict]) -> str:
+    suite = ET.Element("testsuite", name="lowp-conformance", tests=str(len(rows)),
+                       failures=str(sum(r["verdict"] == "FAIL" and r["claimed"] for r in rows)),
+                       errors=str(sum(r["verdict"] == "CRASH" for r in rows)),
+                       skipped=str(sum(r["verdict"] in ("SKIPPED", "NOT RUN") for r in rows)))
+    for r in rows:
+        case = ET.SubElement(suite, "testcase", classname=r["kernel"], name=f"{r['check']}:{r['domain']}",
+                             time=str(r.get("seconds", 0)))
+        if r["verdict"] == "FAIL" and r["claimed"]:
+            cx = r.get("counterexample") or {}
+            ET.SubElement(case, "failure", message=f"{r['id']} fails a claimed contract").text = json.dumps(
+                {k: cx.get(k) for k in ("shape", "A", "B", "actual", "expected", "first_diff", "matched")})
+        elif r["verdict"] == "CRASH":
+            ET.SubElement(case, "error", message=r["reason"])
+        elif r["verdict"] in ("SKIPPED", "NOT RUN"):
+            ET.SubElement(case, "skipped", message=r.get("reason") or r["verdict"])
+        ET.SubElement(case, "system-out").text = f"{r.get('executed', 0)} of {r.get('cases', 0)} cases executed"
+    return ET.tostring(suite, encoding="unicode")
+
+
+def write(rows: list[dict], out: Path, seconds: float | None = None) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"markdown": out / "report.md", "json": out / "report.json", "junit": out / "junit.xml"}
+    paths["markdown"].write_text(markdown(rows, seconds))
+    paths["json"].write_text(json.dumps({"summary": summary(rows), "environment": environment(),
+                                         "seconds": seconds, "rows": rows}, indent=1))
+    paths["junit"].write_text(junit(rows))
+    return paths

@@ -1,0 +1,145 @@
+"""The conformance runner: every check in its own child process (a native kernel that crashes or hangs becomes a
+CRASH row, and the run goes on), up to one worker per core, every event streamed to a JSON Lines journal so an
+interrupted run loses nothing and `--resume` picks up where it stopped."""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+import traceback
+from dataclasses import asdict
+from multiprocessing.connection import wait
+from pathlib import Path
+
+from .checks import Check, run_check
+
+
+def _worker(check: Check, conn, options: dict) -> None:
+    def emit(event: dict) -> None:
+        conn.send(event)
+    try:
+        run_check(check, emit, **options)
+    except BaseException as e:  # an exception in Python becomes a CRASH row with its traceback
+        conn.send({"event": "error", "id": check.id, "error": f"{type(e).__name__}: {e}",
+                   "traceback": traceback.format_exc(limit=6)})
+    finally:
+        conn.close()
+
+
+def read_journal(path: Path) -> dict[str, dict]:
+    """The finished rows of a journal, by check id (a truncated last line is ignored)."""
+    rows = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if event.get("event") == "row":
+                rows[event["id"]] = event
+    return rows
+
+
+def _crash_row(check: Check, reason: str, last_case: str | None, executed: int) -> dict:
+    return {"event": "row", **asdict(check), "id": check.id, "backend": "?", "verdict": "CRASH", "cases": 0,
+            "executed": executed, "failed": 0, "matched": {}, "reason": reason + (f"; while running case {last_case}"
+                                                                                   if last_case else ""),
+            "counterexample": None, "seconds": 0.0}
+
+
+class Progress:
+    def __init__(self, total: int, stream=sys.stderr):
+        self.total, self.done, self.stream = total, 0, stream
+        self.live = stream.isatty()
+        self.start = time.perf_counter()
+
+    def step(self, row: dict) -> None:
+        self.done += 1
+        if self.live:
+            width = 30
+            filled = width * self.done // max(1, self.total)
+            print(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} checks "
+                  f"{time.perf_counter() - self.start:5.0f}s  {row['id'][:50]:50s}", end="", file=self.stream,
+                  flush=True)
+
+    def close(self) -> None:
+        if self.live:
+            print(file=self.stream)
+
+
+def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: bool = False, timeout: float = 600,
+        options: dict | None = None, progress: bool = True) -> list[dict]:
+    """Run `checks` (in child processes) and return their rows in plan order."""
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    done = read_journal(journal) if resume else {}
+    if not resume and journal.exists():
+        journal.unlink()
+    pending = [c for c in checks if c.id not in done]
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    bar = Progress(len(pending)) if progress else None
+    running: dict = {}   # conn -> (check, process, started, last_case, executed)
+    with journal.open("a") as log:
+        def record(event: dict) -> None:
+            log.write(json.dumps(event) + "\n")
+            log.flush()
+
+        queue = list(pending)
+        while queue or running:
+            while queue and len(running) < jobs:
+                check = queue.pop(0)
+                parent, child = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_worker, args=(check, child, options or {}), daemon=True)
+                proc.start()
+                child.close()
+                running[parent] = [check, proc, time.monotonic(), None, 0]
+            for conn in wait(list(running), timeout=1.0):
+                state = running[conn]
+                check, proc = state[0], state[1]
+                try:
+                    event = conn.recv()
+                except (EOFError, OSError):
+                    proc.join(5)
+                    if check.id not in done:
+                        how = f"the worker died (exit status {proc.exitcode}" + (
+                            f", signal {-proc.exitcode})" if proc.exitcode and proc.exitcode < 0 else ")")
+                        row = _crash_row(check, how, state[3], state[4])
+                        record(row)
+                        done[check.id] = row
+                        bar and bar.step(row)
+                    del running[conn]
+                    continue
+                if event["event"] == "start":
+                    state[3] = event["case"]
+                elif event["event"] == "case":
+                    state[4] += 1
+                elif event["event"] == "error":
+                    row = _crash_row(check, event["error"], state[3], state[4])
+                    row["traceback"] = event["traceback"]
+                    event = row
+                if event["event"] == "row":
+                    done[check.id] = event
+                    bar and bar.step(event)
+                record(event)
+            now = time.monotonic()
+            for conn, state in list(running.items()):
+                if now - state[2] > timeout:
+                    state[1].kill()
+                    state[1].join(5)
+                    row = _crash_row(state[0], f"timed out after {timeout:.0f} s (a kernel that loops forever?)",
+                                     state[3], state[4])
+                    record(row)
+                    done[state[0].id] = row
+                    bar and bar.step(row)
+                    del running[conn]
+    if bar:
+        bar.close()
+    return [done.get(c.id) or _not_run(c) for c in checks]
+
+
+def _not_run(check: Check) -> dict:
+    row = _crash_row(check, "not run", None, 0)
+    row["verdict"] = "NOT RUN"
+    return row

@@ -1,0 +1,65 @@
+"""`lowp conformance`: judge every registered kernel (built-in and the user's own) against the contracts it
+claims, and write the report. `lowp conformance replay ID` re-runs one case or counterexample."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("conformance", help="judge the registered kernels against their contracts; write the report")
+    p.add_argument("action", nargs="?", default="run", choices=("run", "replay", "list"),
+                   help="run (default), list the planned checks, or replay ID")
+    p.add_argument("ids", nargs="*", metavar="ID", help="replay: case ids or check ids (from the report)")
+    p.add_argument("--kernel", action="append", default=[], metavar="NAME",
+                   help="only these kernels (repeatable; default: all registered)")
+    p.add_argument("--kernels", dest="toml", action="append", default=[], metavar="FILE.toml",
+                   help="also register the kernels of this TOML file (repeatable)")
+    p.add_argument("--out", type=Path, default=Path("lowp-report"), help="report folder (default ./lowp-report)")
+    p.add_argument("--jobs", type=int, default=None, help="parallel workers (default: one per core)")
+    p.add_argument("--resume", action="store_true", help="keep the journal's finished checks and run the rest")
+    p.add_argument("--examples", type=int, default=150, help="hypothesis search examples per check (default 150)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated cases (default 0)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds before a check counts as hung (default 600)")
+    p.add_argument("--no-grid", action="store_true", help="skip the seed grid shapes (faster)")
+    p.set_defaults(func=cmd_conformance)
+
+
+def _kernels(args):
+    from lowp.kernels import kernel, kernels, load_toml
+    for path in args.toml:
+        load_toml(path)
+    return [kernel(n) for n in args.kernel] if args.kernel else kernels()
+
+
+def cmd_conformance(args) -> int:
+    from lowp.conformance import report, runner
+    from lowp.conformance.checks import plan, replay
+    selected = _kernels(args)
+    if args.action == "replay":
+        journal = runner.read_journal(args.out / "journal.jsonl")
+        status = 0
+        for case_id in args.ids:
+            result = replay(case_id, journal)
+            print(json.dumps(result, indent=1))
+            status |= result["verdict"] == "FAIL"
+        return status
+    checks = plan(selected)
+    if args.action == "list":
+        for c in checks:
+            print(f"{c.id}{'' if c.claimed else '  (not claimed)'}")
+        return 0
+    start = time.perf_counter()
+    rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume, timeout=args.timeout,
+                      options={"examples": args.examples, "seed": args.seed, "grid": not args.no_grid})
+    seconds = time.perf_counter() - start
+    paths = report.write(rows, args.out, seconds)
+    text = paths["markdown"].read_text()
+    print(text.split("\n## ", 1)[0])
+    print(f"reports: {', '.join(str(p) for p in paths.values())}; journal: {args.out / 'journal.jsonl'}")
+    failures = report.summary(rows)["claimed_failures"]
+    if failures:
+        print(f"FAILED: {len(failures)} claimed check(s) broken: {', '.join(failures)}", file=sys.stderr)
+    return 1 if failures else 0

@@ -1,0 +1,128 @@
+"""`lowp emulate kernel.c --function NAME --arg ...`: cross-compile an AArch64 kernel, call one of its functions
+under Unicorn (lowp.emulator) and print the result arrays, the instruction count and any fault."""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+import numpy as np
+
+ARG_HELP = """\
+arguments, in the C function's order (repeat --arg once per parameter):
+  --arg n=64                     an integer (passed in an X register)
+  --arg a=s8:16x64:random        an array, passed as a pointer: TYPE:SHAPE[:FILL]
+        TYPE   s8 u8 s16 u16 s32 u32 s64 u64
+        SHAPE  dimensions joined by x (64, 16x64, 2x3x4); the buffer is exactly that many elements,
+               between guard pages: one element past the end faults
+        FILL   zeros (default) | ones | random (full range of TYPE, seeded by --seed) | arange | min | max |
+               an integer (every element)
+  --arg a=@input.npy             an array from a .npy file (its own dtype and shape)
+
+example:
+  lowp emulate tests/aarch64/gemm_sdot.c --function gemm_sdot \\
+      --arg a=s8:8x64:random --arg bt=s8:8x64:random --arg c=s32:8x8 --arg m=8 --arg n=8 --arg k=64
+
+exit status: 0 when the call returned, 1 on a fault (out-of-bounds access, budget, undefined instruction,
+trap, lockstep mismatch), 2 on a usage or build error."""
+
+TYPES = {"s8": np.int8, "u8": np.uint8, "s16": np.int16, "u16": np.uint16, "s32": np.int32, "u32": np.uint32,
+         "s64": np.int64, "u64": np.uint64}
+
+
+def parse_arg(spec: str, rng) -> tuple[str, object]:
+    """'n=64' -> ('n', 64); 'a=s8:4x8:random' -> ('a', array); 'a=@x.npy' -> ('a', np.load(...))."""
+    if "=" not in spec:
+        raise ValueError(f"--arg {spec!r}: expected NAME=VALUE")
+    name, value = spec.split("=", 1)
+    if not name.isidentifier():
+        raise ValueError(f"--arg {spec!r}: {name!r} is not a name")
+    if value.startswith("@"):
+        return name, np.load(value[1:])
+    if re.fullmatch(r"[-+]?(0x[0-9a-fA-F]+|\d+)", value):
+        return name, int(value, 0)
+    parts = value.split(":")
+    if len(parts) not in (2, 3) or parts[0] not in TYPES:
+        raise ValueError(f"--arg {spec!r}: expected an integer or TYPE:SHAPE[:FILL] with TYPE one of "
+                         f"{', '.join(TYPES)}")
+    dtype = np.dtype(TYPES[parts[0]])
+    try:
+        shape = tuple(int(d) for d in parts[1].lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--arg {spec!r}: bad shape {parts[1]!r} (use e.g. 16x64)") from None
+    fill = parts[2] if len(parts) == 3 else "zeros"
+    info = np.iinfo(dtype)
+    if fill == "zeros":
+        return name, np.zeros(shape, dtype)
+    if fill == "ones":
+        return name, np.ones(shape, dtype)
+    if fill == "random":
+        return name, rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    if fill == "arange":
+        return name, (np.arange(int(np.prod(shape))) % (int(info.max) + 1)).astype(dtype).reshape(shape)
+    if fill in ("min", "max"):
+        return name, np.full(shape, getattr(info, fill), dtype)
+    if re.fullmatch(r"[-+]?\d+", fill) and info.min <= int(fill) <= info.max:
+        return name, np.full(shape, int(fill), dtype)
+    raise ValueError(f"--arg {spec!r}: unknown fill {fill!r}")
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "emulate", help="compile an AArch64 C/assembly kernel and run one function under Unicorn",
+        description=__doc__, epilog=ARG_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("source", nargs="+", help="C (.c) or assembly (.S) sources, compiled together with zig")
+    p.add_argument("--function", "-f", required=True, help="the exported function to call")
+    p.add_argument("--arg", "-a", action="append", default=[], metavar="NAME=VALUE",
+                   help="one argument of the function, in order (see below)")
+    p.add_argument("--flags", default="", help="extra compiler flags, e.g. '-O3 -DTILE=4'")
+    p.add_argument("--budget", type=int, default=500_000_000, help="instruction budget (default 500,000,000)")
+    p.add_argument("--mnemonics", action="store_true", help="print instruction counts per mnemonic")
+    p.add_argument("--lockstep", action="store_true",
+                   help="compare every instruction lowp models with Unicorn's result as it runs (slow)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random fills")
+    p.add_argument("--show", choices=("changed", "all", "none"), default="changed",
+                   help="which arrays to print after the call (default: those the call changed)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from lowp.emulator import BuildError, EmulatorError, Machine, build
+    rng = np.random.default_rng(args.seed)
+    try:
+        parsed = [parse_arg(s, rng) for s in args.arg]
+    except (ValueError, OSError) as e:
+        print(f"lowp emulate: {e}", file=sys.stderr)
+        return 2
+    try:
+        binary = build(*args.source, flags=args.flags.split())
+    except (BuildError, FileNotFoundError) as e:
+        print(f"lowp emulate: {e}", file=sys.stderr)
+        return 2
+    machine = Machine(binary)
+    names = [n for n, _ in parsed]
+    values = [v for _, v in parsed]
+    try:
+        result, fault = machine.call(args.function, *values, names=names, budget=args.budget, count=True,
+                                     mnemonics=args.mnemonics, lockstep=args.lockstep), None
+    except KeyError as e:
+        print(f"lowp emulate: {e.args[0]}", file=sys.stderr)
+        return 2
+    except EmulatorError as e:
+        result, fault = e.result, e
+    np.set_printoptions(threshold=2000, linewidth=120)
+    if result is not None:
+        inputs = {n: v for n, v in parsed if isinstance(v, np.ndarray)}
+        for name, array in result.named.items():
+            changed = not np.array_equal(array, inputs[name])
+            if args.show == "all" or (args.show == "changed" and changed):
+                print(f"{name} ({array.dtype}{list(array.shape)}{', changed' if changed else ''}):")
+                print(array)
+        print(f"returned x0 = {result.ret}")
+        print(result.summary() + f"; {result.seconds * 1e3:.1f} ms")
+        if result.mnemonics:
+            print("per mnemonic: " + ", ".join(f"{m} {n:,}" for m, n in result.mnemonics.items()))
+    if fault is not None:
+        print(f"fault: {type(fault).__name__}: {fault}", file=sys.stderr)
+        return 1
+    return 0
