@@ -3,6 +3,7 @@ CRASH row, and the run goes on), up to one worker per core, every event streamed
 interrupted run loses nothing and `--resume` picks up where it stopped."""
 from __future__ import annotations
 
+import faulthandler
 import json
 import multiprocessing as mp
 import os
@@ -17,6 +18,8 @@ from .checks import Check, run_check
 
 
 def _worker(check: Check, conn, options: dict) -> None:
+    faulthandler.disable()   # a crashing kernel is reported as a CRASH row, not as a dump on the parent's stderr
+
     def emit(event: dict) -> None:
         conn.send(event)
     try:

@@ -1,0 +1,286 @@
+"""The conformance suite: contracts against independent readings, the search finding the seeds' failure modes
+with minimal counterexamples, the runner surviving crashing and hanging kernels, the journal, the reports, replay
+and the pytest plugin."""
+import json
+import textwrap
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from lowp.conformance import ConformanceFailure, check, contracts, report, runner
+from lowp.conformance.cases import Case, cases_for, operands
+from lowp.conformance.checks import Check, plan, replay, run_check
+from lowp.isa_models import x86
+from lowp.kernels import executor, kernel, kernels, load_toml
+
+pytest_plugins = ["pytester"]
+
+
+def runnable(name):
+    ex = executor(kernel(name))
+    if ex.unavailable():
+        pytest.skip(f"{name}: {ex.unavailable()}")
+    return kernel(name)
+
+
+def small(dtype, max_side=6):
+    return st.tuples(st.integers(1, max_side), st.integers(1, max_side), st.integers(1, 40)).flatmap(
+        lambda s: st.tuples(hnp.arrays(np.uint8, (s[0], s[2])), hnp.arrays(dtype, (s[2], s[1]))))
+
+
+@settings(max_examples=60, deadline=None)
+@given(small(np.int8))
+def test_pair_saturating_contract_equals_the_vpmaddubsw_composition(ab):
+    """The contract (written from seed 002's pseudo-code) and the instruction models agree."""
+    A, B = ab
+    K = A.shape[1] + A.shape[1] % 2
+    a = np.zeros((A.shape[0], K), np.uint8)
+    a[:, :A.shape[1]] = A
+    b = np.zeros((K, B.shape[1]), np.int8)
+    b[:B.shape[0]] = B
+    expect = np.zeros((A.shape[0], B.shape[1]), np.int64)
+    for i in range(A.shape[0]):
+        for j in range(B.shape[1]):
+            lanes = np.zeros(-(-K // 32) * 32, np.uint8), np.zeros(-(-K // 32) * 32, np.int8)
+            lanes[0][:K], lanes[1][:K] = a[i], b[:, j]
+            expect[i, j] = x86.vpmaddubsw(lanes[0].reshape(-1, 32), lanes[1].reshape(-1, 32)).astype(np.int64).sum()
+    assert np.array_equal(contracts.pair_saturating(A, B), contracts._wrap32(expect))
+
+
+def acc16_scalar(A, B, brow):
+    """FBGEMM's matmul_u8i8acc16_ref, read line by line (research 1.7)."""
+    M, K = A.shape
+    N = B.shape[1]
+    C = np.zeros((M, N), np.int64)
+    clip = lambda x: max(-32768, min(32767, x))  # noqa: E731
+    for i in range(M):
+        for j in range(N):
+            s16 = s32 = 0
+            for k in range(0, K, 2):
+                a0, b0 = int(A[i, k]), int(B[k, j])
+                a1, b1 = (int(A[i, k + 1]), int(B[k + 1, j])) if k + 1 < K else (0, 0)
+                s16 = clip(s16 + clip(a0 * b0 + a1 * b1))
+                if k % brow == brow - 2:
+                    s32 += s16
+                    s16 = 0
+            C[i, j] = s32 + s16
+    return contracts._wrap32(C)
+
+
+@settings(max_examples=30, deadline=None)
+@given(small(np.int8, 3), st.sampled_from([4, 8, 256]))
+def test_fbgemm_acc16_contract_matches_a_scalar_reading(ab, brow):
+    A, B = ab
+    A = np.full_like(A, 255) if A.size and A[0, 0] % 2 else A     # saturating inputs half the time
+    assert np.array_equal(contracts.fbgemm_acc16(A, B, brow), acc16_scalar(A, B, brow))
+
+
+def test_contract_judgement_names_the_variant():
+    A = np.array([[255, 255]], np.uint8)
+    B = np.array([[127], [127]], np.int8)
+    C = np.array([[32767]], np.int32)
+    j = contracts.contract("exact").judge(C, A, B)
+    assert not j.ok and j.matched == "pair-saturating" and j.expected[0, 0] == 64770
+    j = contracts.contract("onednn-u8s8s32").judge(C, A, B)
+    assert j.ok and j.matched == "pair-saturating"
+    assert contracts.contract("exact").judge(C + 1, A, B).matched is None
+
+
+def test_seed002_s8s8_variant():
+    A = np.array([[127, 127, 0, 0]], np.int8)
+    B = np.array([[127], [127], [0], [0]], np.int8)
+    assert contracts.shifted_pair_saturating(A, B)[0, 0] == 255 and contracts.exact(A, B)[0, 0] == 32258
+
+
+def test_cases_regenerate_from_their_ids():
+    k = kernel("u8s8s32_avx2")
+    for case in cases_for(k, "exact", "full")[:12]:
+        again = Case.from_id(case.id)
+        assert again == case
+        A1, B1 = operands(case, k)
+        A2, B2 = operands(again, k)
+        assert np.array_equal(A1, A2) and np.array_equal(B1, B2) and A1.dtype == np.uint8
+    with pytest.raises(ValueError, match="not a case id"):
+        Case.from_id("nonsense")
+
+
+def test_finds_vpmaddubsw_saturation_with_a_minimal_counterexample():
+    """The issue's bar: on its own, on full-range u8, one or two nonzero pairs; u7 passes; VNNI passes."""
+    k = runnable("u8s8s32_avx2")
+    row = run_check(Check(k.name, "exact", "full", False), lambda e: None, examples=120, grid=False)
+    cx = row["counterexample"]
+    assert row["verdict"] == "FAIL" and cx["matched"] == "pair-saturating"
+    assert cx["shape"][:2] == [1, 1] and cx["nonzero"] <= 4
+    A, B = np.array(cx["A"], np.int64), np.array(cx["B"], np.int64)
+    assert cx["expected_at_first"] == (A @ B)[0, 0] and abs(cx["expected_at_first"]) > 32767
+    assert cx["actual_at_first"] in (32767, -32768)
+    assert run_check(Check(k.name, "exact", "claimed", True), lambda e: None, examples=60, grid=False)["verdict"] == "PASS"
+    vnni = runnable("u8s8s32_avx512vnni")
+    assert run_check(Check(vnni.name, "exact", "full", True), lambda e: None, examples=60,
+                     grid=False)["verdict"] == "PASS"
+
+
+def test_check_api_raises_with_the_counterexample():
+    runnable("u8s8s32_avx2")
+    with pytest.raises(ConformanceFailure, match=r"minimal counterexample[\s\S]*pair-saturating") as e:
+        check("u8s8s32_avx2", "exact", domain="full", examples=80)
+    assert e.value.row["verdict"] == "FAIL"
+    assert check("u8s8s32_avx2", examples=30)["verdict"] == "PASS"
+
+
+def test_emulated_kernel_counterexample():
+    row = run_check(Check("gemmlowp_s8_neon", "exact", "full", False), lambda e: None, examples=100, grid=False)
+    cx = row["counterexample"]
+    assert row["verdict"] == "FAIL" and cx["matched"] == "int16-pair-wrap" and cx["nonzero"] == 4
+    assert sorted(set(np.array(cx["A"]).ravel().tolist()) - {0}) == [-128]
+
+
+def test_plan_claims_model_and_contract_and_probes_exact():
+    ids = {c.id: c.claimed for c in plan([kernel("u8s8s32_avx2"), kernel("sdot_s8_neon")])}
+    assert ids == {"u8s8s32_avx2:model:full": True, "u8s8s32_avx2:exact:claimed": True,
+                   "u8s8s32_avx2:exact:full": False, "sdot_s8_neon:model:full": True,
+                   "sdot_s8_neon:exact:claimed": True}
+
+
+BAD_KERNELS = textwrap.dedent("""
+    [[kernel]]
+    name = "test_crasher"
+    target = "x86-64"
+    source = "bad.c"
+    symbol = "crash_gemm"
+    signature = "gemm"
+    a_type = "u8"
+    b_type = "s8"
+    packing = "none"
+    contract = "exact"
+    model = "lowp.kernels.models:exact_gemm"
+    tile = {mr = 1, nr = 1, kr = 1}
+    domain = {a = [0, 255], b = [-128, 127]}
+
+    [[kernel]]
+    name = "test_hanger"
+    target = "x86-64"
+    source = "bad.c"
+    symbol = "hang_gemm"
+    signature = "gemm"
+    a_type = "u8"
+    b_type = "s8"
+    packing = "none"
+    contract = "exact"
+    model = "lowp.kernels.models:exact_gemm"
+    tile = {mr = 1, nr = 1, kr = 1}
+    domain = {a = [0, 255], b = [-128, 127]}
+
+    [[kernel]]
+    name = "test_offbyone"
+    target = "x86-64"
+    source = "bad.c"
+    symbol = "offbyone_gemm"
+    signature = "gemm"
+    a_type = "u8"
+    b_type = "s8"
+    packing = "none"
+    contract = "exact"
+    model = "lowp.kernels.models:exact_gemm"
+    tile = {mr = 1, nr = 1, kr = 1}
+    domain = {a = [0, 255], b = [-128, 127]}
+""")
+BAD_C = textwrap.dedent("""
+    #include <stdint.h>
+    #include <stddef.h>
+    size_t crash_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    size_t hang_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    size_t offbyone_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    void crash_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+        if (K > 5) *(volatile int *)0 = 1;
+        for (int64_t i = 0; i < M * N; ++i) C[i] = 0;
+    }
+    void hang_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+        for (;;) __asm__ volatile("");
+    }
+    void offbyone_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+        for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+                int32_t s = 0;
+                for (int64_t k = 0; k + 1 < K; ++k) s += A[i * K + k] * B[k * N + j];   /* drops the last k */
+                C[i * N + j] = s;
+            }
+    }
+""")
+
+
+@pytest.fixture(scope="module")
+def bad_kernels(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad")
+    (d / "bad.c").write_text(BAD_C)
+    (d / "bad.toml").write_text(BAD_KERNELS)
+    from lowp.kernels.registry import _KERNELS
+    for name in ("test_crasher", "test_hanger", "test_offbyone"):
+        _KERNELS.pop(name, None)
+    return {k.name: k for k in load_toml(d / "bad.toml")}
+
+
+def test_runner_turns_crashes_and_hangs_into_rows_and_goes_on(bad_kernels, tmp_path):
+    checks = [Check("test_crasher", "model", "full", True), Check("test_hanger", "model", "full", True),
+              Check("test_offbyone", "exact", "claimed", True), Check("u8s8s32_ssse3", "exact", "claimed", True)]
+    rows = runner.run(checks, tmp_path / "journal.jsonl", jobs=2, timeout=8, progress=False,
+                      options={"examples": 40, "grid": False})
+    by = {r["id"]: r for r in rows}
+    crash = by["test_crasher:model:full"]
+    assert crash["verdict"] == "CRASH" and "signal 11" in crash["reason"] and "while running case" in crash["reason"]
+    assert crash["executed"] > 0                  # the cases before the crash count
+    assert by["test_hanger:model:full"]["verdict"] == "CRASH" and "timed out" in by["test_hanger:model:full"]["reason"]
+    off = by["test_offbyone:exact:claimed"]
+    assert off["verdict"] == "FAIL" and off["counterexample"]["shape"] == [1, 1, 1]
+    assert off["counterexample"]["nonzero"] == 2
+    assert by["u8s8s32_ssse3:exact:claimed"]["verdict"] in ("PASS", "SKIPPED")
+    # The journal has every case and row; resume keeps what was done and runs nothing twice.
+    events = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    assert sum(e["event"] == "row" for e in events) == 4
+    assert sum(e["event"] == "case" for e in events) >= off["executed"] - 40
+    again = runner.run(checks, tmp_path / "journal.jsonl", resume=True, progress=False)
+    assert [r["verdict"] for r in again] == [r["verdict"] for r in rows]
+    assert len((tmp_path / "journal.jsonl").read_text().splitlines()) == len(events)
+    # Reports: a claimed failure and a crash show, with executed counts, in every format.
+    paths = report.write(rows, tmp_path / "report")
+    md = paths["markdown"].read_text()
+    assert "CRASH" in md and "cases executed" in md and "minimal counterexample" in md
+    suite = ET.parse(paths["junit"]).getroot()
+    assert suite.get("failures") == "1" and suite.get("errors") == "2"
+    assert json.loads(paths["json"].read_text())["summary"]["claimed_failures"] == [
+        "test_crasher:model:full", "test_hanger:model:full", "test_offbyone:exact:claimed"]
+    assert replay("test_offbyone:exact:claimed", runner.read_journal(tmp_path / "journal.jsonl"))["verdict"] == "FAIL"
+
+
+def test_cli_runs_and_exits_zero_when_nothing_claimed_fails(tmp_path):
+    from lowp.cli import main
+    status = main(["conformance", "--kernel", "u8s8s32_avx2", "--kernel", "sdot_s8_neon", "--out", str(tmp_path),
+                   "--examples", "30", "--no-grid"])
+    md = (tmp_path / "report.md").read_text()
+    assert status == 0 and "| u8s8s32_avx2" in md and "of" in md
+    assert json.loads((tmp_path / "report.json").read_text())["summary"]["checks"] == 5
+
+
+def test_pytest_plugin_marker_fixture_and_report(pytester):
+    pytester.makepyfile(test_k=textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.lowp("u8s8s32_avx2", "exact", domain="full", examples=60)
+        def test_full_range():
+            pass
+
+        def test_claimed(lowp_check):
+            assert lowp_check("sdot_s8_neon", examples=20)["verdict"] == "PASS"
+    """))
+    result = pytester.runpytest("-p", "no:cacheprovider", "--lowp-report=rep.md")
+    outcomes = result.parseoutcomes()
+    if executor(kernel("u8s8s32_avx2")).unavailable():
+        assert outcomes.get("skipped") == 1
+    else:
+        assert outcomes.get("failed") == 1 and outcomes.get("passed") == 1
+        result.stdout.fnmatch_lines(["*minimal counterexample*", "*the result matches: pair-saturating*"])
+    assert "lowp conformance report" in (pytester.path / "rep.md").read_text()
