@@ -1,0 +1,70 @@
+"""`lowp bounds`: the seeds' figures, and tightness: at the proven depth the behaviour model is exact on the
+worst-case input, one step beyond it is not."""
+import numpy as np
+import pytest
+
+from lowp.conformance import bounds
+from lowp.conformance.contracts import exact, pair_saturating
+from lowp.kernels import kernel
+from lowp.kernels.models_arm import mlal_flush_gemm
+
+
+def depth(a, b, acc):
+    return bounds.safe_depth(bounds.parse_range(a), bounds.parse_range(b),
+                             [bounds.Stage("sum", bounds.DEPTH, acc, "wrap")])[0]
+
+
+def test_the_seeds_figures():
+    assert depth("u8", "u8", "s32") == 33025          # seed 001/000: u8*u8 into int32
+    assert depth("u4", "u4", "s16") == 145            # seed 004: 4-bit into int16
+    assert depth("-127:127", "-1:1", "s16") == 258    # seed 004: 4.6-bit products (|p| <= 127) into int16
+    assert depth("u7", "u5", "u16") == 16             # seed 000: L7R5 into uint16
+
+
+def test_vpmaddubsw_advice_of_seed002():
+    k = kernel("u8s8s32_avx2")
+    stages, params = bounds.kernel_pipeline(k)
+    full = bounds.operand_ranges(k, (0, 255), (-128, 127))
+    assert bounds.safe_depth(*full, stages, params)[1].startswith("VPMADDUBSW pair sum")
+    hints = bounds.advice(k, stages, params)
+    assert hints[0].startswith("A in u7: safe") and hints[1].startswith("B in s7: safe")
+    # s8s8 on the u8s8 path: s7 for A is not enough (seed 002's warning); s7 for B is.
+    s8s8 = kernel("s8s8s32_avx2")
+    hints = bounds.advice(s8s8, *bounds.kernel_pipeline(s8s8))
+    assert hints[0].startswith("A in s7: still saturates") and hints[1].startswith("B in s7: safe")
+
+
+@pytest.mark.parametrize("a_hi,b", [(255, 127), (127, 127), (255, 64), (255, -128), (127, -128)])
+def test_pair_stage_bound_is_tight_against_the_contract(a_hi, b):
+    A = np.full((1, 2), a_hi, np.uint8)
+    B = np.full((2, 1), b, np.int8)
+    safe = bounds.safe_depth((0, a_hi), (min(b, 0), max(b, 0)), bounds.PIPELINES["maddubs"])[1] is None
+    assert safe == np.array_equal(pair_saturating(A, B), exact(A, B))
+
+
+@pytest.mark.parametrize("lane,hi", [(np.uint8, 15), (np.int8, 11), (np.int8, -127)])
+def test_lane_capacity_is_tight_against_the_behaviour_model(lane, hi):
+    into = "u16" if lane == np.uint8 else "s16"
+    cap = bounds.capacity(bounds.product_range((min(hi, 0), max(hi, 0)), (min(hi, 0), max(hi, 0))), into)
+    for flush, exact_expected in ((cap - cap % 2, True), (cap + 2 - cap % 2, False)):
+        A = np.full((1, flush), hi, lane)
+        B = np.full((flush, 1), hi, lane)
+        assert np.array_equal(mlal_flush_gemm(A, B, flush=flush), exact(A, B)) == exact_expected, (flush, cap)
+
+
+def test_every_builtin_kernel_with_a_pipeline_is_safe_on_its_claimed_domain():
+    from lowp.kernels import kernels
+    for k in kernels():
+        if k.name not in bounds.KERNEL_PIPELINES or k.contract != "exact":
+            continue
+        stages, params = bounds.kernel_pipeline(k)
+        d, first = bounds.safe_depth(*bounds.operand_ranges(k), stages, params)
+        assert first is None and d >= 4096, (k.name, d, first)
+
+
+def test_ranges_parse_and_refuse_nonsense():
+    assert bounds.parse_range("s7") == (-64, 63) and bounds.parse_range("u4") == (0, 15)
+    with pytest.raises(ValueError):
+        bounds.parse_range("x9")
+    with pytest.raises(ValueError):
+        bounds.parse_range("5:1")
