@@ -146,60 +146,33 @@ def test_plan_claims_model_and_contract_and_probes_exact():
                    "sdot_s8_neon:exact:claimed": True}
 
 
-BAD_KERNELS = textwrap.dedent("""
-    [[kernel]]
-    name = "test_crasher"
-    target = "x86-64"
-    source = "bad.c"
-    symbol = "crash_gemm"
-    signature = "gemm"
-    a_type = "u8"
-    b_type = "s8"
-    packing = "none"
-    contract = "exact"
-    model = "lowp.kernels.models:exact_gemm"
-    tile = {mr = 1, nr = 1, kr = 1}
-    domain = {a = [0, 255], b = [-128, 127]}
-
-    [[kernel]]
-    name = "test_hanger"
-    target = "x86-64"
-    source = "bad.c"
-    symbol = "hang_gemm"
-    signature = "gemm"
-    a_type = "u8"
-    b_type = "s8"
-    packing = "none"
-    contract = "exact"
-    model = "lowp.kernels.models:exact_gemm"
-    tile = {mr = 1, nr = 1, kr = 1}
-    domain = {a = [0, 255], b = [-128, 127]}
-
-    [[kernel]]
-    name = "test_offbyone"
-    target = "x86-64"
-    source = "bad.c"
-    symbol = "offbyone_gemm"
-    signature = "gemm"
-    a_type = "u8"
-    b_type = "s8"
-    packing = "none"
-    contract = "exact"
-    model = "lowp.kernels.models:exact_gemm"
-    tile = {mr = 1, nr = 1, kr = 1}
-    domain = {a = [0, 255], b = [-128, 127]}
-""")
+BAD_KERNEL = """
+[[kernel]]
+name = "test_{what}"
+target = "x86-64"
+source = "bad.c"
+symbol = "{what}_gemm"
+signature = "gemm"
+a_type = "u8"
+b_type = "s8"
+packing = "none"
+contract = "exact"
+model = "lowp.kernels.models:exact_gemm"
+tile = {{mr = 1, nr = 1, kr = 1}}
+domain = {{a = [0, 255], b = [-128, 127]}}
+"""
+BAD_KERNELS = "".join(BAD_KERNEL.format(what=w) for w in ("crasher", "hanger", "offbyone"))
 BAD_C = textwrap.dedent("""
     #include <stdint.h>
     #include <stddef.h>
-    size_t crash_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
-    size_t hang_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    size_t crasher_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    size_t hanger_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
     size_t offbyone_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
-    void crash_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+    void crasher_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
         if (K > 5) *(volatile int *)0 = 1;
         for (int64_t i = 0; i < M * N; ++i) C[i] = 0;
     }
-    void hang_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+    void hanger_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
         for (;;) __asm__ volatile("");
     }
     void offbyone_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
