@@ -22,9 +22,20 @@ def _wrap32(x: np.ndarray) -> np.ndarray:
     return ((x.astype(np.int64) + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(I32)
 
 
-def exact(A, B) -> np.ndarray:
-    """sum_k A[i,k] * B[k,j], exact, wrapped to int32 as C's int32 accumulation wraps."""
-    return _wrap32(A.astype(np.int64) @ B.astype(np.int64))
+def exact(A, B, a_offset: int = 0, b_offset: int = 0) -> np.ndarray:
+    """sum_k (A[i,k] + a_offset) * (B[k,j] + b_offset), exact, wrapped to int32 as C's int32 accumulation wraps.
+    gemmlowp adds offsets (lhs_offset, rhs_offset; doc/low-precision.md); ruy and TFLite subtract zero points:
+    the same contract with a_offset = -zero_point (see exact_zero_points)."""
+    return _wrap32((A.astype(np.int64) + a_offset) @ (B.astype(np.int64) + b_offset))
+
+
+def exact_zero_points(A, B, a_zero_point: int = 0, b_zero_point: int = 0) -> np.ndarray:
+    """ruy/TFLite's spelling: sum_k (A - a_zero_point)(B - b_zero_point), expanded the way ruy's kernels apply it
+    (raw product, minus zero point times the other operand's sums, plus K * both zero points), int32 wrapping."""
+    A64, B64 = A.astype(np.int64), B.astype(np.int64)
+    K = A.shape[1]
+    raw = A64 @ B64 - a_zero_point * B64.sum(axis=0)[None, :] - b_zero_point * A64.sum(axis=1)[:, None]
+    return _wrap32(raw + K * a_zero_point * b_zero_point)
 
 
 def _pair_sums(A, B):

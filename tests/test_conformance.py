@@ -257,3 +257,13 @@ def test_pytest_plugin_marker_fixture_and_report(pytester):
         assert outcomes.get("failed") == 1 and outcomes.get("passed") == 1
         result.stdout.fnmatch_lines(["*minimal counterexample*", "*the result matches: pair-saturating*"])
     assert "lowp conformance report" in (pytester.path / "rep.md").read_text()
+
+
+@settings(max_examples=50, deadline=None)
+@given(small(np.int8), st.integers(-255, 255), st.integers(-255, 255))
+def test_offsets_added_and_zero_points_subtracted_are_one_contract(ab, za, zb):
+    A, B = ab
+    assert np.array_equal(contracts.exact(A, B, -za, -zb), contracts.exact_zero_points(A, B, za, zb))
+    direct = np.array([[sum((int(A[i, k]) - za) * (int(B[k, j]) - zb) for k in range(A.shape[1]))
+                        for j in range(B.shape[1])] for i in range(A.shape[0])])
+    assert np.array_equal(contracts.exact_zero_points(A, B, za, zb), contracts._wrap32(direct))
