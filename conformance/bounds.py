@@ -116,13 +116,23 @@ PIPELINES = {
     "mlal_flush_u16": [Stage("UMLAL uint16 lane between flushes", "flush", "u16", "wrap"),
                        Stage("UADDW into int32 over the depth", DEPTH, "s32", "wrap")],
     "dot_s32": [Stage("SDOT / SMMLA int32 accumulation", DEPTH, "s32", "wrap")],
+    "q46": [Stage("VPMADDUBSW pair sum of the shifted activations", 2, "s16", "saturate"),
+            Stage("VPADDW int16 accumulation between flushes (one pair per step)", "steps_per_flush", "s16", "wrap"),
+            Stage("VPMADDWD(ones) + VPADDD over the depth", DEPTH, "s32", "wrap")],
+    "vpmaddwd": [Stage("VPMADDWD pair of int16 products", 2, "s32", "wrap"),
+                 Stage("VPADDD over the depth", DEPTH, "s32", "wrap")],
 }
+# What the kernel adds to A before its instructions read it (the +128 / A_m shifts onto the unsigned path).
+A_SHIFT = {"s8s8s32_avx2": 128, "s8s8s32_avx512vnni": 128, "q8_avx512vnni": 128, "q46_avx2": "shift",
+           "q46_avx512bw": "shift"}
 KERNEL_PIPELINES = {
     "u8s8s32_ssse3": "maddubs", "u8s8s32_avx2": "maddubs", "u8s8s32_avx512bw": "maddubs",
     "u8s8s32_avx512vnni": "vpdpbusd", "u8s8s32_avxvnni": "vpdpbusd", "s8s8s32_avx2": "maddubs",
     "s8s8s32_avx512vnni": "vpdpbusd", "acc16_avx2": "acc16", "acc16_avx512bw": "acc16",
     "gemmlowp_s8_neon": "smlal_pair", "sdot_s8_neon": "dot_s32", "smmla_s8_neon": "dot_s32",
     "q46_mlal_24x8_neon": "mlal_flush_s16", "u4_mlal_24x8_neon": "mlal_flush_u16",
+    "q46_avx2": "q46", "q46_avx512bw": "q46", "q8_avx2": "vpmaddwd", "q8_avx512bw": "vpmaddwd",
+    "q8_avx512vnni": "vpdpbusd",
 }
 
 
@@ -133,6 +143,7 @@ def kernel_pipeline(kernel) -> tuple[list[Stage], dict]:
     params = dict(kernel.params)
     if kernel.tile.spill:
         params.setdefault("pairs_per_spill", kernel.tile.spill // 2)
+        params.setdefault("steps_per_flush", kernel.tile.spill // kernel.tile.kr)
     return PIPELINES[name], params
 
 
@@ -140,9 +151,9 @@ def operand_ranges(kernel, a=None, b=None) -> tuple[tuple[int, int], tuple[int, 
     """The kernel's operand ranges as the kernel reads them: s8s8 kernels shift A by +128 onto the u8 path."""
     a = a or kernel.domain.a
     b = b or kernel.domain.b
-    if kernel.name.startswith("s8s8s32") and "vpdpbusd" not in KERNEL_PIPELINES.get(kernel.name, ""):
-        a = (a[0] + 128, a[1] + 128)
-    return a, b
+    shift = A_SHIFT.get(kernel.name, 0)
+    shift = kernel.params[shift] if isinstance(shift, str) else shift
+    return (a[0] + shift, a[1] + shift), b
 
 
 def advice(kernel, stages, params) -> list[str]:

@@ -151,6 +151,22 @@ def vpaddd(a, b, *, mask=None, zeroing=False, merge=None):
     return _lanewise(a, b, S32, False, mask, zeroing, merge)
 
 
+def vpshufb(a, b, *, mask=None, zeroing=False, merge=None):
+    """PSHUFB / VPSHUFB, Packed Shuffle Bytes.
+    Per 128-bit lane: DEST.byte[i] := 0 IF SRC2.byte[i][7] = 1 ELSE SRC1.byte[lane + SRC2.byte[i][3:0]]; the
+    MMX form indexes its 64-bit register with SRC2.byte[i][2:0]. Bytes never cross a 128-bit lane. a (SRC1) is
+    the table, b (SRC2) the control bytes; both u8 (s8 data is shuffled through a .view(np.uint8), a
+    reinterpretation, not a cast). Intel SDM Vol. 2B, PSHUFB."""
+    a, b = operand(a, "a", U8, W_MMX), operand(b, "b", U8, W_MMX)
+    same_register(("a", a), ("b", b))
+    a, b = np.broadcast_arrays(a, b)
+    lanes = a.shape[-1]
+    span = min(lanes, 16)                            # 8 for MMX, else one 128-bit lane
+    index = (np.arange(lanes) // span) * span + (b & np.uint8(span - 1))
+    picked = np.take_along_axis(a, index.astype(np.intp), axis=-1)
+    return writemask(np.where(b & np.uint8(0x80), np.uint8(0), picked).astype(U8), mask, zeroing, merge)
+
+
 def _extend(a, from_type, to_type, mask, zeroing, merge):
     # The source is the low half of a register: SSE4.1's 128-bit form reads 64 bits, so 32 bits is allowed.
     a = operand(a, "a", from_type, (32, 64, 128, 256))

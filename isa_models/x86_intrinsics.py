@@ -153,6 +153,10 @@ def _register():
     family("vpaddd", x86.vpaddd, extension="SSE2 / AVX2 / AVX512F", types=("s32", "s32", "s32"),
            overflow="wraps mod 2^32", kind="binary", plain=_widths("add_epi32", "sse2", avx512=("avx512f",)),
            masked="add_epi32", masked_features=("avx512f",))
+    family("vpshufb", x86.vpshufb, extension="SSSE3 / AVX2 / AVX512BW", types=("u8", "u8", "u8"),
+           overflow="none (a byte move): control bit 7 gives 0; indices stay within each 128-bit lane",
+           kind="binary", plain={"_mm_shuffle_pi8": (64, ("ssse3",)), **_widths("shuffle_epi8", "ssse3")},
+           masked="shuffle_epi8", masked_features=("avx512bw",))
     for mnemonic, stem, types, f512 in (("vpmovsxwd", "cvtepi16_epi32", ("s16", None, "s32"), "avx512f"),
                                         ("vpmovsxbw", "cvtepi8_epi16", ("s8", None, "s16"), "avx512bw"),
                                         ("vpmovzxbw", "cvtepu8_epi16", ("u8", None, "s16"), "avx512bw")):

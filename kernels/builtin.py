@@ -94,3 +94,4 @@ register(Kernel(
     model=models_arm.mlal_flush_gemm, params={"flush": 144},
     description="4-bit (0..15) kernel: UMLAL into 16-bit lanes, flushed into int32 every 144 depth steps, the "
                 "largest even depth within seed 004's int16 level of 145 = floor(32767 / 225) (the kernel steps in k pairs)", **_MLAL))
+from . import builtin_q46  # noqa: F401

@@ -10,14 +10,22 @@ HEADLINE = ("_mm512_maddubs_epi16", "_mm256_maddubs_epi16", "_mm_maddubs_epi16",
 
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks (ratios side by side in one run)")
-    bench.add_argument("suite", nargs="?", default="isa", choices=("isa", "emulator"),
-                       help="isa: model vs native lanes/s; emulator: emulated instructions/s")
+    bench.add_argument("suite", nargs="?", default="gemm", choices=("gemm", "isa", "emulator"),
+                       help="gemm (default): seed 004's GEMM grid, ns per multiply-accumulate of numpy float32, the "
+                            "x86 kernels and FBGEMM, side by side; isa: model vs native lanes/s; "
+                            "emulator: emulated instructions/s")
+    bench.add_argument("--quick", action="store_true", help="gemm: 8 corner shapes of the grid, fewer rounds")
+    bench.add_argument("--kernels", nargs="+", metavar="NAME", help="gemm: only these registered kernels")
+    bench.add_argument("--no-torch", action="store_true", help="gemm: leave FBGEMM (PyTorch) out")
+    bench.add_argument("--rounds", type=int, help="gemm: timing rounds per shape (default 7, quick 5)")
     bench.add_argument("--all", action="store_true", help="isa: every x86 intrinsic, not just the headline ones")
     bench.add_argument("--registers", type=int, default=1 << 14, help="isa: registers per batch (default 16384)")
     bench.set_defaults(func=cmd_bench)
 
 
 def cmd_bench(args) -> int:
+    if args.suite == "gemm":
+        return bench_gemm(args)
     if args.suite == "emulator":
         from lowp.emulator.bench import emulator_benchmark  # noqa: PLC0415 (only when asked)
         rows = emulator_benchmark()
@@ -47,4 +55,39 @@ def bench_isa(args) -> int:
                                   "native / model")))
     if backend:
         print(f"\nnative: {backend.describe()}")
+    return 0
+
+
+def bench_gemm(args) -> int:
+    import sys
+    import time
+
+    from lowp.kernels.bench import gemm_benchmark, per_call_overhead, summarize
+
+    def progress(i, n, shape):
+        if sys.stderr.isatty():
+            print(f"\rshape {i + 1}/{n}: {shape[0]}x{shape[2]} x {shape[2]}x{shape[1]}   ", end="", file=sys.stderr,
+                  flush=True)
+    start = time.perf_counter()
+    result = gemm_benchmark(quick=args.quick, names=args.kernels, rounds=args.rounds, torch=not args.no_torch,
+                            progress=progress)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    rows, ratios = summarize(result)
+    grid = result["grid"]
+    print(f"seed 004 grid{' (quick: corners)' if args.quick else ''}: {len(grid)} shapes, C = A(HxD) x B(DxW); "
+          f"mean over the grid of time per call / (H W D); single-threaded; median of {result['rounds']} rounds")
+    print(tabulate([[r[h] if r[h] is not None else "" for h in r] for r in rows], headers=list(rows[0]),
+                   floatfmt=(None, None, ".4f", ".0f", ".1f", None)))
+    print()
+    print(tabulate(ratios, headers=("ratio (side by side, this run)", "value", "compare")))
+    live = [r["contender"] for r in rows if r["ns/MAC (grid mean)"] is not None and r["group"] != "float"
+            and not r["contender"].startswith("fbgemm")]
+    if live:
+        o = per_call_overhead("q8_avx512vnni" if "q8_avx512vnni" in live else live[0])
+        print(f"\nper-call cost of executor.run on 8x8x8 ({o['kernel']}): {o['run_us']:.1f} us "
+              f"(bare C call through cffi {o['bare_call_us']:.1f} us)")
+    for note in result["notes"]:
+        print(f"note: {note}")
+    print(f"{time.perf_counter() - start:.0f} s")
     return 0
