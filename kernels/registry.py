@@ -89,7 +89,8 @@ class Kernel:
 # Signature kinds: the C prototype the entry symbol has, and how the executors call it.
 #   gemm: void f(int64 M, int64 N, int64 K, const A*, const B*, int32 *C, void *work[, int64 param...])
 #         size_t <prefix>_workspace(int64 M, int64 N, int64 K) gives the bytes of `work` (packing buffers).
-#         A is M x K row-major, B is K x N row-major, C is M x N row-major.
+#         A is M x K row-major, B is K x N row-major, C is M x N row-major. `work` is zeroed when first allocated
+#         and then reused across calls without clearing: a kernel must write whatever workspace it reads.
 SIGNATURES = {
     "gemm": "void {symbol}(int64_t M, int64_t N, int64_t K, const void *A, const void *B, int32_t *C, void *work{params})",
 }
