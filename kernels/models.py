@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from lowp.isa_models import x86
-from lowp.isa_models.lanes import S16, S32, wrap
+from lowp.isa_models.lanes import S32, wrap
 
 CHUNK_BYTES = 1 << 26   # bound on the temporaries of one step of a model
 

@@ -37,3 +37,14 @@ def registers_for(intr, batch=st.integers(1, 4)):
                 args.append(draw(st.integers(p.lo, p.hi)))
         return args
     return build()
+
+
+def runner(k):
+    """The executor of kernel `k`, or a skip with the reason it cannot run here."""
+    import pytest
+    from lowp.kernels import executor
+    ex = executor(k)
+    reason = ex.unavailable()
+    if reason:
+        pytest.skip(f"{k.name}: {reason}")
+    return ex

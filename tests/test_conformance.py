@@ -15,7 +15,7 @@ from lowp.conformance import ConformanceFailure, check, contracts, report, runne
 from lowp.conformance.cases import Case, cases_for, operands
 from lowp.conformance.checks import Check, plan, replay, run_check
 from lowp.isa_models import x86
-from lowp.kernels import executor, kernel, kernels, load_toml
+from lowp.kernels import executor, kernel, load_toml
 
 pytest_plugins = ["pytester"]
 

@@ -7,19 +7,13 @@ import dataclasses
 import numpy as np
 import pytest
 
+from tests.conftest import runner
+
 from lowp.kernels import executor, kernel, kernels
 from lowp.kernels.cases import edge_shapes, random_operands
 from lowp.kernels.models import exact_gemm, outlier_split
 
 ALL = kernels()
-
-
-def runner(k):
-    ex = executor(k)
-    reason = ex.unavailable()
-    if reason:
-        pytest.skip(f"{k.name}: {reason}")
-    return ex
 
 
 @pytest.mark.parametrize("k", ALL, ids=lambda k: k.name)

@@ -8,6 +8,8 @@ import threading
 import numpy as np
 import pytest
 
+from tests.conftest import runner
+
 from lowp.isa_models import intrinsic, x86
 from lowp.kernels import executor, kernel, kernels
 from lowp.kernels.cases import edge_shapes, random_operands
@@ -18,14 +20,6 @@ from lowp.kernels.models_q46 import (article_pairs, code_pairs, for_pair, pack_b
 Q46 = [k for k in kernels("x86-64") if k.name.startswith("q46_")]
 Q8 = [k for k in kernels("x86-64") if k.name.startswith("q8_")]
 PAIRS = [(255, 3), (127, 5), (23, 23), (29, 19), (5, 127), (3, 255)]
-
-
-def runner(k):
-    ex = executor(k)
-    reason = ex.unavailable()
-    if reason:
-        pytest.skip(f"{k.name}: {reason}")
-    return ex
 
 
 def first_diff(got, want):
