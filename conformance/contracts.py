@@ -57,6 +57,33 @@ def pair_saturating(A, B) -> np.ndarray:
     return _wrap32(np.clip(p, -32768, 32767).sum(axis=2, dtype=np.int64))
 
 
+def pair_saturating_k_blocks(A, B, block_starts) -> np.ndarray:
+    """VPMADDUBSW pair saturation when a GEMM driver splits K into blocks and packs each block on its own: the
+    pairs start at each block's first k (so a block starting at an odd k pairs (odd, even) indices), an odd block
+    is zero-padded, and the block sums are added exactly in int32. block_starts: the first k of every block,
+    beginning with 0. pair_saturating(A, B) is the one-block case. Added for oneDNN's x64 igemm (see
+    onednn_igemm_k_blocks); docs/findings.md section 4."""
+    K = A.shape[1]
+    starts = [int(s) for s in block_starts]
+    if not starts or starts[0] != 0 or any(b <= a for a, b in zip(starts, starts[1:])) or starts[-1] >= max(K, 1):
+        raise ValueError(f"block_starts {starts}: expected increasing first indices, starting at 0, below K={K}")
+    total = np.zeros((A.shape[0], B.shape[1]), np.int64)
+    for s, e in zip(starts, starts[1:] + [K]):
+        total += pair_saturating(A[:, s:e], B[s:e]).astype(np.int64)
+    return _wrap32(total)
+
+
+def onednn_igemm_k_blocks(K: int, *, bk: int = 384, bk_traditional: int = 256, uk: int = 1) -> list[int]:
+    """The K blocks of oneDNN's x64 int8 GEMM driver (src/cpu/x64/gemm/gemm_driver.cpp get_k_padd, one thread):
+    K <= bk_traditional: one block; K < 2*bk: two blocks of rnd_up((K + 1) / 2, uk); else blocks of bk.
+    AVX2 s8 GEMM: bk 384, bk_traditional 256, uk 1 (gemm_info.cpp; AVX-512 without VNNI: 768 and 384), so
+    256 < K < 768 splits at (K + 1) // 2, which is odd for K = 257, 258, 261, 262, ... @3f27bec."""
+    if K <= bk_traditional:
+        return [0]
+    blk = -(-((K + 1) // 2) // uk) * uk if K < 2 * bk else bk
+    return list(range(0, K, blk))
+
+
 def shifted_pair_saturating(A, B) -> np.ndarray:
     """oneDNN s8s8s32 on the u8s8 AVX2 path: A + 128 as u8, pair-saturating product, minus 128 * colsum(B)
     (seed 002 section 2: 255 instead of 32258)."""

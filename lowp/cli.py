@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("isa", "emulate", "conformance", "bounds", "bench")
+COMMANDS = ("isa", "emulate", "conformance", "bounds", "bench", "docs", "study", "peers")
 
 
 def build_parser() -> argparse.ArgumentParser:

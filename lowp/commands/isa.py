@@ -81,7 +81,9 @@ def verify_one(intr, backends, registers, seed):
     from lowp.isa_models.proof import Verdict, verify
     reasons = []
     for backend in backends:
-        reason = backend.unavailable(intr)
+        # Unicorn runs FEAT_I8MM on lowp's own models: checking them there would compare the model with itself.
+        reason = (f"{backend.name} runs it on lowp's own model" if intr.name in getattr(backend, "modeled", ())
+                  else backend.unavailable(intr))
         if reason is None:
             return verify(intr, backend, random_registers=registers, seed=seed)
         reasons.append(f"{backend.name}: {reason}")

@@ -1,0 +1,312 @@
+"""lowp's contracts against the real libraries: PyTorch's fbgemm and onednn engines and ONNX Runtime.
+
+For every (library, path) a child interpreter is started with the path's environment set before the library loads
+(FBGEMM_ENABLE_INSTRUCTIONS=AVX2 for FBGEMM's saturating AVX2 kernels, ONEDNN_MAX_CPU_ISA=AVX2 for oneDNN's; ONNX
+Runtime's session option session.x64quantprecision), runs a batch of generated problems through the library and
+hands back the outputs; lowp judges each output element against its contract model (models.py) for that path:
+the same model with the instruction-set setting as a parameter (exact sums, or u8*s8 pair sums clipped to int16
+with pairs starting at even k) and the library's float epilogue rounding as a named variant.
+
+    from lowp.conformance import peers
+    rows = peers.run(count=2000)           # one row per library, operator and path
+    print(peers.table(rows))
+
+The libraries are optional (pip install -e '.[peers]'); a missing one gives SKIPPED rows with the reason.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import pickle
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import models, problems
+
+ORT_MATMUL_COMBOS = (("u8", "s8"), ("u8", "u8"), ("s8", "s8"), ("s8", "u8"))
+ORT_CONV_COMBOS = (("u8", "u8"), ("u8", "s8"), ("s8", "s8"), ("s8", "u8"))
+
+
+@dataclass(frozen=True)
+class PeerPath:
+    library: str            # torch-fbgemm | torch-onednn | onnxruntime
+    path: str               # the name of the arithmetic path
+    ops: tuple
+    env: dict = field(default_factory=dict)
+    engine: str | None = None
+    session_options: dict = field(default_factory=dict)
+    requires: tuple = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.library}/{self.path}"
+
+
+PATHS = (
+    PeerPath("torch-fbgemm", "native", ("linear", "linear_dynamic"), engine="fbgemm", requires=("torch",)),
+    PeerPath("torch-fbgemm", "avx2", ("linear", "linear_dynamic"), env={"FBGEMM_ENABLE_INSTRUCTIONS": "AVX2"},
+             engine="fbgemm", requires=("torch",)),
+    PeerPath("torch-onednn", "native", ("linear", "linear_dynamic"), engine="onednn", requires=("torch",)),
+    PeerPath("torch-onednn", "avx2", ("linear", "linear_dynamic"), env={"ONEDNN_MAX_CPU_ISA": "AVX2"},
+             engine="onednn", requires=("torch",)),
+    PeerPath("onnxruntime", "default", ("MatMulInteger", "QLinearMatMul", "ConvInteger"),
+             requires=("onnxruntime", "onnx")),
+    PeerPath("onnxruntime", "x64quantprecision", ("MatMulInteger", "QLinearMatMul", "ConvInteger"),
+             session_options={"session.x64quantprecision": "1"}, requires=("onnxruntime", "onnx")),
+)
+# The ISA environment variables a child must not inherit from the user's shell unless its path sets them.
+ISA_ENV = ("FBGEMM_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "ONEDNN_VERBOSE", "DNNL_VERBOSE", "DNNL_MAX_CPU_ISA")
+
+
+def cpu_flags() -> set[str]:
+    """The host's CPU flags as Linux names them (/proc/cpuinfo); empty where that is unavailable."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+RELEVANT_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx_vnni", "avx_vnni_int8",
+                  "amx_int8")
+
+
+def expected_isa(pp: PeerPath, flags: set[str] | None = None) -> str:
+    """The accumulation contract lowp predicts for a path on this CPU: exact where the library's kernels use a
+    non-saturating dot product (VPDPBUSD on AVX-512 VNNI; oneDNN also on AVX-VNNI; ONNX Runtime's exact u8u8 or
+    VNNI kernels), pair-saturating where VPMADDUBSW runs (AVX2, or AVX-512 without VNNI)."""
+    flags = cpu_flags() if flags is None else flags
+    if pp.library == "onnxruntime":
+        return "exact"      # VNNI kernels here; only MatMulInteger-style exact results are promised (docs/peers.md)
+    forced = pp.env.get("FBGEMM_ENABLE_INSTRUCTIONS") or pp.env.get("ONEDNN_MAX_CPU_ISA")
+    if forced and forced.upper() in ("AVX2", "AVX512", "AVX512_CORE"):
+        return "pair_saturating_igemm" if pp.library == "torch-onednn" else "pair_saturating"
+    vnni = "avx512_vnni" in flags or (pp.library == "torch-onednn" and "avx_vnni" in flags)
+    if vnni:
+        return "exact"
+    return "pair_saturating_igemm" if pp.library == "torch-onednn" else "pair_saturating"
+
+
+def missing(pp: PeerPath) -> str | None:
+    """Why a path cannot run here (a missing optional package), or None. The parent never imports the library."""
+    gone = [m for m in pp.requires if importlib.util.find_spec(m) is None]
+    if gone:
+        return f"{', '.join(gone)} not installed (pip install -e '.[peers]')"
+    return None
+
+
+def generate(pp: PeerPath, op: str, count: int, seed: int) -> list[dict]:
+    """The batch for one operator; one problem in seven is nudged towards the float-epilogue ties that tell the
+    library's rounding variants apart (problems.seek_*)."""
+    rng = np.random.default_rng([seed, 99])
+    if op == "linear":
+        probs = problems.linear_problems(seed, count, weight_zero_point=pp.library != "torch-onednn")
+        if pp.library == "torch-fbgemm":
+            probs = [problems.seek_float_bias_ties(p, rng) if i % 7 == 3 else p for i, p in enumerate(probs)]
+        return probs
+    if op == "linear_dynamic":
+        return problems.dynamic_problems(seed, count, weight_zero_point=pp.library != "torch-onednn")
+    if op == "MatMulInteger":
+        return problems.matmul_integer_problems(seed, count, ORT_MATMUL_COMBOS)
+    if op == "QLinearMatMul":
+        probs = problems.qlinear_matmul_problems(seed, count, ORT_MATMUL_COMBOS)
+        return [problems.seek_qlinear_ties(p, rng) if i % 7 == 3 else p for i, p in enumerate(probs)]
+    if op == "ConvInteger":
+        return problems.conv_integer_problems(seed, count, ORT_CONV_COMBOS)
+    raise KeyError(op)
+
+
+def run_child(pp: PeerPath, batches: dict, timeout: float = 1800) -> dict:
+    """Run the batches {op: problems} through the library in a fresh interpreter with the path's environment."""
+    env = {k: v for k, v in os.environ.items() if k not in ISA_ENV}
+    env.update(pp.env)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    with tempfile.TemporaryDirectory(prefix="lowp-peers-") as tmp:
+        job, result = os.path.join(tmp, "job.pkl"), os.path.join(tmp, "result.pkl")
+        with open(job, "wb") as f:
+            pickle.dump({"library": pp.library, "path": pp.path, "engine": pp.engine, "ops": batches,
+                         "session_options": pp.session_options}, f)
+        proc = subprocess.run([sys.executable, "-m", "lowp.conformance.peers.child", job, result], env=env,
+                              capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0 or not os.path.exists(result):
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+            how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
+            return {"fatal": f"child died ({how}): " + " | ".join(tail)}
+        with open(result, "rb") as f:
+            return pickle.load(f)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    return x.view(np.uint32) if x.dtype == np.float32 else x
+
+
+def _shape_of(p: dict) -> str:
+    if "A" in p and "W" in p:
+        return f"{p['A'].shape[0]}x{p['W'].shape[0]}x{p['A'].shape[1]}"
+    if "X" in p and p["X"].ndim == 2:
+        return f"{p['X'].shape[0]}x{p['W'].shape[0]}x{p['X'].shape[1]}"
+    if "A" in p:
+        return f"{p['A'].shape[0]}x{p['B'].shape[1]}x{p['A'].shape[1]}"
+    return f"x{list(p['X'].shape)} w{list(p['W'].shape)}"
+
+
+def compare(pp: PeerPath, op: str, probs: list[dict], outputs: list, isa: str) -> dict:
+    """Judge every output element against lowp's contract model (the first candidate) and count, per named
+    alternative, the cases it would also explain."""
+    cands = models.candidates(pp.library, op, isa)
+    names = list(cands)
+    row = {"library": pp.library, "operator": op, "path": pp.path, "isa": isa, "model": names[0], "cases": 0,
+           "agree": 0, "errors": 0, "elements": 0, "elements_agree": 0, "variants": {n: 0 for n in names},
+           "disagreements": [], "kinds": {}, "skipped_combos": {}}
+    for p, out in zip(probs, outputs):
+        if isinstance(out, str):
+            key = "/".join(p.get("types", ())) or "all"
+            if "NOT_IMPLEMENTED" in out or "Could not find an implementation" in out:
+                row["skipped_combos"].setdefault(key, out[:200])
+                continue
+            row["errors"] += 1
+            if len(row["disagreements"]) < 5:
+                row["disagreements"].append({"id": p["id"], "kind": p["kind"], "error": out})
+            continue
+        row["cases"] += 1
+        kind = row["kinds"].setdefault(p["kind"], [0, 0])
+        kind[0] += 1
+        got = out if not isinstance(out, tuple) else out[0]
+        got2 = None if not isinstance(out, tuple) else out[1]
+        for i, (name, model) in enumerate(cands.items()):
+            want = model(p)
+            ok = got.shape == want.shape and np.array_equal(_bits(got), _bits(want))
+            if got2 is not None:
+                ok = ok and np.array_equal(_bits(got2), _bits(want[:p["m2"]]))
+            row["variants"][name] += ok
+            if i == 0:
+                row["elements"] += want.size
+                if got.shape == want.shape:
+                    row["elements_agree"] += int((_bits(got) == _bits(want)).sum())
+                if ok:
+                    row["agree"] += 1
+                    kind[1] += 1
+                elif len(row["disagreements"]) < 5:
+                    d = {"id": p["id"], "kind": p["kind"], "shape": _shape_of(p)}
+                    if got.shape == want.shape:
+                        idx = tuple(int(v) for v in np.argwhere(_bits(got) != _bits(want))[0]) if \
+                            (_bits(got) != _bits(want)).any() else None
+                        if idx is not None:
+                            d.update(at=list(idx), got=got[idx].item(), expected=want[idx].item(),
+                                     differing=int((_bits(got) != _bits(want)).sum()))
+                        else:
+                            d.update(note="the sub-block run (first m2 rows) differs")
+                    else:
+                        d.update(got_shape=list(got.shape), expected_shape=list(want.shape))
+                    row["disagreements"].append(d)
+    row["skipped_combos"] = {k: v for k, v in row["skipped_combos"].items()}
+    return row
+
+
+def run_path(pp: PeerPath, count: int, seed: int) -> list[dict]:
+    """All operators of one path: generate, run in the child, judge. Returns one row per operator."""
+    start = time.perf_counter()
+    isa = expected_isa(pp)
+    why = missing(pp)
+    if why:
+        return [{"library": pp.library, "operator": op, "path": pp.path, "verdict": "SKIPPED", "reason": why,
+                 "cases": 0, "agree": 0} for op in pp.ops]
+    batches = {op: generate(pp, op, count, seed) for op in pp.ops}
+    result = run_child(pp, batches)
+    if "fatal" in result:
+        return [{"library": pp.library, "operator": op, "path": pp.path, "verdict": "CRASH",
+                 "reason": result["fatal"][-600:], "cases": 0, "agree": 0} for op in pp.ops]
+    rows = []
+    for op in pp.ops:
+        row = compare(pp, op, batches[op], result["outputs"][op], isa)
+        row["info"] = result["info"]
+        row["cpu_path"] = describe_path(pp, result["info"], op)
+        row["verdict"] = "PASS" if row["cases"] and row["agree"] == row["cases"] and not row["errors"] else (
+            "SKIPPED" if not row["cases"] and not row["errors"] else "FAIL")
+        if row["verdict"] == "SKIPPED":
+            row["reason"] = "no operand combination is implemented"
+        row["seconds"] = round(time.perf_counter() - start, 1)
+        rows.append(row)
+    return rows
+
+
+def describe_path(pp: PeerPath, info: dict, op: str) -> str:
+    """What ran, as the library reports it: engine, requested ISA, the probe's arithmetic, oneDNN's
+    implementation names (ONEDNN_VERBOSE), ONNX Runtime's session options."""
+    if pp.library == "onnxruntime":
+        opts = ", ".join(f"{k}={v}" for k, v in info.get("session_options", {}).items()) or "default options"
+        return f"MLAS, CPUID dispatch ({opts}); probe {info.get('probe')}"
+    parts = [f"engine {info.get('engine')}", f"cpu capability {info.get('cpu_capability')}"]
+    env = info.get("env") or {}
+    parts.append(", ".join(f"{k}={v}" for k, v in env.items()) or "no ISA override")
+    impls = info.get("onednn_implementations", {}).get(op)
+    if impls:
+        parts.append("oneDNN " + " + ".join(i for i in impls if not i.startswith("reorder")))
+    parts.append(f"probe {info.get('probe')}")
+    return "; ".join(parts)
+
+
+def _run_path_args(args):
+    return run_path(*args)
+
+
+def run(*, count: int = 2000, seed: int = 0, jobs: int | None = None, libraries=None, paths=None) -> list[dict]:
+    """Run every selected path (one child process each, `jobs` at a time) and return the rows."""
+    selected = [pp for pp in PATHS if (not libraries or pp.library in libraries)
+                and (not paths or pp.path in paths or pp.name in paths)]
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(selected) or 1))
+    if jobs == 1:
+        results = [run_path(pp, count, seed) for pp in selected]
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(_run_path_args, [(pp, count, seed) for pp in selected]))
+    return [row for rows in results for row in rows]
+
+
+def environment() -> dict:
+    flags = cpu_flags()
+    env = {"python": platform.python_version(), "machine": platform.machine(),
+           "cpu_flags": sorted(f for f in RELEVANT_FLAGS if f in flags)}
+    try:
+        with open("/proc/cpuinfo") as f:
+            env["cpu"] = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None)
+    except OSError:
+        env["cpu"] = None
+    for mod in ("torch", "onnxruntime", "onnx"):
+        spec = importlib.util.find_spec(mod)
+        env[mod] = None
+        if spec is not None:
+            try:
+                from importlib.metadata import version
+                env[mod] = version(mod)
+            except Exception:
+                env[mod] = "installed"
+    return env
+
+
+def table(rows: list[dict]) -> str:
+    from tabulate import tabulate
+    body = []
+    for r in rows:
+        if r["verdict"] in ("SKIPPED", "CRASH"):
+            body.append((r["library"], r["operator"], r["path"], r["verdict"], "", "", "", r.get("reason", "")))
+            continue
+        alts = ", ".join(f"{n} {c}" for n, c in list(r["variants"].items())[1:])
+        skipped = f"; not implemented: {', '.join(r['skipped_combos'])}" if r.get("skipped_combos") else ""
+        body.append((r["library"], r["operator"], r["path"], r["verdict"], f"{r['agree']} of {r['cases']}",
+                     f"{r['elements_agree']} of {r['elements']}", f"{r['model']} (others: {alts})" + skipped,
+                     r["cpu_path"]))
+    return tabulate(body, headers=("library", "operator", "path", "verdict", "cases agreeing",
+                                   "elements agreeing", "lowp contract model", "CPU path that ran"),
+                    tablefmt="github")

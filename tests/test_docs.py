@@ -1,0 +1,124 @@
+"""The documentation cannot rot: the generated ISA reference matches the registry, the getting-started example
+kernels really run through `lowp conformance` and the pytest plugin with the results the page shows, the worked
+rounding examples of contracts.md recompute, and every relative link and figure exists."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+EXAMPLES = DOCS / "examples"
+
+
+def test_isa_reference_registry_section_is_what_the_registry_generates():
+    from lowp.commands import docs
+    text = (DOCS / "isa-reference.md").read_text()
+    assert docs._section(text, "registry") == docs.registry_section(), "run `lowp docs isa`"
+    assert docs._section(text, "verification") is not None
+
+
+def test_docs_isa_check_and_regenerate(tmp_path):
+    from lowp.cli import main
+    page = tmp_path / "isa.md"
+    page.write_text((DOCS / "isa-reference.md").read_text().replace("`vpmaddubsw`", "`vpmaddubsx`", 1))
+    assert main(["docs", "isa", "--out", str(page), "--check"]) == 1
+    assert main(["docs", "isa", "--out", str(page)]) == 0           # rewrites the registry, keeps verification
+    assert main(["docs", "isa", "--out", str(page), "--check"]) == 0
+    assert page.read_text() == (DOCS / "isa-reference.md").read_text()
+
+
+def _doc_rows(md: str) -> dict:
+    """Rows of the example report table in getting-started.md: (kernel, check, domain) -> (backend, verdict)."""
+    rows = {}
+    for line in md.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[0].startswith("my_"):
+            rows[tuple(cells[:3])] = (cells[3], cells[4], cells[5])
+    return rows
+
+
+def _native_avx2() -> bool:
+    from lowp.kernels import executor, load_toml  # noqa: F401
+    from lowp.isa_models.native import host_cpu_features
+    return "avx2" in host_cpu_features()
+
+
+def test_getting_started_conformance_run_matches_the_page(tmp_path):
+    out = tmp_path / "rep"
+    cmd = [sys.executable, "-m", "lowp", "conformance", "--kernels", str(EXAMPLES / "kernels.toml"),
+           "--kernel", "my_maddubs_avx2", "--kernel", "my_sdot_neon", "--out", str(out), "--examples", "40",
+           "--no-grid"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    report = (out / "report.md").read_text()
+    got = _doc_rows(report)
+    page = (DOCS / "getting-started.md").read_text()
+    shown = _doc_rows(page)
+    assert len(shown) == 5
+    if not _native_avx2():
+        pytest.skip("this CPU lacks AVX2: the page's native rows cannot be reproduced here")
+    assert got == shown
+    block = page.split("## my_maddubs_avx2:exact:full: minimal counterexample", 1)[1].split("```")[0]
+    for line in block.strip().splitlines():
+        assert line in report, line
+    summary = json.loads((out / "report.json").read_text())["summary"]
+    assert summary["claimed_failures"] == []
+    assert re.search(r"\d+ checks: 4 PASS, 1 FAIL", page) and "5 checks: 4 PASS, 1 FAIL" in report
+
+
+def test_getting_started_pytest_plugin_example(tmp_path):
+    rep = tmp_path / "report.md"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES / "test_my_kernels.py"),
+           f"--lowp-report={rep}", f"--rootdir={tmp_path}"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    if _native_avx2():
+        assert "4 passed" in p.stdout
+    text = rep.read_text()
+    assert "lowp conformance report" in text and "my_sdot_neon" in text
+    assert json.loads(Path(str(rep) + ".json").read_text())["summary"]["checks"] >= 1
+
+
+def test_contracts_worked_examples_recompute():
+    from lowp.conformance.fixedpoint import multiply_by_quantized_multiplier
+    text = (DOCS / "contracts.md").read_text()
+    table = text.split("<!-- worked examples: x, m, shift, exact, G, U, S, S_neon -->", 1)[1]
+    lines = table.strip().splitlines()
+    rows = lines[:next((i for i, r in enumerate(lines) if not r.startswith("|")), len(lines))][2:]
+    assert len(rows) >= 4
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        x, m, shift = int(cells[0]), int(cells[1]), int(cells[2])
+        exact = Fraction(x * m, 2 ** (31 - shift))
+        shown = float(cells[3])
+        assert abs(float(exact) - shown) < 10 ** -(len(cells[3].split(".")[1]) if "." in cells[3] else 0), row
+        for flavour, cell in zip(("G", "U", "S", "S_neon"), cells[4:8]):
+            assert int(multiply_by_quantized_multiplier(x, m, shift, flavour=flavour)) == int(cell), (row, flavour)
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("page", sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")))
+def test_relative_links_and_figures_exist(page):
+    path = DOCS / page
+    for target in LINK.findall(path.read_text()):
+        if "://" in target:
+            continue
+        assert (path.parent / target).exists(), f"{page}: broken link {target}"
+
+
+def test_study_pages_are_generated_with_their_figures():
+    for name in ("seed000", "seed002", "seed004"):
+        page = (DOCS / "studies" / f"{name}.md").read_text()
+        assert f"Generated by `lowp study {name}`" in page
+        pngs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", page)
+        assert pngs, f"{name}: no figures (regenerate with matplotlib installed)"
+        assert json.loads((DOCS / "studies" / f"{name}.json").read_text())["study"] == name
