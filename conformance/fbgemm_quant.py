@@ -288,6 +288,19 @@ def _log2f(x: np.float32) -> np.float32:
     return F32(math.log2(float(x)))
 
 
+def _raise_small_scale(scale, mn, mx, qmin, qmax):
+    """Both variants' handling of a scale below SMALL_SCALE_THRESHOLD: use the threshold and stretch the range
+    (the end that is 0 stays 0), in float32 as the C++ does."""
+    if mn == 0:
+        mx = F32(SMALL_SCALE_THRESHOLD * F32(qmax - qmin))
+    elif mx == 0:
+        mn = F32(-SMALL_SCALE_THRESHOLD * F32(qmax - qmin))
+    else:
+        amp = F32(SMALL_SCALE_THRESHOLD / scale)
+        mn, mx = F32(mn * amp), F32(mx * amp)
+    return SMALL_SCALE_THRESHOLD, mn, mx
+
+
 def choose_quantization_params(min: float, max: float, qmin: int, qmax: int, *,  # noqa: A002
                                preserve_sparsity: bool = False, force_scale_power_of_two: bool = False,
                                variant: str, reduce_range: bool = False) -> TensorQuantizationParams:
@@ -334,15 +347,7 @@ def choose_quantization_params(min: float, max: float, qmin: int, qmax: int, *, 
             else:
                 scale = F32(1 << int(np.ceil(_log2f(scale))))
         if scale < SMALL_SCALE_THRESHOLD:
-            org = scale
-            scale = SMALL_SCALE_THRESHOLD
-            if mn == 0:
-                mx = F32(SMALL_SCALE_THRESHOLD * F32(qmax - qmin))
-            elif mx == 0:
-                mn = F32(-SMALL_SCALE_THRESHOLD * F32(qmax - qmin))
-            else:
-                amp = F32(SMALL_SCALE_THRESHOLD / org)
-                mn, mx = F32(mn * amp), F32(mx * amp)
+            scale, mn, mx = _raise_small_scale(scale, mn, mx, qmin, qmax)
         s = float(scale)
     else:
         s = scale64
@@ -355,15 +360,8 @@ def choose_quantization_params(min: float, max: float, qmin: int, qmax: int, *, 
             else:
                 s = float(1 << int(math.ceil(math.log(s) / math.log(2))))
         if s < float(SMALL_SCALE_THRESHOLD):
-            org = F32(s)
-            s = float(SMALL_SCALE_THRESHOLD)
-            if mn == 0:
-                mx = F32(SMALL_SCALE_THRESHOLD * F32(qmax - qmin))
-            elif mx == 0:
-                mn = F32(-SMALL_SCALE_THRESHOLD * F32(qmax - qmin))
-            else:
-                amp = F32(SMALL_SCALE_THRESHOLD / org)
-                mn, mx = F32(mn * amp), F32(mx * amp)
+            s, mn, mx = _raise_small_scale(F32(s), mn, mx, qmin, qmax)
+            s = float(s)
     zp_from_min = qmin - float(mn) / s
     zp_from_max = qmax - float(mx) / s
     sign = 1.0 if variant == "fbgemm" else -1.0

@@ -155,11 +155,7 @@ class UnicornBackend:
         return Machine(self.binary)
 
     def unavailable(self, intr: Intrinsic) -> str | None:
-        if intr.instruction.arch != "aarch64":
-            return f"{intr.name} is not an AArch64 intrinsic"
-        if intr.name not in {i.name for i in self._intrinsics}:
-            return f"{intr.name} has no wrapper in this backend"
-        return None
+        return _no_wrapper(self._intrinsics, intr)
 
     def run(self, intr: Intrinsic, args: Sequence) -> np.ndarray:
         vecs, imm, n = _split(intr, args)
@@ -173,6 +169,15 @@ class UnicornBackend:
         import unicorn
         return (f"Unicorn {unicorn.__version__} (QEMU 5.0.1 TCG), AArch64 cpu model MAX; FEAT_I8MM intrinsics "
                 f"({len(self.modeled)}) run on lowp's models through the I8MM gap-filling, not on Unicorn")
+
+
+def _no_wrapper(wrapped, intr: Intrinsic) -> str | None:
+    """Why a backend built for the intrinsics `wrapped` cannot run `intr`, or None."""
+    if intr.instruction.arch != "aarch64":
+        return f"{intr.name} is not an AArch64 intrinsic"
+    if intr.name not in {i.name for i in wrapped}:
+        return f"{intr.name} has no wrapper in this backend"
+    return None
 
 
 def qemu_path() -> str | None:
@@ -199,11 +204,7 @@ class QemuBackend:
     def unavailable(self, intr: Intrinsic) -> str | None:
         if self.qemu is None:
             return "qemu-aarch64 not installed (Debian: apt-get install qemu-user)"
-        if intr.instruction.arch != "aarch64":
-            return f"{intr.name} is not an AArch64 intrinsic"
-        if intr.name not in {i.name for i in self._intrinsics}:
-            return f"{intr.name} has no wrapper in this backend"
-        return None
+        return _no_wrapper(self._intrinsics, intr)
 
     def run(self, intr: Intrinsic, args: Sequence) -> np.ndarray:
         vecs, imm, n = _split(intr, args)

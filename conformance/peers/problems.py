@@ -182,20 +182,27 @@ def _zp(rng, dtype, kind, size=None):
     return rng.integers(int(info.min), int(info.max) + 1, size).astype(dtype)
 
 
+def _matmul_operands(rng, i, combos):
+    """Problem i's value kind, types, A (M x K), B (K x N) and zero points (b's per column 40% of the time), drawn
+    in one fixed order so a problem id always regenerates the same data."""
+    kind = KINDS[i % len(KINDS)]
+    ta, tb = combos[i % len(combos)]
+    m, n, k = _shape(rng, i)
+    A, B = _ints(rng, ORT_TYPES[ta], (m, k), kind), _ints(rng, ORT_TYPES[tb], (k, n), kind)
+    per_col = bool(rng.random() < 0.4)
+    a_zp, b_zp = _zp(rng, ORT_TYPES[ta], kind), _zp(rng, ORT_TYPES[tb], kind, n if per_col else None)
+    return kind, ta, tb, A, B, a_zp, b_zp, per_col
+
+
 def matmul_integer_problems(seed: int, count: int, combos) -> list[dict]:
     """MatMulInteger: A (M x K) and B (K x N) of the types in `combos` ((a, b) names from ORT_TYPES), a_zp scalar,
     b_zp scalar or per column."""
     rng = np.random.default_rng([seed, 3])
     out = []
     for i in range(count):
-        kind = KINDS[i % len(KINDS)]
-        ta, tb = combos[i % len(combos)]
-        m, n, k = _shape(rng, i)
-        A, B = _ints(rng, ORT_TYPES[ta], (m, k), kind), _ints(rng, ORT_TYPES[tb], (k, n), kind)
-        per_col = bool(rng.random() < 0.4)
+        kind, ta, tb, A, B, a_zp, b_zp, per_col = _matmul_operands(rng, i, combos)
         out.append({"id": f"MatMulInteger:{seed}:{i}", "kind": kind, "types": (ta, tb), "A": A, "B": B,
-                    "a_zp": _zp(rng, ORT_TYPES[ta], kind), "b_zp": _zp(rng, ORT_TYPES[tb], kind, n if per_col else None),
-                    "m2": int(rng.integers(1, 9))})
+                    "a_zp": a_zp, "b_zp": b_zp, "m2": int(rng.integers(1, 9))})
     return out
 
 
@@ -205,12 +212,8 @@ def qlinear_matmul_problems(seed: int, count: int, combos) -> list[dict]:
     rng = np.random.default_rng([seed, 4])
     out = []
     for i in range(count):
-        kind = KINDS[i % len(KINDS)]
-        ta, tb = combos[i % len(combos)]
-        m, n, k = _shape(rng, i)
-        A, B = _ints(rng, ORT_TYPES[ta], (m, k), kind), _ints(rng, ORT_TYPES[tb], (k, n), kind)
-        per_col = bool(rng.random() < 0.4)
-        a_zp, b_zp = _zp(rng, ORT_TYPES[ta], kind), _zp(rng, ORT_TYPES[tb], kind, n if per_col else None)
+        kind, ta, tb, A, B, a_zp, b_zp, per_col = _matmul_operands(rng, i, combos)
+        n = B.shape[1]
         a_scale = F32(_log_uniform(rng, 1e-3, 1.0))
         b_scale = _log_uniform(rng, 1e-4, 0.1, n if per_col else None)
         b_scale = np.asarray(b_scale, F32)
