@@ -64,7 +64,16 @@ def test_getting_started_conformance_run_matches_the_page(tmp_path):
     assert len(shown) == 5
     if not _native_avx2():
         pytest.skip("this CPU lacks AVX2: the page's native rows cannot be reproduced here")
-    assert got == shown
+    # A failing row's count includes hypothesis's search and shrink steps, which vary with hypothesis's version:
+    # compare it by verdict and form; every passing row's count is fixed by the plan and must match exactly.
+    assert got.keys() == shown.keys()
+    for key, (backend, verdict, count) in shown.items():
+        assert got[key][:2] == (backend, verdict), key
+        if verdict == "PASS":
+            assert got[key][2] == count, key
+        else:
+            done, total = got[key][2].split(" of ")
+            assert done == total and int(done) > 0, key
     block = page.split("## my_maddubs_avx2:exact:full: minimal counterexample", 1)[1].split("```")[0]
     for line in block.strip().splitlines():
         assert line in report, line
