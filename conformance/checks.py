@@ -125,9 +125,8 @@ def search(check: Check, kern, ex, examples: int, seed: int):
         tried[0] += 1
         A, B = problem
         return not verdict_of(check, kern, A, B, ex.run(A, B))[0]
-    domain = "claimed" if check.domain == "claimed" else "full"
     try:
-        A, B = find(problems(kern, domain), fails,
+        A, B = find(problems(kern, check.domain), fails,
                     settings=settings(max_examples=examples, database=None, deadline=None, derandomize=True,
                                       suppress_health_check=list(HealthCheck),
                                       phases=[Phase.generate, Phase.shrink]))

@@ -31,6 +31,7 @@ DEFAULT_CPU = "cortex_a76+i8mm"
 BASE_FLAGS = ("-O2", "-ffreestanding", "-fno-builtin", "-nostdlib", "-static", "-fno-pic", "-fno-stack-protector",
               "-flax-vector-conversions=none")
 RUNTIME = {"bare": HERE / "runtime.c", "linux": HERE / "linux_runtime.c"}
+RUNTIME_LIBC = HERE / "runtime_libc.h"      # #included by both runtimes
 TRIPLE = {"bare": "aarch64-freestanding", "linux": "aarch64-linux-none"}
 FORMAT = "lowp-build-1"        # bump when the command line below changes meaning
 
@@ -133,7 +134,7 @@ def build(*sources, target: str = "bare", flags=(), cpu: str = DEFAULT_CPU, depe
     h = hashlib.sha256()
     for part in (FORMAT, target, compiler_version(), *command_flags):
         h.update(part.encode() + b"\0")
-    for p in [*paths, RUNTIME[target], *map(Path, depends)]:
+    for p in [*paths, RUNTIME[target], RUNTIME_LIBC, *map(Path, depends)]:
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     key = h.hexdigest()[:32]
     directory = Path(cache) if cache else cache_dir()

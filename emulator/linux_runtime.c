@@ -15,18 +15,7 @@ long lowp_read(int fd, void *buf, long n) { return lowp_syscall3(63, fd, (long)b
 long lowp_write(int fd, const void *buf, long n) { return lowp_syscall3(64, fd, (long)buf, n); }
 void lowp_exit(int code) { for (;;) lowp_syscall3(93, code, 0, 0); }
 
-void *memset(void *dst, int c, size_t n) {
-    unsigned char *d = dst;
-    while (n--) *d++ = (unsigned char)c;
-    return dst;
-}
-
-void *memcpy(void *restrict dst, const void *restrict src, size_t n) {
-    unsigned char *d = dst;
-    const unsigned char *s = src;
-    while (n--) *d++ = *s++;
-    return dst;
-}
+#include "runtime_libc.h"
 
 int main(int argc, char **argv);
 

@@ -112,11 +112,6 @@ def stack(rows: list[list], intr: Intrinsic) -> list:
     return out
 
 
-def model_batch(intr: Intrinsic, args: Sequence) -> np.ndarray:
-    """The model over a batch: masks are arrays over the batch axis, which the models accept as they are."""
-    return intr(*args)
-
-
 @dataclass
 class Disagreement:
     intrinsic: str
@@ -172,7 +167,7 @@ def verify(intr: Intrinsic, backend: Backend, *, random_registers: int = 2048, s
     registers = lanes = 0
     for what, args in batches:
         actual = backend.run(intr, args)
-        bad = first_disagreement(intr, args, model_batch(intr, args), actual, what)
+        bad = first_disagreement(intr, args, intr(*args), actual, what)
         registers += actual.shape[0]
         lanes += actual.size
         if bad:
