@@ -59,6 +59,12 @@ class Kernel:
     cflags: tuple[str, ...] = ("-O3",)
     depends: tuple[Path, ...] = ()              # headers the source includes (they join the build cache key)
     description: str = ""
+    # Mnemonics of the claimed path (e.g. ("vpdpbusd",)): a check where none of them executed (emulated) or is
+    # present in the compiled code (native) fails with "the claimed path never ran".
+    requires: tuple[str, ...] = ()
+    # Bytes a kernel may read past the end of a buffer by design ({"A": 16}: XNNPACK over-reads A); both
+    # executors honour it, and anything beyond it is still an out-of-bounds fault.
+    overread: dict = field(default_factory=dict)
 
     @property
     def a_dtype(self) -> np.dtype:
