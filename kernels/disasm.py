@@ -308,14 +308,19 @@ def requires_met(present: Counter, requires: str | Iterable[str], seen: str = "p
     patterns = [requires] if isinstance(requires, str) else list(requires)
     if not patterns:
         return True, "no instructions required"
-    wanted = [canonical(p) or p.lower() for p in patterns]
-    names = {canonical(n) or n.lower(): 0 for n in present}
+    wanted = [_name(p) for p in patterns]
+    names = Counter()
     for n, count in present.items():
-        names[canonical(n) or n.lower()] += count
+        names[_name(n)] += count
     matched = {n: c for n, c in names.items() if c and any(fnmatch.fnmatchcase(n, w) for w in wanted)}
     if matched:
         return True, f"{seen}: " + ", ".join(f"{n} x{c}" for n, c in sorted(matched.items(), key=_by_count))
     return False, f"none of {', '.join(patterns)} is {seen}; " + _summary(names, seen)
+
+
+def _name(mnemonic: str) -> str:
+    """canonical(), or the lower-case text where that leaves nothing (a pattern, or an Arm name such as "cs")."""
+    return canonical(mnemonic) or mnemonic.strip().lower()
 
 
 def _by_count(item: tuple[str, int]) -> tuple[int, str]:
