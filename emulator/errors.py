@@ -36,6 +36,23 @@ class OutOfBounds(EmulatorError):
             else self.offset - self.nbytes
 
 
+def describe_out_of_bounds(access, size, offset, name, nbytes, dtype, shape, where, start=None) -> str:
+    """The one wording of an out-of-bounds access, for both executors: the buffer, the byte offset of the first
+    byte outside it, how far the access reaches past the end (or before the start), the access and the instruction
+    that made it. start: the offset the access began at, when it began inside the buffer."""
+    itemsize = dtype.itemsize
+    if offset >= nbytes:
+        reach = offset - nbytes + 1 if start is None or not size else start + size - nbytes
+        rel = f"reaches {reach} byte{'s' * (reach != 1)} past its end"
+    else:
+        rel = f"{-offset} bytes before its start"
+    elem = f" (element {offset // itemsize})" if itemsize > 1 and offset % itemsize == 0 else ""
+    of = f" of {size} byte{'s' * (size != 1)}" if size else ""
+    began = f", an access that began at offset {start}" if start is not None and start != offset else ""
+    return (f"out-of-bounds {access}{of} at byte offset {offset}{elem} of buffer {name!r} ({nbytes} bytes, "
+            f"{dtype}{list(shape)}){began}: {rel}; {where}")
+
+
 class BudgetExceeded(EmulatorError):
     """The kernel ran more instructions than its budget (a runaway loop)."""
 

@@ -46,7 +46,7 @@ from unicorn.arm64_const import (UC_ARM64_REG_FP, UC_ARM64_REG_LR, UC_ARM64_REG_
 from . import a64, i8mm
 from .build import Binary
 from .errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
-                     UndefinedInstruction)
+                     UndefinedInstruction, describe_out_of_bounds)
 
 DEFAULT_BUDGET = 500_000_000
 STACK_TOP, STACK_SIZE = 0x7F00_0000, 1 << 20
@@ -96,8 +96,9 @@ class _Buffer:
     base: int        # address of element 0
     nbytes: int
     lo: int          # first mapped byte (page aligned)
-    hi: int          # end of the mapping (page aligned) == base + nbytes
+    hi: int          # end of the mapping (page aligned) == base + nbytes + after
     array: np.ndarray
+    after: int = 0   # bytes of allowed over-read between the end and the guard page
 
 
 class Machine:
@@ -139,19 +140,22 @@ class Machine:
     def _down(self, x):
         return x // self.page * self.page
 
-    def _place(self, arrays, names):
+    def _place(self, arrays, names, overread):
         buffers, cursor = [], BUFFERS
         for i, (name, a) in enumerate(zip(names, arrays)):
             nbytes = a.nbytes
-            size = self._up(max(nbytes, 1))
+            after = int(overread.get(name, 0))           # allowed over-read: canary-filled, readable
+            size = self._up(max(nbytes + after, 1))
             lo = cursor + self.page                      # one unmapped guard page below
             hi = lo + size
-            base = hi - max(nbytes, 0)                   # the buffer ends exactly at the mapping's end
+            base = hi - after - nbytes                   # the buffer (and its over-read) ends at the mapping's end
             self.uc.mem_map(lo, size, UC_PROT_READ | UC_PROT_WRITE)
             self.uc.mem_write(lo, bytes([CANARY]) * (base - lo))
             if nbytes:
                 self.uc.mem_write(base, np.ascontiguousarray(a).tobytes())
-            buffers.append(_Buffer(name, i, base, nbytes, lo, hi, a))
+            if after:
+                self.uc.mem_write(base + nbytes, bytes([CANARY]) * after)
+            buffers.append(_Buffer(name, i, base, nbytes, lo, hi, a, after))
             cursor = self._up(hi + self.page + 0xFFFF) // 0x10000 * 0x10000   # guard page above, then align
         return buffers
 
@@ -276,29 +280,34 @@ class Machine:
                                access=kind, address=address, size=size, pc=pc, instruction=text)
         b = best
         start = self._effective_address(pc) if kind != "fetch" else None
+        # Unicorn reports the part of an access it split at a page boundary (8 bytes of a 16-byte `ldr q`):
+        # the instruction says how many bytes the access really has.
+        size = _access_size(self._insn(pc)) or size
+        began = None
         if start is not None and 0 <= address - start < 256:
             # Unicorn splits an access that crosses into a guard page and may report any of its bytes (QEMU 5
             # stores cross-page bytes last to first): report the first byte outside the buffer instead.
             end = b.base + b.nbytes
+            began = start - b.base
             address = end if b.base <= start < end <= address else start
         offset = address - b.base
         item = b.array.dtype.itemsize
-        if offset >= b.nbytes:
-            rel = f"{offset - b.nbytes} bytes past its end" if offset > b.nbytes else "the first byte past its end"
-        else:
-            rel = f"{-offset} bytes before its start"
-        elem = f" (element {offset // item})" if item > 1 and offset % item == 0 else ""
-        msg = (f"out-of-bounds {kind} of {size} bytes at byte offset {offset}{elem} of buffer {b.name!r} "
-               f"({b.nbytes} bytes, {b.array.dtype}{list(b.array.shape)}): {rel}; {where}")
+        msg = describe_out_of_bounds(kind, size, offset, b.name, b.nbytes, b.array.dtype, b.array.shape, where,
+                                     began)
         return OutOfBounds(msg, buffer=b.name, offset=offset, nbytes=b.nbytes, access=kind, address=address,
                            size=size, pc=pc, instruction=text, itemsize=item)
+
+    def _insn(self, pc):
+        try:
+            return next(_capstone(detail=True).disasm(bytes(self.uc.mem_read(pc, 4)), pc))
+        except (StopIteration, UcError):
+            return None
 
     def _effective_address(self, pc):
         """The address a load/store at pc accesses first (base + scaled index + offset; post-index forms use the
         base), from capstone's operand details and the registers before the faulting access; None if unsure."""
-        try:
-            insn = next(_capstone(detail=True).disasm(bytes(self.uc.mem_read(pc, 4)), pc))
-        except (StopIteration, UcError):
+        insn = self._insn(pc)
+        if insn is None:
             return None
         for o in insn.operands:
             if o.type != 3:             # ARM64_OP_MEM
@@ -344,10 +353,13 @@ class Machine:
         return disassemble(word, pc)
 
     # -- the call -----------------------------------------------------------------------------------------
-    def call(self, symbol: str, *args, names=None, **options) -> CallResult:
+    def call(self, symbol: str, *args, names=None, overread=None, seed=None, **options) -> CallResult:
         """Call `symbol` with numpy arrays (passed as pointers to copies) and ints (scalars); see the module doc.
-        options override the Machine's: budget, count, mnemonics, lockstep, trace. Raises an EmulatorError
-        (with .result) on a fault, a budget overrun, an undefined instruction or a lockstep mismatch."""
+        options override the Machine's: budget, count, mnemonics, lockstep, trace. overread: {buffer name: bytes}
+        a kernel may read past that buffer's end (writes there are still caught, by a canary). seed: the other
+        general and vector registers start from pseudo-random values chosen by it (not from the last call's), so
+        a kernel that reads a register it never set behaves the same on replay. Raises an EmulatorError (with
+        .result) on a fault, a budget overrun, an undefined instruction or a lockstep mismatch."""
         unknown = set(options) - set(self.defaults)
         if unknown:
             raise TypeError(f"unknown option(s) {', '.join(sorted(unknown))}; expected {', '.join(self.defaults)}")
@@ -372,7 +384,9 @@ class Machine:
                                  f"got {type(a).__name__}")
         native_budget = bool(opts["budget"]) and not count
         self._configure(count, opts["mnemonics"], opts["lockstep"], opts["trace"], native_budget)
-        buffers = self._place(arrays, array_names)
+        buffers = self._place(arrays, array_names, overread or {})
+        if seed is not None:
+            self._seed_registers(seed, len(scalars))
         self._state = s = dict(buffers=buffers, blocks=Counter(), total=0, budget=opts["budget"] if count else None,
                                modeled=Counter(), error=None, pending=None, checked=0, trace=opts["trace"])
         values, it = [], iter(buffers)
@@ -407,6 +421,15 @@ class Machine:
             for b in buffers:
                 data = bytes(self.uc.mem_read(b.base, b.nbytes)) if b.nbytes else b""
                 out.append(np.frombuffer(data, b.array.dtype).reshape(b.array.shape).copy())
+                if error is None and b.after:
+                    tail = bytes(self.uc.mem_read(b.base + b.nbytes, b.after))
+                    bad = next((k for k, c in enumerate(tail) if c != CANARY), None)
+                    if bad is not None:
+                        error = OutOfBounds(
+                            f"out-of-bounds write past the end of buffer {b.name!r} (into its allowed over-read): "
+                            f"byte offset {b.nbytes + bad} was modified (found after the call by a canary)",
+                            buffer=b.name, offset=b.nbytes + bad, nbytes=b.nbytes, access="write",
+                            address=b.base + b.nbytes + bad, size=1, itemsize=b.array.dtype.itemsize)
                 if error is None and b.base > b.lo:
                     slack = bytes(self.uc.mem_read(b.lo, b.base - b.lo))
                     bad = next((k for k, c in enumerate(slack) if c != CANARY), None)
@@ -437,6 +460,14 @@ class Machine:
             raise error
         return result
 
+    def _seed_registers(self, seed: int, nargs: int) -> None:
+        from unicorn.arm64_const import UC_ARM64_REG_V0
+        rng = np.random.default_rng([0x5EED, seed])
+        for k in range(min(nargs, 8), 29):      # X registers past the arguments, X8 .. X28
+            self.uc.reg_write(UC_ARM64_REG_X0 + k, int(rng.integers(0, 2 ** 63)))
+        for k in range(32):
+            self.uc.reg_write(UC_ARM64_REG_V0 + k, int.from_bytes(rng.bytes(16), "little"))
+
     def _block_mnemonics(self, address, size):
         key = (address, size)
         hit = self._block_cache.get(key)
@@ -444,6 +475,48 @@ class Machine:
             code = bytes(self.uc.mem_read(address, size))
             hit = self._block_cache[key] = [insn.mnemonic for insn in _capstone().disasm(code, address)]
         return hit
+
+
+_REG_BYTES = {"b": 1, "h": 2, "s": 4, "d": 8, "q": 16, "w": 4, "x": 8}
+
+
+def _access_size(insn) -> int | None:
+    """Bytes one AArch64 load or store accesses, from its mnemonic and registers (A64: LDR/STR by register size,
+    B/H/SB/SH/SW suffixes, pairs, and the LD1-4/ST1-4 structure forms by arrangement or lane); None if unsure."""
+    if insn is None:
+        return None
+    from capstone import arm64_const as a
+    m = insn.mnemonic
+    regs = [insn.reg_name(o.reg) for o in insn.operands if o.type == a.ARM64_OP_REG]
+    if m[:3] in ("ld1", "ld2", "ld3", "ld4", "st1", "st2", "st3", "st4"):
+        vas = {a.ARM64_VAS_16B: 16, a.ARM64_VAS_8H: 16, a.ARM64_VAS_4S: 16, a.ARM64_VAS_2D: 16, a.ARM64_VAS_1Q: 16,
+               a.ARM64_VAS_8B: 8, a.ARM64_VAS_4H: 8, a.ARM64_VAS_2S: 8, a.ARM64_VAS_1D: 8,
+               a.ARM64_VAS_1B: 1, a.ARM64_VAS_1H: 2, a.ARM64_VAS_1S: 4}
+        lane = {"b": 1, "h": 2, "s": 4, "d": 8}
+        vecs = [o for o in insn.operands if o.type == a.ARM64_OP_REG and insn.reg_name(o.reg).startswith("v")]
+        if not vecs:
+            return None
+        one = vecs[0]
+        if m.endswith("r") or getattr(one, "vector_index", -1) != -1:   # replicate or single lane: one element
+            arrangement = insn.op_str.split(".", 1)[1][:3].rstrip("}, ") if "." in insn.op_str else ""
+            size = lane.get(arrangement[-1:]) if arrangement else None
+        else:
+            size = vas.get(one.vas)
+        return size * len(vecs) if size else None
+    if not (m.startswith(("ldr", "str", "ldur", "stur", "ldp", "stp", "ldnp", "stnp", "ldxr", "stxr", "ldar",
+                          "stlr")) and regs):
+        return None
+    core = m.rstrip("0123456789")
+    if core.endswith(("sw",)):
+        size = 4
+    elif core.endswith(("b", "sb")) and not core.endswith("stnp"):
+        size = 1
+    elif core.endswith(("h", "sh")):
+        size = 2
+    else:
+        size = _REG_BYTES.get(regs[0][0])
+    pair = core.startswith(("ldp", "stp", "ldnp", "stnp"))
+    return size * 2 if size and pair else size
 
 
 def _runs(points):

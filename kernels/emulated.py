@@ -33,14 +33,22 @@ class EmulatedExecutor:
         binary = build(self.kernel.source, flags=self.kernel.cflags, depends=self.kernel.depends)
         return Machine(binary, **self.machine_options)
 
-    def run(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    def with_fresh_state(self) -> "EmulatedExecutor":
+        """A new Machine: static data as loaded from the ELF, what a first call would see."""
+        return EmulatedExecutor(self.kernel, **self.machine_options)
+
+    def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, mnemonics: bool = False) -> np.ndarray:
+        """C and the workspace start as poison(seed), the registers as the seed chooses (Machine.call); the
+        machine's static data persists from call to call, as a loaded library's does."""
+        from .executors import poison
         k = self.kernel
         k.check_operands(A, B)
         M, K = A.shape
         N = B.shape[1]
         size = self.machine.call(workspace_symbol(k), M, N, K).ret
-        work = np.zeros(max(int(size), 1), np.uint8)
-        C = np.zeros((M, N), np.int32)
+        work = poison(max(int(size), 1), np.uint8, seed + 1)
+        C = poison((M, N), np.int32, seed)
         self.last = self.machine.call(k.symbol, M, N, K, np.ascontiguousarray(A), np.ascontiguousarray(B), C, work,
-                                      *k.params.values(), names=["M", "N", "K", "A", "B", "C", "work", *k.params])
+                                      *k.params.values(), names=["M", "N", "K", "A", "B", "C", "work", *k.params],
+                                      overread=k.overread, seed=seed, **({"mnemonics": True} if mnemonics else {}))
         return self.last["C"]

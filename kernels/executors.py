@@ -4,7 +4,6 @@ be is the behaviour model's and the contract's business.
 """
 from __future__ import annotations
 
-import re
 import threading
 from functools import cached_property
 from pathlib import Path
@@ -13,14 +12,6 @@ import cffi
 import numpy as np
 
 from .registry import SIGNATURES, Kernel, workspace_symbol
-
-_INCLUDE = re.compile(r'^#include "([^"]+)"\s*$', re.M)
-
-
-def expand_includes(path: Path) -> str:
-    """The kernel source with its local #include "x.h" files inlined, so the build cache key covers them."""
-    text = Path(path).read_text()
-    return _INCLUDE.sub(lambda m: expand_includes(Path(path).parent / m.group(1)), text)
 
 
 class KernelUnavailable(RuntimeError):
@@ -33,21 +24,39 @@ def _prototype(kernel: Kernel) -> str:
         f"size_t {workspace_symbol(kernel)}(int64_t M, int64_t N, int64_t K);"
 
 
-class NativeExecutor:
-    """Runs an x86-64 kernel in this process. (The conformance runner puts it in a child process, so that a
-    crash becomes a row of the report rather than the end of the run.)
+def poison(shape, dtype, seed: int) -> np.ndarray:
+    """What C and the workspace hold when a kernel is called: pseudo-random bytes chosen by `seed` (never zeros),
+    so a kernel that accumulates into C without clearing it, or reads workspace it did not write, shows it. Both
+    executors use it, so a failure replays from its seed. (A window into one fixed random pool: cheap per call.)"""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    start = (seed * 7919) % _POISON_POOL.size
+    data = np.resize(np.roll(_POISON_POOL, -start), nbytes) if nbytes > _POISON_POOL.size - start else \
+        _POISON_POOL[start:start + nbytes].copy()
+    return data.view(dtype).reshape(shape)
 
-    Per-call overhead is kept small, since small GEMMs are timed through `run` (`lowp bench gemm`): `run` checks
-    the CPU features once per executor (set LOWP_DISABLE_FEATURES before creating it; `unavailable()` always
-    looks again), the entry points are looked up once, and the workspace is kept per thread and reused, grown
-    when a call needs more. A reused workspace is not cleared between calls (it is zero when first allocated):
-    a kernel must write the workspace it reads."""
+
+_POISON_POOL = np.random.default_rng(0x9015_0A).integers(1, 256, size=1 << 20, dtype=np.uint8)
+
+
+class NativeExecutor:
+    """Runs an x86-64 kernel in this process: the conformance runner puts it in a child process.
+
+    guard=True (the default): every call gets A, B, C and the workspace in fresh mappings that end at a guard page
+    (kernels/guard.py), C and the workspace hold poison(seed), and a fault, a crash or an overrun of `budget`
+    seconds raises the emulator's exceptions (OutOfBounds, BudgetExceeded, ...) naming the buffer and instruction.
+    guard=False is the benchmark's path (`lowp bench gemm`): plain numpy buffers, no signal handling, the workspace
+    reused per thread (poisoned when first allocated), so small GEMMs are timed without the guard's mappings.
+    fresh=True loads a private copy of the kernel's library, with static state of its own: what a first call in a
+    new process would see (used to tell a kernel that depends on earlier calls)."""
     backend = "native"
 
-    def __init__(self, kernel: Kernel):
+    def __init__(self, kernel: Kernel, *, guard: bool = True, budget: float | None = 10.0, fresh: bool = False):
         self.kernel = kernel
+        self.guard, self.budget, self.fresh = guard, budget, fresh
         self._checked = False             # run() has seen the CPU features pass
         self._local = threading.local()   # .work, .cdata: this thread's workspace; .shape, .size: the last call's
+        self.library_path: Path | None = None
 
     def unavailable(self) -> str | None:
         from lowp.isa_models.native import host_cpu_features
@@ -56,36 +65,46 @@ class NativeExecutor:
 
     @cached_property
     def _lib(self):
-        from lowp.isa_models.native import build_shared_object
+        from lowp.isa_models.native import build_shared_library
         ffi = cffi.FFI()
         ffi.cdef(_prototype(self.kernel))
-        path = build_shared_object(expand_includes(self.kernel.source), f"kernel-{Path(self.kernel.source).stem}",
-                                   self.kernel.cflags)
-        return ffi, ffi.dlopen(str(path))
+        path = build_shared_library([self.kernel.source], self.kernel.cflags,
+                                    f"kernel-{Path(self.kernel.source).stem}", depends=self.kernel.depends)
+        return ffi, self._open(ffi, path)
+
+    def _open(self, ffi, path: Path):
+        if self.fresh:     # dlopen of the same file returns the loaded copy: a fresh one needs its own file
+            import shutil
+            import tempfile
+            directory = Path(tempfile.mkdtemp(prefix="lowp-fresh-"))
+            path = Path(shutil.copy(path, directory / Path(path).name))
+        self.library_path = Path(path)
+        return ffi.dlopen(str(path))
 
     @cached_property
     def _entry(self):
         ffi, lib = self._lib
         return ffi, getattr(lib, self.kernel.symbol), getattr(lib, workspace_symbol(self.kernel))
 
-    def workspace(self, size: int) -> np.ndarray:
-        """This thread's workspace of at least `size` bytes (reused across calls, grown on demand)."""
-        local = self._local
-        work = getattr(local, "work", None)
-        if work is None or work.size < size:
-            work = local.work = np.zeros(max(size, 64), np.uint8)
-            local.cdata = self._lib[0].from_buffer(work)
-        return work
+    def with_fresh_state(self) -> "NativeExecutor":
+        return NativeExecutor(self.kernel, guard=self.guard, budget=self.budget, fresh=True)
 
-    def _workspace_for(self, M: int, N: int, K: int):
+    def workspace_bytes(self, M: int, N: int, K: int) -> int:
         local = self._local
         if getattr(local, "shape", None) != (M, N, K):
             local.size = int(self._entry[2](M, N, K))
             local.shape = (M, N, K)
-        self.workspace(local.size)
+        return local.size
+
+    def _reused_workspace(self, size: int):
+        local = self._local
+        work = getattr(local, "work", None)
+        if work is None or work.size < size:
+            work = local.work = poison(max(size, 64), np.uint8, 0)
+            local.cdata = self._lib[0].from_buffer(work)
         return local.cdata
 
-    def run(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0) -> np.ndarray:
         k = self.kernel
         k.check_operands(A, B)
         if not self._checked:
@@ -97,10 +116,22 @@ class NativeExecutor:
         A, B = np.ascontiguousarray(A), np.ascontiguousarray(B)
         M, K = A.shape
         N = B.shape[1]
-        C = np.zeros((M, N), np.int32)
-        work = self._workspace_for(M, N, K)
-        fn(M, N, K, ffi.from_buffer(A), ffi.from_buffer(B), ffi.from_buffer("int32_t[]", C), work, *k.params.values())
-        return C
+        size = self.workspace_bytes(M, N, K)
+        if not self.guard:
+            C = poison((M, N), np.int32, seed)
+            fn(M, N, K, ffi.from_buffer(A), ffi.from_buffer(B), ffi.from_buffer("int32_t[]", C),
+               self._reused_workspace(size), *k.params.values())
+            return C
+        from . import guard
+        allowed = k.overread
+        with guard.Arena() as arena:
+            a, b = (arena.place(name, x, allowed.get(name, 0)) for name, x in (("A", A), ("B", B)))
+            c = arena.place("C", poison((M, N), np.int32, seed), allowed.get("C", 0))
+            w = arena.place("work", poison(size, np.uint8, seed + 1), allowed.get("work", 0))
+            address = int(ffi.cast("uintptr_t", fn))
+            guard.call(address, [M, N, K, a.base, b.base, c.base, w.base, *k.params.values()], arena,
+                       budget=self.budget, library=self.library_path)
+            return c.array.copy()
 
 
 def executor(kernel: Kernel):

@@ -1,0 +1,116 @@
+/* lowp's native guard: the emulator's guarantees for kernels that run on this CPU.
+ *
+ * lowp_map() gives a buffer its own mapping with an inaccessible guard page on each side, so a kernel that reads or
+ * writes one byte past the end (or reaches below the start) faults at once. lowp_call() calls a kernel with up to
+ * 16 integer or pointer arguments and turns a fault inside it (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP) or an
+ * overrun of its time budget (SIGALRM) into a return value with the evidence: signal, fault address, and every
+ * general register at the fault (RIP, and the registers the faulting instruction addressed memory with), so Python
+ * can name the buffer, the offset and the instruction. The process goes on: the kernel's frame is abandoned with
+ * siglongjmp, which is safe for the leaf computations kernels are (they hold no locks and no heap state of ours).
+ *
+ * The handlers are installed once and stay: outside lowp_call they restore the default action and return, so a
+ * fault anywhere else still kills the process as it would have without lowp.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+typedef struct {
+    int32_t signo;          /* 0: the call returned */
+    int32_t code;           /* si_code */
+    uint64_t address;       /* si_addr: the faulting address (SIGSEGV/SIGBUS) or instruction (SIGILL/SIGFPE) */
+    int64_t gregs[23];      /* the general registers at the fault, in ucontext's REG_* order (REG_RIP = 16) */
+} lowp_fault;
+
+static const int SIGNALS[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGALRM};
+#define NSIGNALS (sizeof SIGNALS / sizeof SIGNALS[0])
+
+static sigjmp_buf jump;
+static volatile sig_atomic_t in_call;
+static lowp_fault *fault_out;
+static int installed;
+static char altstack[1 << 16];   /* the handler must run even when the kernel overflowed its stack */
+
+static void on_signal(int signo, siginfo_t *info, void *context) {
+    if (!in_call) {
+        if (signo == SIGALRM) return;               /* a budget timer that fired just after the call: ignore */
+        signal(signo, SIG_DFL);                     /* not ours: the fault repeats and ends the process as usual */
+        return;
+    }
+    ucontext_t *uc = (ucontext_t *)context;
+    fault_out->signo = signo;
+    fault_out->code = info->si_code;
+    fault_out->address = (uint64_t)info->si_addr;
+    for (int i = 0; i < 23; ++i) fault_out->gregs[i] = uc->uc_mcontext.gregs[i];
+    in_call = 0;
+    siglongjmp(jump, 1);
+}
+
+static void install(void) {
+    stack_t ss;
+    memset(&ss, 0, sizeof ss);
+    ss.ss_sp = altstack;
+    ss.ss_size = sizeof altstack;
+    sigaltstack(&ss, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < NSIGNALS; ++i) sigaction(SIGNALS[i], &sa, NULL);
+    installed = 1;
+}
+
+static void set_timer(int64_t microseconds) {
+    struct itimerval t;
+    memset(&t, 0, sizeof t);
+    t.it_value.tv_sec = microseconds / 1000000;
+    t.it_value.tv_usec = microseconds % 1000000;
+    setitimer(ITIMER_REAL, &t, NULL);
+}
+
+typedef void (*kernel16)(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
+
+/* Calls fn(args[0..15]): under the System V x86-64 ABI a callee with fewer integer/pointer parameters reads the
+ * ones it has (registers, then stack slots in order) and ignores the rest, so one trampoline serves every
+ * prototype made of integers and pointers. budget_us: wall-clock budget (0: none). Returns 0, or 1 with *out. */
+int lowp_call(void *fn, const int64_t *args, int64_t budget_us, lowp_fault *out) {
+    if (!installed) install();
+    memset(out, 0, sizeof *out);
+    fault_out = out;
+    if (sigsetjmp(jump, 1)) {      /* 1: the signal mask is restored, so the next fault is delivered too */
+        set_timer(0);
+        return 1;
+    }
+    if (budget_us > 0) set_timer(budget_us);
+    in_call = 1;
+    ((kernel16)fn)(args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
+                   args[8], args[9], args[10], args[11], args[12], args[13], args[14], args[15]);
+    in_call = 0;
+    if (budget_us > 0) set_timer(0);
+    return 0;
+}
+
+/* A mapping of `pages` accessible pages between two inaccessible guard pages; returns the first accessible byte. */
+void *lowp_map(size_t pages) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *p = mmap(NULL, (pages + 2) * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    if (mprotect(p, page, PROT_NONE) || mprotect(p + (pages + 1) * page, page, PROT_NONE)) {
+        munmap(p, (pages + 2) * page);
+        return NULL;
+    }
+    return p + page;
+}
+
+void lowp_unmap(void *start, size_t pages) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    munmap((char *)start - page, (pages + 2) * page);
+}

@@ -1,0 +1,264 @@
+"""Guarded native calls: every buffer a native kernel gets (A, B, C, the workspace) lives in its own mapping that ends
+exactly at an inaccessible guard page, with a canary in the slack below its start and in any over-read it is
+allowed; a fault, a crash or a runaway loop inside the kernel comes back as the same exception the emulator raises
+(lowp.emulator.errors): OutOfBounds names the buffer, the byte offset, how far past the end, read or write and the
+faulting instruction, disassembled from the kernel's own code at the fault's RIP. See guard.c for the mechanism.
+"""
+from __future__ import annotations
+
+import mmap
+import signal
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import cffi
+import numpy as np
+
+from lowp.emulator.errors import BudgetExceeded, OutOfBounds, Trap, UndefinedInstruction, describe_out_of_bounds
+
+PAGE = mmap.PAGESIZE
+CANARY = 0xA5
+MAX_ARGS = 16
+# ucontext's general registers (glibc <sys/ucontext.h>, x86-64): REG_R8 = 0 ... REG_RIP = 16, REG_ERR = 19.
+GREGS = ("r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rdi", "rsi", "rbp", "rbx", "rdx", "rax", "rcx",
+         "rsp", "rip")
+REG_RIP, REG_ERR, PF_WRITE = 16, 19, 2
+_ALIASES = {**{f"e{r[1:]}": r for r in ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp")},
+            **{f"r{i}d": f"r{i}" for i in range(8, 16)}}
+
+_CDEF = """
+typedef struct { int32_t signo; int32_t code; uint64_t address; int64_t gregs[23]; } lowp_fault;
+int lowp_call(void *fn, const int64_t *args, int64_t budget_us, lowp_fault *out);
+void *lowp_map(size_t pages);
+void lowp_unmap(void *start, size_t pages);
+"""
+
+
+@cache
+def _library():
+    from lowp.isa_models.native import build_shared_object
+    ffi = cffi.FFI()
+    ffi.cdef(_CDEF)
+    path = build_shared_object(Path(__file__).with_name("guard.c").read_text(), "lowp-guard", ("-O2",))
+    return ffi, ffi.dlopen(str(path))
+
+
+@dataclass
+class Region:
+    """One buffer in its own guarded mapping: [start, base) canary, [base, base + nbytes) the data,
+    [base + nbytes, end) the allowed over-read (canary too), then the guard page."""
+    name: str
+    array: np.ndarray          # the data, a view of the mapping (the caller's array is copied in)
+    start: int
+    base: int
+    nbytes: int
+    end: int
+    pages: int
+    _view: np.ndarray          # the whole accessible mapping as bytes
+
+    def canary_damage(self) -> OutOfBounds | None:
+        """A write into the slack below the start or into the over-read area, found after the call."""
+        below = self._view[: self.base - self.start]
+        above = self._view[self.base - self.start + self.nbytes:]
+        for part, first in ((below, self.base - self.start), (above, 0)):
+            if not part.size or (part.min() == CANARY and part.max() == CANARY):
+                continue
+            bad = np.flatnonzero(part != CANARY)
+            if bad.size:
+                offset = int(bad[0]) - first if part is below else self.nbytes + int(bad[0])
+                where = "before its start" if offset < 0 else "past its end (into the allowed over-read)"
+                return OutOfBounds(
+                    f"out-of-bounds write {where}: byte offset {offset} of buffer {self.name!r} ({self.nbytes} bytes) "
+                    "was modified (found after the call by a canary, not at the instruction)",
+                    buffer=self.name, offset=offset, nbytes=self.nbytes, access="write", address=self.base + offset,
+                    size=1, itemsize=self.array.dtype.itemsize)
+        return None
+
+
+class Arena:
+    """The guarded buffers of one call; unmapped on close."""
+
+    def __init__(self):
+        self.regions: list[Region] = []
+
+    def place(self, name: str, array: np.ndarray, after: int = 0) -> Region:
+        ffi, lib = _library()
+        array = np.ascontiguousarray(array)
+        nbytes = array.nbytes
+        pages = max(1, -(-(nbytes + after) // PAGE))
+        start = lib.lowp_map(pages)
+        if start == ffi.NULL:
+            raise MemoryError(f"cannot map {pages} pages for buffer {name!r}")
+        start_addr = int(ffi.cast("uintptr_t", start))
+        view = np.frombuffer(ffi.buffer(start, pages * PAGE), np.uint8)
+        end = start_addr + pages * PAGE
+        base = end - after - nbytes
+        view[:] = CANARY
+        data = view[base - start_addr: base - start_addr + nbytes].view(array.dtype).reshape(array.shape)
+        data[...] = array
+        region = Region(name, data, start_addr, base, nbytes, end, pages, view)
+        self.regions.append(region)
+        return region
+
+    def close(self) -> None:
+        ffi, lib = _library()
+        for r in self.regions:
+            lib.lowp_unmap(ffi.cast("void *", r.start), r.pages)
+        self.regions = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def locate(self, address: int) -> Region | None:
+        """The region whose mapping or guard pages hold `address`."""
+        for r in self.regions:
+            if r.start - PAGE <= address < r.end + PAGE:
+                return r
+        return None
+
+
+def call(fn_address: int, args, arena: Arena, *, budget: float | None, library: Path | None = None):
+    """Call the kernel at `fn_address` with integer/pointer `args`; raise the emulator's exceptions on a fault, an
+    overrun of `budget` seconds or a canary found damaged after the call."""
+    ffi, lib = _library()
+    if len(args) > MAX_ARGS:
+        raise ValueError(f"a guarded call takes at most {MAX_ARGS} integer or pointer arguments, got {len(args)}")
+    argv = np.zeros(MAX_ARGS, np.int64)
+    argv[: len(args)] = [np.int64(np.uint64(a & (2 ** 64 - 1)).view(np.int64)) for a in args]
+    fault = ffi.new("lowp_fault *")
+    if lib.lowp_call(ffi.cast("void *", fn_address), ffi.from_buffer("int64_t[]", argv),
+                     int((budget or 0) * 1e6), fault):
+        raise _exception(fault, arena, budget, library)
+    for r in arena.regions:
+        damage = r.canary_damage()
+        if damage is not None:
+            raise damage
+
+
+def _exception(fault, arena: Arena, budget, library):
+    gregs = [int(fault.gregs[i]) for i in range(23)]
+    rip = gregs[REG_RIP] & (2 ** 64 - 1)
+    insn = _instruction_at(rip)
+    text = f"{insn.mnemonic} {insn.op_str}".strip() if insn else "<undecodable>"
+    where = f"by {text} at {_symbolize(rip, library)}"
+    signo = fault.signo
+    if signo == signal.SIGALRM:
+        return BudgetExceeded(f"the kernel ran longer than its budget of {budget:g} s (a runaway loop?); stopped at "
+                              f"{_symbolize(rip, library)}: {text}", budget=budget, pc=rip, instruction=text)
+    if signo == signal.SIGILL:
+        return UndefinedInstruction(f"illegal instruction at {_symbolize(rip, library)}: {text} (the CPU does not "
+                                    "implement it, or a ud2/__builtin_trap)", pc=rip, encoding=None, instruction=text)
+    if signo in (signal.SIGFPE, signal.SIGTRAP):
+        kind = "an arithmetic exception (integer division by zero or overflow)" if signo == signal.SIGFPE \
+            else "a breakpoint trap"
+        return Trap(f"the kernel raised {kind} {where}", pc=rip, kind=signal.Signals(signo).name, instruction=text)
+    access = "write" if gregs[REG_ERR] & PF_WRITE else "read"
+    address = int(fault.address)
+    start, size = _memory_operand(insn, gregs) if insn else (None, None)
+    region = arena.locate(address)
+    if region is None:
+        return OutOfBounds(f"{access} of unmapped memory at {address:#x}, in no buffer, {where}", access=access,
+                           address=address, size=size, pc=rip, instruction=text)
+    began = None
+    if start is not None and region.start - PAGE <= start < region.end + PAGE:
+        end = region.base + region.nbytes
+        # The fault names the first byte in the guard page; the access began at `start`, maybe inside the buffer.
+        began = start - region.base
+        address = end if region.base <= start < end <= address else start
+    offset = address - region.base
+    message = describe_out_of_bounds(access, size, offset, region.name, region.nbytes, region.array.dtype,
+                                     region.array.shape, where, began)
+    return OutOfBounds(message, buffer=region.name, offset=offset, nbytes=region.nbytes, access=access,
+                       address=address, size=size, pc=rip, instruction=text, itemsize=region.array.dtype.itemsize)
+
+
+@cache
+def _capstone():
+    from capstone import CS_ARCH_X86, CS_MODE_64, Cs
+    cs = Cs(CS_ARCH_X86, CS_MODE_64)
+    cs.detail = True
+    return cs
+
+
+def _instruction_at(rip: int):
+    ffi, _ = _library()
+    try:
+        code = bytes(ffi.buffer(ffi.cast("char *", rip), 15))
+    except Exception:     # pragma: no cover - RIP in unreadable memory (a jump into the void)
+        return None
+    return next(_capstone().disasm(code, rip), None)
+
+
+def _register(insn, reg: int, gregs: list[int]) -> int | None:
+    name = insn.reg_name(reg)
+    name = _ALIASES.get(name, name)
+    if name not in GREGS:
+        return None
+    value = gregs[GREGS.index(name)]
+    return value & 0xFFFFFFFF if insn.reg_name(reg) != name else value
+
+
+def _memory_operand(insn, gregs: list[int]) -> tuple[int | None, int | None]:
+    """(first byte accessed, bytes accessed) of the instruction's memory operand, from the registers at the fault."""
+    from capstone.x86_const import X86_OP_MEM, X86_REG_RIP
+    for op in insn.operands:
+        if op.type != X86_OP_MEM:
+            continue
+        mem, address = op.mem, op.mem.disp
+        if mem.base == X86_REG_RIP:
+            address += insn.address + insn.size
+        elif mem.base:
+            base = _register(insn, mem.base, gregs)
+            if base is None:
+                return None, op.size
+            address += base
+        if mem.index:
+            index = _register(insn, mem.index, gregs)
+            if index is None:        # a vector index (gather): the fault address is all there is
+                return None, op.size
+            address += index * mem.scale
+        return address & (2 ** 64 - 1), op.size
+    return None, None
+
+
+def _symbolize(rip: int, library: Path | None) -> str:
+    """'symbol+0xNN' for an address inside `library` (local symbols included, from .symtab), else the address."""
+    if library is not None:
+        symbols, load = _symbols(str(library))
+        if load is not None:
+            for name, (value, size) in symbols.items():
+                if value <= rip - load < value + max(size, 1):
+                    return f"{name}+{rip - load - value:#x} ({rip:#x})"
+    return f"{rip:#x}"
+
+
+@cache
+def _symbols(library: str) -> tuple[dict, int | None]:
+    from elftools.elf.elffile import ELFFile
+    symbols = {}
+    with open(library, "rb") as f:
+        elf = ELFFile(f)
+        for section in ("symtab", "dynsym"):
+            table = elf.get_section_by_name(f".{section}")
+            for sym in (table.iter_symbols() if table else ()):
+                if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"]:
+                    symbols.setdefault(sym.name, (sym["st_value"], sym["st_size"]))
+    return symbols, _load_address(library)
+
+
+def _load_address(library: str) -> int | None:
+    """Where the dynamic loader mapped `library` (its first mapping's start minus its file offset)."""
+    real = str(Path(library).resolve())
+    try:
+        for line in Path("/proc/self/maps").read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 6 and parts[5] == real:
+                lo = int(parts[0].split("-")[0], 16)
+                return lo - int(parts[2], 16)
+    except OSError:      # pragma: no cover - no /proc
+        pass
+    return None
