@@ -1,27 +1,29 @@
 """Cross-compile C or assembly for AArch64 with the `ziglang` package from PyPI (clang + lld inside; no apt
-step), into a static ELF with no relocations, cached by content.
+step), into a static ELF with no relocations, cached by everything that goes into it.
 
 Two targets:
   'bare'   aarch64-freestanding, no libc, lowp's runtime.c (memset/memcpy/...) linked in, every function kept
            (--no-gc-sections) so any exported symbol can be called under Unicorn by Machine.
   'linux'  a static aarch64 Linux program without libc (linux_runtime.c: _start, raw syscalls), for qemu-aarch64.
 
-The cache key is the SHA-256 of the target, the flags, the compiler's version and every source's (and runtime's)
-bytes, so editing a kernel or upgrading zig rebuilds and nothing else does. Files are written under a temporary
-name in the cache directory and moved into place with os.replace, so parallel test workers either see the
-whole ELF or none. Local headers a source #includes are not hashed: pass them as `depends=`.
+The cache is lowp.buildcache's: the key covers zig's version, the target, the flags, every source's (and the
+runtime's) bytes and the directory the compile runs in (the first source's, so relative -I paths resolve there),
+and every header the compiler itself reports reading (-MMD: found next to a source, through -I, -iquote or
+-include), re-hashed on each lookup. Editing a kernel, a header it includes or upgrading zig rebuilds; nothing
+else does. `depends=` still adds files to the key, for inputs the compiler does not report. Files appear in the
+cache whole (os.replace), so parallel test workers either see the whole ELF or none.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import os
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
+
+from lowp import buildcache
+from lowp.buildcache import Toolchain
 
 from .errors import BuildError
 
@@ -31,9 +33,7 @@ DEFAULT_CPU = "cortex_a76+i8mm"
 BASE_FLAGS = ("-O2", "-ffreestanding", "-fno-builtin", "-nostdlib", "-static", "-fno-pic", "-fno-stack-protector",
               "-flax-vector-conversions=none")
 RUNTIME = {"bare": HERE / "runtime.c", "linux": HERE / "linux_runtime.c"}
-RUNTIME_LIBC = HERE / "runtime_libc.h"      # #included by both runtimes
 TRIPLE = {"bare": "aarch64-freestanding", "linux": "aarch64-linux-none"}
-FORMAT = "lowp-build-1"        # bump when the command line below changes meaning
 
 
 def cache_dir() -> Path:
@@ -115,62 +115,40 @@ class Binary:
         raise KeyError(f"{name}: address {addr:#x} is in no loaded segment")
 
 
+def zig(directory: Path) -> Toolchain:
+    """`python -m ziglang cc`, with zig's own caches under the build cache unless the environment places them."""
+    env = {name: os.environ.get(name) or str(directory / sub)
+           for name, sub in (("ZIG_GLOBAL_CACHE_DIR", "zig-global"), ("ZIG_LOCAL_CACHE_DIR", "zig-local"))}
+    return Toolchain((sys.executable, "-m", "ziglang", "cc"), compiler_version(), env)
+
+
 def build(*sources, target: str = "bare", flags=(), cpu: str = DEFAULT_CPU, depends=(), cache=None) -> Binary:
     """Compile and link C (.c) or assembly (.S/.s) sources for AArch64; return the cached Binary.
 
     target: 'bare' (Unicorn, Machine) or 'linux' (a static program for qemu-aarch64). flags: extra compiler
-    flags (e.g. '-O3', '-DN=64'). cpu: zig's -mcpu. depends: extra files (headers) whose bytes join the key.
+    flags (e.g. '-O3', '-DN=64', '-Iinclude', relative to the first source's directory). cpu: zig's -mcpu.
+    depends: extra files whose bytes join the key (headers are found by the compiler's -MMD without them).
     """
     if target not in TRIPLE:
         raise ValueError(f"target: expected one of {', '.join(TRIPLE)}, got {target!r}")
     if not sources:
         raise ValueError("build() needs at least one source file")
-    paths = [Path(s) for s in sources]
+    paths = [Path(s).resolve() for s in sources]
     for p in paths:
         if not p.is_file():
             raise FileNotFoundError(f"source {p} does not exist")
-    flags = tuple(flags)
-    command_flags = ("-target", TRIPLE[target], f"-mcpu={cpu}") + BASE_FLAGS + flags
-    h = hashlib.sha256()
-    for part in (FORMAT, target, compiler_version(), *command_flags):
-        h.update(part.encode() + b"\0")
-    for p in [*paths, RUNTIME[target], RUNTIME_LIBC, *map(Path, depends)]:
-        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    key = h.hexdigest()[:32]
     directory = Path(cache) if cache else cache_dir()
-    out = directory / f"{paths[0].stem}-{target}-{key}.elf"
-    binary = Binary(out, target, tuple(str(p) for p in paths))
-    if out.is_file():
-        return binary
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    env = dict(os.environ)
-    env.setdefault("ZIG_GLOBAL_CACHE_DIR", str(directory / "zig-global"))
-    env.setdefault("ZIG_LOCAL_CACHE_DIR", str(directory / "zig-local"))
-    link = ["-Wl,--no-gc-sections"] if target == "bare" else []
-    cmd = [sys.executable, "-m", "ziglang", "cc", *command_flags, *link, *map(str, paths), str(RUNTIME[target]),
-           "-o", tmp]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if proc.returncode != 0:
-            raise BuildError(f"compiling {', '.join(map(str, paths))} for {TRIPLE[target]} failed:\n"
-                             f"{proc.stderr.strip()}\ncommand: {' '.join(cmd)}")
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return binary
+        out = buildcache.build(
+            zig(directory), [*paths, RUNTIME[target]], directory=directory, stem=f"{paths[0].stem}-{target}",
+            suffix=".elf", compile_flags=("-target", TRIPLE[target], f"-mcpu={cpu}", *BASE_FLAGS, *flags),
+            link_flags=("-Wl,--no-gc-sections",) if target == "bare" else (), inputs=depends)
+    except buildcache.BuildFailed as e:
+        raise BuildError(f"{TRIPLE[target]}: {e}") from None
+    return Binary(out, target, tuple(str(p) for p in paths))
 
 
 def build_text(text: str, *, suffix: str = ".c", name: str = "source", **kwargs) -> Binary:
     """build() for source text: the text is written (atomically, named by its hash) under the cache directory."""
     directory = Path(kwargs.get("cache") or cache_dir()) / "src"
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}{suffix}"
-    if not path.is_file():
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    return build(path, **kwargs)
+    return build(buildcache.source_file(text, directory, name, suffix), **kwargs)

@@ -7,18 +7,17 @@ Only tests and `lowp isa verify` import this; the models never do.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import platform
 import shutil
-import subprocess
-import tempfile
 from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
 import cffi
 import numpy as np
+
+from lowp import buildcache
 
 from .registry import Intrinsic, intrinsics
 
@@ -93,25 +92,30 @@ def cache_dir() -> Path:
     return Path(os.environ.get("LOWP_CACHE_DIR") or Path.home() / ".cache" / "lowp") / "native"
 
 
+def toolchain() -> buildcache.Toolchain:
+    cc = tuple(compiler())
+    return buildcache.Toolchain(cc, buildcache.compiler_identity(cc))
+
+
+def build_shared_library(sources: Sequence[str | os.PathLike], flags: Sequence[str] = ("-O2",),
+                         stem: str | None = None, depends: Sequence[str | os.PathLike] = ()) -> Path:
+    """Compile C sources with `flags` into a shared object in the cache, keyed by everything that goes into it
+    (lowp.buildcache: the compiler, the flags, the sources, the headers the compiler reports reading, `depends`).
+    The compile runs in the first source's directory, so relative -I and -include paths resolve there.
+    Raises lowp.buildcache.BuildFailed naming the file, with the compiler's message."""
+    sources = list(sources)
+    return buildcache.build(toolchain(), sources, directory=cache_dir(), stem=stem or Path(sources[0]).stem,
+                            suffix=".so", compile_flags=(*flags, "-fPIC"), link_flags=("-shared",), inputs=depends)
+
+
 def build_shared_object(source: str, stem: str = "x86-wrappers", flags: Sequence[str] = ("-O2",)) -> Path:
-    """Compile `source` once per (source, flags, compiler) into the cache; the rename makes the file appear whole,
-    so parallel workers never load half a file."""
-    cc = compiler()
-    version = subprocess.run(cc + ["--version"], capture_output=True, text=True).stdout.splitlines()[:1]
-    key = hashlib.sha256((source + repr(cc) + repr(version) + repr(list(flags))).encode()).hexdigest()[:16]
-    target = cache_dir() / f"{stem}-{key}.so"
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        c_file, so_file = Path(tmp) / "wrappers.c", Path(tmp) / "wrappers.so"
-        c_file.write_text(source)
-        done = subprocess.run(cc + [*flags, "-shared", "-fPIC", "-o", str(so_file), str(c_file)],
-                              capture_output=True, text=True)
-        if done.returncode:
-            raise NativeUnavailable(f"compiling {stem} failed:\n{done.stderr[-4000:]}")
-        os.replace(so_file, target)
-    return target
+    """build_shared_library() for generated C text: the text becomes a file in the cache, named by its content.
+    A compile failure here means the host cannot build lowp's own wrappers: NativeUnavailable."""
+    path = buildcache.source_file(source, cache_dir() / "src", stem)
+    try:
+        return build_shared_library([path], flags, stem)
+    except buildcache.BuildFailed as e:
+        raise NativeUnavailable(f"compiling {stem} failed:\n{e}") from None
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,261 @@
+"""A compile cache keyed by everything that goes into a build, in the style of ccache's direct mode, shared by the
+native (gcc/clang, x86-64) and the AArch64 (zig cc) builders.
+
+Key 1 is the SHA-256 of this format's version, the compiler's identity and version, the full command lines
+(compiler, compile flags, link flags), the compile's working directory and every source's and extra input's path
+and bytes. Each source is compiled on its own with `-MMD -MF <depfile>`, so the compiler itself lists every header
+it read that is not a system header: found next to the source (`""`), through `-I`, `-iquote`, `-include` or any
+other flag. That list goes, with each header's SHA-256, into a manifest next to the artifact. A lookup reads the
+manifests of key 1, re-hashes the headers each one lists, and reuses an artifact only if all of them still match;
+otherwise it builds and writes a new artifact and manifest. Headers that the compile reached from a system
+directory (or through `-isystem`) are not listed, as with ccache: the compiler's identity stands for them.
+(ccache's direct mode: https://ccache.dev/manual/latest.html#_the_direct_mode)
+
+The compile runs in the first source's directory, so relative `-I` paths and `-include` files resolve there; the
+sources are passed as absolute paths. Artifacts and manifests are written under a temporary name in the cache
+directory and moved into place with os.replace, so parallel workers see a whole file or none. A header modified
+after the compile started is not trusted: the artifact is returned but no manifest is written (ccache does the
+same), so the next lookup builds again.
+
+This module imports nothing from lowp: both builders depend on it, not the other way round.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+FORMAT = "lowp-buildcache-1"        # bump when the key, the manifest or the command lines change meaning
+MANIFEST_SUFFIX = ".manifest"
+KEY_CHARS = 24                      # of key 1 in file names (the manifest holds the whole key)
+RESULT_CHARS = 12                   # of the result key (key 1 plus the headers' hashes) in file names
+
+# Counts of this process's lookups: tests assert that an untouched rebuild runs no compiler.
+stats = {"hits": 0, "builds": 0, "compiler_runs": 0}
+
+
+class BuildFailed(RuntimeError):
+    """A compile or link failed; the message names the file and carries the compiler's own message."""
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """How to run a compiler driver: its argv prefix, the identity that joins the key, and its environment."""
+    command: tuple[str, ...]
+    identity: str
+    env: Mapping[str, str] | None = None
+
+
+@lru_cache(maxsize=None)
+def compiler_identity(command: tuple[str, ...]) -> str:
+    """The driver's resolved path, size and mtime, and its `--version` output: an upgrade in place changes it."""
+    resolved = shutil.which(command[0]) or command[0]
+    real = os.path.realpath(resolved)
+    try:
+        st = os.stat(real)
+        stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        stamp = "?"
+    try:
+        version = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise BuildFailed(f"cannot run the compiler {' '.join(command)}: {e}") from None
+    return f"{real} {stamp}\n{version.strip()}"
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same directory and os.replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def source_file(text: str, directory: Path, name: str, suffix: str = ".c") -> Path:
+    """Generated source text as a file named by its content under `directory`, so it builds like any source."""
+    path = Path(directory) / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}{suffix}"
+    if not path.is_file():
+        write_atomic(path, text.encode())
+    return path
+
+
+_DEP_TOKEN = re.compile(r"(?:\\.|\$\$|[^\s\\])+")
+_DEP_TARGET = re.compile(r"^(?:\\.|[^:\\])*:(?=\s|$)")
+
+
+def parse_depfile(text: str) -> list[str]:
+    """The prerequisites of a Make-syntax dependency file (-MMD's), escapes undone: '\\ ' is a space, '$$' a '$'."""
+    text = re.sub(r"\\\r?\n", " ", text)
+    deps: list[str] = []
+    for line in text.splitlines():
+        target = _DEP_TARGET.match(line)
+        if not target:
+            continue
+        for token in _DEP_TOKEN.findall(line[target.end():]):
+            deps.append(re.sub(r"\\(.)", r"\1", token).replace("$$", "$"))
+    return deps
+
+
+def _key1(toolchain: Toolchain, compile_flags: Sequence[str], link_flags: Sequence[str], cwd: Path,
+          sources: Sequence[Path], inputs: Sequence[Path]) -> str:
+    h = hashlib.sha256()
+
+    def part(tag: str, data: bytes) -> None:
+        h.update(f"{tag}:{len(data)}:".encode() + data)
+
+    part("format", FORMAT.encode())
+    part("identity", toolchain.identity.encode())
+    for arg in toolchain.command:
+        part("command", arg.encode())
+    for flag in compile_flags:
+        part("cflag", flag.encode())
+    for flag in link_flags:
+        part("lflag", flag.encode())
+    part("cwd", str(cwd).encode())
+    for tag, files in (("source", sources), ("input", inputs)):
+        for p in files:
+            part(tag, str(p).encode())
+            part("bytes", p.read_bytes())
+    return h.hexdigest()
+
+
+def _result_key(key1: str, headers: Mapping[str, str]) -> str:
+    return hashlib.sha256(json.dumps([key1, sorted(headers.items())]).encode()).hexdigest()
+
+
+def _headers_match(headers: Mapping[str, str], seen: dict[str, str | None]) -> bool:
+    for path, digest in headers.items():
+        if path not in seen:
+            try:
+                seen[path] = sha256_file(Path(path))
+            except OSError:          # deleted or unreadable: this manifest cannot be trusted
+                seen[path] = None
+        if seen[path] != digest:
+            return False
+    return True
+
+
+def lookup(directory: Path, prefix: str, key1: str) -> Path | None:
+    """The artifact of a manifest for key 1 whose headers all still hash as recorded, newest manifest first."""
+    pattern = f"{_glob_escape(prefix)}-*{MANIFEST_SUFFIX}"
+    manifests = sorted(directory.glob(pattern), key=_mtime, reverse=True)
+    seen: dict[str, str | None] = {}
+    for manifest in manifests:
+        try:
+            entry = json.loads(manifest.read_text())
+        except (OSError, ValueError):
+            continue
+        if entry.get("format") != FORMAT or entry.get("key") != key1:
+            continue
+        artifact = directory / entry["artifact"]
+        if artifact.is_file() and _headers_match(entry["headers"], seen):
+            return artifact
+    return None
+
+
+def _glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _run(toolchain: Toolchain, args: list[str], cwd: Path, what: str) -> None:
+    cmd = [*toolchain.command, *args]
+    env = dict(os.environ, **toolchain.env) if toolchain.env else None
+    stats["compiler_runs"] += 1
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    except OSError as e:
+        raise BuildFailed(f"{what} failed: cannot run {cmd[0]}: {e}") from None
+    if proc.returncode != 0:
+        message = (proc.stderr.strip() or proc.stdout.strip())[-8000:]
+        raise BuildFailed(f"{what} failed (exit status {proc.returncode}):\n{message}\n"
+                          f"command (in {cwd}): {' '.join(cmd)}")
+
+
+def _compile_and_link(toolchain: Toolchain, sources: Sequence[Path], compile_flags: Sequence[str],
+                      link_flags: Sequence[str], cwd: Path, work: Path, output: Path) -> set[Path]:
+    """Compile each source to an object (with a depfile unless it is unpreprocessed .s), link them into `output`,
+    and return the headers the compiler listed (absolute)."""
+    objects, headers = [], set()
+    for i, src in enumerate(sources):
+        obj, dep = work / f"{i}-{src.stem}.o", work / f"{i}-{src.stem}.d"
+        depflags = [] if src.suffix == ".s" else ["-MMD", "-MF", str(dep)]
+        _run(toolchain, [*compile_flags, "-c", str(src), "-o", str(obj), *depflags], cwd, f"compiling {src}")
+        if depflags:
+            if not dep.is_file():
+                raise BuildFailed(f"compiling {src}: the compiler wrote no dependency file {dep.name} for -MMD -MF")
+            headers |= {(cwd / d).resolve() for d in parse_depfile(dep.read_text())}
+        objects.append(str(obj))
+    names = ", ".join(map(str, sources))
+    _run(toolchain, [*compile_flags, *link_flags, *objects, "-o", str(output)], cwd, f"linking {names}")
+    return headers - set(sources)
+
+
+def build(toolchain: Toolchain, sources: Iterable[str | os.PathLike], *, directory: str | os.PathLike, stem: str,
+          suffix: str, compile_flags: Sequence[str] = (), link_flags: Sequence[str] = (),
+          inputs: Iterable[str | os.PathLike] = ()) -> Path:
+    """Compile and link `sources` into `directory`/`stem`-<key><suffix>, or return the cached artifact.
+
+    compile_flags go to every compile and to the link (so -target, -O3, -march apply to both); link_flags only
+    to the link (-shared, -Wl,...). inputs: extra files whose bytes join key 1 (the `depends=` of a builder).
+    Raises FileNotFoundError for a missing source and BuildFailed with the compiler's message.
+    """
+    sources = [Path(s).resolve() for s in sources]
+    if not sources:
+        raise ValueError("build() needs at least one source file")
+    inputs = [Path(p).resolve() for p in inputs]
+    for p in [*sources, *inputs]:
+        if not p.is_file():
+            raise FileNotFoundError(f"{'source' if p in sources else 'input'} {p} does not exist")
+    compile_flags, link_flags = tuple(compile_flags), tuple(link_flags)
+    directory = Path(directory)
+    cwd = sources[0].parent
+    key1 = _key1(toolchain, compile_flags, link_flags, cwd, sources, inputs)
+    prefix = f"{stem}-{key1[:KEY_CHARS]}"
+    if directory.is_dir():
+        hit = lookup(directory, prefix, key1)
+        if hit is not None:
+            stats["hits"] += 1
+            return hit
+    directory.mkdir(parents=True, exist_ok=True)
+    stats["builds"] += 1
+    started = time.time_ns()
+    work = Path(tempfile.mkdtemp(dir=directory, prefix=".build-"))
+    try:
+        output = work / f"out{suffix}"
+        headers = _compile_and_link(toolchain, sources, compile_flags, link_flags, cwd, work, output)
+        digests = {str(h): sha256_file(h) for h in sorted(headers)}
+        artifact = directory / f"{prefix}-{_result_key(key1, digests)[:RESULT_CHARS]}{suffix}"
+        os.replace(output, artifact)
+        # A header written after the compile started may not be what the compiler read: keep no manifest for it.
+        if all(h.stat().st_mtime_ns < started for h in headers):
+            manifest = {"format": FORMAT, "key": key1, "artifact": artifact.name, "headers": digests,
+                        "sources": [str(s) for s in sources], "inputs": [str(p) for p in inputs]}
+            write_atomic(artifact.with_name(artifact.name + MANIFEST_SUFFIX), json.dumps(manifest, indent=1).encode())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return artifact
