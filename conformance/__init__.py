@@ -19,12 +19,10 @@ class ConformanceFailure(AssertionError):
         self.row = row
 
 
-def check(kernel, contract_name: str | None = None, *, domain: str = "claimed", examples: int = 100,
-          seed: int = 0, grid: bool = False) -> dict:
-    """Judge one kernel (a registered name or a Kernel) against its behaviour model ('model') or a contract
-    (default: the one it claims) on its claimed domain or the full type range, in this process. Returns the
-    report row (verdict SKIPPED, with the reason, where the kernel cannot run here); raises ConformanceFailure,
-    an AssertionError carrying the minimal counterexample, if the check fails."""
+def check_for(kernel, contract_name: str | None = None, domain: str = "claimed") -> Check:
+    """The Check that judges `kernel` (a registered name, or a Kernel, registered here if it is new) against its
+    behaviour model ('model') or a contract (default: the one it claims) on `domain`; claimed when the kernel
+    claims it (its model anywhere, its own contract on its claimed domain)."""
     from lowp.kernels import Kernel, kernel as get_kernel, register
     from lowp.kernels.registry import _KERNELS
     if isinstance(kernel, Kernel):
@@ -37,12 +35,35 @@ def check(kernel, contract_name: str | None = None, *, domain: str = "claimed", 
         kernel_obj = get_kernel(kernel)
     name = contract_name or kernel_obj.contract
     claimed = name in ("model", kernel_obj.contract) and (domain == "claimed" or name == "model")
-    row = run_check(Check(kernel_obj.name, name, domain, claimed), lambda event: None, examples=examples,
-                    seed=seed, grid=grid)
+    return Check(kernel_obj.name, name, domain, claimed)
+
+
+def raise_for_verdict(row: dict) -> dict:
+    """Return the row of a check that passed or was skipped; raise ConformanceFailure (with the row) for one that
+    failed (the message: the minimal counterexample, as the report shows it) or crashed, hung or never ran (the
+    message: the reason, the case it was running and the traceback, if any)."""
     if row["verdict"] == "FAIL":
         from .report import markdown
         raise ConformanceFailure(markdown([row]).split("\n## ", 1)[-1], row)
+    if row["verdict"] in ("CRASH", "NOT RUN"):
+        message = f"{row['id']}: {row['verdict']} ({row['reason']}) after {row.get('executed', 0)} cases executed"
+        if row.get("traceback"):
+            message += "\n\n" + row["traceback"].strip()
+        raise ConformanceFailure(message, row)
     return row
 
 
-__all__ = ["CONTRACTS", "Check", "ConformanceFailure", "Contract", "check", "contract", "run_check"]
+def check(kernel, contract_name: str | None = None, *, domain: str = "claimed", examples: int = 100,
+          seed: int = 0, grid: bool = False) -> dict:
+    """Judge one kernel (a registered name or a Kernel) against its behaviour model ('model') or a contract
+    (default: the one it claims) on its claimed domain or the full type range, in this process (the pytest plugin
+    runs the same check in a child process instead). Returns the report row (verdict SKIPPED, with the reason,
+    where the kernel cannot run here); raises ConformanceFailure, an AssertionError carrying the minimal
+    counterexample, if the check fails."""
+    row = run_check(check_for(kernel, contract_name, domain), lambda event: None, examples=examples, seed=seed,
+                    grid=grid)
+    return raise_for_verdict(row)
+
+
+__all__ = ["CONTRACTS", "Check", "ConformanceFailure", "Contract", "check", "check_for", "contract",
+           "raise_for_verdict", "run_check"]

@@ -1,16 +1,34 @@
 """pytest plugin (installed with lowp; pytest loads it automatically):
 
-- fixture `lowp_check`: `lowp_check(kernel, contract=None, domain='claimed')` runs a conformance check and
-  fails the test with the minimal counterexample in the assertion message;
-- marker `@pytest.mark.lowp(kernel, contract=None, domain='claimed')`: the same check runs before the test body;
-- `pytest --lowp-report=FILE`: a Markdown conformance report (and FILE.json) of every check the session made.
+- fixture `lowp_check`: `lowp_check(kernel, contract=None, domain='claimed', examples=100, seed=0, grid=False,
+  timeout=600)` runs a conformance check and returns its row;
+- marker `@pytest.mark.lowp(kernel, contract=None, domain='claimed', ...)` (the same keywords): the same check runs
+  before the test body;
+- `pytest --lowp-report=FILE`: a Markdown conformance report (and FILE.json) of every check the session made,
+  those that failed or crashed included.
+
+Each check runs in a child process through the conformance runner, as `lowp conformance` runs it, so a kernel that
+segfaults or hangs fails its test and the session goes on. The test's outcome follows the row: FAIL is a failed
+test whose message is the minimal counterexample (`ConformanceFailure`, with `.row`); CRASH (the kernel died,
+Python raised, or it ran past `timeout` seconds) is a failed test whose message gives the reason, the case it was
+running and any traceback; SKIPPED (this machine cannot run the kernel) is a skipped test with the reason.
+`lowp.conformance.check()` is the same check in the calling process, for use outside pytest.
+
+Under pytest-xdist (`pytest -n 2 --lowp-report=FILE`) each worker hands its rows to the controller when it finishes,
+and the controller writes one merged report; rows are in the order of the tests that made them, as in a run without
+xdist.
 """
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
+
+_rows = pytest.StashKey[list]()    # (test position in the collection, test node id, row), in the order run
+_positions = pytest.StashKey[dict]()
+
 
 def pytest_addoption(parser):
     parser.getgroup("lowp").addoption("--lowp-report", metavar="FILE", default=None,
@@ -18,43 +36,70 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "lowp(kernel, contract=None, domain='claimed'): run a lowp conformance check")
+    config.addinivalue_line("markers", "lowp(kernel, contract=None, domain='claimed', examples=100, seed=0, "
+                                       "grid=False, timeout=600): run a lowp conformance check in a child process")
     config.stash[_rows] = []
+    config.stash[_positions] = {}
 
 
-_rows = pytest.StashKey[list]()
+def pytest_collection_finish(session):
+    # xdist workers all collect the same items in the same order, so positions sort the merged report like a
+    # run without xdist.
+    session.config.stash[_positions] = {item.nodeid: i for i, item in enumerate(session.items)}
 
 
-def _run(config, kernel, contract=None, domain="claimed", **options):
-    from lowp.conformance import ConformanceFailure, check
-    try:
-        row = check(kernel, contract, domain=domain, **options)
-    except ConformanceFailure as failure:
-        config.stash[_rows].append(failure.row)
-        raise
-    config.stash[_rows].append(row)
+def run_in_child(kernel, contract=None, domain="claimed", *, examples: int = 100, seed: int = 0,
+                 grid: bool = False, timeout: float = 600) -> dict:
+    """One check, run by the conformance runner in a forked child (a crash or a hang becomes a CRASH row);
+    returns its row."""
+    from lowp.conformance import check_for, runner
+    check = check_for(kernel, contract, domain)    # registers a Kernel object here; the forked child inherits it
+    with tempfile.TemporaryDirectory(prefix="lowp-pytest-") as tmp:
+        row, = runner.run([check], Path(tmp) / "journal.jsonl", jobs=1, timeout=timeout, progress=False,
+                          options={"examples": examples, "seed": seed, "grid": grid})
+    return row
+
+
+def _check(config, nodeid: str, *args, **kwargs) -> dict:
+    from lowp.conformance import raise_for_verdict
+    row = run_in_child(*args, **kwargs)
+    config.stash[_rows].append((config.stash[_positions].get(nodeid, -1), nodeid, row))
     if row["verdict"] == "SKIPPED":
         pytest.skip(f"{row['id']}: {row['reason']}")
-    return row
+    return raise_for_verdict(row)
 
 
 @pytest.fixture
 def lowp_check(request):
-    return lambda kernel, contract=None, domain="claimed", **options: _run(request.config, kernel, contract, domain,
-                                                                         **options)
+    """`lowp_check(kernel, contract=None, domain='claimed', examples=100, seed=0, grid=False, timeout=600)`: the
+    check's row; a FAIL or CRASH raises ConformanceFailure, a SKIPPED row skips the test."""
+    return lambda *args, **kwargs: _check(request.config, request.node.nodeid, *args, **kwargs)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item):
     marker = item.get_closest_marker("lowp")
     if marker is not None:
-        _run(item.config, *marker.args, **marker.kwargs)
+        _check(item.config, item.nodeid, *marker.args, **marker.kwargs)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """xdist controller: take the rows a worker handed over (none if it died before finishing)."""
+    rows = getattr(node, "workeroutput", {}).pop("lowp_rows", None)   # pop: this hook can run twice for a node
+    if rows:
+        node.config.stash[_rows].extend(tuple(entry) for entry in json.loads(rows))
 
 
 def pytest_sessionfinish(session):
-    path = session.config.getoption("--lowp-report", None)
-    rows = session.config.stash.get(_rows, [])
-    if path:
+    config = session.config
+    path = config.getoption("--lowp-report", None)
+    if path and hasattr(config, "workeroutput"):    # an xdist worker: its controller writes the report
+        config.workeroutput["lowp_rows"] = json.dumps(config.stash[_rows])
+    elif path:
         from lowp.conformance.report import markdown, summary
+        entries = sorted(config.stash.get(_rows, []), key=lambda entry: entry[0])   # stable: calls keep their order
+        rows = [{**row, "test": nodeid} for _, nodeid, row in entries]
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(markdown(rows))
         Path(str(path) + ".json").write_text(json.dumps({"summary": summary(rows), "rows": rows}, indent=1))

@@ -1,6 +1,6 @@
 """The conformance suite: contracts against independent readings, the search finding the seeds' failure modes
 with minimal counterexamples, the runner surviving crashing and hanging kernels, the journal, the reports, replay
-and the pytest plugin."""
+(the pytest plugin: tests/test_pytest_plugin.py)."""
 import json
 import textwrap
 import xml.etree.ElementTree as ET
@@ -16,9 +16,6 @@ from lowp.conformance.cases import Case, cases_for, operands
 from lowp.conformance.checks import Check, plan, replay, run_check
 from lowp.isa_models import x86
 from lowp.kernels import executor, kernel, load_toml
-
-pytest_plugins = ["pytester"]
-
 
 def runnable(name):
     ex = executor(kernel(name))
@@ -236,27 +233,6 @@ def test_cli_runs_and_exits_zero_when_nothing_claimed_fails(tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert status == 0 and "| u8s8s32_avx2" in md and "of" in md
     assert json.loads((tmp_path / "report.json").read_text())["summary"]["checks"] == 5
-
-
-def test_pytest_plugin_marker_fixture_and_report(pytester):
-    pytester.makepyfile(test_k=textwrap.dedent("""
-        import pytest
-
-        @pytest.mark.lowp("u8s8s32_avx2", "exact", domain="full", examples=60)
-        def test_full_range():
-            pass
-
-        def test_claimed(lowp_check):
-            assert lowp_check("sdot_s8_neon", examples=20)["verdict"] == "PASS"
-    """))
-    result = pytester.runpytest("-p", "no:cacheprovider", "--lowp-report=rep.md")
-    outcomes = result.parseoutcomes()
-    if executor(kernel("u8s8s32_avx2")).unavailable():
-        assert outcomes.get("skipped") == 1
-    else:
-        assert outcomes.get("failed") == 1 and outcomes.get("passed") == 1
-        result.stdout.fnmatch_lines(["*minimal counterexample*", "*the result matches: pair-saturating*"])
-    assert "lowp conformance report" in (pytester.path / "rep.md").read_text()
 
 
 @settings(max_examples=50, deadline=None)
