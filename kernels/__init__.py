@@ -2,5 +2,7 @@
 that declares them, and the executors that run them."""
 from .executors import KernelUnavailable, executor
 from .registry import Domain, Kernel, Tile, kernel, kernels, load_toml, register
+from .schema import KernelConfigError
 
-__all__ = ["Domain", "Kernel", "KernelUnavailable", "Tile", "executor", "kernel", "kernels", "load_toml", "register"]
+__all__ = ["Domain", "Kernel", "KernelConfigError", "KernelUnavailable", "Tile", "executor", "kernel", "kernels",
+           "load_toml", "register"]

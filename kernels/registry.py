@@ -9,7 +9,7 @@ judges it. User kernels register the same way, from Python (`register(Kernel(...
 from __future__ import annotations
 
 import importlib
-import tomllib
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -17,6 +17,8 @@ from typing import Callable
 import numpy as np
 
 from lowp.isa_models.lanes import DTYPES
+
+from .schema import KernelConfigError, Problem, specs_from_toml, validate_kernel
 
 KERNELS_DIR = Path(__file__).parent
 
@@ -107,18 +109,43 @@ def workspace_symbol(kernel: Kernel) -> str:
 
 
 _KERNELS: dict[str, Kernel] = {}
+_ORIGINS: dict[str, Path] = {}     # kernel name -> the TOML file or Python file that registered it
 
 
 def register(kernel: Kernel) -> Kernel:
+    """Add a kernel to the registry after checking it against the kernel schema (lowp.kernels.schema):
+    KernelConfigError, naming the file that called register(), if it is malformed or its name is taken."""
+    origin = _caller_file()
+    validate_kernel(kernel, path=origin)
+    return _add(kernel, origin)
+
+
+def _add(kernel: Kernel, origin) -> Kernel:
     if kernel.name in _KERNELS:
-        raise ValueError(f"kernel {kernel.name!r} is registered twice")
-    if kernel.signature not in SIGNATURES:
-        raise ValueError(f"kernel {kernel.name!r}: unknown signature kind {kernel.signature!r}; "
-                         f"known: {', '.join(SIGNATURES)}")
-    if not Path(kernel.source).is_file():
-        raise ValueError(f"kernel {kernel.name!r}: source {kernel.source} does not exist")
+        raise KernelConfigError(Problem(origin, kernel.name, "name", f"kernel {kernel.name!r} is registered twice "
+                                        f"(first by {_ORIGINS.get(kernel.name, 'an earlier call')})"))
     _KERNELS[kernel.name] = kernel
+    _ORIGINS[kernel.name] = origin
     return kernel
+
+
+def origin(name: str) -> Path | None:
+    """The TOML file, or the Python file, that registered the kernel `name` (None if it is not registered)."""
+    return _ORIGINS.get(name)
+
+
+def _caller_file() -> Path | None:
+    """The file of the first caller outside the registry and lowp.conformance (whose check() registers kernels
+    it is handed): the file a problem with a Python-registered kernel is in."""
+    here = {Path(__file__).resolve(), Path(__file__).with_name("schema.py").resolve()}
+    conformance = (KERNELS_DIR.parent / "conformance").resolve()
+    frame = sys._getframe(1)
+    while frame is not None:
+        file = Path(frame.f_code.co_filename).resolve()
+        if file not in here and conformance not in file.parents:
+            return file
+        frame = frame.f_back
+    return None
 
 
 def kernel(name: str) -> Kernel:
@@ -140,22 +167,13 @@ def _builtin() -> None:
 
 def load_toml(path: str | Path) -> list[Kernel]:
     """Register the kernels of a TOML file: one [[kernel]] table each, with the Kernel fields; `model` is
-    'module:function', `source` is relative to the file, `tile` = {mr, nr, kr, spill}, `domain` = {a = [lo, hi],
-    b = [lo, hi]}."""
-    path = Path(path)
-    data = tomllib.loads(path.read_text())
-    out = []
-    for entry in data.get("kernel", []):
-        entry = dict(entry)
-        try:
-            module, _, func = entry.pop("model").partition(":")
-            entry["model"] = getattr(importlib.import_module(module), func)
-            entry["source"] = (path.parent / entry["source"]).resolve()
-            entry["tile"] = Tile(**entry["tile"])
-            entry["domain"] = Domain(tuple(entry["domain"]["a"]), tuple(entry["domain"]["b"]))
-            entry["features"] = tuple(entry.get("features", ()))
-            entry["cflags"] = tuple(entry.get("cflags", ("-O3",)))
-            out.append(register(Kernel(**entry)))
-        except (KeyError, TypeError, AttributeError, ImportError) as e:
-            raise ValueError(f"{path}: kernel {entry.get('name', '?')!r}: {e}") from e
-    return out
+    'module:function', `tile` = {mr, nr, kr, spill}, `domain` = {a = [lo, hi], b = [lo, hi]}. `source`,
+    `depends` and the paths of include options in `cflags` (-I, -isystem, -iquote, -include, ...) are relative to
+    the file. Every entry is checked against the kernel schema first: one KernelConfigError lists every problem
+    of the file, and then none of its kernels is registered."""
+    specs = specs_from_toml(path)
+    taken = [Problem(path, s.name, "name", f"kernel {s.name!r} is already registered (by "
+                     f"{_ORIGINS.get(s.name, 'an earlier call')})") for s in specs if s.name in _KERNELS]
+    if taken:
+        raise KernelConfigError(taken)
+    return [_add(spec.to_kernel(), Path(path)) for spec in specs]

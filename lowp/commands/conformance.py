@@ -28,16 +28,39 @@ def add_parser(sub) -> None:
 
 
 def _kernels(args):
-    from lowp.kernels import kernel, kernels, load_toml
+    """The kernels to judge, checked before anything runs: every --kernels file against the kernel schema, every
+    registered kernel's contract, every --kernel name. One KernelConfigError lists all the problems found."""
+    from lowp.conformance.validate import select_kernels, validate_kernels
+    from lowp.kernels import KernelConfigError, kernels, load_toml
+    problems = []
     for path in args.toml:
-        load_toml(path)
-    return [kernel(n) for n in args.kernel] if args.kernel else kernels()
+        try:
+            load_toml(path)
+        except KernelConfigError as e:
+            problems += e.problems
+    registered = kernels()
+    try:
+        validate_kernels(registered)
+    except KernelConfigError as e:
+        problems += e.problems
+    try:
+        selected = select_kernels(args.kernel, registered) if args.kernel else registered
+    except KernelConfigError as e:
+        problems += e.problems
+    if problems:
+        raise KernelConfigError(problems)
+    return selected
 
 
 def cmd_conformance(args) -> int:
     from lowp.conformance import report, runner
     from lowp.conformance.checks import plan, replay
-    selected = _kernels(args)
+    from lowp.kernels import KernelConfigError
+    try:
+        selected = _kernels(args)
+    except KernelConfigError as e:          # a bad configuration: exit 2 before anything runs
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if args.action == "replay":
         journal = runner.read_journal(args.out / "journal.jsonl")
         status = 0

@@ -1,0 +1,198 @@
+"""CPU feature names a kernel entry may list in `features`, and the features this host can run per target.
+
+Names are the ones Linux prints in /proc/cpuinfo: the x86 "flags" line and the AArch64 "Features" line (HWCAP and
+HWCAP2 names). A name outside these lists is a typo or a flag no CPU reports, and the kernel schema rejects it
+(with did-you-mean) instead of letting the kernel be SKIPPED forever for want of a feature that cannot exist.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import platform
+import re
+from pathlib import Path
+
+# The x86 flags /proc/cpuinfo prints: the quoted names of the X86_FEATURE_* comments (a define without a quoted
+# name is not displayed), words 0-21, without the X86_BUG_* names (they go on the "bugs" line).
+# Source: ColinIanKing/linux-next, arch/x86/include/asm/cpufeatures.h, commit 1fcadd378b933b7f8336019d76621b24375abfb8
+X86_LINUX_FLAGS = (
+    # word 0: CPUID 0x00000001 EDX
+    "fpu", "vme", "de", "pse", "tsc", "msr", "pae", "mce", "cx8", "apic", "sep", "mtrr", "pge", "mca", "cmov",
+    "pat", "pse36", "pn", "clflush", "dts", "acpi", "mmx", "fxsr", "sse", "sse2", "ss", "ht", "tm", "ia64", "pbe",
+    # word 1: CPUID 0x80000001 EDX
+    "syscall", "mp", "nx", "mmxext", "fxsr_opt", "pdpe1gb", "rdtscp", "lm", "3dnowext", "3dnow",
+    # word 2: Transmeta
+    "recovery", "longrun", "lrti",
+    # word 3: Linux-defined
+    "cxmmx", "k6_mtrr", "cyrix_arr", "centaur_mcr", "constant_tsc", "up", "art", "arch_perfmon", "pebs", "bts",
+    "rep_good", "amd_lbr_v2", "acc_power", "nopl", "xtopology", "tsc_reliable", "nonstop_tsc", "cpuid",
+    "extd_apicid", "amd_dcm", "aperfmperf", "rapl", "nonstop_tsc_s3", "tsc_known_freq",
+    # word 4: CPUID 0x00000001 ECX
+    "pni", "pclmulqdq", "dtes64", "monitor", "ds_cpl", "vmx", "smx", "est", "tm2", "ssse3", "cid", "sdbg", "fma",
+    "cx16", "xtpr", "pdcm", "pcid", "dca", "sse4_1", "sse4_2", "x2apic", "movbe", "popcnt", "tsc_deadline_timer",
+    "aes", "xsave", "avx", "f16c", "rdrand", "hypervisor",
+    # word 5: VIA/Cyrix/Centaur
+    "rng", "rng_en", "ace", "ace_en", "ace2", "ace2_en", "phe", "phe_en", "pmm", "pmm_en",
+    # word 6: CPUID 0x80000001 ECX
+    "lahf_lm", "cmp_legacy", "svm", "extapic", "cr8_legacy", "abm", "sse4a", "misalignsse", "3dnowprefetch", "osvw",
+    "ibs", "xop", "skinit", "wdt", "lwp", "fma4", "tce", "nodeid_msr", "tbm", "topoext", "perfctr_core",
+    "perfctr_nb", "bpext", "ptsc", "perfctr_llc", "mwaitx",
+    # word 7: Linux-defined auxiliary
+    "ring3mwait", "cpuid_fault", "cpb", "epb", "cat_l3", "cat_l2", "cdp_l3", "tdx_host_platform", "hw_pstate",
+    "proc_feedback", "pti", "intel_ppin", "cdp_l2", "ssbd", "mba", "perfmon_v2", "ibrs", "ibpb", "stibp",
+    "ibrs_enhanced",
+    # word 8: virtualization
+    "tpr_shadow", "flexpriority", "ept", "vpid", "vmmcall", "ept_ad", "tdx_guest",
+    # word 9: CPUID 0x00000007:0 EBX
+    "fsgsbase", "tsc_adjust", "sgx", "bmi1", "hle", "avx2", "smep", "bmi2", "erms", "invpcid", "rtm", "cqm", "mpx",
+    "rdt_a", "avx512f", "avx512dq", "rdseed", "adx", "smap", "avx512ifma", "clflushopt", "clwb", "intel_pt",
+    "avx512pf", "avx512er", "avx512cd", "sha_ni", "avx512bw", "avx512vl",
+    # word 10: CPUID 0x0000000d:1 EAX
+    "xsaveopt", "xsavec", "xgetbv1", "xsaves",
+    # word 11: Linux-defined extended auxiliary
+    "cqm_llc", "cqm_occup_llc", "cqm_mbm_total", "cqm_mbm_local", "split_lock_detect", "user_shstk",
+    # word 12: CPUID 0x00000007:1 EAX
+    "avx_vnni", "avx512_bf16", "fred", "lam",
+    # word 13: CPUID 0x80000008 EBX
+    "clzero", "irperf", "xsaveerptr", "rdpru", "wbnoinvd", "amd_ppin", "virt_ssbd", "cppc", "brs",
+    # word 14: CPUID 0x00000006 EAX
+    "dtherm", "ida", "arat", "pln", "pts", "hwp", "hwp_notify", "hwp_act_window", "hwp_epp", "hwp_pkg_req", "hfi",
+    # word 15: CPUID 0x8000000a EDX
+    "npt", "lbrv", "svm_lock", "nrip_save", "tsc_scale", "vmcb_clean", "flushbyasid", "decodeassists",
+    "pausefilter", "pfthreshold", "avic", "v_vmsave_vmload", "vgif", "x2avic", "v_spec_ctrl", "vnmi",
+    # word 16: CPUID 0x00000007:0 ECX
+    "avx512vbmi", "umip", "pku", "ospke", "waitpkg", "avx512_vbmi2", "gfni", "vaes", "vpclmulqdq", "avx512_vnni",
+    "avx512_bitalg", "tme", "avx512_vpopcntdq", "la57", "rdpid", "bus_lock_detect", "cldemote", "movdiri",
+    "movdir64b", "enqcmd", "sgx_lc",
+    # word 17: Linux-defined
+    "overflow_recov", "succor", "smca",
+    # word 18: CPUID 0x00000007:0 EDX
+    "avx512_4vnniw", "avx512_4fmaps", "fsrm", "avx512_vp2intersect", "md_clear", "serialize", "tsxldtrk", "pconfig",
+    "arch_lbr", "ibt", "amx_bf16", "avx512_fp16", "amx_tile", "amx_int8", "flush_l1d", "arch_capabilities",
+    # word 19: CPUID 0x8000001f EAX
+    "sme", "sev", "sev_es", "sev_snp", "debug_swap", "svsm",
+    # word 21: Linux-defined extended auxiliary
+    "amd_lbr_pmc_freeze",
+)
+
+# The AArch64 names /proc/cpuinfo prints on its "Features" line (hwcap_str, HWCAP and HWCAP2 in one table).
+# Source: Kingxukai/linux, arch/arm64/kernel/cpuinfo.c, commit 0291023e7330da28f2f7453c87c2ab7082d8360f
+AARCH64_HWCAPS = (
+    "fp", "asimd", "evtstrm", "aes", "pmull", "sha1", "sha2", "crc32", "atomics", "fphp", "asimdhp", "cpuid",
+    "asimdrdm", "jscvt", "fcma", "lrcpc", "dcpop", "sha3", "sm3", "sm4", "asimddp", "sha512", "sve", "asimdfhm",
+    "dit", "uscat", "ilrcpc", "flagm", "ssbs", "sb", "paca", "pacg", "gcs", "dcpodp", "sve2", "sveaes", "svepmull",
+    "svebitperm", "svesha3", "svesm4", "flagm2", "frint", "svei8mm", "svef32mm", "svef64mm", "svebf16", "i8mm",
+    "bf16", "dgh", "rng", "bti", "mte", "ecv", "afp", "rpres", "mte3", "sme", "smei16i64", "smef64f64", "smei8i32",
+    "smef16f32", "smeb16f32", "smef32f32", "smefa64", "wfxt", "ebf16", "sveebf16", "cssc", "rprfm", "sve2p1",
+    "sme2", "sme2p1", "smei16i32", "smebi32i32", "smeb16b16", "smef16f16", "mops", "hbc", "sveb16b16", "lrcpc3",
+    "lse128", "fpmr", "lut", "faminmax", "f8cvt", "f8fma", "f8dp4", "f8dp2", "f8e4m3", "f8e5m2", "smelutv2",
+    "smef8f16", "smef8f32", "smesf8fma", "smesf8dp4", "smesf8dp2", "poe", "cmpbr", "fprcvt", "f8mm8", "f8mm4",
+    "svef16mm", "sveeltperm", "sveaes2", "svebfscale", "sve2p2", "sme2p2", "smesbitperm", "smeaes", "smesfexpa",
+    "smestmop", "smesmop4", "mtefar", "mtestoreonly",
+)
+
+# What lowp's AArch64 emulator (Unicorn 2.1.4, cpu model MAX, as lowp.emulator.Machine sets it up) executes:
+# probed by running one instruction of each feature (tests/test_schema.py repeats the probe). The ID registers
+# of the model also say SVE, but Machine never enables it (PTRUE raises), so sve is not claimed; PACGA, BFDOT and
+# the FEAT_I8MM instructions raise. i8mm is listed because lowp runs SMMLA/UMMLA/USMMLA/USDOT/SUDOT on its own
+# bit-exact models (lowp.emulator.i8mm). evtstrm and cpuid are services of the Linux kernel, not of a CPU.
+EMULATED_AARCH64 = (
+    "fp", "asimd", "fphp", "asimdhp", "aes", "pmull", "sha1", "sha2", "sha512", "sha3", "sm3", "sm4", "crc32",
+    "atomics", "asimdrdm", "asimddp", "asimdfhm", "jscvt", "fcma", "lrcpc", "ilrcpc", "dcpop", "dcpodp", "frint",
+    "sb", "flagm", "flagm2", "rng", "paca", "bti", "i8mm",
+)
+
+TARGETS = ("x86-64", "aarch64")
+
+# Compiler spellings (GCC/clang -m and -march=+feature names) of features whose /proc/cpuinfo name differs by more
+# than separators: a kernel author writes what they pass the compiler; the error then names the flag to list.
+COMPILER_NAMES = {
+    "x86-64": {"sse3": "pni", "sha": "sha_ni", "bmi": "bmi1", "lzcnt": "abm", "pclmul": "pclmulqdq",
+               "avxvnniint8": "avx_vnni_int8"},
+    "aarch64": {"neon": "asimd", "simd": "asimd", "dotprod": "asimddp", "rdm": "asimdrdm", "fp16": "asimdhp",
+                "fullfp16": "asimdhp", "fp16fml": "asimdfhm", "crypto": "aes", "lse": "atomics", "rcpc": "lrcpc",
+                "crc": "crc32", "sha256": "sha2"},
+}
+
+
+def _lowp_x86_names() -> tuple[str, ...]:
+    """Features lowp detects itself (CPUID + XGETBV); avx_vnni_int8 is among them though Linux does not print it."""
+    from lowp.isa_models.native import FEATURE_BITS
+    return tuple(FEATURE_BITS)
+
+
+def _host_arch() -> str | None:
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        return "x86-64"
+    if machine in ("aarch64", "arm64"):
+        return "aarch64"
+    return None
+
+
+def proc_cpuinfo_flags(path: str | Path = "/proc/cpuinfo") -> frozenset[str]:
+    """The feature names of the first processor in /proc/cpuinfo (x86 'flags', AArch64 'Features'); empty if
+    the file is missing or has neither line."""
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in ("flags", "Features"):
+            return frozenset(value.split())
+    return frozenset()
+
+
+def known_features(target: str) -> frozenset[str]:
+    """Every name a kernel of `target` may list: Linux's names, lowp's own, and whatever this host's
+    /proc/cpuinfo prints for its own architecture (a kernel newer than the lists above may add flags)."""
+    if target == "x86-64":
+        names = set(X86_LINUX_FLAGS) | set(_lowp_x86_names())
+    elif target == "aarch64":
+        names = set(AARCH64_HWCAPS)
+    else:
+        raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+    if _host_arch() == target:
+        names |= proc_cpuinfo_flags()
+    return frozenset(names)
+
+
+def disabled_features() -> frozenset[str]:
+    """The names in LOWP_DISABLE_FEATURES (comma-separated): lowp acts as if the CPU lacked them."""
+    return frozenset(f.strip() for f in os.environ.get("LOWP_DISABLE_FEATURES", "").split(",") if f.strip())
+
+
+def host_features(target: str) -> frozenset[str]:
+    """The features kernels of `target` can use here, less those in LOWP_DISABLE_FEATURES.
+
+    x86-64: lowp's own CPUID + XGETBV detection (lowp.isa_models.native.host_cpu_features) and the flags of
+    /proc/cpuinfo (nothing on a host that is not x86-64). aarch64: what the emulator runs (EMULATED_AARCH64)."""
+    disabled = disabled_features()
+    if target == "x86-64":
+        if _host_arch() != "x86-64":
+            return frozenset()
+        from lowp.isa_models.native import host_cpu_features
+        return frozenset(host_cpu_features() | proc_cpuinfo_flags()) - disabled
+    if target == "aarch64":
+        return frozenset(EMULATED_AARCH64) - disabled
+    raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+
+
+def _squash(name: str) -> str:
+    return re.sub(r"[-_.]", "", name.lower())
+
+
+def did_you_mean(name: str, choices, n: int = 3, aliases: dict | None = None) -> list[str]:
+    """The closest names to a misspelt one, best first (difflib's ratio, as Python's own suggestions use); a name
+    that differs only by case or separators ('avx512vnni', 'sse4.1') or is a known alias comes first."""
+    choices = list(choices)
+    squashed = {_squash(c): c for c in choices}
+    exact = (aliases or {}).get(_squash(name)) or squashed.get(_squash(name))
+    close = difflib.get_close_matches(name, choices, n=n, cutoff=0.6)
+    return ([exact] if exact else []) + [c for c in close if c != exact][: n - bool(exact)]
+
+
+def suggest_feature(name: str, target: str) -> list[str]:
+    """did_you_mean for a CPU feature of `target`, compiler spellings included ('dotprod' -> 'asimddp')."""
+    return did_you_mean(name, known_features(target), aliases=COMPILER_NAMES.get(target))

@@ -1,0 +1,423 @@
+"""The kernel schema: what a kernel entry (a [[kernel]] table of a TOML file, or a Kernel(...) registered from
+Python) may say, checked with pydantic before anything builds or runs.
+
+Unknown keys, wrong types, an unknown target, operand type, signature or CPU feature, a malformed tile, a domain
+outside its type or with lo > hi, non-int params, an unknown over-read buffer, a missing source or header, a
+`model` that does not import: each is a Problem naming the file, the kernel, the key, what is wrong, what is
+accepted and the nearest accepted names. One KernelConfigError carries every problem of a file at once.
+(Contract names are checked by lowp.conformance.validate: the contracts live there, downstream of the kernels.)
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (BaseModel, ConfigDict, Field, StrictInt, StrictStr, StringConstraints, ValidationError,
+                      ValidationInfo, field_validator)
+from pydantic_core import PydanticCustomError
+
+from lowp.isa_models.lanes import DTYPES
+
+from .features import TARGETS, known_features, suggest_feature, did_you_mean
+
+# Operand types a GEMM kernel can take: the 8- and 16-bit lane types (wider ones overflow an int32 C at once).
+OPERAND_TYPES = tuple(name for name, dtype in DTYPES.items() if dtype.itemsize <= 2)
+BUFFERS = ("A", "B", "C", "work")                         # the buffers a kernel is handed (Kernel.overread keys)
+# Options whose argument is a path, in the order they are matched (longest first: -isystem before -I).
+INCLUDE_OPTIONS = ("-isystem", "-idirafter", "-iquote", "-include", "-imacros", "-I")
+
+
+# ---- the error ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one kernel entry."""
+    path: Path | str | None     # the TOML file, or the Python file that registered the kernel
+    kernel: str | None          # its name, or '#3' for the third entry of a file when it has no usable name
+    key: str | None             # 'features', 'tile.mr', 'overread.D', ...
+    message: str
+
+    def __str__(self) -> str:
+        parts = [str(self.path)] if self.path else []
+        if self.kernel:
+            parts.append(f"kernel {self.kernel}" if self.kernel.startswith("#") else f"kernel {self.kernel!r}")
+        if self.key:
+            parts.append(self.key)
+        return ": ".join(parts + [self.message])
+
+
+class KernelConfigError(ValueError):
+    """A kernel entry is malformed: nothing of it ran. `.problems` lists every problem found (a whole file's);
+    `.path`, `.kernel` and `.key` are the first one's."""
+
+    def __init__(self, problems: list[Problem] | Problem):
+        self.problems = [problems] if isinstance(problems, Problem) else list(problems)
+        first = self.problems[0]
+        self.path, self.kernel, self.key = first.path, first.kernel, first.key
+        lines = [str(p) for p in self.problems]
+        head = f"{len(lines)} problems in the kernel configuration:\n  " if len(lines) > 1 else ""
+        super().__init__(head + "\n  ".join(lines))
+
+
+def _custom(kind: str, message: str) -> PydanticCustomError:
+    # The message goes through the context: a literal template would read its braces as placeholders.
+    return PydanticCustomError(kind, "{message}", {"message": message})
+
+
+def _suggestion(names: list[str]) -> str:
+    return f"; did you mean {' or '.join(repr(n) for n in names)}?" if names else ""
+
+
+def _unknown(what: str, value, suggestions: list[str], accepted: str) -> str:
+    """'unknown <what> <value>; did you mean ...? Accepted: ...' (the accepted values after the suggestion)."""
+    return f"unknown {what} {_show(value)}{_suggestion(suggestions)}{' A' if suggestions else '; a'}ccepted: {accepted}"
+
+
+# ---- the schema -----------------------------------------------------------------------------------------------
+Identifier = Annotated[StrictStr, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+# A kernel name goes into check ids ('name:contract:domain') and report file names: no ':', '/' or blanks.
+KernelName = Annotated[StrictStr, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")]
+Word = Annotated[StrictStr, StringConstraints(pattern=r"^\S+$")]
+Positive = Annotated[StrictInt, Field(ge=1)]
+NonNegative = Annotated[StrictInt, Field(ge=0)]
+Target = Literal[TARGETS]
+OperandType = Literal[OPERAND_TYPES]
+Buffer = Literal[BUFFERS]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, hide_input_in_errors=False)
+
+
+class TileSpec(_Strict):
+    mr: Positive
+    nr: Positive
+    kr: Positive
+    spill: NonNegative = 0
+
+
+class DomainSpec(_Strict):
+    a: tuple[StrictInt, StrictInt]
+    b: tuple[StrictInt, StrictInt]
+
+
+class KernelSpec(_Strict):
+    """The fields of lowp.kernels.Kernel, typed; validators check what types alone cannot."""
+    name: KernelName
+    target: Target
+    features: tuple[Word, ...] = ()
+    source: Path
+    symbol: Identifier
+    signature: StrictStr
+    a_type: OperandType
+    b_type: OperandType
+    tile: TileSpec
+    packing: StrictStr
+    contract: Annotated[StrictStr, StringConstraints(min_length=1)]
+    domain: DomainSpec
+    model: Any
+    params: dict[Identifier, StrictInt] = {}
+    cflags: tuple[StrictStr, ...] = ("-O3",)
+    depends: tuple[Path, ...] = ()
+    description: StrictStr = ""
+    requires: tuple[Word, ...] = ()
+    overread: dict[Buffer, NonNegative] = {}
+
+    @field_validator("features")
+    @classmethod
+    def _known_features(cls, features, info: ValidationInfo):
+        target = info.data.get("target")      # None if the target itself is wrong (its own problem)
+        known = known_features(target) if target else frozenset().union(*map(known_features, TARGETS))
+        unknown = [f for f in features if f not in known]
+        if unknown:
+            raise _custom("unknown_feature", _features_problem(unknown, target))
+        return features
+
+    @field_validator("signature")
+    @classmethod
+    def _known_signature(cls, signature):
+        from .registry import SIGNATURES
+        if signature not in SIGNATURES:
+            raise _custom("unknown_signature", _unknown("signature kind", signature,
+                                                        did_you_mean(signature, SIGNATURES), ", ".join(SIGNATURES)))
+        return signature
+
+    @field_validator("source")
+    @classmethod
+    def _source_exists(cls, source):
+        if not source.is_file():
+            raise _custom("file_not_found", f"no such file: {source}")
+        return source
+
+    @field_validator("depends")
+    @classmethod
+    def _depends_exist(cls, depends):
+        missing = [str(p) for p in depends if not p.is_file()]
+        if missing:
+            raise _custom("file_not_found", f"no such file: {', '.join(missing)}")
+        return depends
+
+    @field_validator("domain")
+    @classmethod
+    def _domain_in_types(cls, domain, info: ValidationInfo):
+        problems = []
+        for operand, (lo, hi) in (("a", domain.a), ("b", domain.b)):
+            if lo > hi:
+                problems.append(f"{operand} = [{lo}, {hi}] is empty (lo > hi)")
+            type_name = info.data.get(f"{operand}_type")
+            if type_name is None:
+                continue
+            info_ = _type_range(type_name)
+            if lo < info_[0] or hi > info_[1]:
+                problems.append(f"{operand} = [{lo}, {hi}] leaves {operand}_type {type_name}'s range "
+                                f"[{info_[0]}, {info_[1]}]")
+        if problems:
+            raise _custom("bad_domain", "; ".join(problems))
+        return domain
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _callable_model(cls, model, info: ValidationInfo):
+        if isinstance(model, str) and (info.context or {}).get("toml"):
+            return import_model(model)
+        if not callable(model):
+            hint = " (a 'module:function' string is for TOML entries)" if isinstance(model, str) else ""
+            raise _custom("not_callable", f"must be a callable model(A, B, **params) -> C, got {_show(model)}{hint}")
+        return model
+
+    def to_kernel(self):
+        """The registry's Kernel for this entry."""
+        from .registry import Domain, Kernel, Tile
+        fields = {name: getattr(self, name) for name in KernelSpec.model_fields}
+        fields["tile"] = Tile(**self.tile.model_dump())
+        fields["domain"] = Domain(tuple(self.domain.a), tuple(self.domain.b))
+        fields["params"], fields["overread"] = dict(self.params), dict(self.overread)
+        return Kernel(**fields)
+
+
+def _type_range(type_name: str) -> tuple[int, int]:
+    import numpy as np
+    info = np.iinfo(DTYPES[type_name])
+    return int(info.min), int(info.max)
+
+
+def _features_problem(features: list[str], target: str | None) -> str:
+    """Why the names in `features` are not ones a kernel of `target` (None: the target is unknown) may list."""
+    targets = [target] if target else list(TARGETS)
+    notes = []
+    for feature in features:
+        other = [t for t in TARGETS if t not in targets and feature in known_features(t)]
+        if other:
+            notes.append(f"{feature!r} (an {other[0]} feature, not an {target} one)")
+            continue
+        names = list(dict.fromkeys(n for t in targets for n in suggest_feature(feature, t)))[:3]
+        notes.append(f"{feature!r}" + (f" (did you mean {' or '.join(map(repr, names))}?)" if names else ""))
+    accepted = {"x86-64": "the flags of Linux's /proc/cpuinfo (lowp.kernels.features.X86_LINUX_FLAGS, e.g. avx2, "
+                          "avx512_vnni)",
+                "aarch64": "the HWCAP names of Linux's /proc/cpuinfo (lowp.kernels.features.AARCH64_HWCAPS, e.g. "
+                           "asimd, asimddp, i8mm)"}.get(target, "the names Linux's /proc/cpuinfo prints")
+    return f"unknown CPU feature{'s' if len(notes) > 1 else ''} {', '.join(notes)}; accepted: {accepted}"
+
+
+def import_model(spec: str):
+    """The function a TOML `model = 'module:function'` names; PydanticCustomError saying why if it does not
+    import."""
+    module_name, sep, func_name = spec.partition(":")
+    if not sep or not module_name or not func_name:
+        raise _custom("bad_model", f"expected 'module:function' (e.g. 'lowp.kernels.models:exact_gemm'), "
+                                   f"got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:           # any import-time failure of the user's module is a configuration problem
+        raise _custom("bad_model", f"cannot import module {module_name!r} ({type(e).__name__}: {e})") from None
+    func = getattr(module, func_name, None)
+    if func is None:
+        public = [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n))]
+        raise _custom("bad_model", f"module {module_name!r} has no {func_name!r}"
+                                   f"{_suggestion(did_you_mean(func_name, public))}")
+    if not callable(func):
+        raise _custom("bad_model", f"{spec!r} is a {type(func).__name__}, not a function")
+    return func
+
+
+# ---- turning pydantic's errors into Problems -----------------------------------------------------------------
+_SUBMODELS = {"tile": TileSpec, "domain": DomainSpec}
+_CHOICES = {"target": TARGETS, "a_type": OPERAND_TYPES, "b_type": OPERAND_TYPES, "overread": BUFFERS}
+_KIND = {"target": "target", "a_type": "operand type", "b_type": "operand type", "overread": "buffer"}
+
+
+def _show(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _key(loc: tuple) -> str:
+    parts = []
+    for part in loc:
+        if part == "[key]":
+            continue
+        parts.append(f"[{part}]" if isinstance(part, int) else ("." if parts else "") + str(part))
+    return "".join(parts)
+
+
+def _message(error: dict) -> str:
+    loc, kind, value = error["loc"], error["type"], error.get("input")
+    if kind == "extra_forbidden":
+        model = _SUBMODELS.get(loc[0], KernelSpec) if len(loc) > 1 else KernelSpec
+        accepted = list(model.model_fields)
+        return _unknown("key", loc[-1], did_you_mean(str(loc[-1]), accepted), ", ".join(accepted))
+    if kind == "missing":
+        return "missing (required)"
+    if kind == "literal_error":
+        choices = _CHOICES.get(loc[0], ())
+        return _unknown(_KIND.get(loc[0], "value"), value, did_you_mean(str(value), choices), ", ".join(choices))
+    if kind == "string_pattern_mismatch":
+        rule = {"name": "letters, digits and _ . + - (no ':' or blanks)",
+                "symbol": "a C identifier", "params": "C identifiers"}.get(loc[0], "one word, no blanks")
+        return f"{_show(value)} is not a valid {loc[0]} entry: {rule}"
+    if error["type"] in ("unknown_feature", "unknown_signature", "file_not_found", "bad_domain", "not_callable",
+                         "bad_model"):
+        return error["msg"]
+    return f"{error['msg'][0].lower()}{error['msg'][1:]}, got {_show(value)}"
+
+
+def _problems(error: ValidationError, path, kernel: str) -> list[Problem]:
+    return [Problem(path, kernel, _key(e["loc"]) or None, _message(e)) for e in error.errors()]
+
+
+# ---- entry points ------------------------------------------------------------------------------------------------
+def entry_label(entry, index: int) -> str:
+    """The kernel's name for messages: its `name` if usable, else '#<1-based index in the file>'."""
+    name = entry.get("name") if isinstance(entry, dict) else None
+    return name if isinstance(name, str) and name else f"#{index + 1}"
+
+
+def validate_entry(entry: dict, *, path=None, kernel: str | None = None, toml: bool = False):
+    """KernelSpec of one entry, or the list of its Problems."""
+    kernel = kernel or entry_label(entry, 0)
+    try:
+        return KernelSpec.model_validate(entry, context={"toml": toml})
+    except ValidationError as e:
+        return _problems(e, path, kernel)
+
+
+def validate_kernel(kernel, path=None) -> None:
+    """Check a Kernel object registered from Python; KernelConfigError with every problem if it is malformed."""
+    from .registry import Domain, Tile
+    entry, problems = {}, []
+    label = kernel.name if isinstance(kernel.name, str) and kernel.name else "#1"
+    for name in KernelSpec.model_fields:
+        value = getattr(kernel, name)
+        if name in ("tile", "domain"):
+            cls = Tile if name == "tile" else Domain
+            if not isinstance(value, cls):
+                problems.append(Problem(path, label, name, f"must be a lowp.kernels.{cls.__name__}, got {_show(value)}"))
+                continue
+            value = dataclasses.asdict(value)
+        entry[name] = _plain(value)
+    result = validate_entry(entry, path=path, kernel=label)
+    problems += [] if isinstance(result, KernelSpec) else result
+    if problems:
+        raise KernelConfigError(problems)
+
+
+def specs_from_toml(path: str | Path) -> list[KernelSpec]:
+    """The validated entries of a kernels TOML file ([[kernel]] tables), paths resolved against the file's folder;
+    KernelConfigError with every problem of the file if anything is wrong."""
+    import tomllib
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise KernelConfigError(Problem(path, None, None, f"cannot read the kernels file: {e.strerror or e}")) from None
+    except tomllib.TOMLDecodeError as e:
+        raise KernelConfigError(Problem(path, None, None, f"not valid TOML: {e}")) from None
+    problems = [Problem(path, None, key, _unknown("top-level key", key, did_you_mean(key, ["kernel"]),
+                                                  "kernel (a kernels file holds [[kernel]] tables only)"))
+                for key in data if key != "kernel"]
+    entries = data.get("kernel", [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        problems.append(Problem(path, None, "kernel", "write each kernel as a [[kernel]] table (an array of tables)"))
+        entries = []
+    elif not entries and not problems:
+        problems.append(Problem(path, None, None, "no [[kernel]] tables: the file declares no kernel"))
+    specs, seen = [], {}
+    base = path.resolve().parent
+    for index, entry in enumerate(entries):
+        label = entry_label(entry, index)
+        result = validate_entry(resolve_paths(entry, base), path=path, kernel=label, toml=True)
+        if isinstance(result, list):
+            problems += result
+            continue
+        if result.name in seen:
+            problems.append(Problem(path, label, "name", f"two entries are named {result.name!r} "
+                                                         f"(#{seen[result.name] + 1} and #{index + 1})"))
+        seen[result.name] = index
+        specs.append(result)
+    if problems:
+        raise KernelConfigError(problems)
+    return specs
+
+
+def _plain(value):
+    """numpy integer scalars as ints (np.int64(4) is a fine tile size from Python; the schema's ints are strict
+    so that True or 4.0 are not), inside tuples, lists and dicts too."""
+    import numpy as np
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(map(_plain, value))
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def resolve_paths(entry: dict, base: Path) -> dict:
+    """A TOML entry with `source`, `depends` and the path arguments of include options in `cflags` made absolute
+    relative to `base` (the TOML file's folder). Values of the wrong type are left for the schema to report."""
+    entry = dict(entry)
+    if isinstance(entry.get("source"), str):
+        entry["source"] = _absolute(entry["source"], base)
+    if isinstance(entry.get("depends"), list):
+        entry["depends"] = [_absolute(p, base) if isinstance(p, str) else p for p in entry["depends"]]
+    if isinstance(entry.get("cflags"), list) and all(isinstance(f, str) for f in entry["cflags"]):
+        entry["cflags"] = resolve_cflags(entry["cflags"], base)
+    return entry
+
+
+def _absolute(path: str, base: Path) -> Path:
+    return (base / Path(path).expanduser()).resolve()
+
+
+def resolve_cflags(cflags, base: Path) -> list[str]:
+    """-I dir, -Idir, -isystem dir, -iquote dir, -idirafter dir, -include file and -imacros file with relative
+    paths made absolute against `base`. Sysroot-relative paths ('=dir', '$SYSROOT/dir') stay as they are."""
+    out, expect_path = [], False
+    for flag in cflags:
+        if expect_path:
+            out.append(_include_path(flag, base))
+            expect_path = False
+            continue
+        option = next((o for o in INCLUDE_OPTIONS if flag.startswith(o)), None)
+        if option is None:
+            out.append(flag)
+        elif flag == option:
+            out.append(flag)
+            expect_path = True
+        elif flag[len(option):].startswith("-"):          # another option sharing the prefix (-include-pch)
+            out.append(flag)
+        else:
+            out.append(option + _include_path(flag[len(option):], base))
+    return out
+
+
+def _include_path(value: str, base: Path) -> str:
+    if value.startswith(("=", "$SYSROOT")) or Path(value).is_absolute():
+        return value
+    return str(_absolute(value, base))
+
+
+__all__ = ["BUFFERS", "KernelConfigError", "KernelSpec", "OPERAND_TYPES", "Problem", "import_model", "resolve_cflags",
+           "resolve_paths", "specs_from_toml", "validate_entry", "validate_kernel"]
