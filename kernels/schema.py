@@ -268,14 +268,14 @@ def _message(error: dict) -> str:
         model = _SUBMODELS.get(loc[0], KernelSpec) if len(loc) > 1 else KernelSpec
         accepted = list(model.model_fields)
         return _unknown("key", loc[-1], did_you_mean(str(loc[-1]), accepted), ", ".join(accepted))
-    if kind == "missing":
-        return "missing (required)"
+    if kind == "missing":                   # a key, or an item of a fixed-size tuple (the domain's [lo, hi])
+        return "missing: a domain bound is [lo, hi], two ints" if isinstance(loc[-1], int) else "missing (required)"
     if kind == "literal_error":
         choices = _CHOICES.get(loc[0], ())
         return _unknown(_KIND.get(loc[0], "value"), value, did_you_mean(str(value), choices), ", ".join(choices))
     if kind == "string_pattern_mismatch":
         rule = {"name": "letters, digits and _ . + - (no ':' or blanks)",
-                "symbol": "a C identifier", "params": "C identifiers"}.get(loc[0], "one word, no blanks")
+                "symbol": "a C identifier", "params": "a C identifier"}.get(loc[0], "one word, no blanks")
         return f"{_show(value)} is not a valid {loc[0]} entry: {rule}"
     if error["type"] in ("unknown_feature", "unknown_signature", "file_not_found", "bad_domain", "not_callable",
                          "bad_model"):
@@ -347,15 +347,15 @@ def specs_from_toml(path: str | Path) -> list[KernelSpec]:
     base = path.resolve().parent
     for index, entry in enumerate(entries):
         label = entry_label(entry, index)
+        if label in seen:
+            problems.append(Problem(path, label, "name", f"entries #{seen[label] + 1} and #{index + 1} have "
+                                                         "the same name"))
+        seen.setdefault(label, index)
         result = validate_entry(resolve_paths(entry, base), path=path, kernel=label, toml=True)
         if isinstance(result, list):
             problems += result
-            continue
-        if result.name in seen:
-            problems.append(Problem(path, label, "name", f"two entries are named {result.name!r} "
-                                                         f"(#{seen[result.name] + 1} and #{index + 1})"))
-        seen[result.name] = index
-        specs.append(result)
+        else:
+            specs.append(result)
     if problems:
         raise KernelConfigError(problems)
     return specs
