@@ -17,9 +17,9 @@ def contract_problem(kernel: Kernel) -> Problem | None:
     if kernel.contract in CONTRACTS:
         return None
     names = did_you_mean(str(kernel.contract), CONTRACTS)
-    hint = f"; did you mean {' or '.join(map(repr, names))}? A" if names else "; a"
+    hint = f"; did you mean {' or '.join(map(repr, names))}? Accepted: " if names else "; accepted: "
     return Problem(origin(kernel.name), kernel.name, "contract",
-                   f"unknown contract {kernel.contract!r}{hint}ccepted: {', '.join(CONTRACTS)}")
+                   f"unknown contract {kernel.contract!r}{hint}{', '.join(CONTRACTS)}")
 
 
 def validate_kernels(kernels) -> None:

@@ -21,7 +21,7 @@ from pydantic_core import PydanticCustomError
 
 from lowp.isa_models.lanes import DTYPES
 
-from .features import TARGETS, known_features, suggest_feature, did_you_mean
+from .features import TARGETS, did_you_mean, known_features, suggest_feature
 
 # Operand types a GEMM kernel can take: the 8- and 16-bit lane types (wider ones overflow an int32 C at once).
 OPERAND_TYPES = tuple(name for name, dtype in DTYPES.items() if dtype.itemsize <= 2)
@@ -60,6 +60,9 @@ class KernelConfigError(ValueError):
         head = f"{len(lines)} problems in the kernel configuration:\n  " if len(lines) > 1 else ""
         super().__init__(head + "\n  ".join(lines))
 
+    def __reduce__(self):                  # picklable (child processes hand errors back): rebuild from problems
+        return type(self), (self.problems,)
+
 
 def _custom(kind: str, message: str) -> PydanticCustomError:
     # The message goes through the context: a literal template would read its braces as placeholders.
@@ -72,7 +75,8 @@ def _suggestion(names: list[str]) -> str:
 
 def _unknown(what: str, value, suggestions: list[str], accepted: str) -> str:
     """'unknown <what> <value>; did you mean ...? Accepted: ...' (the accepted values after the suggestion)."""
-    return f"unknown {what} {_show(value)}{_suggestion(suggestions)}{' A' if suggestions else '; a'}ccepted: {accepted}"
+    then = " Accepted: " if suggestions else "; accepted: "
+    return f"unknown {what} {_show(value)}{_suggestion(suggestions)}{then}{accepted}"
 
 
 # ---- the schema -----------------------------------------------------------------------------------------------

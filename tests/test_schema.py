@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 import platform
 import struct
 from pathlib import Path
@@ -153,6 +154,8 @@ def test_every_problem_of_a_file_is_reported_at_once(tmp_path):
     assert got == {("schema_test_k", "features"), ("schema_test_k", "tile.spil"), ("schema_test_k2", "target"),
                    ("schema_test_k2", "source"), ("schema_test_k", "name")}      # the third entry reuses the name
     assert str(info.value).startswith("5 problems")
+    again = pickle.loads(pickle.dumps(info.value))               # as a child process hands it back
+    assert again.problems == info.value.problems and str(again) == str(info.value)
     assert "schema_test_k" not in _KERNELS and "schema_test_k2" not in _KERNELS
 
 
