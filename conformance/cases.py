@@ -1,6 +1,8 @@
 """Conformance cases: shapes from each kernel's tiles (as XNNPACK's tester) and from the seeds' grids, values
-from four classes, every case reproducible from its id; and the hypothesis strategy that searches for, and
-shrinks, counterexamples."""
+from four classes, every case reproducible from its id; the depth ladder derived from the checked domain (the
+depths at which an int16 lane, a uint16 lane, a saturating int16 pair sum, an int16 column sum and an int32
+accumulator would overflow, the depths where common blockings switch, the vector-width edges), with every element
+at one end of its range; and the hypothesis strategy that searches for, and shrinks, counterexamples."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -12,6 +14,15 @@ from hypothesis.extra import numpy as hnp
 from lowp.kernels.cases import edge_shapes
 
 VALUE_CLASSES = ("uniform", "extremes", "realistic", "adversarial")
+# Every element at one end of its range: "ends-lh" is A all at its low end, B all at its high end.
+END_CLASSES = tuple(f"ends-{a}{b}" for a in "lh" for b in "lh")
+# Depths where common GEMM blockings switch (K blocks of 256 .. 4096) and where vectors of 16 .. 128 bytes end.
+BLOCKING_KS = (256, 384, 512, 768, 1024, 4096)
+VECTOR_KS = (16, 32, 64, 128)
+# The deepest ladder case: past int32 overflow for u8 x s8 products (65794), cheap natively and in Unicorn at 1x1.
+MAX_LADDER_K = 1 << 17
+FULL_TILE_MACS = 1 << 21      # deeper ladder steps run at 1x1 only
+DEEP_K = 8192                 # deeper ladder steps: only the two sign extremes, at the overflow depth itself
 SEED_GRID = [(h, w, d) for h, w, d in ((72, 24, 128), (120, 48, 256), (240, 72, 384), (360, 96, 512))]
 
 
@@ -66,6 +77,8 @@ def _values(rng, cls: str, lo_hi: tuple[int, int], shape, dtype, role: str):
         else:
             x = (lo + hi) / 2 + rng.normal(0, span / 8, size=shape)
         x = np.clip(np.rint(x), lo, hi)
+    elif cls.startswith("ends-") and len(cls) == 7:
+        x = np.full(shape, lo if cls[5 if role == "A" else 6] == "l" else hi)
     elif cls == "adversarial":
         # Drive every pair sum and accumulator to its limit: A at its largest magnitude, B at the matching sign.
         big_a = hi if abs(hi) >= abs(lo) else lo
@@ -83,12 +96,72 @@ def operands(case: Case, kernel) -> tuple[np.ndarray, np.ndarray]:
             _values(rng, case.values, rb, (case.k, case.n), kernel.b_dtype, "B"))
 
 
+def overflow_depths(a: tuple[int, int], b: tuple[int, int]) -> dict[str, int]:
+    """The first depth at which a sum of products (or of one operand's values) drawn from these ranges, every term
+    at its extreme, leaves each accumulator type a kernel might keep it in (lowp bounds' arithmetic:
+    conformance/bounds.py). A kernel exact on the domain survives them all; one with a narrower accumulator than it
+    admits fails at the first it cannot hold."""
+    from .bounds import capacity, product_range
+    p = product_range(a, b)
+    out = {"int16 lane": capacity(p, "s16") + 1, "int32 accumulator": capacity(p, "s32") + 1}
+    if p[0] >= 0:
+        out["uint16 lane"] = capacity(p, "u16") + 1
+    if capacity(p, "s16") < 2:
+        out["int16 pair sum"] = 2
+    for name, r in (("int16 column sums of B", b), ("int16 row sums of A", a)):
+        if r != (0, 0):
+            out[name] = capacity(r, "s16") + 1
+    return {what: k for what, k in out.items() if 1 <= k <= MAX_LADDER_K}
+
+
+def ladder_ks(kernel, domain: str) -> list[int]:
+    """Every depth the ladder visits: each overflow depth and its neighbours, the blocking switches +-1, the
+    vector-width edges +-1, whatever tile the kernel declares."""
+    ks = set()
+    for k in overflow_depths(*ranges(kernel, domain)).values():
+        ks |= {k - 1, k, k + 1}
+    for k in BLOCKING_KS + VECTOR_KS:
+        ks |= {k - 1, k, k + 1}
+    return sorted(k for k in ks if 1 <= k <= MAX_LADDER_K)
+
+
+def _ladder_shapes(kernel, domain: str) -> list[tuple[tuple[int, int, int], str]]:
+    """(shape, value class) of the ladder: all-ends operands at each overflow depth and its neighbours (1x1, and a
+    full tile at the depth itself), uniform and extreme values at the blocking and vector-width edges on a full
+    tile, and 2*mr - 1 by 2*nr - 1 remainders."""
+    mr, nr = kernel.tile.mr, kernel.tile.nr
+    a, b = ranges(kernel, domain)
+    out = []
+    for k in sorted(set(overflow_depths(a, b).values())):
+        if k > DEEP_K:    # past the deep limit: only the two sign extremes, at 1x1 and the depth itself
+            out += [((1, 1, k), cls) for cls in _sign_extremes(a, b)]
+            continue
+        for kk in (k - 1, k, k + 1):
+            out += [((1, 1, kk), cls) for cls in END_CLASSES if kk >= 1]
+        if mr * nr * k <= FULL_TILE_MACS:
+            out += [((mr, nr, k), cls) for cls in END_CLASSES]
+    for base in BLOCKING_KS + VECTOR_KS:
+        for k in (base - 1, base, base + 1):
+            out += [((mr, nr, k), "uniform"), ((1, 1, k), "extremes")]
+    for k in (1, 2 * kernel.tile.kr - 1, 17):
+        out.append(((2 * mr - 1, 2 * nr - 1, k), "uniform"))
+    return out
+
+
+def _sign_extremes(a, b) -> list[str]:
+    """The END_CLASSES whose products are the largest positive and the most negative."""
+    prods = {f"ends-{x}{y}": (a[0] if x == "l" else a[1]) * (b[0] if y == "l" else b[1]) for x in "lh" for y in "lh"}
+    return sorted({max(prods, key=prods.get), min(prods, key=prods.get)})
+
+
 def cases_for(kernel, check: str, domain: str, *, grid: bool = True, seed: int = 0) -> list[Case]:
     shapes = list(edge_shapes(kernel)) + (SEED_GRID[:2] if grid else [])
     out = []
     for i, (m, n, k) in enumerate(shapes):
         for values in VALUE_CLASSES:
             out.append(Case(kernel.name, check, domain, m, n, k, values, seed * 100003 + i * 7 + VALUE_CLASSES.index(values)))
+    for i, ((m, n, k), values) in enumerate(_ladder_shapes(kernel, domain)):
+        out.append(Case(kernel.name, check, domain, m, n, k, values, seed * 100003 + 50000 + i))
     return out
 
 
@@ -100,15 +173,30 @@ def problems(kernel, domain: str, max_m: int | None = None, max_n: int | None = 
     max_m = max_m or 2 * kernel.tile.mr + 1
     max_n = max_n or 2 * kernel.tile.nr + 1
     max_k = max_k or max(4 * kernel.tile.kr + 3, kernel.tile.spill + 3 if kernel.tile.spill else 0, 40)
+    # The search reaches the ladder's depths too (small shapes there: a deep case costs m * n * k).
+    deep = [k for k in ladder_ks(kernel, domain) if k > max_k and k <= 8192]
+
+    def ends(lo, hi):
+        return ([0] if lo <= 0 <= hi else []) + [lo, hi]      # hypothesis shrinks towards the first
 
     def elements(lo, hi):
-        ends = ([0] if lo <= 0 <= hi else []) + [lo, hi]      # hypothesis shrinks towards the first
-        return st.one_of(st.sampled_from(ends), st.integers(lo, hi))
+        return st.one_of(st.sampled_from(ends(lo, hi)), st.integers(lo, hi))
+
+    def array(dtype, shape, lo, hi, sparse):
+        if not sparse:
+            return hnp.arrays(dtype, shape, elements=elements(lo, hi))
+        # Deep operands: one fill value (an end of the range, often) with a few drawn elements, as an adversary
+        # that drives every product to its extreme would choose them.
+        return hnp.arrays(dtype, shape, elements=elements(lo, hi), fill=st.sampled_from(ends(lo, hi)))
 
     @st.composite
     def build(draw):
-        m, n, k = draw(st.integers(1, max_m)), draw(st.integers(1, max_n)), draw(st.integers(1, max_k))
-        A = draw(hnp.arrays(kernel.a_dtype, (m, k), elements=elements(alo, ahi)))
-        B = draw(hnp.arrays(kernel.b_dtype, (k, n), elements=elements(blo, bhi)))
+        if deep and draw(st.integers(0, 3)) == 0:
+            m, n, k = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.sampled_from(deep))
+        else:
+            m, n, k = draw(st.integers(1, max_m)), draw(st.integers(1, max_n)), draw(st.integers(1, max_k))
+        sparse = m * n * k > 4096
+        A = draw(array(kernel.a_dtype, (m, k), alo, ahi, sparse))
+        B = draw(array(kernel.b_dtype, (k, n), blo, bhi, sparse))
         return A, B
     return build()

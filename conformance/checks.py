@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
+from random import Random
 from typing import Callable
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, find, settings
-from hypothesis.errors import NoSuchExample
+from hypothesis.errors import Flaky, NoSuchExample
 
+from lowp.emulator.errors import BudgetExceeded, EmulatorError
 from lowp.kernels import executor, kernel as get_kernel
+from lowp.kernels.executors import poison
 
 from .cases import Case, cases_for, operands, problems
 from .contracts import contract
@@ -51,8 +54,65 @@ def _is_full(k) -> bool:
     return k.domain.a == (ia.min, ia.max) and k.domain.b == (ib.min, ib.max)
 
 
-def verdict_of(check: Check, kern, A, B, C) -> tuple[bool, str | None, np.ndarray]:
-    """(ok, matched variant, expected) for one executed case."""
+SEARCH_SEED = 7     # the poison seed of the hypothesis search's calls (one seed: its replays must see the same)
+SHRINK_TRIES = 3000
+
+
+@dataclass
+class Outcome:
+    """What one call did: the C it returned, or the fault (an emulator exception, from either executor)."""
+    C: np.ndarray | None = None
+    fault: Exception | None = None
+
+    def same_as(self, other: "Outcome") -> bool:
+        if self.fault is not None or other.fault is not None:
+            return type(self.fault) is type(other.fault) and str(self.fault) == str(other.fault)
+        return np.array_equal(self.C, other.C)
+
+    def describe(self) -> str:
+        if self.fault is not None:
+            return f"{type(self.fault).__name__}: {self.fault}"
+        return f"C = {_short(self.C)}"
+
+
+@dataclass
+class Call:
+    A: np.ndarray
+    B: np.ndarray
+    seed: int
+    case: str | None = None
+
+
+@dataclass
+class Failure:
+    call: Call
+    outcome: Outcome
+    previous: Call | None      # the call the executor ran just before this one (None: this was its first)
+
+
+class Recorder:
+    """An executor that remembers the call it ran last, so a failure can name the call before it."""
+
+    def __init__(self, ex):
+        self.ex, self.last = ex, None
+
+    def run(self, call: Call, work_seed: int | None = None) -> Outcome:
+        try:
+            out = Outcome(self.ex.run(call.A, call.B, seed=call.seed, work_seed=work_seed))
+        except EmulatorError as e:
+            out = Outcome(fault=e)
+        self.last = call
+        return out
+
+
+def reference(check: Check, kern, A, B) -> np.ndarray:
+    return kern.predict(A, B) if check.check == "model" else contract(check.check).reference(A, B)
+
+
+def verdict_of(check: Check, kern, A, B, C) -> tuple[bool, str | None, np.ndarray | None]:
+    """(ok, matched variant, expected) for one executed case; C None is a fault."""
+    if C is None:
+        return False, "fault", None
     if check.check == "model":
         expected = kern.predict(A, B)
         ok = np.array_equal(C, expected)
@@ -61,128 +121,347 @@ def verdict_of(check: Check, kern, A, B, C) -> tuple[bool, str | None, np.ndarra
     return j.ok, j.matched, j.expected
 
 
-def counterexample(check: Check, kern, A, B, C, case_id: str) -> dict:
-    ok, matched, expected = verdict_of(check, kern, A, B, C)
-    diff = np.argwhere(C != expected)
-    first = [int(x) for x in diff[0]] if len(diff) else None
-    return {"case": case_id, "shape": [int(A.shape[0]), int(B.shape[1]), int(A.shape[1])],
-            "nonzero": int(np.count_nonzero(A) + np.count_nonzero(B)), "A": A.tolist(), "B": B.tolist(),
-            "actual": C.tolist(), "expected": expected.tolist(), "first_diff": first,
-            "actual_at_first": int(C[tuple(first)]) if first else None,
-            "expected_at_first": int(expected[tuple(first)]) if first else None, "matched": matched}
+def _judge(check, kern, call: Call, out: Outcome) -> tuple[bool, str | None]:
+    ok, matched, _ = verdict_of(check, kern, call.A, call.B, out.C)
+    return ok, matched
+
+
+def diagnose(check: Check, kern, rec: Recorder, failure: Failure) -> tuple[str, str]:
+    """(kind, cause): why the case failed, in the words a kernel author acts on. Faults name themselves; a wrong C
+    is examined for poison left in it or added to it, re-run to tell a non-deterministic kernel, re-run with other
+    initial contents of C and of the workspace, and re-run on a fresh copy of the kernel (new static state) to tell
+    one that depends on earlier calls; what remains is a wrong value, named by the variant families it matches."""
+    call, out = failure.call, failure.outcome
+    if out.fault is not None:
+        return "fault", f"{type(out.fault).__name__}: {out.fault}"
+    C = out.C
+    expected = reference(check, kern, call.A, call.B)
+    poisoned = poison(C.shape, np.int32, call.seed)
+    wrong = C != expected
+    unwritten = wrong & (C == poisoned)
+    if unwritten.any():
+        first = [int(x) for x in np.argwhere(unwritten)[0]]
+        return "unwritten", (f"{int(unwritten.sum())} of {C.size} elements of C never written (they still hold the "
+                             f"poison C was filled with before the call), the first at {first}")
+    added = _wrap32(C.astype(np.int64) - expected.astype(np.int64) - poisoned.astype(np.int64))
+    if wrong.any() and not added[wrong].any():
+        return "poison-C", ("accumulates into C: C = (C before the call) + A*B, the kernel reads C before writing it "
+                            "(lowp fills C with poison, not zeros)")
+    again = rec.run(call)
+    if not again.same_as(out):
+        return "nondeterministic", (f"non-deterministic: two identical calls gave different results: "
+                                    f"{out.describe()}, then {again.describe()}")
+    findings = []
+    if not rec.run(Call(call.A, call.B, call.seed + 7777), work_seed=call.seed + 1).same_as(out):
+        findings.append(("poison-C", "reads C before writing it: the result changes with C's contents before the call"))
+    if not rec.run(call, work_seed=call.seed + 7777).same_as(out):
+        findings.append(("poison-work", "reads workspace it did not write: the result changes with the workspace's "
+                                        "contents before the call"))
+    fresh = Recorder(rec.ex.with_fresh_state()).run(call)
+    if not fresh.same_as(out):
+        before = (f"after the call before it ({_shape(failure.previous)}{', case ' + failure.previous.case if failure.previous.case else ''})"
+                  if failure.previous else "after earlier calls")
+        right = " (right)" if fresh.fault is None and np.array_equal(fresh.C, expected) else ""
+        findings.append(("state", f"depends on earlier calls: on a fresh copy of the kernel it gives "
+                                  f"{fresh.describe()}{right}; {before} it gives {out.describe()}"))
+    if findings:
+        return findings[0][0], "; ".join(text for _, text in findings)
+    return "value", "wrong value" + _variants(check, kern, call, C)
+
+
+def _variants(check, kern, call: Call, C) -> str:
+    names = []
+    if check.check != "model":
+        matched = contract(check.check).judge(C, call.A, call.B).matched
+        names += [matched] if matched else []
+    try:
+        from .variants import identify
+        names += [n for n in identify(C, call.A, call.B, a_type=kern.a_type, b_type=kern.b_type,
+                                      poison=poison(C.shape, np.int32, call.seed)) if n not in names]
+    except ImportError:      # pragma: no cover - variants.py arrives with the known-variant families
+        pass
+    if not names and check.check == "model":
+        matched = contract("exact").judge(C, call.A, call.B).matched
+        names += [matched] if matched else []
+    return f": the result matches {', '.join(names)}" if names else " (no known variant)"
+
+
+def _shape(call: Call) -> str:
+    return f"{call.A.shape[0]}x{call.B.shape[1]}x{call.A.shape[1]}"
+
+
+def _short(C) -> str:
+    text = np.array2string(np.asarray(C), threshold=12, edgeitems=2).replace("\n", "")
+    return text if len(text) < 160 else text[:157] + "..."
+
+
+def _wrap32(x):
+    return ((x + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int64)
+
+
+def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure):
+    """The predicate a shrink keeps true: the same kind of failure as the one found. A fault must stay the same
+    fault (class, buffer, access) so shrinking does not drift to another bug; a failure that depends on earlier
+    calls is replayed on a fresh copy of the kernel after the same earlier call."""
+    fault = failure.outcome.fault
+
+    def same_fault(out: Outcome) -> bool:
+        return out.fault is not None and type(out.fault) is type(fault) and \
+            getattr(out.fault, "buffer", None) == getattr(fault, "buffer", None) and \
+            getattr(out.fault, "access", None) == getattr(fault, "access", None)
+
+    def fails(A, B) -> bool:
+        call = Call(A, B, failure.call.seed)
+        if kind == "fault":
+            return same_fault(rec.run(call))
+        if kind == "state":
+            fresh = Recorder(rec.ex.with_fresh_state())
+            if failure.previous is not None:
+                fresh.run(failure.previous)
+            out = fresh.run(call)
+        else:
+            out = rec.run(call)
+        return not _judge(check, kern, call, out)[0]
+    return fails
+
+
+def counterexample(check: Check, kern, failure: Failure, kind: str, cause: str) -> dict:
+    call, out = failure.call, failure.outcome
+    A, B, C = call.A, call.B, out.C
+    expected = reference(check, kern, A, B)
+    first = None
+    if C is not None:
+        diff = np.argwhere(C != expected)
+        first = [int(x) for x in diff[0]] if len(diff) else None
+    cx = {"case": call.case, "shape": [int(A.shape[0]), int(B.shape[1]), int(A.shape[1])], "seed": call.seed,
+          "nonzero": int(np.count_nonzero(A) + np.count_nonzero(B)), "A": A.tolist(), "B": B.tolist(),
+          "actual": None if C is None else C.tolist(), "expected": expected.tolist(), "first_diff": first,
+          "actual_at_first": int(C[tuple(first)]) if first else None,
+          "expected_at_first": int(expected[tuple(first)]) if first else None,
+          "matched": "fault" if C is None else verdict_of(check, kern, A, B, C)[1], "kind": kind, "cause": cause,
+          "fault": None if out.fault is None else f"{type(out.fault).__name__}: {out.fault}", "previous": None}
+    if kind == "state" and failure.previous is not None:
+        p = failure.previous
+        cx["previous"] = {"A": p.A.tolist(), "B": p.B.tolist(), "seed": p.seed, "case": p.case,
+                          "shape": [int(p.A.shape[0]), int(p.B.shape[1]), int(p.A.shape[1])]}
+    return cx
+
+
+def claimed_path(kern, ex) -> tuple[bool, str]:
+    """Which instructions carried the kernel: those present in its compiled code (native, capstone over the symbol
+    and what it calls) or executed in one representative case (emulated, per-mnemonic counts); and whether any of
+    the kernel's `requires` is among them."""
+    from lowp.kernels.disasm import native_instructions, requires_met
+    if ex.backend == "native":
+        ex._lib                                # loaded: its path is known
+        seen, verb = native_instructions(ex.library_path, kern.symbol), "present"
+    else:
+        t = kern.tile
+        A = np.ones((t.mr, 4 * t.kr + 1), kern.a_dtype)
+        B = np.ones((4 * t.kr + 1, t.nr), kern.b_dtype)
+        ex.run(A, B, mnemonics=True)
+        seen, verb = ex.last.mnemonics or {}, "executed"
+    if kern.requires:
+        return requires_met(seen, kern.requires, verb)
+    return True, requires_met(seen, ARITHMETIC, verb)[1]
+
+
+# What the path column shows when a kernel requires nothing: its multiply, dot-product and widening instructions.
+ARITHMETIC = ("*mul*", "*madd*", "*dpb*", "*dpw*", "*dot*", "*mla*", "*mlal*", "*mmla*", "*adalp*", "*addw*",
+              "pmadd*", "vpmadd*")
 
 
 def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150, seed: int = 0,
-              grid: bool = True) -> dict:
+              grid: bool = True, budget: float | None = 10.0) -> dict:
     """Execute one check and return its row (also emitted)."""
     kern = get_kernel(check.kernel)
     ex = executor(kern)
-    row = {"event": "row", **asdict(check), "id": check.id, "backend": ex.backend, "target": kern.target,
-           "contract_claimed": kern.contract, "cases": 0, "executed": 0, "failed": 0, "matched": {},
-           "verdict": "NOT RUN", "reason": "", "counterexample": None, "seconds": 0.0}
-    reason = ex.unavailable()
+    if ex.backend == "native":
+        ex.budget = budget
     cases = cases_for(kern, check.check, check.domain, grid=grid, seed=seed)
-    row["cases"] = len(cases) + examples
+    row = {"event": "row", **asdict(check), "id": check.id, "backend": ex.backend, "target": kern.target,
+           "contract_claimed": kern.contract, "cases": len(cases) + examples, "executed": 0, "failed": 0,
+           "matched": {}, "verdict": "NOT RUN", "reason": "", "cause": None, "path": None, "counterexample": None,
+           "seconds": 0.0}
+    reason = ex.unavailable()
     if reason:
         row.update(verdict="SKIPPED", reason=reason)
         emit(row)
         return row
+    emit({"event": "plan", "check": check.id, "cases": row["cases"]})
     start = time.perf_counter()
-    first_fail = None
+    path_ok, row["path"] = claimed_path(kern, ex)
+    rec = Recorder(ex)
+    first = None
     for case in cases:
         emit({"event": "start", "check": check.id, "case": case.id})
         A, B = operands(case, kern)
-        C = ex.run(A, B)
-        ok, matched, _ = verdict_of(check, kern, A, B, C)
+        call, previous = Call(A, B, case.seed, case.id), rec.last
+        out = rec.run(call)
+        ok, matched = _judge(check, kern, call, out)
         row["executed"] += 1
         row["matched"][matched or "none"] = row["matched"].get(matched or "none", 0) + 1
         if not ok:
             row["failed"] += 1
-            first_fail = first_fail or (A, B, C, case.id)
+            first = first or Failure(call, out, previous)
         emit({"event": "case", "check": check.id, "case": case.id, "ok": ok, "matched": matched})
-    found, searched = search(check, kern, ex, examples, seed)
+        if isinstance(out.fault, BudgetExceeded):
+            break            # a kernel that runs away costs the budget on every case: one is proof enough
+    hung = first is not None and isinstance(first.outcome.fault, BudgetExceeded)
+    found, searched = search(check, kern, rec, examples, seed) if not hung else (None, 0)
     row["executed"] += searched
-    row["cases"] = len(cases) + searched      # the search ran this many (it stops shrinking when it is done)
+    row["cases"] = len(cases) + searched      # the search ran this many (it stops when it has found and shrunk)
     if found is not None:
         row["failed"] += 1
-    if found is None and first_fail is not None:
-        found = first_fail[0], first_fail[1], first_fail[3]
-    if found is not None:   # hypothesis shrinks within its budget; a greedy pass finishes the job
-        A, B = shrink(check, kern, ex, found[0].copy(), found[1].copy())
-        case_id = found[2]
-        row["counterexample"] = counterexample(check, kern, A, B, ex.run(A, B), case_id)
-    row["verdict"] = "FAIL" if row["failed"] else "PASS"
+    failure = found or first
+    if failure is not None:
+        kind, cause = diagnose(check, kern, rec, failure)
+        if kind != "nondeterministic" and not hung:     # shrinking a runaway loop costs the budget per try
+            A, B = shrink(still_fails(check, kern, rec, kind, failure), failure.call.A.copy(), failure.call.B.copy())
+            call = Call(A, B, failure.call.seed, failure.call.case)
+            fresh = Recorder(ex.with_fresh_state()) if kind == "state" else rec
+            if kind == "state" and failure.previous is not None:
+                fresh.run(failure.previous)
+            failure = Failure(call, fresh.run(call), failure.previous)
+        row["cause"] = cause
+        row["counterexample"] = counterexample(check, kern, failure, kind, cause)
+    if not path_ok and check.claimed:
+        row["cause"] = "; ".join(filter(None, [row["cause"], "the claimed path never ran: " + row["path"]]))
+    row["verdict"] = "FAIL" if row["failed"] or (not path_ok and check.claimed) else "PASS"
     row["seconds"] = round(time.perf_counter() - start, 3)
     emit(row)
     return row
 
 
-def search(check: Check, kern, ex, examples: int, seed: int):
-    """hypothesis.find: the smallest (A, B) the check fails on, within `examples` tries; (found, tried)."""
-    tried = [0]
+def search(check: Check, kern, rec: Recorder, examples: int, seed: int):
+    """hypothesis.find: the smallest (A, B) the check fails on, within `examples` tries; (Failure or None, tried).
+    Its random source is seeded by the check and the seed, so kernels of one tile see different shapes. A kernel
+    whose result depends on earlier calls makes hypothesis's replays disagree (Flaky): then the first failing
+    example, with the call before it, is the failure; hypothesis's own error never reaches the row."""
+    tried, failures = [0], []
 
     def fails(problem):
         tried[0] += 1
         A, B = problem
-        return not verdict_of(check, kern, A, B, ex.run(A, B))[0]
+        call, previous = Call(A, B, SEARCH_SEED, f"{check.id}:search:{seed}"), rec.last
+        out = rec.run(call)
+        bad = not _judge(check, kern, call, out)[0]
+        if bad and not failures:
+            failures.append(Failure(Call(A.copy(), B.copy(), SEARCH_SEED, call.case), out, previous))
+        return bad
     try:
         A, B = find(problems(kern, check.domain), fails,
-                    settings=settings(max_examples=examples, database=None, deadline=None, derandomize=True,
+                    settings=settings(max_examples=examples, database=None, deadline=None, derandomize=False,
                                       suppress_health_check=list(HealthCheck),
-                                      phases=[Phase.generate, Phase.shrink]))
+                                      phases=[Phase.generate, Phase.shrink]),
+                    random=Random(f"{check.id}:{seed}"))
     except NoSuchExample:
         return None, tried[0]
-    return (A, B, f"{check.id}:search:{seed}"), tried[0]
+    except Flaky:
+        return failures[0] if failures else None, tried[0]
+    call = Call(A, B, SEARCH_SEED, f"{check.id}:search:{seed}")
+    previous = rec.last
+    return Failure(call, rec.run(call), previous), tried[0]
 
 
-def shrink(check: Check, kern, ex, A, B):
-    """Greedy shrinking of a failing case hypothesis did not find: drop rows, columns and depth, then zero
-    elements, keeping the failure."""
-    def fails(A, B):
-        return A.size and B.size and not verdict_of(check, kern, A, B, ex.run(A, B))[0]
+def shrink(fails, A, B, tries: int = SHRINK_TRIES):
+    """Greedy shrinking after hypothesis (or of a generated case it did not find): delete rows, columns and depth in
+    halving chunks (so a failure that needs K % 32 == 31 survives deleting 32 at a time), then zero elements in
+    halving chunks, until nothing more can go or `tries` calls are spent: the fewest rows, columns, depth and
+    nonzero elements that still fail."""
+    budget = [tries]
+
+    def attempt(A2, B2) -> bool:
+        if budget[0] <= 0 or not (A2.shape[0] and B2.shape[1] and A2.shape[1]):
+            return False
+        budget[0] -= 1
+        return bool(fails(A2, B2))
+
     changed = True
-    while changed:
+    while changed and budget[0] > 0:
         changed = False
-        for axis, size in ((0, A.shape[0]), (1, B.shape[1]), (2, A.shape[1])):
-            for i in reversed(range(size)):
-                if axis == 0:
-                    A2, B2 = np.delete(A, i, 0), B
-                elif axis == 1:
-                    A2, B2 = A, np.delete(B, i, 1)
-                else:
-                    A2, B2 = np.delete(A, i, 1), np.delete(B, i, 0)
-                if A2.shape[0] and B2.shape[1] and A2.shape[1] and fails(A2, B2):
-                    A, B, changed = A2, B2, True
-        for X in (A, B):
-            for idx in zip(*np.nonzero(X)):
-                old = X[idx]
-                X[idx] = 0
-                if fails(A, B):
-                    changed = True
-                else:
-                    X[idx] = old
+        for axis in (2, 0, 1):
+            A, B, moved = _delete_chunks(A, B, axis, attempt)
+            changed |= moved
+        for which in (0, 1):
+            A, B, moved = _zero_chunks(A, B, which, attempt)
+            changed |= moved
     return A, B
 
 
+def _chunks(size: int):
+    chunk = 1 << max(0, size.bit_length() - 1)
+    while chunk >= 1:
+        yield chunk
+        chunk //= 2
+
+
+def _delete_chunks(A, B, axis, attempt):
+    moved = False
+    size = (A.shape[0], B.shape[1], A.shape[1])[axis]
+    for chunk in _chunks(size):
+        start = size - chunk
+        while start >= 0:
+            idx = np.arange(start, min(start + chunk, size))
+            if axis == 0:
+                A2, B2 = np.delete(A, idx, 0), B
+            elif axis == 1:
+                A2, B2 = A, np.delete(B, idx, 1)
+            else:
+                A2, B2 = np.delete(A, idx, 1), np.delete(B, idx, 0)
+            if attempt(A2, B2):
+                A, B, moved = A2, B2, True
+                size -= len(idx)
+            start = min(start, size) - chunk
+    return A, B, moved
+
+
+def _zero_chunks(A, B, which, attempt):
+    moved = False
+    X = (A, B)[which]
+    for chunk in _chunks(int(np.count_nonzero(X))):
+        nonzero = np.flatnonzero(X)
+        for start in range(0, len(nonzero), chunk):
+            idx = nonzero[start:start + chunk]
+            X2 = X.copy()
+            X2.flat[idx] = 0
+            if attempt(*((X2, B) if which == 0 else (A, X2))):
+                X, moved = X2, True
+                A, B = (X, B) if which == 0 else (A, X)
+    return A, B, moved
+
+
 def replay(case_id: str, journal_rows: dict | None = None) -> dict:
-    """Re-run one case (by its id) or one stored counterexample (by its check id), in this process."""
+    """Re-run one case (by its id) or one stored counterexample (by its check id: with its poison seed, and after
+    the call before it on a fresh copy of the kernel where the failure depends on earlier calls), in this process."""
+    previous = None
     if journal_rows and case_id in journal_rows:
         row = journal_rows[case_id]
         cx = row["counterexample"]
         kern = get_kernel(row["kernel"])
-        A, B = np.array(cx["A"], kern.a_dtype).reshape(cx["shape"][0], cx["shape"][2]), \
-            np.array(cx["B"], kern.b_dtype).reshape(cx["shape"][2], cx["shape"][1])
+        call = _call_from(cx, kern)
+        previous = _call_from(cx["previous"], kern) if cx.get("previous") else None
         check = Check(row["kernel"], row["check"], row["domain"], row["claimed"])
     else:
         case = Case.from_id(case_id)
         kern = get_kernel(case.kernel)
         A, B = operands(case, kern)
+        call = Call(A, B, case.seed, case_id)
         check = Check(case.kernel, case.check, case.domain, True)
     ex = executor(kern)
     reason = ex.unavailable()
     if reason:
         return {"id": case_id, "verdict": "SKIPPED", "reason": reason}
-    C = ex.run(A, B)
-    cx = counterexample(check, kern, A, B, C, case_id)
-    ok = verdict_of(check, kern, A, B, C)[0]
-    return {"id": case_id, "verdict": "PASS" if ok else "FAIL", **cx}
+    rec = Recorder(ex)
+    if previous is not None:
+        rec.run(previous)
+    failure = Failure(call, rec.run(call), previous)
+    ok = _judge(check, kern, call, failure.outcome)[0]
+    kind, cause = ("", "") if ok else diagnose(check, kern, rec, failure)
+    return {"id": case_id, "verdict": "PASS" if ok else "FAIL", **counterexample(check, kern, failure, kind, cause)}
+
+
+def _call_from(cx: dict, kern) -> Call:
+    m, n, k = cx["shape"]
+    return Call(np.array(cx["A"], kern.a_dtype).reshape(m, k), np.array(cx["B"], kern.b_dtype).reshape(k, n),
+                cx.get("seed", 0), cx.get("case"))

@@ -149,6 +149,10 @@ class Contract:
     accepted: tuple[Variant, ...]
     known: tuple[Variant, ...] = field(default_factory=tuple)
 
+    def reference(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """The contract's first accepted result: what a failing C is compared with."""
+        return self.accepted[0].compute(A, B)
+
     def judge(self, C: np.ndarray, A: np.ndarray, B: np.ndarray) -> "Judgement":
         """PASS when C equals an accepted variant; either way, name the variant C matches, if any."""
         expected = self.accepted[0].compute(A, B)

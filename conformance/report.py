@@ -41,9 +41,27 @@ def _verdict(row: dict) -> str:
         return f"SKIPPED ({row['reason']})"
     if v == "CRASH":
         return f"CRASH ({row['reason']})"
-    if v == "FAIL" and not row["claimed"]:
-        return "FAIL (not claimed)"
+    if v == "FAIL":
+        cause = short_cause(row.get("cause"))
+        return f"FAIL ({'not claimed: ' if not row['claimed'] else ''}{cause})" if cause else \
+            ("FAIL (not claimed)" if not row["claimed"] else "FAIL")
     return v
+
+
+def short_cause(cause: str | None, width: int = 60) -> str:
+    """The head of a cause, for a table cell: up to the first ':' or ';' that leaves some words."""
+    if not cause:
+        return ""
+    for sep in (";", ": "):
+        head = cause.split(sep, 1)[0]
+        if 12 <= len(head) <= width:
+            return head
+    return cause if len(cause) <= width else cause[: width - 3] + "..."
+
+
+def _path(row: dict, width: int = 48) -> str:
+    path = row.get("path") or ""
+    return path if len(path) <= width else path[: width - 3] + "..."
 
 
 def _matched(row: dict) -> str:
@@ -53,7 +71,7 @@ def _matched(row: dict) -> str:
 def markdown(rows: list[dict], seconds: float | None = None) -> str:
     s = summary(rows)
     table = [(r["kernel"], r["check"], r["domain"], r.get("backend", "?"), _verdict(r),
-              f"{r.get('executed', 0)} of {r.get('cases', 0)}", _matched(r)) for r in rows]
+              f"{r.get('executed', 0)} of {r.get('cases', 0)}", _matched(r), _path(r)) for r in rows]
     lines = ["# lowp conformance report", "",
              f"{s['checks']} checks: {s['PASS']} PASS, {s['FAIL']} FAIL, {s['CRASH']} CRASH, {s['SKIPPED']} SKIPPED, "
              f"{s['NOT RUN']} NOT RUN; {s['cases_executed']} of {s['cases_planned']} cases executed"
@@ -62,26 +80,45 @@ def markdown(rows: list[dict], seconds: float | None = None) -> str:
              "A check is a kernel against its behaviour model ('model', on the full type range) or a contract, on "
              "the kernel's claimed domain or the full type range. 'not claimed' failures show where a contract "
              "stops holding; they do not fail the run.", "",
+             "'path' is what carried the kernel: the multiply and dot-product instructions present in its compiled "
+             "code (native) or executed in one case (emulated); a kernel that declares `requires` fails when none of "
+             "them is there.", "",
              tabulate(table, headers=("kernel", "check", "domain", "backend", "verdict", "cases executed",
-                                      "results matched"), tablefmt="github"), ""]
+                                      "results matched", "path"), tablefmt="github"), ""]
     if s["claimed_failures"]:
         lines += ["**Claimed contracts broken:** " + ", ".join(s["claimed_failures"]), ""]
     for r in rows:
         cx = r.get("counterexample")
-        if not cx:
-            continue
-        m, n, k = cx["shape"]
-        lines += [f"## {r['id']}: minimal counterexample", "",
-                  f"{m}x{n}x{k}, {cx['nonzero']} nonzero elements; replay with `lowp conformance replay {r['id']}`.",
-                  "", "```", f"A = {np.array(cx['A']).tolist()}", f"B = {np.array(cx['B']).tolist()}",
-                  f"actual   C = {cx['actual']}", f"expected C = {cx['expected']}  ({r['check']})",
-                  f"first differing element {cx['first_diff']}: {cx['actual_at_first']} instead of "
-                  f"{cx['expected_at_first']}",
-                  f"the result matches: {cx['matched'] or 'no known variant'}", "```", ""]
+        if cx:
+            lines += _counterexample(r, cx)
+        elif r["verdict"] == "FAIL" and r.get("cause"):
+            lines += [f"## {r['id']}: {r['cause']}", ""]
     for r in rows:
         if r.get("traceback"):
             lines += [f"## {r['id']}: crash", "", "```", r["traceback"].strip(), "```", ""]
     return "\n".join(lines)
+
+
+def _counterexample(r: dict, cx: dict) -> list[str]:
+    m, n, k = cx["shape"]
+    lines = [f"## {r['id']}: minimal counterexample", "",
+             f"cause: {r.get('cause') or cx.get('cause') or 'wrong value'}", "",
+             f"{m}x{n}x{k}, {cx['nonzero']} nonzero elements, poison seed {cx.get('seed', 0)}; replay with "
+             f"`lowp conformance replay {r['id']}`.", ""]
+    body = []
+    if cx.get("previous"):
+        p = cx["previous"]
+        pm, pn, pk = p["shape"]
+        body += [f"after the call ({pm}x{pn}x{pk}, case {p.get('case')}, poison seed {p['seed']}):",
+                 f"  A = {p['A']}", f"  B = {p['B']}"]
+    body += [f"A = {cx['A']}", f"B = {cx['B']}"]
+    if cx.get("fault"):
+        body += [f"the call faulted: {cx['fault']}"]
+    else:
+        body += [f"actual   C = {cx['actual']}", f"expected C = {cx['expected']}  ({r['check']})",
+                 f"first differing element {cx['first_diff']}: {cx['actual_at_first']} instead of "
+                 f"{cx['expected_at_first']}", f"the result matches: {cx['matched'] or 'no known variant'}"]
+    return lines + ["```", *body, "```", ""]
 
 
 def junit(rows: list[dict]) -> str:
@@ -94,8 +131,9 @@ def junit(rows: list[dict]) -> str:
                              time=str(r.get("seconds", 0)))
         if r["verdict"] == "FAIL" and r["claimed"]:
             cx = r.get("counterexample") or {}
-            ET.SubElement(case, "failure", message=f"{r['id']} fails a claimed contract").text = json.dumps(
-                {k: cx.get(k) for k in ("shape", "A", "B", "actual", "expected", "first_diff", "matched")})
+            ET.SubElement(case, "failure", message=f"{r['id']} fails a claimed check: {r.get('cause') or 'wrong value'}"
+                          ).text = json.dumps({k: cx.get(k) for k in ("shape", "A", "B", "actual", "expected",
+                                                                       "first_diff", "matched", "cause", "fault")})
         elif r["verdict"] == "CRASH":
             ET.SubElement(case, "error", message=r["reason"])
         elif r["verdict"] in ("SKIPPED", "NOT RUN"):

@@ -45,11 +45,13 @@ def read_journal(path: Path) -> dict[str, dict]:
     return rows
 
 
-def _crash_row(check: Check, reason: str, last_case: str | None, executed: int) -> dict:
-    return {"event": "row", **asdict(check), "id": check.id, "backend": "?", "verdict": "CRASH", "cases": 0,
-            "executed": executed, "failed": 0, "matched": {}, "reason": reason + (f"; while running case {last_case}"
-                                                                                   if last_case else ""),
-            "counterexample": None, "seconds": 0.0}
+def _crash_row(check: Check, reason: str, last_case: str | None, executed: int, planned: int | None = None) -> dict:
+    """A check that did not finish: `executed` cases ran (the last one, `last_case`, did not return), of the
+    `planned` it announced (at least as many as ran: a crash in the search leaves no plan behind it)."""
+    return {"event": "row", **asdict(check), "id": check.id, "backend": "?", "verdict": "CRASH",
+            "cases": max(planned or 0, executed), "executed": executed, "failed": 0, "matched": {},
+            "reason": reason + (f"; while running case {last_case}" if last_case else ""), "cause": None,
+            "path": None, "counterexample": None, "seconds": 0.0}
 
 
 class Progress:
@@ -97,7 +99,7 @@ def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: 
                 proc = ctx.Process(target=_worker, args=(check, child, options or {}), daemon=True)
                 proc.start()
                 child.close()
-                running[parent] = [check, proc, time.monotonic(), None, 0]
+                running[parent] = [check, proc, time.monotonic(), None, 0, None]   # ..., last case, executed, planned
             for conn in wait(list(running), timeout=1.0):
                 state = running[conn]
                 check, proc = state[0], state[1]
@@ -108,18 +110,20 @@ def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: 
                     if check.id not in done:
                         how = f"the worker died (exit status {proc.exitcode}" + (
                             f", signal {-proc.exitcode})" if proc.exitcode and proc.exitcode < 0 else ")")
-                        row = _crash_row(check, how, state[3], state[4])
+                        row = _crash_row(check, how, state[3], state[4], state[5])
                         record(row)
                         done[check.id] = row
                         bar and bar.step(row)
                     del running[conn]
                     continue
-                if event["event"] == "start":
+                if event["event"] == "plan":
+                    state[5] = event["cases"]
+                elif event["event"] == "start":
                     state[3] = event["case"]
                 elif event["event"] == "case":
                     state[4] += 1
                 elif event["event"] == "error":
-                    row = _crash_row(check, event["error"], state[3], state[4])
+                    row = _crash_row(check, event["error"], state[3], state[4], state[5])
                     row["traceback"] = event["traceback"]
                     event = row
                 if event["event"] == "row":
@@ -132,7 +136,7 @@ def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: 
                     state[1].kill()
                     state[1].join(5)
                     row = _crash_row(state[0], f"timed out after {timeout:.0f} s (a kernel that loops forever?)",
-                                     state[3], state[4])
+                                     state[3], state[4], state[5])
                     record(row)
                     done[state[0].id] = row
                     bar and bar.step(row)

@@ -8,6 +8,8 @@ reports it in CallResult.modeled, so a user knows which instructions ran on the 
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from unicorn.arm64_const import UC_ARM64_REG_PC, UC_ARM64_REG_Q0
 
 from .a64 import I8MM, Op, decode
@@ -23,6 +25,7 @@ def write_q(uc, n: int, value: bytes) -> None:
     uc.reg_write(UC_ARM64_REG_Q0 + n, int.from_bytes(value, "little"))
 
 
+@lru_cache(maxsize=4096)
 def decode_i8mm(word: int) -> Op | None:
     """The Op for an I8MM encoding, None for anything else."""
     o = decode(word)

@@ -25,7 +25,9 @@ class EmulatedExecutor:
             import lowp.emulator  # noqa: F401
         except ImportError as e:   # pragma: no cover - unicorn is a dependency
             return f"the emulator cannot load: {e}"
-        return None
+        from .features import host_features
+        missing = [f for f in self.kernel.features if f not in host_features("aarch64")]
+        return f"Unicorn 2.1.4 (cpu model MAX) lacks {', '.join(missing)}" if missing else None
 
     @cached_property
     def machine(self):
@@ -37,7 +39,8 @@ class EmulatedExecutor:
         """A new Machine: static data as loaded from the ELF, what a first call would see."""
         return EmulatedExecutor(self.kernel, **self.machine_options)
 
-    def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, mnemonics: bool = False) -> np.ndarray:
+    def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None,
+            mnemonics: bool = False) -> np.ndarray:
         """C and the workspace start as poison(seed), the registers as the seed chooses (Machine.call); the
         machine's static data persists from call to call, as a loaded library's does."""
         from .executors import poison
@@ -46,7 +49,7 @@ class EmulatedExecutor:
         M, K = A.shape
         N = B.shape[1]
         size = self.machine.call(workspace_symbol(k), M, N, K).ret
-        work = poison(max(int(size), 1), np.uint8, seed + 1)
+        work = poison(max(int(size), 1), np.uint8, seed + 1 if work_seed is None else work_seed)
         C = poison((M, N), np.int32, seed)
         self.last = self.machine.call(k.symbol, M, N, K, np.ascontiguousarray(A), np.ascontiguousarray(B), C, work,
                                       *k.params.values(), names=["M", "N", "K", "A", "B", "C", "work", *k.params],

@@ -59,8 +59,8 @@ class NativeExecutor:
         self.library_path: Path | None = None
 
     def unavailable(self) -> str | None:
-        from lowp.isa_models.native import host_cpu_features
-        missing = [f for f in self.kernel.features if f not in host_cpu_features()]
+        from .features import host_features
+        missing = [f for f in self.kernel.features if f not in host_features("x86-64")]
         return f"CPU lacks {', '.join(missing)}" if missing else None
 
     @cached_property
@@ -104,7 +104,7 @@ class NativeExecutor:
             local.cdata = self._lib[0].from_buffer(work)
         return local.cdata
 
-    def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0) -> np.ndarray:
+    def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None) -> np.ndarray:
         k = self.kernel
         k.check_operands(A, B)
         if not self._checked:
@@ -127,7 +127,8 @@ class NativeExecutor:
         with guard.Arena() as arena:
             a, b = (arena.place(name, x, allowed.get(name, 0)) for name, x in (("A", A), ("B", B)))
             c = arena.place("C", poison((M, N), np.int32, seed), allowed.get("C", 0))
-            w = arena.place("work", poison(size, np.uint8, seed + 1), allowed.get("work", 0))
+            w = arena.place("work", poison(size, np.uint8, seed + 1 if work_seed is None else work_seed),
+                            allowed.get("work", 0))
             address = int(ffi.cast("uintptr_t", fn))
             guard.call(address, [M, N, K, a.base, b.base, c.base, w.base, *k.params.values()], arena,
                        budget=self.budget, library=self.library_path)

@@ -8,8 +8,9 @@
  * can name the buffer, the offset and the instruction. The process goes on: the kernel's frame is abandoned with
  * siglongjmp, which is safe for the leaf computations kernels are (they hold no locks and no heap state of ours).
  *
- * The handlers are installed once and stay: outside lowp_call they restore the default action and return, so a
- * fault anywhere else still kills the process as it would have without lowp.
+ * The handlers are installed at every call (something else, Python's faulthandler for one, may have replaced them
+ * since the last) and stay: outside lowp_call they restore the default action and return, so a fault anywhere
+ * else still kills the process as it would have without lowp.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -34,7 +35,6 @@ static const int SIGNALS[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGALRM}
 static sigjmp_buf jump;
 static volatile sig_atomic_t in_call;
 static lowp_fault *fault_out;
-static int installed;
 static char altstack[1 << 16];   /* the handler must run even when the kernel overflowed its stack */
 
 static void on_signal(int signo, siginfo_t *info, void *context) {
@@ -64,7 +64,6 @@ static void install(void) {
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < NSIGNALS; ++i) sigaction(SIGNALS[i], &sa, NULL);
-    installed = 1;
 }
 
 static void set_timer(int64_t microseconds) {
@@ -82,7 +81,7 @@ typedef void (*kernel16)(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, i
  * ones it has (registers, then stack slots in order) and ignores the rest, so one trampoline serves every
  * prototype made of integers and pointers. budget_us: wall-clock budget (0: none). Returns 0, or 1 with *out. */
 int lowp_call(void *fn, const int64_t *args, int64_t budget_us, lowp_fault *out) {
-    if (!installed) install();
+    install();
     memset(out, 0, sizeof *out);
     fault_out = out;
     if (sigsetjmp(jump, 1)) {      /* 1: the signal mask is restored, so the next fault is delivered too */

@@ -158,13 +158,19 @@ model = "lowp.kernels.models:exact_gemm"
 tile = {{mr = 1, nr = 1, kr = 1}}
 domain = {{a = [0, 255], b = [-128, 127]}}
 """
-BAD_KERNELS = "".join(BAD_KERNEL.format(what=w) for w in ("crasher", "hanger", "offbyone"))
+BAD_KERNELS = "".join(BAD_KERNEL.format(what=w) for w in ("crasher", "hanger", "offbyone", "aborter"))
 BAD_C = textwrap.dedent("""
     #include <stdint.h>
     #include <stddef.h>
     size_t crasher_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
     size_t hanger_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
     size_t offbyone_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    size_t aborter_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    void abort(void);
+    void aborter_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+        if (K > 5) abort();    /* a death no guard can turn into a fault: the worker dies */
+        for (int64_t i = 0; i < M * N; ++i) C[i] = 0;
+    }
     void crasher_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
         if (K > 5) *(volatile int *)0 = 1;
         for (int64_t i = 0; i < M * N; ++i) C[i] = 0;
@@ -189,28 +195,36 @@ def bad_kernels(tmp_path_factory):
     (d / "bad.c").write_text(BAD_C)
     (d / "bad.toml").write_text(BAD_KERNELS)
     from lowp.kernels.registry import _KERNELS
-    for name in ("test_crasher", "test_hanger", "test_offbyone"):
+    for name in ("test_crasher", "test_hanger", "test_offbyone", "test_aborter"):
         _KERNELS.pop(name, None)
     return {k.name: k for k in load_toml(d / "bad.toml")}
 
 
 def test_runner_turns_crashes_and_hangs_into_rows_and_goes_on(bad_kernels, tmp_path):
     checks = [Check("test_crasher", "model", "full", True), Check("test_hanger", "model", "full", True),
-              Check("test_offbyone", "exact", "claimed", True), Check("u8s8s32_ssse3", "exact", "claimed", True)]
+              Check("test_offbyone", "exact", "claimed", True), Check("u8s8s32_ssse3", "exact", "claimed", True),
+              Check("test_aborter", "model", "full", True)]
     rows = runner.run(checks, tmp_path / "journal.jsonl", jobs=2, timeout=8, progress=False,
-                      options={"examples": 40, "grid": False})
+                      options={"examples": 40, "grid": False, "budget": 1.0})
     by = {r["id"]: r for r in rows}
-    crash = by["test_crasher:model:full"]
-    assert crash["verdict"] == "CRASH" and "signal 11" in crash["reason"] and "while running case" in crash["reason"]
-    assert crash["executed"] > 0                  # the cases before the crash count
-    assert by["test_hanger:model:full"]["verdict"] == "CRASH" and "timed out" in by["test_hanger:model:full"]["reason"]
+    # A segfault inside the kernel is caught by the guard: a FAIL naming the fault, shrunk to the first K that does it.
+    segv = by["test_crasher:model:full"]
+    assert segv["verdict"] == "FAIL" and "write of unmapped memory at 0x0" in segv["cause"]
+    assert "crasher_gemm" in segv["cause"] and segv["counterexample"]["shape"] == [1, 1, 6]
+    # A process death no guard can take is a CRASH row that counts what ran, of what was planned.
+    crash = by["test_aborter:model:full"]
+    assert crash["verdict"] == "CRASH" and "signal 6" in crash["reason"] and "while running case" in crash["reason"]
+    assert 0 < crash["executed"] < crash["cases"]
+    # A runaway loop exceeds the per-call budget: a FAIL naming it (the check's own timeout stays the last resort).
+    hang = by["test_hanger:model:full"]
+    assert hang["verdict"] == "FAIL" and "budget of 1 s" in hang["cause"], hang
     off = by["test_offbyone:exact:claimed"]
     assert off["verdict"] == "FAIL" and off["counterexample"]["shape"] == [1, 1, 1]
     assert off["counterexample"]["nonzero"] == 2
     assert by["u8s8s32_ssse3:exact:claimed"]["verdict"] in ("PASS", "SKIPPED")
     # The journal has every case and row; resume keeps what was done and runs nothing twice.
     events = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
-    assert sum(e["event"] == "row" for e in events) == 4
+    assert sum(e["event"] == "row" for e in events) == 5
     assert sum(e["event"] == "case" for e in events) >= off["executed"] - 40
     again = runner.run(checks, tmp_path / "journal.jsonl", resume=True, progress=False)
     assert [r["verdict"] for r in again] == [r["verdict"] for r in rows]
@@ -220,9 +234,9 @@ def test_runner_turns_crashes_and_hangs_into_rows_and_goes_on(bad_kernels, tmp_p
     md = paths["markdown"].read_text()
     assert "CRASH" in md and "cases executed" in md and "minimal counterexample" in md
     suite = ET.parse(paths["junit"]).getroot()
-    assert suite.get("failures") == "1" and suite.get("errors") == "2"
+    assert suite.get("failures") == "3" and suite.get("errors") == "1"
     assert json.loads(paths["json"].read_text())["summary"]["claimed_failures"] == [
-        "test_crasher:model:full", "test_hanger:model:full", "test_offbyone:exact:claimed"]
+        "test_crasher:model:full", "test_hanger:model:full", "test_offbyone:exact:claimed", "test_aborter:model:full"]
     assert replay("test_offbyone:exact:claimed", runner.read_journal(tmp_path / "journal.jsonl"))["verdict"] == "FAIL"
 
 
