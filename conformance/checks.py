@@ -303,7 +303,9 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
         row["matched"][matched or "none"] = row["matched"].get(matched or "none", 0) + 1
         if not ok:
             row["failed"] += 1
-            first = first or Failure(call, out, previous)
+            if first is None:
+                first = Failure(call, out, previous)
+                row["first_failure_seconds"] = round(time.perf_counter() - start, 3)
         emit({"event": "case", "check": check.id, "case": case.id, "ok": ok, "matched": matched})
         if isinstance(out.fault, BudgetExceeded):
             break            # a kernel that runs away costs the budget on every case: one is proof enough
@@ -313,6 +315,7 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     row["cases"] = len(cases) + searched      # the search ran this many (it stops when it has found and shrunk)
     if found is not None:
         row["failed"] += 1
+        row.setdefault("first_failure_seconds", round(time.perf_counter() - start, 3))
     failure = found or first
     if failure is not None:
         kind, cause = diagnose(check, kern, rec, failure)

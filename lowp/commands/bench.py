@@ -1,6 +1,8 @@
 """`lowp bench`: benchmarks that report ratios measured side by side in one run."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from tabulate import tabulate
 
 HEADLINE = ("_mm512_maddubs_epi16", "_mm256_maddubs_epi16", "_mm_maddubs_epi16", "_mm512_madd_epi16",
@@ -10,22 +12,29 @@ HEADLINE = ("_mm512_maddubs_epi16", "_mm256_maddubs_epi16", "_mm_maddubs_epi16",
 
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks (ratios side by side in one run)")
-    bench.add_argument("suite", nargs="?", default="gemm", choices=("gemm", "isa", "emulator"),
+    bench.add_argument("suite", nargs="?", default="gemm", choices=("gemm", "isa", "emulator", "mutants"),
                        help="gemm (default): seed 004's GEMM grid, ns per multiply-accumulate of numpy float32, the "
                             "x86 kernels and FBGEMM, side by side; isa: model vs native lanes/s; "
-                            "emulator: emulated instructions/s")
+                            "emulator: emulated instructions/s; mutants: the mutation suite's kill rate, time to "
+                            "the first counterexample and counterexample sizes")
     bench.add_argument("--quick", action="store_true", help="gemm: 8 corner shapes of the grid, fewer rounds")
     bench.add_argument("--kernels", nargs="+", metavar="NAME", help="gemm: only these registered kernels")
     bench.add_argument("--no-torch", action="store_true", help="gemm: leave FBGEMM (PyTorch) out")
     bench.add_argument("--rounds", type=int, help="gemm: timing rounds per shape (default 7, quick 5)")
     bench.add_argument("--all", action="store_true", help="isa: every x86 intrinsic, not just the headline ones")
     bench.add_argument("--registers", type=int, default=1 << 14, help="isa: registers per batch (default 16384)")
+    bench.add_argument("--toml", type=Path, default=None,
+                       help="mutants: the kernels' TOML (default: tests/mutants/mutants.toml of the checkout), with "
+                            "expected.toml beside it")
+    bench.add_argument("--examples", type=int, default=100, help="mutants: hypothesis examples per check")
     bench.set_defaults(func=cmd_bench)
 
 
 def cmd_bench(args) -> int:
     if args.suite == "gemm":
         return bench_gemm(args)
+    if args.suite == "mutants":
+        return bench_mutants(args)
     if args.suite == "emulator":
         from lowp.emulator.bench import emulator_benchmark  # noqa: PLC0415 (only when asked)
         rows = emulator_benchmark()
@@ -91,3 +100,35 @@ def bench_gemm(args) -> int:
         print(f"note: {note}")
     print(f"{time.perf_counter() - start:.0f} s")
     return 0
+
+
+def bench_mutants(args) -> int:
+    """Run the claimed checks of every mutant and control (child processes, one per core) and print, per kernel,
+    whether lowp killed it with the named cause, then the kill rate, false alarms, median time to the first
+    counterexample and median counterexample size."""
+    import tempfile
+    import time
+
+    from lowp.conformance import mutants, runner
+    from lowp.conformance.checks import plan
+    from lowp.kernels import load_toml
+    toml = args.toml or Path(__file__).resolve().parents[2] / "tests" / "mutants" / "mutants.toml"
+    if not toml.is_file():
+        print(f"error: no mutation suite at {toml}; pass --toml FILE (with expected.toml beside it)")
+        return 2
+    expected = mutants.load_expected(toml.with_name("expected.toml"))
+    kernels = load_toml(toml)
+    checks = [c for c in plan(kernels) if c.claimed]
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = runner.run(checks, Path(tmp) / "journal.jsonl", options={"examples": args.examples, "grid": False})
+    seconds = time.perf_counter() - start
+    s = mutants.summary(expected, rows)
+    table = [(name, expected[name].kind, expected[name].cause or "", "yes" if ok else "NO", why[:110])
+             for name, (ok, why) in s["verdicts"].items()]
+    print(tabulate(table, headers=("kernel", "kind", "cause", "as expected", "what lowp said"), tablefmt="github"))
+    print(f"\nkilled {s['killed']} of {s['mutants']} mutants ({100 * s['killed'] / max(1, s['mutants']):.0f}%), "
+          f"{s['false_alarms']} false alarms in {s['controls']} controls; median time to the first counterexample "
+          f"{s['median_first_failure_seconds']} s; median counterexample {s['median_counterexample_elements']} "
+          f"elements ({s['median_counterexample_nonzero']} nonzero); {len(checks)} checks in {seconds:.1f} s")
+    return 0 if s["killed"] == s["mutants"] and not s["false_alarms"] else 1

@@ -1,0 +1,98 @@
+"""The mutation suite: kernels that are each a correct kernel with one realistic bug, and correct controls, with
+what a kernel author should be told about each (tests/mutants/expected.toml). `lowp conformance` must kill every
+mutant (a claimed check FAILs or CRASHes, and its message names the cause) and pass every control: a PASS is only
+worth what the suite can kill. Used by tests/test_mutants.py and `lowp bench mutants`."""
+from __future__ import annotations
+
+import re
+import statistics
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+# What a row must say for each kind of bug (expected.toml's `cause`); {buffer} is the expectation's buffer.
+CAUSES = {
+    "oob-read": r"out-of-bounds read[^;]*buffer '{buffer}'",
+    "oob-write": r"out-of-bounds write[^;]*buffer '{buffer}'",
+    "state": r"depends on earlier calls|reads workspace it did not write|non-deterministic",
+    "poison-C": r"accumulates into C|reads C before writing it",
+    "unwritten": r"never written",
+    "poison-work": r"reads workspace it did not write",
+    "wrong-value": r"wrong value|accumulates into C|never written",
+    "path": r"the claimed path never ran",
+    "hang": r"budget of|timed out",
+}
+
+
+@dataclass
+class Expectation:
+    name: str
+    kind: str                 # 'mutant' or 'control'
+    bug: str
+    cause: str | None = None
+    buffer: str | None = None
+    variant: str | None = None
+    first_k: int | None = None
+
+    @property
+    def pattern(self) -> re.Pattern:
+        return re.compile(CAUSES[self.cause].format(buffer=re.escape(self.buffer or "")), re.S)
+
+
+def load_expected(path: Path) -> dict[str, Expectation]:
+    data = tomllib.loads(Path(path).read_text())
+    out = {}
+    for name, entry in data.items():
+        known = {k: entry[k] for k in ("kind", "bug", "cause", "buffer", "variant", "first_k") if k in entry}
+        e = out[name] = Expectation(name, **known)
+        if e.kind == "mutant" and e.cause not in CAUSES:
+            raise ValueError(f"{path}: {name}: cause {e.cause!r} is not one of {', '.join(CAUSES)}")
+    return out
+
+
+def row_text(row: dict) -> str:
+    """Everything a row tells its reader about why it failed."""
+    cx = row.get("counterexample") or {}
+    return " | ".join(str(x) for x in (row.get("verdict"), row.get("reason"), row.get("cause"), cx.get("cause"),
+                                       cx.get("fault")) if x)
+
+
+def judge(expectation: Expectation, rows: list[dict]) -> tuple[bool, str]:
+    """(as expected?, why): a control passes every claimed check; a mutant fails one of them, naming its cause."""
+    claimed = [r for r in rows if r["claimed"]]
+    if not claimed:
+        return False, "no claimed check ran"
+    bad = [r for r in claimed if r["verdict"] in ("FAIL", "CRASH")]
+    if expectation.kind == "control":
+        skipped = [r for r in claimed if r["verdict"] not in ("PASS",) and r not in bad]
+        if bad or skipped:
+            r = (bad or skipped)[0]
+            return False, f"control {r['id']}: {row_text(r)}"
+        return True, "passes"
+    if not bad:
+        return False, "survived: every claimed check " + "/".join(sorted({r["verdict"] for r in claimed}))
+    for r in bad:
+        if expectation.pattern.search(row_text(r)):
+            return True, f"{r['id']}: {row_text(r)}"
+    return False, f"killed without naming the cause ({expectation.cause}): {row_text(bad[0])}"
+
+
+def summary(expectations: dict[str, Expectation], rows: list[dict]) -> dict:
+    """Kill rate, false alarms, time to the first counterexample and counterexample sizes."""
+    by_kernel: dict[str, list[dict]] = {}
+    for r in rows:
+        by_kernel.setdefault(r["kernel"], []).append(r)
+    verdicts = {name: judge(e, by_kernel.get(name, [])) for name, e in expectations.items()}
+    mutants = [n for n, e in expectations.items() if e.kind == "mutant"]
+    controls = [n for n, e in expectations.items() if e.kind == "control"]
+    firsts = [r["first_failure_seconds"] for n in mutants for r in by_kernel.get(n, [])
+              if r["claimed"] and "first_failure_seconds" in r]
+    sizes = [(r["counterexample"]["shape"], r["counterexample"]["nonzero"]) for n in mutants
+             for r in by_kernel.get(n, []) if r["claimed"] and r.get("counterexample")]
+    return {"mutants": len(mutants), "killed": sum(verdicts[n][0] for n in mutants),
+            "controls": len(controls), "false_alarms": sum(not verdicts[n][0] for n in controls),
+            "median_first_failure_seconds": statistics.median(firsts) if firsts else None,
+            "median_counterexample_elements": statistics.median(m * k + k * n for (m, n, k), _ in sizes)
+            if sizes else None,
+            "median_counterexample_nonzero": statistics.median(z for _, z in sizes) if sizes else None,
+            "verdicts": verdicts}
