@@ -45,4 +45,50 @@ def select_kernels(names, registered) -> list[Kernel]:
     return [by_name[n] for n in names]
 
 
-__all__ = ["contract_problem", "select_kernels", "validate_kernels"]
+def build_problems(kernels) -> list[Problem]:
+    """Build every kernel that can run here (the build cache makes this the workers' build too) and look up its
+    entry and workspace symbols: a source that does not compile or a symbol that is missing is a configuration
+    error named before any case runs, not a CRASH row per check."""
+    from lowp.emulator.errors import BuildError
+    from lowp.kernels import executor
+    from lowp.kernels.registry import workspace_symbol
+    problems = []
+    for k in kernels:
+        ex = executor(k)
+        if ex.unavailable():
+            continue
+        try:
+            symbols, missing = _symbols(ex, (k.symbol, workspace_symbol(k)))
+        except (BuildError, RuntimeError, OSError) as e:
+            text = str(e).strip().splitlines()
+            problems.append(Problem(origin(k.name), k.name, "source", "does not build: " +
+                                    "\n    ".join(text[:20] + (["..."] if len(text) > 20 else []))))
+            continue
+        for name in missing:
+            close = did_you_mean(name, symbols)
+            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            problems.append(Problem(origin(k.name), k.name, "symbol", f"{k.source}: no function {name!r} in the built "
+                                    f"{'library' if ex.backend == 'native' else 'ELF'}{hint}"))
+    return problems
+
+
+def _symbols(ex, wanted) -> tuple[set[str], list[str]]:
+    """(the functions the build defines, those of `wanted` a caller cannot find in it)."""
+    if ex.backend == "native":
+        from lowp.kernels.disasm import _SharedObject
+        _, lib = ex._lib
+        missing = [name for name in wanted if not _exported(lib, name)]
+        return {n for fn in _SharedObject(ex.library_path).functions.values() for n in fn.names}, missing
+    symbols = set(ex.machine.binary.symbols)
+    return symbols, [name for name in wanted if name not in symbols]
+
+
+def _exported(lib, name: str) -> bool:
+    try:
+        getattr(lib, name)
+    except AttributeError:
+        return False
+    return True
+
+
+__all__ = ["build_problems", "contract_problem", "select_kernels", "validate_kernels"]

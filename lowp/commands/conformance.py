@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
 def _kernels(args):
     """The kernels to judge, checked before anything runs: every --kernels file against the kernel schema, every
     registered kernel's contract, every --kernel name. One KernelConfigError lists all the problems found."""
-    from lowp.conformance.validate import select_kernels, validate_kernels
+    from lowp.conformance.validate import build_problems, select_kernels, validate_kernels
     from lowp.kernels import KernelConfigError, kernels, load_toml
     problems = []
     for path in args.toml:
@@ -47,6 +47,8 @@ def _kernels(args):
         selected = select_kernels(args.kernel, registered) if args.kernel else registered
     except KernelConfigError as e:
         problems += e.problems
+    if not problems:
+        problems += build_problems(selected)
     if problems:
         raise KernelConfigError(problems)
     return selected
