@@ -270,7 +270,7 @@ class Acc16Brow(RangeFamily):
     step = 2
 
     def top(self, A, B):
-        return 2 * (-(-A.shape[1] // 2))
+        return max(4, 2 * (-(-A.shape[1] // 2)))
 
     def candidates(self, A, B, C, *, poison=None):
         if A.shape[1] == 0:
@@ -526,34 +526,41 @@ def _describe_map(p: tuple[int, ...], what: str) -> str:
 class Compensation(Family):
     """A zero-point or sign compensation off by c * colsum(B), c * rowsum(A), or both plus a constant: s8*s8
     computed as (A + 128) u8 * s8 with the -128 * colsum(B) term's sign flipped (c = 256), missing (c = 128) or
-    applied twice (c = -128); a zero point subtracted with the wrong sign or from the wrong operand. c is solved
-    from the data, then checked on every element. Parameter: ("colsum(B)", c), ("rowsum(A)", c) or
-    ("affine", c_colsum, c_rowsum, c_constant)."""
+    applied twice (c = -128); a zero point subtracted with the wrong sign or from the wrong operand. The
+    coefficients are solved from the data, then checked on every element; c = 256, 128, -128 are tried on any
+    input, other coefficients only where C has more independent elements than unknowns (a 1x1 C fits any c).
+    Parameter: ("colsum(B)", c), ("rowsum(A)", c) or ("affine", c_colsum, c_rowsum, c_constant)."""
     name = "compensation"
+    PRIORS = (256, 128, -128)
 
     def candidates(self, A, B, C, *, poison=None):
-        ctx = _context(A, B, C)
-        D = (C.astype(np.int64) - ctx.E) % 2 ** 32          # C - exact, modulo 2^32 as int32 arithmetic wraps
-        D = np.where(D >= 2 ** 31, D - 2 ** 32, D)
-        colsum, rowsum = B.astype(np.int64).sum(axis=0), A.astype(np.int64).sum(axis=1)
+        D = _difference(C, _context(A, B, C).E)
+        colsum, rowsum = _colsum(B)[None, :], _rowsum(A)[:, None]
         single = False
-        for what, sums, axis in (("colsum(B)", colsum, 1), ("rowsum(A)", rowsum, 0)):
-            c = _solve(D, sums, axis)
+        for what, sums in (("colsum(B)", colsum), ("rowsum(A)", rowsum)):
+            c = _fit(D, [sums], self.PRIORS)
             if c:
                 single = True
-                yield what, c
-        if not single and D.size >= 3:
-            yield from _solve_affine(D, colsum, rowsum)
+                yield what, c[0]
+        if single:
+            return
+        one = np.ones((1, 1), np.int64)
+        for used in ((1, 1, 0), (1, 0, 1), (0, 1, 1), (1, 1, 1)):
+            c = _fit(D, [t for t, u in zip((colsum, rowsum, one), used) if u])
+            if c:
+                it = iter(c)
+                yield ("affine",) + tuple(next(it) if u else 0 for u in used)
+                return
 
     def compute(self, A, B, param):
         E = exact(A, B).astype(np.int64)
-        colsum, rowsum = B.astype(np.int64).sum(axis=0), A.astype(np.int64).sum(axis=1)
+        colsum, rowsum = _colsum(B)[None, :], _rowsum(A)[:, None]
         if param[0] == "colsum(B)":
-            return _wrap32(E + param[1] * colsum[None, :])
+            return _wrap32(E + param[1] * colsum)
         if param[0] == "rowsum(A)":
-            return _wrap32(E + param[1] * rowsum[:, None])
+            return _wrap32(E + param[1] * rowsum)
         _, c1, c2, c0 = param
-        return _wrap32(E + c1 * colsum[None, :] + c2 * rowsum[:, None] + c0)
+        return _wrap32(E + c1 * colsum + c2 * rowsum + c0)
 
     def label(self, params, A, B):
         out = []
@@ -570,55 +577,60 @@ class Compensation(Family):
         return out
 
 
-def _solve(D, sums, axis) -> int | None:
-    """The integer c with D == c * sums (broadcast along `axis`), from the largest sum; None when there is none."""
-    if not D.size or not sums.any():
-        return None
-    at = int(np.argmax(np.abs(sums)))
-    d = D[:, at] if axis == 1 else D[at, :]
-    if d.min() != d.max() or d[0] % sums[at]:
-        return None
-    c = int(d[0] // sums[at])
-    model = np.broadcast_to(c * (sums[None, :] if axis == 1 else sums[:, None]), D.shape)
-    return c if c and np.array_equal(_wrap32(model).astype(np.int64), D) else None
+def _colsum(B) -> np.ndarray:
+    return B.astype(np.int64).sum(axis=0)
 
 
-def _solve_affine(D, colsum, rowsum):
-    """(affine, c1, c2, c0) with D == c1*colsum[j] + c2*rowsum[i] + c0 in integers (least squares, rounded)."""
-    M, N = D.shape
-    design = np.stack([np.broadcast_to(colsum[None, :], (M, N)).ravel(),
-                       np.broadcast_to(rowsum[:, None], (M, N)).ravel(), np.ones(M * N)], axis=1).astype(np.float64)
-    solution = np.linalg.lstsq(design, D.ravel().astype(np.float64), rcond=None)[0]
-    c1, c2, c0 = (int(round(x)) for x in solution)
-    if (c1, c2, c0) != (0, 0, 0):
-        yield "affine", c1, c2, c0
+def _rowsum(A) -> np.ndarray:
+    return A.astype(np.int64).sum(axis=1)
+
+
+def _difference(C, E) -> np.ndarray:
+    """C - E in int64, modulo 2^32 into int32's range (C's arithmetic wraps)."""
+    D = (C.astype(np.int64) - E.astype(np.int64)) % 2 ** 32
+    return np.where(D >= 2 ** 31, D - 2 ** 32, D)
+
+
+def _fit(D, terms: list[np.ndarray], priors: tuple[int, ...] = ()) -> tuple[int, ...] | None:
+    """Integer coefficients c, not all zero, with D == sum c_t * terms[t] (each broadcast to D's shape, int32
+    wrapping): a single term's `priors` first; otherwise solved (least squares, rounded, checked) only where D has
+    more distinct equations than unknowns and the terms are independent, so that a fit says something."""
+    X = np.stack([np.broadcast_to(t, D.shape).ravel() for t in terms], axis=1).astype(np.int64)
+    y = D.ravel()
+
+    def fits(c) -> bool:
+        return any(c) and np.array_equal(_wrap32(X @ np.array(c, np.int64)).astype(np.int64), y)
+
+    for c in priors if len(terms) == 1 else ():
+        if fits((c,)):
+            return (c,)
+    if len(np.unique(np.column_stack([X, y]), axis=0)) <= len(terms) or \
+            np.linalg.matrix_rank(X.astype(np.float64)) < len(terms):
+        return None
+    solution = np.linalg.lstsq(X.astype(np.float64), y.astype(np.float64), rcond=None)[0]
+    c = tuple(int(round(x)) for x in solution)
+    return c if fits(c) else None
 
 
 class Int16Sums(Family):
     """Compensation sums kept in int16: the column sums of B (s8*s8 done as (A + 128) u8 * s8 minus 128 * colsum(B),
     the sums accumulated in 16-bit lanes) or the row sums of A (the zero-point term of the other operand) wrap
-    once the sum passes 32767, at K = 258 for B = 127. C = exact + c * (sum - wrap16(sum)), c solved from the data
-    (128 for the s8s8 compensation). Parameter: ("colsum(B)" | "rowsum(A)", c)."""
+    once the sum passes 32767, at K = 257 for B = -128. C = exact + c * (sum - wrap16(sum)), c solved from the
+    data as in Compensation (128 and -128 on any input: 128 for the s8s8 compensation). Parameter:
+    ("colsum(B)" | "rowsum(A)", c)."""
     name = "int16-sums"
 
     def candidates(self, A, B, C, *, poison=None):
-        ctx = _context(A, B, C)
-        D = (C.astype(np.int64) - ctx.E) % 2 ** 32
-        D = np.where(D >= 2 ** 31, D - 2 ** 32, D)
-        for what, sums, axis in (("colsum(B)", B.astype(np.int64).sum(axis=0), 1),
-                                 ("rowsum(A)", A.astype(np.int64).sum(axis=1), 0)):
-            c = _solve(D, sums - _wrap16(sums), axis)
+        D = _difference(C, _context(A, B, C).E)
+        for what, sums in (("colsum(B)", _colsum(B)[None, :]), ("rowsum(A)", _rowsum(A)[:, None])):
+            c = _fit(D, [sums - _wrap16(sums)], (128, -128))
             if c:
-                yield what, c
+                yield what, c[0]
 
     def compute(self, A, B, param):
         what, c = param
-        E = exact(A, B).astype(np.int64)
-        if what == "colsum(B)":
-            sums = B.astype(np.int64).sum(axis=0)
-            return _wrap32(E + c * (sums - _wrap16(sums))[None, :])
-        sums = A.astype(np.int64).sum(axis=1)
-        return _wrap32(E + c * (sums - _wrap16(sums))[:, None])
+        sums = _colsum(B)[None, :] if what == "colsum(B)" else _rowsum(A)[:, None]
+        return _wrap32(exact(A, B).astype(np.int64) + c * (sums - _wrap16(sums)))
 
     def label(self, params, A, B):
         out = []
