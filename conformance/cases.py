@@ -154,6 +154,13 @@ def _sign_extremes(a, b) -> list[str]:
     return sorted({max(prods, key=prods.get), min(prods, key=prods.get)})
 
 
+def _filled(dtype, shape, fill, spots) -> np.ndarray:
+    x = np.full(int(np.prod(shape)), fill, np.int64)
+    for i, v in spots:
+        x[i] = v
+    return x.astype(dtype).reshape(shape)
+
+
 def cases_for(kernel, check: str, domain: str, *, grid: bool = True, seed: int = 0) -> list[Case]:
     shapes = list(edge_shapes(kernel)) + (SEED_GRID[:2] if grid else [])
     out = []
@@ -185,9 +192,13 @@ def problems(kernel, domain: str, max_m: int | None = None, max_n: int | None = 
     def array(dtype, shape, lo, hi, sparse):
         if not sparse:
             return hnp.arrays(dtype, shape, elements=elements(lo, hi))
-        # Deep operands: one fill value (an end of the range, often) with a few drawn elements, as an adversary
-        # that drives every product to its extreme would choose them.
-        return hnp.arrays(dtype, shape, elements=elements(lo, hi), fill=st.sampled_from(ends(lo, hi)))
+        # Deep operands: one fill value (an end of the range, often) and a few drawn elements, as an adversary that
+        # drives every product to its extreme would choose them; drawn as such, since hypothesis draws dense
+        # arrays element by element.
+        size = int(np.prod(shape))
+        spots = st.lists(st.tuples(st.integers(0, size - 1), elements(lo, hi)), max_size=8)
+        return st.tuples(st.sampled_from(ends(lo, hi)), spots).map(
+            lambda fs: _filled(dtype, shape, fs[0], fs[1]))
 
     @st.composite
     def build(draw):

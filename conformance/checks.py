@@ -56,6 +56,7 @@ def _is_full(k) -> bool:
 
 SEARCH_SEED = 7     # the poison seed of the hypothesis search's calls (one seed: its replays must see the same)
 SHRINK_TRIES = 3000
+SEARCH_SHRINK_SECONDS = 3.0   # hypothesis's shrinking of one failure; lowp's own shrink() finishes it
 
 
 @dataclass
@@ -158,9 +159,13 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure) -> tuple[str, 
         findings.append(("state", f"depends on earlier calls: two identical calls gave different results "
                                   f"({out.describe()}, then {again.describe()}), while a fresh copy of the kernel "
                                   f"gives {first_fresh.describe()}{_right(first_fresh, expected)} every time"))
-    if not rec.run(Call(call.A, call.B, call.seed + 7777), work_seed=call.seed + 1).same_as(out):
+    # Each variation is compared with an identical call made just before it, in the same state: a kernel whose state
+    # changed since the failure must not read as poison-dependent.
+    if not rec.run(Call(call.A, call.B, call.seed + 7777), work_seed=call.seed + 1).same_as(rec.run(call)) and \
+            not rec.run(Call(call.A, call.B, call.seed + 7777), work_seed=call.seed + 1).same_as(rec.run(call)):
         findings.append(("poison-C", "reads C before writing it: the result changes with C's contents before the call"))
-    if not rec.run(call, work_seed=call.seed + 7777).same_as(out):
+    if not rec.run(call, work_seed=call.seed + 7777).same_as(rec.run(call)) and \
+            not rec.run(call, work_seed=call.seed + 7777).same_as(rec.run(call)):
         findings.append(("poison-work", "reads workspace it did not write: the result changes with the workspace's "
                                         "contents before the call"))
     if not findings and not first_fresh.same_as(out):
@@ -357,17 +362,28 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int):
     Its random source is seeded by the check and the seed, so kernels of one tile see different shapes. A kernel
     whose result depends on earlier calls makes hypothesis's replays disagree (Flaky): then the first failing
     example, with the call before it, is the failure; hypothesis's own error never reaches the row."""
-    tried, failures = [0], []
+    tried, failures, seen = [0], [], {}     # failures: [(size, Failure)], the smallest first once sorted
+    started = []
 
     def fails(problem):
-        tried[0] += 1
         A, B = problem
+        key = (A.shape, B.shape, A.tobytes(), B.tobytes())
+        if key in seen:
+            return seen[key]
+        if started and time.perf_counter() - started[0] > SEARCH_SHRINK_SECONDS:
+            raise _OutOfShrinkTime     # hypothesis would go on drawing; the smallest failure so far is kept
+        tried[0] += 1
         call, previous = Call(A, B, SEARCH_SEED, f"{check.id}:search:{seed}"), rec.last
         out = rec.run(call)
-        bad = not _judge(check, kern, call, out)[0]
-        if bad and not failures:
-            failures.append(Failure(Call(A.copy(), B.copy(), SEARCH_SEED, call.case), out, previous))
+        bad = seen[key] = not _judge(check, kern, call, out)[0]
+        if bad:
+            started[:] = started or [time.perf_counter()]
+            size = (A.size + B.size, int(np.count_nonzero(A) + np.count_nonzero(B)))
+            failures.append((size, Failure(Call(A.copy(), B.copy(), SEARCH_SEED, call.case), out, previous)))
         return bad
+
+    def smallest():
+        return min(failures, key=lambda f: f[0])[1] if failures else None
     try:
         A, B = find(problems(kern, check.domain), fails,
                     settings=settings(max_examples=examples, database=None, deadline=None, derandomize=False,
@@ -376,11 +392,15 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int):
                     random=Random(f"{check.id}:{seed}"))
     except NoSuchExample:
         return None, tried[0]
-    except Flaky:
-        return failures[0] if failures else None, tried[0]
+    except (Flaky, _OutOfShrinkTime):
+        return smallest(), tried[0]
     call = Call(A, B, SEARCH_SEED, f"{check.id}:search:{seed}")
     previous = rec.last
     return Failure(call, rec.run(call), previous), tried[0]
+
+
+class _OutOfShrinkTime(Exception):
+    pass
 
 
 def shrink(fails, A, B, tries: int = SHRINK_TRIES):
@@ -471,7 +491,7 @@ def replay(case_id: str, journal_rows: dict | None = None) -> dict:
     reason = ex.unavailable()
     if reason:
         return {"id": case_id, "verdict": "SKIPPED", "reason": reason}
-    rec = Recorder(ex)
+    rec = Recorder(ex.with_fresh_state() if previous is not None else ex)   # the state the failure was found in
     if previous is not None:
         rec.run(previous)
     failure = Failure(call, rec.run(call), previous)

@@ -2,10 +2,7 @@
 guard (faults named by buffer, offset, access, size and instruction; budgets; over-reads a kernel declares), poison
 in C and the workspace, fresh kernel state, the emulator's seeded registers and true access sizes, the depth ladder
 against a brute-force search, the shrinker, and run_check's diagnosis of one-bug kernels. Expected values come from
-independent arithmetic (x86/A64 operand sizes, products of the ranges), never from the code under test.
-
-Tests marked xfail(strict=True) pin behaviour issue 10 asks for that lowp does not have yet (the reason says what
-happens instead); they turn into failures, to be unmarked, once it does."""
+independent arithmetic (x86/A64 operand sizes, products of the ranges), never from the code under test."""
 from __future__ import annotations
 
 import json
@@ -407,9 +404,6 @@ def test_stale_cache_is_named_with_the_call_before_it_and_replays(kernels, tmp_p
 
 
 @pytest.mark.native
-@pytest.mark.xfail(strict=True, reason="lowp bug: replay() promises 'a fresh copy of the kernel' for a state-dependent "
-                   "counterexample but runs it on executor(kern), which natively shares this process's loaded library "
-                   "and its static state: after a call of the same shape the previous call does not repack, PASS")
 def test_stale_cache_replays_as_fail_in_process_whatever_ran_before(kernels):
     row, _ = row_of("vt_stale")
     cx = row["counterexample"]
@@ -420,10 +414,6 @@ def test_stale_cache_replays_as_fail_in_process_whatever_ran_before(kernels):
 
 
 @pytest.mark.native
-@pytest.mark.xfail(strict=True, reason="lowp bug: diagnose() compares its re-runs with other C and workspace contents "
-                   "against the failing call's result, not against an identical call made in the same state: for a "
-                   "kernel whose result depends on earlier calls, it also claims 'reads C before writing it' and "
-                   "'reads workspace it did not write', which this kernel never does")
 def test_stale_cache_cause_claims_nothing_else(kernels):
     row, _ = row_of("vt_stale")
     assert "reads C before writing it" not in row["cause"] and "reads workspace" not in row["cause"], row["cause"]
