@@ -25,8 +25,7 @@ import numpy as np
 
 from lowp.isa_models.lanes import DTYPES
 
-from .contracts import _pair_sums, _wrap32, exact, fbgemm_acc16, int16_lanes_wrapping, pair_saturating, \
-    pair_saturating_k_blocks
+from .contracts import _wrap32, exact, fbgemm_acc16, pair_saturating, pair_saturating_k_blocks
 
 # Every parameter value up to this is tried; beyond it, powers of two and their neighbours (and the top value).
 DENSE_LIMIT = 4096
@@ -64,11 +63,6 @@ def _wrap16(x, signed: bool = True):
 
 def _clip16(x):
     return np.clip(x, -32768, 32767)
-
-
-def _exact64(A, B) -> np.ndarray:
-    """The exact product in int64, not wrapped."""
-    return A.astype(np.int64) @ B.astype(np.int64)
 
 
 def _depths(top: int, *, step: int = 1, start: int | None = None, limit: int = DENSE_LIMIT) -> list[int]:
@@ -149,15 +143,20 @@ def _runs(values: list[int], step: int) -> list[tuple[int, int]]:
 
 def _range_text(values: list[int], step: int, top: int | None, symbol: str) -> str:
     """"N=300", "N in [271, 329]", "N>=271" (a run reaching `top`: every larger value gives the same result)."""
+    runs = _runs(values, step)
+    if len(runs) > MAX_NAMED_PARTS:      # an input that tells little (a 1x1 C): the values, shortened
+        above = " and above" if top is not None and runs[-1][1] == top else ""
+        shown = ", ".join(map(str, sorted(values)[:6]))
+        return f"{symbol} in {{{shown}, ...}}: {len(values)} values in [{min(values)}, {max(values)}]{above}"
     parts = []
-    for lo, hi in _runs(values, step):
+    for lo, hi in runs:
         if top is not None and hi == top:
             parts.append(f"{symbol}>={lo}")
         elif lo == hi:
             parts.append(f"{symbol}={lo}")
         else:
             parts.append(f"{symbol} in [{lo}, {hi}]")
-    return _and_more(parts, " or ")
+    return " or ".join(parts)
 
 
 def _and_more(parts: list[str], sep: str) -> str:
@@ -256,7 +255,22 @@ class LanesFlush(RangeFamily):
                 yield N
 
     def compute(self, A, B, N):
-        return int16_lanes_wrapping(N, signed=self.signed)(A, B)
+        return lanes_wrapping(A, B, N, signed=self.signed)
+
+
+def lanes_wrapping(A, B, N: int, signed: bool = True) -> np.ndarray:
+    """contracts.int16_lanes_wrapping(N, signed)(A, B) with the blocks in one batched product: the same result
+    (tests/test_variants.py compares them), without a Python loop over K / N blocks."""
+    (M, K), cols = A.shape, B.shape[1]
+    full = K // N * N
+    total = np.zeros((M, cols), np.int64)
+    if full:
+        blocks = np.matmul(A[:, :full].astype(np.int64).reshape(M, K // N, N).transpose(1, 0, 2),
+                           B[:full].astype(np.int64).reshape(K // N, N, cols))
+        total += _wrap16(blocks, signed).sum(axis=0)
+    if full < K:
+        total += _wrap16(A[:, full:].astype(np.int64) @ B[full:].astype(np.int64), signed)
+    return _wrap32(total)
 
 
 class Acc16Brow(RangeFamily):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from lowp.conformance import variants
+from lowp.conformance import contracts, variants
 from lowp.conformance.variants import identify, matches
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -230,6 +230,13 @@ def test_uint16_lanes_flush_named_with_its_interval(ops, data):
     A, B, a_type, b_type = ops
     N = data.draw(st.integers(1, A.shape[1] + 3))
     check_named(lanes_flush(A, B, N, signed=False), A, B, "uint16-lanes-flush", N, a_type, b_type)
+
+
+@SETTINGS
+@given(operands(max_k=70), st.integers(1, 80), st.booleans())
+def test_batched_lanes_model_is_the_contracts_one(ops, N, signed):
+    A, B, _, _ = ops
+    assert np.array_equal(variants.lanes_wrapping(A, B, N, signed), contracts.int16_lanes_wrapping(N, signed)(A, B))
 
 
 @pytest.mark.parametrize("K", [292, 300, 450, 600])
