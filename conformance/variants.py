@@ -25,7 +25,7 @@ import numpy as np
 
 from lowp.isa_models.lanes import DTYPES
 
-from .contracts import _wrap32, exact, fbgemm_acc16, pair_saturating, pair_saturating_k_blocks
+from .contracts import _wrap32, exact, pair_saturating
 
 # Every parameter value up to this is tried; beyond it, powers of two and their neighbours (and the top value).
 DENSE_LIMIT = 4096
@@ -282,6 +282,8 @@ class Acc16Brow(RangeFamily):
     template = "fbgemm-acc16({})"
     symbol = "brow"
     step = 2
+    STEPPED_PAIRS = 4096          # up to this many pairs (K = 8192), every brow up to DENSE_LIMIT in one pass
+    DEEP_DENSE_LIMIT = 256        # deeper, every brow up to this, then powers of two and their neighbours
 
     def top(self, A, B):
         return max(4, 2 * (-(-A.shape[1] // 2)))
@@ -290,34 +292,100 @@ class Acc16Brow(RangeFamily):
         if A.shape[1] == 0:
             return
         ctx = _context(A, B, C)
-        pr = ctx.products
-        if pr.shape[1] % 2:
-            pr = np.concatenate([pr, np.zeros((len(pr), 1), np.int64)], axis=1)
-        pairs = _clip16(pr[:, 0::2] + pr[:, 1::2])
-        brows = np.array(_depths(self.top(A, B), start=4, step=2), np.int64)   # brow 2 is plain pair-saturating
-        for p in range(len(pairs)):        # probe by probe, keeping the brows that still agree
-            brows = brows[self._screen(pairs[p], brows) == ctx.c[p]]
-            if not len(brows):
-                return
-        yield from (int(b) for b in brows)
+        pairs = _pairs(ctx.products)
+        if pairs.shape[1] <= self.STEPPED_PAIRS:     # one pass over the pairs for every brow at once
+            brows = np.array(_depths(self.top(A, B), start=4, step=2), np.int64)   # brow 2: plain pair-saturating
+            yield from (int(b) for b in brows[np.all(self._screen(pairs, brows) == ctx.c[:, None], axis=0)])
+            return
+        # Deeper: the pass would take seconds; fewer brows, each screened with saturating sums over its blocks.
+        for brow in _depths(self.top(A, B), start=4, step=2, limit=self.DEEP_DENSE_LIMIT):
+            _tick()
+            half = brow // 2
+            blocks = np.pad(pairs, [(0, 0), (0, -pairs.shape[1] % half)]).reshape(len(pairs), -1, half)
+            if ctx.agrees(saturating_sum(blocks).sum(axis=1)):
+                yield brow
 
     @staticmethod
     def _screen(pairs, brows) -> np.ndarray:
-        """One element's acc16 result for every brow at once (the reference's loop, vectorised over brow)."""
-        s16 = np.zeros(len(brows), np.int64)
-        s32 = np.zeros(len(brows), np.int64)
-        for q, pair in enumerate(pairs):
-            if q % 256 == 0:
+        """(P, len(brows)): each probe's acc16 result for every brow at once, the reference's loop over the pairs
+        run once with a state per (probe, brow); the int16 sum of brow b is flushed after pairs b/2 - 1, b - 1, ..."""
+        P, Q = pairs.shape
+        halves = brows // 2
+        at = np.concatenate([np.arange(h - 1, Q, h) for h in halves])        # (pair index, brow) flush events
+        which = np.concatenate([np.full(len(range(h - 1, Q, h)), i) for i, h in enumerate(halves)])
+        order = np.argsort(at, kind="stable")
+        at, which = at[order], which[order]
+        bounds = np.searchsorted(at, np.arange(Q + 1))
+        s16 = np.zeros((P, len(brows)), np.int64)
+        s32 = np.zeros((P, len(brows)), np.int64)
+        for q in range(Q):
+            if q % 1024 == 0:
                 _tick()
-            s16 = _clip16(s16 + pair)
-            flush = (2 * q) % brows == brows - 2
-            if flush.any():
-                s32 += np.where(flush, s16, 0)
-                s16[flush] = 0
+            np.add(s16, pairs[:, q:q + 1], out=s16)
+            np.clip(s16, -32768, 32767, out=s16)
+            if bounds[q] != bounds[q + 1]:
+                flushed = which[bounds[q]:bounds[q + 1]]
+                s32[:, flushed] += s16[:, flushed]
+                s16[:, flushed] = 0
         return _wrap32(s32 + s16).astype(np.int64)
 
     def compute(self, A, B, brow):
-        return fbgemm_acc16(A, B, brow)
+        return acc16_blocks(A, B, brow)
+
+
+_BIG = 1 << 60
+
+
+def saturating_sum(terms: np.ndarray) -> np.ndarray:
+    """(..., L) -> (...): the running int16 sum of the terms from 0, saturating at every add (s = clip16(s + t)), in
+    log2(L) numpy steps: each add is the map x -> min(max(x + a, lo), hi), and such maps compose into one
+    (a = a1 + a2, lo = clip(lo1 + a2, lo2, hi2), hi = clip(hi1 + a2, lo2, hi2)), so pairs of neighbours are
+    composed until one map per row is left, then applied to 0."""
+    a = np.asarray(terms, np.int64)
+    if a.shape[-1] == 0:
+        return np.zeros(a.shape[:-1], np.int64)
+    lo, hi = np.full_like(a, -32768), np.full_like(a, 32767)
+    while a.shape[-1] > 1:
+        if a.shape[-1] % 2:           # pad with the identity map
+            pad = [(0, 0)] * (a.ndim - 1) + [(0, 1)]
+            a, lo, hi = np.pad(a, pad), np.pad(lo, pad, constant_values=-_BIG), np.pad(hi, pad, constant_values=_BIG)
+        a2, lo2, hi2 = a[..., 1::2], lo[..., 1::2], hi[..., 1::2]
+        a, lo, hi = a[..., 0::2] + a2, np.clip(lo[..., 0::2] + a2, lo2, hi2), np.clip(hi[..., 0::2] + a2, lo2, hi2)
+    return np.clip(a[..., 0], lo[..., 0], hi[..., 0])
+
+
+def _by_element(A, B, reduce, chunk: int = 1 << 20) -> np.ndarray:
+    """C[i, j] = reduce(products)[j] over (columns, K) blocks of each row's products A[i, k] * B[k, j], at most
+    `chunk` products at a time; wrapped to int32."""
+    (M, K), N = A.shape, B.shape[1]
+    out = np.zeros((M, N), np.int64)
+    Bt = B.T.astype(np.int64)
+    step = max(1, chunk // max(K, 1))
+    for i in range(M):
+        for j in range(0, N, step):
+            _tick()
+            out[i, j:j + step] = reduce(A[i].astype(np.int64)[None, :] * Bt[j:j + step])
+    return _wrap32(out)
+
+
+def _pairs(products: np.ndarray) -> np.ndarray:
+    """(..., K) products -> (..., ceil(K/2)) pair sums (k, k+1), k even, K padded with a zero, saturated to int16."""
+    if products.shape[-1] % 2:
+        products = np.concatenate([products, np.zeros(products.shape[:-1] + (1,), np.int64)], axis=-1)
+    return _clip16(products[..., 0::2] + products[..., 1::2])
+
+
+def acc16_blocks(A, B, brow: int) -> np.ndarray:
+    """contracts.fbgemm_acc16(A, B, brow) (even brow) as saturating sums over blocks of brow/2 pairs, the blocks
+    side by side (tests/test_variants.py compares them): no Python loop over the pairs."""
+    half = brow // 2
+
+    def reduce(products):
+        pairs = _pairs(products)
+        blocks = -(-pairs.shape[-1] // half)
+        pairs = np.pad(pairs, [(0, 0), (0, blocks * half - pairs.shape[-1])])    # zeros leave a saturated sum as is
+        return saturating_sum(pairs.reshape(len(pairs), blocks, half)).sum(axis=-1)
+    return _by_element(A, B, reduce)
 
 
 class PairSaturating(Family):
@@ -347,7 +415,7 @@ class PairSaturating(Family):
         if param is None:
             return pair_saturating(A, B)
         starts = [0, 1] if param == "k=1" else range(0, A.shape[1], param)
-        return pair_saturating_k_blocks(A, B, starts)
+        return pair_saturating_blocks(A, B, starts)
 
     def label(self, params, A, B):
         out = [Match(self, "pair-saturating", (None,))] if None in params else []
@@ -357,6 +425,13 @@ class PairSaturating(Family):
         if ns:
             out.append(Match(self, f"pair-saturating(K blocks of {_range_text(ns, 2, None, 'odd N')})", tuple(ns)))
         return out
+
+
+def pair_saturating_blocks(A, B, starts) -> np.ndarray:
+    """contracts.pair_saturating_k_blocks(A, B, starts) from running sums (tests/test_variants.py compares them):
+    no Python loop over the blocks, which for blocks of 1 or 3 k is a loop over K."""
+    starts = list(starts)
+    return _by_element(A, B, lambda products: _PairBlocks(products).total(starts))
 
 
 class _PairBlocks:
@@ -402,13 +477,8 @@ class SaturatingInt16(Family):
 
     def compute(self, A, B, unit):
         if unit == "pairs":
-            return fbgemm_acc16(A, B, brow=2 * (A.shape[1] // 2 + 1))    # a brow past the last pair: never flushed
-        acc = np.zeros((A.shape[0], B.shape[1]), np.int64)
-        for k in range(A.shape[1]):
-            if k % 256 == 0:
-                _tick()
-            acc = _clip16(acc + _clip16(np.multiply.outer(A[:, k].astype(np.int64), B[k].astype(np.int64))))
-        return _wrap32(acc)
+            return acc16_blocks(A, B, brow=2 * max(1, -(-A.shape[1] // 2)))     # one block: never flushed
+        return _by_element(A, B, lambda products: saturating_sum(_clip16(products)))
 
 
 class Signedness(Family):
@@ -582,7 +652,9 @@ class Compensation(Family):
             if param[0] == "affine":
                 _, c1, c2, c0 = param
                 terms = [f"{c:+d}*{t}" for c, t in ((c1, "colsum(B)"), (c2, "rowsum(A)")) if c] + ([f"{c0:+d}"] if c0 else [])
-                out.append(Match(self, f"zero points mishandled: off by {' '.join(terms)}", (param,)))
+                name = f"zero points mishandled: off by {' '.join(terms)}" if c1 or c2 else \
+                    f"off by {c0:+d} everywhere (a constant term: K*za*zb, a bias or a rounding offset)"
+                out.append(Match(self, name, (param,)))
             else:
                 what, c = param
                 note = {256: f"the -128*{what} compensation's sign flipped", 128: f"the -128*{what} compensation missing",
@@ -761,7 +833,7 @@ class PoisonKept(Family):
 
 FAMILIES: tuple[Family, ...] = (
     PoisonKept(), Permuted(), Layout(), Signedness(), Compensation(), Int16Sums(), DroppedK(), OverwritingBlocks(),
-    LanesFlush(signed=True), LanesFlush(signed=False), SaturatingInt16(), PairSaturating(), Acc16Brow(),
+    LanesFlush(signed=True), LanesFlush(signed=False), PairSaturating(), Acc16Brow(), SaturatingInt16(),
 )
 
 

@@ -302,6 +302,32 @@ def test_pair_saturating_onednn_split_at_129():
     assert any("K blocks of" in m.name for m in found)
 
 
+@SETTINGS
+@given(operands(types=("u8",), max_k=90), st.integers(1, 50))
+def test_blockwise_acc16_is_the_contracts_model(ops, half):
+    A, B = u8s8(ops)
+    assert np.array_equal(variants.acc16_blocks(A, B, 2 * half), contracts.fbgemm_acc16(A, B, 2 * half))
+
+
+@SETTINGS
+@given(st.lists(st.integers(-40000, 40000), max_size=70))
+def test_saturating_sum_is_the_running_clip(terms):
+    s = 0
+    for t in terms:
+        s = sat16(s + t)
+    assert variants.saturating_sum(np.array([terms], np.int64).reshape(1, -1))[0] == s
+
+
+@SETTINGS
+@given(operands(types=("u8",), min_k=1, max_k=60), st.data())
+def test_row_wise_pair_blocks_are_the_contracts_model(ops, data):
+    A, B = u8s8(ops)
+    K = A.shape[1]
+    starts = [0] + sorted(data.draw(st.sets(st.integers(1, K - 1), max_size=6))) if K > 1 else [0]
+    assert np.array_equal(variants.pair_saturating_blocks(A, B, starts),
+                          contracts.pair_saturating_k_blocks(A, B, starts))
+
+
 @pytest.mark.parametrize("K", [4, 5, 8, 9])
 def test_pairs_from_k1_on_saturating_pairs(K):
     A, B = full((1, K), 255, "u8"), full((K, 1), 127, "s8")
