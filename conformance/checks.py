@@ -55,7 +55,8 @@ def _is_full(k) -> bool:
 
 
 SEARCH_SEED = 7     # the poison seed of the hypothesis search's calls (one seed: its replays must see the same)
-SHRINK_TRIES = 3000
+SHRINK_TRIES = 1500
+PATH_PROBE_BUDGET = 2_000_000   # instructions of the emulated path probe (counted per block in Python: slow)
 SEARCH_SHRINK_SECONDS = 3.0   # hypothesis's shrinking of one failure; lowp's own shrink() finishes it
 
 
@@ -275,7 +276,7 @@ def claimed_path(kern, ex) -> tuple[bool, str]:
         A = np.ones((t.mr, 4 * t.kr + 1), kern.a_dtype)
         B = np.ones((4 * t.kr + 1, t.nr), kern.b_dtype)
         try:
-            ex.run(A, B, mnemonics=True)
+            ex.run(A, B, mnemonics=True, budget=PATH_PROBE_BUDGET)
         except EmulatorError as e:
             return not kern.requires, f"not determined: the representative {_shape(Call(A, B, 0))} case faulted ({e})"
         seen, verb = ex.last.mnemonics or {}, "executed"
@@ -429,8 +430,11 @@ def shrink(fails, A, B, tries: int = SHRINK_TRIES):
 
 
 def _chunks(size: int):
+    """Halving chunk sizes, down to one element where the axis is short and to size/64 where it is long (a deep
+    case cannot afford a try per element: ladder cases are generated at the depth that matters already)."""
     chunk = 1 << max(0, size.bit_length() - 1)
-    while chunk >= 1:
+    smallest = max(1, size // 64)
+    while chunk >= smallest:
         yield chunk
         chunk //= 2
 

@@ -40,7 +40,7 @@ class EmulatedExecutor:
         return EmulatedExecutor(self.kernel, **self.machine_options)
 
     def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None,
-            mnemonics: bool = False) -> np.ndarray:
+            mnemonics: bool = False, budget: int | None = None) -> np.ndarray:
         """C and the workspace start as poison(seed), the registers as the seed chooses (Machine.call); the
         machine's static data persists from call to call, as a loaded library's does."""
         from .executors import poison
@@ -53,5 +53,6 @@ class EmulatedExecutor:
         C = poison((M, N), np.int32, seed)
         self.last = self.machine.call(k.symbol, M, N, K, np.ascontiguousarray(A), np.ascontiguousarray(B), C, work,
                                       *k.params.values(), names=["M", "N", "K", "A", "B", "C", "work", *k.params],
-                                      overread=k.overread, seed=seed, **({"mnemonics": True} if mnemonics else {}))
+                                      overread=k.overread, seed=seed, **({"mnemonics": True} if mnemonics else {}),
+                                      **({"budget": budget} if budget else {}))
         return self.last["C"]
