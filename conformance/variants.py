@@ -75,7 +75,8 @@ def _depths(top: int, *, step: int = 1, start: int | None = None, limit: int = D
     power = 1
     while power <= top + step:
         if power > limit:
-            values.update(v for v in range(power - step, power + step + 1) if start <= v <= top and (v - start) % step == 0)
+            values.update(v for v in range(power - step, power + step + 1)
+                          if start <= v <= top and (v - start) % step == 0)
         power *= 2
     values.add(top)
     return sorted(values)
@@ -499,7 +500,8 @@ class Signedness(Family):
 
     def label(self, params, A, B):
         return [Match(self, ", ".join(f"{n} read as {_type_name(_OTHER_SIGN[X.dtype])}"
-                                      for n, X in (("A", A), ("B", B)) if n in which), (which,)) for which in params]
+                                      for n, X in (("A", A), ("B", B)) if n in which), (which,))
+                for which in _simplest(params)]
 
 
 class Layout(Family):
@@ -530,7 +532,13 @@ class Layout(Family):
         return E.T.reshape(M, N) if "C" in flags else E
 
     def label(self, params, A, B):
-        return [Match(self, ", ".join(self._TEXT[f] for f in flags), (flags,)) for flags in params]
+        return [Match(self, ", ".join(self._TEXT[f] for f in flags), (flags,)) for flags in _simplest(params)]
+
+
+def _simplest(flag_sets: list[tuple]) -> list[tuple]:
+    """The matched sets of mistakes without those that add a mistake to another matched set (the extra one changed
+    nothing on this input)."""
+    return [p for p in flag_sets if not any(set(q) < set(p) for q in flag_sets)]
 
 
 class Permuted(Family):
@@ -651,15 +659,18 @@ class Compensation(Family):
         for param in params:
             if param[0] == "affine":
                 _, c1, c2, c0 = param
-                terms = [f"{c:+d}*{t}" for c, t in ((c1, "colsum(B)"), (c2, "rowsum(A)")) if c] + ([f"{c0:+d}"] if c0 else [])
+                terms = [f"{c:+d}*{t}" for c, t in ((c1, "colsum(B)"), (c2, "rowsum(A)")) if c]
+                terms += [f"{c0:+d}"] if c0 else []
                 name = f"zero points mishandled: off by {' '.join(terms)}" if c1 or c2 else \
                     f"off by {c0:+d} everywhere (a constant term: K*za*zb, a bias or a rounding offset)"
                 out.append(Match(self, name, (param,)))
             else:
                 what, c = param
-                note = {256: f"the -128*{what} compensation's sign flipped", 128: f"the -128*{what} compensation missing",
+                note = {256: f"the -128*{what} compensation's sign flipped",
+                        128: f"the -128*{what} compensation missing",
                         -128: f"the -128*{what} compensation applied twice"}.get(c)
-                out.append(Match(self, f"compensation off by {c:+d}*{what}" + (f" ({note})" if note else ""), (param,)))
+                name = f"compensation off by {c:+d}*{what}" + (f" ({note})" if note else "")
+                out.append(Match(self, name, (param,)))
         return out
 
 
@@ -728,10 +739,11 @@ class Int16Sums(Family):
 
 
 class DroppedK(Family):
-    """The last r k values dropped (a remainder loop that stops short, `k < K - 1` for `k < K`) or the first r
-    (a loop that starts at the second group), r = 1..8. Parameter: ("last" | "first", r)."""
+    """The last r k values dropped (a remainder loop that stops short, `k < K - 1` for `k < K`, or a K tail whose
+    count is lost: a 4-bit field holding 16 as 0 drops a 31-k tail) or the first r (a loop that starts at the
+    second group), r = 1..256. Parameter: ("last" | "first", r)."""
     name = "dropped-k"
-    MAX_R = 8
+    MAX_R = 256
 
     def candidates(self, A, B, C, *, poison=None):
         K = A.shape[1]
@@ -751,7 +763,15 @@ class DroppedK(Family):
         return exact(A[:, :K - r], B[:K - r]) if end == "last" else exact(A[:, r:], B[r:])
 
     def label(self, params, A, B):
-        return [Match(self, f"{end} {r} k value{'s' if r > 1 else ''} dropped", ((end, r),)) for end, r in params]
+        out = []
+        for end in ("last", "first"):
+            rs = [r for e, r in params if e == end]
+            if len(rs) == 1:
+                out.append(Match(self, f"{end} {rs[0]} k value{'s' if rs[0] > 1 else ''} dropped", ((end, rs[0]),)))
+            elif rs:
+                out.append(Match(self, f"{end} r k values dropped ({_range_text(rs, 1, None, 'r')})",
+                                 tuple((end, r) for r in rs)))
+        return out
 
 
 class OverwritingBlocks(RangeFamily):
@@ -831,9 +851,165 @@ class PoisonKept(Family):
         return out
 
 
+class RestartingBlocks(RangeFamily):
+    """K split into blocks of N where every block reads one operand from its start again (the block's k offset
+    left out of B's, or A's, panel pointer): C = sum over blocks of A[:, block] @ B[:len(block)] (B restarting) or
+    A[:, :len(block)] @ B[block] (A restarting). Parameter: N, from those a K-blocked driver uses (every N up to 64,
+    multiples of 16, powers of two and their neighbours)."""
+    symbol = "N"
+
+    def __init__(self, operand: str):
+        self.operand = operand
+        self.name = f"k-blocks-restart-{operand}"
+        self.template = "K blocks of {} restart " + operand + " (each block reads " + operand + " from k = 0)"
+
+    def _blocks(self, K: int) -> list[int]:
+        return sorted(set(_depths(K - 1, limit=64)) | set(range(16, min(K - 1, DENSE_LIMIT) + 1, 16)))
+
+    def candidates(self, A, B, C, *, poison=None):
+        K = A.shape[1]
+        if K < 2:
+            return
+        ctx = _context(A, B, C)
+        a = A[ctx.rows].astype(np.int64)
+        b = B[:, ctx.cols].T.astype(np.int64)
+        moving, fixed = (a, b) if self.operand == "B" else (b, a)     # the operand that advances, the one that restarts
+        for N in self._blocks(K):
+            _tick()
+            folded = np.pad(moving, [(0, 0), (0, -K % N)]).reshape(len(moving), -1, N).sum(axis=1)
+            if ctx.agrees((folded * fixed[:, :N]).sum(axis=1)):
+                yield N
+
+    def compute(self, A, B, N):
+        K = A.shape[1]
+        total = np.zeros((A.shape[0], B.shape[1]), np.int64)
+        for s in range(0, K, N):
+            _tick()
+            n = min(N, K - s)
+            a, b = (A[:, s:s + n], B[:n]) if self.operand == "B" else (A[:, :n], B[s:s + n])
+            total += a.astype(np.int64) @ b.astype(np.int64)
+        return _wrap32(total)
+
+
+class KLanes(Family):
+    """Products summed in 16-bit lanes along k before a widening add: lane l of a vector of L lanes takes
+    k = l, l + L, ... within each block of N k (MUL + MLA on k and k + 8, then SADALP: L = 8, N = 16; gemmlowp's
+    SMULL + SMLAL pairs), wrapping at 16 bits, the lanes and blocks then summed exactly. Signed lanes, or unsigned
+    ones for unsigned operands. Parameter: (L, N), N a multiple of L (L = 1 is int16-lanes-flush)."""
+
+    def __init__(self, signed: bool):
+        self.signed = signed
+        self.name = "int16-k-lanes" if signed else "uint16-k-lanes"
+
+    GROUPS = tuple(range(2, 9)) + tuple(1 << p for p in range(4, 20))     # N / L
+
+    def _shapes(self, K: int) -> list[tuple[int, int]]:
+        """(L, N) for every lane count, N up to the first one >= K (it stands for every N >= K: one block)."""
+        out = []
+        for L in (2, 4, 8, 16, 32):
+            ns = [g * L for g in self.GROUPS]
+            out += [(L, N) for N in ns if N < K] + [(L, min(N for N in ns if N >= K))]
+        return out
+
+    def candidates(self, A, B, C, *, poison=None):
+        K = A.shape[1]
+        if K < 2 or (not self.signed and (A.dtype.kind != "u" or B.dtype.kind != "u")):
+            return
+        ctx = _context(A, B, C)
+        for L, N in self._shapes(K):
+            _tick()
+            if ctx.agrees(self._lanes(ctx.products, L, N)):
+                yield L, N
+
+    def _lanes(self, products, L, N):
+        """(..., K) products -> (...) the lane sums wrapped to 16 bits, summed."""
+        padded = np.pad(products, [(0, 0)] * (products.ndim - 1) + [(0, -products.shape[-1] % N)])
+        lanes = padded.reshape(products.shape[:-1] + (-1, N // L, L)).sum(axis=-2)
+        return _wrap16(lanes, self.signed).sum(axis=(-2, -1))
+
+    def compute(self, A, B, param):
+        L, N = param
+        return _by_element(A, B, lambda products: self._lanes(products, L, N))
+
+    def label(self, params, A, B):
+        K, out = A.shape[1], []
+        for L in sorted({L for L, _ in params}):
+            ns = [N for l, N in params if l == L]
+            parts = [f"N={N}" for N in ns if N < K] + [f"N>={K}" for N in ns if N >= K]
+            pair = f": k and k + {L} share a lane" if all(L < min(N, K) <= 2 * L for N in ns) else ""
+            covered = [N for N in ns if N < K] + [g * L for g in self.GROUPS if g * L >= K and max(ns) >= K]
+            out.append(Match(self, f"{self.name}(L={L}, {' or '.join(parts)}){pair}", tuple((L, N) for N in covered)))
+        return out
+
+
+class ValueReadAs(Family):
+    """One value of an operand read as another: a = 255 read as 127 (a split or a shift that loses the high bit),
+    b = -128 read as 128 (a negation or absolute value that overflows), a lookup table with one wrong entry.
+    C = exact with every element of A (or B) equal to v replaced by w; v is one of the values present, w is solved
+    from the data and must be a value of the operand's byte width (signed or unsigned). Where the probes give
+    fewer than two independent equations (a 1x1 C: some v explains almost any error), only the w a bit-level
+    mistake gives are named (0, -v, v +- 2^(bits-1), v +- 2^bits, v // 2, 2v, the type's ends). Parameter:
+    (operand, v, w)."""
+    name = "value-read-as"
+
+    def candidates(self, A, B, C, *, poison=None):
+        ctx = _context(A, B, C)
+        if not ctx.K:
+            return
+        D = _difference(ctx.c, ctx.E[ctx.rows, ctx.cols])
+        wrong = D != 0
+        for name, X in (("A", A), ("B", B)):
+            values, index = np.unique(X, return_inverse=True)
+            index = index.reshape(X.shape)
+            # S[p, v]: the sum of the other operand over the k where this operand holds value v, at probe p.
+            if name == "A":
+                idx, other = index[ctx.rows], B[:, ctx.cols].T
+            else:
+                idx, other = index[:, ctx.cols].T, A[ctx.rows]
+            S = np.stack([np.bincount(i, weights=o.astype(np.float64), minlength=len(values))
+                          for i, o in zip(idx, other)]).round().astype(np.int64)
+            lo, hi = _byte_range(X.dtype)
+            first = int(np.argmax(wrong))
+            for v in np.nonzero(np.all(S[wrong] != 0, axis=0))[0]:
+                _tick()
+                if D[first] % S[first, v]:
+                    continue
+                delta = int(D[first] // S[first, v])
+                w = int(values[v]) + delta
+                determined = len({(a, d) for a, d in zip(S[:, v].tolist(), D.tolist()) if a}) >= 2
+                if lo <= w <= hi and (determined or w in _bit_slips(int(values[v]), X.dtype)) and \
+                        np.array_equal(_wrap32(delta * S[:, v]).astype(np.int64), D):
+                    yield name, int(values[v]), w
+
+    def compute(self, A, B, param):
+        name, v, w = param
+        X = (A if name == "A" else B).astype(np.int64)
+        X = np.where(X == v, w, X)
+        return _wrap32(X @ B.astype(np.int64)) if name == "A" else _wrap32(A.astype(np.int64) @ X)
+
+    def label(self, params, A, B):
+        return [Match(self, f"{name.lower()} = {v} read as {w}", ((name, v, w),)) for name, v, w in params]
+
+
+def _bit_slips(v: int, dtype) -> set[int]:
+    """The values v turns into through a bit-level mistake: zeroed, negated, its top bit or a carry lost or gained,
+    halved or doubled, or pinned at one end of the signed or unsigned range."""
+    bits = 8 * np.dtype(dtype).itemsize
+    half, full = 1 << (bits - 1), 1 << bits
+    return {0, -v, v - half, v + half, v - full, v + full, v // 2, 2 * v, -half, half - 1, full - 1, -half + 1}
+
+
+def _byte_range(dtype) -> tuple[int, int]:
+    """The values an element of this width holds, read signed or unsigned: [-128, 255] for a byte."""
+    bits = 8 * np.dtype(dtype).itemsize
+    return -(1 << (bits - 1)), (1 << bits) - 1
+
+
 FAMILIES: tuple[Family, ...] = (
-    PoisonKept(), Permuted(), Layout(), Signedness(), Compensation(), Int16Sums(), DroppedK(), OverwritingBlocks(),
-    LanesFlush(signed=True), LanesFlush(signed=False), PairSaturating(), Acc16Brow(), SaturatingInt16(),
+    PoisonKept(), Permuted(), Layout(), Signedness(), ValueReadAs(), Compensation(), Int16Sums(), DroppedK(),
+    OverwritingBlocks(), RestartingBlocks("B"), RestartingBlocks("A"), LanesFlush(signed=True),
+    LanesFlush(signed=False), KLanes(signed=True), KLanes(signed=False), PairSaturating(), Acc16Brow(),
+    SaturatingInt16(),
 )
 
 

@@ -165,6 +165,41 @@ def overwriting_blocks(A, B, N):
     return gemm(A, B, element)
 
 
+def restarting_blocks(A, B, N, operand):
+    """Every K block of N reads `operand` from its k = 0 again (its block offset left out)."""
+    def element(a, b):
+        total = 0
+        for s in range(0, len(a), N):
+            for t in range(min(N, len(a) - s)):
+                total += a[s + t] * b[t] if operand == "B" else a[t] * b[s + t]
+        return total
+    return gemm(A, B, element)
+
+
+def k_lanes(A, B, L, N, signed=True):
+    """A vector of L 16-bit lanes along k: lane l adds the products of k = l, l + L, ... within a block of N k,
+    wrapping; after each block the lanes are widened and added."""
+    def element(a, b):
+        total = 0
+        for s in range(0, len(a), N):
+            lanes = [0] * L
+            for k in range(s, min(s + N, len(a))):
+                lanes[(k - s) % L] = wrap(lanes[(k - s) % L] + a[k] * b[k], 16, signed)
+            total += sum(lanes)
+        return total
+    return gemm(A, B, element)
+
+
+def value_read_as(A, B, operand, v, w):
+    def element(a, b):
+        if operand == "A":
+            a = [w if x == v else x for x in a]
+        else:
+            b = [w if y == v else y for y in b]
+        return dot(a, b)
+    return gemm(A, B, element)
+
+
 # ------------------------------------------------------------------------------------------------- the checking
 
 def check_named(C, A, B, family, param, a_type, b_type, poison=None):
@@ -218,10 +253,11 @@ def test_int16_lanes_flush_reports_the_honest_range():
     # the first block already wraps; the input cannot tell N = 300 from N = 1000: "N >= 271".
     A, B = full((1, 300), 11, "s8"), full((300, 1), 11, "s8")
     assert identify(lanes_flush(A, B, 300), A, B, a_type="s8", b_type="s8") == ["int16-lanes-flush(N>=271)"]
-    # K = 600: both blocks wrap once for every N in [271, 329] (600 - N >= 271), and K = 600 itself wraps once.
+    # K = 600: both blocks wrap once for every N in [271, 329] (600 - N >= 271); N >= 600 wraps once in all. Two
+    # lanes along k over the whole depth hold 300 products each and wrap once each: the same C.
     A, B = full((1, 600), 11, "s8"), full((600, 1), 11, "s8")
     assert identify(lanes_flush(A, B, 300), A, B, a_type="s8", b_type="s8") == \
-        ["int16-lanes-flush(N in [271, 329])"]
+        ["int16-lanes-flush(N in [271, 329])", "int16-k-lanes(L=2, N>=600)"]
 
 
 @SETTINGS
@@ -370,6 +406,14 @@ def test_signedness_named(ops, which):
             assert all(f"{x} read as {other(t)}" in m.name for x, t in (("A", a_type), ("B", b_type)) if x in which)
 
 
+def test_a_mistake_that_changes_nothing_is_not_added():
+    # B has no negative values, so reading it as u8 changes nothing: "A read as s8" alone, not also with B.
+    A = np.array([[200, 17, 131], [255, 128, 3]], np.uint8)
+    B = np.array([[3, 7], [12, 5], [1, 100]], np.int8)
+    names = identify(read_as_other(A, B, "u8", "s8", ("A",)), A, B, a_type="u8", b_type="s8")
+    assert "A read as s8" in names and not any("B read as u8" in n for n in names)
+
+
 def test_u8_kernel_that_sign_extends_a():
     A = np.array([[200, 17, 131], [255, 128, 3]], np.uint8)
     B = np.array([[3, -7], [12, 5], [-1, 100]], np.int8)
@@ -516,11 +560,27 @@ def test_colsum_in_int16_exact_below_the_wrapping_depth():
 # ------------------------------------------------------------------------------------------------- dropped k
 
 @SETTINGS
-@given(operands(max_k=20), st.sampled_from(["last", "first"]), st.integers(1, 8))
+@given(operands(max_k=60), st.sampled_from(["last", "first"]), st.integers(1, 60))
 def test_dropped_k_named(ops, end, r):
     A, B, a_type, b_type = ops
     assume(r <= A.shape[1])
     check_named(dropped(A, B, end, r), A, B, "dropped-k", (end, r), a_type, b_type)
+
+
+@pytest.mark.parametrize("K", [31, 63, 255])
+def test_a_lost_31_k_tail_named(K):
+    # A K tail of 31 whose count is kept in 4 bits (16 pairs stored as 0): the last 31 k never computed.
+    rng = np.random.default_rng(K)
+    A, B = rng.integers(0, 256, (4, K)).astype(np.uint8), rng.integers(-128, 128, (K, 8)).astype(np.int8)
+    assert "last 31 k values dropped" in identify(dropped(A, B, "last", 31), A, B, a_type="u8", b_type="s8")
+
+
+def test_dropped_k_on_a_single_product_names_the_range():
+    # One product at k = 30 of K = 31 and C = 0: dropping any last r >= 1 explains it, and so does dropping all 31.
+    A, B = np.zeros((1, 31), np.uint8), np.zeros((31, 1), np.int8)
+    A[0, 30], B[30, 0] = 52, -58
+    names = identify(np.zeros((1, 1), np.int64), A, B, a_type="u8", b_type="s8")
+    assert "last r k values dropped (r in [1, 31])" in names and "first 31 k values dropped" in names
 
 
 @SETTINGS
@@ -536,6 +596,89 @@ def test_overwriting_blocks_of_1024(K):
     rng = np.random.default_rng(K)
     A, B = rng.integers(0, 256, (1, K)).astype(np.uint8), rng.integers(-128, 128, (K, 1)).astype(np.int8)
     check_named(overwriting_blocks(A, B, 1024), A, B, "k-blocks-overwrite", 1024, "u8", "s8")
+
+
+@SETTINGS
+@given(operands(max_mn=2, min_k=2, max_k=70), st.sampled_from(["A", "B"]), st.data())
+def test_restarting_blocks_named(ops, operand, data):
+    A, B, a_type, b_type = ops
+    K = A.shape[1]
+    N = data.draw(st.one_of(st.integers(1, min(K - 1, 64)), st.sampled_from([16, 32, 48, 64])).filter(lambda n: n < K))
+    check_named(restarting_blocks(A, B, N, operand), A, B, f"k-blocks-restart-{operand}", N, a_type, b_type)
+
+
+@pytest.mark.parametrize("K", [1025, 1100])
+def test_k_blocks_of_1024_restarting_b(K):
+    rng = np.random.default_rng(K)
+    A, B = rng.integers(-128, 128, (2, K)).astype(np.int8), rng.integers(-128, 128, (K, 3)).astype(np.int8)
+    names = identify(restarting_blocks(A, B, 1024, "B"), A, B, a_type="s8", b_type="s8")
+    assert names == ["K blocks of N=1024 restart B (each block reads B from k = 0)"]
+
+
+# ------------------------------------------------------------------------------------------- int16 lanes along k
+
+@SETTINGS
+@given(operands(types=("u8",), max_mn=2, min_k=2, max_k=70), st.sampled_from([(8, 16), (4, 8), (2, 4), (8, 32),
+                                                                             (16, 32)]))
+def test_k_lanes_named(ops, shape):
+    A, B = u8s8(ops)
+    L, N = shape
+    check_named(k_lanes(A, B, L, N), A, B, "int16-k-lanes", (L, N), "u8", "s8")
+
+
+def test_products_of_k_and_k_plus_8_sharing_a_lane():
+    # 255 * 127 at k = 0 and k = 8: 64770 wraps to -766 in the lane both products share.
+    A = np.array([[255, 0, 0, 0, 0, 0, 0, 0, 255]], np.uint8)
+    B = np.array([[127], [0], [0], [0], [0], [0], [0], [0], [127]], np.int8)
+    assert k_lanes(A, B, 8, 16)[0, 0] == -766
+    names = identify(k_lanes(A, B, 8, 16), A, B, a_type="u8", b_type="s8")
+    assert "int16-k-lanes(L=8, N>=9): k and k + 8 share a lane" in names      # K = 9: one block, any N >= 9
+    # K = 32, two blocks whose shared lanes hold 255 * (127 + 12) = 35445 each, -30091 once wrapped: -60182 with
+    # blocks of 16, but 70890 wrapped once (5354) were all four products in one lane.
+    A, B = np.zeros((1, 32), np.uint8), np.zeros((32, 1), np.int8)
+    A[0, [0, 8, 16, 24]], B[[0, 8, 16, 24], 0] = 255, [127, 12, 127, 12]
+    assert k_lanes(A, B, 8, 16)[0, 0] == -60182 and k_lanes(A, B, 8, 32)[0, 0] == 5354
+    names = identify(k_lanes(A, B, 8, 16), A, B, a_type="u8", b_type="s8")
+    assert "int16-k-lanes(L=8, N=16): k and k + 8 share a lane" in names
+
+
+# --------------------------------------------------------------------------------------------- one value misread
+
+def bit_slips(v):
+    """What a byte v becomes through the mistakes kernels make: zeroed, negated, top bit or carry lost or gained,
+    halved, doubled, pinned at an end of the s8 or u8 range (the values named even on a 1x1 counterexample)."""
+    return [w for w in (0, -v, v - 128, v + 128, v - 256, v + 256, v // 2, 2 * v, -128, 127, 255, -127)
+            if -128 <= w <= 255 and w != v]
+
+
+@SETTINGS
+@given(operands(max_mn=4, max_k=20), st.sampled_from(["A", "B"]), st.data())
+def test_value_read_as_named(ops, operand, data):
+    A, B, a_type, b_type = ops
+    X = A if operand == "A" else B
+    v = int(data.draw(st.sampled_from(sorted(set(X.ravel().tolist())))))
+    w = data.draw(st.sampled_from(bit_slips(v)))
+    check_named(value_read_as(A, B, operand, v, w), A, B, "value-read-as", (operand, v, w), a_type, b_type)
+
+
+def test_any_misread_value_named_where_the_data_determine_it():
+    rng = np.random.default_rng(12)
+    A, B = rng.integers(0, 256, (4, 30)).astype(np.uint8), rng.integers(-128, 128, (30, 8)).astype(np.int8)
+    v = int(A[0, 3])
+    assert 77 not in bit_slips(v)
+    assert not np.array_equal(value_read_as(A[:1], B[:, :1], "A", v, 77), exact(A[:1], B[:, :1]))
+    check_named(value_read_as(A, B, "A", v, 77), A, B, "value-read-as", ("A", v, 77), "u8", "s8")
+    # On a 1x1 C one equation fits some v read as some w for almost any error: only bit-level slips are named.
+    A1, B1 = A[:1], B[:, :1]
+    C1 = value_read_as(A1, B1, "A", v, 77)
+    assert not any(m.family.name == "value-read-as" and m.includes(("A", v, 77))
+                   for m in matches(C1, A1, B1, a_type="u8", b_type="s8"))
+
+
+def test_a_255_read_as_127_named():
+    rng = np.random.default_rng(9)
+    A, B = rng.integers(200, 256, (4, 40)).astype(np.uint8), rng.integers(-128, 128, (40, 8)).astype(np.int8)
+    assert identify(value_read_as(A, B, "A", 255, 127), A, B, a_type="u8", b_type="s8") == ["a = 255 read as 127"]
 
 
 # ---------------------------------------------------------------------------------------------------- poison
