@@ -103,8 +103,8 @@ def _fbgemm():
 
 def _kernel(k):
     from .cases import random_operands
-    from .executors import executor
-    ex = executor(k)
+    from .executors import NativeExecutor, executor
+    ex = NativeExecutor(k, guard=False) if k.target == "x86-64" else executor(k)   # timing: no guard pages
     group = "4.6-bit" if k.name.startswith("q46") else "8-bit"
     reason = ex.unavailable()
     if reason:
@@ -224,19 +224,24 @@ def summarize(result: dict) -> tuple[list[dict], list[tuple[str, str, str]]]:
     return rows, ratios
 
 
-def per_call_overhead(name: str, rounds: int = 5, number: int = 2000) -> dict:
-    """What one call of a registered kernel costs beyond the kernel: `run` on 8x8x8 against the bare C call."""
+def per_call_overhead(name: str, rounds: int = 5, number: int = 2000, shape=(8, 8, 8)) -> dict:
+    """What one call of a registered native kernel costs beyond the kernel, side by side on one shape: the bare C
+    call through cffi, `run` unguarded (the benchmark's path) and `run` guarded (the conformance path: fresh
+    mappings with guard pages, poisoned C and workspace, the signal-catching trampoline, canary checks)."""
     from .cases import random_operands
-    from .executors import executor
+    from .executors import NativeExecutor
     from .registry import kernel
     k = kernel(name)
-    ex = executor(k)
-    A, B = random_operands(k, 8, 8, 8, np.random.default_rng(0), domain=True)
-    ex.run(A, B)
-    ffi, fn, workspace = ex._entry
-    C = np.zeros((8, 8), np.int32)
-    args = (8, 8, 8, ffi.from_buffer(A), ffi.from_buffer(B), ffi.from_buffer("int32_t[]", C),
-            ffi.from_buffer(ex.workspace(int(workspace(8, 8, 8)))), *k.params.values())
-    run = min(_time(lambda: ex.run(A, B), number) for _ in range(rounds))
-    bare = min(_time(lambda: fn(*args), number) for _ in range(rounds))
-    return {"kernel": name, "run_us": run * 1e6, "bare_call_us": bare * 1e6}
+    plain, guarded = NativeExecutor(k, guard=False), NativeExecutor(k)
+    m, n, d = shape
+    A, B = random_operands(k, m, n, d, np.random.default_rng(0), domain=True)
+    plain.run(A, B)
+    guarded.run(A, B)
+    ffi, fn, _ = plain._entry
+    C = np.zeros((m, n), np.int32)
+    args = (m, n, d, ffi.from_buffer(A), ffi.from_buffer(B), ffi.from_buffer("int32_t[]", C),
+            plain._reused_workspace(plain.workspace_bytes(m, n, d)), *k.params.values())
+    times = {"bare_call_us": lambda: fn(*args), "run_us": lambda: plain.run(A, B),
+             "guarded_run_us": lambda: guarded.run(A, B)}
+    best = {key: min(_time(call, number) for _ in range(rounds)) * 1e6 for key, call in times.items()}
+    return {"kernel": name, "shape": shape, **best}

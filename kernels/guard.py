@@ -76,22 +76,42 @@ class Region:
         return None
 
 
+# Mappings of closed arenas, by page count, for the next call to reuse (every byte is rewritten before a kernel
+# sees it): mmap + two mprotects + munmap per buffer per call cost more than the small kernels they guard.
+_POOL: dict[int, list[tuple[int, np.ndarray]]] = {}
+POOL_PAGES = 1 << 14            # at most 64 MiB of idle mappings are kept
+
+
+def _take(pages: int) -> tuple[int, np.ndarray]:
+    free = _POOL.get(pages)
+    if free:
+        return free.pop()
+    ffi, lib = _library()
+    start = lib.lowp_map(pages)
+    if start == ffi.NULL:
+        raise MemoryError(f"cannot map {pages} guarded pages")
+    return int(ffi.cast("uintptr_t", start)), np.frombuffer(ffi.buffer(start, pages * PAGE), np.uint8)
+
+
+def _give_back(start: int, pages: int, view: np.ndarray) -> None:
+    if sum(p * len(v) for p, v in _POOL.items()) + pages <= POOL_PAGES:
+        _POOL.setdefault(pages, []).append((start, view))
+        return
+    ffi, lib = _library()
+    lib.lowp_unmap(ffi.cast("void *", start), pages)
+
+
 class Arena:
-    """The guarded buffers of one call; unmapped on close."""
+    """The guarded buffers of one call; their mappings go back to the pool on close."""
 
     def __init__(self):
         self.regions: list[Region] = []
 
     def place(self, name: str, array: np.ndarray, after: int = 0) -> Region:
-        ffi, lib = _library()
         array = np.ascontiguousarray(array)
         nbytes = array.nbytes
         pages = max(1, -(-(nbytes + after) // PAGE))
-        start = lib.lowp_map(pages)
-        if start == ffi.NULL:
-            raise MemoryError(f"cannot map {pages} pages for buffer {name!r}")
-        start_addr = int(ffi.cast("uintptr_t", start))
-        view = np.frombuffer(ffi.buffer(start, pages * PAGE), np.uint8)
+        start_addr, view = _take(pages)
         end = start_addr + pages * PAGE
         base = end - after - nbytes
         view[:] = CANARY
@@ -102,9 +122,8 @@ class Arena:
         return region
 
     def close(self) -> None:
-        ffi, lib = _library()
         for r in self.regions:
-            lib.lowp_unmap(ffi.cast("void *", r.start), r.pages)
+            _give_back(r.start, r.pages, r._view)
         self.regions = []
 
     def __enter__(self):
