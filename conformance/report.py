@@ -48,15 +48,12 @@ def _verdict(row: dict) -> str:
     return v
 
 
-def short_cause(cause: str | None, width: int = 60) -> str:
-    """The head of a cause, for a table cell: up to the first ':' or ';' that leaves some words."""
+def short_cause(cause: str | None, width: int = 64) -> str:
+    """The head of a cause, for a table cell: up to its first ';', cut to `width`."""
     if not cause:
         return ""
-    for sep in (";", ": "):
-        head = cause.split(sep, 1)[0]
-        if 12 <= len(head) <= width:
-            return head
-    return cause if len(cause) <= width else cause[: width - 3] + "..."
+    head = cause.split(";", 1)[0]
+    return head if len(head) <= width else head[: width - 3] + "..."
 
 
 def _path(row: dict, width: int = 48) -> str:

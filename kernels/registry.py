@@ -59,7 +59,8 @@ class Kernel:
     model: Callable                   # behaviour model: model(A, B, **params) -> int32 C, bit for bit
     params: dict = field(default_factory=dict)   # extra int arguments, passed to the symbol and the model
     cflags: tuple[str, ...] = ("-O3",)
-    depends: tuple[Path, ...] = ()              # headers the source includes (they join the build cache key)
+    depends: tuple[Path, ...] = ()              # extra files whose bytes join the build key (headers need not be
+                                                # listed: the compiler's -MMD output puts them in the key)
     description: str = ""
     # Mnemonics of the claimed path (e.g. ("vpdpbusd",)): a check where none of them executed (emulated) or is
     # present in the compiled code (native) fails with "the claimed path never ran".
@@ -97,8 +98,9 @@ class Kernel:
 # Signature kinds: the C prototype the entry symbol has, and how the executors call it.
 #   gemm: void f(int64 M, int64 N, int64 K, const A*, const B*, int32 *C, void *work[, int64 param...])
 #         size_t <prefix>_workspace(int64 M, int64 N, int64 K) gives the bytes of `work` (packing buffers).
-#         A is M x K row-major, B is K x N row-major, C is M x N row-major. `work` is zeroed when first allocated
-#         and then reused across calls without clearing: a kernel must write whatever workspace it reads.
+#         A is M x K row-major, B is K x N row-major, C is M x N row-major. C and `work` arrive filled with poison
+#         (not zeros): a kernel must write all of C and whatever workspace it reads. Every buffer ends at a guard
+#         page (plus the kernel's declared `overread`).
 SIGNATURES = {
     "gemm": "void {symbol}(int64_t M, int64_t N, int64_t K, const void *A, const void *B, int32_t *C, void *work{params})",
 }
