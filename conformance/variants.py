@@ -11,6 +11,15 @@ first overflow, an input too short to tell), the name gives the whole range.
 
 identify(C, A, B, a_type=..., b_type=...) returns the names; matches(...) the same as Match objects with the
 parameters each name stands for. Both stop after `budget` seconds (1 s) with what they have.
+
+The families (FAMILIES, in the order they are tried; each class's docstring names the bug): C's initial contents
+kept or never overwritten (poison), rows or columns permuted, operands swapped or read in the other layout, an
+operand read with the other signedness, one value read as another, a compensation off by c * colsum(B) or
+c * rowsum(A), compensation sums kept in int16, k values dropped at either end, K blocks overwriting C or
+restarting A or B, 16-bit lanes wrapping with a flush every N k (signed, unsigned) or along k (k and k + 8 in one
+lane), pair saturation (plain, from k = 1, in K blocks), FBGEMM acc16 with any brow, saturating int16 accumulation.
+Every family measures against the exact product: a kernel whose accepted result is another one (pair-saturating
+on purpose) and that also has a bug gets no name.
 """
 from __future__ import annotations
 
