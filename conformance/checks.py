@@ -265,25 +265,64 @@ def counterexample(check: Check, kern, failure: Failure, kind: str, cause: str) 
 
 
 def claimed_path(kern, ex) -> tuple[bool, str]:
-    """Which instructions carried the kernel: those present in its compiled code (native, capstone over the symbol
-    and what it calls) or executed in one representative case (emulated, per-mnemonic counts); and whether any of
-    the kernel's `requires` is among them."""
-    from lowp.kernels.disasm import native_instructions, requires_met
+    """Which instructions carried the kernel, and whether any of its `requires` executed. Emulated: the
+    per-mnemonic counts of a few probe cases. Native: the instructions present in the code reachable from the
+    symbol (capstone), and, for `requires`, one-shot breakpoints at every site of them in a private copy of the
+    library while the probe cases run, so a path that is compiled in but never taken (a CPU dispatch that picks
+    another branch) is told from one that runs."""
+    from collections import Counter
+
+    from lowp.kernels.disasm import instruction_sites, native_instructions, requires_met
+    probes = _path_probes(kern)
     if ex.backend == "native":
         ex._lib                                # loaded: its path is known
-        seen, verb = native_instructions(ex.library_path, kern.symbol), "present"
-    else:
-        t = kern.tile
-        A = np.ones((t.mr, 4 * t.kr + 1), kern.a_dtype)
-        B = np.ones((4 * t.kr + 1, t.nr), kern.b_dtype)
+        present = native_instructions(ex.library_path, kern.symbol)
+        if not kern.requires:
+            return True, requires_met(present, ARITHMETIC, "present")[1]
+        ok, text = requires_met(present, kern.requires, "present")
+        if not ok:
+            return False, text
+        from lowp.kernels import guard
+        probe = ex.with_fresh_state()
+        probe._lib
+        sites = instruction_sites(probe.library_path, kern.symbol, kern.requires)
+        load = guard.load_address(probe.library_path)
+        with guard.Breakpoints([load + a for a, _ in sites]) as bp:
+            for A, B in probes:
+                try:
+                    probe.run(A, B)
+                except EmulatorError:
+                    pass
+        ran = Counter(name for a, name in sites if load + a in bp.hits)
+        if not ran:
+            return False, (f"none of {', '.join(kern.requires)} executed in {len(probes)} probe cases, though "
+                           f"present at {len(sites)} sites (a dispatch that never takes that path?)")
+        return True, "executed: " + ", ".join(f"{n} at {c} of {sum(m == n for _, m in sites)} sites"
+                                             for n, c in ran.most_common())
+    seen = Counter()
+    for A, B in probes:
         try:
             ex.run(A, B, mnemonics=True, budget=PATH_PROBE_BUDGET)
         except EmulatorError as e:
-            return not kern.requires, f"not determined: the representative {_shape(Call(A, B, 0))} case faulted ({e})"
-        seen, verb = ex.last.mnemonics or {}, "executed"
-    if kern.requires:
-        return requires_met(seen, kern.requires, verb)
-    return True, requires_met(seen, ARITHMETIC, verb)[1]
+            if not seen:
+                return not kern.requires, f"not determined: the {_shape(Call(A, B, 0))} probe case faulted ({e})"
+            break
+        seen.update(ex.last.mnemonics or {})
+    return requires_met(seen, kern.requires or ARITHMETIC, "executed") if kern.requires else \
+        (True, requires_met(seen, ARITHMETIC, "executed")[1])
+
+
+def _path_probes(kern) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A few cases of the claimed domain that any real path should take: one tile with a k remainder, a
+    remainder on every side, and a larger block."""
+    t = kern.tile
+    rng = np.random.default_rng(0x9A7)
+    (alo, ahi), (blo, bhi) = kern.domain.a, kern.domain.b
+    out = []
+    for m, n, k in ((t.mr, t.nr, 4 * t.kr + 1), (2 * t.mr + 1, 2 * t.nr + 1, 64), (4 * t.mr, 4 * t.nr, 256)):
+        out.append((rng.integers(alo, ahi, (m, k), endpoint=True).astype(kern.a_dtype),
+                    rng.integers(blo, bhi, (k, n), endpoint=True).astype(kern.b_dtype)))
+    return out
 
 
 # What the path column shows when a kernel requires nothing: its multiply, dot-product and widening instructions.

@@ -7,10 +7,10 @@
 See docs/emulator.md for the design (AAPCS64 mapping, guard pages, budget, I8MM gap-filling, lockstep).
 """
 from .build import Binary, build, build_text, cache_dir
-from .errors import (BudgetExceeded, BuildError, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds,
-                     Trap, UndefinedInstruction)
+from .errors import (AlignmentFault, BudgetExceeded, BuildError, EmulationFailed, EmulatorError, LockstepMismatch,
+                     OutOfBounds, Trap, UndefinedInstruction)
 from .machine import DEFAULT_BUDGET, CallResult, Machine, disassemble
 
 __all__ = ["Binary", "build", "build_text", "cache_dir", "Machine", "CallResult", "DEFAULT_BUDGET", "disassemble",
-           "EmulatorError", "BuildError", "OutOfBounds", "BudgetExceeded", "UndefinedInstruction", "Trap",
-           "LockstepMismatch", "EmulationFailed"]
+           "EmulatorError", "AlignmentFault", "BuildError", "OutOfBounds", "BudgetExceeded", "UndefinedInstruction",
+           "Trap", "LockstepMismatch", "EmulationFailed"]

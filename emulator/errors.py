@@ -53,6 +53,16 @@ def describe_out_of_bounds(access, size, offset, name, nbytes, dtype, shape, whe
             f"{dtype}{list(shape)}){began}: {rel}; {where}")
 
 
+class AlignmentFault(EmulatorError):
+    """An instruction that needs an aligned address (MOVDQA, VMOVAPS, ...) got an unaligned one: the CPU raises a
+    general-protection fault. lowp places every buffer so that it ends at a page boundary, so a buffer starts at
+    whatever alignment its size gives: a kernel may not assume more than its API promises."""
+
+    def __init__(self, message, *, buffer=None, offset=None, address=None, pc=None, instruction=None):
+        super().__init__(message)
+        self.buffer, self.offset, self.address, self.pc, self.instruction = buffer, offset, address, pc, instruction
+
+
 class BudgetExceeded(EmulatorError):
     """The kernel ran more instructions than its budget (a runaway loop)."""
 

@@ -244,9 +244,26 @@ def native_instructions(library_path: str | Path, symbol: str) -> Instructions:
     jump reaches, each once. A call through the PLT is followed only when the PLT slot's symbol is defined in
     this object (an exported helper called with -fPIC's default interposable call); calls into other libraries
     (memcpy) are listed in `.external`."""
-    so = _SharedObject(Path(library_path))
+    found = Instructions()
+    for insn in _walk(Path(library_path), symbol, found):
+        found[insn.name] += 1
+    return found
+
+
+def instruction_sites(library_path: str | Path, symbol: str, requires) -> list[tuple[int, str]]:
+    """(address in the file's virtual layout, mnemonic) of every instruction reachable from `symbol` that matches
+    one of the `requires` patterns: where to set breakpoints to learn whether the claimed path executes."""
+    wanted = [_name(p) for p in ([requires] if isinstance(requires, str) else requires)]
+    return [(insn.address, insn.name) for insn in _walk(Path(library_path), symbol, Instructions())
+            if any(fnmatch.fnmatchcase(insn.name, w) for w in wanted)]
+
+
+def _walk(path: Path, symbol: str, found: Instructions):
+    """Every decoded instruction of the code reachable from `symbol` (see native_instructions); the functions
+    visited, undecodable addresses and external calls are recorded in `found`."""
+    so = _SharedObject(path)
     entry = so.function(symbol)
-    found, seen, todo = Instructions(), {entry.start}, [entry]
+    seen, todo = {entry.start}, [entry]
     while todo:
         fn = todo.pop(0)
         found.functions.append(symbol if fn is entry else "/".join(fn.names))
@@ -254,7 +271,7 @@ def native_instructions(library_path: str | Path, symbol: str) -> Instructions:
             if not insn.name:
                 found.undecoded.append(insn.address)
                 continue
-            found[insn.name] += 1
+            yield insn
             target = _direct_target(insn)
             callee = so.containing(target) if target is not None else None
             if callee is None and target is not None:
@@ -262,7 +279,6 @@ def native_instructions(library_path: str | Path, symbol: str) -> Instructions:
             if callee is not None and callee.start not in seen:
                 seen.add(callee.start)
                 todo.append(callee)
-    return found
 
 
 def _through_plt(so: _SharedObject, stub: int, found: Instructions) -> _Function | None:

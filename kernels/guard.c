@@ -37,7 +37,45 @@ static volatile sig_atomic_t in_call;
 static lowp_fault *fault_out;
 static char altstack[1 << 16];   /* the handler must run even when the kernel overflowed its stack */
 
+/* One-shot breakpoints (INT3) at the instructions of a kernel's claimed path: a hit is counted, the original byte
+ * put back and execution resumes at that instruction, so the kernel computes as it would have. Used on a private
+ * copy of the kernel's library (the path probe), never on the copy whose results are judged. */
+#define MAX_BREAKPOINTS 65536
+static uint64_t bp_address[MAX_BREAKPOINTS];
+static uint8_t bp_original[MAX_BREAKPOINTS];
+static int32_t bp_hits[MAX_BREAKPOINTS];
+static int32_t bp_count;
+
+static int writable(uint64_t address, int on) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *start = (void *)(address & ~(uint64_t)(page - 1));
+    return mprotect(start, page, PROT_READ | PROT_EXEC | (on ? PROT_WRITE : 0));
+}
+
+static int patch(uint64_t address, uint8_t byte) {
+    if (writable(address, 1)) return -1;
+    *(volatile uint8_t *)address = byte;
+    return writable(address, 0);
+}
+
+static int breakpoint_at(uint64_t address) {
+    for (int32_t i = 0; i < bp_count; ++i)
+        if (bp_address[i] == address) return i;
+    return -1;
+}
+
 static void on_signal(int signo, siginfo_t *info, void *context) {
+    if (signo == SIGTRAP) {
+        ucontext_t *uc = (ucontext_t *)context;
+        uint64_t at = (uint64_t)uc->uc_mcontext.gregs[REG_RIP] - 1;     /* INT3 leaves RIP after itself */
+        int i = breakpoint_at(at);
+        if (i >= 0 && bp_hits[i] == 0) {
+            bp_hits[i] = 1;
+            patch(at, bp_original[i]);
+            uc->uc_mcontext.gregs[REG_RIP] = (greg_t)at;
+            return;
+        }
+    }
     if (!in_call) {
         if (signo == SIGALRM) return;               /* a budget timer that fired just after the call: ignore */
         signal(signo, SIG_DFL);                     /* not ours: the fault repeats and ends the process as usual */
@@ -95,6 +133,31 @@ int lowp_call(void *fn, const int64_t *args, int64_t budget_us, lowp_fault *out)
     in_call = 0;
     if (budget_us > 0) set_timer(0);
     return 0;
+}
+
+/* Sets INT3 at each address (the first byte of an instruction); returns how many were set. */
+int lowp_breakpoints(const uint64_t *addresses, int32_t n) {
+    bp_count = 0;
+    for (int32_t i = 0; i < n && i < MAX_BREAKPOINTS; ++i) {
+        bp_address[i] = addresses[i];
+        bp_original[i] = *(volatile uint8_t *)addresses[i];
+        bp_hits[i] = 0;
+        if (patch(addresses[i], 0xCC)) break;
+        bp_count = i + 1;
+    }
+    return bp_count;
+}
+
+/* Writes each breakpoint's hit flag to hits[], puts back the bytes of those never hit, and forgets them all. */
+int lowp_breakpoint_hits(int32_t *hits) {
+    int32_t total = 0;
+    for (int32_t i = 0; i < bp_count; ++i) {
+        hits[i] = bp_hits[i];
+        total += bp_hits[i];
+        if (!bp_hits[i]) patch(bp_address[i], bp_original[i]);
+    }
+    bp_count = 0;
+    return total;
 }
 
 /* A mapping of `pages` accessible pages between two inaccessible guard pages; returns the first accessible byte. */

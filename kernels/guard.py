@@ -15,7 +15,8 @@ from pathlib import Path
 import cffi
 import numpy as np
 
-from lowp.emulator.errors import BudgetExceeded, OutOfBounds, Trap, UndefinedInstruction, describe_out_of_bounds
+from lowp.emulator.errors import (AlignmentFault, BudgetExceeded, OutOfBounds, Trap, UndefinedInstruction,
+                                  describe_out_of_bounds)
 
 PAGE = mmap.PAGESIZE
 CANARY = 0xA5
@@ -24,6 +25,7 @@ MAX_ARGS = 16
 GREGS = ("r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rdi", "rsi", "rbp", "rbx", "rdx", "rax", "rcx",
          "rsp", "rip")
 REG_RIP, REG_ERR, PF_WRITE = 16, 19, 2
+SI_KERNEL = 0x80        # si_code of a SIGSEGV the kernel sends for a general-protection fault
 _ALIASES = {**{f"e{r[1:]}": r for r in ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp")},
             **{f"r{i}d": f"r{i}" for i in range(8, 16)}}
 
@@ -32,6 +34,8 @@ typedef struct { int32_t signo; int32_t code; uint64_t address; int64_t gregs[23
 int lowp_call(void *fn, const int64_t *args, int64_t budget_us, lowp_fault *out);
 void *lowp_map(size_t pages);
 void lowp_unmap(void *start, size_t pages);
+int lowp_breakpoints(const uint64_t *addresses, int32_t n);
+int lowp_breakpoint_hits(int32_t *hits);
 """
 
 
@@ -178,6 +182,8 @@ def _exception(fault, arena: Arena, budget, library):
     access = "write" if gregs[REG_ERR] & PF_WRITE else "read"
     address = int(fault.address)
     start, size = _memory_operand(insn, gregs) if insn else (None, None)
+    if fault.code == SI_KERNEL and start is not None:       # a general-protection fault, not a page fault
+        return _general_protection(arena, start, size, text, where, rip)
     region = arena.locate(address)
     if region is None:
         return OutOfBounds(f"{access} of unmapped memory at {address:#x}, in no buffer, {where}", access=access,
@@ -193,6 +199,22 @@ def _exception(fault, arena: Arena, budget, library):
                                      region.array.shape, where, began)
     return OutOfBounds(message, buffer=region.name, offset=offset, nbytes=region.nbytes, access=access,
                        address=address, size=size, pc=rip, instruction=text, itemsize=region.array.dtype.itemsize)
+
+
+def _general_protection(arena: Arena, start: int, size, text: str, where: str, rip: int):
+    """An aligned-access instruction on an unaligned address (the usual cause of #GP in a kernel)."""
+    region = arena.locate(start)
+    alignment = start & -start if start else 0
+    if region is None:
+        return AlignmentFault(f"general-protection fault {where}: the access at {start:#x} ({alignment}-byte "
+                              "aligned) is in no buffer", address=start, pc=rip, instruction=text)
+    offset = start - region.base
+    need = f"a {size}-byte aligned address" if size else "an aligned address"
+    return AlignmentFault(
+        f"misaligned access {where}: it needs {need}, but byte offset {offset} of buffer {region.name!r} is at "
+        f"{start:#x}, {min(alignment, 4096)}-byte aligned; lowp places each buffer to end at a page boundary, so a "
+        "kernel may not assume its buffers are aligned", buffer=region.name, offset=offset, address=start, pc=rip,
+        instruction=text)
 
 
 @cache
@@ -281,3 +303,32 @@ def _load_address(library: str) -> int | None:
     except OSError:      # pragma: no cover - no /proc
         pass
     return None
+
+
+class Breakpoints:
+    """One-shot INT3 breakpoints at `addresses` (runtime addresses of instruction starts) while the block runs:
+    `.hits` is then the set of addresses whose instruction executed. Only for a private copy of a library (see
+    NativeExecutor(fresh=True)): the code is patched in memory; bytes are restored when hit or at the end."""
+
+    def __init__(self, addresses):
+        self.addresses = [int(a) for a in addresses]
+        self.hits: set[int] = set()
+
+    def __enter__(self):
+        ffi, lib = _library()
+        argv = np.array(self.addresses, np.uint64)
+        set_ = lib.lowp_breakpoints(ffi.from_buffer("uint64_t[]", argv), len(argv))
+        if set_ != len(argv):
+            raise RuntimeError(f"could only set {set_} of {len(argv)} breakpoints (mprotect refused, or too many)")
+        return self
+
+    def __exit__(self, *exc):
+        ffi, lib = _library()
+        flags = np.zeros(max(1, len(self.addresses)), np.int32)
+        lib.lowp_breakpoint_hits(ffi.from_buffer("int32_t[]", flags))
+        self.hits = {a for a, f in zip(self.addresses, flags) if f}
+
+
+def load_address(library: Path) -> int | None:
+    """Where the dynamic loader mapped `library` in this process."""
+    return _load_address(str(library))

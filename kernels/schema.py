@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -349,6 +350,8 @@ def specs_from_toml(path: str | Path) -> list[KernelSpec]:
         problems.append(Problem(path, None, None, "no [[kernel]] tables: the file declares no kernel"))
     specs, seen = [], {}
     base = path.resolve().parent
+    if str(base) not in sys.path:      # a `model = "mymodels:f"` module beside the TOML imports, as its sources do
+        sys.path.append(str(base))
     for index, entry in enumerate(entries):
         label = entry_label(entry, index)
         if label in seen:
