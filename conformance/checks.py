@@ -185,17 +185,23 @@ def _right(out: Outcome, expected) -> str:
     return " (right)" if out.fault is None and np.array_equal(out.C, expected) else ""
 
 
-def _variants(check, kern, call: Call, C) -> str:
+def _variants(check, kern, call: Call, C, also: tuple | None = None) -> str:
     """The names of what the kernel computed: the contract's own known variant when C is one (its canonical
-    name), else the parametrised families C belongs to (the two simplest: on a small counterexample several
-    families can coincide)."""
+    name), else the parametrised families C belongs to, the two simplest: on a small counterexample several
+    families coincide, so `also` = (call, C) of a second failure (the shrunk one) keeps the families both share."""
     if check.check != "model":
         matched = contract(check.check).judge(C, call.A, call.B).matched
         if matched:
             return f": the result matches {matched}"
-    from .variants import identify
-    names = identify(C, call.A, call.B, a_type=kern.a_type, b_type=kern.b_type,
-                     poison=poison(C.shape, np.int32, call.seed))
+    from .variants import matches
+    found = matches(C, call.A, call.B, a_type=kern.a_type, b_type=kern.b_type,
+                    poison=poison(C.shape, np.int32, call.seed))
+    if also is not None and found:
+        other, C2 = also
+        families = {m.family.name for m in matches(C2, other.A, other.B, a_type=kern.a_type, b_type=kern.b_type,
+                                                   poison=poison(C2.shape, np.int32, other.seed))}
+        found = [m for m in found if m.family.name in families] or found
+    names = [m.name for m in found]
     if not names and check.check == "model":
         matched = contract("exact").judge(C, call.A, call.B).matched
         names = [matched] if matched else []
@@ -387,7 +393,11 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
             fresh = Recorder(ex.with_fresh_state()) if kind == "state" else rec
             if kind == "state" and failure.previous is not None:
                 fresh.run(failure.previous)
-            failure = Failure(call, fresh.run(call), failure.previous)
+            shrunk = Failure(call, fresh.run(call), failure.previous)
+            if kind == "value" and shrunk.outcome.C is not None and failure.outcome.C is not None:
+                cause = "wrong value" + _variants(check, kern, failure.call, failure.outcome.C,
+                                                  also=(shrunk.call, shrunk.outcome.C))
+            failure = shrunk
         row["cause"] = cause
         row["counterexample"] = counterexample(check, kern, failure, kind, cause)
     if not path_ok and check.claimed:

@@ -65,7 +65,9 @@ def _matched(row: dict) -> str:
     return ", ".join(f"{k} {n}" for k, n in sorted(row.get("matched", {}).items(), key=lambda kv: -kv[1]))
 
 
-def markdown(rows: list[dict], seconds: float | None = None) -> str:
+def markdown(rows: list[dict], seconds: float | None = None, replay_args: str = "") -> str:
+    """The report. replay_args: what `lowp conformance replay ID` needs besides the id to find the kernels and
+    the journal (e.g. "--kernels my.toml --out my-report"), so the printed command works as printed."""
     s = summary(rows)
     table = [(r["kernel"], r["check"], r["domain"], r.get("backend", "?"), _verdict(r),
               f"{r.get('executed', 0)} of {r.get('cases', 0)}", _matched(r), _path(r)) for r in rows]
@@ -78,8 +80,8 @@ def markdown(rows: list[dict], seconds: float | None = None) -> str:
              "the kernel's claimed domain or the full type range. 'not claimed' failures show where a contract "
              "stops holding; they do not fail the run.", "",
              "'path' is what carried the kernel: the multiply and dot-product instructions present in its compiled "
-             "code (native) or executed in one case (emulated); a kernel that declares `requires` fails when none of "
-             "them is there.", "",
+             "code, or, for a kernel that declares `requires`, those that executed in three probe cases (breakpoints "
+             "natively, instruction counts emulated); such a kernel fails when none of them ran.", "",
              tabulate(table, headers=("kernel", "check", "domain", "backend", "verdict", "cases executed",
                                       "results matched", "path"), tablefmt="github"), ""]
     if s["claimed_failures"]:
@@ -87,7 +89,7 @@ def markdown(rows: list[dict], seconds: float | None = None) -> str:
     for r in rows:
         cx = r.get("counterexample")
         if cx:
-            lines += _counterexample(r, cx)
+            lines += _counterexample(r, cx, replay_args)
         elif r["verdict"] == "FAIL" and r.get("cause"):
             lines += [f"## {r['id']}: {r['cause']}", ""]
     for r in rows:
@@ -96,26 +98,44 @@ def markdown(rows: list[dict], seconds: float | None = None) -> str:
     return "\n".join(lines)
 
 
-def _counterexample(r: dict, cx: dict) -> list[str]:
+def _counterexample(r: dict, cx: dict, replay_args: str = "") -> list[str]:
     m, n, k = cx["shape"]
+    extra = f" {replay_args}" if replay_args else ""
     lines = [f"## {r['id']}: minimal counterexample", "",
              f"cause: {r.get('cause') or cx.get('cause') or 'wrong value'}", "",
              f"{m}x{n}x{k}, {cx['nonzero']} nonzero elements, poison seed {cx.get('seed', 0)}; replay with "
-             f"`lowp conformance replay {r['id']}`.", ""]
+             f"`lowp conformance replay {r['id']}{extra}`.", ""]
     body = []
     if cx.get("previous"):
         p = cx["previous"]
         pm, pn, pk = p["shape"]
         body += [f"after the call ({pm}x{pn}x{pk}, case {p.get('case')}, poison seed {p['seed']}):",
-                 f"  A = {p['A']}", f"  B = {p['B']}"]
-    body += [f"A = {cx['A']}", f"B = {cx['B']}"]
+                 f"  A = {array_text(p['A'])}", f"  B = {array_text(p['B'])}"]
+    body += [f"A = {array_text(cx['A'])}", f"B = {array_text(cx['B'])}"]
     if cx.get("fault"):
         body += [f"the call faulted: {cx['fault']}"]
     else:
-        body += [f"actual   C = {cx['actual']}", f"expected C = {cx['expected']}  ({r['check']})",
+        body += [f"actual   C = {array_text(cx['actual'])}",
+                 f"expected C = {array_text(cx['expected'])}  ({r['check']})",
                  f"first differing element {cx['first_diff']}: {cx['actual_at_first']} instead of "
-                 f"{cx['expected_at_first']}", f"the result matches: {cx['matched'] or 'no known variant'}"]
+                 f"{cx['expected_at_first']}"]
     return lines + ["```", *body, "```", ""]
+
+
+def array_text(values, limit: int = 64) -> str:
+    """A matrix as Python can read it back: in full up to `limit` elements, else as np.full(...) when every
+    element is equal, else its shape with the nonzero elements listed (all of it is in report.json)."""
+    x = np.asarray(values)
+    if x.size <= limit:
+        return str(x.tolist())
+    flat = x.ravel()
+    if (flat == flat[0]).all():
+        return f"np.full({x.shape}, {int(flat[0])})"
+    common = int(np.bincount(flat - flat.min()).argmax() + flat.min())
+    others = np.argwhere(x != common)
+    listed = ", ".join(f"{tuple(int(i) for i in idx)}: {int(x[tuple(idx)])}" for idx in others[:12])
+    more = f", ... ({len(others) - 12} more)" if len(others) > 12 else ""
+    return f"np.full({x.shape}, {common}) except {{{listed}{more}}}  (in full in report.json)"
 
 
 def junit(rows: list[dict]) -> str:
@@ -139,10 +159,10 @@ def junit(rows: list[dict]) -> str:
     return ET.tostring(suite, encoding="unicode")
 
 
-def write(rows: list[dict], out: Path, seconds: float | None = None) -> dict[str, Path]:
+def write(rows: list[dict], out: Path, seconds: float | None = None, replay_args: str = "") -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": out / "report.md", "json": out / "report.json", "junit": out / "junit.xml"}
-    paths["markdown"].write_text(markdown(rows, seconds))
+    paths["markdown"].write_text(markdown(rows, seconds, replay_args))
     paths["json"].write_text(json.dumps({"summary": summary(rows), "environment": environment(),
                                          "seconds": seconds, "rows": rows}, indent=1))
     paths["junit"].write_text(junit(rows))

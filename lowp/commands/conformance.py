@@ -24,6 +24,7 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the generated cases (default 0)")
     p.add_argument("--timeout", type=float, default=600, help="seconds before a check counts as hung (default 600)")
     p.add_argument("--no-grid", action="store_true", help="skip the seed grid shapes (faster)")
+    p.add_argument("--json", action="store_true", help="replay: print the raw result as JSON")
     p.set_defaults(func=cmd_conformance)
 
 
@@ -54,9 +55,42 @@ def _kernels(args):
     return selected
 
 
+def _replay_args(args) -> str:
+    """What `lowp conformance replay ID` needs besides the id: the same --kernels files and --out folder."""
+    parts = [f"--kernels {Path(p).resolve()}" for p in args.toml]
+    if args.out != Path("lowp-report"):
+        parts.append(f"--out {args.out}")
+    return " ".join(parts)
+
+
+def _replay(args, journal: dict) -> int:
+    """Re-run each id; print the verdict and the counterexample as the report shows them (--json: the raw
+    result). Exit 1 if any fails, 2 for an id that names no case or check of the journal."""
+    from lowp.conformance.checks import replay
+    from lowp.conformance.report import _counterexample
+    status = 0
+    for case_id in args.ids:
+        try:
+            result = replay(case_id, journal)
+        except (ValueError, KeyError) as e:
+            known = f"; checks in {args.out / 'journal.jsonl'}: {', '.join(sorted(journal)) or 'none'}"
+            print(f"error: {e.args[0] if e.args else e}{known if journal else ''}", file=sys.stderr)
+            status = 2
+            continue
+        if args.json:
+            print(json.dumps(result, indent=1))
+        else:
+            print(f"{case_id}: {result['verdict']}" + (f" ({result['reason']})" if result.get("reason") else ""))
+            if result["verdict"] == "FAIL":
+                print("\n".join(_counterexample({"id": case_id, "check": case_id.split(":")[1],
+                                                  "cause": result.get("cause")}, result, _replay_args(args))[2:]))
+        status = max(status, int(result["verdict"] == "FAIL"))
+    return status
+
+
 def cmd_conformance(args) -> int:
     from lowp.conformance import report, runner
-    from lowp.conformance.checks import plan, replay
+    from lowp.conformance.checks import plan
     from lowp.kernels import KernelConfigError
     try:
         selected = _kernels(args)
@@ -64,13 +98,7 @@ def cmd_conformance(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.action == "replay":
-        journal = runner.read_journal(args.out / "journal.jsonl")
-        status = 0
-        for case_id in args.ids:
-            result = replay(case_id, journal)
-            print(json.dumps(result, indent=1))
-            status |= result["verdict"] == "FAIL"
-        return status
+        return _replay(args, runner.read_journal(args.out / "journal.jsonl"))
     checks = plan(selected)
     if args.action == "list":
         for c in checks:
@@ -80,7 +108,7 @@ def cmd_conformance(args) -> int:
     rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume, timeout=args.timeout,
                       options={"examples": args.examples, "seed": args.seed, "grid": not args.no_grid})
     seconds = time.perf_counter() - start
-    paths = report.write(rows, args.out, seconds)
+    paths = report.write(rows, args.out, seconds, _replay_args(args))
     text = paths["markdown"].read_text()
     print(text.split("\n## ", 1)[0])
     print(f"reports: {', '.join(str(p) for p in paths.values())}; journal: {args.out / 'journal.jsonl'}")
