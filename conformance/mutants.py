@@ -21,13 +21,14 @@ CAUSES = {
     "wrong-value": r"wrong value|accumulates into C|never written",
     "path": r"the claimed path never ran",
     "hang": r"budget of|timed out",
+    "misaligned": r"misaligned access[^;]*buffer '{buffer}'",
 }
 
 
 @dataclass
 class Expectation:
     name: str
-    kind: str                 # 'mutant' or 'control'
+    kind: str                 # 'mutant', 'control', or 'equivalent' (a bug that changes nothing a run can see)
     bug: str
     cause: str | None = None
     buffer: str | None = None
@@ -63,6 +64,8 @@ def judge(expectation: Expectation, rows: list[dict]) -> tuple[bool, str]:
     if not claimed:
         return False, "no claimed check ran"
     bad = [r for r in claimed if r["verdict"] in ("FAIL", "CRASH")]
+    if expectation.kind == "equivalent":
+        return True, "an equivalent mutant: not counted"
     if expectation.kind == "control":
         skipped = [r for r in claimed if r["verdict"] not in ("PASS",) and r not in bad]
         if bad or skipped:
@@ -90,6 +93,7 @@ def summary(expectations: dict[str, Expectation], rows: list[dict]) -> dict:
     sizes = [(r["counterexample"]["shape"], r["counterexample"]["nonzero"]) for n in mutants
              for r in by_kernel.get(n, []) if r["claimed"] and r.get("counterexample")]
     return {"mutants": len(mutants), "killed": sum(verdicts[n][0] for n in mutants),
+            "equivalent": sum(e.kind == "equivalent" for e in expectations.values()),
             "controls": len(controls), "false_alarms": sum(not verdicts[n][0] for n in controls),
             "median_first_failure_seconds": statistics.median(firsts) if firsts else None,
             "median_counterexample_elements": statistics.median(m * k + k * n for (m, n, k), _ in sizes)

@@ -23,9 +23,9 @@ def add_parser(sub) -> None:
     bench.add_argument("--rounds", type=int, help="gemm: timing rounds per shape (default 7, quick 5)")
     bench.add_argument("--all", action="store_true", help="isa: every x86 intrinsic, not just the headline ones")
     bench.add_argument("--registers", type=int, default=1 << 14, help="isa: registers per batch (default 16384)")
-    bench.add_argument("--toml", type=Path, default=None,
-                       help="mutants: the kernels' TOML (default: tests/mutants/mutants.toml of the checkout), with "
-                            "expected.toml beside it")
+    bench.add_argument("--toml", type=Path, action="append", default=None,
+                       help="mutants: a suite's kernels TOML, with expected.toml beside it (repeatable; default: "
+                            "tests/mutants/mutants.toml and tests/mutants/independent/mutants.toml of the checkout)")
     bench.add_argument("--examples", type=int, default=100, help="mutants: hypothesis examples per check")
     bench.set_defaults(func=cmd_bench)
 
@@ -113,12 +113,17 @@ def bench_mutants(args) -> int:
     from lowp.conformance import mutants, runner
     from lowp.conformance.checks import plan
     from lowp.kernels import load_toml
-    toml = args.toml or Path(__file__).resolve().parents[2] / "tests" / "mutants" / "mutants.toml"
-    if not toml.is_file():
-        print(f"error: no mutation suite at {toml}; pass --toml FILE (with expected.toml beside it)")
+    root = Path(__file__).resolve().parents[2] / "tests" / "mutants"
+    tomls = args.toml or [root / "mutants.toml", root / "independent" / "mutants.toml"]
+    missing = [t for t in tomls if not t.is_file()]
+    if missing:
+        print(f"error: no mutation suite at {', '.join(map(str, missing))}; pass --toml FILE (with expected.toml "
+              "beside it)")
         return 2
-    expected = mutants.load_expected(toml.with_name("expected.toml"))
-    kernels = load_toml(toml)
+    expected, kernels = {}, []
+    for toml in tomls:
+        expected.update(mutants.load_expected(toml.with_name("expected.toml")))
+        kernels += load_toml(toml)
     checks = [c for c in plan(kernels) if c.claimed]
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
