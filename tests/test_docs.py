@@ -39,7 +39,7 @@ def _doc_rows(md: str) -> dict:
     rows = {}
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 7 and cells[0].startswith("my_"):
+        if len(cells) == 8 and cells[0].startswith("my_"):
             rows[tuple(cells[:3])] = (cells[3], cells[4], cells[5])
     return rows
 
@@ -74,7 +74,10 @@ def test_getting_started_conformance_run_matches_the_page(tmp_path):
         else:
             done, total = got[key][2].split(" of ")
             assert done == total and int(done) > 0, key
-    block = page.split("## my_maddubs_avx2:exact:full: minimal counterexample", 1)[1].split("```")[0]
+    section = page.split("## my_maddubs_avx2:exact:full: minimal counterexample", 1)[1]
+    cause, block = section.split("```")[0], section.split("```")[2]
+    assert "cause: wrong value: the result matches pair-saturating" in cause
+    assert "cause: wrong value: the result matches pair-saturating" in report
     for line in block.strip().splitlines():
         assert line in report, line
     summary = json.loads((out / "report.json").read_text())["summary"]

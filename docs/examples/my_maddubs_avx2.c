@@ -6,7 +6,9 @@
  * range lowp finds the counterexample {255, 255} . {127, 127}.
  *
  * Signature (lowp's "gemm" kind): A is M x K row-major, B is K x N row-major, C is M x N row-major; `work` has
- * my_maddubs_avx2_workspace(M, N, K) bytes, zeroed once and reused across calls. */
+ * my_maddubs_avx2_workspace(M, N, K) bytes. C and `work` arrive filled with poison, not zeros, and every buffer
+ * ends at a guard page: the kernel writes all of C and every byte of workspace it reads, and reads nothing past
+ * its buffers. */
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
