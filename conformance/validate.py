@@ -22,9 +22,42 @@ def contract_problem(kernel: Kernel) -> Problem | None:
                    f"unknown contract {kernel.contract!r}{hint}{', '.join(CONTRACTS)}")
 
 
+def known_mnemonics(target: str) -> set[str]:
+    """Every instruction name capstone knows for the target, and lowp's own instruction models' (capstone 5
+    lacks a few new ones, the AVX-VNNI-INT8 forms among them)."""
+    from capstone import arm64_const, x86_const
+
+    from lowp.isa_models import intrinsics
+    module, prefix, arch = (x86_const, "X86_INS_", "x86") if target == "x86-64" else (arm64_const, "ARM64_INS_",
+                                                                                       "aarch64")
+    names = {n[len(prefix):].lower() for n in dir(module) if n.startswith(prefix)}
+    return names | {i.mnemonic for i in intrinsics(arch)}
+
+
+def requires_problem(kernel: Kernel) -> Problem | None:
+    """The Problem with a `requires` pattern that names no instruction of the kernel's target (a typo that would
+    otherwise surface only as 'the claimed path never ran')."""
+    import fnmatch
+    if not kernel.requires:
+        return None
+    known = known_mnemonics(kernel.target)
+    bad = [p for p in kernel.requires if not fnmatch.filter(known, p.lower())]
+    if not bad:
+        return None
+    notes = [f"{p!r}{_suggestion(did_you_mean(p.lower(), known))}" for p in bad]
+    return Problem(origin(kernel.name), kernel.name, "requires",
+                   f"{', '.join(notes)} names no {kernel.target} instruction (mnemonics as capstone spells them, "
+                   "lower case; shell patterns such as 'smlal*' allowed)")
+
+
+def _suggestion(names) -> str:
+    return f" (did you mean {' or '.join(map(repr, names))}?)" if names else ""
+
+
 def validate_kernels(kernels) -> None:
-    """KernelConfigError listing every kernel whose claimed contract lowp.conformance does not know."""
-    problems = [p for p in map(contract_problem, kernels) if p is not None]
+    """KernelConfigError listing every kernel whose claimed contract lowp.conformance does not know, or whose
+    `requires` names no instruction of its target."""
+    problems = [p for k in kernels for p in (contract_problem(k), requires_problem(k)) if p is not None]
     if problems:
         raise KernelConfigError(problems)
 
@@ -91,4 +124,5 @@ def _exported(lib, name: str) -> bool:
     return True
 
 
-__all__ = ["build_problems", "contract_problem", "select_kernels", "validate_kernels"]
+__all__ = ["build_problems", "contract_problem", "known_mnemonics", "requires_problem", "select_kernels",
+           "validate_kernels"]

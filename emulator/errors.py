@@ -36,14 +36,16 @@ class OutOfBounds(EmulatorError):
             else self.offset - self.nbytes
 
 
-def describe_out_of_bounds(access, size, offset, name, nbytes, dtype, shape, where, start=None) -> str:
+def describe_out_of_bounds(access, size, offset, name, nbytes, dtype, shape, where, start=None, allowed=0) -> str:
     """The one wording of an out-of-bounds access, for both executors: the buffer, the byte offset of the first
     byte outside it, how far the access reaches past the end (or before the start), the access and the instruction
-    that made it. start: the offset the access began at, when it began inside the buffer."""
+    that made it. start: the offset the access began at, when it began inside the buffer; allowed: the bytes of
+    over-read the kernel declares for this buffer."""
     itemsize = dtype.itemsize
     if offset >= nbytes:
         reach = offset - nbytes + 1 if start is None or not size else start + size - nbytes
-        rel = f"reaches {reach} byte{'s' * (reach != 1)} past its end"
+        rel = f"reaches {reach} byte{'s' * (reach != 1)} past its end" + (
+            f", beyond the {allowed} bytes of over-read the kernel declares" if allowed else "")
     else:
         rel = f"{-offset} bytes before its start"
     elem = f" (element {offset // itemsize})" if itemsize > 1 and offset % itemsize == 0 else ""

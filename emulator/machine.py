@@ -287,13 +287,13 @@ class Machine:
         if start is not None and 0 <= address - start < 256:
             # Unicorn splits an access that crosses into a guard page and may report any of its bytes (QEMU 5
             # stores cross-page bytes last to first): report the first byte outside the buffer instead.
-            end = b.base + b.nbytes
+            end = b.base + b.nbytes + b.after
             began = start - b.base
             address = end if b.base <= start < end <= address else start
         offset = address - b.base
         item = b.array.dtype.itemsize
         msg = describe_out_of_bounds(kind, size, offset, b.name, b.nbytes, b.array.dtype, b.array.shape, where,
-                                     began)
+                                     began, b.after)
         return OutOfBounds(msg, buffer=b.name, offset=offset, nbytes=b.nbytes, access=kind, address=address,
                            size=size, pc=pc, instruction=text, itemsize=item)
 

@@ -189,14 +189,15 @@ def _exception(fault, arena: Arena, budget, library):
         return OutOfBounds(f"{access} of unmapped memory at {address:#x}, in no buffer, {where}", access=access,
                            address=address, size=size, pc=rip, instruction=text)
     began = None
+    allowed = region.end - region.base - region.nbytes
     if start is not None and region.start - PAGE <= start < region.end + PAGE:
-        end = region.base + region.nbytes
+        end = region.end          # the first byte the kernel may not read: past the buffer and its over-read
         # The fault names the first byte in the guard page; the access began at `start`, maybe inside the buffer.
         began = start - region.base
         address = end if region.base <= start < end <= address else start
     offset = address - region.base
     message = describe_out_of_bounds(access, size, offset, region.name, region.nbytes, region.array.dtype,
-                                     region.array.shape, where, began)
+                                     region.array.shape, where, began, allowed)
     return OutOfBounds(message, buffer=region.name, offset=offset, nbytes=region.nbytes, access=access,
                        address=address, size=size, pc=rip, instruction=text, itemsize=region.array.dtype.itemsize)
 
