@@ -48,3 +48,25 @@ def runner(k):
     if reason:
         pytest.skip(f"{k.name}: {reason}")
     return ex
+
+
+SCALAR_KERNEL_TOML = """
+[[kernel]]
+name = "{prefix}{what}"
+target = "x86-64"
+source = "{source}"
+symbol = "{what}_gemm"
+signature = "gemm"
+a_type = "u8"
+b_type = "s8"
+packing = "none"
+contract = "exact"
+model = "lowp.kernels.models:exact_gemm"
+tile = {{mr = 1, nr = 1, kr = 1}}
+domain = {{a = [0, 255], b = [-128, 127]}}
+"""
+
+
+def scalar_kernels_toml(prefix: str, source: str, whats) -> str:
+    """[[kernel]] tables for test kernels `<what>_gemm` in `source`: u8 x s8, 1x1x1 tile, claiming exact."""
+    return "".join(SCALAR_KERNEL_TOML.format(prefix=prefix, source=source, what=w) for w in whats)

@@ -17,6 +17,8 @@ from lowp.conformance.checks import Check, plan, replay, run_check
 from lowp.isa_models import x86
 from lowp.kernels import executor, kernel, load_toml
 
+from .conftest import scalar_kernels_toml
+
 def runnable(name):
     ex = executor(kernel(name))
     if ex.unavailable():
@@ -143,22 +145,7 @@ def test_plan_claims_model_and_contract_and_probes_exact():
                    "sdot_s8_neon:exact:claimed": True}
 
 
-BAD_KERNEL = """
-[[kernel]]
-name = "test_{what}"
-target = "x86-64"
-source = "bad.c"
-symbol = "{what}_gemm"
-signature = "gemm"
-a_type = "u8"
-b_type = "s8"
-packing = "none"
-contract = "exact"
-model = "lowp.kernels.models:exact_gemm"
-tile = {{mr = 1, nr = 1, kr = 1}}
-domain = {{a = [0, 255], b = [-128, 127]}}
-"""
-BAD_KERNELS = "".join(BAD_KERNEL.format(what=w) for w in ("crasher", "hanger", "offbyone", "aborter"))
+BAD_KERNELS = scalar_kernels_toml("test_", "bad.c", ("crasher", "hanger", "offbyone", "aborter"))
 BAD_C = textwrap.dedent("""
     #include <stdint.h>
     #include <stddef.h>

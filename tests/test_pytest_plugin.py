@@ -14,24 +14,11 @@ import lowp.kernels.builtin  # noqa: F401  (registered once, before pytester's s
 #                                           run would otherwise import it again into the same registry)
 from lowp.kernels import executor, kernel
 
+from .conftest import scalar_kernels_toml
+
 pytest_plugins = ["pytester"]
 
 # Kernels named for this file only (tests/test_conformance.py registers its own crasher, hanger and off-by-one).
-PLUGIN_KERNEL = """
-[[kernel]]
-name = "plugin_{what}"
-target = "x86-64"
-source = "plugin_kernels.c"
-symbol = "{what}_gemm"
-signature = "gemm"
-a_type = "u8"
-b_type = "s8"
-packing = "none"
-contract = "exact"
-model = "lowp.kernels.models:exact_gemm"
-tile = {{mr = 1, nr = 1, kr = 1}}
-domain = {{a = [0, 255], b = [-128, 127]}}
-"""
 PLUGIN_C = textwrap.dedent("""
     #include <signal.h>
     #include <stdint.h>
@@ -116,7 +103,7 @@ def suite(pytester):
         pytest.skip("the crashing kernels are x86-64 native code")
     pytester.path.joinpath("plugin_kernels.c").write_text(PLUGIN_C)
     pytester.path.joinpath("plugin_kernels.toml").write_text(
-        "".join(PLUGIN_KERNEL.format(what=w) for w in ("segv", "abort", "spin", "dropk")))
+        scalar_kernels_toml("plugin_", "plugin_kernels.c", ("segv", "abort", "spin", "dropk")))
     pytester.makepyfile(test_author=textwrap.dedent(CRASHING_SUITE))
     return pytester
 
@@ -206,7 +193,7 @@ def test_marker_fixture_and_report(pytester):
         assert outcomes.get("skipped") == 1
     else:
         assert outcomes.get("failed") == 1 and outcomes.get("passed") == 1
-        result.stdout.fnmatch_lines(["*minimal counterexample*", "*the result matches: pair-saturating*"])
+        result.stdout.fnmatch_lines(["*minimal counterexample*", "*cause: wrong value: the result matches pair-saturating*"])
     report = (pytester.path / "rep.md").read_text()
     assert "lowp conformance report" in report
     assert "| u8s8s32_avx2 " in report and "| sdot_s8_neon " in report
