@@ -56,6 +56,7 @@ def _is_full(k) -> bool:
 
 SEARCH_SEED = 7     # the poison seed of the hypothesis search's calls (one seed: its replays must see the same)
 SHRINK_TRIES = 1500
+STATE_SHRINK_TRIES = 200    # each try of a state-dependent failure loads a fresh copy of the kernel
 PATH_PROBE_BUDGET = 2_000_000   # instructions of the emulated path probe (counted per block in Python: slow)
 SEARCH_SHRINK_SECONDS = 3.0   # hypothesis's shrinking of one failure; lowp's own shrink() finishes it
 
@@ -388,7 +389,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     if failure is not None:
         kind, cause = diagnose(check, kern, rec, failure)
         if kind != "nondeterministic" and not hung:     # shrinking a runaway loop costs the budget per try
-            A, B = shrink(still_fails(check, kern, rec, kind, failure), failure.call.A.copy(), failure.call.B.copy())
+            A, B = shrink(still_fails(check, kern, rec, kind, failure), failure.call.A.copy(), failure.call.B.copy(),
+                          tries=STATE_SHRINK_TRIES if kind == "state" else SHRINK_TRIES)
             call = Call(A, B, failure.call.seed, failure.call.case)
             fresh = Recorder(ex.with_fresh_state()) if kind == "state" else rec
             if kind == "state" and failure.previous is not None:

@@ -28,6 +28,8 @@ def _worker(check: Check, conn, options: dict) -> None:
         conn.send({"event": "error", "id": check.id, "error": f"{type(e).__name__}: {e}",
                    "traceback": traceback.format_exc(limit=6)})
     finally:
+        from lowp.kernels.executors import remove_fresh_copies
+        remove_fresh_copies()      # a forked worker ends with os._exit: no atexit handler would
         conn.close()
 
 

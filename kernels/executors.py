@@ -4,6 +4,8 @@ be is the behaviour model's and the contract's business.
 """
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 from functools import cached_property
 from pathlib import Path
@@ -22,6 +24,30 @@ def _prototype(kernel: Kernel) -> str:
     params = "".join(f", int64_t {p}" for p in kernel.params)
     return SIGNATURES[kernel.signature].format(symbol=kernel.symbol, params=params) + ";\n" + \
         f"size_t {workspace_symbol(kernel)}(int64_t M, int64_t N, int64_t K);"
+
+
+def _fresh_copies() -> Path:
+    """This process's folder of private library copies (fresh-state executors): one per process id, so a forked
+    worker never shares its parent's; removed at exit, or by remove_fresh_copies() (a forked worker ends with
+    os._exit, which runs no atexit handler)."""
+    pid = os.getpid()
+    if pid not in _FRESH_DIRS:
+        import atexit
+        import tempfile
+        _FRESH_DIRS[pid] = Path(tempfile.mkdtemp(prefix=f"lowp-fresh-{pid}-"))
+        atexit.register(shutil.rmtree, _FRESH_DIRS[pid], True)
+    _FRESH_DIRS[pid].mkdir(exist_ok=True)
+    return _FRESH_DIRS[pid]
+
+
+_FRESH_DIRS: dict[int, Path] = {}
+
+
+def remove_fresh_copies() -> None:
+    """Delete this process's library copies (loaded ones stay mapped: Linux keeps an unlinked file's pages)."""
+    directory = _FRESH_DIRS.get(os.getpid())
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def poison(shape, dtype, seed: int) -> np.ndarray:
@@ -74,10 +100,9 @@ class NativeExecutor:
 
     def _open(self, ffi, path: Path):
         if self.fresh:     # dlopen of the same file returns the loaded copy: a fresh one needs its own file
-            import shutil
-            import tempfile
-            directory = Path(tempfile.mkdtemp(prefix="lowp-fresh-"))
-            path = Path(shutil.copy(path, directory / Path(path).name))
+            directory = _fresh_copies()
+            copy = directory / f"{len(list(directory.iterdir()))}-{Path(path).name}"
+            path = Path(shutil.copy(path, copy))
         self.library_path = Path(path)
         return ffi.dlopen(str(path))
 
