@@ -161,13 +161,9 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure) -> tuple[str, 
         findings.append(("state", f"depends on earlier calls: two identical calls gave different results "
                                   f"({out.describe()}, then {again.describe()}), while a fresh copy of the kernel "
                                   f"gives {first_fresh.describe()}{_right(first_fresh, expected)} every time"))
-    # Each variation is compared with an identical call made just before it, in the same state: a kernel whose state
-    # changed since the failure must not read as poison-dependent.
-    if not rec.run(Call(call.A, call.B, call.seed + 7777), work_seed=call.seed + 1).same_as(rec.run(call)) and \
-            not rec.run(Call(call.A, call.B, call.seed + 7777), work_seed=call.seed + 1).same_as(rec.run(call)):
+    if _changes_with(rec, call, lambda: rec.run(Call(call.A, call.B, call.seed + 7777), work_seed=call.seed + 1)):
         findings.append(("poison-C", "reads C before writing it: the result changes with C's contents before the call"))
-    if not rec.run(call, work_seed=call.seed + 7777).same_as(rec.run(call)) and \
-            not rec.run(call, work_seed=call.seed + 7777).same_as(rec.run(call)):
+    if _changes_with(rec, call, lambda: rec.run(call, work_seed=call.seed + 7777)):
         findings.append(("poison-work", "reads workspace it did not write: the result changes with the workspace's "
                                         "contents before the call"))
     if not findings and not first_fresh.same_as(out):
@@ -180,6 +176,13 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure) -> tuple[str, 
     if findings:
         return findings[0][0], "; ".join(text for _, text in findings)
     return "value", "wrong value" + _variants(check, kern, call, C)
+
+
+def _changes_with(rec: Recorder, call: Call, varied) -> bool:
+    """Whether `varied()` (the call with other initial contents of C or the workspace) differs from an identical
+    call made right after it, twice in a row: compared in the same state, a kernel whose state changed since the
+    failure does not read as one that depends on its buffers' initial contents."""
+    return all(not varied().same_as(rec.run(call)) for _ in range(2))
 
 
 def _right(out: Outcome, expected) -> str:
@@ -358,6 +361,30 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     start = time.perf_counter()
     path_ok, row["path"] = claimed_path(kern, ex)
     rec = Recorder(ex)
+    first, first_fault = _run_cases(check, kern, rec, cases, row, emit, start)
+    hung = first_fault is not None and isinstance(first_fault.outcome.fault, BudgetExceeded)
+    found, searched = search(check, kern, rec, examples, seed) if not hung else (None, 0)
+    row["executed"] += searched
+    row["cases"] = len(cases) + searched      # the search ran this many (it stops when it has found and shrunk)
+    if found is not None:
+        row["failed"] += 1
+        row.setdefault("first_failure_seconds", round(time.perf_counter() - start, 3))
+    # A fault says the most; then a generated case, whose richer values tell causes apart; shrinking follows.
+    failure = first_fault or first or found
+    if failure is not None:
+        kind, row["cause"], failure = explain(check, kern, rec, failure, shrinking=not hung)
+        row["counterexample"] = counterexample(check, kern, failure, kind, row["cause"])
+    if not path_ok and check.claimed:
+        row["cause"] = "; ".join(filter(None, [row["cause"], "the claimed path never ran: " + row["path"]]))
+    row["verdict"] = "FAIL" if row["failed"] or (not path_ok and check.claimed) else "PASS"
+    row["seconds"] = round(time.perf_counter() - start, 3)
+    emit(row)
+    return row
+
+
+def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start: float):
+    """Run the generated cases, counting into `row`; (first failure, first fault). A runaway loop ends the loop:
+    it would cost the budget on every case, and one is proof enough."""
     first = first_fault = None
     for case in cases:
         emit({"event": "start", "check": check.id, "case": case.id})
@@ -376,38 +403,28 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
                 first_fault = Failure(call, out, previous)
         emit({"event": "case", "check": check.id, "case": case.id, "ok": ok, "matched": matched})
         if isinstance(out.fault, BudgetExceeded):
-            break            # a kernel that runs away costs the budget on every case: one is proof enough
-    hung = first_fault is not None and isinstance(first_fault.outcome.fault, BudgetExceeded)
-    found, searched = search(check, kern, rec, examples, seed) if not hung else (None, 0)
-    row["executed"] += searched
-    row["cases"] = len(cases) + searched      # the search ran this many (it stops when it has found and shrunk)
-    if found is not None:
-        row["failed"] += 1
-        row.setdefault("first_failure_seconds", round(time.perf_counter() - start, 3))
-    # A fault says the most; then a generated case, whose richer values tell causes apart; shrinking follows.
-    failure = first_fault or first or found
-    if failure is not None:
-        kind, cause = diagnose(check, kern, rec, failure)
-        if kind != "nondeterministic" and not hung:     # shrinking a runaway loop costs the budget per try
-            A, B = shrink(still_fails(check, kern, rec, kind, failure), failure.call.A.copy(), failure.call.B.copy(),
-                          tries=STATE_SHRINK_TRIES if kind == "state" else SHRINK_TRIES)
-            call = Call(A, B, failure.call.seed, failure.call.case)
-            fresh = Recorder(ex.with_fresh_state()) if kind == "state" else rec
-            if kind == "state" and failure.previous is not None:
-                fresh.run(failure.previous)
-            shrunk = Failure(call, fresh.run(call), failure.previous)
-            if kind == "value" and shrunk.outcome.C is not None and failure.outcome.C is not None:
-                cause = "wrong value" + _variants(check, kern, failure.call, failure.outcome.C,
-                                                  also=(shrunk.call, shrunk.outcome.C))
-            failure = shrunk
-        row["cause"] = cause
-        row["counterexample"] = counterexample(check, kern, failure, kind, cause)
-    if not path_ok and check.claimed:
-        row["cause"] = "; ".join(filter(None, [row["cause"], "the claimed path never ran: " + row["path"]]))
-    row["verdict"] = "FAIL" if row["failed"] or (not path_ok and check.claimed) else "PASS"
-    row["seconds"] = round(time.perf_counter() - start, 3)
-    emit(row)
-    return row
+            break
+    return first, first_fault
+
+
+def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: bool = True):
+    """(kind, cause, minimal failure): diagnose the failure, then shrink it keeping the same kind of failure
+    (not a non-deterministic one, nor a runaway loop, whose every try costs the budget); a wrong value is named
+    by the variant families the found and the shrunk case share."""
+    kind, cause = diagnose(check, kern, rec, failure)
+    if kind == "nondeterministic" or not shrinking:
+        return kind, cause, failure
+    A, B = shrink(still_fails(check, kern, rec, kind, failure), failure.call.A.copy(), failure.call.B.copy(),
+                  tries=STATE_SHRINK_TRIES if kind == "state" else SHRINK_TRIES)
+    call = Call(A, B, failure.call.seed, failure.call.case)
+    runner = Recorder(rec.ex.with_fresh_state()) if kind == "state" else rec
+    if kind == "state" and failure.previous is not None:
+        runner.run(failure.previous)
+    shrunk = Failure(call, runner.run(call), failure.previous)
+    if kind == "value" and shrunk.outcome.C is not None and failure.outcome.C is not None:
+        cause = "wrong value" + _variants(check, kern, failure.call, failure.outcome.C,
+                                          also=(shrunk.call, shrunk.outcome.C))
+    return kind, cause, shrunk
 
 
 def search(check: Check, kern, rec: Recorder, examples: int, seed: int):
