@@ -64,16 +64,13 @@ def test_getting_started_conformance_run_matches_the_page(tmp_path):
     assert len(shown) == 5
     if not _native_avx2():
         pytest.skip("this CPU lacks AVX2: the page's native rows cannot be reproduced here")
-    # A failing row's count includes hypothesis's search and shrink steps, which vary with hypothesis's version:
-    # compare it by verdict and form; every passing row's count is fixed by the plan and must match exactly.
+    # A row's count includes the hypothesis search's distinct examples (40 here), which vary with hypothesis's
+    # version: compare the verdicts exactly and the counts by form, within the search's share.
     assert got.keys() == shown.keys()
     for key, (backend, verdict, count) in shown.items():
         assert got[key][:2] == (backend, verdict), key
-        if verdict == "PASS":
-            assert got[key][2] == count, key
-        else:
-            done, total = got[key][2].split(" of ")
-            assert done == total and int(done) > 0, key
+        done, total = got[key][2].split(" of ")
+        assert done == total and abs(int(done) - int(count.split(" of ")[0])) <= 40, key
     section = page.split("## my_maddubs_avx2:exact:full: minimal counterexample", 1)[1]
     cause, block = section.split("```")[0], section.split("```")[2]
     assert "cause: wrong value: the result matches pair-saturating" in cause
