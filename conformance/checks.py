@@ -189,28 +189,30 @@ def _right(out: Outcome, expected) -> str:
     return " (right)" if out.fault is None and np.array_equal(out.C, expected) else ""
 
 
-def _variants(check, kern, call: Call, C, also: tuple | None = None) -> str:
-    """The names of what the kernel computed: the contract's own known variant when C is one (its canonical
-    name), else the parametrised families C belongs to, the two simplest: on a small counterexample several
-    families coincide, so `also` = (call, C) of a second failure (the shrunk one) keeps the families both share."""
-    if check.check != "model":
-        matched = contract(check.check).judge(C, call.A, call.B).matched
-        if matched:
-            return f": the result matches {matched}"
+def _variants(check, kern, call: Call, C, also=()) -> str:
+    """The names of what the kernel computed: the contract's own known variant when C is one, then the
+    parametrised families C belongs to (on a counterexample at the first overflowing depth two readings can
+    coincide: both are named). `also`: (call, C) of other failures (the shrunk case, another failing case): only
+    the readings every case shares are kept, since several coincide on a small case."""
+    names = _readings(check, kern, call, C)
+    for other in also:
+        shared = {key for key, _ in _readings(check, kern, *other)}
+        names = [(key, name) for key, name in names if key in shared] or names
+    shown = [name for _, name in names]
+    more = f" (and {len(shown) - 3} more)" if len(shown) > 3 else ""
+    return f": the result matches {', '.join(shown[:3])}{more}" if shown else " (no known variant)"
+
+
+def _readings(check, kern, call: Call, C) -> list[tuple[str, str]]:
+    """(key, name) of every known variant and family member C equals; the key is the variant or the family."""
     from .variants import matches
-    found = matches(C, call.A, call.B, a_type=kern.a_type, b_type=kern.b_type,
-                    poison=poison(C.shape, np.int32, call.seed))
-    if also is not None and found:
-        other, C2 = also
-        families = {m.family.name for m in matches(C2, other.A, other.B, a_type=kern.a_type, b_type=kern.b_type,
-                                                   poison=poison(C2.shape, np.int32, other.seed))}
-        found = [m for m in found if m.family.name in families] or found
-    names = [m.name for m in found]
-    if not names and check.check == "model":
-        matched = contract("exact").judge(C, call.A, call.B).matched
-        names = [matched] if matched else []
-    more = f" (and {len(names) - 2} more)" if len(names) > 2 else ""
-    return f": the result matches {', '.join(names[:2])}{more}" if names else " (no known variant)"
+    judge = contract("exact" if check.check == "model" else check.check).judge(C, call.A, call.B)
+    out = [(judge.matched, judge.matched)] if judge.matched and not judge.ok else []
+    for m in matches(C, call.A, call.B, a_type=kern.a_type, b_type=kern.b_type,
+                     poison=poison(C.shape, np.int32, call.seed)):
+        if m.name not in (name for _, name in out):
+            out.append((m.family.name, m.name))
+    return out
 
 
 def _shape(call: Call) -> str:
@@ -361,7 +363,7 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     start = time.perf_counter()
     path_ok, row["path"] = claimed_path(kern, ex)
     rec = Recorder(ex)
-    first, first_fault = _run_cases(check, kern, rec, cases, row, emit, start)
+    first, first_fault, earliest = _run_cases(check, kern, rec, cases, row, emit, start)
     hung = first_fault is not None and isinstance(first_fault.outcome.fault, BudgetExceeded)
     found, searched = search(check, kern, rec, examples, seed) if not hung else (None, 0)
     row["executed"] += searched
@@ -372,7 +374,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     # A fault says the most; then a generated case, whose richer values tell causes apart; shrinking follows.
     failure = first_fault or first or found
     if failure is not None:
-        kind, row["cause"], failure = explain(check, kern, rec, failure, shrinking=not hung)
+        kind, row["cause"], failure = explain(check, kern, rec, failure, shrinking=not hung,
+                                              witness=earliest if earliest is not failure else None)
         row["counterexample"] = counterexample(check, kern, failure, kind, row["cause"])
     if not path_ok and check.claimed:
         row["cause"] = "; ".join(filter(None, [row["cause"], "the claimed path never ran: " + row["path"]]))
@@ -383,9 +386,12 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
 
 
 def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start: float):
-    """Run the generated cases, counting into `row`; (first failure, first fault). A runaway loop ends the loop:
-    it would cost the budget on every case, and one is proof enough."""
-    first = first_fault = None
+    """Run the generated cases, counting into `row`; (smallest failure, first fault). The smallest failing case
+    (fewest elements) is where shrinking starts: the ladder's all-extreme case at the first overflowing depth beats
+    a tile edge case that overflows later by chance; the earliest (usually random values) helps name the variant,
+    which tiny cases cannot tell apart. A runaway loop ends the loop: it would cost the budget on
+    every case, and one is proof enough."""
+    first = first_fault = earliest = None
     for case in cases:
         emit({"event": "start", "check": check.id, "case": case.id})
         A, B = operands(case, kern)
@@ -397,20 +403,23 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
         if not ok:
             row["failed"] += 1
             if first is None:
-                first = Failure(call, out, previous)
                 row["first_failure_seconds"] = round(time.perf_counter() - start, 3)
+                earliest = Failure(call, out, previous)
+            if first is None or A.size + B.size < first.call.A.size + first.call.B.size:
+                first = Failure(call, out, previous)
             if out.fault is not None and first_fault is None:
                 first_fault = Failure(call, out, previous)
         emit({"event": "case", "check": check.id, "case": case.id, "ok": ok, "matched": matched})
         if isinstance(out.fault, BudgetExceeded):
             break
-    return first, first_fault
+    return first, first_fault, earliest
 
 
-def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: bool = True):
+def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: bool = True,
+            witness: Failure | None = None):
     """(kind, cause, minimal failure): diagnose the failure, then shrink it keeping the same kind of failure
     (not a non-deterministic one, nor a runaway loop, whose every try costs the budget); a wrong value is named
-    by the variant families the found and the shrunk case share."""
+    by the readings the found case, the shrunk case and `witness` (another failing case, if any) share."""
     kind, cause = diagnose(check, kern, rec, failure)
     if kind == "nondeterministic" or not shrinking:
         return kind, cause, failure
@@ -422,8 +431,8 @@ def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: b
         runner.run(failure.previous)
     shrunk = Failure(call, runner.run(call), failure.previous)
     if kind == "value" and shrunk.outcome.C is not None and failure.outcome.C is not None:
-        cause = "wrong value" + _variants(check, kern, failure.call, failure.outcome.C,
-                                          also=(shrunk.call, shrunk.outcome.C))
+        others = [(f.call, f.outcome.C) for f in (shrunk, witness) if f is not None and f.outcome.C is not None]
+        cause = "wrong value" + _variants(check, kern, failure.call, failure.outcome.C, also=others)
     return kind, cause, shrunk
 
 
@@ -490,8 +499,9 @@ def shrink(fails, A, B, tries: int = SHRINK_TRIES):
     while changed and budget[0] > 0:
         changed = False
         for axis in (2, 0, 1):
+            A, B, cut = _truncate(A, B, axis, attempt)
             A, B, moved = _delete_chunks(A, B, axis, attempt)
-            changed |= moved
+            changed |= moved or cut
         for which in (0, 1):
             A, B, moved = _zero_chunks(A, B, which, attempt)
             changed |= moved
@@ -506,6 +516,33 @@ def _chunks(size: int):
     while chunk >= smallest:
         yield chunk
         chunk //= 2
+
+
+def _take(A, B, axis, n):
+    """The first n rows of A (axis 0), columns of B (axis 1) or depth values of both (axis 2)."""
+    if axis == 0:
+        return A[:n], B
+    if axis == 1:
+        return A, B[:, :n]
+    return A[:, :n], B[:n]
+
+
+def _truncate(A, B, axis, attempt):
+    """Bisect for the shortest prefix along `axis` that still fails: a failure that needs depth (an accumulator
+    that overflows from K = 274) gets its minimal depth in log2(K) tries, where deleting chunks of a long axis
+    stops at 1/64 of it."""
+    size = (A.shape[0], B.shape[1], A.shape[1])[axis]
+    lo, hi, best = 1, size - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if attempt(*_take(A, B, axis, mid)):
+            best, hi = mid, mid - 1
+        else:
+            lo = mid + 1
+    if best is None:
+        return A, B, False
+    A, B = _take(A, B, axis, best)
+    return A, B, True
 
 
 def _delete_chunks(A, B, axis, attempt):

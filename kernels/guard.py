@@ -270,7 +270,7 @@ def _memory_operand(insn, gregs: list[int]) -> tuple[int | None, int | None]:
 def _symbolize(rip: int, library: Path | None) -> str:
     """'symbol+0xNN' for an address inside `library` (local symbols included, from .symtab), else the address."""
     if library is not None:
-        symbols, load = _symbols(str(library))
+        symbols, load = _symbols(str(library)), _load_address(str(library))   # a library may be reloaded elsewhere
         if load is not None:
             for name, (value, size) in symbols.items():
                 if value <= rip - load < value + max(size, 1):
@@ -279,7 +279,7 @@ def _symbolize(rip: int, library: Path | None) -> str:
 
 
 @cache
-def _symbols(library: str) -> tuple[dict, int | None]:
+def _symbols(library: str) -> dict:
     from elftools.elf.elffile import ELFFile
     symbols = {}
     with open(library, "rb") as f:
@@ -289,7 +289,7 @@ def _symbols(library: str) -> tuple[dict, int | None]:
             for sym in (table.iter_symbols() if table else ()):
                 if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"]:
                     symbols.setdefault(sym.name, (sym["st_value"], sym["st_size"]))
-    return symbols, _load_address(library)
+    return symbols
 
 
 def _load_address(library: str) -> int | None:
