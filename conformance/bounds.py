@@ -122,37 +122,31 @@ PIPELINES = {
     "vpmaddwd": [Stage("VPMADDWD pair of int16 products", 2, "s32", "wrap"),
                  Stage("VPADDD over the depth", DEPTH, "s32", "wrap")],
 }
-# What the kernel adds to A before its instructions read it (the +128 / A_m shifts onto the unsigned path).
-A_SHIFT = {"s8s8s32_avx2": 128, "s8s8s32_avx512vnni": 128, "q8_avx512vnni": 128, "q46_avx2": "shift",
-           "q46_avx512bw": "shift"}
-KERNEL_PIPELINES = {
-    "u8s8s32_ssse3": "maddubs", "u8s8s32_avx2": "maddubs", "u8s8s32_avx512bw": "maddubs",
-    "u8s8s32_avx512vnni": "vpdpbusd", "u8s8s32_avxvnni": "vpdpbusd", "s8s8s32_avx2": "maddubs",
-    "s8s8s32_avx512vnni": "vpdpbusd", "acc16_avx2": "acc16", "acc16_avx512bw": "acc16",
-    "gemmlowp_s8_neon": "smlal_pair", "sdot_s8_neon": "dot_s32", "smmla_s8_neon": "dot_s32",
-    "q46_mlal_24x8_neon": "mlal_flush_s16", "u4_mlal_24x8_neon": "mlal_flush_u16",
-    "q46_avx2": "q46", "q46_avx512bw": "q46", "q8_avx2": "vpmaddwd", "q8_avx512bw": "vpmaddwd",
-    "q8_avx512vnni": "vpdpbusd",
-}
-
-
 def kernel_pipeline(kernel) -> tuple[list[Stage], dict]:
-    name = getattr(kernel, "pipeline", None) or KERNEL_PIPELINES.get(kernel.name)
-    if name is None:
-        raise KeyError(f"no accumulation pipeline is declared for kernel {kernel.name!r}")
+    """The stages and parameters of the accumulation pipeline the kernel's entry declares (`pipeline`: a name of
+    PIPELINES, or its own stages)."""
+    declared = kernel.pipeline
+    if declared is None:
+        raise KeyError(f"no accumulation pipeline is declared for kernel {kernel.name!r} (its entry's `pipeline`: "
+                       f"one of {', '.join(PIPELINES)}, or a list of stages)")
+    if isinstance(declared, str):
+        stages = PIPELINES[declared]
+    else:
+        stages = [Stage(d["what"], DEPTH if d["terms"] == DEPTH else d["terms"], d["into"], d["overflow"])
+                  for d in declared]
     params = dict(kernel.params)
     if kernel.tile.spill:
         params.setdefault("pairs_per_spill", kernel.tile.spill // 2)
         params.setdefault("steps_per_flush", kernel.tile.spill // kernel.tile.kr)
-    return PIPELINES[name], params
+    return stages, params
 
 
 def operand_ranges(kernel, a=None, b=None) -> tuple[tuple[int, int], tuple[int, int]]:
-    """The kernel's operand ranges as the kernel reads them: s8s8 kernels shift A by +128 onto the u8 path."""
+    """The kernel's operand ranges as the kernel reads them: A shifted by the entry's `a_shift` (s8s8 kernels add
+    128 to run on the u8 path)."""
     a = a or kernel.domain.a
     b = b or kernel.domain.b
-    shift = A_SHIFT.get(kernel.name, 0)
-    shift = kernel.params[shift] if isinstance(shift, str) else shift
+    shift = kernel.params[kernel.a_shift] if isinstance(kernel.a_shift, str) else kernel.a_shift
     return (a[0] + shift, a[1] + shift), b
 
 

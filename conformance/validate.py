@@ -50,14 +50,34 @@ def requires_problem(kernel: Kernel) -> Problem | None:
                    "lower case; shell patterns such as 'smlal*' allowed)")
 
 
+def pipeline_problem(kernel: Kernel) -> Problem | None:
+    """The Problem with the accumulation pipeline the kernel declares for lowp bounds: an unknown pipeline name,
+    or a stage whose terms name no parameter of the kernel."""
+    from .bounds import DEPTH, PIPELINES
+    declared = kernel.pipeline
+    if isinstance(declared, str) and declared not in PIPELINES:
+        return Problem(origin(kernel.name), kernel.name, "pipeline",
+                       f"unknown pipeline {declared!r}{_suggestion(did_you_mean(declared, PIPELINES))}; accepted: "
+                       f"{', '.join(PIPELINES)}, or a list of stages {{what, terms, into, overflow}}")
+    if isinstance(declared, (tuple, list)):
+        known = {DEPTH, "pairs_per_spill", "steps_per_flush", *kernel.params}
+        bad = [d["terms"] for d in declared if isinstance(d["terms"], str) and d["terms"] not in known]
+        if bad:
+            return Problem(origin(kernel.name), kernel.name, "pipeline",
+                           f"stage terms {', '.join(map(repr, bad))} name no parameter; a stage's terms are a count, "
+                           f"'depth', or one of {', '.join(sorted(known - {DEPTH}))}")
+    return None
+
+
 def _suggestion(names) -> str:
     return f" (did you mean {' or '.join(map(repr, names))}?)" if names else ""
 
 
 def validate_kernels(kernels) -> None:
-    """KernelConfigError listing every kernel whose claimed contract lowp.conformance does not know, or whose
-    `requires` names no instruction of its target."""
-    problems = [p for k in kernels for p in (contract_problem(k), requires_problem(k)) if p is not None]
+    """KernelConfigError listing every kernel whose claimed contract or pipeline lowp.conformance does not know,
+    or whose `requires` names no instruction of its target."""
+    problems = [p for k in kernels for p in (contract_problem(k), requires_problem(k), pipeline_problem(k))
+                if p is not None]
     if problems:
         raise KernelConfigError(problems)
 
@@ -124,5 +144,5 @@ def _exported(lib, name: str) -> bool:
     return True
 
 
-__all__ = ["build_problems", "contract_problem", "known_mnemonics", "requires_problem", "select_kernels",
-           "validate_kernels"]
+__all__ = ["build_problems", "contract_problem", "known_mnemonics", "pipeline_problem", "requires_problem",
+           "select_kernels", "validate_kernels"]

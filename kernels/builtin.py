@@ -18,6 +18,7 @@ PAIR_PACKING = ("B_main packed in panels of nr int16 columns, k in pairs (one 16
 
 # The instructions each kernel's claimed path is made of: a check fails when none of them is in its code.
 REQUIRES = {"maddubs": ("*pmaddubsw",), "vpdpbusd": ("vpdpbusd",)}
+# What lowp bounds proves ranges through (lowp.conformance.bounds.PIPELINES).
 
 
 def _dot4(name, isa, features, width, dot, contract, domain, signed_a=False, description=""):
@@ -27,7 +28,7 @@ def _dot4(name, isa, features, width, dot, contract, domain, signed_a=False, des
         signature="gemm", a_type="s8" if signed_a else "u8", b_type="s8",
         tile=Tile(mr=4, nr=2 * width // 32, kr=4), packing=DOT4_PACKING, contract=contract, domain=domain,
         model=partial(models.dot4_gemm, width=width, dot=dot, signed_a=signed_a), description=description,
-        requires=REQUIRES[dot]))
+        requires=REQUIRES[dot], pipeline=dot, a_shift=128 if signed_a else 0))
 
 
 MADDUBS = "VPMADDUBSW + VPMADDWD(ones) + VPADDD: each u8*s8 pair sum (k, k+1), k even, saturates to int16"
@@ -54,7 +55,7 @@ for _isa, _width, _features in (("avx2", 256, ("avx2",)), ("avx512bw", 512, ("av
         symbol=f"lowp_acc16_{_isa}_gemm", signature="gemm", a_type="u8", b_type="s8",
         tile=Tile(mr=4, nr=_width // 16, kr=2, spill=256), packing=PAIR_PACKING, contract="fbgemm-acc16",
         domain=Domain(U8, S8), model=partial(models.acc16_gemm, width=_width, brow=256),
-        params={"nbits": 8}, requires=("vpmaddubsw",),
+        params={"nbits": 8}, requires=("vpmaddubsw",), pipeline="acc16",
         description=f"FBGEMM-style acc16 ({_isa}): VPMADDUBSW, VPADDSW into int16, VPMOVSXWD + VPADDD every 256 k; "
                     "weights outside nbits signed bits as an exact sparse int32 pass"))
 
@@ -70,19 +71,20 @@ register(Kernel(
     symbol="lowp_gemmlowp_s8_gemm", signature="gemm", a_type="s8", b_type="s8", tile=Tile(mr=4, nr=4, kr=16),
     packing="A and B^T k-contiguous, zero-padded to 16; int16 lane l sums products k0+l and k0+8+l",
     contract="exact", domain=Domain(S8_NO_MIN, S8), model=models_arm.smlal_sadalp_gemm, requires=("smlal*",),
+    pipeline="smlal_pair",
     description="gemmlowp-style: SMULL + SMLAL (two s8 products per int16 lane), SADALP into int32; exact unless "
                 "both products of a lane are (-128)^2 (gemmlowp's LhsNonzero: A in [-127, 127])"))
 register(Kernel(
     name="sdot_s8_neon", target="aarch64", features=("asimd", "asimddp"), source=ARM / "sdot_s8.c",
     symbol="lowp_sdot_s8_gemm", signature="gemm", a_type="s8", b_type="s8", tile=Tile(mr=4, nr=8, kr=4),
     packing="B in panels of 8 columns, k in groups of 4 (4 columns x 4 k per 16 bytes); SDOT by element",
-    contract="exact", domain=Domain(S8, S8), model=models_arm.sdot_gemm, requires=("sdot",),
+    contract="exact", domain=Domain(S8, S8), model=models_arm.sdot_gemm, requires=("sdot",), pipeline="dot_s32",
     description="SDOT (FEAT_DotProd) by element: exact products, int32 accumulation"))
 register(Kernel(
     name="smmla_s8_neon", target="aarch64", features=("asimd", "i8mm"), source=ARM / "smmla_s8.c",
     symbol="lowp_smmla_s8_gemm", signature="gemm", a_type="s8", b_type="s8", tile=Tile(mr=4, nr=4, kr=8),
     packing="A in row pairs and B^T in column pairs, 2x8 bytes per 8-k block (SMMLA's operand layout)",
-    contract="exact", domain=Domain(S8, S8), model=models_arm.smmla_gemm, requires=("smmla",),
+    contract="exact", domain=Domain(S8, S8), model=models_arm.smmla_gemm, requires=("smmla",), pipeline="dot_s32",
     description="SMMLA (FEAT_I8MM) 2x8 by 8x2 blocks; runs on lowp's SMMLA model under Unicorn 2.1"))
 _MLAL = dict(target="aarch64", features=("asimd",), source=ARM / "mlal_24x8.c", depends=(ARM / "mlal_24x8.h",),
              signature="gemm", packing="seed 004's: A in 24-row blocks, per k pair 8 rows of k then 8 of k+1 per "
@@ -90,13 +92,13 @@ _MLAL = dict(target="aarch64", features=("asimd",), source=ARM / "mlal_24x8.c", 
 register(Kernel(
     name="q46_mlal_24x8_neon", symbol="lowp_mlal_s8_24x8_gemm", a_type="s8", b_type="s8",
     tile=Tile(mr=24, nr=8, kr=2, spill=258), contract="exact", domain=Domain((-11, 11), (-11, 11)),
-    model=models_arm.mlal_flush_gemm, params={"flush": 258}, requires=("smlal*",),
+    model=models_arm.mlal_flush_gemm, params={"flush": 258}, requires=("smlal*",), pipeline="mlal_flush_s16",
     description="seed 004's 4.6-bit 24x8 micro-kernel: SMLAL into int16, flushed into int32 every 258 depth "
                 "steps (safe for products up to 127: here |a|, |b| <= 11, 121)", **_MLAL))
 register(Kernel(
     name="u4_mlal_24x8_neon", symbol="lowp_mlal_u8_24x8_gemm", a_type="u8", b_type="u8",
     tile=Tile(mr=24, nr=8, kr=2, spill=144), contract="exact", domain=Domain((0, 15), (0, 15)),
-    model=models_arm.mlal_flush_gemm, params={"flush": 144}, requires=("umlal*",),
+    model=models_arm.mlal_flush_gemm, params={"flush": 144}, requires=("umlal*",), pipeline="mlal_flush_u16",
     description="4-bit (0..15) kernel: UMLAL into 16-bit lanes, flushed into int32 every 144 depth steps, the "
                 "largest even depth within seed 004's int16 level of 145 = floor(32767 / 225) (the kernel steps in k pairs)", **_MLAL))
 from . import builtin_q46  # noqa: F401

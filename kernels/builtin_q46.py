@@ -31,6 +31,7 @@ def _q46(isa, width, features):
         signature="gemm", a_type="s8", b_type="s8", tile=Tile(mr=8, nr=8, kr=kg, spill=flush), packing=PACKING,
         contract="exact", domain=models_q46.pair_domain(nx, nw), model=partial(models_q46.q46_gemm, width=width),
         params={"shift": nx // 2, "flush": flush}, depends=(X86 / "gemm_q46.h",), requires=("vpmaddubsw",),
+        pipeline="q46", a_shift="shift",
         description=f"4.6-bit (seed 004), {isa}: VPMADDUBSW(a + shift, b) + VPADDW into int16, VPMADDWD(ones) + "
                     f"VPADDD into int32 every `flush` k, -shift * colsum(B); exact on (Nx, Nw) = ({nx}, {nw}) "
                     "(models_q46.for_pair for the others)"))
@@ -41,7 +42,7 @@ def _q8(isa, width, features, dot, kg, packing, what):
         name=f"q8_{isa}", target="x86-64", features=features, source=X86 / "q46.c", symbol=f"lowp_q8_{isa}_gemm",
         signature="gemm", a_type="s8", b_type="s8", tile=Tile(mr=8, nr=8, kr=kg), packing=packing,
         contract="exact", domain=Domain(S8, S8), model=partial(models_q46.q8_gemm, width=width, dot=dot),
-        depends=(X86 / "gemm_q46.h",), requires=(dot,),
+        depends=(X86 / "gemm_q46.h",), requires=(dot,), pipeline=dot, a_shift=128 if dot == "vpdpbusd" else 0,
         description=f"exact 8-bit s8s8 baseline of the 4.6-bit kernel ({isa}, same packing and 8x8 blocking): {what}"))
 
 

@@ -103,6 +103,14 @@ class TileSpec(_Strict):
     spill: NonNegative = 0
 
 
+class StageSpec(_Strict):
+    """One narrowing step of an accumulation pipeline (lowp.conformance.bounds.Stage)."""
+    what: StrictStr
+    terms: StrictInt | Identifier       # a count, the name of one of the kernel's params, or "depth"
+    into: OperandType | Literal["s32", "u32"]
+    overflow: Literal["saturate", "wrap"]
+
+
 class DomainSpec(_Strict):
     a: tuple[StrictInt, StrictInt]
     b: tuple[StrictInt, StrictInt]
@@ -129,6 +137,17 @@ class KernelSpec(_Strict):
     description: StrictStr = ""
     requires: tuple[Word, ...] = ()
     overread: dict[Buffer, NonNegative] = {}
+    pipeline: Identifier | tuple[StageSpec, ...] | None = None
+    a_shift: StrictInt | Identifier = 0
+
+    @field_validator("a_shift")
+    @classmethod
+    def _shift_param(cls, a_shift, info: ValidationInfo):
+        params = info.data.get("params") or {}
+        if isinstance(a_shift, str) and a_shift not in params:
+            raise _custom("unknown_param", f"{a_shift!r} is not one of the kernel's params "
+                                           f"({', '.join(params) or 'it has none'})")
+        return a_shift
 
     @field_validator("features")
     @classmethod
@@ -199,6 +218,8 @@ class KernelSpec(_Strict):
         fields["tile"] = Tile(**self.tile.model_dump())
         fields["domain"] = Domain(tuple(self.domain.a), tuple(self.domain.b))
         fields["params"], fields["overread"] = dict(self.params), dict(self.overread)
+        if isinstance(self.pipeline, tuple):
+            fields["pipeline"] = tuple(stage.model_dump() for stage in self.pipeline)
         return Kernel(**fields)
 
 

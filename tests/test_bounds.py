@@ -52,10 +52,12 @@ def test_lane_capacity_is_tight_against_the_behaviour_model(lane, hi):
         assert np.array_equal(mlal_flush_gemm(A, B, flush=flush), exact(A, B)) == exact_expected, (flush, cap)
 
 
-def test_every_builtin_kernel_with_a_pipeline_is_safe_on_its_claimed_domain():
+def test_every_builtin_kernel_declares_a_pipeline_and_is_safe_on_its_claimed_domain():
     from lowp.kernels import kernels
-    for k in kernels():
-        if k.name not in bounds.KERNEL_PIPELINES or k.contract != "exact":
+    builtin = [k for k in kernels() if k.source.is_relative_to(bounds_kernels_dir())]
+    assert builtin and all(k.pipeline in bounds.PIPELINES for k in builtin)
+    for k in builtin:
+        if k.contract != "exact":
             continue
         stages, params = bounds.kernel_pipeline(k)
         d, first = bounds.safe_depth(*bounds.operand_ranges(k), stages, params)
@@ -68,3 +70,44 @@ def test_ranges_parse_and_refuse_nonsense():
         bounds.parse_range("x9")
     with pytest.raises(ValueError):
         bounds.parse_range("5:1")
+
+
+def bounds_kernels_dir():
+    from lowp.kernels.registry import KERNELS_DIR
+    return KERNELS_DIR
+
+
+def test_a_toml_kernel_declares_its_own_pipeline_and_shift(tmp_path):
+    """The entry holds the pipeline (named, or its own stages) and the activation shift: lowp bounds needs nothing
+    keyed by the kernel's name. Stages from TOML prove the same depth as the named pipeline they spell out."""
+    from lowp.kernels import KernelConfigError, load_toml
+    from lowp.kernels.registry import KERNELS_DIR
+    src = KERNELS_DIR / "x86" / "u8s8s32.c"
+    entry = f"""
+[[kernel]]
+name = "{{name}}"
+target = "x86-64"
+features = ["avx2"]
+source = "{src}"
+symbol = "lowp_s8s8s32_avx2_gemm"
+signature = "gemm"
+a_type = "s8"
+b_type = "s8"
+packing = "dot4"
+tile = {{{{mr = 4, nr = 16, kr = 4}}}}
+contract = "exact"
+domain = {{{{a = [-128, 127], b = [-64, 63]}}}}
+model = "lowp.kernels.models:exact_gemm"
+{{extra}}
+"""
+    stages = ('pipeline = [{what = "pair", terms = 2, into = "s16", overflow = "saturate"}, '
+              '{what = "rest", terms = "depth", into = "s32", overflow = "wrap"}]')
+    (tmp_path / "k.toml").write_text(entry.format(name="bt_named", extra='pipeline = "maddubs"\na_shift = 128')
+                                     + entry.format(name="bt_stages", extra=stages + "\na_shift = 128"))
+    named, spelled = load_toml(tmp_path / "k.toml")
+    results = [bounds.safe_depth(*bounds.operand_ranges(k), *bounds.kernel_pipeline(k)) for k in (named, spelled)]
+    assert results[0] == results[1] and results[0][1] is None
+    assert bounds.operand_ranges(named)[0] == (0, 255)
+    (tmp_path / "bad.toml").write_text(entry.format(name="bt_bad", extra='a_shift = "shift"'))
+    with pytest.raises(KernelConfigError, match="a_shift: 'shift' is not one of the kernel's params"):
+        load_toml(tmp_path / "bad.toml")

@@ -11,6 +11,8 @@ def add_parser(sub) -> None:
     p.add_argument("--a", help="range of A: u8, s8, u7, s7, u4 or lo:hi (default: the kernel's claimed domain)")
     p.add_argument("--b", help="range of B, as --a")
     p.add_argument("--acc", help="no kernel: products summed straight into this accumulator type (s16, u16, s32)")
+    p.add_argument("--kernels", dest="toml", action="append", default=[], metavar="FILE.toml",
+                   help="also register the kernels of this TOML file (repeatable), as lowp conformance does")
     p.set_defaults(func=cmd_bounds)
 
 
@@ -27,9 +29,20 @@ def cmd_bounds(args) -> int:
         print(f"products of A in [{a[0]}, {a[1]}] and B in [{b[0]}, {b[1]}] lie in [{lo}, {hi}]; "
               f"the largest depth that provably fits {args.acc} is {depth}")
         return 0
-    from lowp.kernels import kernel, kernels
+    import sys
+
+    from lowp.conformance.validate import select_kernels, validate_kernels
+    from lowp.kernels import KernelConfigError, kernels, load_toml
+    try:
+        for path in args.toml:
+            load_toml(path)
+        validate_kernels(kernels())
+        selected = select_kernels(args.kernels, kernels()) if args.kernels else kernels()
+    except KernelConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     rows = []
-    for k in [kernel(n) for n in args.kernels] or kernels():
+    for k in selected:
         try:
             stages, params = bounds.kernel_pipeline(k)
         except KeyError as e:
