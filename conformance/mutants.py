@@ -51,6 +51,22 @@ def load_expected(path: Path) -> dict[str, Expectation]:
     return out
 
 
+def run_suites(tomls, journal: Path, *, examples: int = 100, jobs: int | None = None,
+               progress: bool = True) -> tuple[dict[str, Expectation], list[dict]]:
+    """Register each suite's kernels (a mutants TOML with expected.toml beside it) and run their claimed checks
+    in child processes: (expectations, rows)."""
+    from lowp.kernels import load_toml
+
+    from .checks import plan
+    from .runner import run
+    expected, kernels = {}, []
+    for toml in map(Path, tomls):
+        expected.update(load_expected(toml.with_name("expected.toml")))
+        kernels += load_toml(toml)
+    checks = [c for c in plan(kernels) if c.claimed]
+    return expected, run(checks, journal, jobs=jobs, progress=progress, options={"examples": examples, "grid": False})
+
+
 def row_text(row: dict) -> str:
     """Everything a row tells its reader about why it failed."""
     cx = row.get("counterexample") or {}

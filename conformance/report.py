@@ -50,15 +50,15 @@ def _verdict(row: dict) -> str:
 
 def short_cause(cause: str | None, width: int = 64) -> str:
     """The head of a cause, for a table cell: up to its first ';', cut to `width`."""
-    if not cause:
-        return ""
-    head = cause.split(";", 1)[0]
-    return head if len(head) <= width else head[: width - 3] + "..."
+    return _clip((cause or "").split(";", 1)[0], width)
 
 
 def _path(row: dict, width: int = 48) -> str:
-    path = row.get("path") or ""
-    return path if len(path) <= width else path[: width - 3] + "..."
+    return _clip(row.get("path") or "", width)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _matched(row: dict) -> str:
@@ -89,7 +89,7 @@ def markdown(rows: list[dict], seconds: float | None = None, replay_args: str = 
     for r in rows:
         cx = r.get("counterexample")
         if cx:
-            lines += _counterexample(r, cx, replay_args)
+            lines += counterexample_lines(r, cx, replay_args)
         elif r["verdict"] == "FAIL" and r.get("cause"):
             lines += [f"## {r['id']}: {r['cause']}", ""]
     for r in rows:
@@ -98,7 +98,8 @@ def markdown(rows: list[dict], seconds: float | None = None, replay_args: str = 
     return "\n".join(lines)
 
 
-def _counterexample(r: dict, cx: dict, replay_args: str = "") -> list[str]:
+def counterexample_lines(r: dict, cx: dict, replay_args: str = "") -> list[str]:
+    """The report's section for one counterexample (also what `lowp conformance replay` prints)."""
     m, n, k = cx["shape"]
     extra = f" {replay_args}" if replay_args else ""
     lines = [f"## {r['id']}: minimal counterexample", "",

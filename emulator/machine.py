@@ -422,8 +422,7 @@ class Machine:
                 data = bytes(self.uc.mem_read(b.base, b.nbytes)) if b.nbytes else b""
                 out.append(np.frombuffer(data, b.array.dtype).reshape(b.array.shape).copy())
                 if error is None and b.after:
-                    tail = bytes(self.uc.mem_read(b.base + b.nbytes, b.after))
-                    bad = next((k for k, c in enumerate(tail) if c != CANARY), None)
+                    bad = _first_damaged(self.uc.mem_read(b.base + b.nbytes, b.after))
                     if bad is not None:
                         error = OutOfBounds(
                             f"out-of-bounds write past the end of buffer {b.name!r} (into its allowed over-read): "
@@ -431,8 +430,7 @@ class Machine:
                             buffer=b.name, offset=b.nbytes + bad, nbytes=b.nbytes, access="write",
                             address=b.base + b.nbytes + bad, size=1, itemsize=b.array.dtype.itemsize)
                 if error is None and b.base > b.lo:
-                    slack = bytes(self.uc.mem_read(b.lo, b.base - b.lo))
-                    bad = next((k for k, c in enumerate(slack) if c != CANARY), None)
+                    bad = _first_damaged(self.uc.mem_read(b.lo, b.base - b.lo))
                     if bad is not None:
                         offset = b.lo + bad - b.base
                         error = OutOfBounds(
@@ -475,6 +473,11 @@ class Machine:
             code = bytes(self.uc.mem_read(address, size))
             hit = self._block_cache[key] = [insn.mnemonic for insn in _capstone().disasm(code, address)]
         return hit
+
+
+def _first_damaged(canary: bytes) -> int | None:
+    """The index of the first byte of a canary area that is no longer CANARY (a write landed there), or None."""
+    return next((k for k, c in enumerate(bytes(canary)) if c != CANARY), None)
 
 
 _REG_BYTES = {"b": 1, "h": 2, "s": 4, "d": 8, "q": 16, "w": 4, "x": 8}

@@ -51,8 +51,10 @@ class EmulatedExecutor:
         size = self.machine.call(workspace_symbol(k), M, N, K).ret
         work = poison(max(int(size), 1), np.uint8, seed + 1 if work_seed is None else work_seed)
         C = poison((M, N), np.int32, seed)
+        options = {"mnemonics": True} if mnemonics else {}
+        if budget:
+            options["budget"] = budget
         self.last = self.machine.call(k.symbol, M, N, K, np.ascontiguousarray(A), np.ascontiguousarray(B), C, work,
                                       *k.params.values(), names=["M", "N", "K", "A", "B", "C", "work", *k.params],
-                                      overread=k.overread, seed=seed, **({"mnemonics": True} if mnemonics else {}),
-                                      **({"budget": budget} if budget else {}))
+                                      overread=k.overread, seed=seed, **options)
         return self.last["C"]

@@ -4,6 +4,7 @@ be is the behaviour model's and the contract's business.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import threading
@@ -41,6 +42,8 @@ def _fresh_copies() -> Path:
 
 
 _FRESH_DIRS: dict[int, Path] = {}
+# A copy's name is never reused in a process: glibc's dlopen returns the loaded object for a name it has seen.
+_FRESH_NUMBERS = itertools.count()
 
 
 def remove_fresh_copies() -> None:
@@ -100,8 +103,7 @@ class NativeExecutor:
 
     def _open(self, ffi, path: Path):
         if self.fresh:     # dlopen of the same file returns the loaded copy: a fresh one needs its own file
-            directory = _fresh_copies()
-            copy = directory / f"{len(list(directory.iterdir()))}-{Path(path).name}"
+            copy = _fresh_copies() / f"{next(_FRESH_NUMBERS)}-{Path(path).name}"
             path = Path(shutil.copy(path, copy))
         self.library_path = Path(path)
         return ffi.dlopen(str(path))

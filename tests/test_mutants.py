@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lowp.conformance import mutants, runner
-from lowp.conformance.checks import plan
-from lowp.kernels import load_toml
+from lowp.conformance import mutants
 
 HERE = Path(__file__).parent / "mutants"
 SUITES = {"authors": HERE, "independent": HERE / "independent"}
@@ -19,14 +17,11 @@ EXPECTED = {suite: mutants.load_expected(folder / "expected.toml") for suite, fo
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
     from lowp.kernels.registry import _KERNELS
-    kernels = []
-    for suite, folder in SUITES.items():
+    for suite in SUITES:
         for name in EXPECTED[suite]:
             _KERNELS.pop(name, None)
-        kernels += load_toml(folder / "mutants.toml")
-    checks = [c for c in plan(kernels) if c.claimed]
-    out = runner.run(checks, tmp_path_factory.mktemp("mutants") / "journal.jsonl", jobs=2, progress=False,
-                     options={"examples": 100, "grid": False})
+    _, out = mutants.run_suites([folder / "mutants.toml" for folder in SUITES.values()],
+                                tmp_path_factory.mktemp("mutants") / "journal.jsonl", jobs=2, progress=False)
     by = {}
     for r in out:
         by.setdefault(r["kernel"], []).append(r)

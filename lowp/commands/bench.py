@@ -110,9 +110,7 @@ def bench_mutants(args) -> int:
     import tempfile
     import time
 
-    from lowp.conformance import mutants, runner
-    from lowp.conformance.checks import plan
-    from lowp.kernels import load_toml
+    from lowp.conformance import mutants
     root = Path(__file__).resolve().parents[2] / "tests" / "mutants"
     tomls = args.toml or [root / "mutants.toml", root / "independent" / "mutants.toml"]
     missing = [t for t in tomls if not t.is_file()]
@@ -120,14 +118,9 @@ def bench_mutants(args) -> int:
         print(f"error: no mutation suite at {', '.join(map(str, missing))}; pass --toml FILE (with expected.toml "
               "beside it)")
         return 2
-    expected, kernels = {}, []
-    for toml in tomls:
-        expected.update(mutants.load_expected(toml.with_name("expected.toml")))
-        kernels += load_toml(toml)
-    checks = [c for c in plan(kernels) if c.claimed]
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        rows = runner.run(checks, Path(tmp) / "journal.jsonl", options={"examples": args.examples, "grid": False})
+        expected, rows = mutants.run_suites(tomls, Path(tmp) / "journal.jsonl", examples=args.examples)
     seconds = time.perf_counter() - start
     s = mutants.summary(expected, rows)
     table = [(name, expected[name].kind, expected[name].cause or "", "yes" if ok else "NO", why[:110])
@@ -136,5 +129,5 @@ def bench_mutants(args) -> int:
     print(f"\nkilled {s['killed']} of {s['mutants']} mutants ({100 * s['killed'] / max(1, s['mutants']):.0f}%), "
           f"{s['false_alarms']} false alarms in {s['controls']} controls; median time to the first counterexample "
           f"{s['median_first_failure_seconds']} s; median counterexample {s['median_counterexample_elements']} "
-          f"elements ({s['median_counterexample_nonzero']} nonzero); {len(checks)} checks in {seconds:.1f} s")
+          f"elements ({s['median_counterexample_nonzero']} nonzero); {len(rows)} checks in {seconds:.1f} s")
     return 0 if s["killed"] == s["mutants"] and not s["false_alarms"] else 1

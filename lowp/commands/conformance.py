@@ -67,7 +67,7 @@ def _replay(args, journal: dict) -> int:
     """Re-run each id; print the verdict and the counterexample as the report shows them (--json: the raw
     result). Exit 1 if any fails, 2 for an id that names no case or check of the journal."""
     from lowp.conformance.checks import replay
-    from lowp.conformance.report import _counterexample
+    from lowp.conformance.report import counterexample_lines
     status = 0
     for case_id in args.ids:
         try:
@@ -82,7 +82,7 @@ def _replay(args, journal: dict) -> int:
         else:
             print(f"{case_id}: {result['verdict']}" + (f" ({result['reason']})" if result.get("reason") else ""))
             if result["verdict"] == "FAIL":
-                print("\n".join(_counterexample({"id": case_id, "check": case_id.split(":")[1],
+                print("\n".join(counterexample_lines({"id": case_id, "check": case_id.split(":")[1],
                                                   "cause": result.get("cause")}, result, _replay_args(args))[2:]))
         status = max(status, int(result["verdict"] == "FAIL"))
     return status
