@@ -127,8 +127,8 @@ def ladder_ks(kernel, domain: str) -> list[int]:
 
 def _ladder_shapes(kernel, domain: str) -> list[tuple[tuple[int, int, int], str]]:
     """(shape, value class) of the ladder: all-ends operands at each overflow depth and its neighbours (1x1, and a
-    full tile at the depth itself), uniform and extreme values at the blocking and vector-width edges on a full
-    tile, and 2*mr - 1 by 2*nr - 1 remainders."""
+    full tile at the depth itself), at the blocking and vector-width edges uniform values on a full tile and
+    extreme values at 1x1, and 2*mr - 1 by 2*nr - 1 remainders."""
     mr, nr = kernel.tile.mr, kernel.tile.nr
     a, b = ranges(kernel, domain)
     out = []
@@ -181,7 +181,7 @@ def problems(kernel, domain: str, max_m: int | None = None, max_n: int | None = 
     max_n = max_n or 2 * kernel.tile.nr + 1
     max_k = max_k or max(4 * kernel.tile.kr + 3, kernel.tile.spill + 3 if kernel.tile.spill else 0, 40)
     # The search reaches the ladder's depths too (small shapes there: a deep case costs m * n * k).
-    deep = [k for k in ladder_ks(kernel, domain) if k > max_k and k <= 8192]
+    deep = [k for k in ladder_ks(kernel, domain) if max_k < k <= DEEP_K]
 
     def ends(lo, hi):
         return ([0] if lo <= 0 <= hi else []) + [lo, hi]      # hypothesis shrinks towards the first
