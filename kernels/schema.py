@@ -142,7 +142,7 @@ class XnnpackSpec(_Strict):
 class ModelPartsSpec(_Strict):
     """A quantized kernel's behaviour model by parts: its raw int32 accumulation ('module:function', A x B ->
     int32) and the output stage (a name of lowp.isa_models.requant.OUTPUT_STAGES) with the kernel's flavour."""
-    accumulate: Any = "lowp.kernels.models:exact_gemm"
+    accumulate: Annotated[Any, Field(validate_default=True)] = "lowp.kernels.models:exact_gemm"
     output: StrictStr
 
     @field_validator("accumulate", mode="before")
