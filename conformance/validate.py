@@ -150,12 +150,21 @@ def build_problems(kernels) -> list[Problem]:
             problems.append(Problem(origin(k.name), k.name, "source", "does not build: " +
                                     "\n    ".join(text[:20] + (["..."] if len(text) > 20 else []))))
             continue
+        wrong = None if missing else _prototype_mismatch(k, ex)
+        if wrong:
+            problems.append(Problem(origin(k.name), k.name, "symbol", wrong))
         for name in missing:
             close = did_you_mean(name, symbols)
             hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
             problems.append(Problem(origin(k.name), k.name, "symbol", f"{k.source}: no function {name!r} in the built "
                                     f"{'library' if ex.backend == 'native' else 'ELF'}{hint}"))
     return problems
+
+
+def _prototype_mismatch(kernel, ex) -> str | None:
+    from lowp.kernels.prototype import mismatch
+    path = ex.library_path if ex.backend == "native" else ex.machine.binary.path
+    return mismatch(kernel, path) if path else None
 
 
 def _symbols(ex, wanted) -> tuple[set[str], list[str]]:

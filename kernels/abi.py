@@ -26,11 +26,45 @@ def requant_blob(q: dict, N: int) -> np.ndarray:
     return np.concatenate([head.view(np.uint8)] + [a.view(np.uint8) for a in arrays])
 
 
+# The canonical parameter keys (lowp.isa_models.requant): what each holds, so a wrong one is named before a call.
+# 'N' is one per output channel, 'M' one per row of A, () a scalar; the dtype kind: i(nt) or f(loat32).
+PARAM_SHAPES = {"bias": ("N", "if"), "scale": ("N", "f"), "multiplier": ("N", "i"), "shift": ("N", "i"),
+                "b_scale": ("N", "f"), "a_inv_scale": ("M", "f"), "a_zero_point": ("M?", "i"),
+                "b_zero_point": ((), "i"), "output_zero_point": ((), "i"), "output_min": ((), "if"),
+                "output_max": ((), "if")}
+
+
+def check_params(kernel: Kernel, q, M: int, N: int, required=()) -> None:
+    """ValueError naming the kernel and the key for a parameter set the kernel cannot be handed: not a dict, a
+    required key missing, an unknown key, or a value of the wrong type or length."""
+    if not isinstance(q, dict):
+        raise ValueError(f"{kernel.name}: the quantization parameters are a dict (bias, scale, output_zero_point, "
+                         f"...), got {type(q).__name__}")
+    problems = [f"{key!r} missing" for key in required if key not in q]
+    for key, value in q.items():
+        if key not in PARAM_SHAPES:
+            problems.append(f"unknown key {key!r} (known: {', '.join(PARAM_SHAPES)})")
+            continue
+        shape, kinds = PARAM_SHAPES[key]
+        a = np.asarray(value)
+        want = {"N": (N,), "M": (M,), "M?": (M,) if a.ndim else ()}.get(shape, shape)
+        if a.dtype.kind not in kinds or (a.dtype.kind == "f" and a.dtype != np.float32) or a.shape != want:
+            kind = " or ".join({"i": "integers", "f": "float32"}[k] for k in kinds)
+            problems.append(f"{key!r} must be {kind} of shape {want}, got {a.dtype} of shape {a.shape}")
+    if problems:
+        raise ValueError(f"{kernel.name}: bad quantization parameters: " + "; ".join(problems))
+
+
 def invocation(kernel: Kernel, A: np.ndarray, B: np.ndarray, q: dict, *, seed: int, work_seed: int | None,
                workspace_bytes=None) -> Invocation:
     from .executors import poison
     M, K = A.shape
     N = B.shape[1]
+    required = ()
+    if kernel.signature == "xnnpack-gemm":
+        from .xnnpack import LAYOUT_KEYS
+        required = LAYOUT_KEYS[kernel.xnnpack["params"]]
+    check_params(kernel, q, M, N, required)
     if kernel.signature == "xnnpack-gemm":
         from . import xnnpack
         x = kernel.xnnpack

@@ -99,7 +99,8 @@ class NativeExecutor:
         from lowp.isa_models.native import build_shared_library
         ffi = cffi.FFI()
         ffi.cdef(_prototype(self.kernel))
-        path = build_shared_library([self.kernel.source], self.kernel.cflags,
+        # -g: the entry's DWARF lets lowp check its prototype (lowp.kernels.prototype); the code is the same.
+        path = build_shared_library([self.kernel.source], (*self.kernel.cflags, "-g"),
                                     f"kernel-{Path(self.kernel.source).stem}", depends=self.kernel.depends)
         return ffi, self._open(ffi, path)
 
