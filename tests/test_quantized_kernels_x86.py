@@ -100,7 +100,10 @@ def draw_qd8(rng, M, N, K, limits: bool) -> dict:
 
 
 def draw(k, rng, M, N, K, limits):
-    return (draw_qd8 if k.c_type == "f32" else draw_s8)(rng, M, N, K, limits)
+    q = (draw_qd8 if k.c_type == "f32" else draw_s8)(rng, M, N, K, limits)
+    if k.signature == "quant-gemm":          # lowp's driver ABI also takes a zero point of B (XNNPACK's has none)
+        q["b_zero_point"] = int(rng.integers(-128, 128) if limits else rng.integers(-16, 16))
+    return q
 
 
 def bits(C: np.ndarray) -> np.ndarray:
@@ -115,14 +118,14 @@ def assert_same(C, P, what):
 
 
 # ---- independent readings of the output stages ------------------------------------------------------------------
-def exact_acc(A, B, a_zp, with_bias=None) -> list[list[int]]:
-    """sum_k (A - a_zp) B (+ bias), as Python ints wrapped to int32 (a_zp scalar or one per row)."""
+def exact_acc(A, B, a_zp, with_bias=None, b_zp=0) -> list[list[int]]:
+    """sum_k (A - a_zp)(B - b_zp) (+ bias), as Python ints wrapped to int32 (a_zp scalar or one per row)."""
     zps = np.broadcast_to(np.asarray(a_zp, np.int64), (A.shape[0],))
     out = []
     for m in range(A.shape[0]):
         row = []
         for n in range(B.shape[1]):
-            s = sum((int(A[m, k]) - int(zps[m])) * int(B[k, n]) for k in range(A.shape[1]))
+            s = sum((int(A[m, k]) - int(zps[m])) * (int(B[k, n]) - b_zp) for k in range(A.shape[1]))
             s += 0 if with_bias is None else int(with_bias[n])
             row.append((s - INT32_MIN) % (1 << 32) + INT32_MIN)
         out.append(row)
@@ -163,7 +166,7 @@ def xnnpack_fp32_reading(A, B, q) -> np.ndarray:
 
 def tflite_single_rounding_reading(A, B, q) -> np.ndarray:
     """TFLite/ruy single rounding: (x * m + 2^(30 - s)) >> (31 - s), static_cast to int32, + zp (int32), clamp."""
-    acc = exact_acc(A, B, q["a_zero_point"], q["bias"])
+    acc = exact_acc(A, B, q["a_zero_point"], q["bias"], q.get("b_zero_point", 0))
     out = np.zeros((A.shape[0], B.shape[1]), np.int8)
     wrap = lambda v: (v - INT32_MIN) % (1 << 32) + INT32_MIN          # noqa: E731
     for m, row in enumerate(acc):
