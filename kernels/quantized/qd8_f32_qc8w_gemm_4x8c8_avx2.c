@@ -9,9 +9,10 @@
  * sums), the weights in 8 deep slices (8 bytes of column 0, 8 of column 1, ...), 8 float32 column scales, 8 float32
  * biases. `quantization_params` starts at the call's first row.
  *
- * One departure from XNNPACK: its kernels read quantization_params[0..MR-1] whatever mr is (XNNPACK allocates them
- * with XNN_EXTRA_QUANTIZATION_PARAMS of slack); this one reads only the mr rows it is handed (a row past mr aliases
- * the row before, for A, C and its quantization parameters alike), so it needs no over-read of that buffer. */
+ * One departure from XNNPACK: its kernels read quantization_params[0..MR-1] whatever mr is, relying on the caller's
+ * XNN_EXTRA_QUANTIZATION_PARAMS (10) entries of slack, which XNNPACK fills with copies of the last row
+ * (src/operator-run.c xnn_compute_pad_qd8_params @f196d01): a row past mr then aliases the last row for A, C and its
+ * parameters alike. This one reads only the mr rows it is handed and aliases the same way, so it needs no slack. */
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>

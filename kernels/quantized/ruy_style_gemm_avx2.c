@@ -10,7 +10,8 @@
  * The multiplier is TFLite's single rounding (TFLITE_SINGLE_ROUNDING, ruy's reference apply_multiplier.cc since
  * 2021; lowp.isa_models.fixedpoint flavour 'S'): (int64(x) * m + 2^(30 - shift)) >> (31 - shift), shift in
  * [-31, 30], taking the low 32 bits of the result (TFLite's static_cast<int32_t>). (ruy's AVX2 kernel itself
- * shifts x left by max(shift, 0) in 32 bits first, VPSLLVD, which wraps: that is flavour 'S_neon', not this.)
+ * differs for shift > 0: it shifts x left by shift in 32 bits first (VPSLLVD, wrapping), then rounds once by
+ * 2^31; equal to this unless that left shift overflows.)
  *
  * The workspace (size from ruy_style_avx2_workspace): B packed in blocks of 8 columns, each pair of k as 8
  * (B[k][n], B[k+1][n]) int16 pairs (32 bytes); the 8-padded column sums; A as int16 pairs (one int32 per pair of k)
