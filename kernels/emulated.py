@@ -73,7 +73,9 @@ class EmulatedExecutor:
                              workspace_bytes=lambda M, N, K: self.machine.call(workspace_symbol(self.kernel), M, N,
                                                                                K).ret)
         results, out = call_emulated(inv, self.machine, overread=self.kernel.overread, seed=seed, options=options)
-        self.last = results[-1]
+        self.last = results[-1]          # counts below add up every ukernel call of the GEMM
+        if self.last.instructions is not None:
+            self.last.instructions = sum(r.instructions or 0 for r in results)
         if options.get("mnemonics"):
             total = Counter()
             for r in results:

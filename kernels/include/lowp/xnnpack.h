@@ -17,8 +17,9 @@ struct lowp_xnn_qs8_qc8w_fp32_params { int16_t output_zero_point; int16_t output
 /* qs8 (per-tensor), fp32 requantization. */
 struct lowp_xnn_qs8_fp32_params { float scale; int16_t output_zero_point; int16_t output_min; int16_t output_max; };
 
-/* qs8 (per-tensor), rndnu requantization, NEON layout: SQSHL by right_pre_shift (a negative amount: a right shift),
- * SQDMULH by multiplier, SRSHL by right_post_shift (negative), then + output_zero_point (saturating), clamp. */
+/* qs8 (per-tensor), rndnu requantization, NEON layout: SQSHL by right_pre_shift (>= 0: a saturating left shift,
+ * 0 for scales below 0.5), SQDMULH by multiplier, SRSHL by right_post_shift (negative: a rounding right shift),
+ * then + output_zero_point (saturating), clamp. */
 struct lowp_xnn_qs8_rndnu_neon_params {
   int32_t right_pre_shift; int32_t multiplier; int32_t right_post_shift;
   int16_t output_zero_point; int8_t output_min; int8_t output_max;
