@@ -442,8 +442,9 @@ def onednn_ref(acc, q, out_type, *, dst="divide", rounding="even"):
     / dst_scale ('divide', the v3.0-v3.4 reference) or * (1 / dst_scale) ('reciprocal', later versions that
     precompute it), + f32(zp), saturate and round. uxlfoundation/oneDNN src/cpu/matmul/ref_matmul_int8.cpp."""
     x, ss, ws, bias, ds, zp = _onednn_parts(acc, q)
-    d = (x * ss) * ws + bias
-    d = d / ds if dst == "divide" else d * (F32(1) / ds)
+    with np.errstate(over="ignore"):          # float overflow gives infinity, which then saturates
+        d = (x * ss) * ws + bias
+        d = d / ds if dst == "divide" else d * (F32(1) / ds)
     return _onednn_saturate_round(d + F32(zp), q, out_type, rounding)
 
 
@@ -451,7 +452,8 @@ def onednn_jit(acc, q, out_type):
     """The JIT kernels' order: one precomputed scale src_scale * wei_scale[n], f32(acc) times it, + bias, times
     the precomputed 1 / dst_scale, + zp, saturate (VMINPS/VMAXPS) and VCVTPS2DQ (ties to even)."""
     x, ss, ws, bias, ds, zp = _onednn_parts(acc, q)
-    d = (x * (ss * ws) + bias) * (F32(1) / ds)
+    with np.errstate(over="ignore"):
+        d = (x * (ss * ws) + bias) * (F32(1) / ds)
     return _onednn_saturate_round(d + F32(zp), q, out_type, "even")
 
 

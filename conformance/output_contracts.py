@@ -1,0 +1,603 @@
+"""Output-stage contracts: what a library promises about a requantizing kernel's u8/s8/f32 output, given the int32
+accumulator and the case's quantization parameters. Like the accumulation contracts (contracts.py), each is a set
+of accepted results (the library's own paths that it considers correct) and known variants (not accepted, but
+named when a kernel's output equals one: the AVX-VNNI zero-point wrap, a wrapping rndnu pre-shift, another
+rounding flavour). Each result is an output stage of lowp.isa_models.requant.
+
+A contract is promised on the parameter domain its library documents (its asserts, its params-init functions,
+its docs). `domain_problems` names every parameter outside it; `draw` and `strategy` generate cases inside it,
+including its ends; `outside` gives the not-claimed probe just outside; `simplifications` shrink a failure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import numpy as np
+
+from lowp.isa_models.fixedpoint import quantize_multiplier
+from lowp.isa_models.requant import OUT_RANGE, OUTPUT_STAGES
+
+F32 = np.float32
+I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
+XNN_INIT = "google/XNNPACK @75db3c0 src/microparams-init.c (xnn_init_qs8_conv_minmax_*_params asserts)"
+XNN_REQ = "google/XNNPACK @75db3c0 src/xnnpack/requantization.h L30-34, L140-151"
+TFL = "tflite-micro @90b983c tensorflow/lite/kernels/internal/common.cc L31-47 (TFLITE_DCHECK)"
+GEMMLOWP = "gemmlowp @16e8662 internal/output.h L121-148 (RoundingDivideByPOT asserts 0 <= exponent <= 31)"
+FBGEMM = "pytorch/FBGEMM @71d6f8b src/RefImplementations.cc L217-290, include/fbgemm/Fbgemm.h L1168-1260"
+QD8 = "google/XNNPACK @75db3c0 src/qs8-gemm/MRx8c8-avxvnni.c.in L432-464; include/xnnpack.h (qd8 fully connected)"
+ONEDNN = "uxlfoundation/oneDNN doc/programming_model/attributes_quantization.md"
+LARGEST_BELOW_256 = np.nextafter(F32(256), F32(0))
+SMALLEST_SCALE = F32(2.0 ** -32)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Parameter checks shared by the domains
+
+def _type_problems(q, M, N, spec) -> list[str]:
+    """Missing keys, wrong dtypes, wrong shapes: spec is {key: (kind, shape)} with kind 'i32', 'f32', 'int',
+    'float' and shape 'N', 'M' or '' (a scalar)."""
+    out = []
+    for key, (kind, shape) in spec.items():
+        if key not in q:
+            out.append(f"{key}: missing (this contract needs {', '.join(spec)})")
+            continue
+        v = np.asarray(q[key])
+        if shape:
+            n = N if shape == "N" else M
+            want = np.int32 if kind == "i32" else np.float32
+            if v.dtype != want:
+                out.append(f"{key}: expected {np.dtype(want)} ({n},), got dtype {v.dtype}")
+            elif v.shape != (n,):
+                out.append(f"{key}: expected shape ({n},) (one per {'output channel' if shape == 'N' else 'row'}), "
+                           f"got {v.shape}")
+        elif kind == "int" and (v.ndim or v.dtype.kind not in "iu" or isinstance(q[key], bool)):
+            out.append(f"{key}: expected one integer, got {q[key]!r}")
+        elif kind == "float" and (v.ndim or v.dtype.kind not in "fiu"):
+            out.append(f"{key}: expected one number, got {q[key]!r}")
+    return out
+
+
+def _out_clamp_problems(q, out_type, cite, *, zp_range=None) -> list[str]:
+    lo, hi = OUT_RANGE[out_type]
+    zlo, zhi = zp_range or (lo, hi)
+    zp, mn, mx = int(q["output_zero_point"]), int(q["output_min"]), int(q["output_max"])
+    out = []
+    if not zlo <= zp <= zhi:
+        out.append(f"output_zero_point={zp}: outside [{zlo}, {zhi}] ({out_type}; {cite})")
+    for k, v in (("output_min", mn), ("output_max", mx)):
+        if not lo <= v <= hi:
+            out.append(f"{k}={v}: outside [{lo}, {hi}] ({out_type}; {cite})")
+    if mn > mx:
+        out.append(f"output_min={mn} > output_max={mx}: the domain needs output_min <= output_max ({cite})")
+    return out
+
+
+def _first_bad(values, bad):
+    i = int(np.argmax(bad))
+    return f"[{i}]={values[i]!r}"
+
+
+def _round_to_pot(x: float) -> float:
+    return float(2.0 ** np.round(np.log2(x))) if x > 0 else 1.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Domains: the parameter families of the libraries
+
+@dataclass(frozen=True)
+class ScaleDomain:
+    """bias int32 (N,), scale float32 (N,), output_zero_point / output_min / output_max ints (XNNPACK fp32 and
+    rndnu; FBGEMM's float requantization with its clamp rule)."""
+    scale_lo: float
+    scale_hi: float            # exclusive
+    cite: str
+    what: str
+    fbgemm_clamp: bool = False
+
+    keys = ("bias", "scale", "output_zero_point", "output_min", "output_max")
+
+    def problems(self, q, M, N, out_type):
+        out = _type_problems(q, M, N, {"bias": ("i32", "N"), "scale": ("f32", "N"), "output_zero_point": ("int", ""),
+                                       "output_min": ("int", ""), "output_max": ("int", "")})
+        if out:
+            return out
+        s = np.asarray(q["scale"])
+        bad = ~(s >= F32(self.scale_lo)) | ~(s < F32(self.scale_hi))
+        if bad.any():
+            out.append(f"scale{_first_bad(s.tolist(), bad)}: outside [{self.scale_lo!r}, {self.scale_hi!r}) "
+                       f"({self.what}; {self.cite})")
+        out += _out_clamp_problems(q, out_type, self.cite)
+        if self.fbgemm_clamp:
+            out += _fbgemm_clamp_problems(q)
+        return out
+
+    def typical(self, rng, M, N, out_type, acc_lo, acc_hi):
+        bias = rng.integers(-10000, 10001, N).astype(np.int32)
+        scale, zp = _tester_scale_zp(rng, acc_lo, acc_hi, bias, out_type)
+        return {"bias": bias, "scale": np.full(N, scale, F32) if rng.random() < 0.5 else
+                _jitter(rng, scale, N, self.scale_lo, self.scale_hi), **_clamp(rng, out_type, zp, self.fbgemm_clamp)}
+
+    def ends(self, rng, M, N, out_type, acc_lo, acc_hi):
+        lo, hi = OUT_RANGE[out_type]
+        scale = rng.choice(np.array([LARGEST_BELOW_256, F32(self.scale_lo), F32(1), F32(0.5)], F32)
+                           if self.scale_hi == 256 else np.array([F32(self.scale_lo), F32(1), F32(0.5)], F32), N)
+        zp = int(rng.choice([lo, hi, lo + 1, hi - 1, 0, -1 if lo < 0 else 1]))
+        bias = rng.choice(np.array([0, -10000, 10000, I32_MIN, I32_MAX, -(1 << 24), 1 << 24], np.int64), N)
+        return {"bias": bias.astype(np.int32), "scale": scale.astype(F32), **_clamp(rng, out_type, zp,
+                                                                                      self.fbgemm_clamp, ends=True)}
+
+    def limits(self, rng, M, N, out_type, acc_lo, acc_hi):
+        lo, hi = OUT_RANGE[out_type]
+        big = LARGEST_BELOW_256 if self.scale_hi == 256 else F32(self.scale_hi / 2)
+        scale = np.where(rng.random(N) < 0.5, big, F32(rng.uniform(1, float(big)))).astype(F32)
+        low = np.int64(I32_MIN) - min(acc_lo, 0) + rng.integers(0, 1 << 20, N)     # acc + bias stays near INT32_MIN
+        high = np.int64(I32_MAX) - max(acc_hi, 0) - rng.integers(0, 1 << 20, N)
+        bias = np.clip(np.where(rng.random(N) < 0.5, low, high), I32_MIN, I32_MAX).astype(np.int32)
+        zp = int(rng.integers(lo, 0)) if lo < 0 and rng.random() < 0.6 else int(rng.integers(lo, hi + 1))
+        return {"bias": bias, "scale": scale, **_clamp(rng, out_type, zp, self.fbgemm_clamp)}
+
+    def outside(self, rng, q, out_type):
+        lo, hi = OUT_RANGE[out_type]
+        choice = rng.integers(4)
+        q = dict(q)
+        if choice == 0:
+            q["scale"] = q["scale"].copy()
+            q["scale"][rng.integers(len(q["scale"]))] = F32(self.scale_hi)
+        elif choice == 1:
+            q["scale"] = q["scale"].copy()
+            q["scale"][rng.integers(len(q["scale"]))] = np.nextafter(F32(self.scale_lo), F32(0))
+        elif choice == 2:
+            q["output_zero_point"] = hi + 1 if rng.random() < 0.5 else lo - 1
+        else:
+            q["output_min"], q["output_max"] = hi, lo
+        return q
+
+    def simplify(self, q, out_type):
+        yield from _simplify_bias(q)
+        yield from _simplify_clamp(q, out_type, self.fbgemm_clamp)
+        for s in (F32(1), None):
+            new = np.full_like(q["scale"], s) if s is not None else \
+                np.array([_round_to_pot(float(v)) for v in q["scale"]], F32)
+            new = np.clip(new, F32(self.scale_lo), np.nextafter(F32(self.scale_hi), F32(0))).astype(F32)
+            if not np.array_equal(new, q["scale"]):
+                yield {**q, "scale": new}
+
+
+def _fbgemm_clamp_problems(q):
+    zp, mn, mx = int(q["output_zero_point"]), int(q["output_min"]), int(q["output_max"])
+    out = []
+    if mx != 255:
+        out.append(f"output_max={mx}: FBGEMM ReQuantizeOutput clamps to 255 ({FBGEMM})")
+    if mn not in (0, zp):
+        out.append(f"output_min={mn}: FBGEMM clamps below at 0, or at C_zero_point={zp} with FUSE_RELU ({FBGEMM})")
+    return out
+
+
+def _tester_scale_zp(rng, acc_lo, acc_hi, bias, out_type):
+    """XNNPACK's tester: c_scale = range >= 256 ? range / 255 : 1.00001 from the accumulators' range, scale =
+    1 / c_scale, zero point so that the outputs span the type (qu8 formula), plus a random nudge.
+    kernel-test-harnesses.md 1.6 (gemm-microkernel-tester.cc)."""
+    a_min, a_max = acc_lo + int(np.min(bias)), acc_hi + int(np.max(bias))
+    rng_ = a_max - a_min
+    c_scale = rng_ / 255.0 if rng_ >= 256 else 1.00001
+    lo, hi = OUT_RANGE[out_type]
+    zp = int(np.clip(np.rint(127.5 - 0.5 * (a_min + a_max) / c_scale) + lo + rng.integers(-8, 9), lo, hi))
+    return F32(1.0 / c_scale), zp
+
+
+def _jitter(rng, scale, N, lo, hi):
+    s = (np.float64(scale) * rng.uniform(0.5, 1.5, N)).astype(F32)
+    return np.clip(s, F32(lo), np.nextafter(F32(hi), F32(0))).astype(F32)
+
+
+def _clamp(rng, out_type, zp, fbgemm, ends=False) -> dict:
+    lo, hi = OUT_RANGE[out_type]
+    if fbgemm:
+        return {"output_zero_point": zp, "output_min": zp if rng.random() < 0.3 else 0, "output_max": 255}
+    if ends:
+        r = rng.integers(4)
+        if r == 0:
+            v = int(rng.integers(lo, hi + 1))
+            return {"output_zero_point": zp, "output_min": v, "output_max": v}
+        if r == 1:
+            v = int(rng.integers(lo, hi))
+            return {"output_zero_point": zp, "output_min": v, "output_max": v + 1}
+    if rng.random() < 0.75:
+        return {"output_zero_point": zp, "output_min": lo, "output_max": hi}
+    a, b = sorted(int(v) for v in rng.integers(lo, hi + 1, 2))
+    return {"output_zero_point": zp, "output_min": a, "output_max": b}
+
+
+def _simplify_bias(q):
+    b = np.asarray(q["bias"])
+    if b.dtype.kind == "f":
+        for i in np.flatnonzero(b):
+            yield {**q, "bias": np.where(np.arange(len(b)) == i, b.dtype.type(0), b).astype(b.dtype)}
+        return
+    for i in np.flatnonzero(b):
+        for v in (0, int(b[i]) // 2):
+            new = b.copy()
+            new[i] = v
+            if v != b[i]:
+                yield {**q, "bias": new}
+
+
+def _simplify_clamp(q, out_type, fbgemm=False):
+    lo, hi = OUT_RANGE[out_type]
+    if q.get("output_zero_point", 0) != 0 and lo <= 0 <= hi:
+        yield {**q, "output_zero_point": 0, **({"output_min": 0} if fbgemm else {})}
+    if not fbgemm and (q["output_min"], q["output_max"]) != (lo, hi):
+        yield {**q, "output_min": lo, "output_max": hi}
+
+
+@dataclass(frozen=True)
+class FixedPointDomain:
+    """bias int32 (N,), multiplier / shift int32 (N,) in TFLite's convention (real ~ m * 2^(shift - 31)),
+    output_zero_point / output_min / output_max ints."""
+    shift_lo: int
+    shift_hi: int
+    cite: str
+    mult_lo: int = 0
+    per_tensor: bool = False
+    fbgemm_clamp: bool = False
+
+    keys = ("bias", "multiplier", "shift", "output_zero_point", "output_min", "output_max")
+
+    def problems(self, q, M, N, out_type):
+        out = _type_problems(q, M, N, {"bias": ("i32", "N"), "multiplier": ("i32", "N"), "shift": ("i32", "N"),
+                                       "output_zero_point": ("int", ""), "output_min": ("int", ""),
+                                       "output_max": ("int", "")})
+        if out:
+            return out
+        m, s = np.asarray(q["multiplier"], np.int64), np.asarray(q["shift"], np.int64)
+        bad = m < self.mult_lo
+        if bad.any():
+            out.append(f"multiplier{_first_bad(m.tolist(), bad)}: below {self.mult_lo} ({self.cite})")
+        bad = (s < self.shift_lo) | (s > self.shift_hi)
+        if bad.any():
+            out.append(f"shift{_first_bad(s.tolist(), bad)}: outside [{self.shift_lo}, {self.shift_hi}] ({self.cite})")
+        if self.per_tensor and (len(set(m.tolist())) > 1 or len(set(s.tolist())) > 1):
+            out.append(f"multiplier/shift: this library takes one per tensor, the case has several ({self.cite})")
+        out += _out_clamp_problems(q, out_type, self.cite)
+        if self.fbgemm_clamp:
+            out += _fbgemm_clamp_problems(q)
+        return out
+
+    def _from_scales(self, scales):
+        ms = [quantize_multiplier(float(s), single_rounding=True) for s in scales]
+        m = np.array([max(v[0], self.mult_lo) for v in ms], np.int64)
+        s = np.clip([v[1] for v in ms], self.shift_lo, self.shift_hi)
+        if self.per_tensor:
+            m, s = np.full_like(m, m[0]), np.full_like(s, s[0])
+        return m.astype(np.int32), np.asarray(s, np.int32)
+
+    def typical(self, rng, M, N, out_type, acc_lo, acc_hi):
+        bias = rng.integers(-10000, 10001, N).astype(np.int32)
+        scale, zp = _tester_scale_zp(rng, acc_lo, acc_hi, bias, out_type)
+        m, s = self._from_scales(_jitter(rng, scale, N, 2.0 ** -32, 2.0 ** 30))
+        return {"bias": bias, "multiplier": m, "shift": s, **_clamp(rng, out_type, zp, self.fbgemm_clamp)}
+
+    def ends(self, rng, M, N, out_type, acc_lo, acc_hi):
+        lo, hi = OUT_RANGE[out_type]
+        m = rng.choice(np.array([max(self.mult_lo, 0), 1 << 30, I32_MAX], np.int64), N).astype(np.int32)
+        s = rng.choice(np.array([self.shift_lo, self.shift_hi, 0 if self.shift_lo <= 0 <= self.shift_hi else
+                                 self.shift_hi], np.int64), N).astype(np.int32)
+        if self.per_tensor:
+            m, s = np.full_like(m, m[0]), np.full_like(s, s[0])
+        zp = int(rng.choice([lo, hi, 0] if lo <= 0 else [lo, hi]))
+        bias = rng.choice(np.array([0, I32_MIN, I32_MAX, -10000, 10000], np.int64), N).astype(np.int32)
+        return {"bias": bias, "multiplier": m, "shift": s, **_clamp(rng, out_type, zp, self.fbgemm_clamp, ends=True)}
+
+    def limits(self, rng, M, N, out_type, acc_lo, acc_hi):
+        q = ScaleDomain.limits(SCALE_ANY, rng, M, N, out_type, acc_lo, acc_hi)
+        m, s = self._from_scales(q.pop("scale"))
+        if self.fbgemm_clamp:
+            q.update(_clamp(rng, out_type, q["output_zero_point"], True))
+        return {**q, "multiplier": m, "shift": s}
+
+    def outside(self, rng, q, out_type):
+        lo, hi = OUT_RANGE[out_type]
+        q = dict(q)
+        i = int(rng.integers(len(q["shift"])))
+        choice = rng.integers(4 if self.mult_lo > I32_MIN else 3)
+        if choice == 0:
+            q["shift"] = q["shift"].copy()
+            q["shift"][i] = self.shift_hi + 1 if rng.random() < 0.5 else self.shift_lo - 1
+        elif choice == 1:
+            q["output_zero_point"] = hi + 1 if rng.random() < 0.5 else lo - 1
+        elif choice == 2:
+            q["output_min"], q["output_max"] = hi, lo
+        else:
+            q["multiplier"] = q["multiplier"].copy()
+            q["multiplier"][i] = self.mult_lo - 1
+        return q
+
+    def simplify(self, q, out_type):
+        yield from _simplify_bias(q)
+        yield from _simplify_clamp(q, out_type, self.fbgemm_clamp)
+        if (q["multiplier"] != 1 << 30).any():
+            yield {**q, "multiplier": np.full_like(q["multiplier"], 1 << 30)}
+        if self.shift_lo <= 0 <= self.shift_hi and (q["shift"] != 0).any():
+            yield {**q, "shift": np.zeros_like(q["shift"])}
+
+
+SCALE_ANY = ScaleDomain(2.0 ** -32, 256.0, "", "")
+
+
+@dataclass(frozen=True)
+class Qd8Domain:
+    """qd8 float output: bias float32 (N,), a_zero_point int32 (M,), a_inv_scale float32 (M,), b_scale float32
+    (N,), output_min <= output_max floats."""
+    cite: str = QD8
+    keys = ("bias", "a_zero_point", "a_inv_scale", "b_scale", "output_min", "output_max")
+
+    def problems(self, q, M, N, out_type):
+        out = _type_problems(q, M, N, {"bias": ("f32", "N"), "a_zero_point": ("i32", "M"), "a_inv_scale": ("f32", "M"),
+                                       "b_scale": ("f32", "N"), "output_min": ("float", ""),
+                                       "output_max": ("float", "")})
+        if out:
+            return out
+        zp = np.asarray(q["a_zero_point"])
+        bad = (zp < -128) | (zp > 127)
+        if bad.any():
+            out.append(f"a_zero_point{_first_bad(zp.tolist(), bad)}: outside [-128, 127] (int8 rows; {self.cite})")
+        for k in ("a_inv_scale", "b_scale", "bias"):
+            v = np.asarray(q[k])
+            bad = ~np.isfinite(v) | ((v <= 0) if k != "bias" else False)
+            if bad.any():
+                out.append(f"{k}{_first_bad(v.tolist(), bad)}: expected finite{' and > 0' if k != 'bias' else ''} "
+                           f"({self.cite})")
+        mn, mx = float(q["output_min"]), float(q["output_max"])
+        if np.isnan(mn) or np.isnan(mx) or mn > mx:
+            out.append(f"output_min={mn}, output_max={mx}: expected output_min <= output_max, not NaN ({self.cite})")
+        return out
+
+    def _base(self, rng, M, N, inv, bs, bias):
+        return {"a_zero_point": rng.integers(-128, 128, M).astype(np.int32), "a_inv_scale": inv.astype(F32),
+                "b_scale": bs.astype(F32), "bias": bias.astype(F32)}
+
+    def typical(self, rng, M, N, out_type, acc_lo, acc_hi):
+        q = self._base(rng, M, N, rng.uniform(1e-3, 1, M), rng.uniform(1e-3, 1, N), rng.uniform(-10, 10, N))
+        if rng.random() < 0.5:
+            return {**q, "output_min": float("-inf"), "output_max": float("inf")}
+        a, b = sorted(rng.uniform(-100, 100, 2))
+        return {**q, "output_min": float(a), "output_max": float(b)}
+
+    def ends(self, rng, M, N, out_type, acc_lo, acc_hi):
+        pick = np.array([2.0 ** -32, 1.0, 2.0 ** 32, float(np.finfo(F32).tiny)])
+        q = self._base(rng, M, N, rng.choice(pick, M), rng.choice(pick, N), rng.choice([0.0, -1e30, 1e30], N))
+        q["a_zero_point"] = rng.choice(np.array([-128, 127, 0], np.int32), M).astype(np.int32)
+        v = float(rng.uniform(-10, 10))
+        return {**q, "output_min": v, "output_max": v if rng.random() < 0.5 else float("inf")}
+
+    def limits(self, rng, M, N, out_type, acc_lo, acc_hi):
+        q = self._base(rng, M, N, rng.uniform(1, 2 ** 20, M), rng.uniform(1, 2 ** 20, N),
+                       rng.choice([-3e38, 3e38], N))
+        return {**q, "output_min": float("-inf"), "output_max": float("inf")}
+
+    def outside(self, rng, q, out_type):
+        q = dict(q)
+        choice = rng.integers(3)
+        if choice == 0:
+            q["b_scale"] = q["b_scale"].copy()
+            q["b_scale"][0] = F32(0) if rng.random() < 0.5 else F32(np.inf)
+        elif choice == 1:
+            q["a_zero_point"] = q["a_zero_point"].copy()
+            q["a_zero_point"][0] = 128
+        else:
+            q["output_min"], q["output_max"] = 1.0, -1.0
+        return q
+
+    def simplify(self, q, out_type):
+        yield from _simplify_bias(q)
+        for k in ("a_inv_scale", "b_scale"):
+            if (q[k] != 1).any():
+                yield {**q, k: np.ones_like(q[k])}
+        if (q["output_min"], q["output_max"]) != (float("-inf"), float("inf")):
+            yield {**q, "output_min": float("-inf"), "output_max": float("inf")}
+
+
+@dataclass(frozen=True)
+class OneDNNDomain:
+    """bias float32 (N,), scale float32 (N,) (the weights' scales), src_scale / dst_scale float32 scalars,
+    output_zero_point int (s32); the result saturates to the destination type."""
+    cite: str = ONEDNN
+    keys = ("bias", "scale", "src_scale", "dst_scale", "output_zero_point")
+
+    def problems(self, q, M, N, out_type):
+        out = _type_problems(q, M, N, {"bias": ("f32", "N"), "scale": ("f32", "N"), "src_scale": ("float", ""),
+                                       "dst_scale": ("float", ""), "output_zero_point": ("int", "")})
+        if out:
+            return out
+        for k in ("scale", "src_scale", "dst_scale", "bias"):
+            v = np.atleast_1d(np.asarray(q[k]))
+            if k in ("src_scale", "dst_scale") and v.dtype != F32:
+                out.append(f"{k}: expected np.float32, got {v.dtype}")
+                continue
+            bad = ~np.isfinite(v) | ((v <= 0) if k != "bias" else False)
+            if bad.any():
+                out.append(f"{k}{_first_bad(v.tolist(), bad)}: expected finite{' and > 0' if k != 'bias' else ''} "
+                           f"(x_f32 = scale * (x - zp); {self.cite})")
+        zp = int(q["output_zero_point"])
+        if not I32_MIN <= zp <= I32_MAX:
+            out.append(f"output_zero_point={zp}: outside int32 (s32 zero points; {self.cite})")
+        return out
+
+    def typical(self, rng, M, N, out_type, acc_lo, acc_hi):
+        lo, hi = OUT_RANGE[out_type]
+        return {"bias": rng.uniform(-10, 10, N).astype(F32), "scale": rng.uniform(1e-3, 1e-1, N).astype(F32),
+                "src_scale": F32(rng.uniform(1e-3, 1e-1)), "dst_scale": F32(rng.uniform(1e-2, 1)),
+                "output_zero_point": int(rng.integers(lo, hi + 1))}
+
+    def ends(self, rng, M, N, out_type, acc_lo, acc_hi):
+        q = self.typical(rng, M, N, out_type, acc_lo, acc_hi)
+        lo, hi = OUT_RANGE[out_type]
+        q["output_zero_point"] = int(rng.choice([lo, hi, 0, I32_MIN, I32_MAX]))
+        q["dst_scale"] = F32(rng.choice([2.0 ** -20, 1.0, 2.0 ** 20]))
+        return q
+
+    def limits(self, rng, M, N, out_type, acc_lo, acc_hi):
+        q = self.typical(rng, M, N, out_type, acc_lo, acc_hi)
+        q["scale"] = rng.uniform(1, 1e3, N).astype(F32)
+        q["bias"] = rng.choice([-3e38, 3e38], N).astype(F32)
+        return q
+
+    def outside(self, rng, q, out_type):
+        q = dict(q)
+        if rng.random() < 0.5:
+            q["dst_scale"] = F32(0)
+        else:
+            q["scale"] = q["scale"].copy()
+            q["scale"][0] = F32(-1)
+        return q
+
+    def simplify(self, q, out_type):
+        yield from _simplify_bias(q)
+        if q["output_zero_point"] != 0:
+            yield {**q, "output_zero_point": 0}
+        for k in ("src_scale", "dst_scale"):
+            if q[k] != 1:
+                yield {**q, k: F32(1)}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The contract
+
+STYLES = ("typical", "ends", "limits")
+
+
+@dataclass(frozen=True)
+class OutputContract:
+    name: str
+    description: str
+    out_types: tuple
+    keys: tuple
+    accepted: tuple
+    known: tuple
+    citation: str
+    domain: object = field(repr=False, default=None)
+
+    def _check_out_type(self, out_type):
+        if out_type not in self.out_types:
+            raise ValueError(f"output contract {self.name!r}: out_type {out_type!r} is not one of {self.out_types}")
+
+    def judge(self, out, acc, q, out_type):
+        """(ok, matched, expected): ok when `out` equals an accepted result; matched names the accepted or known
+        stage it equals (None if none); expected is the first accepted result."""
+        self._check_out_type(out_type)
+        out = np.asarray(out)
+        expected = OUTPUT_STAGES[self.accepted[0]].compute(acc, q, out_type)
+        for name in self.accepted + self.known:
+            try:
+                r = expected if name == self.accepted[0] else OUTPUT_STAGES[name].compute(acc, q, out_type)
+            except (ArithmeticError, ValueError):
+                continue                     # that path is undefined here: it cannot be what the kernel did
+            if r.shape == out.shape and r.dtype == out.dtype and np.array_equal(r, out, equal_nan=out.dtype.kind == "f"):
+                return name in self.accepted, name, expected
+        return False, None, expected
+
+    def domain_problems(self, q, M, N, out_type) -> list[str]:
+        """Every parameter outside the library's documented domain, and every missing / mistyped / misshaped one,
+        as messages naming the parameter, its value, the range and the citation. Empty: in the domain."""
+        if out_type not in self.out_types:
+            return [f"out_type {out_type!r}: contract {self.name!r} is for {', '.join(self.out_types)}"]
+        if not isinstance(q, dict):
+            return [f"quantization parameters: expected a dict, got {type(q).__name__}"]
+        return self.domain.problems(q, M, N, out_type)
+
+    def draw(self, rng: np.random.Generator, M, N, out_type, style="typical", acc_lo=-(1 << 16), acc_hi=1 << 16):
+        """One case's parameters inside the documented domain; style 'typical' (like XNNPACK's tester), 'ends'
+        (the domain's ends) or 'limits' (biases that drive the accumulator to its int32 limits, large scales)."""
+        self._check_out_type(out_type)
+        if style not in STYLES:
+            raise ValueError(f"style={style!r}: expected one of {STYLES}")
+        for _ in range(100):
+            q = getattr(self.domain, style)(rng, M, N, out_type, int(acc_lo), int(acc_hi))
+            if not self.domain.problems(q, M, N, out_type):
+                return q
+        raise AssertionError(f"{self.name}: draw({style!r}) kept leaving the domain: {self.domain.problems(q, M, N, out_type)}")
+
+    def strategy(self, M, N, out_type, acc_lo=-(1 << 16), acc_hi=1 << 16):
+        """A hypothesis strategy of parameter dicts: a third each typical, ends, limits (seeded draws)."""
+        from hypothesis import strategies as st
+        return st.builds(lambda style, seed: self.draw(np.random.default_rng(seed), M, N, out_type, style, acc_lo,
+                                                       acc_hi),
+                         st.sampled_from(STYLES), st.integers(0, 2 ** 63 - 1))
+
+    def outside(self, rng: np.random.Generator, M, N, out_type) -> dict:
+        """Parameters just outside the documented domain (one parameter moved over its edge): the not-claimed
+        probe."""
+        q = self.draw(rng, M, N, out_type, "typical")
+        for _ in range(100):
+            r = self.domain.outside(rng, q, out_type)
+            if self.domain.problems(r, M, N, out_type):
+                return r
+        raise AssertionError(f"{self.name}: outside() found no parameter to move out of the domain")
+
+    def simplifications(self, q, out_type) -> Iterator[dict]:
+        """Simpler parameter sets for shrinking a failure (bias toward 0 per element, zero points toward 0,
+        scales toward 1 / powers of two, the clamp toward the type's ends), each still inside the domain."""
+        M = len(q["a_zero_point"]) if "a_zero_point" in q else 1
+        N = len(np.atleast_1d(q.get("bias", q.get("scale", [0]))))
+        for s in self.domain.simplify(q, out_type):
+            if not self.domain.problems(s, M, N, out_type):
+                yield s
+
+
+XNN_FP32_DOMAIN = ScaleDomain(2.0 ** -32, 256.0, f"{XNN_REQ}; {XNN_INIT}", "XNNPACK fp32 asserts 2^-32 <= scale < 256")
+XNN_RNDNU_DOMAIN = ScaleDomain(2.0 ** -32, 256.0, f"{XNN_REQ}; {XNN_INIT}",
+                               "XNNPACK rndnu: shift = 150 - exponent asserted in [16, 55], i.e. 2^-32 <= scale < 256")
+
+OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
+    OutputContract("xnnpack-fp32", "XNNPACK fp32 requantization: lrintf(clamp(f32(acc + bias) * scale, min - zp, "
+                   "max - zp)) + zp; every implementation path equals the reference on the domain",
+                   ("s8", "u8"), ScaleDomain.keys,
+                   ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
+                    "xnnpack-fp32-neonv8"),
+                   ("xnnpack-fp32-avxvnni-wrap", "xnnpack-rndnu", "fbgemm-float-generic"),
+                   f"{XNN_REQ}; {XNN_INIT}", XNN_FP32_DOMAIN),
+    OutputContract("xnnpack-rndnu", "XNNPACK rndnu: (x * mantissa24 + 2^(s-1)) >> s with s from the scale's exponent, "
+                   "clamp, + zp; the NEON kernels saturate, the scalar reference narrows int64 -> int32 (wraps) once "
+                   "|x * scale| >= 2^31: both are XNNPACK's own, both accepted",
+                   ("s8", "u8"), ScaleDomain.keys,
+                   ("xnnpack-rndnu", "xnnpack-rndnu-neon", "xnnpack-rndnu-scalar"),
+                   ("xnnpack-rndnu-neon-wrap", "xnnpack-fp32-lrintf"),
+                   f"{XNN_REQ}; {XNN_INIT} (rndnu_scalar, rndnu_neon)", XNN_RNDNU_DOMAIN),
+    OutputContract("tflite-double-rounding", "TFLite's reference MultiplyByQuantizedMultiplier (double rounding: "
+                   "SRDHM then RDBPOT) + zp, clamp", ("s8", "u8"), FixedPointDomain.keys,
+                   ("tflite-G",), ("tflite-G-satshift", "tflite-U", "tflite-S", "tflite-S_neon"),
+                   f"{TFL}; L78-90", FixedPointDomain(-31, 30, f"{TFL}; quantization_util.cc L53-104")),
+    OutputContract("tflite-single-rounding", "ruy (since 2021) / TFLITE_SINGLE_ROUNDING: (x*m + 2^(30-s)) >> (31-s) "
+                   "+ zp, clamp", ("s8", "u8"), FixedPointDomain.keys,
+                   ("tflite-S",), ("tflite-S_neon", "tflite-G", "tflite-U"),
+                   f"ruy ruy/apply_multiplier.cc L48-65; {TFL}", FixedPointDomain(-31, 30, TFL)),
+    OutputContract("gemmlowp-fixedpoint", "gemmlowp BiasAddition, QuantizeDownInt32ByFixedPoint, Clamp, "
+                   "SaturatingCast (result_shift = -shift in 0..31)", ("s8", "u8"), FixedPointDomain.keys,
+                   ("gemmlowp-fixedpoint",), ("tflite-U", "tflite-S"),
+                   GEMMLOWP, FixedPointDomain(-31, 0, GEMMLOWP)),
+    OutputContract("fbgemm-requantize", "FBGEMM ReQuantizeOutput (u8), float multiplier per tensor / group / "
+                   "channel: the generic and the AVX2 path", ("u8",), ScaleDomain.keys,
+                   ("fbgemm-float-generic", "fbgemm-float-avx2"), ("xnnpack-fp32-lrintf",),
+                   FBGEMM, ScaleDomain(2.0 ** -32, 2.0 ** 30, FBGEMM, "FBGEMM takes a finite positive C_multiplier",
+                                       fbgemm_clamp=True)),
+    OutputContract("fbgemm-requantize-fixed", "FBGEMM requantize_u8acc32_ref with a fixed-point multiplier (per "
+                   "tensor); C_right_shift = 31 - shift in 0..63", ("u8",), FixedPointDomain.keys,
+                   ("fbgemm-fixed",), ("tflite-S", "tflite-G"),
+                   FBGEMM, FixedPointDomain(-32, 31, f"{FBGEMM} (ChooseRequantizationMultiplier)", per_tensor=True,
+                                            fbgemm_clamp=True)),
+    OutputContract("qd8-f32", "XNNPACK qd8 float output: f32(acc) * inv_scale[m], then * b_scale[n] + bias[n] fused "
+                   "(x86, AArch64) or not (scalar, AArch32), clamp", ("f32",), Qd8Domain.keys,
+                   ("qd8-f32-fma", "qd8-f32-unfused"), ("qd8-f32-scale-product",), QD8, Qd8Domain()),
+    OutputContract("onednn-scales", "oneDNN: f32_to_int8((src_scale * wei_scale[n] * f32(acc) + bias) / dst_scale "
+                   "+ zp): the reference's orders (division, reciprocal) and the JIT's precomputed scales",
+                   ("s8", "u8"), OneDNNDomain.keys, ("onednn-ref", "onednn-ref-reciprocal", "onednn-jit"),
+                   ("onednn-ties-away",), ONEDNN, OneDNNDomain()),
+]}
+
+
+def output_contract(name: str) -> OutputContract:
+    try:
+        return OUTPUT_CONTRACTS[name]
+    except KeyError:
+        raise KeyError(f"no output contract named {name!r}; known: {', '.join(OUTPUT_CONTRACTS)}") from None
