@@ -270,11 +270,11 @@ def test_qd8_fused_and_unfused_against_rationals(seed):
 
 
 def test_onednn_orders_agree_on_powers_of_two():
-    # with power-of-two scales every product is exact, so all three accepted orders give rne(acc * s + bias) + zp
+    # with power-of-two scales every product is exact, so all three accepted orders give rne(acc * s + bias + zp)
     acc = np.array([[-300, -2, 5, 1000, 7]], np.int32)
     q = {"bias": np.array([0.5, 0.0, 2.5, 0.0, 0.25], F32), "scale": np.full(5, 0.25, F32),
          "src_scale": F32(0.5), "dst_scale": F32(0.5), "output_zero_point": 3}
-    want = [min(max(round_half_even((Fraction(int(a)) / 8 + Fraction(float(b))) * 2) + 3, -128), 127)
+    want = [min(max(round_half_even((Fraction(int(a)) / 8 + Fraction(float(b))) * 2 + 3), -128), 127)
             for a, b in zip(acc[0], q["bias"])]
     for name in ("onednn-ref", "onednn-ref-reciprocal", "onednn-jit"):
         assert OUTPUT_STAGES[name](acc, q, "s8")[0].tolist() == want, name

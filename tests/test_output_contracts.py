@@ -1,0 +1,160 @@
+"""lowp.conformance.output_contracts: domains at their ends, the named AVX-VNNI corner, draw() inside the domain,
+outside() outside it, simplifications() inside it, and a hypothesis search that finds the corner on its own."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, find, settings
+
+from lowp.conformance.output_contracts import OUTPUT_CONTRACTS, STYLES, output_contract
+from lowp.isa_models.requant import OUTPUT_STAGES
+
+F32 = np.float32
+BELOW_256 = np.nextafter(F32(256), F32(0))
+
+
+def fp32_q(N=2, **over):
+    q = {"bias": np.zeros(N, np.int32), "scale": np.full(N, 0.5, F32), "output_zero_point": 0,
+         "output_min": -128, "output_max": 127}
+    q.update(over)
+    return q
+
+
+def test_unknown_contract_names_the_known_ones():
+    with pytest.raises(KeyError, match="known: xnnpack-fp32, xnnpack-rndnu"):
+        output_contract("xnnpack")
+
+
+@pytest.mark.parametrize("name", ["xnnpack-fp32", "xnnpack-rndnu"])
+def test_xnnpack_scale_domain_ends(name):
+    c = output_contract(name)
+    assert c.domain_problems(fp32_q(scale=np.array([BELOW_256, 2.0 ** -32], F32)), 1, 2, "s8") == []
+    for bad in (256.0, np.nextafter(F32(2.0 ** -32), F32(0)), np.nan, -1.0):
+        p = c.domain_problems(fp32_q(scale=np.array([0.5, bad], F32)), 1, 2, "s8")
+        assert len(p) == 1 and p[0].startswith("scale[1]=") and "256" in p[0] and "XNNPACK" in p[0], p
+    assert c.domain_problems(fp32_q(output_zero_point=-128), 1, 2, "s8") == []
+    assert c.domain_problems(fp32_q(output_zero_point=127), 1, 2, "s8") == []
+    assert "output_zero_point=128" in c.domain_problems(fp32_q(output_zero_point=128), 1, 2, "s8")[0]
+    assert "output_zero_point=-1" in c.domain_problems(fp32_q(output_zero_point=-1, output_min=0, output_max=255),
+                                                       1, 2, "u8")[0]
+    assert c.domain_problems(fp32_q(output_min=5, output_max=5), 1, 2, "s8") == []
+    assert "output_min=6 > output_max=5" in c.domain_problems(fp32_q(output_min=6, output_max=5), 1, 2, "s8")[0]
+
+
+def test_bad_input_messages():
+    c = output_contract("xnnpack-fp32")
+    q = fp32_q()
+    del q["scale"]
+    assert c.domain_problems(q, 1, 2, "s8") == ["scale: missing (this contract needs bias, scale, output_zero_point, "
+                                                "output_min, output_max)"]
+    assert "expected float32 (2,), got dtype float64" in c.domain_problems(fp32_q(scale=np.ones(2)), 1, 2, "s8")[0]
+    assert "expected shape (2,)" in c.domain_problems(fp32_q(bias=np.zeros(3, np.int32)), 1, 2, "s8")[0]
+    assert "expected one integer" in c.domain_problems(fp32_q(output_zero_point=1.5), 1, 2, "s8")[0]
+    assert "is for s8, u8" in c.domain_problems(fp32_q(), 1, 2, "f32")[0]
+
+
+def test_fixed_point_domains():
+    def fq(m, s, **over):
+        return {"bias": np.zeros(1, np.int32), "multiplier": np.array([m], np.int32), "shift": np.array([s], np.int32),
+                "output_zero_point": 0, "output_min": -128, "output_max": 127, **over}
+    single, double, gl = (output_contract(n) for n in ("tflite-single-rounding", "tflite-double-rounding",
+                                                      "gemmlowp-fixedpoint"))
+    assert single.domain_problems(fq(1 << 30, 30), 1, 1, "s8") == []
+    assert single.domain_problems(fq(1 << 30, -31), 1, 1, "s8") == []
+    assert "shift[0]=31: outside [-31, 30]" in single.domain_problems(fq(1 << 30, 31), 1, 1, "s8")[0]
+    assert "multiplier[0]=-1: below 0" in double.domain_problems(fq(-1, 0), 1, 1, "s8")[0]
+    assert gl.domain_problems(fq(1 << 30, 0), 1, 1, "s8") == []
+    assert "shift[0]=1: outside [-31, 0]" in gl.domain_problems(fq(1 << 30, 1), 1, 1, "s8")[0]
+    fb = output_contract("fbgemm-requantize-fixed")
+    u8 = dict(output_min=0, output_max=255)
+    assert fb.domain_problems(fq(1 << 30, -20, **u8), 1, 1, "u8") == []
+    p = fb.domain_problems(fq(1 << 30, -20, output_min=3, output_max=200, output_zero_point=7), 1, 1, "u8")
+    assert any("output_max=200" in m for m in p) and any("output_min=3" in m for m in p)
+
+
+def test_avxvnni_corner_is_named_and_refused():
+    # a 1x1 accumulator; scale at the documented limit, a large negative bias, a negative output zero point
+    c = output_contract("xnnpack-fp32")
+    q = fp32_q(N=1, bias=np.array([-(1 << 30)], np.int32), scale=np.array([BELOW_256], F32), output_zero_point=-1)
+    assert c.domain_problems(q, 1, 1, "s8") == []
+    acc = np.zeros((1, 1), np.int32)
+    wrapped = OUTPUT_STAGES["xnnpack-fp32-avxvnni-wrap"](acc, q, "s8")
+    ok, matched, expected = c.judge(wrapped, acc, q, "s8")
+    assert (ok, matched, int(wrapped[0, 0]), int(expected[0, 0])) == (False, "xnnpack-fp32-avxvnni-wrap", 127, -128)
+    ok, matched, _ = c.judge(OUTPUT_STAGES["xnnpack-fp32-neonv8"](acc, q, "s8"), acc, q, "s8")
+    assert ok and matched == "xnnpack-fp32-lrintf"        # equal to the first accepted result
+    ok, matched, _ = c.judge(np.full((1, 1), 5, np.int8), acc, q, "s8")
+    assert (ok, matched) == (False, None)
+
+
+def test_rndnu_wrapping_preshift_is_named():
+    c = output_contract("xnnpack-rndnu")
+    q = fp32_q(N=1, scale=np.array([BELOW_256], F32))
+    acc = np.array([[1 << 23]], np.int32)
+    ok, matched, _ = c.judge(OUTPUT_STAGES["xnnpack-rndnu-neon-wrap"](acc, q, "s8"), acc, q, "s8")
+    assert (ok, matched) == (False, "xnnpack-rndnu-neon-wrap")
+
+
+def test_tflite_flavours_are_named():
+    c = output_contract("tflite-double-rounding")
+    # -3 * 2^30 / 2^31 / 2^1: -0.75 rounds ... a negative tie at the second step separates G from U
+    q = {"bias": np.zeros(1, np.int32), "multiplier": np.array([1 << 30], np.int32), "shift": np.array([-1], np.int32),
+         "output_zero_point": 0, "output_min": -128, "output_max": 127}
+    acc = np.array([[-2]], np.int32)                         # SRDHM(-2, 2^30) = -1, then -1 / 2: a negative tie
+    g, u = (OUTPUT_STAGES[n](acc, q, "s8") for n in ("tflite-G", "tflite-U"))
+    assert int(g[0, 0]) != int(u[0, 0])
+    assert c.judge(g, acc, q, "s8")[:2] == (True, "tflite-G")
+    assert c.judge(u, acc, q, "s8")[:2] == (False, "tflite-U")
+
+
+CASES = [(name, t) for name, c in OUTPUT_CONTRACTS.items() for t in c.out_types]
+
+
+@pytest.mark.parametrize("name,out_type", CASES, ids=[f"{n}-{t}" for n, t in CASES])
+def test_draw_stays_inside_outside_stays_out_simplifications_inside(name, out_type):
+    c = output_contract(name)
+    rng = np.random.default_rng(sum(map(ord, name + out_type)))
+    for seed in range(40):
+        M, N = int(rng.integers(1, 4)), int(rng.integers(1, 6))
+        for style in STYLES:
+            q = c.draw(np.random.default_rng(seed), M, N, out_type, style, -(1 << 20), 1 << 20)
+            assert c.domain_problems(q, M, N, out_type) == [], (style, seed, q)
+            acc = rng.integers(-(1 << 20), 1 << 20, (M, N)).astype(np.int32)
+            out = OUTPUT_STAGES[c.accepted[0]].compute(acc, q, out_type)
+            assert c.judge(out, acc, q, out_type)[0]
+            for s in c.simplifications(q, out_type):
+                assert c.domain_problems(s, M, N, out_type) == [], (style, seed, s)
+        o = c.outside(np.random.default_rng(seed), M, N, out_type)
+        assert c.domain_problems(o, M, N, out_type), o
+
+
+def test_simplifications_move_toward_simple_values():
+    c = output_contract("xnnpack-fp32")
+    q = fp32_q(bias=np.array([-9000, 7], np.int32), scale=np.array([0.3, 3.0], F32), output_zero_point=-5,
+               output_min=-100, output_max=100)
+    simpler = list(c.simplifications(q, "s8"))
+    assert any(s["bias"].tolist() == [0, 7] for s in simpler)
+    assert any(s["output_zero_point"] == 0 for s in simpler)
+    assert any((s["output_min"], s["output_max"]) == (-128, 127) for s in simpler)
+    assert any(s["scale"].tolist() == [0.25, 4.0] for s in simpler)
+
+
+def _wraps(q, N):
+    acc = np.zeros((1, N), np.int32)
+    return not np.array_equal(OUTPUT_STAGES["xnnpack-fp32-avxvnni-wrap"](acc, q, "s8"),
+                              OUTPUT_STAGES["xnnpack-fp32-lrintf"](acc, q, "s8"))
+
+
+def test_limits_and_ends_include_the_avxvnni_corner():
+    c = output_contract("xnnpack-fp32")
+    hits = {style: sum(_wraps(c.draw(np.random.default_rng(seed), 1, 4, "s8", style), 4) for seed in range(10))
+            for style in ("ends", "limits")}
+    assert hits["limits"] >= 1 and hits["ends"] >= 1, hits
+
+
+def test_search_finds_the_avxvnni_corner_within_100_examples():
+    c = output_contract("xnnpack-fp32")
+    found = find(c.strategy(1, 4, "s8"), lambda q: _wraps(q, 4),
+                 settings=settings(max_examples=100, database=None, derandomize=True,
+                                   suppress_health_check=list(HealthCheck)))
+    assert c.domain_problems(found, 1, 4, "s8") == []
