@@ -538,7 +538,7 @@ class OutputContract:
     def simplifications(self, q, out_type) -> Iterator[dict]:
         """Simpler parameter sets for shrinking a failure (bias toward 0 per element, zero points toward 0,
         scales toward 1 / powers of two, the clamp toward the type's ends), each still inside the domain."""
-        M = len(q["a_zero_point"]) if "a_zero_point" in q else 1
+        M = np.size(q["a_zero_point"]) if np.ndim(q.get("a_zero_point", 0)) else 1   # per row (qd8) or a scalar
         N = len(np.atleast_1d(q.get("bias", q.get("scale", [0]))))
         for s in self.domain.simplify(q, out_type):
             if not self.domain.problems(s, M, N, out_type):

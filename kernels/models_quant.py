@@ -2,7 +2,7 @@
 of the accumulation models, A x B as the kernel's instructions compute it), the zero-point terms every int8 library
 adds as corrections (ruy, XNNPACK's packed bias, gemmlowp's UnpackResultBlock: exact modulo 2^32), and the output
 stage with the kernel's own flavour (lowp.isa_models.requant.OUTPUT_STAGES). A TOML entry names them:
-`model = {accumulate = "lowp.kernels.models:exact_gemm", output = "xnnpack-fp32-cvt-sat"}`.
+`model = {accumulate = "lowp.kernels.models:exact_gemm", output = "xnnpack-fp32-x86"}`.
 """
 from __future__ import annotations
 
