@@ -97,7 +97,7 @@ class NativeExecutor:
         from lowp.isa_models.native import build_shared_library
         ffi = cffi.FFI()
         ffi.cdef(_prototype(self.kernel))
-        path = build_shared_library([self.kernel.source], self.kernel.cflags,
+        path = build_shared_library(self.kernel.sources, self.kernel.build_flags(),
                                     f"kernel-{Path(self.kernel.source).stem}", depends=self.kernel.depends)
         return ffi, self._open(ffi, path)
 
