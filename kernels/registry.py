@@ -209,8 +209,8 @@ def load_toml(path: str | Path) -> list[Kernel]:
     """Register the kernels of a TOML file: one [[kernel]] table each, with the Kernel fields; `model` is
     'module:function', `tile` = {mr, nr, kr, spill}, `domain` = {a = [lo, hi], b = [lo, hi]}. `source` (or
     `sources`, several files), `include_dirs`, `depends` and the paths of include options in `cflags` (-I,
-    -isystem, -iquote, -include, ...) are relative to the file. Every entry is checked against the kernel schema first: one KernelConfigError lists every problem
-    of the file, and then none of its kernels is registered."""
+    -isystem, -iquote, -include, ...) are relative to the file. Every entry is checked against the kernel schema
+    first: one KernelConfigError lists every problem of the file, and then none of its kernels is registered."""
     specs = specs_from_toml(path)
     taken = [Problem(path, s.name, "name", f"kernel {s.name!r} is already registered (by "
                      f"{_ORIGINS.get(s.name, 'an earlier call')})") for s in specs if s.name in _KERNELS]

@@ -4,8 +4,9 @@ Python) may say, checked with pydantic before anything builds or runs.
 Unknown keys, wrong types, an unknown target, operand type, signature or CPU feature, a malformed tile, a domain
 outside its type or with lo > hi, non-int params, an unknown over-read buffer, a missing source, header or
 include directory, a source of no known language, a define that is not NAME or NAME=VALUE, both or neither of
-`source` and `sources`, a `model` that does not import: each is a Problem naming the file, the kernel, the key, what is wrong, what is
-accepted and the nearest accepted names. One KernelConfigError carries every problem of a file at once.
+`source` and `sources`, a `model` that does not import: each is a Problem naming the file, the kernel, the key,
+what is wrong, what is accepted and the nearest accepted names. One KernelConfigError carries every problem of a
+file at once.
 (Contract names are checked by lowp.conformance.validate: the contracts live there, downstream of the kernels.)
 """
 from __future__ import annotations

@@ -317,7 +317,11 @@ def test_a_cxx_class_hierarchy_links_and_a_pure_virtual_call_traps():
     from lowp.emulator import Machine, Trap, build_text
     text = """
 struct Shape { virtual ~Shape() {} virtual long long area() const = 0; };
-struct Square : Shape { long long s; explicit Square(long long s) : s(s) {} long long area() const override { return s * s; } };
+struct Square : Shape {
+    long long s;
+    explicit Square(long long s) : s(s) {}
+    long long area() const override { return s * s; }
+};
 extern "C" long long probe(long long x) { Square q(x); const Shape &shape = q; return shape.area(); }
 extern "C" void __cxa_pure_virtual();
 extern "C" long long pure(long long) { __cxa_pure_virtual(); return 0; }

@@ -25,7 +25,7 @@ example:
   lowp emulate tests/aarch64/gemm_sdot.c --function gemm_sdot \\
       --arg a=s8:8x64:random --arg bt=s8:8x64:random --arg c=s32:8x8 --arg m=8 --arg n=8 --arg k=64
   lowp emulate --kernels docs/examples/kernels.toml --kernel my_sdot_neon --arg M=2 --arg N=8 --arg K=16 \\
-      --arg A=s8:2x16:random --arg B=s8:16x8:random --arg C=s32:2x8 --arg work=u8:64
+      --arg A=s8:2x16:random --arg B=s8:16x8:random --arg C=s32:2x8 --arg work=u8:256
 
 exit status: 0 when the call returned, 1 on a fault (out-of-bounds access, budget, undefined instruction,
 trap, lockstep mismatch), 2 on a usage or build error."""
@@ -110,7 +110,8 @@ def run(args) -> int:
         kernel, status = _registered(args)
         if kernel is None:
             return status
-        sources, flags, depends, what = kernel.sources, kernel.build_flags(), kernel.depends, f"kernel {kernel.name!r}: "
+        sources, flags, depends = kernel.sources, kernel.build_flags(), kernel.depends
+        what = f"kernel {kernel.name!r}: "
         args.function = args.function or kernel.symbol
     else:
         if not args.function:
