@@ -33,8 +33,9 @@ def check_for(kernel, contract_name: str | None = None, domain: str = "claimed")
         kernel_obj = kernel
     else:
         kernel_obj = get_kernel(kernel)
-    name = contract_name or kernel_obj.contract
-    claimed = name in ("model", kernel_obj.contract) and (domain == "claimed" or name == "model")
+    own = kernel_obj.output if kernel_obj.quantized else kernel_obj.contract   # a requantizing kernel claims its
+    name = contract_name or own                                                # output-stage contract
+    claimed = name in ("model", own) and (domain == "claimed" or name == "model")
     return Check(kernel_obj.name, name, domain, claimed)
 
 

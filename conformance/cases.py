@@ -209,5 +209,10 @@ def problems(kernel, domain: str, max_m: int | None = None, max_n: int | None = 
         sparse = m * n * k > 4096
         A = draw(array(kernel.a_dtype, (m, k), alo, ahi, sparse))
         B = draw(array(kernel.b_dtype, (k, n), blo, bhi, sparse))
-        return A, B
+        if not kernel.quantized:
+            return A, B
+        from .quantized import draw_params, quant_strategy
+        if domain == "outside":     # beyond the documented domain: drawn by the contract, from a seed
+            return A, B, draw_params(kernel, A, B, draw(st.integers(0, 2 ** 32 - 1)), "typical", domain)
+        return A, B, draw(quant_strategy(kernel, domain, m, n))
     return build()

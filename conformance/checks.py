@@ -19,6 +19,7 @@ from lowp.emulator.errors import BudgetExceeded, EmulatorError
 from lowp.kernels import executor, kernel as get_kernel
 from lowp.kernels.executors import poison
 
+from . import quantized
 from .cases import Case, cases_for, operands, problems
 from .contracts import contract
 
@@ -38,9 +39,17 @@ class Check:
 def plan(kernels) -> list[Check]:
     """For each kernel: its behaviour model on the full type range (claimed: a kernel must do what its own model
     says), its contract on its claimed domain (claimed), and, where that domain is narrower than the types or the
-    contract is not 'exact', the exact contract on the full range, to show where exactness ends (not claimed)."""
+    contract is not 'exact', the exact contract on the full range, to show where exactness ends (not claimed).
+    A requantizing kernel's contract is its output-stage contract (over its accumulation contract), with parameters
+    from the documented domain; its probes are the full operand range and parameters outside that domain."""
     out = []
     for k in kernels:
+        if k.quantized:
+            out += [Check(k.name, "model", "full", True), Check(k.name, k.output, "claimed", True)]
+            if not _is_full(k):
+                out.append(Check(k.name, k.output, "full", False))
+            out.append(Check(k.name, k.output, "outside", False))
+            continue
         full = _is_full(k)
         out.append(Check(k.name, "model", "full", True))
         out.append(Check(k.name, k.contract, "claimed", True))
@@ -70,7 +79,7 @@ class Outcome:
     def same_as(self, other: "Outcome") -> bool:
         if self.fault is not None or other.fault is not None:
             return type(self.fault) is type(other.fault) and str(self.fault) == str(other.fault)
-        return np.array_equal(self.C, other.C)
+        return quantized.same(self.C, other.C)
 
     def describe(self) -> str:
         if self.fault is not None:
@@ -84,6 +93,10 @@ class Call:
     B: np.ndarray
     seed: int
     case: str | None = None
+    quant: dict | None = None      # a requantizing kernel's parameters (lowp.conformance.quantized)
+
+    def with_operands(self, A, B, quant=None) -> "Call":
+        return Call(A, B, self.seed, self.case, self.quant if quant is None else quant)
 
 
 @dataclass
@@ -100,22 +113,27 @@ class Recorder:
         self.ex, self.last = ex, None
 
     def run(self, call: Call, work_seed: int | None = None) -> Outcome:
+        options = {} if call.quant is None else {"quant": call.quant}
         try:
-            out = Outcome(self.ex.run(call.A, call.B, seed=call.seed, work_seed=work_seed))
+            out = Outcome(self.ex.run(call.A, call.B, seed=call.seed, work_seed=work_seed, **options))
         except EmulatorError as e:
             out = Outcome(fault=e)
         self.last = call
         return out
 
 
-def reference(check: Check, kern, A, B) -> np.ndarray:
+def reference(check: Check, kern, A, B, quant=None) -> np.ndarray:
+    if kern.quantized:
+        return quantized.expected(check.check, kern, A, B, quant)
     return kern.predict(A, B) if check.check == "model" else contract(check.check).reference(A, B)
 
 
-def verdict_of(check: Check, kern, A, B, C) -> tuple[bool, str | None, np.ndarray | None]:
+def verdict_of(check: Check, kern, A, B, C, quant=None) -> tuple[bool, str | None, np.ndarray | None]:
     """(ok, matched variant, expected) for one executed case; C None is a fault."""
     if C is None:
         return False, "fault", None
+    if kern.quantized:
+        return quantized.judge(check.check, kern, A, B, quant, C)
     if check.check == "model":
         expected = kern.predict(A, B)
         ok = np.array_equal(C, expected)
@@ -125,7 +143,7 @@ def verdict_of(check: Check, kern, A, B, C) -> tuple[bool, str | None, np.ndarra
 
 
 def _judge(check, kern, call: Call, out: Outcome) -> tuple[bool, str | None]:
-    ok, matched, _ = verdict_of(check, kern, call.A, call.B, out.C)
+    ok, matched, _ = verdict_of(check, kern, call.A, call.B, out.C, call.quant)
     return ok, matched
 
 
@@ -138,14 +156,13 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure) -> tuple[str, 
     if out.fault is not None:
         return "fault", f"{type(out.fault).__name__}: {out.fault}"
     C = out.C
-    expected = reference(check, kern, call.A, call.B)
-    poisoned = poison(C.shape, np.int32, call.seed)
-    wrong = C != expected
-    added = _wrap32(C.astype(np.int64) - expected.astype(np.int64) - poisoned.astype(np.int64))
-    if wrong.any() and not added[wrong].any() and (expected[wrong] != 0).any():
+    expected = reference(check, kern, call.A, call.B, call.quant)
+    poisoned = poison(C.shape, C.dtype, call.seed)
+    wrong = _differs(C, expected)
+    if C.dtype == np.int32 and _accumulates(C, expected, poisoned, wrong):
         return "poison-C", ("accumulates into C: C = (C before the call) + A*B, the kernel reads C before writing it "
                             "(lowp fills C with poison, not zeros)")
-    unwritten = wrong & (C == poisoned)
+    unwritten = wrong & ~_differs(C, poisoned)
     if unwritten.any():
         first = [int(x) for x in np.argwhere(unwritten)[0]]
         return "unwritten", (f"{int(unwritten.sum())} of {C.size} elements of C never written (they still hold the "
@@ -161,7 +178,8 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure) -> tuple[str, 
         findings.append(("state", f"depends on earlier calls: two identical calls gave different results "
                                   f"({out.describe()}, then {again.describe()}), while a fresh copy of the kernel "
                                   f"gives {first_fresh.describe()}{_right(first_fresh, expected)} every time"))
-    if _changes_with(rec, call, lambda: rec.run(Call(call.A, call.B, call.seed + 7777), work_seed=call.seed + 1)):
+    if _changes_with(rec, call, lambda: rec.run(Call(call.A, call.B, call.seed + 7777, quant=call.quant),
+                                                   work_seed=call.seed + 1)):
         findings.append(("poison-C", "reads C before writing it: the result changes with C's contents before the call"))
     if _changes_with(rec, call, lambda: rec.run(call, work_seed=call.seed + 7777)):
         findings.append(("poison-work", "reads workspace it did not write: the result changes with the workspace's "
@@ -178,6 +196,19 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure) -> tuple[str, 
     return "value", "wrong value" + _variants(check, kern, call, C)
 
 
+def _accumulates(C, expected, poisoned, wrong) -> bool:
+    """C = poison + expected wherever C is wrong (an int32 kernel that adds into C instead of storing)."""
+    added = _wrap32(C.astype(np.int64) - expected.astype(np.int64) - poisoned.astype(np.int64))
+    return bool(wrong.any() and not added[wrong].any() and (expected[wrong] != 0).any())
+
+
+def _differs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Elementwise: not the same bits (floats compare as their bit patterns: -0.0 is not 0.0, NaN is itself)."""
+    if x.dtype.kind == "f":
+        return x.view(f"u{x.dtype.itemsize}") != np.asarray(y, x.dtype).view(f"u{x.dtype.itemsize}")
+    return x != y
+
+
 def _changes_with(rec: Recorder, call: Call, varied) -> bool:
     """Whether `varied()` (the call with other initial contents of C or the workspace) differs from an identical
     call made right after it, twice in a row: compared in the same state, a kernel whose state changed since the
@@ -186,7 +217,7 @@ def _changes_with(rec: Recorder, call: Call, varied) -> bool:
 
 
 def _right(out: Outcome, expected) -> str:
-    return " (right)" if out.fault is None and np.array_equal(out.C, expected) else ""
+    return " (right)" if out.fault is None and quantized.same(out.C, expected) else ""
 
 
 def _variants(check, kern, call: Call, C, also=()) -> str:
@@ -205,6 +236,8 @@ def _variants(check, kern, call: Call, C, also=()) -> str:
 
 def _readings(check, kern, call: Call, C) -> list[tuple[str, str]]:
     """(key, name) of every known variant and family member C equals; the key is the variant or the family."""
+    if kern.quantized:
+        return [(name, name) for name in quantized.readings(check.check, kern, call.A, call.B, call.quant, C)]
     from .variants import matches
     judge = contract("exact" if check.check == "model" else check.check).judge(C, call.A, call.B)
     out = [(judge.matched, judge.matched)] if judge.matched and not judge.ok else []
@@ -239,8 +272,8 @@ def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure):
             getattr(out.fault, "buffer", None) == getattr(fault, "buffer", None) and \
             getattr(out.fault, "access", None) == getattr(fault, "access", None)
 
-    def fails(A, B) -> bool:
-        call = Call(A, B, failure.call.seed)
+    def fails(A, B, quant=None) -> bool:
+        call = Call(A, B, failure.call.seed, quant=quant)
         if kind == "fault":
             return same_fault(rec.run(call))
         if kind == "state":
@@ -257,22 +290,24 @@ def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure):
 def counterexample(check: Check, kern, failure: Failure, kind: str, cause: str) -> dict:
     call, out = failure.call, failure.outcome
     A, B, C = call.A, call.B, out.C
-    expected = reference(check, kern, A, B)
+    expected = reference(check, kern, A, B, call.quant)
     first = None
     if C is not None:
-        diff = np.argwhere(C != expected)
+        diff = np.argwhere(_differs(C, expected))
         first = [int(x) for x in diff[0]] if len(diff) else None
     cx = {"case": call.case, "shape": [int(A.shape[0]), int(B.shape[1]), int(A.shape[1])], "seed": call.seed,
           "nonzero": int(np.count_nonzero(A) + np.count_nonzero(B)), "A": A.tolist(), "B": B.tolist(),
           "actual": None if C is None else C.tolist(), "expected": expected.tolist(), "first_diff": first,
-          "actual_at_first": int(C[tuple(first)]) if first else None,
-          "expected_at_first": int(expected[tuple(first)]) if first else None,
-          "matched": "fault" if C is None else verdict_of(check, kern, A, B, C)[1], "kind": kind, "cause": cause,
-          "fault": None if out.fault is None else f"{type(out.fault).__name__}: {out.fault}", "previous": None}
+          "actual_at_first": C[tuple(first)].item() if first else None,
+          "expected_at_first": expected[tuple(first)].item() if first else None,
+          "matched": "fault" if C is None else verdict_of(check, kern, A, B, C, call.quant)[1], "kind": kind,
+          "cause": cause, "fault": None if out.fault is None else f"{type(out.fault).__name__}: {out.fault}",
+          "previous": None, "quant": quantized.to_json(call.quant)}
     if kind == "state" and failure.previous is not None:
         p = failure.previous
         cx["previous"] = {"A": p.A.tolist(), "B": p.B.tolist(), "seed": p.seed, "case": p.case,
-                          "shape": [int(p.A.shape[0]), int(p.B.shape[1]), int(p.A.shape[1])]}
+                          "shape": [int(p.A.shape[0]), int(p.B.shape[1]), int(p.A.shape[1])],
+                          "quant": quantized.to_json(p.quant)}
     return cx
 
 
@@ -300,9 +335,9 @@ def claimed_path(kern, ex) -> tuple[bool, str]:
         sites = instruction_sites(probe.library_path, kern.symbol, kern.requires)
         load = guard.load_address(probe.library_path)
         with guard.Breakpoints([load + a for a, _ in sites]) as bp:
-            for A, B in probes:
+            for A, B, options in probes:
                 try:
-                    probe.run(A, B)
+                    probe.run(A, B, **options)
                 except EmulatorError:
                     pass
         ran = Counter(name for a, name in sites if load + a in bp.hits)
@@ -312,9 +347,9 @@ def claimed_path(kern, ex) -> tuple[bool, str]:
         return True, "executed: " + ", ".join(f"{n} at {c} of {sum(m == n for _, m in sites)} sites"
                                              for n, c in ran.most_common())
     seen = Counter()
-    for A, B in probes:
+    for A, B, options in probes:
         try:
-            ex.run(A, B, mnemonics=True, budget=PATH_PROBE_BUDGET)
+            ex.run(A, B, mnemonics=True, budget=PATH_PROBE_BUDGET, **options)
         except EmulatorError as e:
             if not seen:
                 return not kern.requires, f"not determined: the {_shape(Call(A, B, 0))} probe case faulted ({e})"
@@ -324,16 +359,18 @@ def claimed_path(kern, ex) -> tuple[bool, str]:
         (True, requires_met(seen, ARITHMETIC, "executed")[1])
 
 
-def _path_probes(kern) -> list[tuple[np.ndarray, np.ndarray]]:
+def _path_probes(kern) -> list[tuple[np.ndarray, np.ndarray, dict]]:
     """A few cases of the claimed domain that any real path should take: one tile with a k remainder, a
-    remainder on every side, and a larger block."""
+    remainder on every side, and a larger block; (A, B, run options: a requantizing kernel's typical parameters)."""
     t = kern.tile
     rng = np.random.default_rng(0x9A7)
     (alo, ahi), (blo, bhi) = kern.domain.a, kern.domain.b
     out = []
     for m, n, k in ((t.mr, t.nr, 4 * t.kr + 1), (2 * t.mr + 1, 2 * t.nr + 1, 64), (4 * t.mr, 4 * t.nr, 256)):
-        out.append((rng.integers(alo, ahi, (m, k), endpoint=True).astype(kern.a_dtype),
-                    rng.integers(blo, bhi, (k, n), endpoint=True).astype(kern.b_dtype)))
+        A = rng.integers(alo, ahi, (m, k), endpoint=True).astype(kern.a_dtype)
+        B = rng.integers(blo, bhi, (k, n), endpoint=True).astype(kern.b_dtype)
+        options = {"quant": quantized.draw_params(kern, A, B, m * n * k, "typical")} if kern.quantized else {}
+        out.append((A, B, options))
     return out
 
 
@@ -395,7 +432,7 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
     for case in cases:
         emit({"event": "start", "check": check.id, "case": case.id})
         A, B = operands(case, kern)
-        call, previous = Call(A, B, case.seed, case.id), rec.last
+        call, previous = Call(A, B, case.seed, case.id, case_quant(case, kern, A, B)), rec.last
         out = rec.run(call)
         ok, matched = _judge(check, kern, call, out)
         row["executed"] += 1
@@ -423,9 +460,9 @@ def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: b
     kind, cause = diagnose(check, kern, rec, failure)
     if kind == "nondeterministic" or not shrinking:
         return kind, cause, failure
-    A, B = shrink(still_fails(check, kern, rec, kind, failure), failure.call.A.copy(), failure.call.B.copy(),
-                  tries=STATE_SHRINK_TRIES if kind == "state" else SHRINK_TRIES)
-    call = Call(A, B, failure.call.seed, failure.call.case)
+    A, B, quant = _shrunk(still_fails(check, kern, rec, kind, failure), failure, kern,
+                          STATE_SHRINK_TRIES if kind == "state" else SHRINK_TRIES)
+    call = Call(A, B, failure.call.seed, failure.call.case, quant)
     runner = Recorder(rec.ex.with_fresh_state()) if kind == "state" else rec
     if kind == "state" and failure.previous is not None:
         runner.run(failure.previous)
@@ -434,6 +471,14 @@ def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: b
         others = [(f.call, f.outcome.C) for f in (shrunk, witness) if f is not None and f.outcome.C is not None]
         cause = "wrong value" + _variants(check, kern, failure.call, failure.outcome.C, also=others)
     return kind, cause, shrunk
+
+
+def _shrunk(fails, failure: Failure, kern, tries: int):
+    """(A, B, quant) of the shrunk failure: operands, and a requantizing kernel's parameters with them."""
+    A, B, q = failure.call.A.copy(), failure.call.B.copy(), failure.call.quant
+    if q is None:
+        return (*shrink(fails, A, B, tries=tries), None)
+    return shrink(fails, A, B, tries=tries, quant=q, simpler=lambda q: quantized.simplifications(kern, q))
 
 
 def search(check: Check, kern, rec: Recorder, examples: int, seed: int):
@@ -445,26 +490,26 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int):
     started = []
 
     def fails(problem):
-        A, B = problem
-        key = (A.shape, B.shape, A.tobytes(), B.tobytes())
+        A, B, q = problem if len(problem) == 3 else (*problem, None)
+        key = (A.shape, B.shape, A.tobytes(), B.tobytes(), repr(quantized.to_json(q)))
         if key in seen:
             return seen[key]
         if started and time.perf_counter() - started[0] > SEARCH_SHRINK_SECONDS:
             raise _OutOfShrinkTime     # hypothesis would go on drawing; the smallest failure so far is kept
         tried[0] += 1
-        call, previous = Call(A, B, SEARCH_SEED, f"{check.id}:search:{seed}"), rec.last
+        call, previous = Call(A, B, SEARCH_SEED, f"{check.id}:search:{seed}", q), rec.last
         out = rec.run(call)
         bad = seen[key] = not _judge(check, kern, call, out)[0]
         if bad:
             started[:] = started or [time.perf_counter()]
             size = (A.size + B.size, int(np.count_nonzero(A) + np.count_nonzero(B)))
-            failures.append((size, Failure(Call(A.copy(), B.copy(), SEARCH_SEED, call.case), out, previous)))
+            failures.append((size, Failure(Call(A.copy(), B.copy(), SEARCH_SEED, call.case, q), out, previous)))
         return bad
 
     def smallest():
         return min(failures, key=lambda f: f[0])[1] if failures else None
     try:
-        A, B = find(problems(kern, check.domain), fails,
+        problem = find(problems(kern, check.domain), fails,
                     settings=settings(max_examples=examples, database=None, deadline=None, derandomize=False,
                                       suppress_health_check=list(HealthCheck),
                                       phases=[Phase.generate, Phase.shrink]),
@@ -473,7 +518,8 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int):
         return None, tried[0]
     except (Flaky, _OutOfShrinkTime):
         return smallest(), tried[0]
-    call = Call(A, B, SEARCH_SEED, f"{check.id}:search:{seed}")
+    A, B, q = problem if len(problem) == 3 else (*problem, None)
+    call = Call(A, B, SEARCH_SEED, f"{check.id}:search:{seed}", q)
     previous = rec.last
     return Failure(call, rec.run(call), previous), tried[0]
 
@@ -482,30 +528,38 @@ class _OutOfShrinkTime(Exception):
     pass
 
 
-def shrink(fails, A, B, tries: int = SHRINK_TRIES):
+def shrink(fails, A, B, tries: int = SHRINK_TRIES, quant: dict | None = None, simpler=None):
     """Greedy shrinking after hypothesis (or of a generated case it did not find): delete rows, columns and depth in
     halving chunks (so a failure that needs K % 32 == 31 survives deleting 32 at a time), then zero elements in
-    halving chunks, until nothing more can go or `tries` calls are spent: the fewest rows, columns, depth and
-    nonzero elements that still fail."""
+    halving chunks, then (a requantizing kernel) try `simpler(quant)`'s parameter sets, until nothing more can go or
+    `tries` calls are spent: the fewest rows, columns, depth and nonzero elements, and the plainest parameters, that
+    still fail. `fails(A, B)`, or `fails(A, B, quant)` when quant is given (its per-row and per-channel arrays are cut
+    with the rows and columns). Returns (A, B), or (A, B, quant) when quant is given."""
     budget = [tries]
 
-    def attempt(A2, B2) -> bool:
+    def attempt(A2, B2, q2) -> bool:
         if budget[0] <= 0 or not (A2.shape[0] and B2.shape[1] and A2.shape[1]):
             return False
         budget[0] -= 1
-        return bool(fails(A2, B2))
+        return bool(fails(A2, B2) if quant is None else fails(A2, B2, q2))
 
+    q = quant
     changed = True
     while changed and budget[0] > 0:
         changed = False
         for axis in (2, 0, 1):
-            A, B, cut = _truncate(A, B, axis, attempt)
-            A, B, moved = _delete_chunks(A, B, axis, attempt)
+            A, B, q, cut = _truncate(A, B, q, axis, attempt)
+            A, B, q, moved = _delete_chunks(A, B, q, axis, attempt)
             changed |= moved or cut
         for which in (0, 1):
-            A, B, moved = _zero_chunks(A, B, which, attempt)
+            A, B, moved = _zero_chunks(A, B, q, which, attempt)
             changed |= moved
-    return A, B
+        if simpler is not None and q is not None:
+            for q2 in simpler(q):
+                if attempt(A, B, q2):
+                    q, changed = q2, True
+                    break
+    return (A, B) if quant is None else (A, B, q)
 
 
 def _chunks(size: int):
@@ -518,16 +572,18 @@ def _chunks(size: int):
         chunk //= 2
 
 
-def _take(A, B, axis, n):
-    """The first n rows of A (axis 0), columns of B (axis 1) or depth values of both (axis 2)."""
+def _take(A, B, q, axis, n):
+    """The first n rows of A (axis 0), columns of B (axis 1) or depth values of both (axis 2), and q's matching
+    per-row or per-channel entries."""
+    q = quantized.take(q, axis, slice(0, n))
     if axis == 0:
-        return A[:n], B
+        return A[:n], B, q
     if axis == 1:
-        return A, B[:, :n]
-    return A[:, :n], B[:n]
+        return A, B[:, :n], q
+    return A[:, :n], B[:n], q
 
 
-def _truncate(A, B, axis, attempt):
+def _truncate(A, B, q, axis, attempt):
     """Bisect for the shortest prefix along `axis` that still fails: a failure that needs depth (an accumulator
     that overflows from K = 274) gets its minimal depth in log2(K) tries, where deleting chunks of a long axis
     stops at 1/64 of it."""
@@ -535,37 +591,39 @@ def _truncate(A, B, axis, attempt):
     lo, hi, best = 1, size - 1, None
     while lo <= hi:
         mid = (lo + hi) // 2
-        if attempt(*_take(A, B, axis, mid)):
+        if attempt(*_take(A, B, q, axis, mid)):
             best, hi = mid, mid - 1
         else:
             lo = mid + 1
     if best is None:
-        return A, B, False
-    A, B = _take(A, B, axis, best)
-    return A, B, True
+        return A, B, q, False
+    A, B, q = _take(A, B, q, axis, best)
+    return A, B, q, True
 
 
-def _delete_chunks(A, B, axis, attempt):
+def _delete_chunks(A, B, q, axis, attempt):
     moved = False
     size = (A.shape[0], B.shape[1], A.shape[1])[axis]
     for chunk in _chunks(size):
         start = size - chunk
         while start >= 0:
             idx = np.arange(start, min(start + chunk, size))
+            keep = np.setdiff1d(np.arange(size), idx)
             if axis == 0:
-                A2, B2 = np.delete(A, idx, 0), B
+                A2, B2 = A[keep], B
             elif axis == 1:
-                A2, B2 = A, np.delete(B, idx, 1)
+                A2, B2 = A, B[:, keep]
             else:
-                A2, B2 = np.delete(A, idx, 1), np.delete(B, idx, 0)
-            if attempt(A2, B2):
-                A, B, moved = A2, B2, True
+                A2, B2 = A[:, keep], B[keep]
+            q2 = quantized.take(q, axis, keep)
+            if attempt(A2, B2, q2):
+                A, B, q, moved = A2, B2, q2, True
                 size -= len(idx)
             start = min(start, size) - chunk
-    return A, B, moved
+    return A, B, q, moved
 
 
-def _zero_chunks(A, B, which, attempt):
+def _zero_chunks(A, B, q, which, attempt):
     moved = False
     X = (A, B)[which]
     for chunk in _chunks(int(np.count_nonzero(X))):
@@ -574,7 +632,7 @@ def _zero_chunks(A, B, which, attempt):
             idx = nonzero[start:start + chunk]
             X2 = X.copy()
             X2.flat[idx] = 0
-            if attempt(*((X2, B) if which == 0 else (A, X2))):
+            if attempt(*((X2, B) if which == 0 else (A, X2)), q):
                 X, moved = X2, True
                 A, B = (X, B) if which == 0 else (A, X)
     return A, B, moved
@@ -595,7 +653,7 @@ def replay(case_id: str, journal_rows: dict | None = None) -> dict:
         case = Case.from_id(case_id)
         kern = get_kernel(case.kernel)
         A, B = operands(case, kern)
-        call = Call(A, B, case.seed, case_id)
+        call = Call(A, B, case.seed, case_id, case_quant(case, kern, A, B))
         check = Check(case.kernel, case.check, case.domain, True)
     ex = executor(kern)
     reason = ex.unavailable()
@@ -610,7 +668,14 @@ def replay(case_id: str, journal_rows: dict | None = None) -> dict:
     return {"id": case_id, "verdict": "PASS" if ok else "FAIL", **counterexample(check, kern, failure, kind, cause)}
 
 
+def case_quant(case: Case, kern, A, B) -> dict | None:
+    """A requantizing kernel's parameters for a generated case, from its seed (None for an int32 kernel)."""
+    if not kern.quantized:
+        return None
+    return quantized.draw_params(kern, A, B, case.seed, quantized.case_style(case.values), case.domain)
+
+
 def _call_from(cx: dict, kern) -> Call:
     m, n, k = cx["shape"]
     return Call(np.array(cx["A"], kern.a_dtype).reshape(m, k), np.array(cx["B"], kern.b_dtype).reshape(k, n),
-                cx.get("seed", 0), cx.get("case"))
+                cx.get("seed", 0), cx.get("case"), quantized.from_json(cx.get("quant")))

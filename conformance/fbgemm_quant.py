@@ -1,12 +1,14 @@
 """FBGEMM / Caffe2 DNNLOWP / PyTorch-fbgemm quantization arithmetic after the int32 accumulation, bit for bit, and
-the two oneDNN int8 rules a kernel model needs (the 0.5 weight scaling of its non-VNNI s8s8 convolutions and the
-s8s8 compensation). Seed 003 (DNNLOWP: float32 requantization) and seed 002 (oneDNN int8 nuances).
+(re-exported) the oneDNN int8 rules of lowp.conformance.onednn. Seed 003 (DNNLOWP: float32 requantization) and seed 002 (oneDNN int8 nuances).
 
 float32 arithmetic is numpy float32 (IEEE binary32, round to nearest even, as FBGEMM's scalar and AVX2 code
 under the default MXCSR). int32 -> float32 conversions go through float64 (exact), then one rounding.
 Where the libraries or the builds differ (the float-bias epilogue: division / reciprocal / fused multiply-add;
 the quantizer: reciprocal multiply / legacy / division; ChooseQuantizationParams: FBGEMM / PyTorch), the variant
-is a parameter with no silent default. int32 corner parameters behave as in lowp.conformance.fixedpoint.
+is a parameter with no silent default (each a table from name to implementation: FLOAT_BIAS_ADD,
+lowp.isa_models.requant.FBGEMM_TAILS, QUANTIZE_FNS). int32 corner parameters behave as in lowp.isa_models.fixedpoint.
+The float32 emulation lives in lowp.isa_models.float32 and the oneDNN rules in lowp.conformance.onednn; both are
+re-exported here so older imports keep working.
 Citations: pytorch/FBGEMM @71d6f8b; shared/research/fbgemm-onednn-contract.md sections 1, 2, 5, 6, 7.
 """
 from __future__ import annotations
@@ -16,68 +18,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fixedpoint import INT32_MAX, INT32_MIN, check_domain, flag, ints, narrow32, out32, wrap32
+from lowp.isa_models.fixedpoint import INT32_MAX, INT32_MIN, check_domain, flag, ints, narrow32, out32, wrap32
+from lowp.isa_models.float32 import F32, f32, fma_f32, rne_int
+from lowp.isa_models.float32 import floats32 as _floats
+from lowp.isa_models.requant import FBGEMM_TAILS
 
-F32 = np.float32
+from .onednn import (exact_u8s8, onednn_reorder_weights_s8, onednn_s8s8_compensation,  # noqa: F401 (re-exported)
+                     onednn_s8s8_via_u8s8, onednn_scale_adjust)
 
-
-# ---------------------------------------------------------------------------------------------------------------
-# float32 helpers
-
-def f32(x) -> np.ndarray:
-    """Round to float32 (nearest even). Integers (any size that float64 holds exactly, i.e. |x| <= 2^53) are
-    converted through float64, which is exact, so this is one correct rounding, like cvtsi2ss/cvtdq2ps."""
-    a = np.asarray(x)
-    if a.dtype.kind in "iu":
-        if a.size and np.abs(a.astype(np.int64)).max() > (1 << 53):
-            raise ValueError("f32: integer beyond 2^53, not exactly representable in float64")
-        return a.astype(np.float64).astype(F32)
-    return a.astype(np.float64).astype(F32) if a.dtype != F32 else a
-
-
-def _floats(x, name) -> np.ndarray:
-    a = np.asarray(x)
-    if a.dtype != F32:
-        raise ValueError(f"{name}: expected float32 values (np.float32), got {a.dtype}; lowp never casts silently -- "
-                         "use f32() where the C++ rounds to float")
-    return a
-
-
-def fma_f32(a, b, c) -> np.ndarray:
-    """A float32 fused multiply-add, round(a*b + c) with ONE rounding to float32, for float32 a, b, c.
-
-    Why this is exact: a*b of two float32 has at most 48 significant bits and an exponent in [-298, 256], so it is
-    exact in float64. The sum p + c is not always exact in float64, and rounding it to float64 and then to
-    float32 can double-round. So the sum is computed in round-to-odd: s = RN64(p + c) and its exact error e
-    (TwoSum, exact in float64), then s is moved to the float64 neighbour with an odd last bit on the side of the
-    true value whenever e != 0. Rounding a round-to-odd value with 53 >= 24 + 2 bits to float32 is correct
-    (Boldo & Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to odd",
-    IEEE TC 2008). Inputs that are not all float32 are refused: an int32 x float32 product can need 55 bits,
-    and then a float64 product is not exact (fbgemm-onednn-contract.md 6.5)."""
-    a, b, c = _floats(a, "a"), _floats(b, "b"), _floats(c, "c")
-    p = a.astype(np.float64) * b.astype(np.float64)
-    c64 = c.astype(np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        s = p + c64
-        bv = s - p
-        err = (p - (s - bv)) + (c64 - bv)                 # TwoSum: s + err == p + c exactly (finite s)
-        finite = np.isfinite(s)
-        err = np.where(finite, err, 0.0)
-        # truncation toward zero of the exact value: step s back one ulp when it overshoots in magnitude
-        over = (err != 0) & (np.sign(err) != np.sign(s))
-        t = np.where(over, np.nextafter(s, 0.0), s)
-        odd = (t.view(np.int64) & 1) == 1
-        ro = np.where((err != 0) & ~odd, np.nextafter(t, np.copysign(np.inf, t)), t)
-        r = ro.astype(F32)
-    return r[()] if r.ndim == 0 else r
-
-
-def _rne_int(x) -> np.ndarray:
-    """nearbyint/lrintf of float values under the default rounding mode (ties to even), as exact int64."""
-    x = np.asarray(x, np.float64)
-    check_domain(~np.isfinite(x) | (np.abs(x) >= 2.0 ** 63), "float_to_int_range",
-                 "lrintf/nearbyint of NaN, infinity or |x| >= 2^63 is undefined")
-    return np.rint(x).astype(np.int64)
+_rne_int = rne_int          # the old private name, kept for importers
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -189,6 +138,28 @@ FLOAT_BIAS = {
 GRANULARITIES = ("tensor", "group", "out_channel")
 
 
+def _rcp(aw):
+    """f32(1.0 / double(act_times_w_scale)): the reciprocal the AVX2 routine precomputes."""
+    return (1.0 / aw.astype(np.float64)).astype(F32)
+
+
+def _bias_divide(xf, b, aw):
+    return xf + (b / aw)
+
+
+def _bias_reciprocal(xf, b, aw):
+    return xf + b * _rcp(aw)
+
+
+def _bias_reciprocal_fma(xf, b, aw):
+    return fma_f32(b, np.broadcast_to(_rcp(aw), b.shape), xf)
+
+
+# The float-bias epilogues as a table: FLOAT_BIAS name -> xf + bias / act_times_w_scale in that rounding.
+FLOAT_BIAS_ADD = {"divide": _bias_divide, "reciprocal": _bias_reciprocal, "reciprocal_fma": _bias_reciprocal_fma}
+assert FLOAT_BIAS_ADD.keys() == FLOAT_BIAS.keys()
+
+
 def float_bias_variant(path: str, granularity: str, *, fp_contract: bool) -> str:
     """The float-bias rounding a build computes: 'divide' for the generic path and for AVX2 OUT_CHANNEL;
     'reciprocal' or 'reciprocal_fma' (fp_contract: the compiler fused it, as GCC's default -ffp-contract=fast
@@ -220,8 +191,8 @@ def requantize_output(inp, *, C_multiplier, C_zero_point: int, Aq_zero_point: in
     FBGEMM @71d6f8b; fbgemm-onednn-contract.md 1.6, 6.2."""
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity={granularity!r}: expected one of {GRANULARITIES}")
-    if path not in ("generic", "avx2"):
-        raise ValueError(f"path={path!r}: expected 'generic' or 'avx2'")
+    if path not in FBGEMM_TAILS:
+        raise ValueError(f"path={path!r}: expected one of {', '.join(repr(p) for p in FBGEMM_TAILS)}")
     raw0 = ints(inp, "inp")
     M, N = raw0.shape
     if granularity == "tensor":
@@ -243,23 +214,10 @@ def requantize_output(inp, *, C_multiplier, C_zero_point: int, Aq_zero_point: in
                              f"pass one of {', '.join(FLOAT_BIAS)} (see float_bias_variant)")
         b = _floats(bias, "bias").reshape(1, N)
         aw = np.atleast_1d(_floats(act_times_w_scale, "act_times_w_scale"))[idx].reshape(1, N)
-        if float_bias == "divide":
-            xf = xf + (b / aw)
-        else:
-            rcp = (1.0 / aw.astype(np.float64)).astype(F32)
-            xf = xf + b * rcp if float_bias == "reciprocal" else fma_f32(b, np.broadcast_to(rcp, b.shape), xf)
+        xf = FLOAT_BIAS_ADD[float_bias](xf, b, aw)
     ab = xf * mult
     zp = int(C_zero_point)
-    lo = zp if fuse_relu else 0
-    if path == "generic":
-        return _clamp_u8(_rne_int(ab) + zp, lo)
-    a64 = ab.astype(np.float64)
-    bad = ~np.isfinite(a64) | (np.rint(a64) < INT32_MIN) | (np.rint(a64) > INT32_MAX)
-    r = np.where(bad, INT32_MIN, np.rint(np.where(bad, 0, a64))).astype(np.int64)      # cvtps2dq
-    zp16 = ((zp + (1 << 15)) & 0xFFFF) - (1 << 15)                                     # _mm256_set1_epi16
-    s16 = np.clip(np.clip(r, -32768, 32767) + zp16, -32768, 32767)                     # packs, adds_epi16
-    u8 = np.clip(s16, 0, 255)                                                          # packus_epi16
-    return np.maximum(u8, lo & 0xFF).astype(np.uint8)                                  # max_epu8
+    return FBGEMM_TAILS[path](ab, zp, zp if fuse_relu else 0)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -388,6 +346,23 @@ QUANTIZE = {
 }
 
 
+def _quantize_fbgemm(x, scale, zpf, zp):
+    return zpf + np.rint(x * (F32(1) / scale))              # zp + nearbyint(...): a float expression
+
+
+def _quantize_fbgemm_legacy(x, scale, zpf, zp):
+    return np.rint(zpf + x * (F32(1) / scale))
+
+
+def _quantize_divide(x, scale, zpf, zp):
+    return np.rint(x / scale).astype(np.float64) + zp
+
+
+# The quantizers as a table: QUANTIZE name -> the unclamped value (float) in that rounding.
+QUANTIZE_FNS = {"fbgemm": _quantize_fbgemm, "fbgemm_legacy": _quantize_fbgemm_legacy, "divide": _quantize_divide}
+assert QUANTIZE_FNS.keys() == QUANTIZE.keys()
+
+
 def _qrange(precision, signed):
     return (-(1 << (precision - 1)), (1 << (precision - 1)) - 1) if signed else (0, (1 << precision) - 1)
 
@@ -405,13 +380,7 @@ def quantize(src, scale, zero_point: int, *, variant: str, precision: int = 8, s
     zpf = F32(zero_point)
     lo, hi = _qrange(precision, signed)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        if variant == "divide":
-            t = x / scale
-            v = np.rint(t).astype(np.float64) + int(zero_point)
-        else:
-            inv = F32(1) / scale
-            t = x * inv
-            v = (zpf + np.rint(t)) if variant == "fbgemm" else np.rint(zpf + t)
+        v = QUANTIZE_FNS[variant](x, scale, zpf, int(zero_point))
     v = np.clip(np.asarray(v, np.float64), lo, hi)
     return v.astype(np.int64)
 
@@ -466,45 +435,3 @@ def requantize_float(src, zero_point: int, multiplier, *, precision: int = 8, si
     FBGEMM include/fbgemm/QuantUtils.h @71d6f8b L232-260 (notes 2.5)."""
     lo, hi = _qrange(precision, signed)
     return np.clip(int(zero_point) + _rne_int(f32(ints(src, "src")) * F32(multiplier)), lo, hi)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# oneDNN (seed 002; fbgemm-onednn-contract.md 5.4)
-
-def onednn_scale_adjust(*, has_vnni: bool) -> float:
-    """scale_adjust of oneDNN's int8 convolutions: 1 with VNNI, 0.5 without (the weights reorder halves the s8
-    weights; the epilogue multiplies by 1/scale_adjust). jit_uni_x8s8s32x_conv_kernel.cpp L1438-1442,
-    jit_brgemm_conv_utils.cpp L2446-2455 @3f27bec."""
-    return 1.0 if has_vnni else 0.5
-
-
-def onednn_reorder_weights_s8(w, *, has_vnni: bool, src_scale: float = 1.0, dst_scale: float = 1.0) -> np.ndarray:
-    """The s8 weights reorder with scale adjustment: o = saturate_and_round<s8>(f32(w * f32(f32(src_scale *
-    adj) / dst_scale))), nearbyintf (ties to even). Without VNNI (adj 0.5) odd weights lose a bit: 1 -> 0,
-    3 -> 2, -1 -> 0, 127 -> 64. src/cpu/reorder/simple_reorder.hpp @3f27bec L292-345 (notes 5.4, oneDNN#375)."""
-    w = ints(w, "w", -128, 127)
-    factor = F32(F32(F32(src_scale) * F32(onednn_scale_adjust(has_vnni=has_vnni))) / F32(dst_scale))
-    v = f32(w) * factor
-    return np.clip(np.rint(v.astype(np.float64)), -128, 127).astype(np.int8)
-
-
-def onednn_s8s8_compensation(w_s8, *, axis: int = 0, overflow=None) -> np.ndarray:
-    """The s8s8 compensation: comp = -128 * sum of the (reordered) s8 weights over the reduction axis, int32.
-    simple_reorder.hpp L292-345; doc/advanced_topics/int8_computations.md (seed 002)."""
-    w = ints(w_s8, "w_s8", -128, 127)
-    return out32(narrow32(-128 * w.sum(axis=axis), overflow, "compensation overflows int32"))
-
-
-def exact_u8s8(a_u8, b_s8) -> np.ndarray:
-    """An exact u8 x s8 -> s32 product (VNNI's VPDPBUSD, or any exact kernel), wrapped to int32."""
-    return out32(wrap32(ints(a_u8, "a", 0, 255) @ ints(b_s8, "b", -128, 127)))
-
-
-def onednn_s8s8_via_u8s8(a_s8, b_s8, *, u8s8=exact_u8s8) -> np.ndarray:
-    """oneDNN's s8 x s8 on a u8 x s8 engine: Y = (A + 128)_u8 . B + comp, comp = -128 * colsum(B). Exact when
-    u8s8 is exact; with a pair-saturating u8s8 (VPMADDUBSW) the error is amplified, seed 002's
-    {127,127}.{127,127} -> 255 instead of 32258. a is M x K, b K x N. int8_computations.md (seed 002)."""
-    a = ints(a_s8, "a_s8", -128, 127)
-    b = ints(b_s8, "b_s8", -128, 127)
-    acc = np.asarray(u8s8((a + 128).astype(np.uint8), b.astype(np.int8)), np.int64)
-    return out32(wrap32(acc + onednn_s8s8_compensation(b, axis=0).astype(np.int64)))

@@ -113,6 +113,9 @@ def counterexample_lines(r: dict, cx: dict, replay_args: str = "") -> list[str]:
         body += [f"after the call ({pm}x{pn}x{pk}, case {p.get('case')}, poison seed {p['seed']}):",
                  f"  A = {array_text(p['A'])}", f"  B = {array_text(p['B'])}"]
     body += [f"A = {array_text(cx['A'])}", f"B = {array_text(cx['B'])}"]
+    if cx.get("quant"):
+        from .quantized import describe, from_json
+        body += [f"with {describe(from_json(cx['quant']))}"]
     if cx.get("fault"):
         body += [f"the call faulted: {cx['fault']}"]
     else:

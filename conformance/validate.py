@@ -22,6 +22,37 @@ def contract_problem(kernel: Kernel) -> Problem | None:
                    f"unknown contract {kernel.contract!r}{hint}{', '.join(CONTRACTS)}")
 
 
+def output_problem(kernel: Kernel) -> Problem | None:
+    """The Problem with a requantizing kernel's output-stage claim: none claimed, an unknown contract, an output
+    type the contract does not produce, or parameters the kernel's ABI cannot hand the kernel."""
+    if not kernel.quantized:
+        return None
+    from .output_contracts import OUTPUT_CONTRACTS
+    where = origin(kernel.name)
+    if kernel.output is None:
+        return Problem(where, kernel.name, "output", "a requantizing kernel (signature "
+                       f"{kernel.signature!r}) claims an output-stage contract: output = one of "
+                       f"{', '.join(OUTPUT_CONTRACTS)}")
+    if kernel.output not in OUTPUT_CONTRACTS:
+        names = did_you_mean(str(kernel.output), OUTPUT_CONTRACTS)
+        hint = f"; did you mean {' or '.join(map(repr, names))}? Accepted: " if names else "; accepted: "
+        return Problem(where, kernel.name, "output", f"unknown output-stage contract {kernel.output!r}{hint}"
+                                                     f"{', '.join(OUTPUT_CONTRACTS)}")
+    contract = OUTPUT_CONTRACTS[kernel.output]
+    if kernel.c_type not in contract.out_types:
+        return Problem(where, kernel.name, "c_type", f"{kernel.output!r} produces {', '.join(contract.out_types)}, "
+                                                     f"not {kernel.c_type}")
+    if kernel.signature == "xnnpack-gemm":
+        from lowp.kernels.xnnpack import LAYOUT_KEYS
+        passed = set(LAYOUT_KEYS[kernel.xnnpack["params"]]) | {"a_zero_point", "b_zero_point"}
+        lost = [key for key in contract.keys if key not in passed]
+        if lost:
+            return Problem(where, kernel.name, "xnnpack.params",
+                           f"params layout {kernel.xnnpack['params']!r} cannot carry {', '.join(lost)}, which "
+                           f"{kernel.output!r} needs")
+    return None
+
+
 def known_mnemonics(target: str) -> set[str]:
     """Every instruction name capstone knows for the target, and lowp's own instruction models' (capstone 5
     lacks a few new ones, the AVX-VNNI-INT8 forms among them)."""
@@ -76,7 +107,8 @@ def _suggestion(names) -> str:
 def validate_kernels(kernels) -> None:
     """KernelConfigError listing every kernel whose claimed contract or pipeline lowp.conformance does not know,
     or whose `requires` names no instruction of its target."""
-    problems = [p for k in kernels for p in (contract_problem(k), requires_problem(k), pipeline_problem(k))
+    problems = [p for k in kernels
+                for p in (contract_problem(k), requires_problem(k), pipeline_problem(k), output_problem(k))
                 if p is not None]
     if problems:
         raise KernelConfigError(problems)
@@ -112,10 +144,14 @@ def build_problems(kernels) -> list[Problem]:
         if ex.unavailable():
             continue
         try:
-            symbols, missing = _symbols(ex, (k.symbol, workspace_symbol(k)))
+            wanted = (k.symbol,) if k.signature == "xnnpack-gemm" else (k.symbol, workspace_symbol(k))
+            symbols, missing = _symbols(ex, wanted)
         except (BuildError, RuntimeError, OSError, ValueError) as e:
             problems.append(_build_problem(k, e))
             continue
+        wrong = None if missing else _prototype_mismatch(k, ex)
+        if wrong:
+            problems.append(Problem(origin(k.name), k.name, "symbol", wrong))
         for name in missing:
             close = did_you_mean(name, symbols)
             hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
@@ -134,6 +170,12 @@ def _build_problem(kernel: Kernel, error: Exception) -> Problem:
     verb = "does not build" if failed or len(kernel.sources) == 1 else "do not link"
     return Problem(origin(kernel.name), kernel.name, "sources" if len(kernel.sources) > 1 else "source",
                    f"{what} {verb}: " + "\n    ".join(text[:20] + (["..."] if len(text) > 20 else [])))
+
+
+def _prototype_mismatch(kernel, ex) -> str | None:
+    from lowp.kernels.prototype import mismatch
+    path = ex.library_path if ex.backend == "native" else ex.machine.binary.path
+    return mismatch(kernel, path) if path else None
 
 
 def _symbols(ex, wanted) -> tuple[set[str], list[str]]:
@@ -155,5 +197,6 @@ def _exported(lib, name: str) -> bool:
     return True
 
 
-__all__ = ["build_problems", "contract_problem", "known_mnemonics", "pipeline_problem", "requires_problem",
+__all__ = ["build_problems", "contract_problem", "known_mnemonics", "output_problem", "pipeline_problem",
+           "requires_problem",
            "select_kernels", "validate_kernels"]

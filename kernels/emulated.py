@@ -32,7 +32,7 @@ class EmulatedExecutor:
     @cached_property
     def machine(self):
         from lowp.emulator import Machine, build
-        binary = build(*self.kernel.sources, flags=self.kernel.build_flags(), depends=self.kernel.depends)
+        binary = build(*self.kernel.sources, flags=(*self.kernel.build_flags(), "-g"), depends=self.kernel.depends)
         return Machine(binary, **self.machine_options)
 
     def with_fresh_state(self) -> "EmulatedExecutor":
@@ -40,7 +40,7 @@ class EmulatedExecutor:
         return EmulatedExecutor(self.kernel, **self.machine_options)
 
     def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None,
-            mnemonics: bool = False, budget: int | None = None) -> np.ndarray:
+            mnemonics: bool = False, budget: int | None = None, quant: dict | None = None) -> np.ndarray:
         """C and the workspace start as poison(seed), the registers as the seed chooses (Machine.call); the
         machine's static data persists from call to call, as a loaded library's does."""
         from .executors import poison
@@ -48,13 +48,36 @@ class EmulatedExecutor:
         k.check_operands(A, B)
         M, K = A.shape
         N = B.shape[1]
-        size = self.machine.call(workspace_symbol(k), M, N, K).ret
-        work = poison(max(int(size), 1), np.uint8, seed + 1 if work_seed is None else work_seed)
-        C = poison((M, N), np.int32, seed)
         options = {"mnemonics": True} if mnemonics else {}
         if budget:
             options["budget"] = budget
+        if k.quantized:
+            return self._run_quantized(A, B, quant, seed, work_seed, options)
+        size = self.machine.call(workspace_symbol(k), M, N, K).ret
+        work = poison(max(int(size), 1), np.uint8, seed + 1 if work_seed is None else work_seed)
+        C = poison((M, N), np.int32, seed)
         self.last = self.machine.call(k.symbol, M, N, K, np.ascontiguousarray(A), np.ascontiguousarray(B), C, work,
                                       *k.params.values(), names=["M", "N", "K", "A", "B", "C", "work", *k.params],
                                       overread=k.overread, seed=seed, **options)
         return self.last["C"]
+
+    def _run_quantized(self, A, B, quant, seed, work_seed, options) -> np.ndarray:
+        """A quantized signature: its adapter's calls, one machine.call each (the mnemonic counts add up)."""
+        from collections import Counter
+
+        from . import abi
+        from .invocation import call_emulated
+        if quant is None:
+            raise ValueError(f"{self.kernel.name}: a quantized kernel runs with the case's quantization parameters")
+        inv = abi.invocation(self.kernel, A, B, quant, seed=seed, work_seed=work_seed,
+                             workspace_bytes=lambda M, N, K: self.machine.call(workspace_symbol(self.kernel), M, N,
+                                                                               K).ret)
+        results, out = call_emulated(inv, self.machine, overread=self.kernel.overread, seed=seed, options=options)
+        self.last = results[-1]
+        if options.get("mnemonics"):
+            total = Counter()
+            for r in results:
+                total.update(r.mnemonics or {})
+            self.last.mnemonics = dict(total.most_common())
+        C = inv.buffers[inv.output]
+        return out[inv.output].view(C.dtype).reshape(C.shape).copy()

@@ -23,8 +23,10 @@ class KernelUnavailable(RuntimeError):
 
 def _prototype(kernel: Kernel) -> str:
     params = "".join(f", int64_t {p}" for p in kernel.params)
-    return SIGNATURES[kernel.signature].format(symbol=kernel.symbol, params=params) + ";\n" + \
-        f"size_t {workspace_symbol(kernel)}(int64_t M, int64_t N, int64_t K);"
+    entry = SIGNATURES[kernel.signature].format(symbol=kernel.symbol, params=params) + ";\n"
+    if kernel.signature == "xnnpack-gemm":     # no workspace: the weights arrive packed
+        return entry
+    return entry + f"size_t {workspace_symbol(kernel)}(int64_t M, int64_t N, int64_t K);"
 
 
 def _fresh_copies() -> Path:
@@ -97,7 +99,8 @@ class NativeExecutor:
         from lowp.isa_models.native import build_shared_library
         ffi = cffi.FFI()
         ffi.cdef(_prototype(self.kernel))
-        path = build_shared_library(self.kernel.sources, self.kernel.build_flags(),
+        # -g: the entry's DWARF lets lowp check its prototype (lowp.kernels.prototype); the code is the same.
+        path = build_shared_library(self.kernel.sources, (*self.kernel.build_flags(), "-g"),
                                     f"kernel-{Path(self.kernel.source).stem}", depends=self.kernel.depends)
         return ffi, self._open(ffi, path)
 
@@ -111,7 +114,8 @@ class NativeExecutor:
     @cached_property
     def _entry(self):
         ffi, lib = self._lib
-        return ffi, getattr(lib, self.kernel.symbol), getattr(lib, workspace_symbol(self.kernel))
+        workspace = None if self.kernel.signature == "xnnpack-gemm" else getattr(lib, workspace_symbol(self.kernel))
+        return ffi, getattr(lib, self.kernel.symbol), workspace
 
     def with_fresh_state(self) -> "NativeExecutor":
         return NativeExecutor(self.kernel, guard=self.guard, budget=self.budget, fresh=True)
@@ -131,7 +135,8 @@ class NativeExecutor:
             local.cdata = self._lib[0].from_buffer(work)
         return local.cdata
 
-    def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None) -> np.ndarray:
+    def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None,
+            quant: dict | None = None) -> np.ndarray:
         k = self.kernel
         k.check_operands(A, B)
         if not self._checked:
@@ -139,6 +144,8 @@ class NativeExecutor:
             if reason:
                 raise KernelUnavailable(f"{k.name} cannot run here: {reason}")
             self._checked = True
+        if k.quantized:
+            return self._run_quantized(A, B, quant, seed, work_seed)
         ffi, fn, _ = self._entry
         A, B = np.ascontiguousarray(A), np.ascontiguousarray(B)
         M, K = A.shape
@@ -160,6 +167,24 @@ class NativeExecutor:
             guard.call(address, [M, N, K, a.base, b.base, c.base, w.base, *k.params.values()], arena,
                        budget=self.budget, library=self.library_path)
             return c.array.copy()
+
+
+    def _run_quantized(self, A, B, quant, seed, work_seed) -> np.ndarray:
+        """A quantized signature: its adapter's buffers, always behind guard pages (a ukernel call per MR rows)."""
+        from . import abi, guard
+        from .invocation import call_native
+        if quant is None:
+            raise ValueError(f"{self.kernel.name}: a quantized kernel runs with the case's quantization parameters")
+        ffi, lib = self._lib
+        inv = abi.invocation(self.kernel, A, B, quant, seed=seed, work_seed=work_seed,
+                             workspace_bytes=self.workspace_bytes)
+        allowed = self.kernel.overread
+        with guard.Arena() as arena:
+            regions = call_native(
+                inv, lambda symbol: int(ffi.cast("uintptr_t", getattr(lib, symbol))),
+                lambda name, array: arena.place(name, array, allowed.get(name, 0)),
+                lambda address, args: guard.call(address, args, arena, budget=self.budget, library=self.library_path))
+            return regions[inv.output].array.copy()
 
 
 def executor(kernel: Kernel):

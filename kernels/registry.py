@@ -76,6 +76,15 @@ class Kernel:
     # and what the kernel adds to A before its instructions read it (an int, or the name of one of its params).
     pipeline: str | tuple | None = None
     a_shift: int | str = 0
+    # Quantized kernels (signature 'xnnpack-gemm' or 'quant-gemm'): C's type, the output-stage contract claimed
+    # (a name of lowp.conformance.output_contracts), and for the XNNPACK ABI its datatype, params layout and sr.
+    c_type: str = "s32"
+    output: str | None = None
+    xnnpack: dict | None = None
+
+    @property
+    def quantized(self) -> bool:
+        return self.signature in QUANTIZED_SIGNATURES
 
     def __post_init__(self):
         if isinstance(self.sources, (str, Path)):        # one file given as a path: the one-file form
@@ -112,10 +121,19 @@ class Kernel:
             raise ValueError(f"{self.name}: A is {A.shape[0]}x{A.shape[1]} and B is {B.shape[0]}x{B.shape[1]}: "
                              "the depths (A columns, B rows) differ")
 
-    def predict(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        """What the kernel computes, bit for bit, according to its behaviour model."""
+    @property
+    def c_dtype(self) -> np.dtype:
+        return np.dtype(np.float32) if self.c_type == "f32" else DTYPES[self.c_type]
+
+    def predict(self, A: np.ndarray, B: np.ndarray, quant: dict | None = None) -> np.ndarray:
+        """What the kernel computes, bit for bit, according to its behaviour model (a quantized kernel's with the
+        case's quantization parameters `quant`)."""
         self.check_operands(A, B)
-        return self.model(A, B, **self.params)
+        if not self.quantized:
+            return self.model(A, B, **self.params)
+        if quant is None:
+            raise ValueError(f"{self.name}: a quantized kernel's prediction needs the quantization parameters")
+        return self.model(A, B, quant, **self.params)
 
 
 # Signature kinds: the C prototype the entry symbol has, and how the executors call it.
@@ -124,9 +142,18 @@ class Kernel:
 #         A is M x K row-major, B is K x N row-major, C is M x N row-major. C and `work` arrive filled with poison
 #         (not zeros): a kernel must write all of C and whatever workspace it reads. Every buffer ends at a guard
 #         page (plus the kernel's declared `overread`).
+#   quant-gemm: void f(int64 M, int64 N, int64 K, const A*, const B*, C*, void *work, const struct lowp_requant *q)
+#         the same with C of the output type and the case's quantization parameters (kernels/include/lowp/quant.h).
+#   xnnpack-gemm: XNNPACK's GEMM micro-kernel prototype (kernels/include/lowp/xnnpack.h); lowp packs the weights,
+#         builds the params and calls the ukernel once per MR rows (lowp.kernels.xnnpack).
 SIGNATURES = {
     "gemm": "void {symbol}(int64_t M, int64_t N, int64_t K, const void *A, const void *B, int32_t *C, void *work{params})",
+    "quant-gemm": "void {symbol}(int64_t M, int64_t N, int64_t K, const void *A, const void *B, void *C, void *work, "
+                  "const void *q{params})",
+    "xnnpack-gemm": "void {symbol}(size_t mr, size_t nc, size_t kc, const void *a, size_t a_stride, const void *w, "
+                    "void *c, size_t cm_stride, size_t cn_stride, const void *params, ...)",
 }
+QUANTIZED_SIGNATURES = ("quant-gemm", "xnnpack-gemm")
 
 
 _kernel_init = Kernel.__init__

@@ -28,7 +28,9 @@ from .features import TARGETS, did_you_mean, known_features, suggest_feature
 
 # Operand types a GEMM kernel can take: the 8- and 16-bit lane types (wider ones overflow an int32 C at once).
 OPERAND_TYPES = tuple(name for name, dtype in DTYPES.items() if dtype.itemsize <= 2)
-BUFFERS = ("A", "B", "C", "work")                         # the buffers a kernel is handed (Kernel.overread keys)
+# The buffers a kernel is handed (Kernel.overread keys): the gemm signatures' and the XNNPACK ABI's.
+BUFFERS = ("A", "B", "C", "work", "q", "w", "params", "quantization_params")
+C_TYPES = ("s32", "s8", "u8", "f32")
 # Options whose argument is a path, in the order they are matched (longest first: -isystem before -I).
 INCLUDE_OPTIONS = ("-isystem", "-idirafter", "-iquote", "-include", "-imacros", "-I")
 
@@ -136,6 +138,53 @@ class StageSpec(_Strict):
     overflow: Literal["saturate", "wrap"]
 
 
+class XnnpackSpec(_Strict):
+    """The XNNPACK ABI facts of a ukernel (lowp.kernels.xnnpack): its datatype, params layout and k shuffle."""
+    datatype: StrictStr
+    params: StrictStr
+    sr: Positive = 1
+
+    @field_validator("datatype")
+    @classmethod
+    def _known_datatype(cls, datatype):
+        from .xnnpack import DATATYPES
+        if datatype not in DATATYPES:
+            raise _custom("unknown_datatype", _unknown("XNNPACK datatype", datatype,
+                                                       did_you_mean(datatype, DATATYPES), ", ".join(DATATYPES)))
+        return datatype
+
+    @field_validator("params")
+    @classmethod
+    def _known_layout(cls, params, info: ValidationInfo):
+        from .xnnpack import DATATYPES
+        datatype = DATATYPES.get(info.data.get("datatype"))
+        if datatype is not None and params not in datatype.params:
+            raise _custom("unknown_params", _unknown(f"params layout for {datatype.name}", params,
+                                                     did_you_mean(params, datatype.params), ", ".join(datatype.params)))
+        return params
+
+
+class ModelPartsSpec(_Strict):
+    """A quantized kernel's behaviour model by parts: its raw int32 accumulation ('module:function', A x B ->
+    int32) and the output stage (a name of lowp.isa_models.requant.OUTPUT_STAGES) with the kernel's flavour."""
+    accumulate: Annotated[Any, Field(validate_default=True)] = "lowp.kernels.models:exact_gemm"
+    output: StrictStr
+
+    @field_validator("accumulate", mode="before")
+    @classmethod
+    def _accumulation(cls, accumulate):
+        return import_model(accumulate) if isinstance(accumulate, str) else accumulate
+
+    @field_validator("output")
+    @classmethod
+    def _known_stage(cls, output):
+        from lowp.isa_models.requant import OUTPUT_STAGES
+        if output not in OUTPUT_STAGES:
+            raise _custom("unknown_stage", _unknown("output stage", output, did_you_mean(output, OUTPUT_STAGES),
+                                                    ", ".join(OUTPUT_STAGES)))
+        return output
+
+
 class DomainSpec(_Strict):
     a: tuple[StrictInt, StrictInt]
     b: tuple[StrictInt, StrictInt]
@@ -167,6 +216,47 @@ class KernelSpec(_Strict):
     overread: dict[Buffer, NonNegative] = {}
     pipeline: Identifier | tuple[StageSpec, ...] | None = None
     a_shift: StrictInt | Identifier = 0
+    c_type: Literal[C_TYPES] = "s32"
+    output: Annotated[StrictStr, StringConstraints(min_length=1)] | None = None
+    xnnpack: XnnpackSpec | None = None
+
+    @field_validator("c_type")
+    @classmethod
+    def _c_type_of_signature(cls, c_type, info: ValidationInfo):
+        signature = info.data.get("signature")
+        if signature == "gemm" and c_type != "s32":
+            raise _custom("bad_c_type", f"the gemm signature returns int32 (s32); a kernel with {c_type} output has "
+                                        "signature 'quant-gemm' (a driver of yours) or 'xnnpack-gemm' (a ukernel)")
+        if signature in ("quant-gemm", "xnnpack-gemm") and c_type == "s32":
+            raise _custom("bad_c_type", f"signature {signature!r} returns the requantized output: c_type is one of "
+                                        "s8, u8, f32")
+        return c_type
+
+    @field_validator("output")
+    @classmethod
+    def _output_of_signature(cls, output, info: ValidationInfo):
+        if output is not None and info.data.get("signature") == "gemm":
+            raise _custom("bad_output", "an output-stage contract is for quantized signatures ('quant-gemm', "
+                                        "'xnnpack-gemm'); the gemm signature stops at int32")
+        return output
+
+    @field_validator("xnnpack")
+    @classmethod
+    def _xnnpack_types(cls, xnnpack, info: ValidationInfo):
+        from .xnnpack import DATATYPES
+        signature = info.data.get("signature")
+        if xnnpack is not None and signature not in (None, "xnnpack-gemm"):
+            raise _custom("bad_xnnpack", f"an xnnpack table is for signature 'xnnpack-gemm', not {signature!r}")
+        if xnnpack is None:
+            return xnnpack
+        d = DATATYPES[xnnpack.datatype]
+        wrong = [f"{key} = {info.data.get(key)!r}" for key, want in (("a_type", d.a_type), ("b_type", d.b_type),
+                                                                     ("c_type", d.c_type))
+                 if info.data.get(key) not in (None, want)]
+        if wrong:
+            raise _custom("bad_xnnpack", f"datatype {d.name} takes a_type {d.a_type}, b_type {d.b_type}, c_type "
+                                         f"{d.c_type}; the entry says {', '.join(wrong)}")
+        return xnnpack
 
     @field_validator("a_shift")
     @classmethod
@@ -227,6 +317,10 @@ class KernelSpec(_Strict):
     def _callable_model(cls, model, info: ValidationInfo):
         if isinstance(model, str) and (info.context or {}).get("toml"):
             return import_model(model)
+        if isinstance(model, dict):
+            return ModelPartsSpec.model_validate(model)
+        if isinstance(model, ModelPartsSpec):
+            return model
         if not callable(model):
             hint = " (a 'module:function' string is for TOML entries)" if isinstance(model, str) else ""
             raise _custom("not_callable", f"must be a callable model(A, B, **params) -> C, got {_show(model)}{hint}")
@@ -242,6 +336,10 @@ class KernelSpec(_Strict):
         fields["params"], fields["overread"] = dict(self.params), dict(self.overread)
         if isinstance(self.pipeline, tuple):
             fields["pipeline"] = tuple(stage.model_dump() for stage in self.pipeline)
+        fields["xnnpack"] = self.xnnpack.model_dump() if self.xnnpack else None
+        if isinstance(self.model, ModelPartsSpec):
+            from .models_quant import ModelParts
+            fields["model"] = ModelParts(self.model.accumulate, self.model.output, self.c_type)
         return Kernel(**fields)
 
 
@@ -291,7 +389,7 @@ def import_model(spec: str):
 
 
 # ---- turning pydantic's errors into Problems -----------------------------------------------------------------
-_SUBMODELS = {"tile": TileSpec, "domain": DomainSpec}
+_SUBMODELS = {"tile": TileSpec, "domain": DomainSpec, "xnnpack": XnnpackSpec, "model": ModelPartsSpec}
 _CHOICES = {"target": TARGETS, "a_type": OPERAND_TYPES, "b_type": OPERAND_TYPES, "overread": BUFFERS}
 _KIND = {"target": "target", "a_type": "operand type", "b_type": "operand type", "overread": "buffer"}
 
@@ -327,7 +425,8 @@ def _message(error: dict) -> str:
                 "defines": "NAME or NAME=VALUE, NAME a C identifier"}.get(loc[0], "one word, no blanks")
         return f"{_show(value)} is not a valid {loc[0]} entry: {rule}"
     if error["type"] in ("unknown_feature", "unknown_signature", "file_not_found", "bad_domain", "not_callable",
-                         "bad_model", "bad_source"):
+                         "bad_model", "unknown_datatype", "unknown_params", "unknown_stage", "bad_c_type", "bad_output",
+                         "bad_xnnpack", "bad_source"):
         return error["msg"]
     return f"{error['msg'][0].lower()}{error['msg'][1:]}, got {_show(value)}"
 

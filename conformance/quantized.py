@@ -1,0 +1,233 @@
+"""Quantized cases: the parameters of a requantizing kernel's case (zero points, bias, scales or fixed-point
+multipliers, the clamp) and its verdict against an output-stage contract.
+
+A case's parameters are drawn from the output-stage contract's documented domain (lowp.conformance.output_contracts)
+by a generator seeded with the case's seed, in a style chosen by the case's value class: 'typical' (XNNPACK's tester:
+outputs spanning the type), 'ends' (the domain's ends: the largest scale accepted, zero points at both ends) and
+'limits' (biases that drive the accumulator to int32's limits), so a case id still regenerates everything. The
+accumulator the output stage receives is the accumulation contract's (its accepted variants: exact for most) with the
+zero-point terms added as the libraries add them; a kernel passes when its output equals the output stage of any
+accepted accumulator under any accepted output variant.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lowp.kernels.models_quant import zero_point_corrected
+
+from .contracts import contract as accumulation_contract
+
+
+def output_contract(name: str):
+    # Imported here: the output-stage contracts pull in the float and fixed-point arithmetic, which an int32 run
+    # never needs.
+    from .output_contracts import output_contract as lookup
+    return lookup(name)
+
+# Quantization arrays indexed by the rows of A (the dynamically quantized qd8 kind); every other 1-d array is per
+# output channel (a column of B and C).
+ROW_KEYS = ("a_zero_point", "a_inv_scale")
+STYLE_OF_VALUES = {"uniform": "typical", "realistic": "typical", "extremes": "ends", "adversarial": "limits"}
+PARAMS_DOMAINS = ("claimed", "full", "outside")      # 'outside': parameters beyond the documented domain
+
+
+def per_row(key: str, value) -> bool:
+    return key in ROW_KEYS and np.ndim(value) == 1
+
+
+def case_style(values: str) -> str:
+    return STYLE_OF_VALUES.get(values, "limits" if values.startswith("ends-") or values.startswith("ladder") else
+                               "ends")
+
+
+def input_zero_points(kern, rng, M: int, style: str) -> dict:
+    """The zero points the kernel's ABI takes: XNNPACK's qs8 kinds an input zero point (the weights have none),
+    qd8 one per row, lowp's driver ABI both; at the type's ends in the 'ends' style."""
+    def one(type_name, shape=()):
+        info = np.iinfo(kern.a_dtype if type_name == "a" else kern.b_dtype)
+        lo, hi = int(info.min), int(info.max)
+        if style == "ends":
+            return rng.choice([lo, hi, 0, -1 if lo < 0 else 1], size=shape).astype(np.int64) if shape else \
+                int(rng.choice([lo, hi, 0, -1 if lo < 0 else 1]))
+        v = rng.integers(lo, hi, size=shape, endpoint=True)
+        return v if shape else int(v)
+    datatype = (kern.xnnpack or {}).get("datatype", "")
+    if datatype.startswith("qd8"):
+        return {"a_zero_point": np.asarray(one("a", (M,)), np.int32)}
+    if kern.signature == "xnnpack-gemm":
+        return {"a_zero_point": one("a"), "b_zero_point": 0}
+    return {"a_zero_point": one("a"), "b_zero_point": one("b")}
+
+
+def per_tensor(kern) -> bool:
+    """XNNPACK's per-tensor kinds (qs8, qu8) take one scale: a case repeats one value over the channels."""
+    return kern.signature == "xnnpack-gemm" and not kern.xnnpack["datatype"].endswith(("qc8w", "qc4w"))
+
+
+def _tensorwise(q: dict) -> dict:
+    for key in ("scale", "multiplier", "shift"):
+        if key in q and np.ndim(q[key]) == 1 and len(q[key]):
+            q[key] = np.full_like(q[key], q[key][0])
+    return q
+
+
+def exact_accumulators(A, B, q) -> np.ndarray:
+    raw = (A.astype(np.int64) @ B.astype(np.int64))
+    return zero_point_corrected(raw, A, B, q)
+
+
+def draw_params(kern, A: np.ndarray, B: np.ndarray, seed: int, style: str, domain: str = "claimed") -> dict:
+    """The quantization parameters of one case, from `seed`: zero points, then the output contract's draw given the
+    accumulators' range (or its `outside` draw for the not-claimed probe beyond the documented domain)."""
+    rng = np.random.default_rng([seed, 0x0A7])
+    M, N = A.shape[0], B.shape[1]
+    zps = input_zero_points(kern, rng, M, style)
+    acc = exact_accumulators(A, B, zps)
+    lo, hi = (int(acc.min()), int(acc.max())) if acc.size else (0, 0)
+    contract = output_contract(kern.output)
+    if domain == "outside":
+        drawn = contract.outside(rng, M, N, kern.c_type)
+    else:
+        drawn = contract.draw(rng, M, N, kern.c_type, style, lo, hi)
+    q = {**drawn, **zps}
+    return _tensorwise(q) if per_tensor(kern) else q
+
+
+def quant_strategy(kern, domain: str, M: int, N: int):
+    """Hypothesis strategy of a case's parameters for the search: the contract's own strategy, the zero points at
+    their ends or anywhere in their type."""
+    from hypothesis import strategies as st
+    contract = output_contract(kern.output)
+
+    @st.composite
+    def build(draw):
+        seed = draw(st.integers(0, 2 ** 32 - 1))
+        q = dict(draw(contract.strategy(M, N, kern.c_type)))
+        zps = input_zero_points(kern, np.random.default_rng(seed), M, draw(st.sampled_from(["ends", "typical"])))
+        q.update(zps)
+        return _tensorwise(q) if per_tensor(kern) else q
+    return build()
+
+
+# ---- verdicts -----------------------------------------------------------------------------------------------------
+def same(x: np.ndarray, y: np.ndarray) -> bool:
+    """Bit for bit (a float output's -0.0 and NaN payloads included)."""
+    x, y = np.asarray(x), np.asarray(y)
+    return x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
+
+
+def judge(check_name: str, kern, A, B, q, C) -> tuple[bool, str | None, np.ndarray]:
+    """(ok, matched, expected) of a quantized kernel's output C: against its behaviour model ('model'), or against
+    its output-stage contract applied to every accepted accumulator of its accumulation contract."""
+    if check_name == "model":
+        expected = kern.predict(A, B, q)
+        ok = same(C, expected)
+        return ok, "behaviour model" if ok else None, expected
+    out = output_contract(check_name)
+    acc_contract = accumulation_contract(kern.contract)
+    first = None
+    for variant in acc_contract.accepted:
+        acc = zero_point_corrected(variant.compute(A, B).astype(np.int64), A, B, q)
+        ok, matched, expected = out.judge(C, acc, q, kern.c_type)
+        first = first if first is not None else expected
+        if ok:
+            return True, matched if variant is acc_contract.accepted[0] else f"{variant.name} + {matched}", expected
+    name = readings(check_name, kern, A, B, q, C)
+    return False, name[0] if name else None, first
+
+
+def expected(check_name: str, kern, A, B, q) -> np.ndarray:
+    """What the check compares a kernel's output with: its model's prediction, or the output contract's first
+    accepted stage on the accumulation contract's first accepted accumulator."""
+    if check_name == "model":
+        return kern.predict(A, B, q)
+    from lowp.isa_models.requant import OUTPUT_STAGES
+    variant = accumulation_contract(kern.contract).accepted[0]
+    acc = zero_point_corrected(variant.compute(A, B).astype(np.int64), A, B, q)
+    return OUTPUT_STAGES[output_contract(check_name).accepted[0]].compute(acc, q, kern.c_type)
+
+
+def readings(check_name: str, kern, A, B, q, C) -> list[str]:
+    """The known variants C equals: the output contract's known stages on the exact accumulator, then the
+    accumulation contract's known variants through the output contract's first accepted stage."""
+    from lowp.isa_models.requant import OUTPUT_STAGES
+    out = output_contract(kern.output if check_name == "model" else check_name)
+    exact = exact_accumulators(A, B, q)
+    names = []
+    for name in out.known:
+        try:
+            if same(C, OUTPUT_STAGES[name].compute(exact, q, kern.c_type)):
+                names.append(f"output stage {name}")
+        except ArithmeticError:            # a variant undefined on this input (a contract corner) is not a reading
+            continue
+    for variant in accumulation_contract("exact").known:
+        acc = zero_point_corrected(variant.compute(A, B).astype(np.int64), A, B, q)
+        if same(C, OUTPUT_STAGES[out.accepted[0]].compute(acc, q, kern.c_type)):
+            names.append(f"accumulation {variant.name}")
+    return names
+
+
+def domain_problems(kern, q: dict, M: int, N: int) -> list[str]:
+    return output_contract(kern.output).domain_problems(q, M, N, kern.c_type)
+
+
+# ---- shrinking and the counterexample ------------------------------------------------------------------------------
+def take(q: dict | None, axis: int, index) -> dict | None:
+    """q with its per-row (axis 0) or per-channel (axis 1) arrays indexed by `index` (a slice or index array)."""
+    if q is None or axis == 2:
+        return q
+    out = {}
+    for key, value in q.items():
+        rows = per_row(key, value)
+        if np.ndim(value) == 1 and rows == (axis == 0):
+            out[key] = np.asarray(value)[index]
+        else:
+            out[key] = value
+    return out
+
+
+def simplifications(kern, q: dict):
+    """Plainer parameter sets: the zero points at 0 (per row too), then the contract's own simplifications."""
+    for key in ("a_zero_point", "b_zero_point"):
+        if key in q and np.any(np.asarray(q[key]) != 0):
+            yield {**q, key: np.zeros_like(q[key]) if np.ndim(q[key]) else 0}
+    contract = output_contract(kern.output)
+    for simpler in contract.simplifications(q, kern.c_type):
+        yield _tensorwise(dict(simpler)) if per_tensor(kern) else dict(simpler)
+
+
+def to_json(q: dict | None) -> dict | None:
+    """q as JSON values: ints, and float32 values as the float64 that holds them exactly (with dtype tags so
+    from_json restores the same bits)."""
+    if q is None:
+        return None
+    out = {}
+    for key, value in q.items():
+        a = np.asarray(value)
+        out[key] = {"dtype": a.dtype.str, "value": a.tolist()}
+    return out
+
+
+def from_json(data: dict | None) -> dict | None:
+    if data is None:
+        return None
+    out = {}
+    for key, item in data.items():
+        a = np.asarray(item["value"], dtype=np.dtype(item["dtype"]))
+        out[key] = a if a.ndim else (a.item() if a.dtype.kind in "iu" else a[()])
+    return out
+
+
+def describe(q: dict | None, limit: int = 6) -> str:
+    """One line: every parameter, arrays shown in full when short."""
+    if not q:
+        return ""
+    parts = []
+    for key, value in q.items():
+        a = np.asarray(value)
+        if a.ndim == 0:
+            parts.append(f"{key}={a.item()!r}")
+        else:
+            shown = ", ".join(repr(v) for v in a.tolist()[:limit]) + (", ..." if a.size > limit else "")
+            parts.append(f"{key}=[{shown}]")
+    return ", ".join(parts)

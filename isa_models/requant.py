@@ -1,0 +1,539 @@
+"""Output stages (requantization), bit for bit: what an int8 GEMM micro-kernel does to its int32 accumulators
+before it stores u8/s8 (or, for the dynamically quantized qd8 kernels, float32) results.
+
+Every stage is `compute(acc, q, out_type)`: `acc` is the int32 (M, N) accumulator sum_k (A - a_zp)(B - b_zp)
+(int32 wrap-around) WITHOUT bias; `q` holds the parameters under these keys (a stage reads only what it needs):
+
+    bias                int32 (N,), added to acc in int32 (wrapping) before scaling; float32 (N,) for the float
+                        epilogues (qd8, oneDNN), added after scaling
+    scale               float32 (N,), per output channel (per tensor: all equal)
+    multiplier, shift   int32 (N,), fixed point, TFLite's convention: real ~ multiplier * 2^(shift - 31)
+    output_zero_point   int; output_min, output_max: ints (qd8: floats)
+    a_zero_point        int32 (M,), a_inv_scale float32 (M,), b_scale float32 (N,): qd8 only
+    src_scale, dst_scale  float32 scalars: oneDNN only
+
+and `out_type` is "s8", "u8" or "f32". The result is np.int8 / np.uint8 / np.float32 (M, N).
+
+Each library's pseudocode is one short function per flavour, built from the instruction models below
+(CVTPS2DQ, PACKSSDW, PADDSW, FCVTNS, SQXTN, SQADD, ...), and `OUTPUT_STAGES` maps names to them. Parameters
+outside a library's documented domain are the contracts' business (lowp.conformance.output_contracts); a stage
+computes what the code would, and raises only where even that is undefined.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, wrap32
+from .float32 import (F32, MAGIC_BIAS, MAGIC_BIAS_BITS, cvtps2dq, f32, fcvtns, floats32, fma_f32, lrintf,
+                      magic_bias_bits, rne_int)
+
+OUT_RANGE = {"s8": (-128, 127), "u8": (0, 255)}
+OUT_DTYPE = {"s8": np.int8, "u8": np.uint8, "f32": np.float32}
+
+XNNPACK = "google/XNNPACK @75db3c0"
+
+
+@dataclass(frozen=True)
+class OutputStage:
+    name: str
+    compute: Callable          # compute(acc, q, out_type) -> np.ndarray
+    description: str
+    citation: str
+    out_types: tuple = ("s8", "u8")
+
+    def __call__(self, acc, q, out_type):
+        if out_type not in self.out_types:
+            raise ValueError(f"output stage {self.name!r}: out_type {out_type!r} is not one of {self.out_types}")
+        return self.compute(acc, q, out_type)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Saturating and wrapping integer steps (exact int64 values in, int64 values out)
+
+def _sat(x, lo, hi):
+    return np.clip(np.asarray(x, np.int64), lo, hi)
+
+
+def packssdw(x):
+    """PACKSSDW / _mm256_packs_epi32: int32 -> int16, saturating. Intel SDM Vol. 2B PACKSSWB/PACKSSDW."""
+    return _sat(x, -32768, 32767)
+
+
+def packsswb(x):
+    """PACKSSWB / _mm256_packs_epi16: int16 -> int8, saturating. Intel SDM Vol. 2B PACKSSWB/PACKSSDW."""
+    return _sat(x, -128, 127)
+
+
+def packuswb(x):
+    """PACKUSWB / _mm256_packus_epi16: int16 -> uint8, saturating. Intel SDM Vol. 2B PACKUSWB."""
+    return _sat(x, 0, 255)
+
+
+def paddsw(a, b):
+    """PADDSW / _mm256_adds_epi16: int16 + int16, saturating. Intel SDM Vol. 2B PADDSB/PADDSW."""
+    return _sat(np.asarray(a, np.int64) + np.asarray(b, np.int64), -32768, 32767)
+
+
+def paddd(a, b):
+    """PADDD / _mm256_add_epi32: int32 + int32, wrapping. Intel SDM Vol. 2B PADDB/PADDW/PADDD/PADDQ."""
+    return wrap32(np.asarray(a, np.int64) + np.asarray(b, np.int64))
+
+
+def sqxtn_s32(x):
+    """SQXTN Vd.4H, Vn.4S (vqmovn_s32): int32 -> int16, saturating. Arm ARM C7.2.313 SQXTN."""
+    return _sat(x, -32768, 32767)
+
+
+def sqxtn_s16(x):
+    """SQXTN Vd.8B, Vn.8H (vqmovn_s16): int16 -> int8, saturating. Arm ARM C7.2.313 SQXTN."""
+    return _sat(x, -128, 127)
+
+
+def sqxtun_s16(x):
+    """SQXTUN Vd.8B, Vn.8H (vqmovun_s16): int16 -> uint8, saturating. Arm ARM C7.2.314 SQXTUN."""
+    return _sat(x, 0, 255)
+
+
+def sqadd_s16(a, b):
+    """SQADD Vd.8H (vqaddq_s16): int16 + int16, saturating. Arm ARM C7.2.282 SQADD."""
+    return _sat(np.asarray(a, np.int64) + np.asarray(b, np.int64), -32768, 32767)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Parameters
+
+def need(q: dict, key: str):
+    try:
+        return q[key]
+    except KeyError:
+        raise KeyError(f"quantization parameter {key!r} is missing (the case has {', '.join(sorted(q)) or 'none'})") \
+            from None
+
+
+def _acc(acc) -> np.ndarray:
+    a = np.asarray(acc)
+    if a.ndim != 2 or a.dtype.kind not in "iu":
+        raise ValueError(f"acc: expected an (M, N) int32 matrix, got {a.dtype} with shape {a.shape}")
+    return a.astype(np.int64)
+
+
+def _row(q, key, N, dtype):
+    """A per-output-channel parameter as a (1, N) row of `dtype` (a scalar broadcasts)."""
+    v = np.asarray(need(q, key))
+    if np.dtype(dtype).kind == "f" and v.dtype != dtype:
+        raise ValueError(f"{key}: expected {np.dtype(dtype)} values, got {v.dtype}; lowp never casts silently")
+    if np.dtype(dtype).kind != "f" and v.dtype.kind not in "iu":
+        raise ValueError(f"{key}: expected integers, got {v.dtype}")
+    if v.ndim > 1 or (v.ndim == 1 and v.shape[0] != N):
+        raise ValueError(f"{key}: expected {N} values (one per output channel) or one, got shape {v.shape}")
+    return np.broadcast_to(v.astype(dtype), (N,)).reshape(1, N)
+
+
+def _col(q, key, M, dtype):
+    return _row(q, key, M, dtype).reshape(M, 1)
+
+
+def _int(q, key) -> int:
+    v = np.asarray(need(q, key))
+    if v.ndim or v.dtype.kind not in "iu":
+        raise ValueError(f"{key}: expected one integer, got {v!r}")
+    return int(v)
+
+
+def biased(acc, q) -> np.ndarray:
+    """acc + bias[n], int32 wrap-around: the packed int32 bias every int8 library adds before scaling."""
+    a = _acc(acc)
+    return wrap32(a + _row(q, "bias", a.shape[1], np.int64))
+
+
+def _store(x, out_type):
+    lo, hi = OUT_RANGE[out_type]
+    x = np.asarray(x, np.int64)
+    if x.size and (x.min() < lo or x.max() > hi):
+        raise AssertionError(f"an output stage produced values outside {out_type}: [{x.min()}, {x.max()}]")
+    return x.astype(OUT_DTYPE[out_type])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# XNNPACK fp32: float32(acc + bias) * scale, then one of several float -> int8 paths
+
+def _fp32_scaled(acc, q):
+    x = biased(acc, q)
+    return f32(x) * _row(q, "scale", x.shape[1], F32)
+
+
+def _less_zp(q):
+    zp = _int(q, "output_zero_point")
+    return zp, F32(_int(q, "output_min") - zp), F32(_int(q, "output_max") - zp)
+
+
+def xnnpack_fp32_lrintf(acc, q, out_type):
+    """xnn_qs8_requantize_fp32 (the tester's reference) and the scalar 'lrintf' kernels: clamp the scaled value in
+    float to [min - zp, max - zp], lrintf (ties to even), + zp. src/xnnpack/requantization.h L30-62."""
+    v = _fp32_scaled(acc, q)
+    zp, lo, hi = _less_zp(q)
+    v = np.minimum(np.maximum(v, lo), hi)
+    return _store(lrintf(v).astype(np.int64) + zp, out_type)
+
+
+def xnnpack_fp32_fmagic(acc, q, out_type):
+    """Scalar 'fmagic': clamp in float, add the magic bias 1.5 * 2^23, reinterpret the bits, subtract
+    0x4B400000 - zp. src/qs8-gemm/scalar.c.in L430-438; params src/microparams-init.c (magic_bias)."""
+    v = _fp32_scaled(acc, q)
+    zp, lo, hi = _less_zp(q)
+    v = np.minimum(np.maximum(v, lo), hi)
+    return _store(magic_bias_bits(v).astype(np.int64) - (MAGIC_BIAS_BITS - zp), out_type)
+
+
+def xnnpack_fp32_imagic(acc, q, out_type):
+    """Scalar 'imagic': add the magic bias first, clamp the bits as int32 between magic_min = bits(magic + min -
+    zp) and magic_max, subtract 0x4B400000 - zp. src/qs8-gemm/scalar.c.in L440-458; microparams-init.c."""
+    v = _fp32_scaled(acc, q)
+    zp, lo, hi = _less_zp(q)
+    magic_min, magic_max = int(magic_bias_bits(lo)), int(magic_bias_bits(hi))
+    r = np.minimum(np.maximum(magic_bias_bits(v).astype(np.int64), magic_min), magic_max)
+    return _store(r - (MAGIC_BIAS_BITS - zp), out_type)
+
+
+def _x86_tail(i32, q, out_type, *, zero_point_add):
+    """PACKSSDW, the zero point (PADDSW in int16, or PADDD in int32 before the pack), PACKSSWB / PACKUSWB, then
+    PMAXSB / PMAXUB with output_min."""
+    zp = _int(q, "output_zero_point")
+    if zero_point_add == "paddsw":
+        s16 = paddsw(packssdw(i32), zp)
+    else:
+        s16 = packssdw(paddd(i32, zp))
+    o = packsswb(s16) if out_type == "s8" else packuswb(s16)
+    return _store(np.maximum(o, _int(q, "output_min")), out_type)
+
+
+def xnnpack_fp32_x86(acc, q, out_type):
+    """SSE4/AVX2/AVX-512 'fp32': MINPS with output_max - zp (the float upper clamp only), CVTPS2DQ (INT32_MIN
+    beyond int32), PACKSSDW, PADDSW zp, PACKSSWB (PACKUSWB for u8), PMAXSB output_min. Equal to the reference
+    on the documented domain. src/qs8-gemm/MRx8c8-avx2.c.in L441-471; microparams-init.c fp32_avx2."""
+    v = _fp32_scaled(acc, q)
+    _, _, hi = _less_zp(q)
+    return _x86_tail(cvtps2dq(np.minimum(v, hi)).astype(np.int64), q, out_type, zero_point_add="paddsw")
+
+
+def xnnpack_fp32_avxvnni_wrap(acc, q, out_type):
+    """The AVX-VNNI shape: MINPS output_max - zp, CVTPS2DQ, then a plain 32-bit VPADDD of the zero point before
+    the packs. Below -2^31 CVTPS2DQ gives INT32_MIN, and INT32_MIN + a negative zero point wraps to a large
+    positive value, which packs to 127 where the reference gives output_min.
+    src/qs8-gemm/MRx8c8-avxvnni.c.in L535-558 (_mm256_add_epi32(vacc, voutput_zero_point))."""
+    v = _fp32_scaled(acc, q)
+    _, _, hi = _less_zp(q)
+    return _x86_tail(cvtps2dq(np.minimum(v, hi)).astype(np.int64), q, out_type, zero_point_add="paddd")
+
+
+def _neon_tail(i32, q, out_type):
+    """SQXTN to int16, SQADD zp, SQXTN (SQXTUN for u8), SMAX/SMIN (UMAX/UMIN) with output_min / output_max."""
+    s16 = sqadd_s16(sqxtn_s32(i32), _int(q, "output_zero_point"))
+    o = sqxtn_s16(s16) if out_type == "s8" else sqxtun_s16(s16)
+    return _store(np.minimum(np.maximum(o, _int(q, "output_min")), _int(q, "output_max")), out_type)
+
+
+def xnnpack_fp32_neonv8(acc, q, out_type):
+    """NEONv8 'fp32': FMUL, FCVTNS (saturating, ties to even), SQXTN, SQADD zp, SQXTN, SMAX/SMIN. No float clamp.
+    src/qs8-gemm/c4-neondot.c.in L573-620 (vcvtnq_s32_f32, vqmovn_s32, vqaddq_s16, vqmovn_s16)."""
+    return _neon_tail(fcvtns(_fp32_scaled(acc, q)).astype(np.int64), q, out_type)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# XNNPACK rndnu: a 24-bit multiplier and a shift taken from the float scale's bits
+
+def _scale_bits(scale) -> np.ndarray:
+    s = floats32(np.atleast_1d(np.asarray(scale)), "scale")
+    bad = ~(s >= F32(2.0 ** -32)) | ~(s < F32(256.0))
+    if bad.any():
+        raise ValueError(f"scale {float(s[bad][0])!r}: XNNPACK's rndnu params assert 2^-32 <= scale < 256 "
+                         f"(src/microparams-init.c xnn_init_qs8_conv_minmax_rndnu_*_params)")
+    return s.view(np.uint32).astype(np.int64)
+
+
+def xnnpack_rndnu_scalar_params(scale) -> dict:
+    """xnn_init_qs8_conv_minmax_rndnu_scalar_params: multiplier = the 24-bit mantissa with its hidden bit,
+    shift = 127 + 23 - biased exponent (16..55), rounding = 2^(shift - 1); per channel arrays.
+    src/microparams-init.c @75db3c0 (rndnu_scalar)."""
+    bits = _scale_bits(scale)
+    shift = 127 + 23 - (bits >> 23)
+    return {"multiplier": ((bits & 0x7FFFFF) | 0x800000), "shift": shift, "rounding": np.int64(1) << (shift - 1)}
+
+
+def xnnpack_rndnu_neon_params(scale) -> dict:
+    """xnn_init_qs8_conv_minmax_rndnu_neon_params: multiplier = mantissa24 << 7 (Q31, [2^30, 2^31 - 128]),
+    shift = 127 + 31 - 32 - biased exponent (-8..31), post_shift = max(shift, 1), pre_shift = shift - post_shift;
+    stored as right_pre_shift = -pre_shift (an SQSHL count: a left shift) and right_post_shift = -post_shift (an
+    SRSHL count: a rounding right shift). src/microparams-init.c @75db3c0 (rndnu_neon)."""
+    bits = _scale_bits(scale)
+    shift = 127 + 31 - 32 - (bits >> 23)
+    post = np.maximum(shift, 1)
+    return {"multiplier": ((bits & 0x7FFFFF) | 0x800000) << 7, "right_pre_shift": -(shift - post),
+            "right_post_shift": -post}
+
+
+def _rndnu_clamp(y, q, out_type):
+    zp = _int(q, "output_zero_point")
+    y = np.minimum(np.maximum(y, _int(q, "output_min") - zp), _int(q, "output_max") - zp)
+    return _store(y + zp, out_type)
+
+
+def xnnpack_rndnu(acc, q, out_type):
+    """rndnu as the real number rounds: floor((x * multiplier + 2^(shift-1)) / 2^shift) (ties up) in exact
+    integers, clamped to [min - zp, max - zp], + zp. The scalar reference where that fits int32; the NEON
+    kernels everywhere (their SQSHL/SQDMULH/SQXTN saturate). src/xnnpack/requantization.h L140-186."""
+    x = biased(acc, q)
+    p = xnnpack_rndnu_scalar_params(_row(q, "scale", x.shape[1], F32)[0])
+    y = (x * p["multiplier"] + p["rounding"]) >> p["shift"]
+    return _rndnu_clamp(y, q, out_type)
+
+
+def xnnpack_rndnu_scalar(acc, q, out_type):
+    """xnn_qs8_requantize_rndnu and the scalar rndnu kernels literally: (int32_t) math_asr_s64(x * m + rounding,
+    shift), a narrowing that wraps (GCC/Clang) once |x * scale| >= 2^31, then the clamps.
+    src/xnnpack/requantization.h L157-161; src/qs8-gemm/scalar.c.in L475-490."""
+    x = biased(acc, q)
+    p = xnnpack_rndnu_scalar_params(_row(q, "scale", x.shape[1], F32)[0])
+    y = wrap32((x * p["multiplier"] + p["rounding"]) >> p["shift"])
+    return _rndnu_clamp(y, q, out_type)
+
+
+def _rndnu_neon(acc, q, out_type, left_shift):
+    x = biased(acc, q)
+    p = xnnpack_rndnu_neon_params(_row(q, "scale", x.shape[1], F32)[0])
+    y = multiply_by_quantized_multiplier(wrap32(x), p["multiplier"], p["right_pre_shift"] + p["right_post_shift"],
+                                         flavour="S_neon", left_shift=left_shift)
+    return _neon_tail(np.asarray(y, np.int64), q, out_type)
+
+
+def xnnpack_rndnu_neon(acc, q, out_type):
+    """NEON rndnu: SQSHL by right_pre_shift (saturating), SQDMULH by the multiplier, SRSHL by right_post_shift,
+    SQXTN, SQADD zp, SQXTN, SMAX/SMIN: MultiplyByQuantizedMultiplier flavour 'S_neon' with left_shift='saturate'.
+    src/qs8-gemm/c4-neondot.c.in L555-620."""
+    return _rndnu_neon(acc, q, out_type, "saturate")
+
+
+def xnnpack_rndnu_neon_wrap(acc, q, out_type):
+    """The NEON rndnu sequence with a wrapping pre-shift (SSHL / vshlq_s32 instead of SQSHL), as ruy's ARM
+    kernels shift: for scales >= 0.5 the left shift of a large accumulator wraps and flips its sign."""
+    return _rndnu_neon(acc, q, out_type, "wrap")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# TFLite / ruy MultiplyByQuantizedMultiplier + zero point + clamp, and gemmlowp's fixed-point pipeline
+
+def _mbqm_stage(flavour, **flags):
+    def compute(acc, q, out_type):
+        x = biased(acc, q)
+        N = x.shape[1]
+        m, s = _row(q, "multiplier", N, np.int64), _row(q, "shift", N, np.int64)
+        y = np.asarray(multiply_by_quantized_multiplier(x, m, s, flavour=flavour, **flags), np.int64)
+        y = wrap32(y + _int(q, "output_zero_point"))            # acc += output_offset, int32
+        y = np.minimum(np.maximum(y, _int(q, "output_min")), _int(q, "output_max"))
+        return _store(y, out_type)
+    compute.__name__ = f"tflite_{flavour}"
+    return compute
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# FBGEMM ReQuantizeOutput (u8): float multiplier (generic / AVX2 tails) and the fixed-point reference
+
+def fbgemm_tail_generic(ab, zp: int, lo: int):
+    """The generic path: lrintf(ab) + zp in int64, clamped to [lo, 255]. FBGEMM
+    include/fbgemm/OutputProcessing-inl.h @71d6f8b L90-131 (lo = fuse_relu ? C_zero_point : 0)."""
+    return (np.maximum(lo, np.minimum(255, rne_int(ab) + zp)) & 0xFF).astype(np.uint8)
+
+
+def fbgemm_tail_avx2(ab, zp: int, lo: int):
+    """requantizeOutputProcessingAvx2: CVTPS2DQ, PACKSSDW, PADDSW int16(zp), PACKUSWB, PMAXUB uint8(lo).
+    FBGEMM src/QuantUtilsAvx2.cc @71d6f8b (fbgemm-onednn-contract.md 1.6)."""
+    zp16 = ((zp + (1 << 15)) & 0xFFFF) - (1 << 15)                        # _mm256_set1_epi16
+    u8 = packuswb(paddsw(packssdw(cvtps2dq(ab).astype(np.int64)), zp16))
+    return np.maximum(u8, lo & 0xFF).astype(np.uint8)
+
+
+FBGEMM_TAILS = {"generic": fbgemm_tail_generic, "avx2": fbgemm_tail_avx2}
+
+
+def _fbgemm_float(path):
+    def compute(acc, q, out_type):
+        x = biased(acc, q)
+        ab = f32(x) * _row(q, "scale", x.shape[1], F32)
+        return FBGEMM_TAILS[path](ab, _int(q, "output_zero_point"), _int(q, "output_min"))
+    compute.__name__ = f"fbgemm_float_{path}"
+    return compute
+
+
+def fbgemm_fixed(acc, q, out_type):
+    """requantize_u8acc32_ref, fixed point: ((int64(raw) * C_multiplier + nudge) >> C_right_shift) + zp, nudge =
+    1 << max(0, right_shift - 1), clamped to [lo, 255]; C_right_shift = 31 - shift (lowp's TFLite convention).
+    Per tensor (FBGEMM takes one multiplier). FBGEMM src/RefImplementations.cc @71d6f8b L217-255."""
+    x = biased(acc, q)
+    m, s = _row(q, "multiplier", x.shape[1], np.int64), _row(q, "shift", x.shape[1], np.int64)
+    rs = 31 - s
+    nudge = np.int64(1) << np.maximum(0, rs - 1)
+    r = ((x * m + nudge) >> rs) + _int(q, "output_zero_point")
+    return (np.maximum(_int(q, "output_min"), np.minimum(255, r)) & 0xFF).astype(np.uint8)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# qd8: float output
+
+def _qd8_parts(acc, q):
+    a = _acc(acc)
+    M, N = a.shape
+    v = f32(wrap32(a)) * _col(q, "a_inv_scale", M, F32)                  # one rounding
+    return v, _row(q, "b_scale", N, F32), _row(q, "bias", N, F32)
+
+
+def _qd8_clamp(v, q):
+    lo, hi = F32(need(q, "output_min")), F32(need(q, "output_max"))
+    return np.minimum(np.maximum(v, lo), hi).astype(np.float32)
+
+
+def qd8_f32_fma(acc, q, out_type):
+    """XNNPACK qd8-f32 on AVX2/AVX-VNNI/AVX-512 and AArch64: VCVTDQ2PS, VMULPS by the row's inv_scale, VFMADD by
+    the channel's filter scale plus bias (one rounding), MAXPS min, MINPS max.
+    src/qs8-gemm/MRx8c8-avxvnni.c.in L432-464; c4-neondot.c.in L363-384 (vfmaq_f32 on ARM64)."""
+    v, b, bias = _qd8_parts(acc, q)
+    return _qd8_clamp(fma_f32(v, np.broadcast_to(b, v.shape), np.broadcast_to(bias, v.shape)), q)
+
+
+def qd8_f32_unfused(acc, q, out_type):
+    """The same with a separate multiply and add (two roundings): the scalar kernels (vout *= scale; vout +=
+    bias) and AArch32 NEON (vmlaq_f32). src/qs8-gemm/scalar.c.in L307-335; c4-neondot.c.in L386-388."""
+    v, b, bias = _qd8_parts(acc, q)
+    return _qd8_clamp((v * b) + bias, q)
+
+
+def qd8_f32_scale_product(acc, q, out_type):
+    """A plausible mistake: float(acc) times the product a_inv_scale * b_scale (rounded once more), fused with
+    the bias. Not XNNPACK's order."""
+    a = _acc(acc)
+    M, N = a.shape
+    s = _col(q, "a_inv_scale", M, F32) * _row(q, "b_scale", N, F32)
+    return _qd8_clamp(fma_f32(f32(wrap32(a)), s, np.broadcast_to(_row(q, "bias", N, F32), s.shape)), q)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# oneDNN scales: dst = f32_to_int8((src_scale * wei_scale[n] * s32_to_f32(acc) + bias) / dst_scale + zp_dst)
+
+def _onednn_saturate_round(d, q, out_type, rounding):
+    """saturate_and_round<dst_dt>: clamp in float to the type's range, then round (nearbyintf, ties to even).
+    src/cpu/simple_q10n.hpp (fbgemm-onednn-contract.md 5.5)."""
+    lo, hi = OUT_RANGE[out_type]
+    d = np.clip(np.asarray(d, np.float64), lo, hi)
+    r = np.rint(d) if rounding == "even" else np.sign(d) * np.floor(np.abs(d) + 0.5)
+    return _store(r.astype(np.int64), out_type)
+
+
+def _onednn_parts(acc, q):
+    a = _acc(acc)
+    N = a.shape[1]
+    return (f32(wrap32(a)), F32(floats32(need(q, "src_scale"), "src_scale")), _row(q, "scale", N, F32),
+            _row(q, "bias", N, F32), F32(floats32(need(q, "dst_scale"), "dst_scale")), _int(q, "output_zero_point"))
+
+
+def onednn_ref(acc, q, out_type, *, dst="divide", rounding="even"):
+    """ref_matmul_int8: d = f32(acc) * src_scale, * wei_scale[n] (sequential float multiplies), + bias, then
+    / dst_scale ('divide', the v3.0-v3.4 reference) or * (1 / dst_scale) ('reciprocal', later versions that
+    precompute it), + f32(zp), saturate and round. uxlfoundation/oneDNN src/cpu/matmul/ref_matmul_int8.cpp."""
+    x, ss, ws, bias, ds, zp = _onednn_parts(acc, q)
+    d = (x * ss) * ws + bias
+    d = d / ds if dst == "divide" else d * (F32(1) / ds)
+    return _onednn_saturate_round(d + F32(zp), q, out_type, rounding)
+
+
+def onednn_jit(acc, q, out_type):
+    """The JIT kernels' order: one precomputed scale src_scale * wei_scale[n], f32(acc) times it, + bias, times
+    the precomputed 1 / dst_scale, + zp, saturate (VMINPS/VMAXPS) and VCVTPS2DQ (ties to even)."""
+    x, ss, ws, bias, ds, zp = _onednn_parts(acc, q)
+    d = (x * (ss * ws) + bias) * (F32(1) / ds)
+    return _onednn_saturate_round(d + F32(zp), q, out_type, "even")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The table
+
+XQ = f"{XNNPACK} src/microparams-init.c"
+OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
+    OutputStage("xnnpack-fp32-lrintf", xnnpack_fp32_lrintf, "XNNPACK fp32 reference: clamp in float, lrintf, + zp",
+                f"{XNNPACK} src/xnnpack/requantization.h L30-62"),
+    OutputStage("xnnpack-fp32-fmagic", xnnpack_fp32_fmagic, "XNNPACK fp32 scalar fmagic: float clamp, magic bias",
+                f"{XNNPACK} src/qs8-gemm/scalar.c.in L430-438; {XQ}"),
+    OutputStage("xnnpack-fp32-imagic", xnnpack_fp32_imagic, "XNNPACK fp32 scalar imagic: magic bias, integer clamp",
+                f"{XNNPACK} src/qs8-gemm/scalar.c.in L440-458; {XQ}"),
+    OutputStage("xnnpack-fp32-x86", xnnpack_fp32_x86,
+                "XNNPACK fp32 SSE4/AVX2/AVX-512: MINPS, CVTPS2DQ, PACKSSDW, PADDSW zp, PACKSSWB, PMAXSB",
+                f"{XNNPACK} src/qs8-gemm/MRx8c8-avx2.c.in L441-471"),
+    OutputStage("xnnpack-fp32-avxvnni-wrap", xnnpack_fp32_avxvnni_wrap,
+                "CVTPS2DQ then a wrapping 32-bit add of the zero point (INT32_MIN + negative zp -> 127)",
+                f"{XNNPACK} src/qs8-gemm/MRx8c8-avxvnni.c.in L535-558"),
+    OutputStage("xnnpack-fp32-neonv8", xnnpack_fp32_neonv8, "XNNPACK fp32 NEONv8: FCVTNS, SQXTN, SQADD zp, SQXTN",
+                f"{XNNPACK} src/qs8-gemm/c4-neondot.c.in L573-620"),
+    OutputStage("xnnpack-rndnu", xnnpack_rndnu, "XNNPACK rndnu, exact: (x*m + 2^(s-1)) >> s, clamp, + zp",
+                f"{XNNPACK} src/xnnpack/requantization.h L140-186"),
+    OutputStage("xnnpack-rndnu-scalar", xnnpack_rndnu_scalar,
+                "XNNPACK rndnu reference and scalar kernels: the int64 result narrowed to int32 (wraps) before the "
+                "clamp", f"{XNNPACK} src/xnnpack/requantization.h L157-161; src/qs8-gemm/scalar.c.in L475-490"),
+    OutputStage("xnnpack-rndnu-neon", xnnpack_rndnu_neon, "XNNPACK rndnu NEON: SQSHL, SQDMULH, SRSHL, SQXTN, SQADD",
+                f"{XNNPACK} src/qs8-gemm/c4-neondot.c.in L555-620; {XQ} (rndnu_neon)"),
+    OutputStage("xnnpack-rndnu-neon-wrap", xnnpack_rndnu_neon_wrap,
+                "the NEON rndnu sequence with a wrapping pre-shift (SSHL for SQSHL)",
+                f"{XNNPACK} src/qs8-gemm/c4-neondot.c.in L562 (vqshlq_s32 is the saturating one)"),
+    OutputStage("tflite-G", _mbqm_stage("G", left_shift="wrap", min_min="saturate"),
+                "TFLite reference double rounding: SRDHM(x * (1 << L), m) (the product wraps), RDBPOT; + zp, clamp",
+                "tflite-micro @90b983c tensorflow/lite/kernels/internal/common.cc L78-90"),
+    OutputStage("tflite-G-satshift", _mbqm_stage("G", left_shift="saturate", min_min="saturate"),
+                "gemmlowp scalar ScaleInt32ByFixedPointAndExponent: ShiftLeft saturates",
+                "gemmlowp @16e8662 fixedpoint/fixedpoint.h L125-135; internal/output.h L150-221"),
+    OutputStage("tflite-U", _mbqm_stage("U", left_shift="wrap", min_min="saturate"),
+                "TFLite NEON MultiplyByQuantizedMultiplier4Rows: double rounding, ties up twice",
+                "tflite-micro @90b983c tensorflow/lite/kernels/internal/common.h L412-445"),
+    OutputStage("tflite-S", _mbqm_stage("S", overflow="wrap"),
+                "single rounding (ruy since 2021, TFLITE_SINGLE_ROUNDING): (x*m + 2^(30-s)) >> (31-s)",
+                "ruy ruy/apply_multiplier.cc L48-65; tflite-micro @90b983c common.cc L31-47"),
+    OutputStage("tflite-S_neon", _mbqm_stage("S_neon", left_shift="wrap"),
+                "ruy ARM kernels: SSHL (wraps) by max(s+1, 0), SQDMULH, SRSHL",
+                "ruy ruy/kernel_arm64.cc ~L545-561"),
+    OutputStage("tflite-S_neon-sat", _mbqm_stage("S_neon", left_shift="saturate"),
+                "the same with SQSHL (saturating pre-shift), as XNNPACK's rndnu", f"{XNNPACK} c4-neondot.c.in L562"),
+    OutputStage("gemmlowp-fixedpoint", _mbqm_stage("G", left_shift="saturate", min_min="saturate"),
+                "gemmlowp OutputStageBiasAddition, QuantizeDownInt32ByFixedPoint (SRDHM, RDBPOT, + offset), Clamp, "
+                "SaturatingCast", "gemmlowp @16e8662 public/output_stages.h L68-200; internal/output.h L121-354"),
+    OutputStage("fbgemm-float-generic", _fbgemm_float("generic"),
+                "FBGEMM ReQuantizeOutput, generic: f32(raw) * C_multiplier, lrintf, + zp, clamp [lo, 255]",
+                "pytorch/FBGEMM @71d6f8b include/fbgemm/OutputProcessing-inl.h L90-131", ("u8",)),
+    OutputStage("fbgemm-float-avx2", _fbgemm_float("avx2"),
+                "FBGEMM ReQuantizeOutput, AVX2: CVTPS2DQ, PACKSSDW, PADDSW zp, PACKUSWB, PMAXUB",
+                "pytorch/FBGEMM @71d6f8b src/QuantUtilsAvx2.cc requantizeOutputProcessingAvx2", ("u8",)),
+    OutputStage("fbgemm-fixed", fbgemm_fixed, "FBGEMM requantize_u8acc32_ref, fixed-point multiplier",
+                "pytorch/FBGEMM @71d6f8b src/RefImplementations.cc L217-255", ("u8",)),
+    OutputStage("qd8-f32-fma", qd8_f32_fma, "XNNPACK qd8: f32(acc) * inv_scale, FMA(b_scale, bias), clamp",
+                f"{XNNPACK} src/qs8-gemm/MRx8c8-avxvnni.c.in L432-464", ("f32",)),
+    OutputStage("qd8-f32-unfused", qd8_f32_unfused, "XNNPACK qd8 scalar / AArch32: multiply, then add the bias",
+                f"{XNNPACK} src/qs8-gemm/scalar.c.in L307-335", ("f32",)),
+    OutputStage("qd8-f32-scale-product", qd8_f32_scale_product,
+                "f32(acc) * f32(inv_scale * b_scale) fused with the bias (not XNNPACK's order)", "lowp", ("f32",)),
+    OutputStage("onednn-ref", onednn_ref,
+                "oneDNN reference: ((f32(acc) * src_scale) * wei_scale + bias) / dst_scale + zp, saturate, rne",
+                "uxlfoundation/oneDNN src/cpu/matmul/ref_matmul_int8.cpp; doc/programming_model/"
+                "attributes_quantization.md"),
+    OutputStage("onednn-ref-reciprocal", lambda a, q, t: onednn_ref(a, q, t, dst="reciprocal"),
+                "the reference with d * (1 / dst_scale)", "uxlfoundation/oneDNN src/cpu/matmul/ref_matmul_int8.cpp"),
+    OutputStage("onednn-jit", onednn_jit, "oneDNN JIT order: f32(acc) * (src_scale * wei_scale) + bias, * 1/dst_scale",
+                "uxlfoundation/oneDNN doc/programming_model/attributes_quantization.md (scales applied in f32)"),
+    OutputStage("onednn-ties-away", lambda a, q, t: onednn_ref(a, q, t, rounding="away"),
+                "the reference rounded half away from zero (the x64 GEMM driver's round_to_nearest)",
+                "uxlfoundation/oneDNN src/cpu/x64/gemm/gemm_driver.cpp L104-114"),
+]}
+
+
+def output_stage(name: str) -> OutputStage:
+    try:
+        return OUTPUT_STAGES[name]
+    except KeyError:
+        raise KeyError(f"no output stage named {name!r}; known: {', '.join(OUTPUT_STAGES)}") from None

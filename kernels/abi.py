@@ -1,0 +1,90 @@
+"""The quantized signatures' adapters: from (A, B, the case's quantization parameters) to the buffers and calls of
+one GEMM (an Invocation), for lowp's own driver ABI ('quant-gemm', kernels/include/lowp/quant.h) and XNNPACK's
+ukernel ABI ('xnnpack-gemm', lowp.kernels.xnnpack). Both executors run what comes out; C (and the workspace) hold
+poison(seed) first, as for the int32 `gemm` signature.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .invocation import Invocation, Ref
+from .registry import Kernel
+
+REQUANT_HEADER = np.dtype([("a_zero_point", "<i4"), ("b_zero_point", "<i4"), ("output_zero_point", "<i4"),
+                           ("output_min", "<i4"), ("output_max", "<i4"), ("n", "<i4"), ("reserved", "<i4", 2)])
+
+
+def requant_blob(q: dict, N: int) -> np.ndarray:
+    """struct lowp_requant and its arrays (bias, scale, multiplier, shift; N each), as bytes. Keys the case lacks
+    are zeros: a kernel reads only what its output stage uses."""
+    head = np.zeros(1, REQUANT_HEADER)
+    for name in ("a_zero_point", "b_zero_point", "output_zero_point", "output_min", "output_max"):
+        head[name] = int(np.asarray(q.get(name, 0)).reshape(-1)[0])
+    head["n"] = N
+    arrays = [np.broadcast_to(np.asarray(q.get(name, 0), dtype), (N,)).astype(dtype)
+              for name, dtype in (("bias", "<i4"), ("scale", "<f4"), ("multiplier", "<i4"), ("shift", "<i4"))]
+    return np.concatenate([head.view(np.uint8)] + [a.view(np.uint8) for a in arrays])
+
+
+# The canonical parameter keys (lowp.isa_models.requant): what each holds, so a wrong one is named before a call.
+# 'N' is one per output channel, 'M' one per row of A, () a scalar; the dtype kind: i(nt) or f(loat32).
+PARAM_SHAPES = {"bias": ("N", "if"), "scale": ("N", "f"), "multiplier": ("N", "i"), "shift": ("N", "i"),
+                "b_scale": ("N", "f"), "a_inv_scale": ("M", "f"), "a_zero_point": ("M?", "i"),
+                "b_zero_point": ((), "i"), "output_zero_point": ((), "i"), "output_min": ((), "if"),
+                "output_max": ((), "if")}
+
+
+def check_params(kernel: Kernel, q, M: int, N: int, required=()) -> None:
+    """ValueError naming the kernel and the key for a parameter set the kernel cannot be handed: not a dict, a
+    required key missing, an unknown key, or a value of the wrong type or length."""
+    if not isinstance(q, dict):
+        raise ValueError(f"{kernel.name}: the quantization parameters are a dict (bias, scale, output_zero_point, "
+                         f"...), got {type(q).__name__}")
+    problems = [f"{key!r} missing" for key in required if key not in q]
+    for key, value in q.items():
+        if key not in PARAM_SHAPES:
+            problems.append(f"unknown key {key!r} (known: {', '.join(PARAM_SHAPES)})")
+            continue
+        shape, kinds = PARAM_SHAPES[key]
+        a = np.asarray(value)
+        want = {"N": (N,), "M": (M,), "M?": (M,) if a.ndim else ()}.get(shape, shape)
+        if a.dtype.kind not in kinds or (a.dtype.kind == "f" and a.dtype != np.float32) or a.shape != want:
+            kind = " or ".join({"i": "integers", "f": "float32"}[k] for k in kinds)
+            problems.append(f"{key!r} must be {kind} of shape {want}, got {a.dtype} of shape {a.shape}")
+    if problems:
+        raise ValueError(f"{kernel.name}: bad quantization parameters: " + "; ".join(problems))
+
+
+def invocation(kernel: Kernel, A: np.ndarray, B: np.ndarray, q: dict, *, seed: int, work_seed: int | None,
+               workspace_bytes=None) -> Invocation:
+    from .executors import poison
+    M, K = A.shape
+    N = B.shape[1]
+    required = ()
+    if kernel.signature == "xnnpack-gemm":
+        from .xnnpack import LAYOUT_KEYS
+        required = LAYOUT_KEYS[kernel.xnnpack["params"]]
+    check_params(kernel, q, M, N, required)
+    if kernel.signature == "xnnpack-gemm":
+        from . import xnnpack
+        x = kernel.xnnpack
+        inv = xnnpack.invocation(A, B, q, datatype=x["datatype"], layout=x["params"], mr=kernel.tile.mr,
+                                 nr=kernel.tile.nr, kr=kernel.tile.kr, sr=x.get("sr", 1), symbol=kernel.symbol,
+                                 a_shift=_a_shift(kernel))
+        inv.buffers["C"] = poison((M, N), kernel.c_dtype, seed)
+        return inv
+    if kernel.signature == "quant-gemm":
+        size = max(int(workspace_bytes(M, N, K)), 1)
+        buffers = {"A": np.ascontiguousarray(A), "B": np.ascontiguousarray(B),
+                   "C": poison((M, N), kernel.c_dtype, seed),
+                   "work": poison(size, np.uint8, seed + 1 if work_seed is None else work_seed),
+                   "q": requant_blob(q, N)}
+        args = [M, N, K, Ref("A"), Ref("B"), Ref("C"), Ref("work"), Ref("q"), *kernel.params.values()]
+        names = ("M", "N", "K", "A", "B", "C", "work", "q", *kernel.params)
+        return Invocation(buffers, [(kernel.symbol, args)], output="C", writable=("C", "work"), arg_names=names)
+    raise ValueError(f"{kernel.name}: signature {kernel.signature!r} is not a quantized one")
+
+
+def _a_shift(kernel: Kernel) -> int:
+    shift = kernel.a_shift
+    return int(kernel.params[shift]) if isinstance(shift, str) else int(shift)

@@ -1,0 +1,142 @@
+"""lowp.kernels.xnnpack and lowp.kernels.abi against independent readings: XNNPACK's packing rule re-read as the loops
+of xnn_pack_qs8_gemm_goi_w (per output channel, per k), and the params / lowp_requant layouts as the C compiler
+lays out kernels/include/lowp's structs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lowp.kernels import abi, xnnpack
+
+INCLUDE = str(xnnpack.__file__).rsplit("/", 1)[0] + "/include"
+
+
+def _packed_by_loops(B, bias, izp, nr, kr, sr, floats=()):
+    """The packing as XNNPACK's loops state it: for each nr block, bias less izp * ksum (ksum over the packed k < K);
+    then for k blocks of kr, for each column of the block, kr weights at k = round_down(k0, kr*sr) +
+    ((k0 + j + n*kr) mod kr*sr); then each float array; padding zero."""
+    K, N = B.shape
+    skr = kr * sr
+    kp = -(-K // skr) * skr
+    out = bytearray()
+    for n0 in range(0, N, nr):
+        ints, weights = [0] * nr, []
+        for k0 in range(0, kp, kr):
+            for n in range(nr):
+                for j in range(kr):
+                    k = (k0 // skr) * skr + ((k0 + j + n * kr) % skr)
+                    v = int(B[k, n0 + n]) if k < K and n0 + n < N else 0
+                    weights.append(v)
+        for n in range(min(nr, N - n0)):
+            ints[n] = int(bias[n0 + n]) - izp * int(B[:, n0 + n].astype(np.int64).sum())
+        out += np.array(ints, np.int64).astype("<i4").tobytes() + np.array(weights, np.int8).tobytes()
+        for f in floats:
+            block = [float(f[n0 + n]) if n0 + n < N else 0.0 for n in range(nr)]
+            out += np.array(block, "<f4").tobytes()
+    return bytes(out)
+
+
+@pytest.mark.parametrize("nr,kr,sr", [(8, 8, 1), (16, 4, 1), (8, 1, 1), (4, 2, 4), (8, 8, 2), (4, 4, 4)])
+@pytest.mark.parametrize("K,N", [(1, 1), (7, 3), (9, 17), (33, 8), (64, 20)])
+def test_packing_matches_xnnpack_loops(nr, kr, sr, K, N):
+    rng = np.random.default_rng(K * 100 + N)
+    B = rng.integers(-128, 128, (K, N)).astype(np.int8)
+    bias = rng.integers(-10000, 10000, N).astype(np.int32)
+    scale = rng.random(N).astype(np.float32)
+    izp = -7
+    ints = (bias.astype(np.int64) - izp * B.astype(np.int64).sum(axis=0)).astype(np.int32)
+    got = xnnpack.pack_weights(B, nr=nr, kr=kr, sr=sr, column_ints=ints, column_floats=(scale,))
+    assert got.tobytes() == _packed_by_loops(B, bias, izp, nr, kr, sr, (scale,))
+
+
+def test_packing_refuses_non_power_of_two_blocks():
+    with pytest.raises(ValueError, match="powers of two"):
+        xnnpack.pack_weights(np.zeros((4, 4), np.int8), nr=4, kr=3, sr=1, column_ints=np.zeros(4, np.int32))
+
+
+def _c_layout(text: str, function: str, nfields: int):
+    import cffi
+
+    from lowp.isa_models.native import build_shared_library
+    from lowp import buildcache
+    from lowp.isa_models.native import cache_dir
+    path = buildcache.source_file(text, cache_dir() / "src", "abi-layout")
+    lib_path = build_shared_library([path], ("-O1", f"-I{INCLUDE}"), "abi-layout")
+    ffi = cffi.FFI()
+    ffi.cdef(f"void {function}(long *out);")
+    lib = ffi.dlopen(str(lib_path))
+    out = ffi.new(f"long[{nfields}]")
+    getattr(lib, function)(out)
+    return list(out)
+
+
+@pytest.mark.native
+def test_params_layouts_are_the_c_structs():
+    fields = {("qs8-qc8w", "fp32_scalar"): "lowp_xnn_qs8_qc8w_fp32_params",
+              ("qs8", "fp32_scalar"): "lowp_xnn_qs8_fp32_params",
+              ("qs8", "rndnu_neon"): "lowp_xnn_qs8_rndnu_neon_params",
+              ("qd8-f32-qc8w", "minmax_f32"): "lowp_xnn_f32_minmax_params"}
+    body = []
+    for i, (key, struct) in enumerate(fields.items()):
+        dtype = xnnpack.PARAMS_LAYOUTS[key]
+        lines = [f"out[{j}] = offsetof(struct {struct}, {name});" for j, name in enumerate(dtype.names)]
+        lines.append(f"out[{len(dtype.names)}] = sizeof(struct {struct});")
+        body.append(f"void layout{i}(long *out) {{ {' '.join(lines)} }}")
+    body.append("void layout_row(long *out) { out[0] = offsetof(struct lowp_xnn_qd8_quantization_params, inv_scale);"
+                " out[1] = sizeof(struct lowp_xnn_qd8_quantization_params); }")
+    text = "#include <stddef.h>\n#include \"lowp/xnnpack.h\"\n" + "\n".join(body)
+    for i, key in enumerate(fields):
+        dtype = xnnpack.PARAMS_LAYOUTS[key]
+        c = _c_layout(text, f"layout{i}", len(dtype.names) + 1)
+        assert c[:-1] == [dtype.fields[n][1] for n in dtype.names], key
+        assert c[-1] == dtype.itemsize, key
+    assert _c_layout(text, "layout_row", 2) == [xnnpack.QD8_ROW.fields["inv_scale"][1], xnnpack.QD8_ROW.itemsize]
+
+
+@pytest.mark.native
+def test_requant_blob_reads_back_through_the_header_macros():
+    text = """#include "lowp/quant.h"
+    #include <string.h>
+    static const unsigned char *blob;
+    void set(const unsigned char *b) { blob = b; }
+    void read(long *out) {
+      const struct lowp_requant *q = (const struct lowp_requant *) blob;
+      float s = LOWP_SCALE(q)[2];
+      out[0] = q->a_zero_point; out[1] = q->b_zero_point; out[2] = q->output_zero_point; out[3] = q->output_min;
+      out[4] = q->output_max; out[5] = q->n; out[6] = LOWP_BIAS(q)[2]; memcpy(&out[7], &s, 4);
+      out[8] = LOWP_MULTIPLIER(q)[2]; out[9] = LOWP_SHIFT(q)[2];
+    }"""
+    import cffi
+
+    from lowp import buildcache
+    from lowp.isa_models.native import build_shared_library, cache_dir
+    path = buildcache.source_file(text, cache_dir() / "src", "requant-blob")
+    ffi = cffi.FFI()
+    ffi.cdef("void set(const unsigned char *b); void read(long *out);")
+    lib = ffi.dlopen(str(build_shared_library([path], ("-O1", f"-I{INCLUDE}"), "requant-blob")))
+    q = {"a_zero_point": -3, "b_zero_point": 5, "output_zero_point": -1, "output_min": -100, "output_max": 90,
+         "bias": np.array([1, 2, -2 ** 31, 4], np.int32), "scale": np.array([0.5, 1, 0.25, 2], np.float32),
+         "multiplier": np.array([1, 2, 2 ** 30 + 7, 4], np.int32), "shift": np.array([0, 0, -5, 0], np.int32)}
+    blob = abi.requant_blob(q, 4)
+    lib.set(ffi.from_buffer(blob))
+    out = ffi.new("long[10]")
+    lib.read(out)
+    values = list(out)
+    assert values[:7] == [-3, 5, -1, -100, 90, 4, -2 ** 31]
+    assert np.array([values[7]], np.int64).astype("<u4").view("<f4")[0] == np.float32(0.25)
+    assert values[8:] == [2 ** 30 + 7, -5]
+
+
+def test_bad_parameters_name_the_kernel_and_key():
+    from lowp.kernels import Kernel
+    k = Kernel.__new__(Kernel)
+    k.name = "k"
+    with pytest.raises(ValueError, match="k: bad quantization parameters: 'scale' must be float32 of shape \\(3,\\)"):
+        abi.check_params(k, {"scale": np.ones(3, np.float64)}, 2, 3)
+    with pytest.raises(ValueError, match="'bias' missing"):
+        abi.check_params(k, {}, 2, 3, required=("bias",))
+    with pytest.raises(ValueError, match="unknown key 'zero_point'"):
+        abi.check_params(k, {"zero_point": 1}, 2, 3)
+    with pytest.raises(ValueError, match="are a dict"):
+        abi.check_params(k, [1, 2], 2, 3)
+    abi.check_params(k, {"a_zero_point": np.zeros(2, np.int32), "bias": np.zeros(3, np.int32)}, 2, 3)
