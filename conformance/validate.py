@@ -132,8 +132,9 @@ def select_kernels(names, registered) -> list[Kernel]:
 
 def build_problems(kernels) -> list[Problem]:
     """Build every kernel that can run here (the build cache makes this the workers' build too) and look up its
-    entry and workspace symbols: a source that does not compile or a symbol that is missing is a configuration
-    error named before any case runs, not a CRASH row per check."""
+    entry and workspace symbols: a source that does not compile (named, with the compiler's message), a link that
+    fails or a symbol that is missing is a configuration error named before any case runs, not a CRASH row per
+    check."""
     from lowp.emulator.errors import BuildError
     from lowp.kernels import executor
     from lowp.kernels.registry import workspace_symbol
@@ -145,10 +146,8 @@ def build_problems(kernels) -> list[Problem]:
         try:
             wanted = (k.symbol,) if k.signature == "xnnpack-gemm" else (k.symbol, workspace_symbol(k))
             symbols, missing = _symbols(ex, wanted)
-        except (BuildError, RuntimeError, OSError) as e:
-            text = str(e).strip().splitlines()
-            problems.append(Problem(origin(k.name), k.name, "source", "does not build: " +
-                                    "\n    ".join(text[:20] + (["..."] if len(text) > 20 else []))))
+        except (BuildError, RuntimeError, OSError, ValueError) as e:
+            problems.append(_build_problem(k, e))
             continue
         wrong = None if missing else _prototype_mismatch(k, ex)
         if wrong:
@@ -156,9 +155,21 @@ def build_problems(kernels) -> list[Problem]:
         for name in missing:
             close = did_you_mean(name, symbols)
             hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
-            problems.append(Problem(origin(k.name), k.name, "symbol", f"{k.source}: no function {name!r} in the built "
+            files = ", ".join(map(str, k.sources))
+            problems.append(Problem(origin(k.name), k.name, "symbol", f"{files}: no function {name!r} in the built "
                                     f"{'library' if ex.backend == 'native' else 'ELF'}{hint}"))
     return problems
+
+
+def _build_problem(kernel: Kernel, error: Exception) -> Problem:
+    """'<file> does not build: <the compiler's message>' (the file whose compile failed; a failed link names
+    every source), under the key the entry names its files by."""
+    text = str(error).strip().splitlines()
+    failed = getattr(error, "source", None)
+    what = str(failed) if failed else ", ".join(map(str, kernel.sources))
+    verb = "does not build" if failed or len(kernel.sources) == 1 else "do not link"
+    return Problem(origin(kernel.name), kernel.name, "sources" if len(kernel.sources) > 1 else "source",
+                   f"{what} {verb}: " + "\n    ".join(text[:20] + (["..."] if len(text) > 20 else [])))
 
 
 def _prototype_mismatch(kernel, ex) -> str | None:

@@ -1,10 +1,19 @@
-"""Cross-compile C or assembly for AArch64 with the `ziglang` package from PyPI (clang + lld inside; no apt
+"""Cross-compile C, C++ or assembly for AArch64 with the `ziglang` package from PyPI (clang + lld inside; no apt
 step), into a static ELF with no relocations, cached by everything that goes into it.
 
 Two targets:
   'bare'   aarch64-freestanding, no libc, lowp's runtime.c (memset/memcpy/...) linked in, every function kept
-           (--no-gc-sections) so any exported symbol can be called under Unicorn by Machine.
+           (--no-gc-sections) so any exported symbol can be called under Unicorn by Machine. lowp's minimal
+           freestanding headers (emulator/include: assert.h, string.h, <cstdint>, <limits>, <algorithm>, ...)
+           come first through -isystem; clang's own stdint.h, stddef.h, limits.h, stdbool.h and arm_neon.h
+           are zig's.
   'linux'  a static aarch64 Linux program without libc (linux_runtime.c: _start, raw syscalls), for qemu-aarch64.
+
+C++ sources (.cc, .cpp, .cxx) compile with `zig c++` and -fno-exceptions -fno-rtti -fno-threadsafe-statics:
+freestanding, no libc++ runtime; runtime_cxx.cc supplies the two hooks a class hierarchy references
+(__cxa_pure_virtual, operator delete: both trap). Nothing runs static constructors (.init_array): a kernel
+that needs a global object constructed at run time will see it zero-initialised; constexpr constructors and
+constant initialisation are fine. The entry symbols are extern "C".
 
 The cache is lowp.buildcache's: the key covers zig's version, the target, the flags, every source's (and the
 runtime's) bytes and the directory the compile runs in (the first source's, so relative -I paths resolve there),
@@ -30,9 +39,14 @@ from .errors import BuildError
 HERE = Path(__file__).resolve().parent
 # Cortex-A76 has FEAT_DotProd; +i8mm adds SMMLA/UMMLA/USMMLA/USDOT/SUDOT (zig rejects -march=armv8.6-a+i8mm).
 DEFAULT_CPU = "cortex_a76+i8mm"
+# zig cc defines NDEBUG itself at -O2 and above (its release modes), which gcc and clang do not: -UNDEBUG keeps
+# assert() on, as in the native build of the same flags; a kernel's own -DNDEBUG (after it) still turns it off.
 BASE_FLAGS = ("-O2", "-ffreestanding", "-fno-builtin", "-nostdlib", "-static", "-fno-pic", "-fno-stack-protector",
-              "-flax-vector-conversions=none")
+              "-flax-vector-conversions=none", "-UNDEBUG")
 RUNTIME = {"bare": HERE / "runtime.c", "linux": HERE / "linux_runtime.c"}
+CXX_RUNTIME = HERE / "runtime_cxx.cc"
+INCLUDE = HERE / "include"          # lowp's freestanding headers for the bare target
+CXX_FLAGS = ("-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics")
 TRIPLE = {"bare": "aarch64-freestanding", "linux": "aarch64-linux-none"}
 
 
@@ -115,19 +129,28 @@ class Binary:
         raise KeyError(f"{name}: address {addr:#x} is in no loaded segment")
 
 
-def zig(directory: Path) -> Toolchain:
-    """`python -m ziglang cc`, with zig's own caches under the build cache unless the environment places them."""
+def zig(directory: Path, driver: str = "cc") -> Toolchain:
+    """`python -m ziglang cc` (or `c++`), with zig's own caches under the build cache unless the environment
+    places them."""
     env = {name: os.environ.get(name) or str(directory / sub)
            for name, sub in (("ZIG_GLOBAL_CACHE_DIR", "zig-global"), ("ZIG_LOCAL_CACHE_DIR", "zig-local"))}
-    return Toolchain((sys.executable, "-m", "ziglang", "cc"), compiler_version(), env)
+    return Toolchain((sys.executable, "-m", "ziglang", driver), compiler_version(), env)
+
+
+def include_files() -> list[Path]:
+    """lowp's freestanding headers: -isystem keeps them out of -MMD's list, so their bytes join the key as
+    inputs (a changed header in a new lowp rebuilds)."""
+    return sorted(p for p in INCLUDE.iterdir() if p.is_file())
 
 
 def build(*sources, target: str = "bare", flags=(), cpu: str = DEFAULT_CPU, depends=(), cache=None) -> Binary:
-    """Compile and link C (.c) or assembly (.S/.s) sources for AArch64; return the cached Binary.
+    """Compile and link C (.c), C++ (.cc/.cpp/.cxx) or assembly (.S/.s) sources for AArch64; return the cached
+    Binary.
 
     target: 'bare' (Unicorn, Machine) or 'linux' (a static program for qemu-aarch64). flags: extra compiler
-    flags (e.g. '-O3', '-DN=64', '-Iinclude', relative to the first source's directory). cpu: zig's -mcpu.
-    depends: extra files whose bytes join the key (headers are found by the compiler's -MMD without them).
+    flags for every source (e.g. '-O3', '-DN=64', '-Iinclude', relative to the first source's directory); C++
+    sources also get CXX_FLAGS. cpu: zig's -mcpu. depends: extra files whose bytes join the key (headers are
+    found by the compiler's -MMD without them).
     """
     if target not in TRIPLE:
         raise ValueError(f"target: expected one of {', '.join(TRIPLE)}, got {target!r}")
@@ -138,13 +161,18 @@ def build(*sources, target: str = "bare", flags=(), cpu: str = DEFAULT_CPU, depe
         if not p.is_file():
             raise FileNotFoundError(f"source {p} does not exist")
     directory = Path(cache) if cache else cache_dir()
+    cxx = any(buildcache.language(p) == "c++" for p in paths)
+    runtime = [RUNTIME[target], *([CXX_RUNTIME] if cxx else [])]
+    headers = ("-isystem", str(INCLUDE)) if target == "bare" else ()
     try:
         out = buildcache.build(
-            zig(directory), [*paths, RUNTIME[target]], directory=directory, stem=f"{paths[0].stem}-{target}",
-            suffix=".elf", compile_flags=("-target", TRIPLE[target], f"-mcpu={cpu}", *BASE_FLAGS, *flags),
-            link_flags=("-Wl,--no-gc-sections",) if target == "bare" else (), inputs=depends)
+            zig(directory), [*paths, *runtime], directory=directory, stem=f"{paths[0].stem}-{target}",
+            suffix=".elf", compile_flags=("-target", TRIPLE[target], f"-mcpu={cpu}", *BASE_FLAGS, *headers, *flags),
+            link_flags=("-Wl,--no-gc-sections",) if target == "bare" else (),
+            inputs=[*depends, *(include_files() if headers else ())],
+            cxx=zig(directory, "c++") if cxx else None, language_flags={"c++": CXX_FLAGS})
     except buildcache.BuildFailed as e:
-        raise BuildError(f"{TRIPLE[target]}: {e}") from None
+        raise BuildError(f"{TRIPLE[target]}: {e}", source=e.source) from None
     return Binary(out, target, tuple(str(p) for p in paths))
 
 

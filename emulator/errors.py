@@ -13,7 +13,19 @@ class EmulatorError(Exception):
 
 
 class BuildError(EmulatorError):
-    """The cross compiler rejected a source (its diagnostics are the message)."""
+    """The cross compiler rejected a source (its diagnostics are the message); `.source` is the file whose
+    compile failed (None when the link failed or it is not known)."""
+
+    def __init__(self, message="", *, source=None):
+        super().__init__(message)
+        self.source = source
+
+    def __reduce__(self):                  # picklable with its source
+        return _build_error, (str(self), self.source)
+
+
+def _build_error(message, source):
+    return BuildError(message, source=source)
 
 
 class OutOfBounds(EmulatorError):

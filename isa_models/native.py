@@ -88,24 +88,36 @@ def compiler() -> list[str]:
     return cc.split()
 
 
+def cxx_compiler() -> list[str]:
+    """The C++ driver: $CXX, else c++, g++ or clang++ (it compiles the C++ sources and links their library)."""
+    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if not cxx:
+        raise NativeUnavailable("no C++ compiler found (set CXX or install g++)")
+    return cxx.split()
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("LOWP_CACHE_DIR") or Path.home() / ".cache" / "lowp") / "native"
 
 
-def toolchain() -> buildcache.Toolchain:
-    cc = tuple(compiler())
+def toolchain(cxx: bool = False) -> buildcache.Toolchain:
+    cc = tuple(cxx_compiler() if cxx else compiler())
     return buildcache.Toolchain(cc, buildcache.compiler_identity(cc))
 
 
 def build_shared_library(sources: Sequence[str | os.PathLike], flags: Sequence[str] = ("-O2",),
                          stem: str | None = None, depends: Sequence[str | os.PathLike] = ()) -> Path:
-    """Compile C sources with `flags` into a shared object in the cache, keyed by everything that goes into it
-    (lowp.buildcache: the compiler, the flags, the sources, the headers the compiler reports reading, `depends`).
-    The compile runs in the first source's directory, so relative -I and -include paths resolve there.
+    """Compile C, C++ (.cc, .cpp, .cxx) and assembly (.S, .s) sources with `flags` into a shared object in the
+    cache, keyed by everything that goes into it (lowp.buildcache: the compilers, the flags, the sources, the
+    headers the compiler reports reading, `depends`). With a C++ source, the C++ driver compiles it and links the
+    library (so its C++ runtime comes along); C stays with the C compiler. The compile runs in the first source's
+    directory, so relative -I and -include paths resolve there.
     Raises lowp.buildcache.BuildFailed naming the file, with the compiler's message."""
     sources = list(sources)
+    cxx = toolchain(cxx=True) if any(buildcache.language(s) == "c++" for s in sources) else None
     return buildcache.build(toolchain(), sources, directory=cache_dir(), stem=stem or Path(sources[0]).stem,
-                            suffix=".so", compile_flags=(*flags, "-fPIC"), link_flags=("-shared",), inputs=depends)
+                            suffix=".so", compile_flags=(*flags, "-fPIC"), link_flags=("-shared",), inputs=depends,
+                            cxx=cxx)
 
 
 def build_shared_object(source: str, stem: str = "x86-wrappers", flags: Sequence[str] = ("-O2",)) -> Path:

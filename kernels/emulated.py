@@ -32,7 +32,7 @@ class EmulatedExecutor:
     @cached_property
     def machine(self):
         from lowp.emulator import Machine, build
-        binary = build(self.kernel.source, flags=(*self.kernel.cflags, "-g"), depends=self.kernel.depends)
+        binary = build(*self.kernel.sources, flags=(*self.kernel.build_flags(), "-g"), depends=self.kernel.depends)
         return Machine(binary, **self.machine_options)
 
     def with_fresh_state(self) -> "EmulatedExecutor":

@@ -100,7 +100,7 @@ class NativeExecutor:
         ffi = cffi.FFI()
         ffi.cdef(_prototype(self.kernel))
         # -g: the entry's DWARF lets lowp check its prototype (lowp.kernels.prototype); the code is the same.
-        path = build_shared_library([self.kernel.source], (*self.kernel.cflags, "-g"),
+        path = build_shared_library(self.kernel.sources, (*self.kernel.build_flags(), "-g"),
                                     f"kernel-{Path(self.kernel.source).stem}", depends=self.kernel.depends)
         return ffi, self._open(ffi, path)
 

@@ -47,7 +47,8 @@ class Kernel:
     name: str
     target: str                       # 'x86-64' (native, cffi) or 'aarch64' (emulated, Unicorn)
     features: tuple[str, ...]         # CPU features (x86: /proc/cpuinfo names; AArch64: HWCAP names)
-    source: Path                      # C source; the entry symbol is `symbol`
+    sources: tuple[Path, ...]         # C, C++ (.cc .cpp .cxx) and assembly (.S .s) files, built into one library
+                                      # or ELF; the entry symbol is `symbol` (Kernel(source=p) means sources=(p,))
     symbol: str
     signature: str                    # a key of SIGNATURES
     a_type: str                       # 'u8', 's8', ...
@@ -61,6 +62,8 @@ class Kernel:
     cflags: tuple[str, ...] = ("-O3",)
     depends: tuple[Path, ...] = ()              # extra files whose bytes join the build key (headers need not be
                                                 # listed: the compiler's -MMD output puts them in the key)
+    include_dirs: tuple[Path, ...] = ()         # -I directories of every source's compile
+    defines: tuple[str, ...] = ()               # "NAME" or "NAME=VALUE": -D of every source's compile
     description: str = ""
     # Mnemonics of the claimed path (e.g. ("vpdpbusd",)): a check where none of them executed (emulated) or is
     # present in the compiled code (native) fails with "the claimed path never ran".
@@ -82,6 +85,21 @@ class Kernel:
     @property
     def quantized(self) -> bool:
         return self.signature in QUANTIZED_SIGNATURES
+
+    def __post_init__(self):
+        if isinstance(self.sources, (str, Path)):        # one file given as a path: the one-file form
+            self.sources = (self.sources,)
+        elif isinstance(self.sources, list):
+            self.sources = tuple(self.sources)
+
+    @property
+    def source(self) -> Path:
+        """The first of `sources` (the one file of a one-file kernel)."""
+        return self.sources[0]
+
+    def build_flags(self) -> tuple[str, ...]:
+        """The compile flags of every source: `cflags`, then -I for each include dir and -D for each define."""
+        return (*self.cflags, *(f"-I{d}" for d in self.include_dirs), *(f"-D{d}" for d in self.defines))
 
     @property
     def a_dtype(self) -> np.dtype:
@@ -136,6 +154,21 @@ SIGNATURES = {
                     "void *c, size_t cm_stride, size_t cn_stride, const void *params, ...)",
 }
 QUANTIZED_SIGNATURES = ("quant-gemm", "xnnpack-gemm")
+
+
+_kernel_init = Kernel.__init__
+
+
+def _init_with_source(self, *args, source=None, **fields):
+    """Kernel(source=p): the one-file form of sources=(p,), as a TOML entry's `source = "x.c"`."""
+    if source is not None:
+        if "sources" in fields:
+            raise TypeError("Kernel() takes source (one file) or sources (several), not both")
+        fields["sources"] = (source,)
+    _kernel_init(self, *args, **fields)
+
+
+Kernel.__init__ = _init_with_source
 
 
 def workspace_symbol(kernel: Kernel) -> str:
@@ -201,10 +234,10 @@ def _builtin() -> None:
 
 def load_toml(path: str | Path) -> list[Kernel]:
     """Register the kernels of a TOML file: one [[kernel]] table each, with the Kernel fields; `model` is
-    'module:function', `tile` = {mr, nr, kr, spill}, `domain` = {a = [lo, hi], b = [lo, hi]}. `source`,
-    `depends` and the paths of include options in `cflags` (-I, -isystem, -iquote, -include, ...) are relative to
-    the file. Every entry is checked against the kernel schema first: one KernelConfigError lists every problem
-    of the file, and then none of its kernels is registered."""
+    'module:function', `tile` = {mr, nr, kr, spill}, `domain` = {a = [lo, hi], b = [lo, hi]}. `source` (or
+    `sources`, several files), `include_dirs`, `depends` and the paths of include options in `cflags` (-I,
+    -isystem, -iquote, -include, ...) are relative to the file. Every entry is checked against the kernel schema
+    first: one KernelConfigError lists every problem of the file, and then none of its kernels is registered."""
     specs = specs_from_toml(path)
     taken = [Problem(path, s.name, "name", f"kernel {s.name!r} is already registered (by "
                      f"{_ORIGINS.get(s.name, 'an earlier call')})") for s in specs if s.name in _KERNELS]

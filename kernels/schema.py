@@ -2,9 +2,11 @@
 Python) may say, checked with pydantic before anything builds or runs.
 
 Unknown keys, wrong types, an unknown target, operand type, signature or CPU feature, a malformed tile, a domain
-outside its type or with lo > hi, non-int params, an unknown over-read buffer, a missing source or header, a
-`model` that does not import: each is a Problem naming the file, the kernel, the key, what is wrong, what is
-accepted and the nearest accepted names. One KernelConfigError carries every problem of a file at once.
+outside its type or with lo > hi, non-int params, an unknown over-read buffer, a missing source, header or
+include directory, a source of no known language, a define that is not NAME or NAME=VALUE, both or neither of
+`source` and `sources`, a `model` that does not import: each is a Problem naming the file, the kernel, the key,
+what is wrong, what is accepted and the nearest accepted names. One KernelConfigError carries every problem of a
+file at once.
 (Contract names are checked by lowp.conformance.validate: the contracts live there, downstream of the kernels.)
 """
 from __future__ import annotations
@@ -16,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, StrictInt, StrictStr, StringConstraints, ValidationError,
-                      ValidationInfo, field_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr, StringConstraints,
+                      ValidationError, ValidationInfo, field_validator)
 from pydantic_core import PydanticCustomError
 
 from lowp.isa_models.lanes import DTYPES
@@ -87,6 +89,8 @@ Identifier = Annotated[StrictStr, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0
 # A kernel name goes into check ids ('name:contract:domain') and report file names: no ':', '/' or blanks.
 KernelName = Annotated[StrictStr, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")]
 Word = Annotated[StrictStr, StringConstraints(pattern=r"^\S+$")]
+# A -D argument: a C identifier, optionally =value (any text on one line).
+Define = Annotated[StrictStr, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(=[^\n]*)?$")]
 Positive = Annotated[StrictInt, Field(ge=1)]
 NonNegative = Annotated[StrictInt, Field(ge=0)]
 Target = Literal[TARGETS]
@@ -96,6 +100,27 @@ Buffer = Literal[BUFFERS]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, hide_input_in_errors=False)
+
+
+def _source_file(path: Path) -> Path:
+    from lowp.buildcache import LANGUAGES
+    if path.suffix not in LANGUAGES:
+        accepted = ", ".join(f"{suffix} ({lang})" for suffix, lang in LANGUAGES.items())
+        raise _custom("bad_source", f"{path.name}: unknown source language {path.suffix or '(no suffix)'!r}; "
+                                    f"accepted: {accepted}")
+    if not path.is_file():
+        raise _custom("file_not_found", f"no such file: {path}")
+    return path
+
+
+def _directory(path: Path) -> Path:
+    if not path.is_dir():
+        raise _custom("file_not_found", f"no such directory: {path}")
+    return path
+
+
+SourceFile = Annotated[Path, AfterValidator(_source_file)]
+Directory = Annotated[Path, AfterValidator(_directory)]
 
 
 class TileSpec(_Strict):
@@ -170,7 +195,8 @@ class KernelSpec(_Strict):
     name: KernelName
     target: Target
     features: tuple[Word, ...] = ()
-    source: Path
+    source: SourceFile | None = None          # the one-file form of `sources` (an entry gives exactly one of them)
+    sources: Annotated[tuple[SourceFile, ...], Field(min_length=1)] | None = None
     symbol: Identifier
     signature: StrictStr
     a_type: OperandType
@@ -183,6 +209,8 @@ class KernelSpec(_Strict):
     params: dict[Identifier, StrictInt] = {}
     cflags: tuple[StrictStr, ...] = ("-O3",)
     depends: tuple[Path, ...] = ()
+    include_dirs: tuple[Directory, ...] = ()
+    defines: tuple[Define, ...] = ()
     description: StrictStr = ""
     requires: tuple[Word, ...] = ()
     overread: dict[Buffer, NonNegative] = {}
@@ -258,13 +286,6 @@ class KernelSpec(_Strict):
                                                         did_you_mean(signature, SIGNATURES), ", ".join(SIGNATURES)))
         return signature
 
-    @field_validator("source")
-    @classmethod
-    def _source_exists(cls, source):
-        if not source.is_file():
-            raise _custom("file_not_found", f"no such file: {source}")
-        return source
-
     @field_validator("depends")
     @classmethod
     def _depends_exist(cls, depends):
@@ -308,7 +329,8 @@ class KernelSpec(_Strict):
     def to_kernel(self):
         """The registry's Kernel for this entry."""
         from .registry import Domain, Kernel, Tile
-        fields = {name: getattr(self, name) for name in KernelSpec.model_fields}
+        fields = {name: getattr(self, name) for name in KernelSpec.model_fields if name != "source"}
+        fields["sources"] = self.sources or (self.source,)
         fields["tile"] = Tile(**self.tile.model_dump())
         fields["domain"] = Domain(tuple(self.domain.a), tuple(self.domain.b))
         fields["params"], fields["overread"] = dict(self.params), dict(self.overread)
@@ -399,11 +421,12 @@ def _message(error: dict) -> str:
         return _unknown(_KIND.get(loc[0], "value"), value, did_you_mean(str(value), choices), ", ".join(choices))
     if kind == "string_pattern_mismatch":
         rule = {"name": "letters, digits and _ . + - (no ':' or blanks)",
-                "symbol": "a C identifier", "params": "a C identifier"}.get(loc[0], "one word, no blanks")
+                "symbol": "a C identifier", "params": "a C identifier",
+                "defines": "NAME or NAME=VALUE, NAME a C identifier"}.get(loc[0], "one word, no blanks")
         return f"{_show(value)} is not a valid {loc[0]} entry: {rule}"
     if error["type"] in ("unknown_feature", "unknown_signature", "file_not_found", "bad_domain", "not_callable",
                          "bad_model", "unknown_datatype", "unknown_params", "unknown_stage", "bad_c_type", "bad_output",
-                         "bad_xnnpack"):
+                         "bad_xnnpack", "bad_source"):
         return error["msg"]
     return f"{error['msg'][0].lower()}{error['msg'][1:]}, got {_show(value)}"
 
@@ -422,10 +445,15 @@ def entry_label(entry, index: int) -> str:
 def validate_entry(entry: dict, *, path=None, kernel: str | None = None, toml: bool = False):
     """KernelSpec of one entry, or the list of its Problems."""
     kernel = kernel or entry_label(entry, 0)
+    given = [key for key in ("source", "sources") if isinstance(entry, dict) and entry.get(key) is not None]
+    problems = [] if len(given) == 1 else [Problem(
+        path, kernel, "source", "give either source = \"x.c\" (one file) or sources = [...] (several), not both"
+        if given else "missing (required): source = \"x.c\", or sources = [\"a.c\", \"b.S\", ...]")]
     try:
-        return KernelSpec.model_validate(entry, context={"toml": toml})
+        spec = KernelSpec.model_validate(entry, context={"toml": toml})
     except ValidationError as e:
-        return _problems(e, path, kernel)
+        return problems + _problems(e, path, kernel)
+    return problems or spec
 
 
 def validate_kernel(kernel, path=None) -> None:
@@ -434,6 +462,8 @@ def validate_kernel(kernel, path=None) -> None:
     entry, problems = {}, []
     label = kernel.name if isinstance(kernel.name, str) and kernel.name else "#1"
     for name in KernelSpec.model_fields:
+        if name == "source":                    # a property of Kernel: its first file
+            continue
         value = getattr(kernel, name)
         if name in ("tile", "domain"):
             cls = Tile if name == "tile" else Domain
@@ -502,13 +532,15 @@ def _plain(value):
 
 
 def resolve_paths(entry: dict, base: Path) -> dict:
-    """A TOML entry with `source`, `depends` and the path arguments of include options in `cflags` made absolute
-    relative to `base` (the TOML file's folder). Values of the wrong type are left for the schema to report."""
+    """A TOML entry with `source`, `sources`, `include_dirs`, `depends` and the path arguments of include options
+    in `cflags` made absolute relative to `base` (the TOML file's folder). Values of the wrong type are left for
+    the schema to report."""
     entry = dict(entry)
     if isinstance(entry.get("source"), str):
         entry["source"] = _absolute(entry["source"], base)
-    if isinstance(entry.get("depends"), list):
-        entry["depends"] = [_absolute(p, base) if isinstance(p, str) else p for p in entry["depends"]]
+    for key in ("sources", "include_dirs", "depends"):
+        if isinstance(entry.get(key), list):
+            entry[key] = [_absolute(p, base) if isinstance(p, str) else p for p in entry[key]]
     if isinstance(entry.get("cflags"), list) and all(isinstance(f, str) for f in entry["cflags"]):
         entry["cflags"] = resolve_cflags(entry["cflags"], base)
     return entry

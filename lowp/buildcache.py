@@ -11,6 +11,11 @@ otherwise it builds and writes a new artifact and manifest. Headers that the com
 directory (or through `-isystem`) are not listed, as with ccache: the compiler's identity stands for them.
 (ccache's direct mode: https://ccache.dev/manual/latest.html#_the_direct_mode)
 
+Each source is compiled as the language its suffix names (LANGUAGES: C, C++, assembly with or without the
+preprocessor); the language and the driver that compiles it join key 1, as do per-language flags. C++ sources
+compile with the C++ driver (`cxx=`), which then also links, so a C++ runtime the driver adds is linked in; C and
+assembly stay with the C driver (a C++ driver would compile a .c file as C++).
+
 The compile runs in the first source's directory, so relative `-I` paths and `-include` files resolve there; the
 sources are passed as absolute paths. Artifacts and manifests are written under a temporary name in the cache
 directory and moved into place with os.replace, so parallel workers see a whole file or none. A header modified
@@ -34,17 +39,27 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-FORMAT = "lowp-buildcache-1"        # bump when the key, the manifest or the command lines change meaning
+FORMAT = "lowp-buildcache-2"        # bump when the key, the manifest or the command lines change meaning
 MANIFEST_SUFFIX = ".manifest"
 KEY_CHARS = 24                      # of key 1 in file names (the manifest holds the whole key)
 RESULT_CHARS = 12                   # of the result key (key 1 plus the headers' hashes) in file names
+# Source suffix -> language (GCC's and clang's -x names, which both drivers also infer from these suffixes).
+LANGUAGES = {".c": "c", ".cc": "c++", ".cpp": "c++", ".cxx": "c++", ".S": "assembler-with-cpp", ".s": "assembler"}
 
 # Counts of this process's lookups: tests assert that an untouched rebuild runs no compiler.
 stats = {"hits": 0, "builds": 0, "compiler_runs": 0}
 
 
 class BuildFailed(RuntimeError):
-    """A compile or link failed; the message names the file and carries the compiler's own message."""
+    """A compile or link failed; the message names the file and carries the compiler's own message. `.source` is
+    the file whose compile failed (None when the link failed)."""
+
+    def __init__(self, message: str, source: Path | None = None):
+        super().__init__(message)
+        self.source = source
+
+    def __reduce__(self):                  # picklable with its source (child processes hand errors back)
+        return type(self), (str(self), self.source)
 
 
 @dataclass(frozen=True)
@@ -70,6 +85,16 @@ def compiler_identity(command: tuple[str, ...]) -> str:
     except (OSError, subprocess.SubprocessError) as e:
         raise BuildFailed(f"cannot run the compiler {' '.join(command)}: {e}") from None
     return f"{real} {stamp}\n{version.strip()}"
+
+
+def language(path: str | os.PathLike) -> str:
+    """The language of a source file by its suffix (LANGUAGES); ValueError naming the file for any other."""
+    suffix = Path(path).suffix
+    try:
+        return LANGUAGES[suffix]
+    except KeyError:
+        raise ValueError(f"{path}: unknown source language {suffix or '(no suffix)'!r}; accepted: "
+                         f"{', '.join(f'{s} ({lang})' for s, lang in LANGUAGES.items())}") from None
 
 
 def sha256_file(path: Path) -> str:
@@ -115,26 +140,38 @@ def parse_depfile(text: str) -> list[str]:
 
 
 def _key1(toolchain: Toolchain, compile_flags: Sequence[str], link_flags: Sequence[str], cwd: Path,
-          sources: Sequence[Path], inputs: Sequence[Path]) -> str:
+          sources: Sequence[Path], inputs: Sequence[Path], cxx: Toolchain | None,
+          language_flags: Mapping[str, Sequence[str]]) -> str:
     h = hashlib.sha256()
 
     def part(tag: str, data: bytes) -> None:
         h.update(f"{tag}:{len(data)}:".encode() + data)
 
     part("format", FORMAT.encode())
-    part("identity", toolchain.identity.encode())
-    for arg in toolchain.command:
-        part("command", arg.encode())
+    for tag, chain in (("", toolchain), ("c++ ", cxx if _has_cxx(sources) else None)):
+        if chain is not None:
+            part(tag + "identity", chain.identity.encode())
+            for arg in chain.command:
+                part(tag + "command", arg.encode())
     for flag in compile_flags:
         part("cflag", flag.encode())
     for flag in link_flags:
         part("lflag", flag.encode())
+    for lang in sorted(language_flags):
+        for flag in language_flags[lang]:
+            part(f"{lang} flag", flag.encode())
     part("cwd", str(cwd).encode())
     for tag, files in (("source", sources), ("input", inputs)):
         for p in files:
             part(tag, str(p).encode())
+            if tag == "source":
+                part("language", language(p).encode())
             part("bytes", p.read_bytes())
     return h.hexdigest()
+
+
+def _has_cxx(sources: Sequence[Path]) -> bool:
+    return any(language(s) == "c++" for s in sources)
 
 
 def _result_key(key1: str, headers: Mapping[str, str]) -> str:
@@ -182,51 +219,67 @@ def _mtime(path: Path) -> int:
         return 0
 
 
-def _run(toolchain: Toolchain, args: list[str], cwd: Path, what: str) -> None:
+def _run(toolchain: Toolchain, args: list[str], cwd: Path, what: str, source: Path | None = None) -> None:
     cmd = [*toolchain.command, *args]
     env = dict(os.environ, **toolchain.env) if toolchain.env else None
     stats["compiler_runs"] += 1
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     except OSError as e:
-        raise BuildFailed(f"{what} failed: cannot run {cmd[0]}: {e}") from None
+        raise BuildFailed(f"{what} failed: cannot run {cmd[0]}: {e}", source) from None
     if proc.returncode != 0:
         message = (proc.stderr.strip() or proc.stdout.strip())[-8000:]
         raise BuildFailed(f"{what} failed (exit status {proc.returncode}):\n{message}\n"
-                          f"command (in {cwd}): {' '.join(cmd)}")
+                          f"command (in {cwd}): {' '.join(cmd)}", source)
 
 
 def _compile_and_link(toolchain: Toolchain, sources: Sequence[Path], compile_flags: Sequence[str],
-                      link_flags: Sequence[str], cwd: Path, work: Path, output: Path) -> set[Path]:
-    """Compile each source to an object (with a depfile unless it is unpreprocessed .s), link them into `output`,
-    and return the headers the compiler listed (absolute)."""
+                      link_flags: Sequence[str], cwd: Path, work: Path, output: Path, cxx: Toolchain | None,
+                      language_flags: Mapping[str, Sequence[str]]) -> set[Path]:
+    """Compile each source to an object (with a depfile unless it is unpreprocessed .s), C++ with `cxx`, link
+    them into `output` (with `cxx` if there is C++), and return the headers the compiler listed (absolute)."""
     objects, headers = [], set()
     for i, src in enumerate(sources):
+        lang = language(src)
         obj, dep = work / f"{i}-{src.stem}.o", work / f"{i}-{src.stem}.d"
-        depflags = [] if src.suffix == ".s" else ["-MMD", "-MF", str(dep)]
-        _run(toolchain, [*compile_flags, "-c", str(src), "-o", str(obj), *depflags], cwd, f"compiling {src}")
+        depflags = [] if lang == "assembler" else ["-MMD", "-MF", str(dep)]
+        _run(cxx if lang == "c++" else toolchain,
+             [*compile_flags, *language_flags.get(lang, ()), "-c", str(src), "-o", str(obj), *depflags], cwd,
+             f"compiling {src}", src)
         if depflags:
             if not dep.is_file():
-                raise BuildFailed(f"compiling {src}: the compiler wrote no dependency file {dep.name} for -MMD -MF")
+                raise BuildFailed(f"compiling {src}: the compiler wrote no dependency file {dep.name} for -MMD -MF",
+                                  src)
             headers |= {(cwd / d).resolve() for d in parse_depfile(dep.read_text())}
         objects.append(str(obj))
     names = ", ".join(map(str, sources))
-    _run(toolchain, [*compile_flags, *link_flags, *objects, "-o", str(output)], cwd, f"linking {names}")
+    _run(cxx if _has_cxx(sources) else toolchain, [*compile_flags, *link_flags, *objects, "-o", str(output)], cwd,
+         f"linking {names}")
     return headers - set(sources)
 
 
 def build(toolchain: Toolchain, sources: Iterable[str | os.PathLike], *, directory: str | os.PathLike, stem: str,
           suffix: str, compile_flags: Sequence[str] = (), link_flags: Sequence[str] = (),
-          inputs: Iterable[str | os.PathLike] = ()) -> Path:
+          inputs: Iterable[str | os.PathLike] = (), cxx: Toolchain | None = None,
+          language_flags: Mapping[str, Sequence[str]] | None = None) -> Path:
     """Compile and link `sources` into `directory`/`stem`-<key><suffix>, or return the cached artifact.
 
     compile_flags go to every compile and to the link (so -target, -O3, -march apply to both); link_flags only
-    to the link (-shared, -Wl,...). inputs: extra files whose bytes join key 1 (the `depends=` of a builder).
-    Raises FileNotFoundError for a missing source and BuildFailed with the compiler's message.
+    to the link (-shared, -Wl,...); language_flags[lang] only to the compiles of that language (a LANGUAGES
+    value: 'c++' gets -fno-exceptions, ...). cxx: the C++ driver, needed when a source is C++ (it compiles those
+    and links). inputs: extra files whose bytes join key 1 (the `depends=` of a builder).
+    Raises FileNotFoundError for a missing source, ValueError for a source of an unknown language (or C++ without
+    `cxx`) and BuildFailed with the compiler's message.
     """
     sources = [Path(s).resolve() for s in sources]
     if not sources:
         raise ValueError("build() needs at least one source file")
+    for s in sources:
+        language(s)
+    if cxx is None and _has_cxx(sources):
+        raise ValueError(f"{next(s for s in sources if language(s) == 'c++')}: a C++ source needs a C++ driver "
+                         "(build(..., cxx=Toolchain(...)))")
+    language_flags = {lang: tuple(flags) for lang, flags in (language_flags or {}).items()}
     inputs = [Path(p).resolve() for p in inputs]
     for p in [*sources, *inputs]:
         if not p.is_file():
@@ -234,7 +287,7 @@ def build(toolchain: Toolchain, sources: Iterable[str | os.PathLike], *, directo
     compile_flags, link_flags = tuple(compile_flags), tuple(link_flags)
     directory = Path(directory)
     cwd = sources[0].parent
-    key1 = _key1(toolchain, compile_flags, link_flags, cwd, sources, inputs)
+    key1 = _key1(toolchain, compile_flags, link_flags, cwd, sources, inputs, cxx, language_flags)
     prefix = f"{stem}-{key1[:KEY_CHARS]}"
     if directory.is_dir():
         hit = lookup(directory, prefix, key1)
@@ -247,7 +300,8 @@ def build(toolchain: Toolchain, sources: Iterable[str | os.PathLike], *, directo
     work = Path(tempfile.mkdtemp(dir=directory, prefix=".build-"))
     try:
         output = work / f"out{suffix}"
-        headers = _compile_and_link(toolchain, sources, compile_flags, link_flags, cwd, work, output)
+        headers = _compile_and_link(toolchain, sources, compile_flags, link_flags, cwd, work, output, cxx,
+                                    language_flags)
         digests = {str(h): sha256_file(h) for h in sorted(headers)}
         artifact = directory / f"{prefix}-{_result_key(key1, digests)[:RESULT_CHARS]}{suffix}"
         os.replace(output, artifact)

@@ -235,5 +235,5 @@ def test_cli_parses_the_gemm_suite():
     from lowp.cli import build_parser
     args = build_parser().parse_args(["bench"])
     assert args.suite == "gemm"
-    args = build_parser().parse_args(["bench", "gemm", "--quick", "--no-torch", "--kernels", "q46_avx2"])
-    assert args.quick and args.no_torch and args.kernels == ["q46_avx2"]
+    args = build_parser().parse_args(["bench", "gemm", "--quick", "--no-torch", "--kernel", "q46_avx2"])
+    assert args.quick and args.no_torch and args.kernel == ["q46_avx2"]

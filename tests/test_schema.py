@@ -108,6 +108,18 @@ BAD = {
     "negative over-read": (dict(overread={"work": -1}), "overread.work", ["greater than or equal to 0"]),
     "missing source": (dict(source="nothere.c"), "source", ["no such file", "nothere.c"]),
     "missing header": (dict(depends=["nothere.h"]), "depends", ["no such file", "nothere.h"]),
+    "source and sources": (dict(sources=["k.c"]), "source", ["not both", "sources = [...]"]),
+    "neither source nor sources": (dict(source=None), "source", ["missing", "sources = ["]),
+    "missing one of the sources": (dict(source=None, sources=["k.c", "nothere.cc"]), "sources[1]",
+                                   ["no such file", "nothere.cc"]),
+    "no sources": (dict(source=None, sources=[]), "sources", ["at least 1 item"]),
+    "source of no known language": (dict(source="k.f90"), "source", ["unknown source language '.f90'", ".cc (c++)",
+                                                                      ".S (assembler-with-cpp)"]),
+    "missing include dir": (dict(include_dirs=["noinc"]), "include_dirs[0]", ["no such directory", "noinc"]),
+    "include dir that is a file": (dict(include_dirs=["k.c"]), "include_dirs[0]", ["no such directory", "k.c"]),
+    "define not an identifier": (dict(defines=["TILE=4", "1X=2"]), "defines[1]", ["'1X=2'", "NAME or NAME=VALUE"]),
+    "define with a blank": (dict(defines=["A B"]), "defines[0]", ["'A B'", "C identifier"]),
+    "define not a string": (dict(defines=[3]), "defines[0]", ["string"]),
     "model that does not import": (dict(model="no_such_module:f"), "model", ["cannot import", "no_such_module"]),
     "misspelt model": (dict(model="lowp.kernels.models:exact_gem"), "model", ["did you mean 'exact_gemm'"]),
     "model without a function": (dict(model="lowp.kernels.models"), "model", ["'module:function'"]),
@@ -218,11 +230,17 @@ def test_relative_paths_resolve_against_the_toml_file(tmp_path, monkeypatch):
     (folder / "include" / "k.h").write_text("#define X 1\n")
     cflags = ["-O3", "-I", "include", "-Iinc2", "-isystem", "sys", "-iquote", "q", "-include", "pre.h",
               "-I/abs/dir", "-I=sysroot/dir", "-include-pch", "x.pch", "-DX=1"]
-    path = write_toml(folder, entry(cflags=cflags, depends=["include/k.h"]))
+    (folder / "sub").mkdir()
+    (folder / "sub" / "two.S").write_text("")
+    path = write_toml(folder, entry(cflags=cflags, depends=["include/k.h"]),
+                      entry(name="schema_test_k2", source=None, sources=["k.c", "sub/two.S"],
+                            include_dirs=["include", "sub"]))
     monkeypatch.chdir(tmp_path)
-    (k,) = load_toml(Path("proj") / "kernels.toml")
+    k, k2 = load_toml(Path("proj") / "kernels.toml")
     base = folder.resolve()
-    assert k.source == base / "k.c" and k.depends == (base / "include" / "k.h",)
+    assert k.source == base / "k.c" and k.sources == (k.source,) and k.depends == (base / "include" / "k.h",)
+    assert k2.sources == (base / "k.c", base / "sub" / "two.S")
+    assert k2.include_dirs == (base / "include", base / "sub")
     assert k.cflags == ("-O3", "-I", str(base / "include"), f"-I{base / 'inc2'}", "-isystem", str(base / "sys"),
                         "-iquote", str(base / "q"), "-include", str(base / "pre.h"), "-I/abs/dir",
                         "-I=sysroot/dir", "-include-pch", "x.pch", "-DX=1")
@@ -272,7 +290,22 @@ def test_the_builtin_kernels_all_validate():
 
 
 def test_the_schema_covers_every_kernel_field():
-    assert list(KernelSpec.model_fields) == [f.name for f in dataclasses.fields(Kernel)]
+    # `source` is the schema's one-file spelling of Kernel.sources (Kernel.source is a property: the first file)
+    assert [n for n in KernelSpec.model_fields if n != "source"] == [f.name for f in dataclasses.fields(Kernel)]
+
+
+def test_source_is_the_one_file_form_of_sources(tmp_path):
+    (tmp_path / "b.S").write_text("")
+    one = python_kernel()
+    assert one.sources == (EXAMPLES / "my_maddubs_avx2.c",) and one.source == one.sources[0]
+    two = python_kernel(source=None, sources=[EXAMPLES / "my_maddubs_avx2.c", tmp_path / "b.S"])
+    assert two.sources == (EXAMPLES / "my_maddubs_avx2.c", tmp_path / "b.S") and two.source == two.sources[0]
+    validate_kernel(two)
+    assert dataclasses.replace(two, params={}).sources == two.sources
+    with pytest.raises(TypeError, match="not both"):
+        python_kernel(sources=(tmp_path / "b.S",))
+    flags = python_kernel(cflags=("-O2",), include_dirs=(tmp_path,), defines=("A", "B=x y")).build_flags()
+    assert flags == ("-O2", f"-I{tmp_path}", "-DA", "-DB=x y")
 
 
 # ---- CPU features --------------------------------------------------------------------------------------------

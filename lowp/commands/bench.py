@@ -18,7 +18,11 @@ def add_parser(sub) -> None:
                             "emulator: emulated instructions/s; mutants: the mutation suite's kill rate, time to "
                             "the first counterexample and counterexample sizes")
     bench.add_argument("--quick", action="store_true", help="gemm: 8 corner shapes of the grid, fewer rounds")
-    bench.add_argument("--kernels", nargs="+", metavar="NAME", help="gemm: only these registered kernels")
+    bench.add_argument("--kernel", action="append", default=[], metavar="NAME",
+                       help="gemm: only this registered kernel (repeatable; default: every x86-64 kernel)")
+    bench.add_argument("--kernels", dest="kernel_files", action="extend", nargs="+", default=[], metavar="FILE.toml",
+                       help="gemm: also register the kernels of this TOML file (repeatable), as lowp conformance "
+                            "does; a NAME here is the deprecated spelling of --kernel NAME")
     bench.add_argument("--no-torch", action="store_true", help="gemm: leave FBGEMM (PyTorch) out")
     bench.add_argument("--rounds", type=int, help="gemm: timing rounds per shape (default 7, quick 5)")
     bench.add_argument("--all", action="store_true", help="isa: every x86 intrinsic, not just the headline ones")
@@ -67,18 +71,53 @@ def bench_isa(args) -> int:
     return 0
 
 
+def gemm_kernels(args) -> list[str] | None:
+    """The names of the kernels `lowp bench gemm` times (None: every x86-64 kernel registered), after registering
+    the --kernels files and checking everything before anything is timed: KernelConfigError for a bad file, an
+    unknown name or a kernel that does not build. A --kernels value that is no file and no .toml is the deprecated
+    spelling of --kernel NAME (one release): it still selects, with a warning."""
+    import sys
+
+    from lowp.conformance.validate import build_problems, select_kernels, validate_kernels
+    from lowp.kernels import KernelConfigError, kernels, load_toml
+    files = [v for v in args.kernel_files if v.endswith(".toml") or "/" in v or Path(v).is_file()]
+    old = [v for v in args.kernel_files if v not in files]
+    if old:
+        print(f"warning: `lowp bench gemm --kernels {' '.join(old)}` is deprecated: --kernels now takes a TOML file; "
+              f"select kernels with {' '.join(f'--kernel {n}' for n in old)}", file=sys.stderr)
+    for path in files:
+        load_toml(path)
+    validate_kernels(kernels())
+    names = [*args.kernel, *old]
+    selected = select_kernels(names, kernels()) if names else kernels("x86-64")
+    for k in selected:
+        if k.target != "x86-64":
+            print(f"note: {k.name} is an {k.target} kernel; lowp bench gemm times x86-64 kernels on this CPU",
+                  file=sys.stderr)
+    problems = build_problems([k for k in selected if k.target == "x86-64"])
+    if problems:
+        raise KernelConfigError(problems)
+    return [k.name for k in selected] if names else None
+
+
 def bench_gemm(args) -> int:
     import sys
     import time
 
+    from lowp.kernels import KernelConfigError
     from lowp.kernels.bench import gemm_benchmark, per_call_overhead, summarize
+    try:
+        names = gemm_kernels(args)
+    except KernelConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
     def progress(i, n, shape):
         if sys.stderr.isatty():
             print(f"\rshape {i + 1}/{n}: {shape[0]}x{shape[2]} x {shape[2]}x{shape[1]}   ", end="", file=sys.stderr,
                   flush=True)
     start = time.perf_counter()
-    result = gemm_benchmark(quick=args.quick, names=args.kernels, rounds=args.rounds, torch=not args.no_torch,
+    result = gemm_benchmark(quick=args.quick, names=names, rounds=args.rounds, torch=not args.no_torch,
                             progress=progress)
     if sys.stderr.isatty():
         print(file=sys.stderr)

@@ -1,5 +1,7 @@
 """`lowp emulate kernel.c --function NAME --arg ...`: cross-compile an AArch64 kernel, call one of its functions
-under Unicorn (lowp.emulator) and print the result arrays, the instruction count and any fault."""
+under Unicorn (lowp.emulator) and print the result arrays, the instruction count and any fault.
+`lowp emulate --kernels my.toml --kernel NAME --arg ...` builds a registered kernel as its entry says (sources,
+include_dirs, defines, cflags) and calls its entry symbol (or --function)."""
 from __future__ import annotations
 
 import argparse
@@ -22,6 +24,8 @@ arguments, in the C function's order (repeat --arg once per parameter):
 example:
   lowp emulate tests/aarch64/gemm_sdot.c --function gemm_sdot \\
       --arg a=s8:8x64:random --arg bt=s8:8x64:random --arg c=s32:8x8 --arg m=8 --arg n=8 --arg k=64
+  lowp emulate --kernels docs/examples/kernels.toml --kernel my_sdot_neon --arg M=2 --arg N=8 --arg K=16 \\
+      --arg A=s8:2x16:random --arg B=s8:16x8:random --arg C=s32:2x8 --arg work=u8:256
 
 exit status: 0 when the call returned, 1 on a fault (out-of-bounds access, budget, undefined instruction,
 trap, lockstep mismatch), 2 on a usage or build error."""
@@ -71,8 +75,13 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "emulate", help="compile an AArch64 C/assembly kernel and run one function under Unicorn",
         description=__doc__, epilog=ARG_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("source", nargs="+", help="C (.c) or assembly (.S) sources, compiled together with zig")
-    p.add_argument("--function", "-f", required=True, help="the exported function to call")
+    p.add_argument("source", nargs="*", help="C (.c), C++ (.cc, .cpp, .cxx) or assembly (.S, .s) sources, compiled "
+                                             "together with zig (or give --kernel)")
+    p.add_argument("--kernel", "-k", metavar="NAME",
+                   help="instead of sources: build this registered kernel as its entry says and call its symbol")
+    p.add_argument("--kernels", dest="toml", action="append", default=[], metavar="FILE.toml",
+                   help="register the kernels of this TOML file first (repeatable), as lowp conformance does")
+    p.add_argument("--function", "-f", help="the exported function to call (default with --kernel: its symbol)")
     p.add_argument("--arg", "-a", action="append", default=[], metavar="NAME=VALUE",
                    help="one argument of the function, in order (see below)")
     p.add_argument("--flags", default="", help="extra compiler flags, e.g. '-O3 -DTILE=4'")
@@ -94,10 +103,25 @@ def run(args) -> int:
     except (ValueError, OSError) as e:
         print(f"lowp emulate: {e}", file=sys.stderr)
         return 2
+    if bool(args.source) == bool(args.kernel):
+        print("lowp emulate: give source files or --kernel NAME (not both)", file=sys.stderr)
+        return 2
+    if args.kernel:
+        kernel, status = _registered(args)
+        if kernel is None:
+            return status
+        sources, flags, depends = kernel.sources, kernel.build_flags(), kernel.depends
+        what = f"kernel {kernel.name!r}: "
+        args.function = args.function or kernel.symbol
+    else:
+        if not args.function:
+            print("lowp emulate: --function NAME is required with source files", file=sys.stderr)
+            return 2
+        sources, flags, depends, what = args.source, (), (), ""
     try:
-        binary = build(*args.source, flags=args.flags.split())
-    except (BuildError, FileNotFoundError) as e:
-        print(f"lowp emulate: {e}", file=sys.stderr)
+        binary = build(*sources, flags=[*flags, *args.flags.split()], depends=depends)
+    except (BuildError, FileNotFoundError, ValueError) as e:
+        print(f"lowp emulate: {what}{e}", file=sys.stderr)
         return 2
     machine = Machine(binary)
     names = [n for n, _ in parsed]
@@ -126,3 +150,23 @@ def run(args) -> int:
         print(f"fault: {type(fault).__name__}: {fault}", file=sys.stderr)
         return 1
     return 0
+
+
+def _registered(args):
+    """(the --kernel kernel, 0) after registering the --kernels files and checking the configuration, as lowp
+    bounds does; (None, 2) with the problems printed for a bad file, an unknown name or an x86-64 kernel."""
+    from lowp.conformance.validate import select_kernels, validate_kernels
+    from lowp.kernels import KernelConfigError, kernels, load_toml
+    try:
+        for path in args.toml:
+            load_toml(path)
+        validate_kernels(kernels())
+        (kernel,) = select_kernels([args.kernel], kernels())
+    except KernelConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None, 2
+    if kernel.target != "aarch64":
+        print(f"lowp emulate: kernel {kernel.name!r} is an {kernel.target} kernel; lowp emulate runs AArch64 "
+              "kernels under Unicorn", file=sys.stderr)
+        return None, 2
+    return kernel, 0
