@@ -328,7 +328,7 @@ SCALE_ANY = ScaleDomain(2.0 ** -32, 256.0, "", "")
 @dataclass(frozen=True)
 class Qd8Domain:
     """qd8 float output: bias float32 (N,), a_zero_point int32 (M,), a_inv_scale float32 (M,), b_scale float32
-    (N,), output_min <= output_max floats."""
+    (N,), output_min <= output_max float32 (the values the kernel's params hold)."""
     cite: str = QD8
     keys = ("bias", "a_zero_point", "a_inv_scale", "b_scale", "output_min", "output_max")
 
@@ -360,21 +360,21 @@ class Qd8Domain:
     def typical(self, rng, M, N, out_type, acc_lo, acc_hi):
         q = self._base(rng, M, N, rng.uniform(1e-3, 1, M), rng.uniform(1e-3, 1, N), rng.uniform(-10, 10, N))
         if rng.random() < 0.5:
-            return {**q, "output_min": float("-inf"), "output_max": float("inf")}
+            return {**q, "output_min": F32(-np.inf), "output_max": F32(np.inf)}
         a, b = sorted(rng.uniform(-100, 100, 2))
-        return {**q, "output_min": float(a), "output_max": float(b)}
+        return {**q, "output_min": F32(a), "output_max": F32(b)}
 
     def ends(self, rng, M, N, out_type, acc_lo, acc_hi):
         pick = np.array([2.0 ** -32, 1.0, 2.0 ** 32, float(np.finfo(F32).tiny)])
         q = self._base(rng, M, N, rng.choice(pick, M), rng.choice(pick, N), rng.choice([0.0, -1e30, 1e30], N))
         q["a_zero_point"] = rng.choice(np.array([-128, 127, 0], np.int32), M).astype(np.int32)
-        v = float(rng.uniform(-10, 10))
-        return {**q, "output_min": v, "output_max": v if rng.random() < 0.5 else float("inf")}
+        v = F32(rng.uniform(-10, 10))
+        return {**q, "output_min": v, "output_max": v if rng.random() < 0.5 else F32(np.inf)}
 
     def limits(self, rng, M, N, out_type, acc_lo, acc_hi):
         q = self._base(rng, M, N, rng.uniform(1, 2 ** 20, M), rng.uniform(1, 2 ** 20, N),
                        rng.choice([-3e38, 3e38], N))
-        return {**q, "output_min": float("-inf"), "output_max": float("inf")}
+        return {**q, "output_min": F32(-np.inf), "output_max": F32(np.inf)}
 
     def outside(self, rng, q, out_type):
         q = dict(q)
@@ -386,7 +386,7 @@ class Qd8Domain:
             q["a_zero_point"] = q["a_zero_point"].copy()
             q["a_zero_point"][0] = 128
         else:
-            q["output_min"], q["output_max"] = 1.0, -1.0
+            q["output_min"], q["output_max"] = F32(1.0), F32(-1.0)
         return q
 
     def simplify(self, q, out_type):
@@ -394,8 +394,8 @@ class Qd8Domain:
         for k in ("a_inv_scale", "b_scale"):
             if (q[k] != 1).any():
                 yield {**q, k: np.ones_like(q[k])}
-        if (q["output_min"], q["output_max"]) != (float("-inf"), float("inf")):
-            yield {**q, "output_min": float("-inf"), "output_max": float("inf")}
+        if (q["output_min"], q["output_max"]) != (F32(-np.inf), F32(np.inf)):
+            yield {**q, "output_min": F32(-np.inf), "output_max": F32(np.inf)}
 
 
 @dataclass(frozen=True)

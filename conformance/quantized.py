@@ -86,11 +86,37 @@ def draw_params(kern, A: np.ndarray, B: np.ndarray, seed: int, style: str, domai
     lo, hi = (int(acc.min()), int(acc.max())) if acc.size else (0, 0)
     contract = output_contract(kern.output)
     if domain == "outside":
-        drawn = contract.outside(rng, M, N, kern.c_type)
-    else:
-        drawn = contract.draw(rng, M, N, kern.c_type, style, lo, hi)
-    q = {**drawn, **zps}
+        return _outside(kern, contract, rng, acc, zps)
+    q = {**contract.draw(rng, M, N, kern.c_type, style, lo, hi), **zps}
     return _tensorwise(q) if per_tensor(kern) else q
+
+
+OUTSIDE_TRIES = 50
+
+
+def _outside(kern, contract, rng, acc, zps) -> dict:
+    """Parameters beyond the documented domain that the kernel can still be handed and the library's arithmetic
+    still defines (a scale the params initialisation cannot encode, a shift the library asserts against, have no
+    result to compare with: they are drawn again)."""
+    M, N = acc.shape
+    for _ in range(OUTSIDE_TRIES):
+        q = {**contract.outside(rng, M, N, kern.c_type), **zps}
+        q = _tensorwise(q) if per_tensor(kern) else q
+        if _defined(kern, contract, acc, q):
+            return q
+    return q
+
+
+def _defined(kern, contract, acc, q) -> bool:
+    from lowp.isa_models.requant import OUTPUT_STAGES
+    try:
+        OUTPUT_STAGES[contract.accepted[0]].compute(acc, q, kern.c_type)
+        if kern.signature == "xnnpack-gemm":
+            from lowp.kernels.xnnpack import params_blob
+            params_blob(kern.xnnpack["datatype"], kern.xnnpack["params"], q)
+    except (ArithmeticError, ValueError):
+        return False
+    return True
 
 
 def quant_strategy(kern, domain: str, M: int, N: int):
