@@ -46,6 +46,7 @@ PARAMS_LAYOUTS = {
     ("qd8-f32-qc8w", "minmax_f32"): np.dtype([("min", "<f4"), ("max", "<f4")]),
 }
 QD8_ROW = np.dtype([("zero_point", "<i4"), ("inv_scale", "<f4")])
+EXTRA_QUANTIZATION_PARAMS = 10
 # What each layout needs from a case's quantization parameters (lowp.isa_models.requant's q keys).
 LAYOUT_KEYS = {
     "fp32_scalar": ("bias", "scale", "output_zero_point", "output_min", "output_max"),
@@ -144,8 +145,12 @@ def invocation(A: np.ndarray, B: np.ndarray, q: dict, *, datatype: str, layout: 
     buffers = {"A": np.ascontiguousarray(A), "w": w, "C": np.zeros((M, N), c_dtype),
                "params": params_blob(datatype, layout, q)}
     if d.name.startswith("qd8"):
-        rows = np.zeros(M, QD8_ROW)
-        rows["zero_point"], rows["inv_scale"] = q["a_zero_point"], q["a_inv_scale"]
+        # XNNPACK's qd8 ukernels read MR rows of these whatever mr is: the operator allocates
+        # XNN_EXTRA_QUANTIZATION_PARAMS (10) more and fills them with copies of the last row
+        # (include/xnnpack.h; src/operator-run.c xnn_compute_pad_qd8_params).
+        rows = np.zeros(M + EXTRA_QUANTIZATION_PARAMS, QD8_ROW)
+        rows["zero_point"][:M], rows["inv_scale"][:M] = q["a_zero_point"], q["a_inv_scale"]
+        rows[M:] = rows[M - 1]
         buffers["quantization_params"] = rows.view(np.uint8)
     calls = []
     for m0 in range(0, M, mr):
