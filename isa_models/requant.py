@@ -223,7 +223,8 @@ def xnnpack_fp32_avxvnni_wrap(acc, q, out_type):
     """The AVX-VNNI shape: MINPS output_max - zp, CVTPS2DQ, then a plain 32-bit VPADDD of the zero point before
     the packs. Below -2^31 CVTPS2DQ gives INT32_MIN, and INT32_MIN + a negative zero point wraps to a large
     positive value, which packs to 127 where the reference gives output_min.
-    src/qs8-gemm/MRx8c8-avxvnni.c.in L535-558 (_mm256_add_epi32(vacc, voutput_zero_point))."""
+    src/qs8-gemm/MRx8c8-avxvnni.c.in L535-558 (_mm256_add_epi32(vacc, voutput_zero_point)); the AVX-512 VNNI
+    template has the same step (src/qs8-gemm/MRx16c4-avx512vnni.c.in @ad7560b, _mm512_add_epi32)."""
     v = _fp32_scaled(acc, q)
     _, _, hi = _less_zp(q)
     return _x86_tail(cvtps2dq(np.minimum(v, hi)).astype(np.int64), q, out_type, zero_point_add="paddd")
