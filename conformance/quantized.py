@@ -184,8 +184,8 @@ def readings(check_name: str, kern, A, B, q, C) -> list[str]:
         try:
             if same(C, OUTPUT_STAGES[name].compute(exact, q, kern.c_type)):
                 names.append(f"output stage {name}")
-        except ArithmeticError:            # a variant undefined on this input (a contract corner) is not a reading
-            continue
+        except (ArithmeticError, ValueError):   # a variant undefined on this input (a corner, a scale its params
+            continue                             # initialisation cannot encode) is not a reading
     for variant in accumulation_contract("exact").known:
         acc = zero_point_corrected(variant.compute(A, B).astype(np.int64), A, B, q)
         if same(C, OUTPUT_STAGES[out.accepted[0]].compute(acc, q, kern.c_type)):

@@ -131,3 +131,24 @@ def test_study_pages_are_generated_with_their_figures():
         pngs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", page)
         assert pngs, f"{name}: no figures (regenerate with matplotlib installed)"
         assert json.loads((DOCS / "studies" / f"{name}.json").read_text())["study"] == name
+
+
+def test_getting_started_requantizing_walkthrough_matches_a_run(tmp_path):
+    """The XNNPACK-ABI walk-through's counterexample block is what `lowp conformance` writes for that kernel."""
+    from lowp.kernels.features import host_features
+    need = ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
+    if any(f not in host_features("x86-64") for f in need):
+        pytest.skip("this CPU lacks AVX-512 VNNI: the walk-through's kernel cannot run here")
+    toml = DOCS.parent / "kernels" / "quantized" / "x86.toml"
+    out = tmp_path / "rep"
+    cmd = [sys.executable, "-m", "lowp", "conformance", "--kernels", str(toml), "--kernel",
+           "qs8_qc8w_gemm_4x16c4_fp32_avx512vnni", "--examples", "40", "--no-grid", "--out", str(out)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr          # the seeded kernel breaks its claim
+    report = (out / "report.md").read_text()
+    page = (DOCS / "getting-started.md").read_text()
+    section = page.split("## A requantizing kernel", 1)[1]
+    block = section.split("```")[5]                        # toml, sh, then the counterexample
+    for line in block.strip().splitlines():
+        assert line in report, line
+    assert "cause: wrong value: the result matches output stage xnnpack-fp32-avxvnni-wrap" in report
