@@ -78,6 +78,13 @@ def _suggestion(names: list[str]) -> str:
     return f"; did you mean {' or '.join(repr(n) for n in names)}?" if names else ""
 
 
+def _known_name(code: str, what: str, value: str, names) -> str:
+    """`value` if it is one of `names`, else the schema error `code`: 'unknown <what> ...; did you mean ...?'."""
+    if value not in names:
+        raise _custom(code, _unknown(what, value, did_you_mean(value, names), ", ".join(names)))
+    return value
+
+
 def _unknown(what: str, value, suggestions: list[str], accepted: str) -> str:
     """'unknown <what> <value>; did you mean ...? Accepted: ...' (the accepted values after the suggestion)."""
     then = " Accepted: " if suggestions else "; accepted: "
@@ -148,20 +155,16 @@ class XnnpackSpec(_Strict):
     @classmethod
     def _known_datatype(cls, datatype):
         from .xnnpack import DATATYPES
-        if datatype not in DATATYPES:
-            raise _custom("unknown_datatype", _unknown("XNNPACK datatype", datatype,
-                                                       did_you_mean(datatype, DATATYPES), ", ".join(DATATYPES)))
-        return datatype
+        return _known_name("unknown_datatype", "XNNPACK datatype", datatype, DATATYPES)
 
     @field_validator("params")
     @classmethod
     def _known_layout(cls, params, info: ValidationInfo):
         from .xnnpack import DATATYPES
         datatype = DATATYPES.get(info.data.get("datatype"))
-        if datatype is not None and params not in datatype.params:
-            raise _custom("unknown_params", _unknown(f"params layout for {datatype.name}", params,
-                                                     did_you_mean(params, datatype.params), ", ".join(datatype.params)))
-        return params
+        if datatype is None:
+            return params
+        return _known_name("unknown_params", f"params layout for {datatype.name}", params, datatype.params)
 
 
 class ModelPartsSpec(_Strict):
@@ -179,10 +182,7 @@ class ModelPartsSpec(_Strict):
     @classmethod
     def _known_stage(cls, output):
         from lowp.isa_models.requant import OUTPUT_STAGES
-        if output not in OUTPUT_STAGES:
-            raise _custom("unknown_stage", _unknown("output stage", output, did_you_mean(output, OUTPUT_STAGES),
-                                                    ", ".join(OUTPUT_STAGES)))
-        return output
+        return _known_name("unknown_stage", "output stage", output, OUTPUT_STAGES)
 
 
 class DomainSpec(_Strict):
@@ -281,10 +281,7 @@ class KernelSpec(_Strict):
     @classmethod
     def _known_signature(cls, signature):
         from .registry import SIGNATURES
-        if signature not in SIGNATURES:
-            raise _custom("unknown_signature", _unknown("signature kind", signature,
-                                                        did_you_mean(signature, SIGNATURES), ", ".join(SIGNATURES)))
-        return signature
+        return _known_name("unknown_signature", "signature kind", signature, SIGNATURES)
 
     @field_validator("depends")
     @classmethod

@@ -70,3 +70,16 @@ domain = {{a = [0, 255], b = [-128, 127]}}
 def scalar_kernels_toml(prefix: str, source: str, whats) -> str:
     """[[kernel]] tables for test kernels `<what>_gemm` in `source`: u8 x s8, 1x1x1 tile, claiming exact."""
     return "".join(SCALAR_KERNEL_TOML.format(prefix=prefix, source=source, what=w) for w in whats)
+
+
+@pytest.fixture
+def forget_kernels():
+    """Unregister, after the test, every kernel it registered (load_toml, check() and the commands register)."""
+    from lowp.kernels import kernels
+    from lowp.kernels.registry import _KERNELS, _ORIGINS
+    kernels()
+    before = set(_KERNELS)
+    yield
+    for name in set(_KERNELS) - before:
+        _KERNELS.pop(name)
+        _ORIGINS.pop(name, None)

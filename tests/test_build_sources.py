@@ -25,14 +25,9 @@ NAMES = ("bs_two_c_x86", "bs_two_c_arm", "bs_cxx_x86", "bs_cxx_arm", "bs_asm_arm
 
 
 @pytest.fixture(autouse=True)
-def forget_test_kernels():
+def forget_test_kernels(forget_kernels):
     """Unregister what a test registered (check() and the commands register the TOML's kernels)."""
-    kernels()
-    before = set(_KERNELS)
     yield
-    for name in set(_KERNELS) - before:
-        _KERNELS.pop(name)
-        _ORIGINS.pop(name, None)
 
 
 def load(path: Path = TOML) -> dict[str, Kernel]:

@@ -129,7 +129,7 @@ def _entry(tmp_path, name, *, signature="quant-gemm", c_type="s8", output='outpu
     ("", "s8", "claims an output-stage contract"),
     ('output = "xnnpack-fp32"', "f32", "produces s8, u8, not f32"),
 ])
-def test_bad_output_claims_are_named(tmp_path, output, c_type, expect):
+def test_bad_output_claims_are_named(tmp_path, forget_kernels, output, c_type, expect):
     from lowp.conformance.validate import validate_kernels
     name = f"badout_{abs(hash((output, c_type))) % 10 ** 6}"
     ks = load_toml(_entry(tmp_path, name, c_type=c_type, output=output))
@@ -137,12 +137,12 @@ def test_bad_output_claims_are_named(tmp_path, output, c_type, expect):
         validate_kernels(ks)
 
 
-def test_schema_refuses_a_c_type_the_signature_cannot_return(tmp_path):
+def test_schema_refuses_a_c_type_the_signature_cannot_return(tmp_path, forget_kernels):
     with pytest.raises(KernelConfigError, match="signature 'quant-gemm' returns the requantized output"):
         load_toml(_entry(tmp_path, "bad_ctype", c_type="s32"))
 
 
-def test_a_ukernel_with_the_wrong_prototype_is_named_before_any_case(tmp_path):
+def test_a_ukernel_with_the_wrong_prototype_is_named_before_any_case(tmp_path, forget_kernels):
     from lowp.conformance.validate import build_problems
     ks = load_toml(_entry(tmp_path, "wrong_proto", body="void {s}(long M, long N, long K, const void *A, "
                           "const void *B, void *C, void *w) {{}}\nunsigned long {p}_workspace(long M, long N, "

@@ -12,17 +12,19 @@ HEADLINE = ("_mm512_maddubs_epi16", "_mm256_maddubs_epi16", "_mm_maddubs_epi16",
 
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks (ratios side by side in one run)")
-    bench.add_argument("suite", nargs="?", default="gemm", choices=("gemm", "isa", "emulator", "mutants"),
+    bench.add_argument("suite", nargs="?", default="gemm", choices=("gemm", "isa", "emulator", "mutants", "conformance"),
                        help="gemm (default): seed 004's GEMM grid, ns per multiply-accumulate of numpy float32, the "
                             "x86 kernels and FBGEMM, side by side; isa: model vs native lanes/s; "
                             "emulator: emulated instructions/s; mutants: the mutation suite's kill rate, time to "
-                            "the first counterexample and counterexample sizes")
-    bench.add_argument("--quick", action="store_true", help="gemm: 8 corner shapes of the grid, fewer rounds")
+                            "the first counterexample and counterexample sizes; conformance: `lowp conformance` over 100 "
+                            "copies of real kernels (issue 11's targets: 10 minutes for 100, 2 s per kernel)")
+    bench.add_argument("--quick", action="store_true", help="gemm: 8 corner shapes of the grid, fewer rounds; conformance: 10 kernels")
     bench.add_argument("--kernel", action="append", default=[], metavar="NAME",
                        help="gemm: only this registered kernel (repeatable; default: every x86-64 kernel)")
     bench.add_argument("--kernels", dest="kernel_files", action="extend", nargs="+", default=[], metavar="FILE.toml",
                        help="gemm: also register the kernels of this TOML file (repeatable), as lowp conformance "
-                            "does; a NAME here is the deprecated spelling of --kernel NAME")
+                            "does; a NAME here is the deprecated spelling of --kernel NAME; conformance: the "
+                            "kernel files to copy (default: the packaged kernels/quantized/x86.toml and aarch64.toml)")
     bench.add_argument("--no-torch", action="store_true", help="gemm: leave FBGEMM (PyTorch) out")
     bench.add_argument("--rounds", type=int, help="gemm: timing rounds per shape (default 7, quick 5)")
     bench.add_argument("--all", action="store_true", help="isa: every x86 intrinsic, not just the headline ones")
@@ -30,7 +32,12 @@ def add_parser(sub) -> None:
     bench.add_argument("--toml", type=Path, action="append", default=None,
                        help="mutants: a suite's kernels TOML, with expected.toml beside it (repeatable; default: "
                             "tests/mutants/mutants.toml and tests/mutants/independent/mutants.toml of the checkout)")
-    bench.add_argument("--examples", type=int, default=100, help="mutants: hypothesis examples per check")
+    bench.add_argument("--examples", type=int, default=None,
+                       help="mutants: hypothesis examples per check (default 100); conformance: as lowp conformance "
+                            "(default 150)")
+    bench.add_argument("--copies", type=int, default=None, metavar="N",
+                       help="conformance: kernels in total, cycling over the files' entries (default 100; --quick 10)")
+    bench.add_argument("--jobs", type=int, default=None, help="conformance: parallel workers (default: one per core)")
     bench.set_defaults(func=cmd_bench)
 
 
@@ -39,6 +46,8 @@ def cmd_bench(args) -> int:
         return bench_gemm(args)
     if args.suite == "mutants":
         return bench_mutants(args)
+    if args.suite == "conformance":
+        return bench_conformance(args)
     if args.suite == "emulator":
         from lowp.emulator.bench import emulator_benchmark  # noqa: PLC0415 (only when asked)
         rows = emulator_benchmark()
@@ -159,7 +168,7 @@ def bench_mutants(args) -> int:
         return 2
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        expected, rows = mutants.run_suites(tomls, Path(tmp) / "journal.jsonl", examples=args.examples)
+        expected, rows = mutants.run_suites(tomls, Path(tmp) / "journal.jsonl", examples=100 if args.examples is None else args.examples)
     seconds = time.perf_counter() - start
     s = mutants.summary(expected, rows)
     table = [(name, expected[name].kind, expected[name].cause or "", "yes" if ok else "NO", why[:110])
@@ -170,3 +179,66 @@ def bench_mutants(args) -> int:
           f"{s['median_first_failure_seconds']} s; median counterexample {s['median_counterexample_elements']} "
           f"elements ({s['median_counterexample_nonzero']} nonzero); {len(rows)} checks in {seconds:.1f} s")
     return 0 if s["killed"] == s["mutants"] and not s["false_alarms"] else 1
+
+
+def _s(x) -> str:
+    return "" if x is None else f"{x:.2f}"
+
+
+def bench_conformance(args) -> int:
+    """`lowp conformance` over N copies of real kernels (lowp.conformance.bench): the wall time against issue 11's
+    10 minutes, per-check and per-kernel seconds native and emulated, verdict counts, and one kernel of each entry
+    against the 2 s target. Exits 0 whatever the verdicts (a benchmark, not a test); 2 for a bad configuration."""
+    import sys
+
+    from lowp.conformance import bench
+    from lowp.kernels import KernelConfigError
+    n = args.copies or (bench.QUICK_COPIES if args.quick else bench.DEFAULT_COPIES)
+    try:
+        result = bench.run(args.kernel_files or None, n=n, jobs=args.jobs,
+                           examples=150 if args.examples is None else args.examples)
+    except (KernelConfigError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    s = bench.summarize(result)
+    t = s["seconds"]
+    target = bench.RUN_TARGET_SECONDS
+    print(f"lowp conformance over {s['kernels']} kernels ({s['backends']['native']} native, "
+          f"{s['backends']['emulated']} emulated; copies of {', '.join(result['tomls'])}), {s['checks']} checks, "
+          f"{s['jobs']} jobs on {s['cores']} cores, {result['examples']} search examples per check"
+          f"{'' if result['grid'] else ', no grid'}\n")
+    print(tabulate([("total (check + build, plan, run, report)", f"{t['total']:.1f}",
+                     f"{'within' if s['within_target'] else 'OVER'} {target / 60:.0f} min"
+                     + ("" if s["kernels"] == 100 else f" (target is for 100 kernels: {t['total'] * 100 / s['kernels']:.0f} s "
+                        "scaled)")),
+                    ("  check the configuration and build (cache)", f"{t['build']:.1f}", ""),
+                    ("  run the checks (child processes)", f"{t['run']:.1f}", ""),
+                    ("  write the report", f"{t['report']:.1f}", ""),
+                    ("sum of the rows' seconds", f"{s['check_seconds']:.1f}", "cases, search, shrinking"),
+                    ("outside the rows (jobs x run - sum)", f"{s['overhead']:.1f}",
+                     f"{s['overhead'] / max(1, s['checks']):.2f} s per check: worker start, kernel load, cases "
+                     "generated, idle workers at the end")],
+                   headers=("wall time", "seconds", "target"), tablefmt="github"))
+    print()
+    print(tabulate([(r["measure"], r["backend"], r["n"], _s(r["median"]), _s(r["p90"]), _s(r["max"]))
+                    for r in s["timings"]],
+                   headers=("seconds", "backend", "n", "median", "p90", "max"), tablefmt="github"))
+    print()
+    print(tabulate([(v, c, n) for (v, c), n in sorted(s["verdicts"].items())],
+                   headers=("verdict", "check", "count"), tablefmt="github"))
+    if s["by_design"]:
+        kernels = sorted({i.split(":")[0] for i in s["by_design"]})
+        print(f"\n{len(s['by_design'])} claimed check(s) FAIL by design, not a benchmark failure: the seeded "
+              f"kernel's claimed contract check ({len(kernels)} copies of it; "
+              f"{result['expected'][kernels[0]]}).")
+    if s["unexpected"]:
+        print(f"\nunexpected claimed failures: {', '.join(s['unexpected'])}")
+    print(f"\none kernel of each entry, default cases, measured in this run (target: "
+          f"{bench.KERNEL_TARGET_SECONDS:.0f} s per kernel, all its checks)")
+    print(tabulate([(e["entry"], e["backend"], e["checks"], f"{e['seconds']:.2f}", _s(e["claimed seconds"]),
+                     f"{e['median of its copies']:.2f} ({e['copies']})", "yes" if e["within 2 s"] else "NO",
+                     "claimed check FAILs by design" if e["by design"] else "")
+                    for e in s["entries"]],
+                   headers=("entry", "backend", "checks", "seconds", "claimed check", "median of its copies",
+                            "within 2 s", "note"), tablefmt="github"))
+    return 0
