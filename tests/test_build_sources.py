@@ -15,8 +15,7 @@ import pytest
 
 from lowp import buildcache
 from lowp.cli import main
-from lowp.kernels import Kernel, executor, kernels
-from lowp.kernels.registry import _KERNELS, _ORIGINS
+from lowp.kernels import Kernel, executor
 from lowp.kernels.schema import specs_from_toml
 
 HERE = Path(__file__).resolve().parent / "build_sources"
