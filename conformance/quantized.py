@@ -59,6 +59,20 @@ def input_zero_points(kern, rng, M: int, style: str) -> dict:
     return {"a_zero_point": one("a"), "b_zero_point": one("b")}
 
 
+def pinned(kern, q: dict) -> dict:
+    """q with the kernel's pinned parameters (its entry's `quant` table) in place: a per-channel or per-row key
+    takes the value everywhere; float keys are float32, as the kernel is handed them."""
+    for key, value in kern.quant.items():
+        old = q.get(key)
+        if np.ndim(old):
+            q[key] = np.full_like(old, value)
+        elif isinstance(value, float) or isinstance(old, (float, np.floating)):
+            q[key] = np.float32(value)
+        else:
+            q[key] = int(value)
+    return q
+
+
 def per_tensor(kern) -> bool:
     """XNNPACK's per-tensor kinds (qs8, qu8) take one scale: a case repeats one value over the channels."""
     return kern.signature == "xnnpack-gemm" and not kern.xnnpack["datatype"].endswith(("qc8w", "qc4w"))
@@ -87,7 +101,7 @@ def draw_params(kern, A: np.ndarray, B: np.ndarray, seed: int, style: str, domai
     contract = output_contract(kern.output)
     if domain == "outside":
         return _outside(kern, contract, rng, acc, zps)
-    q = {**contract.draw(rng, M, N, kern.c_type, style, lo, hi), **zps}
+    q = pinned(kern, {**contract.draw(rng, M, N, kern.c_type, style, lo, hi), **zps})
     return _tensorwise(q) if per_tensor(kern) else q
 
 
@@ -100,7 +114,7 @@ def _outside(kern, contract, rng, acc, zps) -> dict:
     result to compare with: they are drawn again)."""
     M, N = acc.shape
     for _ in range(OUTSIDE_TRIES):
-        q = {**contract.outside(rng, M, N, kern.c_type), **zps}
+        q = pinned(kern, {**contract.outside(rng, M, N, kern.c_type), **zps})
         q = _tensorwise(q) if per_tensor(kern) else q
         if _defined(kern, contract, acc, q):
             return q
@@ -130,7 +144,7 @@ def quant_strategy(kern, domain: str, M: int, N: int):
         seed = draw(st.integers(0, 2 ** 32 - 1))
         q = dict(draw(contract.strategy(M, N, kern.c_type)))
         zps = input_zero_points(kern, np.random.default_rng(seed), M, draw(st.sampled_from(["ends", "typical"])))
-        q.update(zps)
+        q = pinned(kern, {**q, **zps})
         return _tensorwise(q) if per_tensor(kern) else q
     return build()
 
@@ -197,6 +211,24 @@ def domain_problems(kern, q: dict, M: int, N: int) -> list[str]:
     return output_contract(kern.output).domain_problems(q, M, N, kern.c_type)
 
 
+def pin_problems(kern) -> list[tuple[str, str]]:
+    """(field, message) for each pinned parameter the kernel's output contract does not take, or whose value is
+    outside the contract's documented domain (checked on a typical draw with the pin applied)."""
+    contract = output_contract(kern.output)
+    takes = set(contract.keys) | {"a_zero_point", "b_zero_point"}
+    out = [(f"quant.{key}", f"{key!r} is not a parameter of {kern.output!r} (it takes {', '.join(sorted(takes))})")
+           for key in kern.quant if key not in takes]
+    if out:
+        return out
+    A = np.zeros((2, 3), kern.a_dtype)
+    B = np.zeros((3, 2), kern.b_dtype)
+    q = draw_params(kern, A, B, 0, "typical")
+    for problem in domain_problems(kern, q, 2, 2):
+        key = next((k for k in kern.quant if problem.startswith(k)), None)
+        out.append((f"quant.{key}" if key else "quant", f"outside the documented domain: {problem}"))
+    return out
+
+
 # ---- shrinking and the counterexample ------------------------------------------------------------------------------
 def take(q: dict | None, axis: int, index) -> dict | None:
     """q with its per-row (axis 0) or per-channel (axis 1) arrays indexed by `index` (a slice or index array)."""
@@ -215,11 +247,13 @@ def take(q: dict | None, axis: int, index) -> dict | None:
 def simplifications(kern, q: dict):
     """Plainer parameter sets: the zero points at 0 (per row too), then the contract's own simplifications."""
     for key in ("a_zero_point", "b_zero_point"):
-        if key in q and np.any(np.asarray(q[key]) != 0):
+        if key in q and key not in kern.quant and np.any(np.asarray(q[key]) != 0):
             yield {**q, key: np.zeros_like(q[key]) if np.ndim(q[key]) else 0}
     contract = output_contract(kern.output)
     for simpler in contract.simplifications(q, kern.c_type):
-        yield _tensorwise(dict(simpler)) if per_tensor(kern) else dict(simpler)
+        simpler = pinned(kern, dict(simpler))
+        if not all(same(np.asarray(simpler[k]), np.asarray(q[k])) for k in simpler if k in q) or simpler.keys() != q.keys():
+            yield _tensorwise(simpler) if per_tensor(kern) else simpler
 
 
 def to_json(q: dict | None) -> dict | None:

@@ -42,6 +42,12 @@ def output_problem(kernel: Kernel) -> Problem | None:
     if kernel.c_type not in contract.out_types:
         return Problem(where, kernel.name, "c_type", f"{kernel.output!r} produces {', '.join(contract.out_types)}, "
                                                      f"not {kernel.c_type}")
+    if kernel.quant:
+        from .quantized import pin_problems
+        problems = pin_problems(kernel)
+        if problems:
+            key, message = problems[0]
+            return Problem(where, kernel.name, key, message)
     if kernel.signature == "xnnpack-gemm":
         from lowp.kernels.xnnpack import LAYOUT_KEYS
         passed = set(LAYOUT_KEYS[kernel.xnnpack["params"]]) | {"a_zero_point", "b_zero_point"}

@@ -81,6 +81,9 @@ class Kernel:
     c_type: str = "s32"
     output: str | None = None
     xnnpack: dict | None = None
+    # Quantization parameters the kernel supports one value of (e.g. {output_zero_point = -1}, a clamp it
+    # hard-codes): every case pins them; the rest are drawn from the output contract's documented domain.
+    quant: dict = field(default_factory=dict)
 
     @property
     def quantized(self) -> bool:

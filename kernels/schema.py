@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr, StringConstraints,
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, StringConstraints,
                       ValidationError, ValidationInfo, field_validator)
 from pydantic_core import PydanticCustomError
 
@@ -219,6 +219,7 @@ class KernelSpec(_Strict):
     c_type: Literal[C_TYPES] = "s32"
     output: Annotated[StrictStr, StringConstraints(min_length=1)] | None = None
     xnnpack: XnnpackSpec | None = None
+    quant: dict[Identifier, StrictInt | StrictFloat] = {}
 
     @field_validator("c_type")
     @classmethod
@@ -330,7 +331,7 @@ class KernelSpec(_Strict):
         fields["sources"] = self.sources or (self.source,)
         fields["tile"] = Tile(**self.tile.model_dump())
         fields["domain"] = Domain(tuple(self.domain.a), tuple(self.domain.b))
-        fields["params"], fields["overread"] = dict(self.params), dict(self.overread)
+        fields["params"], fields["overread"], fields["quant"] = dict(self.params), dict(self.overread), dict(self.quant)
         if isinstance(self.pipeline, tuple):
             fields["pipeline"] = tuple(stage.model_dump() for stage in self.pipeline)
         fields["xnnpack"] = self.xnnpack.model_dump() if self.xnnpack else None

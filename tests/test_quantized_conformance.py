@@ -151,3 +151,38 @@ def test_a_ukernel_with_the_wrong_prototype_is_named_before_any_case(tmp_path, f
     assert len(problems) == 1
     assert "wrong_proto_gemm has the wrong prototype for signature 'quant-gemm': expected 8 parameters" in problems[0]
     assert "found 7" in problems[0]
+
+
+def _pinned_entry(tmp_path, name, pins):
+    src = QUANTIZED / "qs8_qc8w_gemm_4x8c8_fp32_avx2.c"
+    text = (QUANTIZED / "x86.toml").read_text().split("[[kernel]]")[1]
+    text = text.replace('name = "qs8_qc8w_gemm_4x8c8_fp32_avx2"', f'name = "{name}"')
+    text = text.replace('source = "qs8_qc8w_gemm_4x8c8_fp32_avx2.c"', f'source = "{src}"')
+    text = text.replace('"-I../include"', f'"-I{QUANTIZED.parent / "include"}"')
+    toml = tmp_path / f"{name}.toml"
+    toml.write_text("[[kernel]]" + text + f"\nquant = {pins}\n")
+    return toml
+
+
+def test_pinned_parameters_hold_in_every_case(tmp_path, forget_kernels):
+    from lowp.conformance.quantized import draw_params
+    from lowp.conformance.validate import validate_kernels
+    (k,) = load_toml(_pinned_entry(tmp_path, "pinned_zp", "{output_zero_point = -1, output_min = -100}"))
+    validate_kernels([k])
+    A, B = np.ones((3, 4), np.int8), np.ones((4, 9), np.int8)
+    for seed in range(20):
+        for style in ("typical", "ends", "limits"):
+            q = draw_params(k, A, B, seed, style)
+            assert q["output_zero_point"] == -1 and q["output_min"] == -100
+
+
+@pytest.mark.parametrize("pins,key,expect", [
+    ("{output_zero_point = 300}", "quant.output_zero_point", "outside the documented domain"),
+    ("{zero_point = 1}", "quant.zero_point", "'zero_point' is not a parameter of 'xnnpack-fp32'"),
+])
+def test_bad_pinned_parameters_are_named(tmp_path, forget_kernels, pins, key, expect):
+    from lowp.conformance.validate import validate_kernels
+    (k,) = load_toml(_pinned_entry(tmp_path, f"badpin_{abs(hash(pins)) % 10 ** 6}", pins))
+    with pytest.raises(KernelConfigError) as e:
+        validate_kernels([k])
+    assert e.value.key == key and expect in str(e.value)

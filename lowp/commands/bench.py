@@ -12,13 +12,15 @@ HEADLINE = ("_mm512_maddubs_epi16", "_mm256_maddubs_epi16", "_mm_maddubs_epi16",
 
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks (ratios side by side in one run)")
-    bench.add_argument("suite", nargs="?", default="gemm", choices=("gemm", "isa", "emulator", "mutants", "conformance"),
+    bench.add_argument("suite", nargs="?", default="gemm",
+                       choices=("gemm", "isa", "emulator", "mutants", "conformance"),
                        help="gemm (default): seed 004's GEMM grid, ns per multiply-accumulate of numpy float32, the "
                             "x86 kernels and FBGEMM, side by side; isa: model vs native lanes/s; "
                             "emulator: emulated instructions/s; mutants: the mutation suite's kill rate, time to "
-                            "the first counterexample and counterexample sizes; conformance: `lowp conformance` over 100 "
-                            "copies of real kernels (issue 11's targets: 10 minutes for 100, 2 s per kernel)")
-    bench.add_argument("--quick", action="store_true", help="gemm: 8 corner shapes of the grid, fewer rounds; conformance: 10 kernels")
+                            "the first counterexample and counterexample sizes; conformance: `lowp conformance` "
+                            "over 100 copies of real kernels (issue 11's targets: 10 minutes for 100, 2 s per kernel)")
+    bench.add_argument("--quick", action="store_true",
+                       help="gemm: 8 corner shapes of the grid, fewer rounds; conformance: 10 kernels")
     bench.add_argument("--kernel", action="append", default=[], metavar="NAME",
                        help="gemm: only this registered kernel (repeatable; default: every x86-64 kernel)")
     bench.add_argument("--kernels", dest="kernel_files", action="extend", nargs="+", default=[], metavar="FILE.toml",
@@ -168,7 +170,8 @@ def bench_mutants(args) -> int:
         return 2
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        expected, rows = mutants.run_suites(tomls, Path(tmp) / "journal.jsonl", examples=100 if args.examples is None else args.examples)
+        expected, rows = mutants.run_suites(tomls, Path(tmp) / "journal.jsonl",
+                                            examples=100 if args.examples is None else args.examples)
     seconds = time.perf_counter() - start
     s = mutants.summary(expected, rows)
     table = [(name, expected[name].kind, expected[name].cause or "", "yes" if ok else "NO", why[:110])
@@ -209,8 +212,8 @@ def bench_conformance(args) -> int:
           f"{'' if result['grid'] else ', no grid'}\n")
     print(tabulate([("total (check + build, plan, run, report)", f"{t['total']:.1f}",
                      f"{'within' if s['within_target'] else 'OVER'} {target / 60:.0f} min"
-                     + ("" if s["kernels"] == 100 else f" (target is for 100 kernels: {t['total'] * 100 / s['kernels']:.0f} s "
-                        "scaled)")),
+                     + ("" if s["kernels"] == 100 else
+                        f" (for 100 kernels; {t['total'] * 100 / s['kernels']:.0f} s scaled)")),
                     ("  check the configuration and build (cache)", f"{t['build']:.1f}", ""),
                     ("  run the checks (child processes)", f"{t['run']:.1f}", ""),
                     ("  write the report", f"{t['report']:.1f}", ""),
