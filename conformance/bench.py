@@ -124,11 +124,11 @@ def run(tomls=None, *, n: int = DEFAULT_COPIES, jobs: int | None = None, example
             problems = build_problems(registered)
             if problems:
                 raise KernelConfigError(problems)
-            built = time.perf_counter()
+            built, cpu = time.perf_counter(), os.times()
             checks = plan(registered)
             rows = runner.run(checks, Path(tmp) / "out" / "journal.jsonl", jobs=jobs, timeout=timeout,
                               progress=progress, options={"examples": examples, "seed": seed, "grid": grid})
-            ran = time.perf_counter()
+            ran, cpu = time.perf_counter(), _cpu_since(cpu)
             report.write(rows, Path(tmp) / "out", ran - start)
         finally:
             _forget([k.name for k in registered])
@@ -138,7 +138,15 @@ def run(tomls=None, *, n: int = DEFAULT_COPIES, jobs: int | None = None, example
             "tomls": [str(t) for t in tomls], "kernels": n, "jobs": max(1, jobs or os.cpu_count() or 1),
             "cores": os.cpu_count(), "examples": examples, "grid": grid,
             "load": {"before": load_before, "after": os.getloadavg()[0]},
+            "cpu_share": cpu / max(1e-9, max(1, jobs or os.cpu_count() or 1) * (ran - built)),
             "seconds": {"total": end - start, "build": built - start, "run": ran - built, "report": end - ran}}
+
+
+def _cpu_since(before) -> float:
+    """CPU seconds this process and its finished workers used since `before` (os.times()): against jobs x wall,
+    the share of the cores the run had (other work on them shows as a share well below 1)."""
+    now = os.times()
+    return sum(getattr(now, f) - getattr(before, f) for f in ("user", "system", "children_user", "children_system"))
 
 
 def _forget(names) -> None:

@@ -58,6 +58,7 @@ def test_the_counts_add_up(quick):
         assert t["median"] <= t["p90"] <= t["max"]
     assert sum(e["copies"] for e in s["entries"]) == s["kernels"] and len(s["entries"]) == 4
     assert sum(e["checks"] for e in s["entries"]) == len(rows)      # each entry has one copy here
+    assert 0 < result["cpu_share"] and s["seconds"]["run"] <= s["seconds"]["total"]
     assert s["check_seconds"] == pytest.approx(sum(r["seconds"] for r in rows))
     assert s["check_seconds"] == pytest.approx(sum(e["seconds"] for e in s["entries"]))
     claimed_failures = sum(n for (v, c), n in s["verdicts"].items() if c == "claimed" and v in ("FAIL", "CRASH"))

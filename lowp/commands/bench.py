@@ -209,9 +209,10 @@ def bench_conformance(args) -> int:
     print(f"lowp conformance over {s['kernels']} kernels ({s['backends']['native']} native, "
           f"{s['backends']['emulated']} emulated; copies of {', '.join(result['tomls'])}), {s['checks']} checks, "
           f"{s['jobs']} jobs on {s['cores']} cores, {result['examples']} search examples per check"
-          f"{'' if result['grid'] else ', no grid'}; 1-minute load average {result['load']['before']:.1f} before, "
-          f"{result['load']['after']:.1f} after" + (" (other work was running: the timings are inflated)"
-                                                      if result["load"]["before"] > 0.5 else "") + "\n")
+          f"{'' if result['grid'] else ', no grid'}; the run had {100 * result['cpu_share']:.0f}% of its "
+          f"{s['jobs']} workers' cores (CPU seconds / jobs x wall; 1-minute load average "
+          f"{result['load']['before']:.1f} before)" + (": other work shared the cores, the timings are inflated"
+                                                        if result["cpu_share"] < 0.8 else "") + "\n")
     print(tabulate([("total (check + build, plan, run, report)", f"{t['total']:.1f}",
                      f"{'within' if s['within_target'] else 'OVER'} {target / 60:.0f} min"
                      + ("" if s["kernels"] == 100 else
