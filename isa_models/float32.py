@@ -49,9 +49,9 @@ def fma_f32(a, b, c) -> np.ndarray:
     IEEE TC 2008). Inputs that are not all float32 are refused: an int32 x float32 product can need 55 bits,
     and then a float64 product is not exact (fbgemm-onednn-contract.md 6.5)."""
     a, b, c = floats32(a, "a"), floats32(b, "b"), floats32(c, "c")
-    p = a.astype(np.float64) * b.astype(np.float64)
     c64 = c.astype(np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):      # 0 * inf is NaN, as the instruction gives
+        p = a.astype(np.float64) * b.astype(np.float64)
         s = p + c64
         bv = s - p
         err = (p - (s - bv)) + (c64 - bv)                 # TwoSum: s + err == p + c exactly (finite s)

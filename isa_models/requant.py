@@ -407,7 +407,8 @@ def qd8_f32_unfused(acc, q, out_type):
     """The same with a separate multiply and add (two roundings): the scalar kernels (vout *= scale; vout +=
     bias) and AArch32 NEON (vmlaq_f32). src/qs8-gemm/scalar.c.in L307-335; c4-neondot.c.in L386-388."""
     v, b, bias = _qd8_parts(acc, q)
-    return _qd8_clamp((v * b) + bias, q)
+    with np.errstate(over="ignore", invalid="ignore"):      # inf and NaN as the float instructions give them
+        return _qd8_clamp((v * b) + bias, q)
 
 
 def qd8_f32_scale_product(acc, q, out_type):
