@@ -95,9 +95,6 @@ class Call:
     case: str | None = None
     quant: dict | None = None      # a requantizing kernel's parameters (lowp.conformance.quantized)
 
-    def with_operands(self, A, B, quant=None) -> "Call":
-        return Call(A, B, self.seed, self.case, self.quant if quant is None else quant)
-
 
 @dataclass
 class Failure:

@@ -15,7 +15,7 @@ import numpy as np
 
 from lowp.kernels.models_quant import zero_point_corrected
 
-from .contracts import contract as accumulation_contract
+from .contracts import EXACT, contract as accumulation_contract
 
 
 def output_contract(name: str):
@@ -28,7 +28,6 @@ def output_contract(name: str):
 # output channel (a column of B and C).
 ROW_KEYS = ("a_zero_point", "a_inv_scale")
 STYLE_OF_VALUES = {"uniform": "typical", "realistic": "typical", "extremes": "ends", "adversarial": "limits"}
-PARAMS_DOMAINS = ("claimed", "full", "outside")      # 'outside': parameters beyond the documented domain
 
 
 def per_row(key: str, value) -> bool:
@@ -36,8 +35,8 @@ def per_row(key: str, value) -> bool:
 
 
 def case_style(values: str) -> str:
-    return STYLE_OF_VALUES.get(values, "limits" if values.startswith("ends-") or values.startswith("ladder") else
-                               "ends")
+    """The parameter style of a value class; the depth ladder's every-element-at-an-end classes take 'limits'."""
+    return STYLE_OF_VALUES.get(values, "limits" if values.startswith("ends-") else "ends")
 
 
 def input_zero_points(kern, rng, M: int, style: str) -> dict:
@@ -85,9 +84,13 @@ def _tensorwise(q: dict) -> dict:
     return q
 
 
+def accumulators(variant, A, B, q) -> np.ndarray:
+    """What the output stage receives under an accumulation variant: its A x B with the zero-point terms."""
+    return zero_point_corrected(variant.compute(A, B).astype(np.int64), A, B, q)
+
+
 def exact_accumulators(A, B, q) -> np.ndarray:
-    raw = (A.astype(np.int64) @ B.astype(np.int64))
-    return zero_point_corrected(raw, A, B, q)
+    return accumulators(EXACT, A, B, q)
 
 
 def draw_params(kern, A: np.ndarray, B: np.ndarray, seed: int, style: str, domain: str = "claimed") -> dict:
@@ -167,8 +170,7 @@ def judge(check_name: str, kern, A, B, q, C) -> tuple[bool, str | None, np.ndarr
     acc_contract = accumulation_contract(kern.contract)
     first = None
     for variant in acc_contract.accepted:
-        acc = zero_point_corrected(variant.compute(A, B).astype(np.int64), A, B, q)
-        ok, matched, expected = out.judge(C, acc, q, kern.c_type)
+        ok, matched, expected = out.judge(C, accumulators(variant, A, B, q), q, kern.c_type)
         first = first if first is not None else expected
         if ok:
             return True, matched if variant is acc_contract.accepted[0] else f"{variant.name} + {matched}", expected
@@ -182,8 +184,7 @@ def expected(check_name: str, kern, A, B, q) -> np.ndarray:
     if check_name == "model":
         return kern.predict(A, B, q)
     from lowp.isa_models.requant import OUTPUT_STAGES
-    variant = accumulation_contract(kern.contract).accepted[0]
-    acc = zero_point_corrected(variant.compute(A, B).astype(np.int64), A, B, q)
+    acc = accumulators(accumulation_contract(kern.contract).accepted[0], A, B, q)
     return OUTPUT_STAGES[output_contract(check_name).accepted[0]].compute(acc, q, kern.c_type)
 
 
@@ -201,7 +202,7 @@ def readings(check_name: str, kern, A, B, q, C) -> list[str]:
         except (ArithmeticError, ValueError):   # a variant undefined on this input (a corner, a scale its params
             continue                             # initialisation cannot encode) is not a reading
     for variant in accumulation_contract("exact").known:
-        acc = zero_point_corrected(variant.compute(A, B).astype(np.int64), A, B, q)
+        acc = accumulators(variant, A, B, q)
         if same(C, OUTPUT_STAGES[out.accepted[0]].compute(acc, q, kern.c_type)):
             names.append(f"accumulation {variant.name}")
     return names
@@ -251,8 +252,8 @@ def simplifications(kern, q: dict):
             yield {**q, key: np.zeros_like(q[key]) if np.ndim(q[key]) else 0}
     contract = output_contract(kern.output)
     for simpler in contract.simplifications(q, kern.c_type):
-        simpler = pinned(kern, dict(simpler))
-        if not all(same(np.asarray(simpler[k]), np.asarray(q[k])) for k in simpler if k in q) or simpler.keys() != q.keys():
+        simpler = pinned(kern, dict(simpler))       # a pin can undo the simplification: then it is no step
+        if repr(to_json(simpler)) != repr(to_json(q)):
             yield _tensorwise(simpler) if per_tensor(kern) else simpler
 
 

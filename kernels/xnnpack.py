@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lowp.isa_models.lanes import S32, wrap
+
 from .invocation import Invocation, Ref
 
 
@@ -96,8 +98,9 @@ def column_sums(B: np.ndarray) -> np.ndarray:
     return B.astype(np.int64).sum(axis=0)
 
 
-def _wrap32(x) -> np.ndarray:
-    return ((np.asarray(x, np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+def _int32(x) -> np.ndarray:
+    """The int32 a packed bias holds: exact integers wrapped as the int32 arithmetic of the packing wraps them."""
+    return wrap(np.asarray(x, np.int64), S32)
 
 
 def params_blob(datatype: str, layout: str, q: dict) -> np.ndarray:
@@ -135,9 +138,9 @@ def invocation(A: np.ndarray, B: np.ndarray, q: dict, *, datatype: str, layout: 
     M, K = A.shape
     N = B.shape[1]
     if d.bias_in_packing:
-        ints = _wrap32(np.asarray(q["bias"], np.int64) - (int(q.get("a_zero_point", 0)) + a_shift) * column_sums(B))
+        ints = _int32(np.asarray(q["bias"], np.int64) - (int(q.get("a_zero_point", 0)) + a_shift) * column_sums(B))
     else:       # qd8: -sum_k w, which the ukernel multiplies by each row's zero point (a shift of A is its own
-        ints = _wrap32(-column_sums(B))         # business there: XNNPACK's VNNI qd8 kernels add 128 to the zero point)
+        ints = _int32(-column_sums(B))         # business there: XNNPACK's VNNI qd8 kernels add 128 to the zero point)
     floats = tuple(np.asarray(q[name], np.float32) for name in d.per_channel_floats)
     w = pack_weights(B, nr=nr, kr=kr, sr=sr, column_ints=ints, column_floats=floats)
     c_dtype = np.float32 if d.c_type == "f32" else np.int8 if d.c_type == "s8" else np.uint8
