@@ -107,7 +107,7 @@ def run(tomls=None, *, n: int = DEFAULT_COPIES, jobs: int | None = None, example
     """Write the n copies to a temporary TOML and run `lowp conformance` over exactly those kernels; the raw
     result (rows, timings, which entry each kernel copies) for summarize()."""
     from lowp.conformance import report, runner
-    from lowp.conformance.checks import plan
+    from lowp.conformance.checks import plan, probe_share
     from lowp.conformance.validate import build_problems, validate_kernels
     from lowp.kernels import KernelConfigError, kernels, load_toml
     tomls = [Path(t) for t in (tomls or default_tomls())]
@@ -127,7 +127,8 @@ def run(tomls=None, *, n: int = DEFAULT_COPIES, jobs: int | None = None, example
             built, cpu = time.perf_counter(), os.times()
             checks = plan(registered)
             rows = runner.run(checks, Path(tmp) / "out" / "journal.jsonl", jobs=jobs, timeout=timeout,
-                              progress=progress, options={"examples": examples, "seed": seed, "grid": grid})
+                              progress=progress, options={"examples": examples, "probe_examples": probe_share(examples), "seed": seed,
+                                       "grid": grid})
             ran, cpu = time.perf_counter(), _cpu_since(cpu)
             report.write(rows, Path(tmp) / "out", ran - start)
         finally:

@@ -5,6 +5,7 @@ accumulator would overflow, the depths where common blockings switch, the vector
 at one end of its range; and the hypothesis strategy that searches for, and shrinks, counterexamples."""
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -189,6 +190,7 @@ def problems(kernel, domain: str, max_m: int | None = None, max_n: int | None = 
     def elements(lo, hi):
         return st.one_of(st.sampled_from(ends(lo, hi)), st.integers(lo, hi))
 
+    @functools.lru_cache(maxsize=None)      # one strategy a shape: building them per example is hypothesis's cost
     def array(dtype, shape, lo, hi, sparse):
         if not sparse:
             return hnp.arrays(dtype, shape, elements=elements(lo, hi))
@@ -200,19 +202,27 @@ def problems(kernel, domain: str, max_m: int | None = None, max_n: int | None = 
         return st.tuples(st.sampled_from(ends(lo, hi)), spots).map(
             lambda fs: _filled(dtype, shape, fs[0], fs[1]))
 
+    quick, which = st.integers(0, 3), st.integers(0, 2 ** 32 - 1)
+    small, deep_ks = st.integers(1, 2), st.sampled_from(deep or [1])
+    ms, ns, ks = st.integers(1, max_m), st.integers(1, max_n), st.integers(1, max_k)
+    params = None
+    if kernel.quantized and domain != "outside":
+        from .quantized import quant_strategy
+        params = quant_strategy(kernel, domain)
+
     @st.composite
     def build(draw):
-        if deep and draw(st.integers(0, 3)) == 0:
-            m, n, k = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.sampled_from(deep))
+        if deep and draw(quick) == 0:
+            m, n, k = draw(small), draw(small), draw(deep_ks)
         else:
-            m, n, k = draw(st.integers(1, max_m)), draw(st.integers(1, max_n)), draw(st.integers(1, max_k))
+            m, n, k = draw(ms), draw(ns), draw(ks)
         sparse = m * n * k > 4096
-        A = draw(array(kernel.a_dtype, (m, k), alo, ahi, sparse))
-        B = draw(array(kernel.b_dtype, (k, n), blo, bhi, sparse))
+        A = draw(array(np.dtype(kernel.a_dtype), (m, k), alo, ahi, sparse))
+        B = draw(array(np.dtype(kernel.b_dtype), (k, n), blo, bhi, sparse))
         if not kernel.quantized:
             return A, B
-        from .quantized import draw_params, quant_strategy
         if domain == "outside":     # beyond the documented domain: drawn by the contract, from a seed
-            return A, B, draw_params(kernel, A, B, draw(st.integers(0, 2 ** 32 - 1)), "typical", domain)
-        return A, B, draw(quant_strategy(kernel, domain, m, n))
+            from .quantized import draw_params
+            return A, B, draw_params(kernel, A, B, draw(which), "typical", domain)
+        return A, B, params(draw, m, n)
     return build()

@@ -376,9 +376,19 @@ ARITHMETIC = ("*mul*", "*madd*", "*dpb*", "*dpw*", "*dot*", "*mla*", "*mlal*", "
               "pmadd*", "vpmadd*")
 
 
+def probe_share(examples: int) -> int:
+    """The search budget `lowp conformance` gives a not-claimed probe: a third of a claimed check's. A probe says
+    where a contract stops holding (the generated cases, with the depth ladder and the parameters' ends, find that
+    first) and fails nothing."""
+    return -(-examples // 3)
+
+
 def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150, seed: int = 0,
-              grid: bool = True, budget: float | None = 2.0) -> dict:
-    """Execute one check and return its row (also emitted)."""
+              grid: bool = True, budget: float | None = 2.0, probe_examples: int | None = None) -> dict:
+    """Execute one check and return its row (also emitted). probe_examples: the search budget of a not-claimed
+    check, if not `examples`."""
+    if not check.claimed and probe_examples is not None:
+        examples = probe_examples
     kern = get_kernel(check.kernel)
     ex = executor(kern)
     if ex.backend == "native":
@@ -483,6 +493,8 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int):
     Its random source is seeded by the check and the seed, so kernels of one tile see different shapes. A kernel
     whose result depends on earlier calls makes hypothesis's replays disagree (Flaky): then the first failing
     example, with the call before it, is the failure; hypothesis's own error never reaches the row."""
+    if examples <= 0:       # --examples 0: the generated cases only
+        return None, 0
     tried, failures, seen = [0], [], {}     # failures: [(size, Failure)], the smallest first once sorted
     started = []
 

@@ -136,20 +136,22 @@ def _defined(kern, contract, acc, q) -> bool:
     return True
 
 
-def quant_strategy(kern, domain: str, M: int, N: int):
-    """Hypothesis strategy of a case's parameters for the search: the contract's own strategy, the zero points at
-    their ends or anywhere in their type."""
+def quant_strategy(kern, domain: str):
+    """Hypothesis strategy of a case's parameters for the search, given its (M, N): the contract's own draw from a
+    drawn style and seed, the zero points at their ends or anywhere in their type. Built once per check and
+    called per example (a composite strategy built per example costs hypothesis more than the kernel call)."""
     from hypothesis import strategies as st
+    from .output_contracts import STYLES
     contract = output_contract(kern.output)
+    seeds, styles, zp_styles = st.integers(0, 2 ** 32 - 1), st.sampled_from(STYLES), st.sampled_from(["ends", "typical"])
 
-    @st.composite
-    def build(draw):
-        seed = draw(st.integers(0, 2 ** 32 - 1))
-        q = dict(draw(contract.strategy(M, N, kern.c_type)))
-        zps = input_zero_points(kern, np.random.default_rng(seed), M, draw(st.sampled_from(["ends", "typical"])))
+    def params(draw, M: int, N: int) -> dict:
+        style, seed = draw(styles), draw(seeds)
+        q = dict(contract.draw(np.random.default_rng(seed), M, N, kern.c_type, style))
+        zps = input_zero_points(kern, np.random.default_rng(draw(seeds)), M, draw(zp_styles))
         q = pinned(kern, {**q, **zps})
         return _tensorwise(q) if per_tensor(kern) else q
-    return build()
+    return params
 
 
 # ---- verdicts -----------------------------------------------------------------------------------------------------

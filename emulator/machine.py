@@ -53,6 +53,7 @@ STACK_TOP, STACK_SIZE = 0x7F00_0000, 1 << 20
 RETURN = 0x7FF0_0000
 BUFFERS = 0x1_0000_0000
 CANARY = 0xA5
+REGISTER_STATES = 64      # the register states a seed chooses from (a saved context is 12 KiB)
 MASK64 = (1 << 64) - 1
 
 
@@ -132,6 +133,9 @@ class Machine:
         self._hooks = []
         self._modeled_ops = None
         self._state = None
+        self._pristine = self.uc.context_save()     # the CPU as created: every seeded state starts from it
+        self._seeded = {}
+        self._mapped = []       # the buffers' regions (address, size), kept from one call to the next
 
     # -- layout -------------------------------------------------------------------------------------------
     def _up(self, x):
@@ -141,7 +145,7 @@ class Machine:
         return x // self.page * self.page
 
     def _place(self, arrays, names, overread):
-        buffers, cursor = [], BUFFERS
+        buffers, cursor, layout = [], BUFFERS, []
         for i, (name, a) in enumerate(zip(names, arrays)):
             nbytes = a.nbytes
             after = int(overread.get(name, 0))           # allowed over-read: canary-filled, readable
@@ -149,15 +153,26 @@ class Machine:
             lo = cursor + self.page                      # one unmapped guard page below
             hi = lo + size
             base = hi - after - nbytes                   # the buffer (and its over-read) ends at the mapping's end
-            self.uc.mem_map(lo, size, UC_PROT_READ | UC_PROT_WRITE)
-            self.uc.mem_write(lo, bytes([CANARY]) * (base - lo))
-            if nbytes:
-                self.uc.mem_write(base, np.ascontiguousarray(a).tobytes())
-            if after:
-                self.uc.mem_write(base + nbytes, bytes([CANARY]) * after)
             buffers.append(_Buffer(name, i, base, nbytes, lo, hi, a, after))
+            layout.append((lo, size))
             cursor = self._up(hi + self.page + 0xFFFF) // 0x10000 * 0x10000   # guard page above, then align
+        self._map(layout)
+        for b in buffers:       # every byte of every mapping is written: nothing of an earlier call shows through
+            data = np.ascontiguousarray(b.array).tobytes() if b.nbytes else b""
+            self.uc.mem_write(b.lo, bytes([CANARY]) * (b.base - b.lo) + data + bytes([CANARY]) * b.after)
         return buffers
+
+    def _map(self, layout: list[tuple[int, int]]) -> None:
+        """Map exactly these (address, size) regions. The last call's stay mapped when the layout repeats (the
+        calls of one case, a shape's value classes): mapping and unmapping cost more than a small kernel's run."""
+        if layout == self._mapped:
+            return
+        for lo, size in self._mapped:
+            self.uc.mem_unmap(lo, size)
+        self._mapped = []
+        for lo, size in layout:
+            self.uc.mem_map(lo, size, UC_PROT_READ | UC_PROT_WRITE)
+            self._mapped.append((lo, size))
 
     # -- hooks --------------------------------------------------------------------------------------------
     def _configure(self, count, mnemonics, lockstep, trace, native_budget):
@@ -356,9 +371,10 @@ class Machine:
     def call(self, symbol: str, *args, names=None, overread=None, seed=None, **options) -> CallResult:
         """Call `symbol` with numpy arrays (passed as pointers to copies) and ints (scalars); see the module doc.
         options override the Machine's: budget, count, mnemonics, lockstep, trace. overread: {buffer name: bytes}
-        a kernel may read past that buffer's end (writes there are still caught, by a canary). seed: the other
-        general and vector registers start from pseudo-random values chosen by it (not from the last call's), so
-        a kernel that reads a register it never set behaves the same on replay. Raises an EmulatorError (with
+        a kernel may read past that buffer's end (writes there are still caught, by a canary). seed: the CPU
+        starts from the state it chooses (the other general and vector registers pseudo-random, the flags and the
+        rest as created; one of REGISTER_STATES), not from the last call's, so a kernel that reads a register it
+        never set behaves the same on replay. Raises an EmulatorError (with
         .result) on a fault, a budget overrun, an undefined instruction or a lockstep mismatch."""
         unknown = set(options) - set(self.defaults)
         if unknown:
@@ -419,10 +435,12 @@ class Machine:
                     EmulationFailed(f"emulation stopped at {pc:#x} before the function returned")
             out = []
             for b in buffers:
-                data = bytes(self.uc.mem_read(b.base, b.nbytes)) if b.nbytes else b""
+                region = bytes(self.uc.mem_read(b.lo, b.hi - b.lo))     # one read: below, the buffer, its over-read
+                start, end = b.base - b.lo, b.base - b.lo + b.nbytes
+                below, data, over = region[:start], region[start:end], region[end:]
                 out.append(np.frombuffer(data, b.array.dtype).reshape(b.array.shape).copy())
                 if error is None and b.after:
-                    bad = _first_damaged(self.uc.mem_read(b.base + b.nbytes, b.after))
+                    bad = _first_damaged(over)
                     if bad is not None:
                         error = OutOfBounds(
                             f"out-of-bounds write past the end of buffer {b.name!r} (into its allowed over-read): "
@@ -430,7 +448,7 @@ class Machine:
                             buffer=b.name, offset=b.nbytes + bad, nbytes=b.nbytes, access="write",
                             address=b.base + b.nbytes + bad, size=1, itemsize=b.array.dtype.itemsize)
                 if error is None and b.base > b.lo:
-                    bad = _first_damaged(self.uc.mem_read(b.lo, b.base - b.lo))
+                    bad = _first_damaged(below)
                     if bad is not None:
                         offset = b.lo + bad - b.base
                         error = OutOfBounds(
@@ -439,8 +457,6 @@ class Machine:
                             "not at the instruction)", buffer=b.name, offset=offset, nbytes=b.nbytes,
                             access="write", address=b.lo + bad, size=1, itemsize=b.array.dtype.itemsize)
         finally:
-            for b in buffers:
-                self.uc.mem_unmap(b.lo, b.hi - b.lo)
             self._state = None
         instructions = s["total"] if count else None
         mnems = None
@@ -459,12 +475,22 @@ class Machine:
         return result
 
     def _seed_registers(self, seed: int, nargs: int) -> None:
-        from unicorn.arm64_const import UC_ARM64_REG_V0
-        rng = np.random.default_rng([0x5EED, seed])
-        for k in range(min(nargs, 8), 29):      # X registers past the arguments, X8 .. X28
-            self.uc.reg_write(UC_ARM64_REG_X0 + k, int(rng.integers(0, 2 ** 63)))
-        for k in range(32):
-            self.uc.reg_write(UC_ARM64_REG_V0 + k, int.from_bytes(rng.bytes(16), "little"))
+        """The CPU as created, with X8 .. X28 past the arguments and V0 .. V31 pseudo-random: one of
+        REGISTER_STATES states, chosen by `seed`, each saved as a context the first time. Restoring one is a single
+        call into Unicorn; writing 53 registers costs 200 times that, more than a small kernel's run."""
+        key = (seed % REGISTER_STATES, min(nargs, 8))
+        ctx = self._seeded.get(key)
+        if ctx is None:
+            from unicorn.arm64_const import UC_ARM64_REG_V0
+            rng = np.random.default_rng([0x5EED, key[0]])
+            xs = range(key[1], 29)
+            values = [(UC_ARM64_REG_X0 + k, v) for k, v in zip(xs, rng.integers(0, 2 ** 63, len(xs)).tolist())]
+            vs = rng.bytes(16 * 32)
+            values += [(UC_ARM64_REG_V0 + k, int.from_bytes(vs[16 * k:16 * k + 16], "little")) for k in range(32)]
+            self.uc.context_restore(self._pristine)
+            self.uc.reg_write_batch(values)
+            ctx = self._seeded[key] = self.uc.context_save()
+        self.uc.context_restore(ctx)
 
     def _block_mnemonics(self, address, size):
         key = (address, size)
@@ -477,7 +503,9 @@ class Machine:
 
 def _first_damaged(canary: bytes) -> int | None:
     """The index of the first byte of a canary area that is no longer CANARY (a write landed there), or None."""
-    return next((k for k, c in enumerate(bytes(canary)) if c != CANARY), None)
+    canary = bytes(canary)
+    intact = len(canary) - len(canary.lstrip(bytes([CANARY])))
+    return None if intact == len(canary) else intact
 
 
 _REG_BYTES = {"b": 1, "h": 2, "s": 4, "d": 8, "q": 16, "w": 4, "x": 8}

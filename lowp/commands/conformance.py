@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=Path, default=Path("lowp-report"), help="report folder (default ./lowp-report)")
     p.add_argument("--jobs", type=int, default=None, help="parallel workers (default: one per core)")
     p.add_argument("--resume", action="store_true", help="keep the journal's finished checks and run the rest")
-    p.add_argument("--examples", type=int, default=150, help="hypothesis search examples per check (default 150)")
+    p.add_argument("--examples", type=int, default=150, help="hypothesis search examples per claimed check (default 150; a not-claimed probe "
+                        "gets a third)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated cases (default 0)")
     p.add_argument("--timeout", type=float, default=600, help="seconds before a check counts as hung (default 600)")
     p.add_argument("--no-grid", action="store_true", help="skip the seed grid shapes (faster)")
@@ -90,7 +91,7 @@ def _replay(args, journal: dict) -> int:
 
 def cmd_conformance(args) -> int:
     from lowp.conformance import report, runner
-    from lowp.conformance.checks import plan
+    from lowp.conformance.checks import plan, probe_share
     from lowp.kernels import KernelConfigError
     try:
         selected = _kernels(args)
@@ -106,7 +107,8 @@ def cmd_conformance(args) -> int:
         return 0
     start = time.perf_counter()
     rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume, timeout=args.timeout,
-                      options={"examples": args.examples, "seed": args.seed, "grid": not args.no_grid})
+                      options={"examples": args.examples, "probe_examples": probe_share(args.examples),
+                               "seed": args.seed, "grid": not args.no_grid})
     seconds = time.perf_counter() - start
     paths = report.write(rows, args.out, seconds, _replay_args(args))
     text = paths["markdown"].read_text()
