@@ -41,7 +41,7 @@ def case_style(values: str) -> str:
 
 def input_zero_points(kern, rng, M: int, style: str) -> dict:
     """The zero points the kernel's ABI takes: XNNPACK's qs8 kinds an input zero point (the weights have none),
-    qd8 one per row, lowp's driver ABI both; at the type's ends in the 'ends' style."""
+    qd8 one per row, XNNPACK's qu8 and lowp's driver ABI both; at the type's ends in the 'ends' style."""
     def one(type_name, shape=()):
         info = np.iinfo(kern.a_dtype if type_name == "a" else kern.b_dtype)
         lo, hi = int(info.min), int(info.max)
@@ -53,7 +53,7 @@ def input_zero_points(kern, rng, M: int, style: str) -> dict:
     datatype = (kern.xnnpack or {}).get("datatype", "")
     if datatype.startswith("qd8"):
         return {"a_zero_point": np.asarray(one("a", (M,)), np.int32)}
-    if kern.signature == "xnnpack-gemm":
+    if kern.signature == "xnnpack-gemm" and datatype != "qu8":
         return {"a_zero_point": one("a"), "b_zero_point": 0}
     return {"a_zero_point": one("a"), "b_zero_point": one("b")}
 

@@ -62,8 +62,8 @@ def invocation(kernel: Kernel, A: np.ndarray, B: np.ndarray, q: dict, *, seed: i
     N = B.shape[1]
     required = ()
     if kernel.signature == "xnnpack-gemm":
-        from .xnnpack import LAYOUT_KEYS
-        required = LAYOUT_KEYS[kernel.xnnpack["params"]]
+        from .xnnpack import required_keys
+        required = required_keys(kernel.xnnpack["datatype"], kernel.xnnpack["params"])
     check_params(kernel, q, M, N, required)
     if kernel.signature == "xnnpack-gemm":
         from . import xnnpack

@@ -29,12 +29,14 @@ class Datatype:
     per_channel_floats: tuple[str, ...]   # the float arrays packed after each block's weights, in order
     bias_in_packing: bool                 # int32 bias packed before the weights (qd8: its float bias follows instead)
     params: tuple[str, ...]               # the params layouts this datatype's kernels take
+    kernel_zero_point: bool = False       # qu8: the weights' zero point travels in the params and pads the packing
 
 
 DATATYPES = {d.name: d for d in (
     Datatype("qs8-qc8w", "s8", "s8", "s8", ("scale",), True, ("fp32_scalar",)),
     Datatype("qs8", "s8", "s8", "s8", (), True, ("fp32_scalar", "rndnu_neon")),
     Datatype("qd8-f32-qc8w", "s8", "s8", "f32", ("b_scale", "bias"), False, ("minmax_f32",)),
+    Datatype("qu8", "u8", "u8", "u8", (), True, ("fp32_scalar", "rndnu_neon"), kernel_zero_point=True),
 )}
 
 # The params blobs, as numpy structured dtypes laid out like the C structs of lowp/xnnpack.h (natural alignment).
@@ -46,6 +48,11 @@ PARAMS_LAYOUTS = {
                                      ("output_zero_point", "<i2"), ("output_min", "i1"), ("output_max", "i1")],
                                     align=True),
     ("qd8-f32-qc8w", "minmax_f32"): np.dtype([("min", "<f4"), ("max", "<f4")]),
+    ("qu8", "fp32_scalar"): np.dtype([("kernel_zero_point", "<i4"), ("scale", "<f4"), ("output_zero_point", "<i2"),
+                                      ("output_min", "<i2"), ("output_max", "<i2")], align=True),
+    ("qu8", "rndnu_neon"): np.dtype([("kernel_zero_point", "u1"), ("padding", "u1", 3), ("right_pre_shift", "<i4"),
+                                     ("multiplier", "<i4"), ("right_post_shift", "<i4"), ("output_zero_point", "<i2"),
+                                     ("output_min", "u1"), ("output_max", "u1")], align=True),
 }
 QD8_ROW = np.dtype([("zero_point", "<i4"), ("inv_scale", "<f4")])
 EXTRA_QUANTIZATION_PARAMS = 10
@@ -57,6 +64,12 @@ LAYOUT_KEYS = {
 }
 
 
+def required_keys(datatype: str, layout: str) -> tuple[str, ...]:
+    """The q keys a ukernel of `datatype` with params `layout` is handed: the layout's, and qu8's kernel zero
+    point."""
+    return LAYOUT_KEYS[layout] + (("b_zero_point",) if DATATYPES[datatype].kernel_zero_point else ())
+
+
 def packed_k(K: int, kr: int, sr: int) -> int:
     """K rounded up to kr*sr: the depth a ukernel reads (XNNPACK round_up_po2(kc, kr * sr))."""
     skr = kr * sr
@@ -64,16 +77,17 @@ def packed_k(K: int, kr: int, sr: int) -> int:
 
 
 def pack_weights(B: np.ndarray, *, nr: int, kr: int, sr: int, column_ints: np.ndarray,
-                 column_floats: tuple[np.ndarray, ...] = ()) -> np.ndarray:
+                 column_floats: tuple[np.ndarray, ...] = (), pad: int = 0) -> np.ndarray:
     """XNNPACK's packed weights for B (K x N): per block of nr columns, nr int32 (`column_ints`: the bias less the
     input zero point times the column sums), the weights k-block by k-block (kr values per column, the sr shuffle),
-    then each of `column_floats` as nr float32. Padding (past N, past K) is zeros. xnn_pack_qs8_gemm_goi_w."""
+    then each of `column_floats` as nr float32. Padding (past N, past K) is `pad`: zero, or qu8's kernel zero
+    point, so that a padded weight less the zero point is zero (xnn_pack_qs8_gemm_goi_w, xnn_pack_qu8_gemm_goi_w)."""
     K, N = B.shape
     if (kr & (kr - 1)) or (sr & (sr - 1)):
         raise ValueError(f"kr={kr}, sr={sr}: XNNPACK's packing needs powers of two")
     skr, kp = kr * sr, packed_k(K, kr, sr)
     blocks = -(-N // nr)
-    Bp = np.zeros((kp, blocks * nr), np.int8)
+    Bp = np.full((kp, blocks * nr), pad, np.uint8).view(np.int8)
     Bp[:K, :N] = B.view(np.int8)
     # k index of (k-block start k0, column offset n, element j): round_down(k0, skr) + ((k0 + j + n*kr) & (skr-1))
     k0 = np.arange(0, kp, kr)[:, None, None]
@@ -112,7 +126,9 @@ def params_blob(datatype: str, layout: str, q: dict) -> np.ndarray:
     else:
         blob["output_zero_point"], blob["output_min"], blob["output_max"] = \
             q["output_zero_point"], q["output_min"], q["output_max"]
-    if layout == "fp32_scalar" and datatype == "qs8":
+    if DATATYPES[datatype].kernel_zero_point:
+        blob["kernel_zero_point"] = q["b_zero_point"]
+    if layout == "fp32_scalar" and datatype in ("qs8", "qu8"):
         blob["scale"] = _per_tensor(q["scale"], "scale")
     if layout == "rndnu_neon":
         from lowp.isa_models.requant import xnnpack_rndnu_neon_params
@@ -137,12 +153,14 @@ def invocation(A: np.ndarray, B: np.ndarray, q: dict, *, datatype: str, layout: 
     d = DATATYPES[datatype]
     M, K = A.shape
     N = B.shape[1]
-    if d.bias_in_packing:
-        ints = _int32(np.asarray(q["bias"], np.int64) - (int(q.get("a_zero_point", 0)) + a_shift) * column_sums(B))
+    kzp = int(q.get("b_zero_point", 0)) if d.kernel_zero_point else 0
+    if d.bias_in_packing:       # qu8 adds K * izp * kzp: the ukernel multiplies A by (w - kzp) (packing.cc qu8)
+        izp = int(q.get("a_zero_point", 0)) + a_shift
+        ints = _int32(np.asarray(q["bias"], np.int64) - izp * column_sums(B) + K * izp * kzp)
     else:       # qd8: -sum_k w, which the ukernel multiplies by each row's zero point (a shift of A is its own
         ints = _int32(-column_sums(B))         # business there: XNNPACK's VNNI qd8 kernels add 128 to the zero point)
     floats = tuple(np.asarray(q[name], np.float32) for name in d.per_channel_floats)
-    w = pack_weights(B, nr=nr, kr=kr, sr=sr, column_ints=ints, column_floats=floats)
+    w = pack_weights(B, nr=nr, kr=kr, sr=sr, column_ints=ints, column_floats=floats, pad=kzp)
     c_dtype = np.float32 if d.c_type == "f32" else np.int8 if d.c_type == "s8" else np.uint8
     item = np.dtype(c_dtype).itemsize
     buffers = {"A": np.ascontiguousarray(A), "w": w, "C": np.zeros((M, N), c_dtype),

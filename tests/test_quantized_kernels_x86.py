@@ -20,7 +20,8 @@ from lowp.kernels.registry import kernel as registered
 TOML = Path(__file__).resolve().parents[1] / "kernels" / "quantized" / "x86.toml"
 AVX2, VNNI = "qs8_qc8w_gemm_4x8c8_fp32_avx2", "qs8_qc8w_gemm_4x16c4_fp32_avx512vnni"
 RUY, QD8 = "ruy_style_gemm_avx2", "qd8_f32_qc8w_gemm_4x8c8_avx2"
-NAMES = (AVX2, VNNI, RUY, QD8)
+QU8 = "qu8_gemm_2x8c8_fp32_avx2"
+NAMES = (AVX2, VNNI, RUY, QD8, QU8)
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
@@ -51,7 +52,9 @@ def edge_shapes(k):
     return [(M, N, K) for M in (1, 3, 4, 5, 8, 9) for N in Ns for K in Ks] + [(2, 17, 40), (6, 13, 23), (7, 11, 31)]
 
 
-def operands(rng, M, N, K):
+def operands(rng, M, N, K, k=None):
+    if k is not None and k.a_type == "u8":
+        return (rng.integers(0, 256, (M, K)).astype(np.uint8), rng.integers(0, 256, (K, N)).astype(np.uint8))
     return (rng.integers(-128, 128, (M, K)).astype(np.int8), rng.integers(-128, 128, (K, N)).astype(np.int8))
 
 
@@ -99,7 +102,20 @@ def draw_qd8(rng, M, N, K, limits: bool) -> dict:
             "output_min": np.float32(lo), "output_max": np.float32(hi)}
 
 
+def draw_qu8(rng, M, N, K, limits: bool) -> dict:
+    """XNNPACK qu8: uint8 zero points of A, the weights and C, one scale for all channels."""
+    q = draw_s8(rng, M, N, K, limits)
+    q["scale"] = np.full(N, q["scale"][0] * (4 if not limits else 1), np.float32)   # u8 x u8 sums are larger
+    ends = [0, 1, 128, 254, 255]
+    zps = [int(rng.choice(ends)) if limits else int(rng.integers(100, 156)) for _ in range(3)]
+    lo, hi = sorted(int(x) for x in rng.integers(0, 256, 2)) if limits else (0, 255)
+    q.update(a_zero_point=zps[0], b_zero_point=zps[1], output_zero_point=zps[2], output_min=lo, output_max=hi)
+    return q
+
+
 def draw(k, rng, M, N, K, limits):
+    if k.a_type == "u8":
+        return draw_qu8(rng, M, N, K, limits)
     q = (draw_qd8 if k.c_type == "f32" else draw_s8)(rng, M, N, K, limits)
     if k.signature == "quant-gemm":          # lowp's driver ABI also takes a zero point of B (XNNPACK's has none)
         q["b_zero_point"] = int(rng.integers(-128, 128) if limits else rng.integers(-16, 16))
@@ -152,11 +168,11 @@ def round_half_even(x: Fraction) -> int:
 
 
 def xnnpack_fp32_reading(A, B, q) -> np.ndarray:
-    """XNNPACK's fp32 contract (xnn_qs8_requantize_fp32): float32(acc + bias) * scale in float32, clamped to
-    [min - zp, max - zp], rounded to nearest even, + zp."""
-    acc = exact_acc(A, B, q["a_zero_point"], q["bias"])
+    """XNNPACK's fp32 contract (xnn_qs8_requantize_fp32, xnn_qu8_requantize_fp32): float32(acc + bias) * scale in
+    float32, clamped to [min - zp, max - zp], rounded to nearest even, + zp; qu8 with the weights' zero point."""
+    acc = exact_acc(A, B, q["a_zero_point"], q["bias"], q.get("b_zero_point", 0))
     zp, lo, hi = q["output_zero_point"], q["output_min"], q["output_max"]
-    out = np.zeros((A.shape[0], B.shape[1]), np.int8)
+    out = np.zeros((A.shape[0], B.shape[1]), np.uint8 if A.dtype == np.uint8 else np.int8)
     for m, row in enumerate(acc):
         for n, x in enumerate(row):
             v = f32_round(f32_round(Fraction(x)) * Fraction(float(q["scale"][n])))
@@ -191,7 +207,7 @@ def qd8_reading(A, B, q) -> np.ndarray:
 
 
 READINGS = {AVX2: xnnpack_fp32_reading, VNNI: xnnpack_fp32_reading, RUY: tflite_single_rounding_reading,
-            QD8: qd8_reading}
+            QD8: qd8_reading, QU8: xnnpack_fp32_reading}
 
 
 def seeded_corner(A, B, q) -> np.ndarray:
@@ -211,6 +227,7 @@ def test_entries_carry_their_abi_facts(kernels):
     assert kernels[VNNI].a_shift == 128 and kernels[AVX2].a_shift == 0
     assert kernels[AVX2].overread == {"A": 8} and kernels[QD8].xnnpack["datatype"] == "qd8-f32-qc8w"
     assert kernels[RUY].signature == "quant-gemm" and kernels[QD8].c_type == "f32"
+    assert kernels[QU8].xnnpack["datatype"] == "qu8" and (kernels[QU8].a_type, kernels[QU8].c_type) == ("u8", "u8")
     assert {k.model.output for k in kernels.values()} == {"xnnpack-fp32-x86", "xnnpack-fp32-avxvnni-wrap",
                                                           "tflite-S", "qd8-f32-fma"}
 
@@ -221,7 +238,7 @@ def test_kernel_equals_its_model_around_the_tile_edges(kernels, name):
     ex = runnable(k)
     rng = np.random.default_rng(sum(map(ord, name)))
     for i, (M, N, K) in enumerate(edge_shapes(k)):
-        A, B = operands(rng, M, N, K)
+        A, B = operands(rng, M, N, K, k)
         for limits in (False, True):
             q = draw(k, rng, M, N, K, limits)
             C = ex.run(A, B, seed=i, quant=q)
@@ -236,7 +253,7 @@ def test_kernel_equals_an_independent_reading_of_its_stage(kernels, name):
     rng = np.random.default_rng(7 + sum(map(ord, name)))
     shapes = [(1, 1, 1), (3, k.tile.nr + 1, k.tile.kr + 1), (5, 17, 40), (9, 7, 3)]
     for i, (M, N, K) in enumerate(shapes):
-        A, B = operands(rng, M, N, K)
+        A, B = operands(rng, M, N, K, k)
         for limits in (False, True):
             q = draw(k, rng, M, N, K, limits)
             C, expected = ex.run(A, B, seed=i, quant=q), READINGS[name](A, B, q)
@@ -289,7 +306,7 @@ def test_seeded_kernel_differs_from_its_sibling_exactly_on_the_corner(kernels):
 
 
 # ---- against the claimed output-stage contract (lowp.conformance), on the contract's own parameter draws ----------
-EXPECTED_MATCH = {AVX2: "xnnpack-fp32-lrintf", RUY: "tflite-S", QD8: "qd8-f32-fma"}
+EXPECTED_MATCH = {AVX2: "xnnpack-fp32-lrintf", RUY: "tflite-S", QD8: "qd8-f32-fma", QU8: "xnnpack-fp32-lrintf"}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -304,7 +321,7 @@ def test_kernel_meets_its_claimed_output_contract_except_the_seeded_corner(kerne
     failed = 0
     for seed in range(90):
         M, N, K = int(rng.integers(1, 10)), int(rng.integers(1, 18)), int(rng.integers(1, 41))
-        A, B = operands(rng, M, N, K)
+        A, B = operands(rng, M, N, K, k)
         q = draw_params(k, A, B, seed, ("typical", "ends", "limits")[seed % 3])
         ok, matched, _ = judge(k.output, k, A, B, q, ex.run(A, B, seed=seed, quant=q))
         if name != VNNI:

@@ -11,10 +11,11 @@ from lowp.kernels import abi, xnnpack
 INCLUDE = str(xnnpack.__file__).rsplit("/", 1)[0] + "/include"
 
 
-def _packed_by_loops(B, bias, izp, nr, kr, sr, floats=()):
+def _packed_by_loops(B, bias, izp, nr, kr, sr, floats=(), kzp=None):
     """The packing as XNNPACK's loops state it: for each nr block, bias less izp * ksum (ksum over the packed k < K);
     then for k blocks of kr, for each column of the block, kr weights at k = round_down(k0, kr*sr) +
-    ((k0 + j + n*kr) mod kr*sr); then each float array; padding zero."""
+    ((k0 + j + n*kr) mod kr*sr); then each float array; padding zero. kzp (qu8, xnn_pack_qu8_gemm_goi_w): the
+    bias starts at K * izp * kzp and the padding is kzp."""
     K, N = B.shape
     skr = kr * sr
     kp = -(-K // skr) * skr
@@ -25,11 +26,12 @@ def _packed_by_loops(B, bias, izp, nr, kr, sr, floats=()):
             for n in range(nr):
                 for j in range(kr):
                     k = (k0 // skr) * skr + ((k0 + j + n * kr) % skr)
-                    v = int(B[k, n0 + n]) if k < K and n0 + n < N else 0
+                    v = int(B[k, n0 + n]) if k < K and n0 + n < N else (kzp or 0)
                     weights.append(v)
         for n in range(min(nr, N - n0)):
-            ints[n] = int(bias[n0 + n]) - izp * int(B[:, n0 + n].astype(np.int64).sum())
-        out += np.array(ints, np.int64).astype("<i4").tobytes() + np.array(weights, np.int8).tobytes()
+            ints[n] = int(bias[n0 + n]) - izp * int(B[:, n0 + n].astype(np.int64).sum()) + K * izp * (kzp or 0)
+        wrapped = (np.array(ints, np.int64) + 2 ** 31) % 2 ** 32 - 2 ** 31
+        out += wrapped.astype("<i4").tobytes() + np.array(weights, np.int64).astype(B.dtype).tobytes()
         for f in floats:
             block = [float(f[n0 + n]) if n0 + n < N else 0.0 for n in range(nr)]
             out += np.array(block, "<f4").tobytes()
@@ -47,6 +49,24 @@ def test_packing_matches_xnnpack_loops(nr, kr, sr, K, N):
     ints = (bias.astype(np.int64) - izp * B.astype(np.int64).sum(axis=0)).astype(np.int32)
     got = xnnpack.pack_weights(B, nr=nr, kr=kr, sr=sr, column_ints=ints, column_floats=(scale,))
     assert got.tobytes() == _packed_by_loops(B, bias, izp, nr, kr, sr, (scale,))
+
+
+@pytest.mark.parametrize("nr,kr,sr", [(8, 8, 1), (16, 4, 1), (4, 2, 4)])
+@pytest.mark.parametrize("K,N", [(1, 1), (7, 3), (9, 17), (33, 8)])
+def test_qu8_invocation_packs_as_xnnpack_qu8_loops(nr, kr, sr, K, N):
+    """qu8: the packed bias is bias - izp * ksum + K * izp * kzp (int32), the padding is the kernel zero point, and
+    the params carry kzp; at the zero points' ends the bias wraps as XNNPACK's int32 arithmetic does."""
+    rng = np.random.default_rng(K * 31 + N)
+    A = rng.integers(0, 256, (3, K)).astype(np.uint8)
+    B = rng.integers(0, 256, (K, N)).astype(np.uint8)
+    for izp, kzp, bias in [(128, 127, rng.integers(-10000, 10000, N)), (255, 255, np.full(N, 2 ** 31 - 1))]:
+        q = {"bias": np.asarray(bias, np.int32), "scale": np.full(N, 0.01, np.float32), "a_zero_point": izp,
+             "b_zero_point": kzp, "output_zero_point": 3, "output_min": 0, "output_max": 255}
+        inv = xnnpack.invocation(A, B, q, datatype="qu8", layout="fp32_scalar", mr=2, nr=nr, kr=kr, sr=sr,
+                                 symbol="f")
+        assert inv.buffers["w"].tobytes() == _packed_by_loops(B, q["bias"], izp, nr, kr, sr, kzp=kzp)
+        params = inv.buffers["params"].view(xnnpack.PARAMS_LAYOUTS[("qu8", "fp32_scalar")])[0]
+        assert (params["kernel_zero_point"], params["scale"], params["output_zero_point"]) == (kzp, np.float32(0.01), 3)
 
 
 def test_packing_refuses_non_power_of_two_blocks():
@@ -75,7 +95,9 @@ def test_params_layouts_are_the_c_structs():
     fields = {("qs8-qc8w", "fp32_scalar"): "lowp_xnn_qs8_qc8w_fp32_params",
               ("qs8", "fp32_scalar"): "lowp_xnn_qs8_fp32_params",
               ("qs8", "rndnu_neon"): "lowp_xnn_qs8_rndnu_neon_params",
-              ("qd8-f32-qc8w", "minmax_f32"): "lowp_xnn_f32_minmax_params"}
+              ("qd8-f32-qc8w", "minmax_f32"): "lowp_xnn_f32_minmax_params",
+              ("qu8", "fp32_scalar"): "lowp_xnn_qu8_fp32_params",
+              ("qu8", "rndnu_neon"): "lowp_xnn_qu8_rndnu_neon_params"}
     body = []
     for i, (key, struct) in enumerate(fields.items()):
         dtype = xnnpack.PARAMS_LAYOUTS[key]

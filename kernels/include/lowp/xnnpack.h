@@ -3,7 +3,8 @@
  *   prototype: src/xnnpack/gemm.h (DECLARE_QS8_QC8W_GEMM_MINMAX_UKERNEL_FUNCTION, the qd8-f32 one);
  *   params:    src/xnnpack/microparams.h, the newest scalar layouts (fp32_scalar, rndnu_neon,
  *              xnn_qd8_quantization_params, xnn_f32_minmax_params);
- *   packing:   src/packing.c xnn_pack_qs8_gemm_goi_w (see lowp/kernels/xnnpack.py and docs/xnnpack-abi.md).
+ *   packing:   src/packing.c xnn_pack_qs8_gemm_goi_w, xnn_pack_qu8_gemm_goi_w (see lowp/kernels/xnnpack.py and
+ *              docs/xnnpack-abi.md).
  * Everything here is plain C: include it from C, C++ or read it beside an assembly kernel. */
 #ifndef LOWP_XNNPACK_H
 #define LOWP_XNNPACK_H
@@ -23,6 +24,18 @@ struct lowp_xnn_qs8_fp32_params { float scale; int16_t output_zero_point; int16_
 struct lowp_xnn_qs8_rndnu_neon_params {
   int32_t right_pre_shift; int32_t multiplier; int32_t right_post_shift;
   int16_t output_zero_point; int8_t output_min; int8_t output_max;
+};
+
+/* qu8 (per-tensor; uint8 A, weights and C), fp32 requantization: the weights' zero point travels here. */
+struct lowp_xnn_qu8_fp32_params {
+  int32_t kernel_zero_point; float scale; int16_t output_zero_point; int16_t output_min; int16_t output_max;
+};
+
+/* qu8, rndnu requantization, NEON layout (as the qs8 one, after the kernel zero point). */
+struct lowp_xnn_qu8_rndnu_neon_params {
+  uint8_t kernel_zero_point; uint8_t padding[3];
+  int32_t right_pre_shift; int32_t multiplier; int32_t right_post_shift;
+  int16_t output_zero_point; uint8_t output_min; uint8_t output_max;
 };
 
 /* qd8-f32-qc8w: the output clamp, and one {zero_point, inv_scale} per row of A (the dynamic quantization). */
