@@ -55,7 +55,7 @@ PARAMS_LAYOUTS = {
                                      ("output_min", "u1"), ("output_max", "u1")], align=True),
 }
 QD8_ROW = np.dtype([("zero_point", "<i4"), ("inv_scale", "<f4")])
-EXTRA_QUANTIZATION_PARAMS = 10
+EXTRA_QUANTIZATION_PARAMS = 15     # include/xnnpack.h @75db3c0 (10 before 0b4168b, 2024-11-19: taller kernels)
 # What each layout needs from a case's quantization parameters (lowp.isa_models.requant's q keys).
 LAYOUT_KEYS = {
     "fp32_scalar": ("bias", "scale", "output_zero_point", "output_min", "output_max"),
@@ -167,7 +167,7 @@ def invocation(A: np.ndarray, B: np.ndarray, q: dict, *, datatype: str, layout: 
                "params": params_blob(datatype, layout, q)}
     if d.name.startswith("qd8"):
         # XNNPACK's qd8 ukernels read MR rows of these whatever mr is: the operator allocates
-        # XNN_EXTRA_QUANTIZATION_PARAMS (10) more and fills them with copies of the last row
+        # XNN_EXTRA_QUANTIZATION_PARAMS (15) more and fills them with copies of the last row
         # (include/xnnpack.h; src/operator-run.c xnn_compute_pad_qd8_params).
         rows = np.zeros(M + EXTRA_QUANTIZATION_PARAMS, QD8_ROW)
         rows["zero_point"][:M], rows["inv_scale"][:M] = q["a_zero_point"], q["a_inv_scale"]

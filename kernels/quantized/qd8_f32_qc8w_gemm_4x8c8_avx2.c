@@ -10,7 +10,7 @@
  * biases. `quantization_params` starts at the call's first row.
  *
  * One departure from XNNPACK: its kernels read quantization_params[0..MR-1] whatever mr is, relying on the caller's
- * XNN_EXTRA_QUANTIZATION_PARAMS (10) entries of slack, which XNNPACK fills with copies of the last row
+ * XNN_EXTRA_QUANTIZATION_PARAMS (15; 10 before 2024-11) entries of slack, which XNNPACK fills with copies of the last row
  * (src/operator-run.c xnn_compute_pad_qd8_params @f196d01): a row past mr then aliases the last row for A, C and its
  * parameters alike. This one reads only the mr rows it is handed and aliases the same way, so it needs no slack. */
 #include <immintrin.h>
