@@ -1,0 +1,295 @@
+/* lowp's guest driver for qemu-aarch64 (lowp.emulator.qemu): one long-lived process serves many kernel calls.
+ *
+ * Linked (target 'linux', no libc: linux_runtime.c) with a kernel's sources, it reads call requests from stdin and
+ * writes replies to stdout; the host finds the kernel's functions in the ELF's symbol table and sends their
+ * addresses. Every request and reply is a sequence of little-endian 64-bit words (byte data padded to 8):
+ *
+ *   request  op                       OP_CALL, OP_HELLO or OP_EXIT
+ *   OP_CALL  fn, budget_us, nargs, x[0..28], v[0..31] (64 words), stack[0..15]
+ *            then per argument: kind (0 scalar, 1 buffer), size, after  (a scalar's value is in x[] / stack[])
+ *            then each buffer's bytes
+ *   reply    status (0 returned, 1 signal), signo, si_code, si_addr, pc, x[0..30], sp, then per buffer:
+ *            lo, base, hi, first damaged byte below base (index from lo, or -1), first damaged byte of the
+ *            allowed over-read (index from its start, or -1), then its bytes
+ *   OP_HELLO reply: pid, page size
+ *
+ * Buffers: each in its own mapping between PROT_NONE guard pages, ending at the mapping's end (after its allowed
+ * over-read), the slack below it and the over-read filled with a canary (the same layout as the Unicorn Machine),
+ * kept from one call to the next while its size repeats. A fault in the kernel (SIGSEGV, SIGBUS, SIGILL, SIGTRAP,
+ * SIGFPE) or the budget's SIGALRM: the handler records the signal, si_addr and the registers from the ucontext
+ * and siglongjmps back here; the process goes on serving. */
+#include <stddef.h>
+#include <stdint.h>
+
+long lowp_read(int fd, void *buf, long n);
+long lowp_write(int fd, const void *buf, long n);
+void lowp_exit(int code);
+
+enum { OP_EXIT = 0, OP_CALL = 1, OP_HELLO = 2 };
+enum { NX = 29, NV = 64, NSTACK = 16, MAX_ARGS = 8 + NSTACK, HEADER = 5 + 31 + 1 };
+#define CANARY 0xA5
+
+/* Linux system calls (asm-generic numbers, AArch64). */
+enum { SYS_SIGALTSTACK = 132, SYS_RT_SIGACTION = 134, SYS_RT_SIGPROCMASK = 135, SYS_SETITIMER = 103,
+       SYS_GETPID = 172, SYS_MUNMAP = 215, SYS_MMAP = 222, SYS_MPROTECT = 226 };
+
+static long sys6(long nr, long a, long b, long c, long d, long e, long f) {
+    register long x8 __asm__("x8") = nr;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    register long x4 __asm__("x4") = e;
+    register long x5 __asm__("x5") = f;
+    __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+    return x0;
+}
+
+/* setjmp/longjmp without libc: the callee-saved registers (x19..x30, sp, d8..d15; AAPCS64). */
+__attribute__((returns_twice)) long lowp_setjmp(uint64_t *buf);
+__attribute__((noreturn)) void lowp_longjmp(uint64_t *buf, long value);
+/* Calls frame->fn with x0..x28 and v0..v31 as the frame gives them and 16 stack argument slots; returns its x0. */
+uint64_t lowp_invoke(const void *frame);
+
+__asm__(
+    ".text\n"
+    ".global lowp_setjmp\n"
+    "lowp_setjmp:\n"
+    "  stp x19, x20, [x0, #0]\n  stp x21, x22, [x0, #16]\n  stp x23, x24, [x0, #32]\n"
+    "  stp x25, x26, [x0, #48]\n  stp x27, x28, [x0, #64]\n  stp x29, x30, [x0, #80]\n"
+    "  mov x16, sp\n  str x16, [x0, #96]\n"
+    "  stp d8, d9, [x0, #104]\n  stp d10, d11, [x0, #120]\n  stp d12, d13, [x0, #136]\n  stp d14, d15, [x0, #152]\n"
+    "  mov x0, #0\n  ret\n"
+    ".global lowp_longjmp\n"
+    "lowp_longjmp:\n"
+    "  ldp x19, x20, [x0, #0]\n  ldp x21, x22, [x0, #16]\n  ldp x23, x24, [x0, #32]\n"
+    "  ldp x25, x26, [x0, #48]\n  ldp x27, x28, [x0, #64]\n  ldp x29, x30, [x0, #80]\n"
+    "  ldr x16, [x0, #96]\n  mov sp, x16\n"
+    "  ldp d8, d9, [x0, #104]\n  ldp d10, d11, [x0, #120]\n  ldp d12, d13, [x0, #136]\n  ldp d14, d15, [x0, #152]\n"
+    "  mov x0, x1\n  ret\n"
+    /* frame: fn @0, x[0..28] @8, v[0..31] @240, stack[0..15] @752 */
+    ".global lowp_invoke\n"
+    "lowp_invoke:\n"
+    "  stp x29, x30, [sp, #-176]!\n  mov x29, sp\n"
+    "  stp x19, x20, [sp, #16]\n  stp x21, x22, [sp, #32]\n  stp x23, x24, [sp, #48]\n"
+    "  stp x25, x26, [sp, #64]\n  stp x27, x28, [sp, #80]\n"
+    "  stp d8, d9, [sp, #96]\n  stp d10, d11, [sp, #112]\n  stp d12, d13, [sp, #128]\n  stp d14, d15, [sp, #144]\n"
+    "  sub sp, sp, #128\n  mov x30, x0\n"
+    "  add x9, x30, #752\n"
+    "  ldp x10, x11, [x9, #0]\n  stp x10, x11, [sp, #0]\n  ldp x10, x11, [x9, #16]\n  stp x10, x11, [sp, #16]\n"
+    "  ldp x10, x11, [x9, #32]\n  stp x10, x11, [sp, #32]\n  ldp x10, x11, [x9, #48]\n  stp x10, x11, [sp, #48]\n"
+    "  ldp x10, x11, [x9, #64]\n  stp x10, x11, [sp, #64]\n  ldp x10, x11, [x9, #80]\n  stp x10, x11, [sp, #80]\n"
+    "  ldp x10, x11, [x9, #96]\n  stp x10, x11, [sp, #96]\n  ldp x10, x11, [x9, #112]\n  stp x10, x11, [sp, #112]\n"
+    "  add x9, x30, #240\n"
+    "  ldp q0, q1, [x9, #0]\n  ldp q2, q3, [x9, #32]\n  ldp q4, q5, [x9, #64]\n  ldp q6, q7, [x9, #96]\n"
+    "  ldp q8, q9, [x9, #128]\n  ldp q10, q11, [x9, #160]\n  ldp q12, q13, [x9, #192]\n  ldp q14, q15, [x9, #224]\n"
+    "  ldp q16, q17, [x9, #256]\n  ldp q18, q19, [x9, #288]\n  ldp q20, q21, [x9, #320]\n  ldp q22, q23, [x9, #352]\n"
+    "  ldp q24, q25, [x9, #384]\n  ldp q26, q27, [x9, #416]\n  ldp q28, q29, [x9, #448]\n  ldp q30, q31, [x9, #480]\n"
+    "  ldp x0, x1, [x30, #8]\n  ldp x2, x3, [x30, #24]\n  ldp x4, x5, [x30, #40]\n  ldp x6, x7, [x30, #56]\n"
+    "  ldp x8, x9, [x30, #72]\n  ldp x10, x11, [x30, #88]\n  ldp x12, x13, [x30, #104]\n  ldp x14, x15, [x30, #120]\n"
+    "  ldp x16, x17, [x30, #136]\n  ldp x18, x19, [x30, #152]\n  ldp x20, x21, [x30, #168]\n"
+    "  ldp x22, x23, [x30, #184]\n  ldp x24, x25, [x30, #200]\n  ldp x26, x27, [x30, #216]\n  ldr x28, [x30, #232]\n"
+    "  ldr x30, [x30, #0]\n  blr x30\n"
+    "  mov sp, x29\n"
+    "  ldp x19, x20, [sp, #16]\n  ldp x21, x22, [sp, #32]\n  ldp x23, x24, [sp, #48]\n"
+    "  ldp x25, x26, [sp, #64]\n  ldp x27, x28, [sp, #80]\n"
+    "  ldp d8, d9, [sp, #96]\n  ldp d10, d11, [sp, #112]\n  ldp d12, d13, [sp, #128]\n  ldp d14, d15, [sp, #144]\n"
+    "  ldp x29, x30, [sp], #176\n  ret\n");
+
+struct frame {
+    uint64_t fn, x[NX];
+    uint64_t v[NV];
+    uint64_t stack[NSTACK];
+};
+
+struct buffer {               /* one argument's mapping, kept while its size repeats */
+    char *map;                /* the whole mapping: guard page, [lo, hi), guard page */
+    uint64_t total;           /* bytes of the whole mapping */
+};
+
+static struct frame frame;
+static struct buffer buffers[MAX_ARGS];
+static uint64_t page = 4096;
+static uint64_t jump[21];
+static volatile int armed;
+static uint64_t reply[HEADER];          /* status, signo, code, addr, pc, x0..x30, sp */
+
+/* ---- the signal handler ---- */
+/* The kernel's siginfo_t (si_signo @0, si_code @8, si_addr @16) and AArch64 ucontext (uc_mcontext @176:
+   fault_address, regs[31], sp, pc, pstate; Linux arch/arm64/include/uapi/asm/{ucontext,sigcontext}.h). */
+enum { UC_MCONTEXT = 176 };
+struct kernel_sigaction { void (*handler)(int, void *, void *); unsigned long flags; void (*restorer)(void); uint64_t mask; };
+enum { SA_SIGINFO = 4, SA_ONSTACK = 0x08000000, SA_NODEFER = 0x40000000 };
+enum { SIGILL = 4, SIGTRAP = 5, SIGBUS = 7, SIGFPE = 8, SIGSEGV = 11, SIGALRM = 14 };
+static const int SIGNALS[] = {SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGALRM};
+static char altstack[1 << 16];
+
+static void on_signal(int signo, void *info, void *context) {
+    if (!armed) {
+        if (signo == SIGALRM) return;          /* the budget's timer fired just after the call returned */
+        lowp_exit(128 + signo);                /* a fault in the driver itself: the host sees the process die */
+    }
+    armed = 0;
+    const uint64_t *mc = (const uint64_t *)((const char *)context + UC_MCONTEXT);
+    reply[0] = 1;
+    reply[1] = (uint64_t)signo;
+    reply[2] = (uint64_t)*(const int32_t *)((const char *)info + 8);
+    reply[3] = *(const uint64_t *)((const char *)info + 16);
+    reply[4] = mc[33];                          /* pc */
+    for (int i = 0; i < 31; i++) reply[5 + i] = mc[1 + i];
+    reply[36] = mc[32];                         /* sp */
+    lowp_longjmp(jump, 1);
+}
+
+static void install(void) {
+    struct { void *sp; int flags; uint64_t size; } ss = {altstack, 0, sizeof altstack};
+    sys6(SYS_SIGALTSTACK, (long)&ss, 0, 0, 0, 0, 0);
+    /* SA_NODEFER: the signal stays unblocked after the handler siglongjmps away (the mask is also reset then). */
+    struct kernel_sigaction sa = {on_signal, SA_SIGINFO | SA_ONSTACK | SA_NODEFER, 0, 0};
+    for (unsigned i = 0; i < sizeof SIGNALS / sizeof SIGNALS[0]; i++)
+        sys6(SYS_RT_SIGACTION, SIGNALS[i], (long)&sa, 0, 8, 0, 0);
+}
+
+static void set_timer(uint64_t us) {
+    long t[4] = {0, 0, (long)(us / 1000000), (long)(us % 1000000)};   /* it_interval, it_value */
+    sys6(SYS_SETITIMER, 0, (long)t, 0, 0, 0, 0);
+}
+
+/* ---- I/O ---- */
+static void read_all(void *buf, uint64_t n) {
+    char *p = buf;
+    while (n) {
+        long got = lowp_read(0, p, (long)n);
+        if (got <= 0) lowp_exit(got == 0 ? 0 : 3);     /* the host closed the pipe: done */
+        p += got;
+        n -= (uint64_t)got;
+    }
+}
+
+static void write_all(const void *buf, uint64_t n) {
+    const char *p = buf;
+    while (n) {
+        long put = lowp_write(1, p, (long)n);
+        if (put <= 0) lowp_exit(4);
+        p += put;
+        n -= (uint64_t)put;
+    }
+}
+
+static uint64_t word(void) {
+    uint64_t w;
+    read_all(&w, 8);
+    return w;
+}
+
+static uint64_t up(uint64_t x, uint64_t m) { return (x + m - 1) / m * m; }
+
+/* ---- buffers ---- */
+enum { PROT_NONE = 0, PROT_RW = 3, MAP_PRIVATE_ANONYMOUS = 0x22 };
+
+static char *place(int i, uint64_t size) {
+    uint64_t total = size + 2 * page;
+    struct buffer *b = &buffers[i];
+    if (b->map && b->total != total) {
+        sys6(SYS_MUNMAP, (long)b->map, (long)b->total, 0, 0, 0, 0);
+        b->map = 0;
+    }
+    if (!b->map) {
+        /* above 4 GiB (a hint): a kernel that truncates a pointer to 32 bits faults */
+        long hint = 0x100000000L + (long)i * 0x40000000L;
+        long m = sys6(SYS_MMAP, hint, (long)total, PROT_NONE, MAP_PRIVATE_ANONYMOUS, -1, 0);
+        if (m < 0 && m > -4096) lowp_exit(5);
+        if (sys6(SYS_MPROTECT, m + (long)page, (long)size, PROT_RW, 0, 0, 0)) lowp_exit(6);
+        b->map = (char *)m;
+        b->total = total;
+    }
+    return b->map + page;
+}
+
+static int64_t first_damaged(const unsigned char *p, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++)
+        if (p[i] != CANARY) return (int64_t)i;
+    return -1;
+}
+
+static void fill(unsigned char *p, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) p[i] = CANARY;
+}
+
+static void serve_call(void) {
+    static uint64_t kind[MAX_ARGS], size[MAX_ARGS], after[MAX_ARGS];
+    static char *lo[MAX_ARGS], *base[MAX_ARGS];
+    frame.fn = word();
+    uint64_t budget_us = word(), nargs = word();
+    read_all(frame.x, sizeof frame.x + sizeof frame.v + sizeof frame.stack);
+    if (nargs > MAX_ARGS) lowp_exit(7);
+    for (uint64_t i = 0; i < nargs; i++) {
+        kind[i] = word();
+        size[i] = word();
+        after[i] = word();
+    }
+    for (uint64_t i = 0; i < nargs; i++) {
+        if (kind[i] != 1) continue;
+        uint64_t mapped = up(size[i] + after[i] ? size[i] + after[i] : 1, page);
+        lo[i] = place((int)i, mapped);
+        base[i] = lo[i] + mapped - after[i] - size[i];
+        fill((unsigned char *)lo[i], (uint64_t)(base[i] - lo[i]));
+        read_all(base[i], size[i]);
+        if (size[i] % 8) { uint64_t pad; read_all(&pad, 8 - size[i] % 8); }
+        fill((unsigned char *)base[i] + size[i], after[i]);
+        uint64_t address = (uint64_t)base[i];
+        if (i < 8) frame.x[i] = address; else frame.stack[i - 8] = address;
+    }
+    for (int i = 0; i < HEADER; i++) reply[i] = 0;
+    if (lowp_setjmp(jump) == 0) {
+        if (budget_us) set_timer(budget_us);
+        armed = 1;
+        uint64_t ret = lowp_invoke(&frame);
+        armed = 0;
+        if (budget_us) set_timer(0);
+        reply[5] = ret;                 /* x0; the other registers are not reported for a return */
+    } else {
+        if (budget_us) set_timer(0);
+        uint64_t empty = 0;
+        sys6(SYS_RT_SIGPROCMASK, 2 /* SIG_SETMASK */, (long)&empty, 0, 8, 0, 0);
+    }
+    write_all(reply, sizeof reply);
+    for (uint64_t i = 0; i < nargs; i++) {
+        if (kind[i] != 1) continue;
+        uint64_t mapped = up(size[i] + after[i] ? size[i] + after[i] : 1, page);
+        uint64_t tail[5] = {(uint64_t)lo[i], (uint64_t)base[i], (uint64_t)(lo[i] + mapped),
+                            (uint64_t)first_damaged((unsigned char *)lo[i], (uint64_t)(base[i] - lo[i])),
+                            (uint64_t)first_damaged((unsigned char *)base[i] + size[i], after[i])};
+        write_all(tail, sizeof tail);
+        write_all(base[i], size[i]);
+        if (size[i] % 8) { uint64_t pad = 0; write_all(&pad, 8 - size[i] % 8); }
+    }
+}
+
+/* The page size the kernel (qemu) gives: AT_PAGESZ of the auxiliary vector after argv and envp. */
+static uint64_t page_size(char **argv) {
+    char **p = argv;
+    while (*p) p++;                 /* argv's NULL */
+    p++;
+    while (*p) p++;                 /* envp's NULL */
+    for (uint64_t *aux = (uint64_t *)(p + 1); aux[0]; aux += 2)
+        if (aux[0] == 6) return aux[1];     /* AT_PAGESZ */
+    return 4096;
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    page = page_size(argv);
+    install();
+    for (;;) {
+        uint64_t op = word();
+        if (op == OP_CALL) {
+            serve_call();
+        } else if (op == OP_HELLO) {
+            uint64_t hello[2] = {(uint64_t)sys6(SYS_GETPID, 0, 0, 0, 0, 0, 0), page};
+            write_all(hello, sizeof hello);
+        } else {
+            return op == OP_EXIT ? 0 : 8;
+        }
+    }
+}
