@@ -22,10 +22,16 @@ below the start found by the canaries after the call), UndefinedInstruction (SIG
 text), Trap (BRK), BudgetExceeded (a time budget per call, `seconds`; an instruction `budget` is converted at
 INSTRUCTIONS_PER_SECOND), EmulationFailed otherwise.
 
+Counts: with `count=True` (executed instructions) or `mnemonics=True` (per mnemonic), the call runs with lowp's TCG
+plugin (emulator/qemu_plugin.c, built for the host with its C compiler: Debian's qemu-user has the plugin loader,
+-plugin, but ships no plugin): an inline counter per translated block, reset before the call and dumped after it
+through a system call the driver makes. Blocks that start in the driver (lowpq_* functions) are left out, so the
+counts are the kernel's own, from its entry to its return, as Machine counts them. The plugin is loaded when the
+process starts, if it can be built (plugin_unavailable() says why not); it costs an add per executed block.
+
 Registers: `seed` chooses X(nargs)..X28 and V0..V31 as Machine does (emulator.machine.seeded_registers: the same
 values), except X30 (the return address) and X29 (the frame pointer). Without a seed they are zero. Flags, FPCR
 and the SVE/SME state are qemu's at process start. Static data persists from call to call, as a loaded library's.
-Instruction and per-mnemonic counts: not available here (CallResult.instructions is None; asking raises).
 """
 from __future__ import annotations
 
@@ -35,21 +41,26 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections import Counter
+from functools import cached_property, lru_cache
+from pathlib import Path
 
 import numpy as np
 
 from .build import HERE, INCLUDE, Binary, build, include_files
 from .errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
     describe_out_of_bounds
-from .machine import CallResult, _access_size, _capstone, disassemble, effective_address, seeded_registers
+from .machine import REGISTER_STATES, CallResult, _access_size, _capstone, disassemble, effective_address, seeded_registers
 
 DRIVER = HERE / "qemu_driver.c"
 DEFAULT_SECONDS = 10.0            # time budget per call
 INSTRUCTIONS_PER_SECOND = 25_000_000   # a conservative qemu TCG speed: an instruction budget -> seconds
 RESTART_GRACE = 5.0               # seconds past the budget before the host gives up on the guest and kills it
 OP_EXIT, OP_CALL, OP_HELLO = 0, 1, 2
+PLUGIN = HERE / "qemu_plugin.c"
 NX, NV, NSTACK = 29, 64, 16
 MAX_ARGS = 8 + NSTACK
+REQUEST_WORDS = 5 + NX + NV + NSTACK + 3 * MAX_ARGS     # the fixed part of every request (qemu_driver.c)
 HEADER = 37                       # reply words: status, signo, code, addr, pc, x0..x30, sp
 MASK64 = (1 << 64) - 1
 SIGNAL_NAMES = {4: "SIGILL", 5: "SIGTRAP", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV", 14: "SIGALRM"}
@@ -77,24 +88,46 @@ def build_for_qemu(*sources, flags=(), depends=(), **kwargs) -> Binary:
                  depends=(*depends, *include_files()), **kwargs)
 
 
+def plugin() -> Path:
+    """lowp's TCG plugin, built for this host (cached); EmulatorError saying why if it cannot be."""
+    from lowp.isa_models.native import NativeUnavailable, build_shared_library
+    from lowp import buildcache
+    try:
+        return build_shared_library([PLUGIN], ("-O2", "-Wall"), "lowp-qemu-plugin")
+    except (NativeUnavailable, buildcache.BuildFailed) as e:
+        raise EmulatorError(f"lowp's qemu plugin (instruction counts) cannot be built: {e}") from None
+
+
+def plugin_unavailable() -> str | None:
+    """Why instruction counts are not available under qemu here, or None."""
+    try:
+        plugin()
+    except EmulatorError as e:
+        return str(e)
+    return None
+
+
 class QemuDied(EmulationFailed):
     """The qemu-aarch64 process died or stopped answering during a call (it is restarted by the next call)."""
 
 
 class QemuMachine:
-    """One qemu-aarch64 -cpu max process running `binary` (a build_for_qemu() program); call() its functions."""
+    """One qemu-aarch64 -cpu max process running `binary` (a build_for_qemu() program); call() its functions.
+    counts=False starts it without the counting plugin (a call that asks for counts restarts it with the plugin)."""
 
     def __init__(self, binary: Binary, *, seconds: float = DEFAULT_SECONDS, qemu: str | None = None,
-                 cpu: str = "max"):
+                 cpu: str = "max", counts: bool = True):
         if binary.target != "linux":
             raise ValueError(f"QemuMachine runs 'linux' builds (build_for_qemu); {binary.path.name} is a "
                              f"{binary.target!r} build")
-        self.binary, self.seconds, self.cpu = binary, seconds, cpu
+        self.binary, self.seconds, self.cpu, self.counts = binary, seconds, cpu, counts
         self.qemu = qemu or qemu_path()
         self.restarts = 0             # processes started after the first (a death, a hang, a kill)
         self._proc = None
         self._stderr = None
         self._code = [(s.vaddr, s.data) for s in binary.segments if s.flags & 1]
+        self._counts = None           # the plugin's dump file (None: started without the plugin)
+        self._mnemonic = {}           # instruction word -> mnemonic
 
     # -- the process ------------------------------------------------------------------------------------------
     @property
@@ -111,9 +144,16 @@ class QemuMachine:
             self._reap()
             self.restarts += 1
         self._stderr = tempfile.TemporaryFile()
-        self._proc = subprocess.Popen([self.qemu, "-cpu", self.cpu, str(self.binary.path)], stdin=subprocess.PIPE,
+        command = [self.qemu, "-cpu", self.cpu]
+        if self.counts and plugin_unavailable() is None:
+            if self._counts is None:
+                fd, name = tempfile.mkstemp(prefix="lowp-qemu-counts-")
+                os.close(fd)
+                self._counts = Path(name)
+            command += ["-plugin", f"{plugin()},out={self._counts}"]
+        self._proc = subprocess.Popen([*command, str(self.binary.path)], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
-        self._send(np.array([OP_HELLO], np.uint64).tobytes())
+        self._send(_op(OP_HELLO))
         pid, self.page = np.frombuffer(self._receive(16, 30.0, "starting"), np.uint64).tolist()
         return self._proc
 
@@ -123,11 +163,14 @@ class QemuMachine:
             return
         try:
             if self._proc.poll() is None:
-                self._proc.stdin.write(np.array([OP_EXIT], np.uint64).tobytes())
+                self._proc.stdin.write(_op(OP_EXIT))
                 self._proc.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             pass
         self._reap()
+        if self._counts is not None:
+            self._counts.unlink(missing_ok=True)
+            self._counts = None
 
     def __enter__(self):
         return self
@@ -199,9 +242,11 @@ class QemuMachine:
         if options:
             raise TypeError(f"unknown option(s) {', '.join(sorted(options))} (qemu runs without Unicorn's hooks: "
                             "no lockstep or trace)")
-        if count or mnemonics:
-            raise EmulatorError("instruction and per-mnemonic counts are not available under qemu-aarch64 "
-                                "(Debian's qemu-user ships no TCG plugin); use the Unicorn Machine for counts")
+        counted = bool(count or mnemonics)
+        if counted:
+            reason = plugin_unavailable()
+            if reason:
+                raise EmulatorError(f"instruction counts under qemu-aarch64 need lowp's TCG plugin: {reason}")
         if seconds is None:
             seconds = max(1.0, budget / INSTRUCTIONS_PER_SECOND) if budget else self.seconds
         entry = self.binary.symbol(symbol)
@@ -211,13 +256,9 @@ class QemuMachine:
         if len(args) > MAX_ARGS:
             raise ValueError(f"{symbol}: {len(args)} arguments; the qemu driver passes at most {MAX_ARGS}")
         overread = overread or {}
-        x = np.zeros(NX, np.uint64)
-        v = np.zeros(NV, np.uint64)
+        x, v = np.zeros(NX, np.uint64), _ZERO_V
         if seed is not None:
-            xs, vs = seeded_registers(seed, len(args))
-            for k, value in xs.items():
-                x[k] = value
-            v = np.frombuffer(vs, np.uint64)
+            x, v = _seeded(seed % REGISTER_STATES, min(len(args), 8))
         stack = np.zeros(NSTACK, np.uint64)
         kinds, arrays, array_names, data = [], [], [], []
         for i, (name, a) in enumerate(zip(names, args)):
@@ -237,21 +278,56 @@ class QemuMachine:
                 raise ValueError(f"argument {name!r}: expected a numpy array (passed as a pointer) or an int, "
                                  f"got {type(a).__name__}")
         micro = max(1, int(seconds * 1e6))
-        request = b"".join([np.array([OP_CALL, entry, micro, len(args)], np.uint64).tobytes(), x.tobytes(),
-                            v.tobytes(), stack.tobytes(), np.array(kinds, np.uint64).tobytes(), *data])
+        slots = np.zeros(3 * MAX_ARGS, np.uint64)
+        slots[:len(kinds)] = kinds
+        request = b"".join([np.array([OP_CALL, micro, counted, len(args), entry], np.uint64).tobytes(), x.tobytes(),
+                            v.tobytes(), stack.tobytes(), slots.tobytes(), *data])
         reply_bytes = 8 * HEADER + sum(40 + len(d) for d in data)
         what = f"calling {symbol}({', '.join(names)})"
         t0 = time.perf_counter()
         self._process()
+        if counted and self._counts is None:       # started without the plugin: restart with it
+            self.counts = True
+            self._reap()
+            self._process()
         try:
             self._send(request)
         except OSError as e:
             raise self._died(what, f"stopped reading requests ({e})") from None
         reply = self._receive(reply_bytes, seconds + RESTART_GRACE, what)
         elapsed = time.perf_counter() - t0
-        return self._result(symbol, reply, arrays, array_names, seconds, elapsed)
+        blocks = self._blocks() if counted else None
+        return self._result(symbol, reply, arrays, array_names, seconds, elapsed, blocks, mnemonics)
 
-    def _result(self, symbol, reply, arrays, names, seconds, elapsed) -> CallResult:
+    # -- counts -----------------------------------------------------------------------------------------------
+    @cached_property
+    def _driver_code(self) -> list[tuple[int, int]]:
+        """(start, end) of the driver's functions: blocks that start there are not the kernel's."""
+        return [(a, a + n) for name, (a, n) in self.binary.symbols.items() if name.startswith("lowpq_")
+                or name == "main"]
+
+    def _blocks(self) -> np.ndarray:
+        """The executed blocks of the last call as (address, instructions, count) rows, the driver's left out."""
+        rows = np.fromfile(self._counts, np.uint64).reshape(-1, 3)
+        keep = np.ones(len(rows), bool)
+        for lo, hi in self._driver_code:
+            keep &= ~((rows[:, 0] >= lo) & (rows[:, 0] < hi))
+        return rows[keep]
+
+    def _mnemonics(self, blocks: np.ndarray) -> dict:
+        counts = Counter()
+        for address, n, times in blocks.tolist():
+            for pc in range(address, address + 4 * n, 4):
+                word = self._word(pc) or b"\0\0\0\0"
+                m = self._mnemonic.get(word)
+                if m is None:
+                    insn = next(_capstone().disasm(word, pc), None)
+                    m = self._mnemonic[word] = insn.mnemonic if insn is not None else \
+                        f".inst {int.from_bytes(word, 'little'):#010x}"
+                counts[m] += times
+        return dict(counts.most_common())
+
+    def _result(self, symbol, reply, arrays, names, seconds, elapsed, blocks=None, mnemonics=False) -> CallResult:
         head = np.frombuffer(reply, np.uint64, HEADER).tolist()
         status, signo, code, addr, pc = head[:5]
         regs = head[5:36] + [head[36]]
@@ -269,7 +345,9 @@ class QemuMachine:
         if error is None:
             error = _canary_damage(buffers)
         ret = regs[0] - (1 << 64) if regs[0] >> 63 else regs[0]
-        result = CallResult(out, names, ret=ret if status == 0 else 0, seconds=elapsed, fault=error)
+        instructions = int((blocks[:, 1] * blocks[:, 2]).sum()) if blocks is not None else None
+        result = CallResult(out, names, ret=ret if status == 0 else 0, seconds=elapsed, fault=error,
+                            instructions=instructions, mnemonics=self._mnemonics(blocks) if mnemonics else None)
         if error is not None:
             error.result = result
             raise error
@@ -337,6 +415,27 @@ class QemuMachine:
                                      hi - base - nbytes)
         return OutOfBounds(msg, buffer=bname, offset=offset, nbytes=nbytes, access=kind, address=address, size=size,
                            pc=pc, instruction=text, itemsize=array.dtype.itemsize)
+
+
+_ZERO_V = np.zeros(NV, np.uint64)
+
+
+@lru_cache(maxsize=None)
+def _seeded_state(state: int, nargs: int) -> tuple[np.ndarray, np.ndarray]:
+    xs, vs = seeded_registers(state, nargs)
+    x = np.zeros(NX, np.uint64)
+    x[list(xs)] = list(xs.values())
+    return x, np.frombuffer(vs, np.uint64)
+
+
+def _seeded(state: int, nargs: int) -> tuple[np.ndarray, np.ndarray]:
+    """seeded_registers() as the request's x and v words (a fresh x: the arguments are written into it)."""
+    x, v = _seeded_state(state, nargs)
+    return x.copy(), v
+
+
+def _op(op: int) -> bytes:
+    return op.to_bytes(8, "little") + bytes(8 * (REQUEST_WORDS - 1))
 
 
 def _index(word: int) -> int | None:

@@ -4,10 +4,10 @@
  * writes replies to stdout; the host finds the kernel's functions in the ELF's symbol table and sends their
  * addresses. Every request and reply is a sequence of little-endian 64-bit words (byte data padded to 8):
  *
- *   request  op                       OP_CALL, OP_HELLO or OP_EXIT
- *   OP_CALL  fn, budget_us, nargs, x[0..28], v[0..31] (64 words), stack[0..15]
- *            then per argument: kind (0 scalar, 1 buffer), size, after  (a scalar's value is in x[] / stack[])
- *            then each buffer's bytes
+ *   request  op (OP_CALL, OP_HELLO or OP_EXIT), budget_us, count (1: block counts through lowp's TCG plugin),
+ *            nargs, fn, x[0..28], v[0..31] (64 words), stack[0..15], per argument slot (24): kind (0 scalar,
+ *            1 buffer), size, after (a scalar's value is in x[] / stack[]): 186 words whatever the op;
+ *            OP_CALL then each buffer's bytes
  *   reply    status (0 returned, 1 signal), signo, si_code, si_addr, pc, x[0..30], sp, then per buffer:
  *            lo, base, hi, first damaged byte below base (index from lo, or -1), first damaged byte of the
  *            allowed over-read (index from its start, or -1), then its bytes
@@ -31,9 +31,10 @@ enum { NX = 29, NV = 64, NSTACK = 16, MAX_ARGS = 8 + NSTACK, HEADER = 5 + 31 + 1
 
 /* Linux system calls (asm-generic numbers, AArch64). */
 enum { SYS_SIGALTSTACK = 132, SYS_RT_SIGACTION = 134, SYS_RT_SIGPROCMASK = 135, SYS_SETITIMER = 103,
-       SYS_GETPID = 172, SYS_MUNMAP = 215, SYS_MMAP = 222, SYS_MPROTECT = 226 };
+       SYS_GETPID = 172, SYS_MUNMAP = 215, SYS_MMAP = 222, SYS_MPROTECT = 226,
+       LOWP_COUNTS = 0x10C0DE /* not a Linux call: lowp's qemu plugin (qemu_plugin.c) resets (1) or dumps (2) */ };
 
-static long sys6(long nr, long a, long b, long c, long d, long e, long f) {
+static long lowpq_sys6(long nr, long a, long b, long c, long d, long e, long f) {
     register long x8 __asm__("x8") = nr;
     register long x0 __asm__("x0") = a;
     register long x1 __asm__("x1") = b;
@@ -46,30 +47,35 @@ static long sys6(long nr, long a, long b, long c, long d, long e, long f) {
 }
 
 /* setjmp/longjmp without libc: the callee-saved registers (x19..x30, sp, d8..d15; AAPCS64). */
-__attribute__((returns_twice)) long lowp_setjmp(uint64_t *buf);
-__attribute__((noreturn)) void lowp_longjmp(uint64_t *buf, long value);
+__attribute__((returns_twice)) long lowpq_setjmp(uint64_t *buf);
+__attribute__((noreturn)) void lowpq_longjmp(uint64_t *buf, long value);
 /* Calls frame->fn with x0..x28 and v0..v31 as the frame gives them and 16 stack argument slots; returns its x0. */
-uint64_t lowp_invoke(const void *frame);
+uint64_t lowpq_invoke(const void *frame);
 
 __asm__(
     ".text\n"
-    ".global lowp_setjmp\n"
-    "lowp_setjmp:\n"
+    ".global lowpq_setjmp\n"
+    ".type lowpq_setjmp, %function\n"
+    "lowpq_setjmp:\n"
     "  stp x19, x20, [x0, #0]\n  stp x21, x22, [x0, #16]\n  stp x23, x24, [x0, #32]\n"
     "  stp x25, x26, [x0, #48]\n  stp x27, x28, [x0, #64]\n  stp x29, x30, [x0, #80]\n"
     "  mov x16, sp\n  str x16, [x0, #96]\n"
     "  stp d8, d9, [x0, #104]\n  stp d10, d11, [x0, #120]\n  stp d12, d13, [x0, #136]\n  stp d14, d15, [x0, #152]\n"
     "  mov x0, #0\n  ret\n"
-    ".global lowp_longjmp\n"
-    "lowp_longjmp:\n"
+    ".size lowpq_setjmp, . - lowpq_setjmp\n"
+    ".global lowpq_longjmp\n"
+    ".type lowpq_longjmp, %function\n"
+    "lowpq_longjmp:\n"
     "  ldp x19, x20, [x0, #0]\n  ldp x21, x22, [x0, #16]\n  ldp x23, x24, [x0, #32]\n"
     "  ldp x25, x26, [x0, #48]\n  ldp x27, x28, [x0, #64]\n  ldp x29, x30, [x0, #80]\n"
     "  ldr x16, [x0, #96]\n  mov sp, x16\n"
     "  ldp d8, d9, [x0, #104]\n  ldp d10, d11, [x0, #120]\n  ldp d12, d13, [x0, #136]\n  ldp d14, d15, [x0, #152]\n"
     "  mov x0, x1\n  ret\n"
+    ".size lowpq_longjmp, . - lowpq_longjmp\n"
     /* frame: fn @0, x[0..28] @8, v[0..31] @240, stack[0..15] @752 */
-    ".global lowp_invoke\n"
-    "lowp_invoke:\n"
+    ".global lowpq_invoke\n"
+    ".type lowpq_invoke, %function\n"
+    "lowpq_invoke:\n"
     "  stp x29, x30, [sp, #-176]!\n  mov x29, sp\n"
     "  stp x19, x20, [sp, #16]\n  stp x21, x22, [sp, #32]\n  stp x23, x24, [sp, #48]\n"
     "  stp x25, x26, [sp, #64]\n  stp x27, x28, [sp, #80]\n"
@@ -94,7 +100,8 @@ __asm__(
     "  ldp x19, x20, [sp, #16]\n  ldp x21, x22, [sp, #32]\n  ldp x23, x24, [sp, #48]\n"
     "  ldp x25, x26, [sp, #64]\n  ldp x27, x28, [sp, #80]\n"
     "  ldp d8, d9, [sp, #96]\n  ldp d10, d11, [sp, #112]\n  ldp d12, d13, [sp, #128]\n  ldp d14, d15, [sp, #144]\n"
-    "  ldp x29, x30, [sp], #176\n  ret\n");
+    "  ldp x29, x30, [sp], #176\n  ret\n"
+    ".size lowpq_invoke, . - lowpq_invoke\n");
 
 struct frame {
     uint64_t fn, x[NX];
@@ -107,7 +114,6 @@ struct buffer {               /* one argument's mapping, kept while its size rep
     uint64_t total;           /* bytes of the whole mapping */
 };
 
-static struct frame frame;
 static struct buffer buffers[MAX_ARGS];
 static uint64_t page = 4096;
 static uint64_t jump[21];
@@ -124,7 +130,7 @@ enum { SIGILL = 4, SIGTRAP = 5, SIGBUS = 7, SIGFPE = 8, SIGSEGV = 11, SIGALRM = 
 static const int SIGNALS[] = {SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGALRM};
 static char altstack[1 << 16];
 
-static void on_signal(int signo, void *info, void *context) {
+static void lowpq_on_signal(int signo, void *info, void *context) {
     if (!armed) {
         if (signo == SIGALRM) return;          /* the budget's timer fired just after the call returned */
         lowp_exit(128 + signo);                /* a fault in the driver itself: the host sees the process die */
@@ -138,48 +144,51 @@ static void on_signal(int signo, void *info, void *context) {
     reply[4] = mc[33];                          /* pc */
     for (int i = 0; i < 31; i++) reply[5 + i] = mc[1 + i];
     reply[36] = mc[32];                         /* sp */
-    lowp_longjmp(jump, 1);
+    lowpq_longjmp(jump, 1);
 }
 
-static void install(void) {
+static void lowpq_install(void) {
     struct { void *sp; int flags; uint64_t size; } ss = {altstack, 0, sizeof altstack};
-    sys6(SYS_SIGALTSTACK, (long)&ss, 0, 0, 0, 0, 0);
+    lowpq_sys6(SYS_SIGALTSTACK, (long)&ss, 0, 0, 0, 0, 0);
     /* SA_NODEFER: the signal stays unblocked after the handler siglongjmps away (the mask is also reset then). */
-    struct kernel_sigaction sa = {on_signal, SA_SIGINFO | SA_ONSTACK | SA_NODEFER, 0, 0};
+    struct kernel_sigaction sa = {lowpq_on_signal, SA_SIGINFO | SA_ONSTACK | SA_NODEFER, 0, 0};
     for (unsigned i = 0; i < sizeof SIGNALS / sizeof SIGNALS[0]; i++)
-        sys6(SYS_RT_SIGACTION, SIGNALS[i], (long)&sa, 0, 8, 0, 0);
+        lowpq_sys6(SYS_RT_SIGACTION, SIGNALS[i], (long)&sa, 0, 8, 0, 0);
 }
 
-static void set_timer(uint64_t us) {
+static void lowpq_set_timer(uint64_t us) {
     long t[4] = {0, 0, (long)(us / 1000000), (long)(us % 1000000)};   /* it_interval, it_value */
-    sys6(SYS_SETITIMER, 0, (long)t, 0, 0, 0, 0);
+    lowpq_sys6(SYS_SETITIMER, 0, (long)t, 0, 0, 0, 0);
 }
 
-/* ---- I/O ---- */
-static void read_all(void *buf, uint64_t n) {
-    char *p = buf;
+/* ---- I/O: readv/writev over every piece of a request or reply, whatever the pipe's chunking ---- */
+struct iovec { void *base; uint64_t len; };
+enum { SYS_READV = 65, SYS_WRITEV = 66, MAX_IOV = 1 + 3 * MAX_ARGS };
+
+static void lowpq_transfer(long nr, int fd, struct iovec *iov, int n) {
     while (n) {
-        long got = lowp_read(0, p, (long)n);
-        if (got <= 0) lowp_exit(got == 0 ? 0 : 3);     /* the host closed the pipe: done */
-        p += got;
-        n -= (uint64_t)got;
+        long done = lowpq_sys6(nr, fd, (long)iov, n, 0, 0, 0);
+        if (done <= 0) lowp_exit(done == 0 ? 0 : nr == SYS_READV ? 3 : 4);   /* the host closed the pipe: done */
+        while (n && (uint64_t)done >= iov->len) {
+            done -= (long)iov->len;
+            iov++;
+            n--;
+        }
+        if (n) {
+            iov->base = (char *)iov->base + done;
+            iov->len -= (uint64_t)done;
+        }
     }
 }
 
-static void write_all(const void *buf, uint64_t n) {
-    const char *p = buf;
-    while (n) {
-        long put = lowp_write(1, p, (long)n);
-        if (put <= 0) lowp_exit(4);
-        p += put;
-        n -= (uint64_t)put;
-    }
+static void lowpq_read_all(void *buf, uint64_t n) {
+    struct iovec v = {buf, n};
+    lowpq_transfer(SYS_READV, 0, &v, 1);
 }
 
-static uint64_t word(void) {
-    uint64_t w;
-    read_all(&w, 8);
-    return w;
+static void lowpq_write_all(const void *buf, uint64_t n) {
+    struct iovec v = {(void *)buf, n};
+    lowpq_transfer(SYS_WRITEV, 1, &v, 1);
 }
 
 static uint64_t up(uint64_t x, uint64_t m) { return (x + m - 1) / m * m; }
@@ -187,87 +196,111 @@ static uint64_t up(uint64_t x, uint64_t m) { return (x + m - 1) / m * m; }
 /* ---- buffers ---- */
 enum { PROT_NONE = 0, PROT_RW = 3, MAP_PRIVATE_ANONYMOUS = 0x22 };
 
-static char *place(int i, uint64_t size) {
+static char *lowpq_place(int i, uint64_t size) {
     uint64_t total = size + 2 * page;
     struct buffer *b = &buffers[i];
     if (b->map && b->total != total) {
-        sys6(SYS_MUNMAP, (long)b->map, (long)b->total, 0, 0, 0, 0);
+        lowpq_sys6(SYS_MUNMAP, (long)b->map, (long)b->total, 0, 0, 0, 0);
         b->map = 0;
     }
     if (!b->map) {
         /* above 4 GiB (a hint): a kernel that truncates a pointer to 32 bits faults */
         long hint = 0x100000000L + (long)i * 0x40000000L;
-        long m = sys6(SYS_MMAP, hint, (long)total, PROT_NONE, MAP_PRIVATE_ANONYMOUS, -1, 0);
+        long m = lowpq_sys6(SYS_MMAP, hint, (long)total, PROT_NONE, MAP_PRIVATE_ANONYMOUS, -1, 0);
         if (m < 0 && m > -4096) lowp_exit(5);
-        if (sys6(SYS_MPROTECT, m + (long)page, (long)size, PROT_RW, 0, 0, 0)) lowp_exit(6);
+        if (lowpq_sys6(SYS_MPROTECT, m + (long)page, (long)size, PROT_RW, 0, 0, 0)) lowp_exit(6);
         b->map = (char *)m;
         b->total = total;
     }
     return b->map + page;
 }
 
-static int64_t first_damaged(const unsigned char *p, uint64_t n) {
-    for (uint64_t i = 0; i < n; i++)
+/* The canary areas are up to a page per buffer and every guest instruction is translated code: 8 bytes a step. */
+static const uint64_t CANARY8 = 0x0101010101010101ull * CANARY;
+
+static int64_t lowpq_first_damaged(const unsigned char *p, uint64_t n) {
+    uint64_t i = 0;
+    for (; i < n && ((uint64_t)(p + i) & 7); i++)
+        if (p[i] != CANARY) return (int64_t)i;
+    for (; i + 8 <= n; i += 8)
+        if (*(const uint64_t *)(p + i) != CANARY8) break;
+    for (; i < n; i++)
         if (p[i] != CANARY) return (int64_t)i;
     return -1;
 }
 
-static void fill(unsigned char *p, uint64_t n) {
-    for (uint64_t i = 0; i < n; i++) p[i] = CANARY;
+static void lowpq_fill(unsigned char *p, uint64_t n) {
+    uint64_t i = 0;
+    for (; i < n && ((uint64_t)(p + i) & 7); i++) p[i] = CANARY;
+    for (; i + 8 <= n; i += 8) *(uint64_t *)(p + i) = CANARY8;
+    for (; i < n; i++) p[i] = CANARY;
 }
 
-static void serve_call(void) {
-    static uint64_t kind[MAX_ARGS], size[MAX_ARGS], after[MAX_ARGS];
+/* A request: fixed-size words, then the buffers' bytes. */
+static struct request {
+    uint64_t op, budget_us, count, nargs;
+    struct frame frame;
+    uint64_t args[MAX_ARGS][3];     /* kind (0 scalar, 1 buffer), size, allowed over-read */
+} request;
+
+static void lowpq_serve_call(void) {
     static char *lo[MAX_ARGS], *base[MAX_ARGS];
-    frame.fn = word();
-    uint64_t budget_us = word(), nargs = word();
-    read_all(frame.x, sizeof frame.x + sizeof frame.v + sizeof frame.stack);
+    static uint64_t tails[MAX_ARGS][5], pad;
+    static struct iovec iov[MAX_IOV];
+    uint64_t nargs = request.nargs;
     if (nargs > MAX_ARGS) lowp_exit(7);
+    int n = 0;
     for (uint64_t i = 0; i < nargs; i++) {
-        kind[i] = word();
-        size[i] = word();
-        after[i] = word();
-    }
-    for (uint64_t i = 0; i < nargs; i++) {
-        if (kind[i] != 1) continue;
-        uint64_t mapped = up(size[i] + after[i] ? size[i] + after[i] : 1, page);
-        lo[i] = place((int)i, mapped);
-        base[i] = lo[i] + mapped - after[i] - size[i];
-        fill((unsigned char *)lo[i], (uint64_t)(base[i] - lo[i]));
-        read_all(base[i], size[i]);
-        if (size[i] % 8) { uint64_t pad; read_all(&pad, 8 - size[i] % 8); }
-        fill((unsigned char *)base[i] + size[i], after[i]);
+        uint64_t size = request.args[i][1], after = request.args[i][2];
+        if (request.args[i][0] != 1) continue;
+        uint64_t mapped = up(size + after ? size + after : 1, page);
+        lo[i] = lowpq_place((int)i, mapped);
+        base[i] = lo[i] + mapped - after - size;
+        lowpq_fill((unsigned char *)lo[i], (uint64_t)(base[i] - lo[i]));
+        lowpq_fill((unsigned char *)base[i] + size, after);
+        iov[n++] = (struct iovec){base[i], size};
+        if (size % 8) iov[n++] = (struct iovec){&pad, 8 - size % 8};
         uint64_t address = (uint64_t)base[i];
-        if (i < 8) frame.x[i] = address; else frame.stack[i - 8] = address;
+        if (i < 8) request.frame.x[i] = address; else request.frame.stack[i - 8] = address;
     }
+    lowpq_transfer(SYS_READV, 0, iov, n);
     for (int i = 0; i < HEADER; i++) reply[i] = 0;
-    if (lowp_setjmp(jump) == 0) {
-        if (budget_us) set_timer(budget_us);
+    uint64_t budget_us = request.budget_us, count = request.count;
+    if (count) lowpq_sys6(LOWP_COUNTS, 1, 0, 0, 0, 0, 0);
+    if (lowpq_setjmp(jump) == 0) {
+        if (budget_us) lowpq_set_timer(budget_us);
         armed = 1;
-        uint64_t ret = lowp_invoke(&frame);
+        uint64_t ret = lowpq_invoke(&request.frame);
         armed = 0;
-        if (budget_us) set_timer(0);
+        if (budget_us) lowpq_set_timer(0);
         reply[5] = ret;                 /* x0; the other registers are not reported for a return */
     } else {
-        if (budget_us) set_timer(0);
+        if (budget_us) lowpq_set_timer(0);
         uint64_t empty = 0;
-        sys6(SYS_RT_SIGPROCMASK, 2 /* SIG_SETMASK */, (long)&empty, 0, 8, 0, 0);
+        lowpq_sys6(SYS_RT_SIGPROCMASK, 2 /* SIG_SETMASK */, (long)&empty, 0, 8, 0, 0);
     }
-    write_all(reply, sizeof reply);
+    if (count) lowpq_sys6(LOWP_COUNTS, 2, 0, 0, 0, 0, 0);
+    n = 0;
+    iov[n++] = (struct iovec){reply, sizeof reply};
+    pad = 0;
     for (uint64_t i = 0; i < nargs; i++) {
-        if (kind[i] != 1) continue;
-        uint64_t mapped = up(size[i] + after[i] ? size[i] + after[i] : 1, page);
-        uint64_t tail[5] = {(uint64_t)lo[i], (uint64_t)base[i], (uint64_t)(lo[i] + mapped),
-                            (uint64_t)first_damaged((unsigned char *)lo[i], (uint64_t)(base[i] - lo[i])),
-                            (uint64_t)first_damaged((unsigned char *)base[i] + size[i], after[i])};
-        write_all(tail, sizeof tail);
-        write_all(base[i], size[i]);
-        if (size[i] % 8) { uint64_t pad = 0; write_all(&pad, 8 - size[i] % 8); }
+        uint64_t size = request.args[i][1], after = request.args[i][2];
+        if (request.args[i][0] != 1) continue;
+        uint64_t *t = tails[i];
+        t[0] = (uint64_t)lo[i];
+        t[1] = (uint64_t)base[i];
+        t[2] = (uint64_t)base[i] + size + after;
+        t[3] = (uint64_t)lowpq_first_damaged((unsigned char *)lo[i], (uint64_t)(base[i] - lo[i]));
+        t[4] = (uint64_t)lowpq_first_damaged((unsigned char *)base[i] + size, after);
+        iov[n++] = (struct iovec){t, sizeof tails[i]};
+        iov[n++] = (struct iovec){base[i], size};
+        if (size % 8) iov[n++] = (struct iovec){&pad, 8 - size % 8};
     }
+    lowpq_transfer(SYS_WRITEV, 1, iov, n);
 }
 
 /* The page size the kernel (qemu) gives: AT_PAGESZ of the auxiliary vector after argv and envp. */
-static uint64_t page_size(char **argv) {
+static uint64_t lowpq_page_size(char **argv) {
     char **p = argv;
     while (*p) p++;                 /* argv's NULL */
     p++;
@@ -279,15 +312,16 @@ static uint64_t page_size(char **argv) {
 
 int main(int argc, char **argv) {
     (void)argc;
-    page = page_size(argv);
-    install();
+    page = lowpq_page_size(argv);
+    lowpq_install();
     for (;;) {
-        uint64_t op = word();
+        lowpq_read_all(&request, sizeof request);
+        uint64_t op = request.op;
         if (op == OP_CALL) {
-            serve_call();
+            lowpq_serve_call();
         } else if (op == OP_HELLO) {
-            uint64_t hello[2] = {(uint64_t)sys6(SYS_GETPID, 0, 0, 0, 0, 0, 0), page};
-            write_all(hello, sizeof hello);
+            uint64_t hello[2] = {(uint64_t)lowpq_sys6(SYS_GETPID, 0, 0, 0, 0, 0, 0), page};
+            lowpq_write_all(hello, sizeof hello);
         } else {
             return op == OP_EXIT ? 0 : 8;
         }
