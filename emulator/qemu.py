@@ -107,6 +107,23 @@ def plugin_unavailable() -> str | None:
     return None
 
 
+def hwcap_names(hwcap: int, hwcap2: int) -> frozenset[str]:
+    """Linux's feature names of AT_HWCAP and AT_HWCAP2 bits (arch/arm64/include/uapi/asm/hwcap.h: HWCAP bit i is
+    AARCH64_HWCAPS[i] for i < 33, HWCAP2 bit i is AARCH64_HWCAPS[33 + i], the order /proc/cpuinfo prints)."""
+    from lowp.kernels.features import AARCH64_HWCAPS
+    names = [n for i, n in enumerate(AARCH64_HWCAPS[:33]) if hwcap >> i & 1]
+    names += [n for i, n in enumerate(AARCH64_HWCAPS[33:]) if hwcap2 >> i & 1]
+    return frozenset(names)
+
+
+@lru_cache(maxsize=None)
+def cpu_features(cpu: str = "max", qemu: str | None = None) -> frozenset[str]:
+    """The CPU features (Linux HWCAP names) qemu-aarch64 -cpu `cpu` gives a program: asked of the driver alone."""
+    with QemuMachine(build(DRIVER, target="linux", flags=KEEP), cpu=cpu, qemu=qemu, counts=False) as m:
+        m.pid
+        return m.features
+
+
 class QemuDied(EmulationFailed):
     """The qemu-aarch64 process died or stopped answering during a call (it is restarted by the next call)."""
 
@@ -122,7 +139,7 @@ class QemuMachine:
                              f"{binary.target!r} build")
         self.binary, self.seconds, self.cpu, self.counts = binary, seconds, cpu, counts
         self.qemu = qemu or qemu_path()
-        self.restarts = 0             # processes started after the first (a death, a hang, a kill)
+        self.starts = 0               # processes started (the first, then one after each death, hang or kill)
         self._proc = None
         self._stderr = None
         self._code = [(s.vaddr, s.data) for s in binary.segments if s.flags & 1]
@@ -130,6 +147,11 @@ class QemuMachine:
         self._mnemonic = {}           # instruction word -> mnemonic
 
     # -- the process ------------------------------------------------------------------------------------------
+    @property
+    def restarts(self) -> int:
+        """Processes started after the first: deaths, hangs and kills survived."""
+        return max(0, self.starts - 1)
+
     @property
     def pid(self) -> int:
         """The process serving calls (started if none is)."""
@@ -142,7 +164,7 @@ class QemuMachine:
             raise EmulatorError(f"qemu-aarch64 is not installed ({INSTALL})")
         if self._proc is not None:
             self._reap()
-            self.restarts += 1
+        self.starts += 1
         self._stderr = tempfile.TemporaryFile()
         command = [self.qemu, "-cpu", self.cpu]
         if self.counts and plugin_unavailable() is None:
@@ -154,7 +176,8 @@ class QemuMachine:
         self._proc = subprocess.Popen([*command, str(self.binary.path)], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
         self._send(_op(OP_HELLO))
-        pid, self.page = np.frombuffer(self._receive(16, 30.0, "starting"), np.uint64).tolist()
+        _, self.page, hwcap, hwcap2 = np.frombuffer(self._receive(32, 30.0, "starting"), np.uint64).tolist()
+        self.features = hwcap_names(hwcap, hwcap2)
         return self._proc
 
     def close(self) -> None:
@@ -203,7 +226,12 @@ class QemuMachine:
 
     def _died(self, what: str, cause: str) -> QemuDied:
         proc = self._proc
-        code = proc.poll() if proc is not None else None
+        code = None
+        if proc is not None:
+            try:                    # its output ended: the exit status follows at once
+                code = proc.wait(timeout=2.0) if cause == "ended" else proc.poll()
+            except subprocess.TimeoutExpired:
+                pass
         how = f"exit status {code}" if code is not None and code >= 0 else \
             f"killed by {signal.Signals(-code).name}" if code is not None else "still running"
         tail = self._stderr_tail()

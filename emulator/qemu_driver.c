@@ -11,7 +11,7 @@
  *   reply    status (0 returned, 1 signal), signo, si_code, si_addr, pc, x[0..30], sp, then per buffer:
  *            lo, base, hi, first damaged byte below base (index from lo, or -1), first damaged byte of the
  *            allowed over-read (index from its start, or -1), then its bytes
- *   OP_HELLO reply: pid, page size
+ *   OP_HELLO reply: pid, page size, AT_HWCAP, AT_HWCAP2 (the CPU features qemu's -cpu gives)
  *
  * Buffers: each in its own mapping between PROT_NONE guard pages, ending at the mapping's end (after its allowed
  * over-read), the slack below it and the over-read filled with a canary (the same layout as the Unicorn Machine),
@@ -299,20 +299,20 @@ static void lowpq_serve_call(void) {
     lowpq_transfer(SYS_WRITEV, 1, iov, n);
 }
 
-/* The page size the kernel (qemu) gives: AT_PAGESZ of the auxiliary vector after argv and envp. */
-static uint64_t lowpq_page_size(char **argv) {
+/* An entry of the auxiliary vector (after argv's and envp's NULLs): AT_PAGESZ 6, AT_HWCAP 16, AT_HWCAP2 26. */
+static uint64_t lowpq_auxv(char **argv, uint64_t type, uint64_t otherwise) {
     char **p = argv;
-    while (*p) p++;                 /* argv's NULL */
+    while (*p) p++;
     p++;
-    while (*p) p++;                 /* envp's NULL */
+    while (*p) p++;
     for (uint64_t *aux = (uint64_t *)(p + 1); aux[0]; aux += 2)
-        if (aux[0] == 6) return aux[1];     /* AT_PAGESZ */
-    return 4096;
+        if (aux[0] == type) return aux[1];
+    return otherwise;
 }
 
 int main(int argc, char **argv) {
     (void)argc;
-    page = lowpq_page_size(argv);
+    page = lowpq_auxv(argv, 6, 4096);
     lowpq_install();
     for (;;) {
         lowpq_read_all(&request, sizeof request);
@@ -320,7 +320,8 @@ int main(int argc, char **argv) {
         if (op == OP_CALL) {
             lowpq_serve_call();
         } else if (op == OP_HELLO) {
-            uint64_t hello[2] = {(uint64_t)lowpq_sys6(SYS_GETPID, 0, 0, 0, 0, 0, 0), page};
+            uint64_t hello[4] = {(uint64_t)lowpq_sys6(SYS_GETPID, 0, 0, 0, 0, 0, 0), page, lowpq_auxv(argv, 16, 0),
+                                 lowpq_auxv(argv, 26, 0)};
             lowpq_write_all(hello, sizeof hello);
         } else {
             return op == OP_EXIT ? 0 : 8;
