@@ -144,6 +144,7 @@ class QemuMachine:
         self._stderr = None
         self._code = [(s.vaddr, s.data) for s in binary.segments if s.flags & 1]
         self._counts = None           # the plugin's dump file (None: started without the plugin)
+        self._owner = os.getpid()     # the process whose child the qemu process is
         self._mnemonic = {}           # instruction word -> mnemonic
 
     # -- the process ------------------------------------------------------------------------------------------
@@ -158,6 +159,8 @@ class QemuMachine:
         return self._process().pid
 
     def _process(self):
+        if self._owner != os.getpid():     # a forked copy: the parent's process and counts file are not ours
+            self._proc, self._counts, self._owner, self.starts = None, None, os.getpid(), 0
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         if self.qemu is None:
@@ -203,7 +206,8 @@ class QemuMachine:
 
     def __del__(self):
         try:
-            self._reap()
+            if self._owner == os.getpid():
+                self.close()
         except Exception:
             pass
 

@@ -41,6 +41,11 @@ void die(void) {                                                   /* exit_group
     register long x0 __asm__("x0") = 3;
     __asm__ volatile("svc #0" : : "r"(x8), "r"(x0));
 }
+int64_t vector_bytes(void) {                                       /* SVE: RDVL, the vector length in bytes */
+    int64_t x;
+    __asm__ volatile(".arch_extension sve\n\trdvl %0, #1" : "=r"(x));
+    return x;
+}
 int64_t x20(void) { int64_t x; __asm__ volatile("mov %0, x20" : "=r"(x)); return x; }
 int64_t many(int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, int64_t f, int64_t g, int64_t h, int64_t i,
              int64_t j, const int8_t *p) { return a + 2*b + 3*c + 4*d + 5*e + 6*f + 7*g + 8*h + 9*i + 10*j + p[0]; }
@@ -216,6 +221,15 @@ def test_seeded_registers_and_stack_arguments_as_unicorn(qemu, unicorn):
         assert qemu.call("x20", seed=seed).ret == unicorn.call("x20", seed=seed).ret
     args = (*range(1, 11), np.array([5], np.int8))
     assert qemu.call("many", *args).ret == unicorn.call("many", *args).ret == 390
+
+
+@needs_qemu
+def test_an_sve_instruction_runs_on_qemu_and_is_undefined_in_unicorn(qemu, unicorn):
+    assert "sve" in cpu_features()
+    r = qemu.call("vector_bytes", mnemonics=True)
+    assert r.ret % 16 == 0 and 16 <= r.ret <= 256 and r.mnemonics.get("rdvl") == 1
+    with pytest.raises(UndefinedInstruction):
+        unicorn.call("vector_bytes")
 
 
 # ---- choosing the backend ----------------------------------------------------------------------------------------
