@@ -14,8 +14,9 @@ every buffer in its own mapping between PROT_NONE guard pages, ending at the map
 over-read), with a canary below it and in the over-read, exactly as Machine lays them out. A fault in the kernel
 (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE) or the budget's SIGALRM is caught in the guest by a SA_SIGINFO handler
 that reads si_addr and the registers from the ucontext and siglongjmps back to the serving loop: the process goes on.
-If the guest dies or stops answering (host timeout: the budget + RESTART_GRACE seconds), the process is killed, the
-error names the call, and the next call starts a new one.
+If the guest dies, QemuDied names the call and the exit status; if it stops answering (the budget + `grace`
+seconds: the guest's own timer did not stop the kernel), the host kills it and raises BudgetExceeded naming the
+call. Either way the next call starts a new process.
 
 Errors are Machine's: OutOfBounds (buffer, byte offset, read/write, the instruction; writes into the over-read or
 below the start found by the canaries after the call), UndefinedInstruction (SIGILL: pc, encoding, capstone's
@@ -130,14 +131,15 @@ class QemuDied(EmulationFailed):
 
 class QemuMachine:
     """One qemu-aarch64 -cpu max process running `binary` (a build_for_qemu() program); call() its functions.
-    counts=False starts it without the counting plugin (a call that asks for counts restarts it with the plugin)."""
+    counts=False starts it without the counting plugin (a call that asks for counts restarts it with the plugin);
+    grace: seconds past a call's budget before the host kills a guest that does not answer."""
 
     def __init__(self, binary: Binary, *, seconds: float = DEFAULT_SECONDS, qemu: str | None = None,
-                 cpu: str = "max", counts: bool = True):
+                 cpu: str = "max", counts: bool = True, grace: float = RESTART_GRACE):
         if binary.target != "linux":
             raise ValueError(f"QemuMachine runs 'linux' builds (build_for_qemu); {binary.path.name} is a "
                              f"{binary.target!r} build")
-        self.binary, self.seconds, self.cpu, self.counts = binary, seconds, cpu, counts
+        self.binary, self.seconds, self.cpu, self.counts, self.grace = binary, seconds, cpu, counts, grace
         self.qemu = qemu or qemu_path()
         self.starts = 0               # processes started (the first, then one after each death, hang or kill)
         self._proc = None
@@ -249,7 +251,8 @@ class QemuMachine:
         while view:
             view = view[os.write(fd, view):]
 
-    def _receive(self, n: int, timeout: float, what: str) -> bytes:
+    def _receive(self, n: int, timeout: float, what: str) -> bytes | None:
+        """n bytes of the reply, or None when the guest did not answer within `timeout` (it is killed)."""
         out = bytearray(n)
         view, got = memoryview(out), 0
         fd = self._proc.stdout.fileno()
@@ -257,7 +260,10 @@ class QemuMachine:
         while got < n:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise self._died(what, f"did not answer within {timeout:g} s")
+                if what == "starting":
+                    raise self._died(what, f"did not answer within {timeout:g} s")
+                self._reap()        # the guest's own timer did not stop the kernel (signals blocked?)
+                return None
             k = os.readv(fd, [view[got:]])
             if k == 0:
                 raise self._died(what, "ended")
@@ -326,7 +332,11 @@ class QemuMachine:
             self._send(request)
         except OSError as e:
             raise self._died(what, f"stopped reading requests ({e})") from None
-        reply = self._receive(reply_bytes, seconds + RESTART_GRACE, what)
+        reply = self._receive(reply_bytes, seconds + self.grace, what)
+        if reply is None:
+            raise BudgetExceeded(f"qemu-aarch64 did not answer within {seconds + self.grace:g} s while {what} (the "
+                                 f"time budget of {seconds:g} s did not stop it in the guest: signals blocked?); "
+                                 "killed, the next call starts a new process", budget=seconds)
         elapsed = time.perf_counter() - t0
         blocks = self._blocks() if counted else None
         return self._result(symbol, reply, arrays, array_names, seconds, elapsed, blocks, mnemonics)

@@ -46,6 +46,13 @@ int64_t vector_bytes(void) {                                       /* SVE: RDVL,
     __asm__ volatile(".arch_extension sve\n\trdvl %0, #1" : "=r"(x));
     return x;
 }
+void deaf(void) {                        /* every signal blocked (rt_sigprocmask), then a runaway loop */
+    unsigned long all = ~0ul;
+    register long x8 __asm__("x8") = 135;
+    register long x0 __asm__("x0") = 0, x1 __asm__("x1") = (long)&all, x2 __asm__("x2") = 0, x3 __asm__("x3") = 8;
+    __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
+    for (;;) __asm__ volatile("");
+}
 int64_t x20(void) { int64_t x; __asm__ volatile("mov %0, x20" : "=r"(x)); return x; }
 int64_t many(int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, int64_t f, int64_t g, int64_t h, int64_t i,
              int64_t j, const int8_t *p) { return a + 2*b + 3*c + 4*d + 5*e + 6*f + 7*g + 8*h + 9*i + 10*j + p[0]; }
@@ -202,6 +209,16 @@ def test_a_guest_that_dies_names_the_call_and_the_next_call_restarts(qemu):
     os.kill(qemu.pid, signal.SIGKILL)            # killed from outside between calls: the next call restarts it
     qemu._proc.wait()
     assert qemu.call("read_at", np.arange(5, dtype=np.int8), 3).ret == 3 and qemu.restarts == 2
+
+
+@needs_qemu
+def test_a_guest_that_hangs_is_killed_by_the_host_and_restarted(faults):
+    with QemuMachine(build_for_qemu(faults), seconds=0.2, grace=0.5) as m:
+        first = m.pid
+        with pytest.raises(BudgetExceeded) as e:
+            m.call("deaf")
+        assert "did not answer within 0.7 s while calling deaf()" in str(e.value) and e.value.budget == 0.2
+        assert m.call("read_at", np.arange(5, dtype=np.int8), 1).ret == 1 and m.pid != first and m.restarts == 1
 
 
 @needs_qemu
