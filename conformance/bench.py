@@ -25,7 +25,7 @@ RUN_TARGET_SECONDS = 600.0        # issue 11: 100 kernels within 10 minutes on 2
 KERNEL_TARGET_SECONDS = 2.0       # issue 11: one micro-kernel checked in 2 s or less with the default cases
 DEFAULT_COPIES = 100
 QUICK_COPIES = 10
-BACKENDS = {"native": "native", "unicorn": "emulated"}
+BACKENDS = {"native": "native", "unicorn": "emulated", "qemu": "emulated"}
 
 
 def default_tomls() -> list[Path]:

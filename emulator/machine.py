@@ -319,32 +319,7 @@ class Machine:
             return None
 
     def _effective_address(self, pc):
-        """The address a load/store at pc accesses first (base + scaled index + offset; post-index forms use the
-        base), from capstone's operand details and the registers before the faulting access; None if unsure."""
-        insn = self._insn(pc)
-        if insn is None:
-            return None
-        for o in insn.operands:
-            if o.type != 3:             # ARM64_OP_MEM
-                continue
-            base = self._xreg(insn.reg_name(o.mem.base))
-            if base is None:
-                return None
-            addr = base + o.mem.disp
-            if o.mem.index:
-                name = insn.reg_name(o.mem.index)
-                index = self._xreg(name)
-                if index is None:
-                    return None
-                if o.ext in (5, 6, 7):      # SXTB/SXTH/SXTW
-                    bits = {5: 8, 6: 16, 7: 32}[o.ext]
-                    index &= (1 << bits) - 1
-                    index -= (index >> (bits - 1)) << bits
-                elif name.startswith("w") or o.ext in (1, 2, 3):
-                    index &= {1: 0xFF, 2: 0xFFFF}.get(o.ext, 0xFFFFFFFF)
-                addr += index << (o.shift.value if o.shift.type == 1 else 0)
-            return addr & MASK64
-        return None
+        return effective_address(self._insn(pc), self._xreg)
 
     def _xreg(self, name):
         if name == "sp":
@@ -482,10 +457,8 @@ class Machine:
         ctx = self._seeded.get(key)
         if ctx is None:
             from unicorn.arm64_const import UC_ARM64_REG_V0
-            rng = np.random.default_rng([0x5EED, key[0]])
-            xs = range(key[1], 29)
-            values = [(UC_ARM64_REG_X0 + k, v) for k, v in zip(xs, rng.integers(0, 2 ** 63, len(xs)).tolist())]
-            vs = rng.bytes(16 * 32)
+            xs, vs = seeded_registers(seed, nargs)
+            values = [(UC_ARM64_REG_X0 + k, v) for k, v in xs.items()]
             values += [(UC_ARM64_REG_V0 + k, int.from_bytes(vs[16 * k:16 * k + 16], "little")) for k in range(32)]
             self.uc.context_restore(self._pristine)
             self.uc.reg_write_batch(values)
@@ -499,6 +472,43 @@ class Machine:
             code = bytes(self.uc.mem_read(address, size))
             hit = self._block_cache[key] = [insn.mnemonic for insn in _capstone().disasm(code, address)]
         return hit
+
+
+def seeded_registers(seed: int, nargs: int) -> tuple[dict[int, int], bytes]:
+    """The register state a seed chooses (one of REGISTER_STATES): {k: Xk} for X(nargs) .. X28 (nargs capped at 8)
+    and V0 .. V31's 512 bytes; the same for every executor, so a kernel reading a register it never set replays."""
+    rng = np.random.default_rng([0x5EED, seed % REGISTER_STATES])
+    xs = range(min(nargs, 8), 29)
+    return dict(zip(xs, rng.integers(0, 2 ** 63, len(xs)).tolist())), rng.bytes(16 * 32)
+
+
+def effective_address(insn, xreg) -> int | None:
+    """The address a load/store (a capstone instruction with details) accesses first (base + scaled index +
+    offset; post-index forms use the base), from xreg(name) -> the value of x0..x30/w0..w30/sp before the
+    faulting access (None if unknown); None if unsure."""
+    if insn is None:
+        return None
+    for o in insn.operands:
+        if o.type != 3:             # ARM64_OP_MEM
+            continue
+        base = xreg(insn.reg_name(o.mem.base))
+        if base is None:
+            return None
+        addr = base + o.mem.disp
+        if o.mem.index:
+            name = insn.reg_name(o.mem.index)
+            index = xreg(name)
+            if index is None:
+                return None
+            if o.ext in (5, 6, 7):      # SXTB/SXTH/SXTW
+                bits = {5: 8, 6: 16, 7: 32}[o.ext]
+                index &= (1 << bits) - 1
+                index -= (index >> (bits - 1)) << bits
+            elif name.startswith("w") or o.ext in (1, 2, 3):
+                index &= {1: 0xFF, 2: 0xFFFF}.get(o.ext, 0xFFFFFFFF)
+            addr += index << (o.shift.value if o.shift.type == 1 else 0)
+        return addr & MASK64
+    return None
 
 
 def _first_damaged(canary: bytes) -> int | None:

@@ -83,3 +83,31 @@ class EmulatedExecutor:
             self.last.mnemonics = dict(total.most_common())
         C = inv.buffers[inv.output]
         return out[inv.output].view(C.dtype).reshape(C.shape).copy()
+
+
+class QemuExecutor(EmulatedExecutor):
+    """The same calls under qemu-aarch64 -cpu max (lowp.emulator.qemu.QemuMachine): one long-lived process per
+    executor serves every call, so SVE, SME and FEAT_I8MM kernels run on qemu's own implementation (Unicorn 2.1.4
+    lacks them). Budgets are time (an instruction budget is converted); counts come from lowp's TCG plugin.
+    machine_options: QemuMachine's (seconds, qemu, cpu, counts)."""
+    backend = "qemu"
+
+    def unavailable(self) -> str | None:
+        from lowp.emulator.qemu import cpu_features, unavailable
+        reason = unavailable()
+        if reason:
+            return reason
+        cpu = self.machine_options.get("cpu", "max")
+        missing = [f for f in self.kernel.features if f not in cpu_features(cpu, self.machine_options.get("qemu"))]
+        return f"qemu-aarch64 -cpu {cpu} lacks {', '.join(missing)}" if missing else None
+
+    @cached_property
+    def machine(self):
+        from lowp.emulator.qemu import QemuMachine, build_for_qemu
+        binary = build_for_qemu(*self.kernel.sources, flags=(*self.kernel.build_flags(), "-g"),
+                                depends=self.kernel.depends)
+        return QemuMachine(binary, **self.machine_options)
+
+    def with_fresh_state(self) -> "QemuExecutor":
+        """A new process: static data as loaded from the ELF, what a first call would see."""
+        return QemuExecutor(self.kernel, **self.machine_options)

@@ -187,10 +187,37 @@ class NativeExecutor:
             return regions[inv.output].array.copy()
 
 
-def executor(kernel: Kernel):
+# `lowp conformance --backend qemu` sets it, so the check workers (other processes) choose the same.
+BACKEND_ENV = "LOWP_AARCH64_BACKEND"
+
+
+def aarch64_backend(kernel: Kernel, backend: str | None = None) -> str:
+    """The executor an AArch64 kernel runs on: `backend` if given, else $LOWP_AARCH64_BACKEND, else the kernel's
+    own `backend`, else 'unicorn' unless Unicorn lacks one of its features and qemu-aarch64 is there with all of
+    them (SVE, SME: then 'qemu')."""
+    from .schema import AARCH64_BACKENDS
+    choice = backend or os.environ.get(BACKEND_ENV) or kernel.backend
+    if choice is not None:
+        if choice not in AARCH64_BACKENDS:
+            raise ValueError(f"{kernel.name}: unknown backend {choice!r}; AArch64 kernels run on "
+                             f"{' or '.join(AARCH64_BACKENDS)}")
+        return choice
+    from .features import host_features
+    if all(f in host_features("aarch64") for f in kernel.features):
+        return "unicorn"
+    from lowp.emulator import qemu
+    if qemu.unavailable() is None and all(f in qemu.cpu_features() for f in kernel.features):
+        return "qemu"
+    return "unicorn"
+
+
+def executor(kernel: Kernel, backend: str | None = None):
+    """The executor of `kernel`: native on x86-64; on AArch64 Unicorn or qemu (aarch64_backend)."""
     if kernel.target == "x86-64":
+        if backend not in (None, "native"):
+            raise ValueError(f"{kernel.name}: an x86-64 kernel runs natively, not on {backend!r}")
         return NativeExecutor(kernel)
     if kernel.target == "aarch64":
-        from .emulated import EmulatedExecutor   # needs lowp.emulator
-        return EmulatedExecutor(kernel)
+        from .emulated import EmulatedExecutor, QemuExecutor   # needs lowp.emulator
+        return QemuExecutor(kernel) if aarch64_backend(kernel, backend) == "qemu" else EmulatedExecutor(kernel)
     raise ValueError(f"{kernel.name}: unknown target {kernel.target!r}")

@@ -84,6 +84,10 @@ class Kernel:
     # Quantization parameters the kernel supports one value of (e.g. {output_zero_point = -1}, a clamp it
     # hard-codes): every case pins them; the rest are drawn from the output contract's documented domain.
     quant: dict = field(default_factory=dict)
+    # The executor of an AArch64 kernel: 'unicorn' (lowp.emulator.Machine), 'qemu' (one long-lived qemu-aarch64
+    # -cpu max process, lowp.emulator.qemu) or None: Unicorn unless it lacks one of the kernel's features and qemu
+    # has them all (lowp.kernels.executors.aarch64_backend; `lowp conformance --backend` overrides).
+    backend: str | None = None
 
     @property
     def quantized(self) -> bool:

@@ -103,6 +103,7 @@ NonNegative = Annotated[StrictInt, Field(ge=0)]
 Target = Literal[TARGETS]
 OperandType = Literal[OPERAND_TYPES]
 Buffer = Literal[BUFFERS]
+AARCH64_BACKENDS = ("unicorn", "qemu")
 
 
 class _Strict(BaseModel):
@@ -220,6 +221,15 @@ class KernelSpec(_Strict):
     output: Annotated[StrictStr, StringConstraints(min_length=1)] | None = None
     xnnpack: XnnpackSpec | None = None
     quant: dict[Identifier, StrictInt | StrictFloat] = {}
+    backend: Literal[AARCH64_BACKENDS] | None = None
+
+    @field_validator("backend")
+    @classmethod
+    def _backend_of_target(cls, backend, info: ValidationInfo):
+        if backend is not None and info.data.get("target") == "x86-64":
+            raise _custom("bad_backend", f"backend = {backend!r} is for aarch64 kernels (emulated: "
+                                         f"{' or '.join(AARCH64_BACKENDS)}); an x86-64 kernel runs natively")
+        return backend
 
     @field_validator("c_type")
     @classmethod
@@ -388,8 +398,10 @@ def import_model(spec: str):
 
 # ---- turning pydantic's errors into Problems -----------------------------------------------------------------
 _SUBMODELS = {"tile": TileSpec, "domain": DomainSpec, "xnnpack": XnnpackSpec, "model": ModelPartsSpec}
-_CHOICES = {"target": TARGETS, "a_type": OPERAND_TYPES, "b_type": OPERAND_TYPES, "overread": BUFFERS}
-_KIND = {"target": "target", "a_type": "operand type", "b_type": "operand type", "overread": "buffer"}
+_CHOICES = {"target": TARGETS, "a_type": OPERAND_TYPES, "b_type": OPERAND_TYPES, "overread": BUFFERS,
+            "backend": AARCH64_BACKENDS}
+_KIND = {"target": "target", "a_type": "operand type", "b_type": "operand type", "overread": "buffer",
+         "backend": "backend"}
 
 
 def _show(value, limit: int = 60) -> str:
@@ -424,7 +436,7 @@ def _message(error: dict) -> str:
         return f"{_show(value)} is not a valid {loc[0]} entry: {rule}"
     if error["type"] in ("unknown_feature", "unknown_signature", "file_not_found", "bad_domain", "not_callable",
                          "bad_model", "unknown_datatype", "unknown_params", "unknown_stage", "bad_c_type", "bad_output",
-                         "bad_xnnpack", "bad_source"):
+                         "bad_xnnpack", "bad_source", "bad_backend"):
         return error["msg"]
     return f"{error['msg'][0].lower()}{error['msg'][1:]}, got {_show(value)}"
 

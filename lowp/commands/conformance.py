@@ -3,6 +3,7 @@ claims, and write the report. `lowp conformance replay ID` re-runs one case or c
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,9 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=600, help="seconds before a check counts as hung (default 600)")
     p.add_argument("--no-grid", action="store_true", help="skip the seed grid shapes (faster)")
     p.add_argument("--json", action="store_true", help="replay: print the raw result as JSON")
+    p.add_argument("--backend", choices=("unicorn", "qemu"), default=None,
+                   help="run every AArch64 kernel on this emulator (default: the kernel's `backend`, else Unicorn "
+                        "unless it lacks a feature qemu-aarch64 has); rows say which backend ran")
     p.set_defaults(func=cmd_conformance)
 
 
@@ -93,6 +97,9 @@ def cmd_conformance(args) -> int:
     from lowp.conformance import report, runner
     from lowp.conformance.checks import plan, probe_share
     from lowp.kernels import KernelConfigError
+    if getattr(args, "backend", None):
+        from lowp.kernels.executors import BACKEND_ENV
+        os.environ[BACKEND_ENV] = args.backend      # inherited by the check workers
     try:
         selected = _kernels(args)
     except KernelConfigError as e:          # a bad configuration: exit 2 before anything runs

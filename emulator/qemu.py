@@ -1,0 +1,526 @@
+"""Run functions of an AArch64 kernel under qemu-aarch64 (qemu-user, `-cpu max`), called like C functions from
+Python, in ONE long-lived process that serves every call: the same interface and errors as the Unicorn Machine.
+
+    m = QemuMachine(build_for_qemu("gemm.c"))
+    r = m.call("gemm", A, B, np.zeros((M, N), np.int32), M, N, K)    # r.arrays: copies of A, B, C after the call
+
+Why: Unicorn 2.1.4 is QEMU 5.0.1 and lacks SVE, SME and FEAT_I8MM (lowp models I8MM in its place); qemu 7.2's
+`-cpu max` implements them, so a kernel that needs them runs for real here.
+
+How: the kernel's sources are linked with a guest driver (emulator/qemu_driver.c, a static Linux program without
+libc) that reads call requests from stdin and writes replies to stdout (the binary protocol is described there).
+The host sends the entry's address from the ELF symbol table, the scalars, and each buffer's bytes; the guest places
+every buffer in its own mapping between PROT_NONE guard pages, ending at the mapping's end (after its allowed
+over-read), with a canary below it and in the over-read, exactly as Machine lays them out. A fault in the kernel
+(SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE) or the budget's SIGALRM is caught in the guest by a SA_SIGINFO handler
+that reads si_addr and the registers from the ucontext and siglongjmps back to the serving loop: the process goes on.
+If the guest dies, QemuDied names the call and the exit status; if it stops answering (the budget + `grace`
+seconds: the guest's own timer did not stop the kernel), the host kills it and raises BudgetExceeded naming the
+call. Either way the next call starts a new process.
+
+Errors are Machine's: OutOfBounds (buffer, byte offset, read/write, the instruction; writes into the over-read or
+below the start found by the canaries after the call), UndefinedInstruction (SIGILL: pc, encoding, capstone's
+text), Trap (BRK), BudgetExceeded (a time budget per call, `seconds`; an instruction `budget` is converted at
+INSTRUCTIONS_PER_SECOND), EmulationFailed otherwise.
+
+Counts: with `count=True` (executed instructions) or `mnemonics=True` (per mnemonic), the call runs with lowp's TCG
+plugin (emulator/qemu_plugin.c, built for the host with its C compiler: Debian's qemu-user has the plugin loader,
+-plugin, but ships no plugin): an inline counter per translated block, reset before the call and dumped after it
+through a system call the driver makes. Blocks that start in the driver (lowpq_* functions) are left out, so the
+counts are the kernel's own, from its entry to its return, as Machine counts them. The plugin is loaded when the
+process starts, if it can be built (plugin_unavailable() says why not); it costs an add per executed block.
+
+Registers: `seed` chooses X(nargs)..X28 and V0..V31 as Machine does (emulator.machine.seeded_registers: the same
+values), except X30 (the return address) and X29 (the frame pointer). Without a seed they are zero. Flags, FPCR
+and the SVE/SME state are qemu's at process start. Static data persists from call to call, as a loaded library's.
+"""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from functools import cached_property, lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .build import HERE, INCLUDE, Binary, build, include_files
+from .errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
+    describe_out_of_bounds
+from .machine import REGISTER_STATES, CallResult, _access_size, _capstone, disassemble, effective_address, seeded_registers
+
+DRIVER = HERE / "qemu_driver.c"
+DEFAULT_SECONDS = 10.0            # time budget per call
+INSTRUCTIONS_PER_SECOND = 25_000_000   # a conservative qemu TCG speed: an instruction budget -> seconds
+RESTART_GRACE = 5.0               # seconds past the budget before the host gives up on the guest and kills it
+OP_EXIT, OP_CALL, OP_HELLO = 0, 1, 2
+PLUGIN = HERE / "qemu_plugin.c"
+NX, NV, NSTACK = 29, 64, 16
+MAX_ARGS = 8 + NSTACK
+REQUEST_WORDS = 5 + NX + NV + NSTACK + 3 * MAX_ARGS     # the fixed part of every request (qemu_driver.c)
+HEADER = 37                       # reply words: status, signo, code, addr, pc, x0..x30, sp
+MASK64 = (1 << 64) - 1
+SIGNAL_NAMES = {4: "SIGILL", 5: "SIGTRAP", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV", 14: "SIGALRM"}
+# every function kept: the entry symbols are called by address, nothing in the program references them
+KEEP = ("-Wl,--no-gc-sections",)
+INSTALL = "apt-get install qemu-user (Debian/Ubuntu), or set LOWP_QEMU_AARCH64 to a qemu-aarch64 binary"
+
+
+def qemu_path() -> str | None:
+    from .intrinsics import qemu_path as path
+    return path()
+
+
+def unavailable() -> str | None:
+    """Why kernels cannot run under qemu here (and how to fix it), or None."""
+    if qemu_path() is None:
+        return f"qemu-aarch64 is not installed ({INSTALL})"
+    return None
+
+
+def build_for_qemu(*sources, flags=(), depends=(), **kwargs) -> Binary:
+    """A kernel's sources linked with the guest driver into a static AArch64 Linux program (target 'linux'), with
+    lowp's freestanding headers (assert.h, string.h, ...) as for the bare target."""
+    return build(*sources, DRIVER, target="linux", flags=(*flags, "-isystem", str(INCLUDE), *KEEP),
+                 depends=(*depends, *include_files()), **kwargs)
+
+
+def plugin() -> Path:
+    """lowp's TCG plugin, built for this host (cached); EmulatorError saying why if it cannot be."""
+    from lowp.isa_models.native import NativeUnavailable, build_shared_library
+    from lowp import buildcache
+    try:
+        return build_shared_library([PLUGIN], ("-O2", "-Wall"), "lowp-qemu-plugin")
+    except (NativeUnavailable, buildcache.BuildFailed) as e:
+        raise EmulatorError(f"lowp's qemu plugin (instruction counts) cannot be built: {e}") from None
+
+
+def plugin_unavailable() -> str | None:
+    """Why instruction counts are not available under qemu here, or None."""
+    try:
+        plugin()
+    except EmulatorError as e:
+        return str(e)
+    return None
+
+
+def hwcap_names(hwcap: int, hwcap2: int) -> frozenset[str]:
+    """Linux's feature names of AT_HWCAP and AT_HWCAP2 bits (arch/arm64/include/uapi/asm/hwcap.h: HWCAP bit i is
+    AARCH64_HWCAPS[i] for i < 33, HWCAP2 bit i is AARCH64_HWCAPS[33 + i], the order /proc/cpuinfo prints)."""
+    from lowp.kernels.features import AARCH64_HWCAPS
+    names = [n for i, n in enumerate(AARCH64_HWCAPS[:33]) if hwcap >> i & 1]
+    names += [n for i, n in enumerate(AARCH64_HWCAPS[33:]) if hwcap2 >> i & 1]
+    return frozenset(names)
+
+
+@lru_cache(maxsize=None)
+def cpu_features(cpu: str = "max", qemu: str | None = None) -> frozenset[str]:
+    """The CPU features (Linux HWCAP names) qemu-aarch64 -cpu `cpu` gives a program: asked of the driver alone."""
+    with QemuMachine(build(DRIVER, target="linux", flags=KEEP), cpu=cpu, qemu=qemu, counts=False) as m:
+        m.pid
+        return m.features
+
+
+class QemuDied(EmulationFailed):
+    """The qemu-aarch64 process died or stopped answering during a call (it is restarted by the next call)."""
+
+
+class QemuMachine:
+    """One qemu-aarch64 -cpu max process running `binary` (a build_for_qemu() program); call() its functions.
+    counts=False starts it without the counting plugin (a call that asks for counts restarts it with the plugin);
+    grace: seconds past a call's budget before the host kills a guest that does not answer."""
+
+    def __init__(self, binary: Binary, *, seconds: float = DEFAULT_SECONDS, qemu: str | None = None,
+                 cpu: str = "max", counts: bool = True, grace: float = RESTART_GRACE):
+        if binary.target != "linux":
+            raise ValueError(f"QemuMachine runs 'linux' builds (build_for_qemu); {binary.path.name} is a "
+                             f"{binary.target!r} build")
+        self.binary, self.seconds, self.cpu, self.counts, self.grace = binary, seconds, cpu, counts, grace
+        self.qemu = qemu or qemu_path()
+        self.starts = 0               # processes started (the first, then one after each death, hang or kill)
+        self._proc = None
+        self._stderr = None
+        self._code = [(s.vaddr, s.data) for s in binary.segments if s.flags & 1]
+        self._counts = None           # the plugin's dump file (None: started without the plugin)
+        self._owner = os.getpid()     # the process whose child the qemu process is
+        self._mnemonic = {}           # instruction word -> mnemonic
+
+    # -- the process ------------------------------------------------------------------------------------------
+    @property
+    def restarts(self) -> int:
+        """Processes started after the first: deaths, hangs and kills survived."""
+        return max(0, self.starts - 1)
+
+    @property
+    def pid(self) -> int:
+        """The process serving calls (started if none is)."""
+        return self._process().pid
+
+    def _process(self):
+        if self._owner != os.getpid():     # a forked copy: the parent's process and counts file are not ours
+            self._proc, self._counts, self._owner, self.starts = None, None, os.getpid(), 0
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        if self.qemu is None:
+            raise EmulatorError(f"qemu-aarch64 is not installed ({INSTALL})")
+        if self._proc is not None:
+            self._reap()
+        self.starts += 1
+        self._stderr = tempfile.TemporaryFile()
+        command = [self.qemu, "-cpu", self.cpu]
+        if self.counts and plugin_unavailable() is None:
+            if self._counts is None:
+                fd, name = tempfile.mkstemp(prefix="lowp-qemu-counts-")
+                os.close(fd)
+                self._counts = Path(name)
+            command += ["-plugin", f"{plugin()},out={self._counts}"]
+        self._proc = subprocess.Popen([*command, str(self.binary.path)], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
+        self._send(_op(OP_HELLO))
+        _, self.page, hwcap, hwcap2 = np.frombuffer(self._receive(32, 30.0, "starting"), np.uint64).tolist()
+        self.features = hwcap_names(hwcap, hwcap2)
+        return self._proc
+
+    def close(self) -> None:
+        """End the process (it ends by itself too when this object is collected: its stdin closes)."""
+        if self._proc is None:
+            return
+        try:
+            if self._proc.poll() is None:
+                self._proc.stdin.write(_op(OP_EXIT))
+                self._proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self._reap()
+        if self._counts is not None:
+            self._counts.unlink(missing_ok=True)
+            self._counts = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            if self._owner == os.getpid():
+                self.close()
+        except Exception:
+            pass
+
+    def _reap(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for f in (proc.stdin, proc.stdout):
+            f.close()
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        text = self._stderr.read().decode(errors="replace").strip()
+        return text[-500:]
+
+    def _died(self, what: str, cause: str) -> QemuDied:
+        proc = self._proc
+        code = None
+        if proc is not None:
+            try:                    # its output ended: the exit status follows at once
+                code = proc.wait(timeout=2.0) if cause == "ended" else proc.poll()
+            except subprocess.TimeoutExpired:
+                pass
+        how = f"exit status {code}" if code is not None and code >= 0 else \
+            f"killed by {signal.Signals(-code).name}" if code is not None else "still running"
+        tail = self._stderr_tail()
+        self._reap()
+        return QemuDied(f"qemu-aarch64 {cause} while {what} ({how})" + (f": {tail}" if tail else "")
+                        + "; the next call starts a new process")
+
+    def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        fd = self._proc.stdin.fileno()
+        while view:
+            view = view[os.write(fd, view):]
+
+    def _receive(self, n: int, timeout: float, what: str) -> bytes | None:
+        """n bytes of the reply, or None when the guest did not answer within `timeout` (it is killed)."""
+        out = bytearray(n)
+        view, got = memoryview(out), 0
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while got < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                if what == "starting":
+                    raise self._died(what, f"did not answer within {timeout:g} s")
+                self._reap()        # the guest's own timer did not stop the kernel (signals blocked?)
+                return None
+            k = os.readv(fd, [view[got:]])
+            if k == 0:
+                raise self._died(what, "ended")
+            got += k
+        return bytes(out)
+
+    # -- the call ---------------------------------------------------------------------------------------------
+    def call(self, symbol: str, *args, names=None, overread=None, seed=None, budget: int | None = None,
+             seconds: float | None = None, count: bool = False, mnemonics: bool = False, **options) -> CallResult:
+        """Call `symbol` with numpy arrays (passed as pointers to copies) and ints (64-bit scalars), as
+        Machine.call. seconds: the time budget (default the machine's); budget: an instruction budget, converted
+        to seconds at INSTRUCTIONS_PER_SECOND (at least 1 s) when `seconds` is not given. Raises an EmulatorError
+        (with .result) on a fault, a budget overrun, an undefined instruction or a dead guest."""
+        if options:
+            raise TypeError(f"unknown option(s) {', '.join(sorted(options))} (qemu runs without Unicorn's hooks: "
+                            "no lockstep or trace)")
+        counted = bool(count or mnemonics)
+        if counted:
+            reason = plugin_unavailable()
+            if reason:
+                raise EmulatorError(f"instruction counts under qemu-aarch64 need lowp's TCG plugin: {reason}")
+        if seconds is None:
+            seconds = max(1.0, budget / INSTRUCTIONS_PER_SECOND) if budget else self.seconds
+        entry = self.binary.symbol(symbol)
+        names = list(names) if names is not None else [f"arg{i}" for i in range(len(args))]
+        if len(names) != len(args):
+            raise ValueError(f"names: {len(names)} names for {len(args)} arguments")
+        if len(args) > MAX_ARGS:
+            raise ValueError(f"{symbol}: {len(args)} arguments; the qemu driver passes at most {MAX_ARGS}")
+        overread = overread or {}
+        x, v = np.zeros(NX, np.uint64), _ZERO_V
+        if seed is not None:
+            x, v = _seeded(seed % REGISTER_STATES, min(len(args), 8))
+        stack = np.zeros(NSTACK, np.uint64)
+        kinds, arrays, array_names, data = [], [], [], []
+        for i, (name, a) in enumerate(zip(names, args)):
+            if isinstance(a, np.ndarray) and a.ndim > 0:
+                raw = np.ascontiguousarray(a).tobytes()
+                after = int(overread.get(name, 0))
+                kinds += [1, len(raw), after]
+                arrays.append(a)
+                array_names.append(name)
+                data.append(raw + bytes(-len(raw) % 8))
+            elif isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)):
+                if not -(1 << 63) <= int(a) <= MASK64:
+                    raise ValueError(f"argument {name!r}: {a} does not fit a 64-bit register")
+                (x if i < 8 else stack)[i if i < 8 else i - 8] = int(a) & MASK64
+                kinds += [0, 0, 0]
+            else:
+                raise ValueError(f"argument {name!r}: expected a numpy array (passed as a pointer) or an int, "
+                                 f"got {type(a).__name__}")
+        micro = max(1, int(seconds * 1e6))
+        slots = np.zeros(3 * MAX_ARGS, np.uint64)
+        slots[:len(kinds)] = kinds
+        request = b"".join([np.array([OP_CALL, micro, counted, len(args), entry], np.uint64).tobytes(), x.tobytes(),
+                            v.tobytes(), stack.tobytes(), slots.tobytes(), *data])
+        reply_bytes = 8 * HEADER + sum(40 + len(d) for d in data)
+        what = f"calling {symbol}({', '.join(names)})"
+        t0 = time.perf_counter()
+        self._process()
+        if counted and self._counts is None:       # started without the plugin: restart with it
+            self.counts = True
+            self._reap()
+            self._process()
+        try:
+            self._send(request)
+        except OSError as e:
+            raise self._died(what, f"stopped reading requests ({e})") from None
+        reply = self._receive(reply_bytes, seconds + self.grace, what)
+        if reply is None:
+            raise BudgetExceeded(f"qemu-aarch64 did not answer within {seconds + self.grace:g} s while {what} (the "
+                                 f"time budget of {seconds:g} s did not stop it in the guest: signals blocked?); "
+                                 "killed, the next call starts a new process", budget=seconds)
+        elapsed = time.perf_counter() - t0
+        blocks = self._blocks() if counted else None
+        return self._result(symbol, reply, arrays, array_names, seconds, elapsed, blocks, mnemonics)
+
+    # -- counts -----------------------------------------------------------------------------------------------
+    @cached_property
+    def _driver_code(self) -> list[tuple[int, int]]:
+        """(start, end) of the driver's functions: blocks that start there are not the kernel's."""
+        return [(a, a + n) for name, (a, n) in self.binary.symbols.items() if name.startswith("lowpq_")
+                or name == "main"]
+
+    def _blocks(self) -> np.ndarray:
+        """The executed blocks of the last call as (address, instructions, count) rows, the driver's left out."""
+        rows = np.fromfile(self._counts, np.uint64).reshape(-1, 3)
+        keep = np.ones(len(rows), bool)
+        for lo, hi in self._driver_code:
+            keep &= ~((rows[:, 0] >= lo) & (rows[:, 0] < hi))
+        return rows[keep]
+
+    def _mnemonics(self, blocks: np.ndarray) -> dict:
+        counts = Counter()
+        for address, n, times in blocks.tolist():
+            for pc in range(address, address + 4 * n, 4):
+                word = self._word(pc) or b"\0\0\0\0"
+                m = self._mnemonic.get(word)
+                if m is None:
+                    insn = next(_capstone().disasm(word, pc), None)
+                    m = self._mnemonic[word] = insn.mnemonic if insn is not None else \
+                        f".inst {int.from_bytes(word, 'little'):#010x}"
+                counts[m] += times
+        return dict(counts.most_common())
+
+    def _result(self, symbol, reply, arrays, names, seconds, elapsed, blocks=None, mnemonics=False) -> CallResult:
+        head = np.frombuffer(reply, np.uint64, HEADER).tolist()
+        status, signo, code, addr, pc = head[:5]
+        regs = head[5:36] + [head[36]]
+        out, buffers, at = [], [], 8 * HEADER
+        for a, name in zip(arrays, names):
+            lo, base, hi, below, over = np.frombuffer(reply, np.uint64, 5, at).tolist()
+            at += 40
+            n = a.nbytes
+            out.append(np.frombuffer(reply, np.uint8, n, at).view(a.dtype).reshape(a.shape).copy())
+            at += n + (-n % 8)
+            buffers.append((name, a, lo, base, hi, _index(below), _index(over)))
+        error = None
+        if status == 1:
+            error = self._signal_error(symbol, signo, code, addr, pc, regs, buffers, seconds)
+        if error is None:
+            error = _canary_damage(buffers)
+        ret = regs[0] - (1 << 64) if regs[0] >> 63 else regs[0]
+        instructions = int((blocks[:, 1] * blocks[:, 2]).sum()) if blocks is not None else None
+        result = CallResult(out, names, ret=ret if status == 0 else 0, seconds=elapsed, fault=error,
+                            instructions=instructions, mnemonics=self._mnemonics(blocks) if mnemonics else None)
+        if error is not None:
+            error.result = result
+            raise error
+        return result
+
+    # -- faults -----------------------------------------------------------------------------------------------
+    def _word(self, pc: int) -> bytes | None:
+        for base, code in self._code:
+            if base <= pc and pc + 4 <= base + len(code):
+                return code[pc - base:pc - base + 4]
+        return None
+
+    def _disasm(self, pc: int) -> str:
+        word = self._word(pc)
+        return disassemble(word, pc) if word is not None else "<not in the kernel's code>"
+
+    def _insn(self, pc: int):
+        word = self._word(pc)
+        return next(_capstone(detail=True).disasm(word, pc), None) if word is not None else None
+
+    def _signal_error(self, symbol, signo, code, addr, pc, regs, buffers, seconds) -> EmulatorError:
+        name = SIGNAL_NAMES.get(signo, f"signal {signo}")
+        text = self._disasm(pc)
+        if signo == 14:
+            return BudgetExceeded(f"time budget of {seconds:g} s exhausted in {symbol} (a runaway loop?); stopped at "
+                                  f"{pc:#x}: {text}", budget=seconds, pc=pc, instruction=text)
+        if signo == 4:
+            word = self._word(pc)
+            encoding = int.from_bytes(word, "little") if word else None
+            enc = f"encoding {encoding:#010x} " if encoding is not None else ""
+            return UndefinedInstruction(f"undefined instruction at {pc:#x}: {enc}({text}); qemu-aarch64 -cpu "
+                                        f"{self.cpu} does not implement it", pc=pc, encoding=encoding,
+                                        instruction=text)
+        if signo == 5:
+            return Trap(f"the kernel executed brk at {pc:#x} ({text}): SIGTRAP under qemu, no debugger to take it",
+                        pc=pc, kind="brk", instruction=text)
+        if signo in (7, 11):
+            return self._locate(name, addr, pc, regs, buffers)
+        return EmulationFailed(f"{name} (si_code {code}) at {pc:#x} ({text}) in {symbol}, address {addr:#x}")
+
+    def _locate(self, name, address, pc, regs, buffers) -> OutOfBounds:
+        fetch = address == pc or self._word(pc) is None
+        insn = None if fetch else self._insn(pc)
+        kind = "fetch" if fetch else _access_kind(insn)
+        text = "(jump target)" if fetch else self._disasm(pc)
+        where = f"by {text} at {pc:#x}"
+        size = _access_size(insn) if insn is not None else None
+        page = self.page
+        hit = next((b for b in buffers if b[2] - page <= address < b[4] + page), None)
+        if hit is None:
+            return OutOfBounds(f"{name}: {kind} of unmapped or protected memory at {address:#x}, in no buffer, "
+                               f"{where}", access=kind, address=address, size=size, pc=pc, instruction=text)
+        bname, array, lo, base, hi, _, _ = hit
+        nbytes = array.nbytes
+        start = effective_address(insn, lambda r: _xreg(regs, r)) if insn is not None else None
+        began = None
+        if start is not None and 0 <= address - start < 256:
+            # qemu reports the first byte of the page it could not access: report the first byte outside the
+            # buffer (and its over-read) that the access touched instead
+            end = hi
+            began = start - base
+            address = end if base <= start < end <= address else start
+        offset = address - base
+        msg = describe_out_of_bounds(kind, size, offset, bname, nbytes, array.dtype, array.shape, where, began,
+                                     hi - base - nbytes)
+        return OutOfBounds(msg, buffer=bname, offset=offset, nbytes=nbytes, access=kind, address=address, size=size,
+                           pc=pc, instruction=text, itemsize=array.dtype.itemsize)
+
+
+_ZERO_V = np.zeros(NV, np.uint64)
+
+
+@lru_cache(maxsize=None)
+def _seeded_state(state: int, nargs: int) -> tuple[np.ndarray, np.ndarray]:
+    xs, vs = seeded_registers(state, nargs)
+    x = np.zeros(NX, np.uint64)
+    x[list(xs)] = list(xs.values())
+    return x, np.frombuffer(vs, np.uint64)
+
+
+def _seeded(state: int, nargs: int) -> tuple[np.ndarray, np.ndarray]:
+    """seeded_registers() as the request's x and v words (a fresh x: the arguments are written into it)."""
+    x, v = _seeded_state(state, nargs)
+    return x.copy(), v
+
+
+def _op(op: int) -> bytes:
+    return op.to_bytes(8, "little") + bytes(8 * (REQUEST_WORDS - 1))
+
+
+def _index(word: int) -> int | None:
+    return None if word == MASK64 else word
+
+
+def _xreg(regs, name):
+    if name == "sp":
+        return regs[31]
+    if name and name[0] in "xw" and name[1:].isdigit() and int(name[1:]) < 31:
+        v = regs[int(name[1:])]
+        return v & 0xFFFFFFFF if name[0] == "w" else v
+    return None
+
+
+def _access_kind(insn) -> str:
+    """read or write, from the mnemonic (qemu's siginfo does not say which)."""
+    if insn is None:
+        return "access"
+    m = insn.mnemonic
+    if m.startswith(("st", "swp", "cas", "ldadd", "ldclr", "ldeor", "ldset", "ldsmax", "ldsmin", "ldumax", "ldumin")):
+        return "write" if m.startswith(("st", "swp", "cas")) else "read-modify-write"
+    return "read"
+
+
+def _canary_damage(buffers) -> OutOfBounds | None:
+    """A write into a buffer's allowed over-read or below its start, found after the call by the canaries."""
+    for name, array, lo, base, hi, below, over in buffers:
+        nbytes = array.nbytes
+        if over is not None:
+            return OutOfBounds(
+                f"out-of-bounds write past the end of buffer {name!r} (into its allowed over-read): byte offset "
+                f"{nbytes + over} was modified (found after the call by a canary)", buffer=name,
+                offset=nbytes + over, nbytes=nbytes, access="write", address=base + nbytes + over, size=1,
+                itemsize=array.dtype.itemsize)
+        if below is not None:
+            offset = lo + below - base
+            return OutOfBounds(
+                f"out-of-bounds write before the start of buffer {name!r}: byte offset {offset} was modified (found "
+                "after the call: writes below a buffer are caught by a canary, not at the instruction)",
+                buffer=name, offset=offset, nbytes=nbytes, access="write", address=lo + below, size=1,
+                itemsize=array.dtype.itemsize)
+    return None
+
+
+__all__ = ["QemuMachine", "QemuDied", "build_for_qemu", "unavailable", "qemu_path", "DRIVER", "DEFAULT_SECONDS"]
