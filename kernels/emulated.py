@@ -92,6 +92,12 @@ class QemuExecutor(EmulatedExecutor):
     machine_options: QemuMachine's (seconds, qemu, cpu, counts)."""
     backend = "qemu"
 
+    def __init__(self, kernel: Kernel, **machine_options):
+        if kernel.vector_bits and "cpu" not in machine_options:    # the kernel's SVE/SME vector length
+            n = kernel.vector_bits // 8
+            machine_options["cpu"] = f"max,sve-default-vector-length={n},sme-default-vector-length={n}"
+        super().__init__(kernel, **machine_options)
+
     def unavailable(self) -> str | None:
         from lowp.emulator.qemu import cpu_features, unavailable
         reason = unavailable()

@@ -88,6 +88,10 @@ class Kernel:
     # -cpu max process, lowp.emulator.qemu) or None: Unicorn unless it lacks one of the kernel's features and qemu
     # has them all (lowp.kernels.executors.aarch64_backend; `lowp conformance --backend` overrides).
     backend: str | None = None
+    # The SVE / SME vector length (bits) a vector-length agnostic kernel is checked at: qemu's
+    # sve-default-vector-length and sme-default-vector-length (None: qemu's default). One source registered
+    # at several lengths is several entries.
+    vector_bits: int | None = None
 
     @property
     def quantized(self) -> bool:

@@ -104,6 +104,7 @@ Target = Literal[TARGETS]
 OperandType = Literal[OPERAND_TYPES]
 Buffer = Literal[BUFFERS]
 AARCH64_BACKENDS = ("unicorn", "qemu")
+VECTOR_BITS = (128, 256, 512, 1024, 2048)      # the SVE / SME vector lengths qemu-aarch64 can be given
 
 
 class _Strict(BaseModel):
@@ -222,6 +223,15 @@ class KernelSpec(_Strict):
     xnnpack: XnnpackSpec | None = None
     quant: dict[Identifier, StrictInt | StrictFloat] = {}
     backend: Literal[AARCH64_BACKENDS] | None = None
+    vector_bits: Literal[VECTOR_BITS] | None = None
+
+    @field_validator("vector_bits")
+    @classmethod
+    def _vector_bits_on_qemu(cls, vector_bits, info: ValidationInfo):
+        if vector_bits is not None and (info.data.get("target") != "aarch64" or info.data.get("backend") == "unicorn"):
+            raise _custom("bad_backend", f"vector_bits = {vector_bits} sets qemu-aarch64's SVE/SME vector length: "
+                                         "for aarch64 kernels on backend 'qemu' (Unicorn has no SVE)")
+        return vector_bits
 
     @field_validator("backend")
     @classmethod
@@ -399,9 +409,9 @@ def import_model(spec: str):
 # ---- turning pydantic's errors into Problems -----------------------------------------------------------------
 _SUBMODELS = {"tile": TileSpec, "domain": DomainSpec, "xnnpack": XnnpackSpec, "model": ModelPartsSpec}
 _CHOICES = {"target": TARGETS, "a_type": OPERAND_TYPES, "b_type": OPERAND_TYPES, "overread": BUFFERS,
-            "backend": AARCH64_BACKENDS}
+            "backend": AARCH64_BACKENDS, "vector_bits": VECTOR_BITS}
 _KIND = {"target": "target", "a_type": "operand type", "b_type": "operand type", "overread": "buffer",
-         "backend": "backend"}
+         "backend": "backend", "vector_bits": "vector length"}
 
 
 def _show(value, limit: int = 60) -> str:
