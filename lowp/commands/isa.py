@@ -72,9 +72,23 @@ def backends_for(arch_needed: set[str]) -> tuple[dict[str, list], list[str]]:
                         found["aarch64"].append(cls())
                     except Exception as e:
                         notes.append(f"{cls.__name__}: {e}")
+            from lowp.emulator import sve
+            found["aarch64"] += sve.backends()     # one per vector length; they say why when qemu is absent
         except ImportError as e:
             notes.append(f"AArch64 back ends: {e}")
     return found, notes
+
+
+def verify_scalable(intr, backends, registers, seed):
+    """An SVE/SME intrinsic at every vector length a back end runs (one verdict per VL, skipped ones say why)."""
+    from lowp.isa_models.proof import Verdict, verify
+    verdicts = []
+    for b in (b for b in backends if getattr(b, "vl", 0)):
+        fixed = intr.at_vl(b.vl)
+        reason = b.unavailable(fixed)
+        verdicts.append(Verdict(fixed, b.name, "skipped", reason=reason) if reason
+                        else verify(fixed, b, random_registers=registers, seed=seed))
+    return verdicts or [Verdict(intr, "-", "skipped", reason="no back end runs SVE/SME here")]
 
 
 def verify_one(intr, backends, registers, seed):
@@ -94,7 +108,13 @@ def cmd_verify(args) -> int:
     selected = select(args.names, args.arch)
     backends, notes = backends_for({i.instruction.arch for i in selected})
     start = time.perf_counter()
-    verdicts = [verify_one(i, backends[i.instruction.arch], args.registers, args.seed) for i in selected]
+    verdicts = []
+    for i in selected:
+        if i.scalable:
+            verdicts += verify_scalable(i, backends[i.instruction.arch], args.registers, args.seed)
+        else:
+            verdicts.append(verify_one(i, [b for b in backends[i.instruction.arch] if not getattr(b, "vl", 0)],
+                                       args.registers, args.seed))
     rows = [(v.intrinsic.name, v.intrinsic.mnemonic, v.backend, v.status, v.registers, v.lanes, v.reason)
             for v in verdicts]
     exhaustive = None
@@ -112,6 +132,13 @@ def cmd_verify(args) -> int:
         print(f"not available: {note}")
     ran = [v for v in verdicts if v.status != "skipped"]
     failed = [v for v in verdicts if v.status == "FAILED"]
+    targets = {}
+    for v in verdicts:
+        if v.intrinsic.vl:                     # SVE/SME: executed / skipped per vector length
+            done = targets.setdefault(v.backend, [0, 0])
+            done[v.status == "skipped"] += 1
+    for target, (executed, skipped) in targets.items():
+        print(f"{target}: {executed} SVE/SME intrinsics executed, {skipped} skipped")
     print(f"\n{len(ran)} of {len(verdicts)} intrinsics executed and compared "
           f"({sum(v.lanes for v in ran)} lanes), {len(verdicts) - len(ran)} skipped, {len(failed)} disagreed; "
           f"{time.perf_counter() - start:.1f} s")
