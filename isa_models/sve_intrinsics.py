@@ -120,16 +120,17 @@ def _register():
              lambda pg, a, b: sve.srshl(a, b), **ops)
 
     # SQRSHRNB/SQRSHRNT, SQXTNB/SQXTNT
+    bottom, top = " into the even elements, odd ones 0", " into the odd elements, even ones kept"
+    sat = dict(overflow="saturates to the narrow element type")
     for t, n in (("s16", "s8"), ("s32", "s16"), ("s64", "s32")):
         e = int(n[1:])
-        ops = dict(operands=f"{t} >> n (rounded) -> {n} (even elements | odd elements)",
-                   overflow="saturates to the narrow element type")
-        _add(f"svqrshrnb_n_{t}", "sqrshrnb", SVE2, n, [f"op1:{t}", f"imm2:1..{e}"], lambda a, i: sve.sqrshrnb(a, i), **ops)
+        _add(f"svqrshrnb_n_{t}", "sqrshrnb", SVE2, n, [f"op1:{t}", f"imm2:1..{e}"], lambda a, i: sve.sqrshrnb(a, i),
+             operands=f"{t} >> n (rounded) -> {n}{bottom}", **sat)
         _add(f"svqrshrnt_n_{t}", "sqrshrnt", SVE2, n, [f"even:{n}", f"op1:{t}", f"imm2:1..{e}"],
-             lambda ev, a, i: sve.sqrshrnt(ev, a, i), **ops)
-        ops = dict(operands=f"{t} -> {n} (even elements | odd elements)", overflow="saturates to the narrow element type")
-        _add(f"svqxtnb_{t}", "sqxtnb", SVE2, n, [f"op:{t}"], lambda a: sve.sqxtnb(a), **ops)
-        _add(f"svqxtnt_{t}", "sqxtnt", SVE2, n, [f"even:{n}", f"op:{t}"], lambda ev, a: sve.sqxtnt(ev, a), **ops)
+             lambda ev, a, i: sve.sqrshrnt(ev, a, i), operands=f"{t} >> n (rounded) -> {n}{top}", **sat)
+        _add(f"svqxtnb_{t}", "sqxtnb", SVE2, n, [f"op:{t}"], lambda a: sve.sqxtnb(a), operands=f"{t} -> {n}{bottom}", **sat)
+        _add(f"svqxtnt_{t}", "sqxtnt", SVE2, n, [f"even:{n}", f"op:{t}"], lambda ev, a: sve.sqxtnt(ev, a),
+             operands=f"{t} -> {n}{top}", **sat)
 
     # SME: SMOPA/UMOPA/SUMOPA/USMOPA (4-way) into a 32-bit ZA tile
     for name, mnemonic, n_t, m_t, za_t in (("svmopa_za32_s8_m", "smopa", "s8", "s8", "s32"),

@@ -33,7 +33,8 @@ def cmd_list(args) -> int:
                 for i in intrinsics(args.arch)]
         print(tabulate(rows, headers=("intrinsic", "instruction", "bits", "features", "encoding", "arguments -> result")))
         return 0
-    rows = [(i.mnemonic, i.extension, i.operands, "/".join(map(str, i.widths)), i.overflow,
+    rows = [(i.mnemonic, i.extension, i.operands,
+             "VL" if any(x.scalable for x in i.intrinsics) else "/".join(map(str, i.widths)), i.overflow,
              ", ".join(x.name for x in i.intrinsics[:3]) + (f" (+{len(i.intrinsics) - 3})" if len(i.intrinsics) > 3 else ""))
             for i in instructions(args.arch)]
     print(tabulate(rows, headers=("instruction", "extension", "types", "bits", "saturation / wrap", "intrinsics")))
