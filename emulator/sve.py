@@ -3,8 +3,8 @@ lowp.emulator.intrinsics (a static AArch64 Linux program, one process per batch)
 
     ScalableQemuBackend(vl=256)   runs each intrinsic at VL = 256 bits: `qemu-aarch64 -cpu
                                   max,sve-default-vector-length=32,sme-default-vector-length=32` (the properties
-                                  take bytes; qemu 7.2 docs/system/arm/cpu-features.rst, "SVE CPU Property
-                                  Parsing Semantics" and the linux-user "sve-default-vector-length").
+                                  take bytes: qemu docs/system/arm/cpu-features.rst, "SVE User-mode Default
+                                  Vector Length Property" and the SME one, qemu 7.1+; checked with 7.2.22).
 
 Unicorn cannot run SVE (it is QEMU 5.0.1, without the SVE decoder: `rdvl` is undefined there).
 
