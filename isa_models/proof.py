@@ -43,13 +43,19 @@ def extremes(dtype) -> list[int]:
 
 
 def _tile(pattern: Sequence[int], p: Param) -> np.ndarray:
-    return np.resize(np.array(pattern, dtype=p.dtype), p.lanes)
+    shape = (p.lanes, p.lanes) if p.kind == "tile" else p.lanes     # an SME ZA tile fills row by row
+    return np.resize(np.array(pattern, dtype=p.dtype), shape)
+
+
+def _predicate(p: Param, i: int) -> np.ndarray:
+    """SVE predicates: all-true (what the kernels use; the only value of a 'ptrue'), or every other element."""
+    return np.ones(p.lanes, bool) if p.kind == "ptrue" or i % 2 == 0 else np.arange(p.lanes) % 2 == 0
 
 
 def corner_batch(intr: Intrinsic) -> list[list]:
     """Registers whose lanes are all one extreme value, every combination across the vec operands, plus
     alternating min/max lanes; masks alternate between all-ones and a checkerboard."""
-    vecs = [p for p in intr.params if p.kind == "vec"]
+    vecs = [p for p in intr.params if p.kind in ("vec", "tile")]
     rows = []
     for values in itertools.product(*[extremes(p.dtype) for p in vecs]):
         rows.append(dict(zip((p.name for p in vecs), ([v] for v in values))))
@@ -66,8 +72,10 @@ def example_batch(intr: Intrinsic) -> list[tuple[str, list]]:
 def _row(intr: Intrinsic, patterns: dict, i: int) -> list:
     row = []
     for p in intr.params:
-        if p.kind == "vec":
+        if p.kind in ("vec", "tile"):
             row.append(_tile(patterns.get(p.name, [0]), p))
+        elif p.kind in ("pred", "ptrue"):
+            row.append(_predicate(p, i))
         elif p.kind == "mask":
             row.append((2 ** p.bits - 1) if i % 2 == 0 else int("01" * (p.bits // 2), 2))
         else:
@@ -80,15 +88,19 @@ def random_batch(intr: Intrinsic, n: int, rng: np.random.Generator) -> list[np.n
     single extreme value throughout, so saturating and wrapping lanes are common."""
     out = []
     for p in intr.params:
-        if p.kind == "vec":
+        if p.kind in ("vec", "tile"):
             info = np.iinfo(p.dtype)
-            lanes = rng.integers(info.min, info.max, size=(n, p.lanes), endpoint=True, dtype=p.dtype)
+            shape = (n, p.lanes, p.lanes) if p.kind == "tile" else (n, p.lanes)
+            lanes = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=p.dtype)
             ext = np.array(extremes(p.dtype), dtype=p.dtype)
-            pick = rng.random((n, p.lanes)) < 0.25
+            pick = rng.random(shape) < 0.25
             lanes[pick] = rng.choice(ext, size=int(pick.sum()))
             flat = rng.random(n) < 0.125
-            lanes[flat] = rng.choice(ext, size=(int(flat.sum()), 1))
+            lanes[flat] = rng.choice(ext, size=(int(flat.sum()),) + (1,) * (len(shape) - 1))
             out.append(lanes)
+        elif p.kind in ("pred", "ptrue"):       # three in four elements active; a quarter of the registers all-true
+            active = (rng.random((n, p.lanes)) < 0.75) | (rng.random((n, 1)) < 0.25) | (p.kind == "ptrue")
+            out.append(active)
         elif p.kind == "mask":
             out.append(rng.integers(0, 2 ** p.bits, size=n, dtype=np.uint64) if p.bits < 64
                        else rng.integers(0, 2 ** 63, size=n, dtype=np.uint64) * np.uint64(2)
@@ -103,7 +115,7 @@ def stack(rows: list[list], intr: Intrinsic) -> list:
     cols = list(zip(*rows))
     out = []
     for p, col in zip(intr.params, cols):
-        if p.kind == "vec":
+        if p.kind in ("vec", "tile", "pred", "ptrue"):
             out.append(np.stack(col))
         elif p.kind == "mask":
             out.append(np.array(col, dtype=np.uint64))
@@ -133,13 +145,13 @@ class Disagreement:
 def first_disagreement(intr: Intrinsic, args: Sequence, expected: np.ndarray, actual: np.ndarray,
                        what: str = "") -> Disagreement | None:
     expected = expected.reshape(actual.shape)
-    bad = np.argwhere(expected != actual)
+    bad = np.argwhere((expected != actual).reshape(len(actual), -1))      # a ZA tile's lanes counted row by row
     if not len(bad):
         return None
     r, lane = (int(x) for x in bad[0])
-    inputs = {p.name: (a[r] if p.kind == "vec" else (int(np.asarray(a).reshape(-1)[r]) if p.kind == "mask" else a))
+    inputs = {p.name: (a[r] if p.kind in ("vec", "tile", "pred", "ptrue") else (int(np.asarray(a).reshape(-1)[r]) if p.kind == "mask" else a))
               for p, a in zip(intr.params, args)}
-    return Disagreement(intr.name, r, lane, inputs, expected[r], actual[r], what)
+    return Disagreement(intr.name, r, lane, inputs, expected[r].reshape(-1), actual[r].reshape(-1), what)
 
 
 @dataclass

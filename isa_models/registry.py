@@ -7,7 +7,7 @@ so a user can mirror C code intrinsic by intrinsic.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -20,7 +20,13 @@ class Param:
     """One argument (or the result) of an intrinsic.
 
     kind: 'vec' (a register: numpy array of `lanes` elements of `dtype` on the last axis), 'mask' (an
-    AVX-512 opmask of `bits` bits, as an int or integer array) or 'imm' (an immediate int in [lo, hi]).
+    AVX-512 opmask of `bits` bits, as an int or integer array) or 'imm' (an immediate int in [lo, hi]);
+    for SVE/SME also 'pred' (a predicate: a bool array, one entry per `dtype` element, lanes as a vec),
+    'ptrue' (a predicate that must be all-true: the _x forms, whose inactive lanes ACLE leaves unspecified)
+    and 'tile' (an SME ZA tile: `lanes` x `lanes` elements of `dtype` on the last two axes).
+
+    scalable: the register grows with the SVE vector length VL; `lanes` is then the count at VL = 128 and
+    `at_vl(vl)` gives the fixed-width Param at one VL.
     """
     name: str
     kind: str
@@ -29,17 +35,31 @@ class Param:
     bits: int = 0
     lo: int = 0
     hi: int = 0
+    scalable: bool = False
 
     @property
     def width(self) -> int:
-        return self.lanes * self.dtype.itemsize * 8 if self.kind == "vec" else self.bits
+        return self.lanes * self.dtype.itemsize * 8 if self.kind in REGISTERS else self.bits
+
+    def at_vl(self, vl: int) -> "Param":
+        return replace(self, lanes=self.lanes * vl // 128, scalable=False) if self.scalable else self
 
     def describe(self) -> str:
+        t = TYPE_NAMES.get(self.dtype)
+        n = f"(VL/{self.dtype.itemsize * 8})" if self.scalable else str(self.lanes)
         if self.kind == "vec":
-            return f"{self.name}:{TYPE_NAMES[self.dtype]}x{self.lanes}"
+            return f"{self.name}:{t}x{n}"
+        if self.kind in ("pred", "ptrue"):
+            return f"{self.name}:{self.kind}{self.dtype.itemsize * 8}x{n}"
+        if self.kind == "tile":
+            return f"{self.name}:{t}[{n.strip('()')}][{n.strip('()')}]"
         if self.kind == "mask":
             return f"{self.name}:mask{self.bits}"
         return f"{self.name}:imm[{self.lo}..{self.hi}]"
+
+
+REGISTERS = ("vec", "pred", "ptrue", "tile")      # the kinds held in a register (lanes of `dtype`)
+SVE_VLS = tuple(range(128, 2049, 128))             # the vector lengths SVE permits (bits)
 
 
 @dataclass
@@ -72,8 +92,9 @@ class Intrinsic:
     """One intrinsic: callable with the intrinsic's own arguments in order, returning the result lanes.
 
     features: CPU feature flags (Linux /proc/cpuinfo spelling) the intrinsic's instruction needs.
-    encoding: 'mmx', 'legacy' (SSE), 'vex', 'evex' or 'a64'.
+    encoding: 'mmx', 'legacy' (SSE), 'vex', 'evex', 'a64' (Advanced SIMD), 'sve' or 'sme'.
     adapter: maps the checked intrinsic arguments onto the instruction model.
+    vl: for an SVE/SME intrinsic fixed at one vector length by at_vl(), that VL in bits; else 0.
     """
     name: str
     instruction: Instruction
@@ -83,10 +104,25 @@ class Intrinsic:
     params: tuple[Param, ...]
     result: Param
     adapter: Callable
+    vl: int = 0
 
     @property
     def mnemonic(self) -> str:
         return self.instruction.mnemonic
+
+    @property
+    def scalable(self) -> bool:
+        """Vector-length agnostic (SVE/SME): the lanes follow the arguments' VL; see at_vl()."""
+        return any(p.scalable for p in (*self.params, self.result))
+
+    def at_vl(self, vl: int) -> "Intrinsic":
+        """This intrinsic at one vector length: fixed lane counts, as an executor at that VL runs it."""
+        if not self.scalable:
+            raise ValueError(f"{self.name} has a fixed width; at_vl() is for SVE/SME intrinsics")
+        if vl not in SVE_VLS:
+            raise ValueError(f"vl: {vl} is not an SVE vector length; expected a multiple of 128 up to 2048")
+        return replace(self, params=tuple(p.at_vl(vl) for p in self.params), result=self.result.at_vl(vl),
+                       width=vl, vl=vl)
 
     @property
     def signature(self) -> str:
@@ -96,12 +132,22 @@ class Intrinsic:
         if len(args) != len(self.params):
             raise ValueError(f"{self.name} takes {len(self.params)} arguments ({self.signature}), got {len(args)}")
         checked = [check_argument(self.name, p, a) for p, a in zip(self.params, args)]
+        if self.scalable:
+            _same_vl(self.name, [(p, a) for p, a in zip(self.params, checked) if p.scalable])
         return self.adapter(*checked)
 
 
+def _same_vl(where: str, pairs) -> None:
+    """Every scalable argument of one call must imply the same vector length."""
+    vls = {p.name: a.shape[-1] * 128 // p.lanes for p, a in pairs}
+    if len(set(vls.values())) > 1:
+        said = ", ".join(f"{k}: {v} bits" for k, v in vls.items())
+        raise ValueError(f"{where}: the arguments imply different vector lengths ({said}); one call has one VL")
+
+
 def check_argument(where: str, p: Param, value):
-    if p.kind == "vec":
-        return operand(value, p.name, p.dtype, widths=(p.width,))
+    if p.kind in REGISTERS:
+        return _check_register(where, p, value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, np.ndarray)):
         raise ValueError(f"{where}: argument {p.name!r} is a {p.kind}; expected an int, got {type(value).__name__}")
     v = np.asarray(value)
@@ -113,14 +159,44 @@ def check_argument(where: str, p: Param, value):
     return value
 
 
-_INSTRUCTIONS: dict[tuple[str, str], Instruction] = {}
+def _check_register(where: str, p: Param, value):
+    widths = SVE_VLS if p.scalable else (p.width,)
+    if p.kind == "vec":
+        return operand(value, p.name, p.dtype, widths=widths)
+    esize = p.dtype.itemsize * 8
+    if not isinstance(value, np.ndarray) or value.ndim < (2 if p.kind == "tile" else 1):
+        raise ValueError(f"{where}: argument {p.name!r} is a {p.kind}; expected a numpy array, got "
+                         f"{type(value).__name__ if not isinstance(value, np.ndarray) else f'{value.ndim}-d array'}")
+    if p.kind == "tile":
+        if value.dtype != p.dtype:
+            raise ValueError(f"{where}: ZA tile {p.name!r}: expected dtype {p.dtype}, got {value.dtype}; "
+                             "lowp never casts an operand")
+        rows, cols = value.shape[-2:]
+        if rows != cols or rows * esize not in widths:
+            raise ValueError(f"{where}: ZA tile {p.name!r}: expected (VL/{esize}, VL/{esize}) elements, "
+                             f"got {rows} x {cols}")
+        return value
+    if value.dtype != np.bool_:
+        raise ValueError(f"{where}: predicate {p.name!r}: expected a bool array (one entry per {esize}-bit "
+                         f"element), got dtype {value.dtype}")
+    if value.shape[-1] * esize not in widths:
+        raise ValueError(f"{where}: predicate {p.name!r}: {value.shape[-1]} entries govern "
+                         f"{value.shape[-1] * esize} bits, not a vector length here")
+    if p.kind == "ptrue" and not value.all():
+        raise ValueError(f"{where}: predicate {p.name!r} must be all-true: the _x form leaves inactive lanes "
+                         "unspecified (ACLE), so lowp models it with svptrue only; use the _m or _z form")
+    return value
+
+
+# Keyed by (arch, mnemonic, extension): SVE SDOT and Advanced SIMD SDOT are one mnemonic, two instructions.
+_INSTRUCTIONS: dict[tuple[str, str, str], Instruction] = {}
 _INTRINSICS: dict[str, Intrinsic] = {}
 
 
 def add_instruction(inst: Instruction) -> Instruction:
-    key = (inst.arch, inst.mnemonic)
+    key = (inst.arch, inst.mnemonic, inst.extension)
     if key in _INSTRUCTIONS:
-        raise ValueError(f"instruction {inst.mnemonic} ({inst.arch}) registered twice")
+        raise ValueError(f"instruction {inst.mnemonic} ({inst.arch}, {inst.extension}) registered twice")
     _INSTRUCTIONS[key] = inst
     return inst
 
@@ -143,17 +219,19 @@ def intrinsic(name: str) -> Intrinsic:
         raise KeyError(f"no model for intrinsic {name!r}{hint}") from None
 
 
-def instruction(mnemonic: str, arch: str | None = None) -> Instruction:
-    hits = [i for (a, m), i in _INSTRUCTIONS.items() if m == mnemonic.lower() and arch in (None, a)]
+def instruction(mnemonic: str, arch: str | None = None, extension: str | None = None) -> Instruction:
+    hits = [i for (a, m, e), i in _INSTRUCTIONS.items()
+            if m == mnemonic.lower() and arch in (None, a) and extension in (None, e)]
     if not hits:
         raise KeyError(f"no model for instruction {mnemonic!r}")
     if len(hits) > 1:
-        raise KeyError(f"{mnemonic!r} exists for several architectures; pass arch=")
+        where = ", ".join(f"{i.arch} {i.extension}" for i in hits)
+        raise KeyError(f"{mnemonic!r} exists several times ({where}); pass arch= and extension=")
     return hits[0]
 
 
 def instructions(arch: str | None = None) -> list[Instruction]:
-    return [i for (a, _), i in _INSTRUCTIONS.items() if arch in (None, a)]
+    return [i for (a, _, _), i in _INSTRUCTIONS.items() if arch in (None, a)]
 
 
 def intrinsics(arch: str | None = None) -> list[Intrinsic]:

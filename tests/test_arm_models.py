@@ -266,6 +266,8 @@ def test_registry_covers_the_issue():
               "vqrshrun_n_s32", "vqmovn_s32", "vqmovn_s16", "vqmovun_s16", "vqmovun_s32", "vqaddq_s32", "vqaddq_s16"}
     assert wanted <= names
     for i in intrinsics("aarch64"):
+        if i.encoding != "a64":
+            continue                     # the SVE/SME ones: tests/test_sve_models.py
         assert i.instruction.arch == "aarch64" and i.encoding == "a64"
         assert set(i.features) <= {"asimd", "asimddp", "i8mm"}
         assert i.instruction.citation.startswith("Arm Architecture Reference Manual")

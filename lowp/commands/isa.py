@@ -33,7 +33,8 @@ def cmd_list(args) -> int:
                 for i in intrinsics(args.arch)]
         print(tabulate(rows, headers=("intrinsic", "instruction", "bits", "features", "encoding", "arguments -> result")))
         return 0
-    rows = [(i.mnemonic, i.extension, i.operands, "/".join(map(str, i.widths)), i.overflow,
+    rows = [(i.mnemonic, i.extension, i.operands,
+             "VL" if any(x.scalable for x in i.intrinsics) else "/".join(map(str, i.widths)), i.overflow,
              ", ".join(x.name for x in i.intrinsics[:3]) + (f" (+{len(i.intrinsics) - 3})" if len(i.intrinsics) > 3 else ""))
             for i in instructions(args.arch)]
     print(tabulate(rows, headers=("instruction", "extension", "types", "bits", "saturation / wrap", "intrinsics")))
@@ -72,9 +73,23 @@ def backends_for(arch_needed: set[str]) -> tuple[dict[str, list], list[str]]:
                         found["aarch64"].append(cls())
                     except Exception as e:
                         notes.append(f"{cls.__name__}: {e}")
+            from lowp.emulator import sve
+            found["aarch64"] += sve.backends()     # one per vector length; they say why when qemu is absent
         except ImportError as e:
             notes.append(f"AArch64 back ends: {e}")
     return found, notes
+
+
+def verify_scalable(intr, backends, registers, seed):
+    """An SVE/SME intrinsic at every vector length a back end runs (one verdict per VL, skipped ones say why)."""
+    from lowp.isa_models.proof import Verdict, verify
+    verdicts = []
+    for b in (b for b in backends if getattr(b, "vl", 0)):
+        fixed = intr.at_vl(b.vl)
+        reason = b.unavailable(fixed)
+        verdicts.append(Verdict(fixed, b.name, "skipped", reason=reason) if reason
+                        else verify(fixed, b, random_registers=registers, seed=seed))
+    return verdicts or [Verdict(intr, "-", "skipped", reason="no back end runs SVE/SME here")]
 
 
 def verify_one(intr, backends, registers, seed):
@@ -94,7 +109,13 @@ def cmd_verify(args) -> int:
     selected = select(args.names, args.arch)
     backends, notes = backends_for({i.instruction.arch for i in selected})
     start = time.perf_counter()
-    verdicts = [verify_one(i, backends[i.instruction.arch], args.registers, args.seed) for i in selected]
+    verdicts = []
+    for i in selected:
+        if i.scalable:
+            verdicts += verify_scalable(i, backends[i.instruction.arch], args.registers, args.seed)
+        else:
+            verdicts.append(verify_one(i, [b for b in backends[i.instruction.arch] if not getattr(b, "vl", 0)],
+                                       args.registers, args.seed))
     rows = [(v.intrinsic.name, v.intrinsic.mnemonic, v.backend, v.status, v.registers, v.lanes, v.reason)
             for v in verdicts]
     exhaustive = None
@@ -112,6 +133,13 @@ def cmd_verify(args) -> int:
         print(f"not available: {note}")
     ran = [v for v in verdicts if v.status != "skipped"]
     failed = [v for v in verdicts if v.status == "FAILED"]
+    targets = {}
+    for v in verdicts:
+        if v.intrinsic.vl:                     # SVE/SME: executed / skipped per vector length
+            done = targets.setdefault(v.backend, [0, 0])
+            done[v.status == "skipped"] += 1
+    for target, (executed, skipped) in targets.items():
+        print(f"{target}: {executed} SVE/SME intrinsics executed, {skipped} skipped")
     print(f"\n{len(ran)} of {len(verdicts)} intrinsics executed and compared "
           f"({sum(v.lanes for v in ran)} lanes), {len(verdicts) - len(ran)} skipped, {len(failed)} disagreed; "
           f"{time.perf_counter() - start:.1f} s")
