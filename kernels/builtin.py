@@ -86,6 +86,26 @@ register(Kernel(
     packing="A in row pairs and B^T in column pairs, 2x8 bytes per 8-k block (SMMLA's operand layout)",
     contract="exact", domain=Domain(S8, S8), model=models_arm.smmla_gemm, requires=("smmla",), pipeline="dot_s32",
     description="SMMLA (FEAT_I8MM) 2x8 by 8x2 blocks; runs on lowp's SMMLA model under Unicorn 2.1"))
+# Vector-length agnostic kernels on qemu-aarch64 (Unicorn has no SVE or SME), one entry per vector length.
+for _bits in (128, 256, 512):
+    register(Kernel(
+        name=f"sve_sdot_s8_vl{_bits}", target="aarch64", features=("sve",), source=ARM / "sve_sdot_s8.c",
+        symbol="lowp_sve_sdot_s8_gemm", signature="gemm", a_type="s8", b_type="s8",
+        tile=Tile(mr=4, nr=_bits // 32, kr=4), cflags=("-O2", "-mcpu=cortex_a76+i8mm+sve"),
+        packing="B in panels of VL/32 columns (svcntw), k in groups of 4: one vector per group, lane c column c's "
+                "4 bytes; A's row group broadcast",
+        contract="exact", domain=Domain(S8, S8), model=partial(models_arm.sve_sdot_gemm, vector_bits=_bits),
+        requires=("sdot",), pipeline="dot_s32", backend="qemu", vector_bits=_bits,
+        description=f"SVE SDOT (4-way, vectors), vector-length agnostic, checked at VL {_bits}: exact products, "
+                    "int32 accumulation"))
+register(Kernel(
+    name="sme_smopa_s8_svl512", target="aarch64", features=("sme",), source=ARM / "sme_smopa_s8.c",
+    symbol="lowp_sme_smopa_s8_gemm", signature="gemm", a_type="s8", b_type="s8", tile=Tile(mr=16, nr=16, kr=4),
+    cflags=("-O2", "-mcpu=cortex_a76+i8mm+sve2+sme"),
+    packing="A and B in panels of SVL/32 rows / columns, k in groups of 4: lane i row (column) i's 4 bytes",
+    contract="exact", domain=Domain(S8, S8), model=partial(models_arm.sme_smopa_gemm, vector_bits=512),
+    requires=("smopa",), pipeline="dot_s32", backend="qemu", vector_bits=512,
+    description="SME SMOPA (4-way) into ZA0.S in streaming mode, SVL 512; skipped on a qemu with issue #2083"))
 _MLAL = dict(target="aarch64", features=("asimd",), source=ARM / "mlal_24x8.c", depends=(ARM / "mlal_24x8.h",),
              signature="gemm", packing="seed 004's: A in 24-row blocks, per k pair 8 rows of k then 8 of k+1 per "
              "8-row group; B in 8-column panels, per k pair (b[k][c], b[k+1][c])")

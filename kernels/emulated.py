@@ -105,7 +105,18 @@ class QemuExecutor(EmulatedExecutor):
             return reason
         cpu = self.machine_options.get("cpu", "max")
         missing = [f for f in self.kernel.features if f not in cpu_features(cpu, self.machine_options.get("qemu"))]
-        return f"qemu-aarch64 -cpu {cpu} lacks {', '.join(missing)}" if missing else None
+        if missing:
+            return f"qemu-aarch64 -cpu {cpu} lacks {', '.join(missing)}"
+        return self._known_defect()
+
+    def _known_defect(self) -> str | None:
+        """A qemu that executes the kernel's feature wrongly cannot judge it: its verdict would be qemu's bug.
+        SME: qemu 7.2's 32-bit SMOPA (issue #2083), probed with the fix's own test vector."""
+        if "sme" not in self.kernel.features:
+            return None
+        from lowp.emulator.sve import QEMU_2083, ScalableQemuBackend
+        probe = ScalableQemuBackend(self.kernel.vector_bits or 512, qemu=self.machine_options.get("qemu"))
+        return None if probe.outer_products_right else "a kernel with SME outer products: " + QEMU_2083
 
     @cached_property
     def machine(self):

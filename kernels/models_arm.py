@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowp.isa_models import arm
+from lowp.isa_models import arm, sme, sve
 from lowp.isa_models.lanes import S16, S32, U16, wrap
 
 from .models import CHUNK_BYTES, _pad, _round_up
@@ -82,3 +82,38 @@ def mlal_flush_gemm(A: np.ndarray, B: np.ndarray, *, flush: int) -> np.ndarray:
         block = A[:, k0:k0 + flush].astype(np.int64) @ B[k0:k0 + flush].astype(np.int64)
         total += wrap(block, lane).astype(np.int64)
     return wrap(total, S32)
+
+
+def sve_sdot_gemm(A: np.ndarray, B: np.ndarray, *, vector_bits: int) -> np.ndarray:
+    """sve_sdot_s8.c at one vector length: per panel of VL/32 columns and k-group of 4, SVE SDOT of the panel's
+    vector (lane c: column c's 4 bytes) with A's row group broadcast to every lane, int32 accumulation."""
+    M, K = A.shape
+    N = B.shape[1]
+    nr = vector_bits // 32
+    kp, npad = _round_up(K, 4), _round_up(N, nr)
+    a = _pad(A, M, kp).reshape(M, kp // 4, 4)
+    b = _pad(B, kp, npad).reshape(kp // 4, 4, npad // nr, nr).transpose(2, 0, 3, 1)   # [panel][group][col][k]
+    acc = np.zeros((M, npad // nr, nr), np.int32)
+    for g in range(kp // 4):
+        row = np.broadcast_to(a[:, None, None, g, :], (M, npad // nr, nr, 4)).reshape(M, npad // nr, nr * 4)
+        panel = np.broadcast_to(b[None, :, g], (M, npad // nr, nr, 4)).reshape(M, npad // nr, nr * 4)
+        acc = sve.sdot(acc, panel, row)
+    return acc.reshape(M, npad)[:, :N]
+
+
+def sme_smopa_gemm(A: np.ndarray, B: np.ndarray, *, vector_bits: int) -> np.ndarray:
+    """sme_smopa_s8.c at one streaming vector length: per SVL/32 x SVL/32 tile, SMOPA of A's and B's packed
+    k-groups (lane i: row / column i's 4 bytes) into ZA0.S from zero, all predicates true."""
+    M, K = A.shape
+    N = B.shape[1]
+    t = vector_bits // 32
+    kp, mp, npad = _round_up(K, 4), _round_up(M, t), _round_up(N, t)
+    a = _pad(A, mp, kp).reshape(mp // t, t, kp // 4, 4).transpose(0, 2, 1, 3)        # [row tile][group][row][k]
+    b = _pad(B, kp, npad).reshape(kp // 4, 4, npad // t, t).transpose(2, 0, 3, 1)    # [col tile][group][col][k]
+    za = np.zeros((mp // t, npad // t, t, t), np.int32)
+    every = np.ones((mp // t, npad // t, t * 4), bool)
+    for g in range(kp // 4):
+        zn = np.broadcast_to(a[:, None, g], (mp // t, npad // t, t, 4)).reshape(mp // t, npad // t, t * 4)
+        zm = np.broadcast_to(b[None, :, g], (mp // t, npad // t, t, 4)).reshape(mp // t, npad // t, t * 4)
+        za = sme.smopa(za, zn, zm, every, every)
+    return za.transpose(0, 2, 1, 3).reshape(mp, npad)[:M, :N]
