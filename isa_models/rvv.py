@@ -85,9 +85,15 @@ def _exact(x):
 
 
 def _low_bits(x, dtype):
-    """The low SEW bits of an exact integer (the destination element; numpy int64 arithmetic wraps mod 2^64)."""
+    """The low SEW bits of an integer (the destination element)."""
     dtype = np.dtype(dtype)
     return x.astype(np.dtype(f"u{dtype.itemsize}")).view(dtype)
+
+
+def _wrapping_sum(product, vd):
+    """product + vd kept to vd's width: both as two's-complement uint64, whose addition wraps mod 2^64, a
+    multiple of 2^SEW (an exact int64 sum could leave int64, and int64 + uint64 would make a float)."""
+    return _low_bits(product.astype(np.uint64) + vd.astype(np.uint64), vd.dtype)
 
 
 # -- rounding and clipping (section 3.8 and chapter 12) ---------------------------------------------------------
@@ -134,14 +140,14 @@ def vmacc_vv(vd, vs1, vs2):
     and unsigned are the same bits. RVV 1.0 section 11.13, Vector Single-Width Integer Multiply-Add."""
     vs2 = _vector(vs2, "vs2", ALL_SEW)
     vs1, vd = _like(vs1, "vs1", vs2.dtype, vs2), _like(vd, "vd", vs2.dtype, vs2)
-    return _low_bits(_exact(vs1) * _exact(vs2) + _exact(vd), vs2.dtype)
+    return _wrapping_sum(_exact(vs1) * _exact(vs2), vd)
 
 
 def vmacc_vx(vd, rs1, vs2):
     """vmacc.vx: vd[i] = +(x[rs1] * vs2[i]) + vd[i], wrapping mod 2^SEW. RVV 1.0 section 11.13."""
     vs2 = _vector(vs2, "vs2", ALL_SEW)
     vd = _like(vd, "vd", vs2.dtype, vs2)
-    return _low_bits(_exact(_scalar(rs1, "rs1", vs2.dtype)) * _exact(vs2) + _exact(vd), vs2.dtype)
+    return _wrapping_sum(_exact(_scalar(rs1, "rs1", vs2.dtype)) * _exact(vs2), vd)
 
 
 # -- widening multiply-add (section 11.14) ----------------------------------------------------------------------
@@ -153,8 +159,8 @@ def _wmacc(vd, x, vs2, x_types, vs2_types, vd_signed, scalar):
     x = _scalar(x, "rs1", x_t) if scalar else _like(x, "vs1", x_t, vs2)
     wide = np.dtype(f"{'i' if vd_signed else 'u'}{2 * sew}")
     vd = _like(vd, "vd", wide, vs2)
-    # The 2*SEW-bit product is exact (it fits 2*SEW bits); the sum with vd keeps the low 2*SEW bits.
-    return _low_bits(_exact(x) * _exact(vs2) + _exact(vd), wide)
+    # The 2*SEW-bit product in int64 is exact, or (u32 x u32) wraps mod 2^64: the same low 2*SEW bits vd keeps.
+    return _wrapping_sum(_exact(x) * _exact(vs2), vd)
 
 
 def vwmacc_vv(vd, vs1, vs2):
