@@ -26,7 +26,6 @@ VXRM = ("rnu", "rne", "rdn", "rod")          # vxrm[1:0] = 0, 1, 2, 3 (section 3
 SIGNED, UNSIGNED = (S8, S16, S32), (U8, U16, U32)
 _WIDER = {S8: S16, S16: S32, S32: S64, U8: U16, U16: U32, U32: U64}
 _NARROWER = {v: k for k, v in _WIDER.items()}
-_UNSIGNED_OF = {S8: U8, S16: U16, S32: U32, S64: U64}
 
 
 class Fixed(NamedTuple):

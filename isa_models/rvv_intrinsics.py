@@ -130,7 +130,7 @@ def _inst(mnemonic, operands, overflow):
     return inst
 
 
-def _spec(spec: str, lmul_name: str | None = None):
+def _spec(spec: str):
     """'vd:i16m1' -> (vec Param, LMUL); 'rs1:s8' -> (scalar Param, None)."""
     name, kind = spec.split(":")
     m = re.fullmatch(r"([iu])(8|16|32|64)(mf2|m1|m2|m4)", kind)

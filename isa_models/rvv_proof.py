@@ -105,7 +105,7 @@ def pack(view, cases, scalar, vxrm):
     lanes = view.result.lanes
     _, flags = _per_case(view, cases, scalar, vxrm)
     keys = scalar if scalar is not None else np.zeros(len(flags), np.int64)
-    order, boundaries = [], []
+    order = []
     for key in np.unique(keys):
         for flag in (False, True):
             idx = np.flatnonzero((keys == key) & (flags == flag))
