@@ -1,13 +1,15 @@
-"""Cross-compile C, C++ or assembly for AArch64 with the `ziglang` package from PyPI (clang + lld inside; no apt
-step), into a static ELF with no relocations, cached by everything that goes into it.
+"""Cross-compile C, C++ or assembly for AArch64 (and RISC-V 64) with the `ziglang` package from PyPI (clang + lld
+inside; no apt step), into a static ELF with no relocations, cached by everything that goes into it.
 
-Two targets:
+Three targets:
   'bare'   aarch64-freestanding, no libc, lowp's runtime.c (memset/memcpy/...) linked in, every function kept
            (--no-gc-sections) so any exported symbol can be called under Unicorn by Machine. lowp's minimal
            freestanding headers (emulator/include: assert.h, string.h, <cstdint>, <limits>, <algorithm>, ...)
            come first through -isystem; clang's own stdint.h, stddef.h, limits.h, stdbool.h and arm_neon.h
            are zig's.
   'linux'  a static aarch64 Linux program without libc (linux_runtime.c: _start, raw syscalls), for qemu-aarch64.
+  'riscv64-linux'  the same for RISC-V 64 (linux_runtime_riscv64.c), for qemu-riscv64; cpu baseline_rv64+v
+           (zig's spelling of -march=rv64gcv: RV64GC plus the V 1.0 extension).
 
 C++ sources (.cc, .cpp, .cxx) compile with `zig c++` and -fno-exceptions -fno-rtti -fno-threadsafe-statics:
 freestanding, no libc++ runtime; runtime_cxx.cc supplies the two hooks a class hierarchy references
@@ -43,11 +45,13 @@ DEFAULT_CPU = "cortex_a76+i8mm"
 # assert() on, as in the native build of the same flags; a kernel's own -DNDEBUG (after it) still turns it off.
 BASE_FLAGS = ("-O2", "-ffreestanding", "-fno-builtin", "-nostdlib", "-static", "-fno-pic", "-fno-stack-protector",
               "-flax-vector-conversions=none", "-UNDEBUG")
-RUNTIME = {"bare": HERE / "runtime.c", "linux": HERE / "linux_runtime.c"}
+RUNTIME = {"bare": HERE / "runtime.c", "linux": HERE / "linux_runtime.c",
+           "riscv64-linux": HERE / "linux_runtime_riscv64.c"}
 CXX_RUNTIME = HERE / "runtime_cxx.cc"
 INCLUDE = HERE / "include"          # lowp's freestanding headers for the bare target
 CXX_FLAGS = ("-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics")
-TRIPLE = {"bare": "aarch64-freestanding", "linux": "aarch64-linux-none"}
+TRIPLE = {"bare": "aarch64-freestanding", "linux": "aarch64-linux-none", "riscv64-linux": "riscv64-linux-none"}
+CPU = {"riscv64-linux": "baseline_rv64+v"}   # the default cpu of a target other than AArch64
 
 
 def cache_dir() -> Path:
@@ -143,19 +147,21 @@ def include_files() -> list[Path]:
     return sorted(p for p in INCLUDE.iterdir() if p.is_file())
 
 
-def build(*sources, target: str = "bare", flags=(), cpu: str = DEFAULT_CPU, depends=(), cache=None) -> Binary:
+def build(*sources, target: str = "bare", flags=(), cpu: str | None = None, depends=(), cache=None) -> Binary:
     """Compile and link C (.c), C++ (.cc/.cpp/.cxx) or assembly (.S/.s) sources for AArch64; return the cached
     Binary.
 
-    target: 'bare' (Unicorn, Machine) or 'linux' (a static program for qemu-aarch64). flags: extra compiler
-    flags for every source (e.g. '-O3', '-DN=64', '-Iinclude', relative to the first source's directory); C++
-    sources also get CXX_FLAGS. cpu: zig's -mcpu. depends: extra files whose bytes join the key (headers are
+    target: 'bare' (Unicorn, Machine), 'linux' (a static program for qemu-aarch64) or 'riscv64-linux' (for
+    qemu-riscv64). flags: extra compiler flags for every source (e.g. '-O3', '-DN=64', '-Iinclude', relative to
+    the first source's directory); C++ sources also get CXX_FLAGS. cpu: zig's -mcpu (default: DEFAULT_CPU for
+    AArch64, CPU[target] otherwise). depends: extra files whose bytes join the key (headers are
     found by the compiler's -MMD without them).
     """
     if target not in TRIPLE:
         raise ValueError(f"target: expected one of {', '.join(TRIPLE)}, got {target!r}")
     if not sources:
         raise ValueError("build() needs at least one source file")
+    cpu = cpu or CPU.get(target, DEFAULT_CPU)
     paths = [Path(s).resolve() for s in sources]
     for p in paths:
         if not p.is_file():

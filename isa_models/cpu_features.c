@@ -32,6 +32,11 @@ uint64_t lowp_cpu_features(void) {
         __cpuid_count(7, 1, a, b, c, d);
         f |= (uint64_t)(ymm && ((a >> 4) & 1)) << 9;    /* avx_vnni */
         f |= (uint64_t)(ymm && ((d >> 4) & 1)) << 10;   /* avx_vnni_int8 */
+        /* AVX10: CPUID.(7,1):EDX[19], its version in CPUID.(0x24,0):EBX[7:0]; AVX10.2 has 512-bit EVEX. */
+        if (((d >> 19) & 1) && __get_cpuid_max(0, 0) >= 0x24) {
+            __cpuid_count(0x24, 0, a, b, c, d);
+            f |= (uint64_t)(zmm && (b & 0xff) >= 2) << 11;  /* avx10_2 */
+        }
     }
     return f;
 }

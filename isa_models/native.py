@@ -23,13 +23,14 @@ from .registry import Intrinsic, intrinsics
 
 # Feature names (Linux /proc/cpuinfo spelling) in the bit order of lowp_cpu_features() in cpu_features.c.
 FEATURE_BITS = ("mmx", "sse2", "ssse3", "sse4_1", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
-                "avx_vnni", "avx_vnni_int8")
+                "avx_vnni", "avx_vnni_int8", "avx10_2")
 # The same features as GCC/clang target attributes.
 TARGET = {"mmx": "mmx", "sse2": "sse2", "ssse3": "ssse3", "sse4_1": "sse4.1", "avx2": "avx2", "avx512f": "avx512f",
           "avx512bw": "avx512bw", "avx512vl": "avx512vl", "avx512_vnni": "avx512vnni", "avx_vnni": "avxvnni",
-          "avx_vnni_int8": "avxvnniint8"}
+          "avx_vnni_int8": "avxvnniint8", "avx10_2": "avx10.2"}
 # Compilers learn new extensions late: guard what an older one cannot emit rather than fail the whole build.
 COMPILER_GUARD = {
+    "avx10_2": "(defined(__clang__) && __clang_major__ >= 21) || (!defined(__clang__) && __GNUC__ >= 16)",
     "avx_vnni_int8": "(defined(__clang__) && __clang_major__ >= 16) || (!defined(__clang__) && __GNUC__ >= 13)",
     "avx_vnni": "(defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11)",
 }

@@ -20,7 +20,8 @@ class Param:
     """One argument (or the result) of an intrinsic.
 
     kind: 'vec' (a register: numpy array of `lanes` elements of `dtype` on the last axis), 'mask' (an
-    AVX-512 opmask of `bits` bits, as an int or integer array) or 'imm' (an immediate int in [lo, hi]);
+    AVX-512 opmask of `bits` bits, as an int or integer array), 'imm' (an immediate int in [lo, hi]) or
+    'scalar' (a run-time scalar register operand of C type `dtype`, e.g. RVV's x[rs1]: an int in [lo, hi]);
     for SVE/SME also 'pred' (a predicate: a bool array, one entry per `dtype` element, lanes as a vec),
     'ptrue' (a predicate that must be all-true: the _x forms, whose inactive lanes ACLE leaves unspecified)
     and 'tile' (an SME ZA tile: `lanes` x `lanes` elements of `dtype` on the last two axes).
@@ -55,6 +56,8 @@ class Param:
             return f"{self.name}:{t}[{n.strip('()')}][{n.strip('()')}]"
         if self.kind == "mask":
             return f"{self.name}:mask{self.bits}"
+        if self.kind == "scalar":
+            return f"{self.name}:{TYPE_NAMES[self.dtype]}"
         return f"{self.name}:imm[{self.lo}..{self.hi}]"
 
 
@@ -66,7 +69,7 @@ SVE_VLS = tuple(range(128, 2049, 128))             # the vector lengths SVE perm
 class Instruction:
     """One instruction's model and what a user needs to know about it."""
     mnemonic: str
-    arch: str                 # 'x86' or 'aarch64'
+    arch: str                 # 'x86', 'aarch64' or 'riscv64'
     extension: str            # vendor name of the ISA extension, e.g. 'AVX512_VNNI'
     operands: str             # element types read, e.g. 'u8 x s8 -> s16'
     overflow: str             # where it saturates or wraps

@@ -91,41 +91,115 @@ def vpdpwssds(src, a, b, *, mask=None, zeroing=False):
     return _word_dot(src, a, b, True, mask, zeroing)
 
 
-def vpdpbssd(src, a, b):
+# VPDPB[SS,SU,UU]D[S]: AVX-VNNI-INT8 has the VEX forms at 128/256 bits; AVX10.2 adds EVEX forms at 128/256/512
+# with write masks (masked-off dwords keep W, or are zeroed). The operation per dword is the same.
+AVX10 = "Intel Advanced Vector Extensions 10.2 (AVX10.2) Architecture Specification, VPDPB[SU,UU,SS]D[,S]"
+
+
+def vpdpbssd(src, a, b, *, mask=None, zeroing=False):
     """VPDPBSSD: W.dword[j] + sum of SignExtend16(A.byte) * SignExtend16(B.byte), wrapping.
-    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]."""
-    return _byte_dot(src, a, b, S8, S8, S32, False, None, False, (128, 256))
+    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]; EVEX/512 and masks: AVX10.2."""
+    return _byte_dot(src, a, b, S8, S8, S32, False, mask, zeroing)
 
 
-def vpdpbssds(src, a, b):
+def vpdpbssds(src, a, b, *, mask=None, zeroing=False):
     """VPDPBSSDS: SIGNED_DWORD_SATURATE(W.dword[j] + four s8*s8 products).
-    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]."""
-    return _byte_dot(src, a, b, S8, S8, S32, True, None, False, (128, 256))
+    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]; EVEX/512 and masks: AVX10.2."""
+    return _byte_dot(src, a, b, S8, S8, S32, True, mask, zeroing)
 
 
-def vpdpbsud(src, a, b):
+def vpdpbsud(src, a, b, *, mask=None, zeroing=False):
     """VPDPBSUD: W.dword[j] + sum of SignExtend16(A.byte) * ZeroExtend16(B.byte): A *signed*, B unsigned
     (the opposite order to VPDPBUSD), wrapping.
-    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]."""
-    return _byte_dot(src, a, b, S8, U8, S32, False, None, False, (128, 256))
+    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]; EVEX/512 and masks: AVX10.2."""
+    return _byte_dot(src, a, b, S8, U8, S32, False, mask, zeroing)
 
 
-def vpdpbsuds(src, a, b):
+def vpdpbsuds(src, a, b, *, mask=None, zeroing=False):
     """VPDPBSUDS: SIGNED_DWORD_SATURATE(W.dword[j] + four s8*u8 products).
-    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]."""
-    return _byte_dot(src, a, b, S8, U8, S32, True, None, False, (128, 256))
+    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]; EVEX/512 and masks: AVX10.2."""
+    return _byte_dot(src, a, b, S8, U8, S32, True, mask, zeroing)
 
 
-def vpdpbuud(src, a, b):
+def vpdpbuud(src, a, b, *, mask=None, zeroing=False):
     """VPDPBUUD: W.dword[j] + sum of ZeroExtend16(A.byte) * ZeroExtend16(B.byte), wrapping mod 2^32.
-    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]."""
-    return _byte_dot(src, a, b, U8, U8, U32, False, None, False, (128, 256))
+    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]; EVEX/512 and masks: AVX10.2."""
+    return _byte_dot(src, a, b, U8, U8, U32, False, mask, zeroing)
 
 
-def vpdpbuuds(src, a, b):
+def vpdpbuuds(src, a, b, *, mask=None, zeroing=False):
     """VPDPBUUDS: UNSIGNED_DWORD_SATURATE(W.dword[j] + four u8*u8 products), W read as u32.
-    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]."""
-    return _byte_dot(src, a, b, U8, U8, U32, True, None, False, (128, 256))
+    Intel ISA Extensions Programming Reference (319433), VPDPB[SU,UU,SS]D[,S]; EVEX/512 and masks: AVX10.2."""
+    return _byte_dot(src, a, b, U8, U8, U32, True, mask, zeroing)
+
+
+# -- AMX-INT8 -----------------------------------------------------------------------------------------------------
+# A tile is `rows` x `colsb` bytes (palette 1: at most 16 rows of 64 bytes). TDPB*D reads tsrc1 (A) as rows x K
+# bytes, tsrc2 (B) as K/4 rows of dwords each holding 4 bytes of one column group, and accumulates into
+# tsrcdest (C) as rows x N dwords. As arrays: a (..., M, K), b (..., K/4, 4N), c (..., M, N) int32 (uint32 is not
+# a thing here: every TDPB*D accumulator is a signed dword that wraps).
+TILE_ROWS, TILE_COLSB = 16, 64
+
+
+def _tile(x, name, dtype):
+    if not isinstance(x, np.ndarray):
+        raise ValueError(f"tile {name!r}: expected a numpy array (rows, bytes per row), got {type(x).__name__}")
+    if x.dtype != np.dtype(dtype):
+        raise ValueError(f"tile {name!r}: expected dtype {np.dtype(dtype)}, got {x.dtype}; lowp never casts a tile")
+    if x.ndim < 2:
+        raise ValueError(f"tile {name!r}: expected (..., rows, columns), got shape {x.shape}")
+    rows, colsb = x.shape[-2], x.shape[-1] * x.dtype.itemsize
+    if not 1 <= rows <= TILE_ROWS or not 1 <= colsb <= TILE_COLSB:
+        raise ValueError(f"tile {name!r}: {rows} rows x {colsb} bytes; a palette-1 tile holds 1..{TILE_ROWS} rows "
+                         f"of 1..{TILE_COLSB} bytes")
+    if colsb % 4:
+        raise ValueError(f"tile {name!r}: {colsb} bytes per row is not a whole number of dwords (#UD)")
+    return x
+
+
+def _tdpb(c, a, b, a_type, b_type):
+    c, a, b = _tile(c, "c", S32), _tile(a, "a", a_type), _tile(b, "b", b_type)
+    m, k = a.shape[-2:]
+    if c.shape[-2] != m:
+        raise ValueError(f"tiles: c has {c.shape[-2]} rows but a has {m}; tsrcdest.rows must equal tsrc1.rows (#UD)")
+    if b.shape[-2] != k // 4:
+        raise ValueError(f"tiles: b has {b.shape[-2]} rows but a has {k} bytes per row; tsrc2.rows must be "
+                         f"tsrc1.colsb / 4 = {k // 4} (#UD)")
+    if b.shape[-1] != 4 * c.shape[-1]:
+        raise ValueError(f"tiles: b has {b.shape[-1]} bytes per row but c has {4 * c.shape[-1]}; tsrc2.colsb must "
+                         "equal tsrcdest.colsb (#UD)")
+    n = c.shape[-1]
+    x = a.astype(np.int64).reshape(a.shape[:-1] + (k // 4, 4))                # [m, kk, byte]
+    y = b.astype(np.int64).reshape(b.shape[:-1] + (n, 4))                     # [kk, n, byte]
+    # DPBD(tmp.dword[n], tsrc1.row[m].dword[kk], tsrc2.row[kk].dword[n]) over kk, then over the 4 bytes: exact
+    # (|sum| < 2^23), then the dword accumulate keeps the low 32 bits.
+    return wrap(widen(c) + np.einsum("...mkj,...knj->...mn", x, y), S32)
+
+
+def tdpbssd(c, a, b):
+    """TDPBSSD: FOR m, FOR k < tsrc1.colsb/4, FOR n < tsrcdest.colsb/4: DPBD(tmp.dword[n], tsrc1.row[m].dword[k],
+    tsrc2.row[k].dword[n]), DPBD adding the four SignExtend(a.byte[i]) * SignExtend(b.byte[i]) to the dword,
+    wrapping. Intel SDM Vol. 2C, TDPBSSD/TDPBSUD/TDPBUSD/TDPBUUD (Dot Product of Signed/Unsigned Bytes with
+    Dword Accumulation); Intel ISE (319433) chapter 3, AMX."""
+    return _tdpb(c, a, b, S8, S8)
+
+
+def tdpbsud(c, a, b):
+    """TDPBSUD: as TDPBSSD with tsrc1 (a) signed and tsrc2 (b) unsigned bytes. Intel SDM Vol. 2C, TDPBSSD/TDPBSUD/
+    TDPBUSD/TDPBUUD."""
+    return _tdpb(c, a, b, S8, U8)
+
+
+def tdpbusd(c, a, b):
+    """TDPBUSD: as TDPBSSD with tsrc1 (a) unsigned and tsrc2 (b) signed bytes (VPDPBUSD's roles). Intel SDM Vol. 2C,
+    TDPBSSD/TDPBSUD/TDPBUSD/TDPBUUD."""
+    return _tdpb(c, a, b, U8, S8)
+
+
+def tdpbuud(c, a, b):
+    """TDPBUUD: as TDPBSSD with both tiles unsigned bytes; the dword accumulator still wraps as a signed dword.
+    Intel SDM Vol. 2C, TDPBSSD/TDPBSUD/TDPBUSD/TDPBUUD."""
+    return _tdpb(c, a, b, U8, U8)
 
 
 def _lanewise(a, b, dtype, saturating, mask, zeroing, merge):

@@ -112,6 +112,30 @@ def _vnni(stem, evex_features=("avx512_vnni",)):
 
 
 W3 = (128, 256, 512)
+AVX10_2 = ("avx10_2",)
+
+
+def _avx10_masked(inst, stem, types):
+    """AVX10.2's mask/maskz spellings at 128/256/512 bits: EVEX, no avx512vl needed (AVX10 has every width)."""
+    a_t, b_t, out_t = types
+    for width in W3:
+        for form in ("mask", "maskz"):
+            params, out, adapter = _accumulate(inst, form, width, a_t, b_t, out_t)
+            add_intrinsic(Intrinsic(f"{PREFIX[width]}{form}_{stem}_epi32", inst, width, AVX10_2, "evex",
+                                    params, out, adapter))
+
+
+def _amx():
+    """AMX-INT8 TDPB*D: instructions without a functional intrinsic (_tile_dpbssd(dst, src1, src2) names tile
+    registers, not values); the models take and return tiles as arrays."""
+    for mnemonic, a_t, b_t in (("tdpbssd", "s8", "s8"), ("tdpbsud", "s8", "u8"), ("tdpbusd", "u8", "s8"),
+                               ("tdpbuud", "u8", "u8")):
+        add_instruction(Instruction(
+            mnemonic=mnemonic, arch="x86", extension="AMX-INT8",
+            operands=f"{a_t} tile (M x K) x {b_t} tile (K/4 x 4N) + s32 tile (M x N) -> s32",
+            overflow="exact 4-byte dot per dword; the dword accumulate wraps mod 2^32",
+            pseudocode=mnemonic.upper(), citation="Intel SDM Vol. 2C, TDPBSSD/TDPBSUD/TDPBUSD/TDPBUUD; "
+            "Intel ISE (319433) chapter 3", model=getattr(x86, mnemonic)))
 SAT16 = "pair sum saturates to int16 (±64770 clamps to [-32768, 32767])"
 
 
@@ -138,12 +162,17 @@ def _register():
                             ("vpdpbuud", ("u8", "u8", "u32"))):
         for sat in ("", "s"):
             stem = mnemonic[2:] + sat
-            family(mnemonic + sat, getattr(x86, mnemonic + sat), extension="AVX-VNNI-INT8", types=types,
-                   kind="accumulate", citation=ISE,
-                   overflow=("exact 4-product sum; accumulator saturates to "
-                             + ("uint32" if "uu" in mnemonic else "int32")) if sat
-                   else "exact 4-product sum; accumulator wraps mod 2^32",
-                   plain={f"{PREFIX[w]}{stem}_epi32": (w, ("avx_vnni_int8",)) for w in (128, 256)})
+            # The VEX forms at 128/256 bits are AVX-VNNI-INT8's (their intrinsic names are shared with AVX10.2's
+            # EVEX forms, registered once, under AVX-VNNI-INT8); the 512-bit form and the masked ones are AVX10.2's.
+            inst = family(mnemonic + sat, getattr(x86, mnemonic + sat), extension="AVX-VNNI-INT8 / AVX10.2",
+                          types=types, kind="accumulate", citation=f"{ISE}; {x86.AVX10}",
+                          overflow=("exact 4-product sum; accumulator saturates to "
+                                    + ("uint32" if "uu" in mnemonic else "int32")) if sat
+                          else "exact 4-product sum; accumulator wraps mod 2^32",
+                          plain={f"{PREFIX[w]}{stem}_epi32": (w, ("avx_vnni_int8",)) for w in (128, 256)}
+                          | {f"_mm512_{stem}_epi32": (512, AVX10_2)},
+                          encoding_of=lambda name, width, features: "evex" if features == AVX10_2 else "vex")
+            _avx10_masked(inst, stem, types)
     family("vpaddsw", x86.vpaddsw, extension="SSE2 / AVX2 / AVX512BW", types=("s16", "s16", "s16"),
            overflow="saturates to int16", kind="binary", plain=_widths("adds_epi16", "sse2"),
            masked="adds_epi16", masked_features=("avx512bw",))
@@ -166,3 +195,4 @@ def _register():
 
 
 _register()
+_amx()

@@ -9,11 +9,15 @@ from tabulate import tabulate
 from lowp.isa_models import instructions, intrinsics
 
 
+ARCHES = ("x86", "aarch64", "riscv64")
+AMX = ("tdpbssd", "tdpbsud", "tdpbusd", "tdpbuud")
+
+
 def add_parser(sub) -> None:
     isa = sub.add_parser("isa", help="instruction models: list them, prove them against this machine")
     cmds = isa.add_subparsers(dest="isa_command", required=True, metavar="ACTION")
     ls = cmds.add_parser("list", help="print the registry of instruction models as a table")
-    ls.add_argument("--arch", choices=("x86", "aarch64"), help="only this architecture")
+    ls.add_argument("--arch", choices=ARCHES, help="only this architecture")
     ls.add_argument("--intrinsics", action="store_true", help="one row per intrinsic, with its signature")
     ls.set_defaults(func=cmd_list)
     v = cmds.add_parser("verify", help="prove the models against this CPU (x86) and the emulator (AArch64); "
@@ -23,7 +27,9 @@ def add_parser(sub) -> None:
                    help="also prove VPMADDUBSW over all 2^32 (a0, a1, b0, b1) pair inputs (about a minute)")
     v.add_argument("--registers", type=int, default=2048, help="random registers per intrinsic (default 2048)")
     v.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    v.add_argument("--arch", choices=("x86", "aarch64"), help="only this architecture")
+    v.add_argument("--arch", choices=ARCHES, help="only this architecture")
+    v.add_argument("--vlen", type=int, nargs="+", default=[128, 256],
+                   help="RISC-V VLENs to prove the RVV models at under qemu-riscv64 (default 128 256)")
     v.set_defaults(func=cmd_verify)
 
 
@@ -46,7 +52,7 @@ def select(names: list[str], arch: str | None):
     chosen = intrinsics(arch)
     if not names:
         return chosen
-    known_mnemonics = {i.mnemonic for i in instructions()}
+    known_mnemonics = {i.mnemonic for i in instructions()} | set(AMX)
     known_names = {i.name for i in chosen}
     unknown = [n for n in names if n.lower() not in known_mnemonics and n not in known_names]
     if unknown:
@@ -56,7 +62,7 @@ def select(names: list[str], arch: str | None):
 
 def backends_for(arch_needed: set[str]) -> tuple[dict[str, list], list[str]]:
     """Executors by arch, in order of preference, and notes on those that could not be set up."""
-    found: dict[str, list] = {"x86": [], "aarch64": []}
+    found: dict[str, list] = {"x86": [], "aarch64": [], "riscv64": []}
     notes = []
     if "x86" in arch_needed:
         try:
@@ -77,6 +83,9 @@ def backends_for(arch_needed: set[str]) -> tuple[dict[str, list], list[str]]:
             found["aarch64"] += sve.backends()     # one per vector length; they say why when qemu is absent
         except ImportError as e:
             notes.append(f"AArch64 back ends: {e}")
+    if "riscv64" in arch_needed:
+        from lowp.emulator.rvv import RvvQemuBackend
+        found["riscv64"].append(RvvQemuBackend())
     return found, notes
 
 
@@ -92,6 +101,30 @@ def verify_scalable(intr, backends, registers, seed):
     return verdicts or [Verdict(intr, "-", "skipped", reason="no back end runs SVE/SME here")]
 
 
+def target_of(intr) -> str:
+    """The row's target in the per-target count: what executes it (or that nothing here can)."""
+    if intr.instruction.arch == "riscv64":
+        return "riscv64 (qemu)"
+    if "avx10_2" in intr.features:
+        return "x86 AVX10.2 (modelled)"
+    if getattr(intr, "vl", 0):
+        return f"aarch64 SVE/SME VL {intr.vl} (qemu)"
+    return "x86 (native)" if intr.instruction.arch == "x86" else "aarch64"
+
+
+def select_amx(names: list[str], arch: str | None) -> list[str]:
+    if arch not in (None, "x86"):
+        return []
+    return list(AMX) if not names else [m for m in AMX if m in {n.lower() for n in names}]
+
+
+def verify_amx(mnemonics):
+    from lowp.isa_models.amx_proof import verify
+    from lowp.isa_models.native_amx import NativeAmx
+    runner = NativeAmx()
+    return [verify(m, runner) for m in mnemonics], runner
+
+
 def verify_one(intr, backends, registers, seed):
     from lowp.isa_models.proof import Verdict, verify
     reasons = []
@@ -105,19 +138,43 @@ def verify_one(intr, backends, registers, seed):
     return Verdict(intr, "-", "skipped", reason="; ".join(reasons) or "no back end can execute it here")
 
 
+def verify_rvv(intr, backends, vlens, registers, seed):
+    """One verdict per VLEN: results and vxsat under each vxrm (lowp.isa_models.rvv_proof)."""
+    from lowp.isa_models import rvv_proof
+    from lowp.isa_models.proof import Verdict
+    if not backends:
+        return [Verdict(intr, "-", "skipped", reason="no RISC-V back end")]
+    return [rvv_proof.verify(intr, backends[0], vlen, random_registers=max(16, registers // 4), seed=seed)
+            for vlen in vlens]
+
+
+def modelled_not_proven(v):
+    """An AVX10.2 intrinsic no executor here runs: checked against the scalar reading of the pseudocode in the
+    tests only (tests/test_x86_amx_avx10.py), so it is reported as such, not as an ordinary skip."""
+    if v.status == "skipped" and "avx10_2" in v.intrinsic.features:
+        v.status = "modelled"
+        v.reason = f"modelled, not proven ({v.reason}); checked against a scalar reading of the pseudocode"
+    return v
+
+
 def cmd_verify(args) -> int:
     selected = select(args.names, args.arch)
+    amx = select_amx(args.names, args.arch)
     backends, notes = backends_for({i.instruction.arch for i in selected})
     start = time.perf_counter()
     verdicts = []
     for i in selected:
-        if i.scalable:
+        if i.instruction.arch == "riscv64":
+            verdicts += verify_rvv(i, backends["riscv64"], args.vlen, args.registers, args.seed)
+        elif i.scalable:
             verdicts += verify_scalable(i, backends[i.instruction.arch], args.registers, args.seed)
         else:
-            verdicts.append(verify_one(i, [b for b in backends[i.instruction.arch] if not getattr(b, "vl", 0)],
-                                       args.registers, args.seed))
+            verdicts.append(modelled_not_proven(verify_one(
+                i, [b for b in backends[i.instruction.arch] if not getattr(b, "vl", 0)], args.registers, args.seed)))
     rows = [(v.intrinsic.name, v.intrinsic.mnemonic, v.backend, v.status, v.registers, v.lanes, v.reason)
             for v in verdicts]
+    amx_verdicts, amx_runner = verify_amx(amx) if amx else ([], None)
+    rows += [(v.mnemonic, v.mnemonic, "native", v.status, v.tiles, v.elements, v.reason) for v in amx_verdicts]
     exhaustive = None
     if args.exhaustive and any(i.mnemonic == "vpmaddubsw" for i in selected) and backends["x86"]:
         exhaustive = run_exhaustive(backends["x86"][0])
@@ -127,28 +184,42 @@ def cmd_verify(args) -> int:
                          exhaustive.cases, f"all 2^32 pair inputs in {exhaustive.seconds:.1f} s "
                          f"(CPU {exhaustive.native_seconds:.1f} s)"))
     print(tabulate(rows, headers=("intrinsic", "instruction", "back end", "status", "registers", "lanes", "note")))
-    for b in sum(backends.values(), []):
-        print(f"\n{b.name}: {b.describe()}")
+    for b in sum(backends.values(), []) + ([amx_runner] if amx_runner else []):
+        print(f"\n{b.name} ({b.arch}): {b.describe()}")
     for note in notes:
         print(f"not available: {note}")
-    ran = [v for v in verdicts if v.status != "skipped"]
+    ran = [v for v in verdicts if v.status not in ("skipped", "modelled")]
     failed = [v for v in verdicts if v.status == "FAILED"]
-    targets = {}
-    for v in verdicts:
-        if v.intrinsic.vl:                     # SVE/SME: executed / skipped per vector length
-            done = targets.setdefault(v.backend, [0, 0])
-            done[v.status == "skipped"] += 1
-    for target, (executed, skipped) in targets.items():
-        print(f"{target}: {executed} SVE/SME intrinsics executed, {skipped} skipped")
+    print_targets(verdicts, amx_verdicts)
     print(f"\n{len(ran)} of {len(verdicts)} intrinsics executed and compared "
-          f"({sum(v.lanes for v in ran)} lanes), {len(verdicts) - len(ran)} skipped, {len(failed)} disagreed; "
+          f"({sum(v.lanes for v in ran)} lanes), {len(verdicts) - len(ran)} skipped or modelled-not-proven, "
+          f"{len(failed)} disagreed; "
           f"{time.perf_counter() - start:.1f} s")
     for v in failed:
         print(f"\nFIRST DISAGREEMENT\n{v.disagreement}", file=sys.stderr)
+    for v in amx_verdicts:
+        if v.status == "FAILED":
+            print(f"\nFIRST DISAGREEMENT (AMX)\n{v.disagreement}", file=sys.stderr)
+    if any(v.status == "FAILED" for v in amx_verdicts):
+        return 1
     if exhaustive is not None and exhaustive.disagreement is not None:
         print(f"\nFIRST DISAGREEMENT (exhaustive)\n{exhaustive.disagreement}", file=sys.stderr)
         return 1
     return 1 if failed else 0
+
+
+def print_targets(verdicts, amx_verdicts) -> None:
+    """Executed / skipped / modelled-not-proven per target (an RVV intrinsic counts once per VLEN)."""
+    counts: dict[str, dict[str, int]] = {}
+    for v in verdicts:
+        c = counts.setdefault(target_of(v.intrinsic), {"executed": 0, "skipped": 0, "modelled": 0, "failed": 0})
+        c["failed" if v.status == "FAILED" else v.status if v.status in ("skipped", "modelled") else "executed"] += 1
+    for v in amx_verdicts:
+        c = counts.setdefault("x86 AMX-INT8 (native)", {"executed": 0, "skipped": 0, "modelled": 0, "failed": 0})
+        c["failed" if v.status == "FAILED" else "skipped" if v.status == "skipped" else "executed"] += 1
+    print()
+    print(tabulate([(t, c["executed"], c["skipped"], c["modelled"], c["failed"]) for t, c in counts.items()],
+                   headers=("target", "executed", "skipped", "modelled, not proven", "disagreed")))
 
 
 def run_exhaustive(backend):
