@@ -10,7 +10,7 @@ NAMES = ["_mm512_maddubs_epi16", "_mm256_maddubs_epi16", "_mm512_dpbusd_epi32", 
 
 @pytest.fixture(scope="module")
 def native():
-    from lowp.isa_models.native import NativeUnavailable, NativeX86
+    from lowp.emulator.native import NativeUnavailable, NativeX86
     try:
         return NativeX86()
     except NativeUnavailable as e:

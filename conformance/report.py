@@ -14,7 +14,7 @@ from tabulate import tabulate
 def environment() -> dict:
     env = {"python": platform.python_version(), "machine": platform.machine()}
     try:
-        from lowp.isa_models.native import host_cpu_features
+        from lowp.emulator.native import host_cpu_features
         env["x86_features"] = sorted(host_cpu_features())
     except Exception as e:  # not x86, no compiler: say so rather than fail the report
         env["x86_features"] = f"unavailable: {e}"

@@ -54,12 +54,7 @@ TRIPLE = {"bare": "aarch64-freestanding", "linux": "aarch64-linux-none", "riscv6
 CPU = {"riscv64-linux": "baseline_rv64+v"}   # the default cpu of a target other than AArch64
 
 
-def cache_dir() -> Path:
-    """$LOWP_CACHE_DIR, else ~/.cache/lowp (XDG_CACHE_HOME honoured)."""
-    env = os.environ.get("LOWP_CACHE_DIR")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lowp"
+cache_dir = buildcache.cache_dir
 
 
 @lru_cache(maxsize=1)

@@ -91,7 +91,7 @@ def build_for_qemu(*sources, flags=(), depends=(), **kwargs) -> Binary:
 
 def plugin() -> Path:
     """lowp's TCG plugin, built for this host (cached); EmulatorError saying why if it cannot be."""
-    from lowp.isa_models.native import NativeUnavailable, build_shared_library
+    from lowp.emulator.native import NativeUnavailable, build_shared_library
     from lowp import buildcache
     try:
         return build_shared_library([PLUGIN], ("-O2", "-Wall"), "lowp-qemu-plugin")

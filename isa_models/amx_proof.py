@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import x86
-from .native_amx import TYPES
+from .x86 import AMX_TYPES as TYPES
 
 SHAPES = ((16, 64, 16), (1, 4, 1), (7, 12, 5), (16, 64, 3), (3, 64, 16), (16, 8, 16))   # (M, K, N)
 

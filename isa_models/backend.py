@@ -1,7 +1,7 @@
 """What `lowp isa verify` needs from an executor of real instructions (the host CPU through cffi, AArch64 under
 Unicorn): say whether it can run an intrinsic, and run it over a batch of registers.
 
-Executors live outside the models (lowp.isa_models.native for x86, lowp.emulator for AArch64); the models
+Executors live outside the models (lowp.emulator.native for x86, lowp.emulator for AArch64); the models
 never import them.
 """
 from __future__ import annotations

@@ -262,3 +262,8 @@ def vpmovsxbw(a, *, mask=None, zeroing=False, merge=None):
 def vpmovzxbw(a, *, mask=None, zeroing=False, merge=None):
     """PMOVZXBW / VPMOVZXBW, zero extend unsigned bytes to words. Intel SDM Vol. 2B, PMOVZX."""
     return _extend(a, U8, S16, mask, zeroing, merge)
+
+
+# The operand types TDPB[SU][SU]D read from A and B (the mnemonic's letters: s = int8, u = uint8).
+AMX_TYPES = {"tdpbssd": (np.int8, np.int8), "tdpbsud": (np.int8, np.uint8), "tdpbusd": (np.uint8, np.int8),
+             "tdpbuud": (np.uint8, np.uint8)}

@@ -96,7 +96,7 @@ class NativeExecutor:
 
     @cached_property
     def _lib(self):
-        from lowp.isa_models.native import build_shared_library
+        from lowp.emulator.native import build_shared_library
         ffi = cffi.FFI()
         ffi.cdef(_prototype(self.kernel))
         # -g: the entry's DWARF lets lowp check its prototype (lowp.kernels.prototype); the code is the same.

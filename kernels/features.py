@@ -117,7 +117,7 @@ COMPILER_NAMES = {
 
 def _lowp_x86_names() -> tuple[str, ...]:
     """Features lowp detects itself (CPUID + XGETBV); avx_vnni_int8 is among them though Linux does not print it."""
-    from lowp.isa_models.native import FEATURE_BITS
+    from lowp.emulator.native import FEATURE_BITS
     return tuple(FEATURE_BITS)
 
 
@@ -166,13 +166,13 @@ def disabled_features() -> frozenset[str]:
 def host_features(target: str) -> frozenset[str]:
     """The features kernels of `target` can use here, less those in LOWP_DISABLE_FEATURES.
 
-    x86-64: lowp's own CPUID + XGETBV detection (lowp.isa_models.native.host_cpu_features) and the flags of
+    x86-64: lowp's own CPUID + XGETBV detection (lowp.emulator.native.host_cpu_features) and the flags of
     /proc/cpuinfo (nothing on a host that is not x86-64). aarch64: what the emulator runs (EMULATED_AARCH64)."""
     disabled = disabled_features()
     if target == "x86-64":
         if _host_arch() != "x86-64":
             return frozenset()
-        from lowp.isa_models.native import host_cpu_features
+        from lowp.emulator.native import host_cpu_features
         return frozenset(host_cpu_features() | proc_cpuinfo_flags()) - disabled
     if target == "aarch64":
         return frozenset(EMULATED_AARCH64) - disabled

@@ -41,7 +41,7 @@ int lowp_breakpoint_hits(int32_t *hits);
 
 @cache
 def _library():
-    from lowp.isa_models.native import build_shared_object
+    from lowp.emulator.native import build_shared_object
     ffi = cffi.FFI()
     ffi.cdef(_CDEF)
     path = build_shared_object(Path(__file__).with_name("guard.c").read_text(), "lowp-guard", ("-O2",))

@@ -71,6 +71,15 @@ class Toolchain:
 
 
 @lru_cache(maxsize=None)
+def cache_dir() -> Path:
+    """The one cache folder of every build (native shared objects under native/, AArch64 and RISC-V ELFs at the
+    top): $LOWP_CACHE_DIR, else $XDG_CACHE_HOME/lowp, else ~/.cache/lowp."""
+    env = os.environ.get("LOWP_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lowp"
+
+
 def compiler_identity(command: tuple[str, ...]) -> str:
     """The driver's resolved path, size and mtime, and its `--version` output: an upgrade in place changes it."""
     resolved = shutil.which(command[0]) or command[0]

@@ -8,7 +8,7 @@ from lowp.isa_models.proof import extremes
 @pytest.fixture(scope="session")
 def native():
     """The host CPU as an x86 executor; the whole module skips, with the reason, where it cannot be built."""
-    from lowp.isa_models.native import NativeUnavailable, NativeX86
+    from lowp.emulator.native import NativeUnavailable, NativeX86
     try:
         return NativeX86()
     except NativeUnavailable as e:

@@ -85,7 +85,7 @@ def test_native_cxx_links_its_runtime_and_c_stays_c(tmp_path):
     import cffi
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip("native builds need an x86-64 host")
-    from lowp.isa_models.native import build_shared_library
+    from lowp.emulator.native import build_shared_library
     (tmp_path / "v.cc").write_text('#include <vector>\n#include <numeric>\nextern "C" int c_side(int);\n'
                                    'extern "C" long long total(int n) { std::vector<long long> v(n); '
                                    'std::iota(v.begin(), v.end(), 1); return std::accumulate(v.begin(), v.end(), 0LL) '

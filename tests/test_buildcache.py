@@ -27,7 +27,7 @@ long value(void) { return LOCAL * 10000L + IDIR * 100L + FORCED; }
 
 
 def native_or_skip():
-    from lowp.isa_models import native
+    from lowp.emulator import native
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip(f"native x86 builds need an x86-64 host, not {platform.machine()}")
     try:

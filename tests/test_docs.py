@@ -46,7 +46,7 @@ def _doc_rows(md: str) -> dict:
 
 def _native_avx2() -> bool:
     from lowp.kernels import executor, load_toml  # noqa: F401
-    from lowp.isa_models.native import host_cpu_features
+    from lowp.emulator.native import host_cpu_features
     return "avx2" in host_cpu_features()
 
 

@@ -323,7 +323,7 @@ def host():
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("the x86 primitives need an x86-64 host")
     import cffi
-    from lowp.isa_models import native
+    from lowp.emulator import native
     try:
         path = native.build_shared_object(NATIVE_C, stem="requant-primitives")
     except native.NativeUnavailable as e:

@@ -347,7 +347,7 @@ def test_proc_cpuinfo_parsing(tmp_path):
 
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86-64 host only")
 def test_host_features_x86_join_lowp_detection_and_proc_cpuinfo_less_disabled(monkeypatch):
-    from lowp.isa_models.native import host_cpu_features
+    from lowp.emulator.native import host_cpu_features
     monkeypatch.delenv("LOWP_DISABLE_FEATURES", raising=False)
     got = feat.host_features("x86-64")
     assert host_cpu_features() <= got and feat.proc_cpuinfo_flags() <= got

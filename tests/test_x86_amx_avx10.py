@@ -83,7 +83,7 @@ def test_avx10_2_registration():
 
 
 def test_avx10_2_is_reported_modelled_not_proven():
-    from lowp.isa_models.native import NativeUnavailable, NativeX86
+    from lowp.emulator.native import NativeUnavailable, NativeX86
     try:
         native = NativeX86()
     except NativeUnavailable as e:
@@ -154,7 +154,7 @@ def test_amx_bad_tiles_are_refused():
 
 @pytest.fixture(scope="module")
 def amx():
-    from lowp.isa_models.native_amx import NativeAmx
+    from lowp.emulator.native_amx import NativeAmx
     runner = NativeAmx()
     reason = runner.unavailable()
     if reason:

@@ -60,7 +60,7 @@ def test_native_catches_a_wrong_model(native):
 
 
 def test_feature_switch_skips_with_the_reason(monkeypatch):
-    from lowp.isa_models.native import NativeUnavailable, NativeX86
+    from lowp.emulator.native import NativeUnavailable, NativeX86
     monkeypatch.setenv("LOWP_DISABLE_FEATURES", "avx512bw")
     try:
         backend = NativeX86(intrinsics("x86")[:4])

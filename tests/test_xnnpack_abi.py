@@ -77,9 +77,9 @@ def test_packing_refuses_non_power_of_two_blocks():
 def _c_layout(text: str, function: str, nfields: int):
     import cffi
 
-    from lowp.isa_models.native import build_shared_library
+    from lowp.emulator.native import build_shared_library
     from lowp import buildcache
-    from lowp.isa_models.native import cache_dir
+    from lowp.emulator.native import cache_dir
     path = buildcache.source_file(text, cache_dir() / "src", "abi-layout")
     lib_path = build_shared_library([path], ("-O1", f"-I{INCLUDE}"), "abi-layout")
     ffi = cffi.FFI()
@@ -131,7 +131,7 @@ def test_requant_blob_reads_back_through_the_header_macros():
     import cffi
 
     from lowp import buildcache
-    from lowp.isa_models.native import build_shared_library, cache_dir
+    from lowp.emulator.native import build_shared_library, cache_dir
     path = buildcache.source_file(text, cache_dir() / "src", "requant-blob")
     ffi = cffi.FFI()
     ffi.cdef("void set(const unsigned char *b); void read(long *out);")

@@ -108,7 +108,7 @@ def machine() -> str:
     except OSError:
         pass
     try:
-        from lowp.isa_models.native import host_cpu_features
+        from lowp.emulator.native import host_cpu_features
         flags = " ".join(sorted(f for f in host_cpu_features() if f.startswith(("avx", "ssse"))))
     except Exception:   # noqa: BLE001 - no compiler / not x86: the name is enough
         flags = ""

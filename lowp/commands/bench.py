@@ -61,7 +61,7 @@ def cmd_bench(args) -> int:
 
 def bench_isa(args) -> int:
     from lowp.isa_models import intrinsic, intrinsics
-    from lowp.isa_models.native import NativeUnavailable, NativeX86
+    from lowp.emulator.native import NativeUnavailable, NativeX86
     from lowp.isa_models.throughput import measure
     try:
         backend = NativeX86()

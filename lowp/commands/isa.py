@@ -66,7 +66,7 @@ def backends_for(arch_needed: set[str]) -> tuple[dict[str, list], list[str]]:
     notes = []
     if "x86" in arch_needed:
         try:
-            from lowp.isa_models.native import NativeX86
+            from lowp.emulator.native import NativeX86
             found["x86"].append(NativeX86())
         except Exception as e:  # no compiler, not x86-64: every x86 row says why
             notes.append(f"native x86: {e}")
@@ -120,7 +120,7 @@ def select_amx(names: list[str], arch: str | None) -> list[str]:
 
 def verify_amx(mnemonics):
     from lowp.isa_models.amx_proof import verify
-    from lowp.isa_models.native_amx import NativeAmx
+    from lowp.emulator.native_amx import NativeAmx
     runner = NativeAmx()
     return [verify(m, runner) for m in mnemonics], runner
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from lowp import buildcache
 
-from .registry import Intrinsic, intrinsics
+from lowp.isa_models.registry import Intrinsic, intrinsics
 
 # Feature names (Linux /proc/cpuinfo spelling) in the bit order of lowp_cpu_features() in cpu_features.c.
 FEATURE_BITS = ("mmx", "sse2", "ssse3", "sse4_1", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
@@ -98,7 +98,8 @@ def cxx_compiler() -> list[str]:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("LOWP_CACHE_DIR") or Path.home() / ".cache" / "lowp") / "native"
+    """The native builds' part of lowp's one build cache (lowp.buildcache.cache_dir)."""
+    return buildcache.cache_dir() / "native"
 
 
 def toolchain(cxx: bool = False) -> buildcache.Toolchain:

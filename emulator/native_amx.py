@@ -19,11 +19,12 @@ from pathlib import Path
 import cffi
 import numpy as np
 
+from lowp.isa_models.x86 import AMX_TYPES
+
 from .native import NativeUnavailable, build_shared_object
 
 OPS = ("tdpbssd", "tdpbsud", "tdpbusd", "tdpbuud")
-TYPES = {"tdpbssd": (np.int8, np.int8), "tdpbsud": (np.int8, np.uint8), "tdpbusd": (np.uint8, np.int8),
-         "tdpbuud": (np.uint8, np.uint8)}
+TYPES = AMX_TYPES
 
 SOURCE = r"""
 #include <immintrin.h>
@@ -132,7 +133,7 @@ class NativeAmx:
             raise ValueError(f"{mnemonic}: expected c (N, M, n) int32, a (N, M, K) {np.dtype(a_t)}, "
                              f"b (N, K/4, 4n) {np.dtype(b_t)}; got {c.dtype}{c.shape}, {a.dtype}{a.shape}, "
                              f"{b.dtype}{b.shape}")
-        from .x86 import _tdpb
+        from lowp.isa_models.x86 import _tdpb
         _tdpb(c, a, b, a_t, b_t)          # its tile checks refuse what would #UD (SIGILL) before the CPU sees it
         count, m, k = a.shape
         out = c.copy()
