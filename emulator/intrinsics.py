@@ -181,6 +181,14 @@ def _no_wrapper(wrapped, intr: Intrinsic) -> str | None:
     return None
 
 
+def qemu_version(qemu: str) -> str:
+    """The first line of `qemu --version` (every qemu backend's describe() starts with it), else the path."""
+    try:
+        return subprocess.run([qemu, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    except (OSError, IndexError):
+        return qemu
+
+
 def qemu_path() -> str | None:
     return os.environ.get("LOWP_QEMU_AARCH64") or shutil.which("qemu-aarch64")
 
@@ -229,8 +237,5 @@ class QemuBackend:
     def describe(self) -> str:
         if self.qemu is None:
             return "qemu-aarch64 not installed"
-        try:
-            version = subprocess.run([self.qemu, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-        except (OSError, IndexError):
-            version = self.qemu
+        version = qemu_version(self.qemu)
         return f"{version}, -cpu max (implements FEAT_DotProd and FEAT_I8MM)"

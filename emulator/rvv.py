@@ -29,6 +29,7 @@ from lowp.isa_models import intrinsics as all_intrinsics
 from lowp.isa_models.registry import Intrinsic
 
 from .build import build_text
+from .intrinsics import qemu_version
 from .errors import EmulatorError
 
 VLENS = (128, 256, 512, 1024)      # what qemu-riscv64 7.2 accepts
@@ -231,8 +232,5 @@ class RvvQemuBackend:
     def describe(self) -> str:
         if self.qemu is None:
             return "qemu-riscv64 not installed"
-        try:
-            version = subprocess.run([self.qemu, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-        except (OSError, IndexError):
-            version = self.qemu
+        version = qemu_version(self.qemu)
         return f"{version}, -cpu {self.cpu(0).replace('vlen=0', 'vlen=<VLEN>')}"

@@ -29,7 +29,7 @@ from lowp.isa_models.registry import Intrinsic
 
 from .build import build_text
 from .errors import EmulatorError
-from .intrinsics import qemu_path
+from .intrinsics import qemu_path, qemu_version
 
 VLS = (128, 256, 512)              # the vector lengths lowp proves at
 CPU = "generic+sve2+i8mm+sme"      # zig's -mcpu: the wrappers' code, not the machine (qemu -cpu max runs it)
@@ -289,10 +289,7 @@ class ScalableQemuBackend:
     def describe(self) -> str:
         if self.qemu is None:
             return "qemu-aarch64 not installed"
-        try:
-            version = subprocess.run([self.qemu, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-        except (OSError, IndexError):
-            version = self.qemu
+        version = qemu_version(self.qemu)
         return f"{version}, -cpu {self.cpu} (SVE2, SVE I8MM, SME at VL {self.vl})"
 
 
