@@ -193,8 +193,8 @@ BACKEND_ENV = "LOWP_AARCH64_BACKEND"
 
 def aarch64_backend(kernel: Kernel, backend: str | None = None) -> str:
     """The executor an AArch64 kernel runs on: `backend` if given, else $LOWP_AARCH64_BACKEND, else the kernel's
-    own `backend`, else 'unicorn' unless Unicorn lacks one of its features and qemu-aarch64 is there with all of
-    them (SVE, SME: then 'qemu')."""
+    own `backend`, else 'unicorn' unless Unicorn lacks one of its features, or has it only through lowp's models
+    (I8MM), and qemu-aarch64 is there with all of them (SVE, SME, I8MM: then 'qemu')."""
     from .schema import AARCH64_BACKENDS
     choice = backend or os.environ.get(BACKEND_ENV) or kernel.backend
     if choice is not None:
@@ -203,12 +203,17 @@ def aarch64_backend(kernel: Kernel, backend: str | None = None) -> str:
                              f"{' or '.join(AARCH64_BACKENDS)}")
         return choice
     from .features import host_features
-    if all(f in host_features("aarch64") for f in kernel.features):
+    if all(f in host_features("aarch64") and f not in UNICORN_MODELS_ONLY for f in kernel.features):
         return "unicorn"
     from lowp.emulator import qemu
     if qemu.unavailable() is None and all(f in qemu.cpu_features() for f in kernel.features):
         return "qemu"
     return "unicorn"
+
+
+# Features Unicorn runs only through lowp's own models (lowp.emulator.i8mm's gap-filling): a kernel using them is
+# checked on qemu when it is there, so its verdict does not rest on the models it is checked against.
+UNICORN_MODELS_ONLY = frozenset({"i8mm"})
 
 
 def executor(kernel: Kernel, backend: str | None = None):

@@ -138,9 +138,20 @@ def test_flush_depth_is_validated_by_the_model():
 
 
 def test_smmla_kernel_runs_on_lowps_model_and_says_so():
+    """Under Unicorn (asked for by name: by default an I8MM kernel runs on qemu where it is installed)."""
+    from lowp.kernels.emulated import EmulatedExecutor
     k = kernel("smmla_s8_neon")
-    ex = runner(k)
+    ex = EmulatedExecutor(k)
     A = np.ones((4, 16), np.int8)
     B = np.ones((16, 4), np.int8)
     assert (ex.run(A, B) == 16).all()
     assert ex.last.modeled.get("smmla") == 2 * 2 * 2   # 2x2 accumulator blocks x 2 k-blocks of 8
+
+
+def test_i8mm_kernel_runs_on_qemu_by_default_where_qemu_is_installed():
+    """Its verdict then rests on qemu's SMMLA, not on the model it is checked against."""
+    from lowp.emulator import qemu
+    from lowp.kernels.executors import aarch64_backend
+    expected = "qemu" if qemu.unavailable() is None else "unicorn"
+    assert aarch64_backend(kernel("smmla_s8_neon")) == expected
+    assert aarch64_backend(kernel("sdot_s8_neon")) == "unicorn"      # Unicorn runs SDOT itself: it stays there
