@@ -33,19 +33,6 @@ def _worker(check: Check, conn, options: dict) -> None:
         conn.close()
 
 
-def _warm_imports() -> None:
-    """Import in the parent what every forked worker would otherwise import for itself (disassembler, ELF reader,
-    executors, output contracts): a tenth of a second per check, a third of a small kernel's check."""
-    import importlib
-    names = ["lowp.kernels.disasm", "lowp.conformance.bounds", "lowp.conformance.output_contracts",
-             "lowp.kernels.abi", "lowp.kernels.guard", "lowp.kernels.emulated", "elftools.elf.elffile", "capstone"]
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except ImportError:     # an optional piece missing: the worker that needs it says so in its row
-            pass
-
-
 def read_journal(path: Path) -> dict[str, dict]:
     """The finished rows of a journal, by check id (a truncated last line is ignored)."""
     rows = {}
@@ -99,8 +86,6 @@ def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: 
     pending = [c for c in checks if c.id not in done]
     jobs = max(1, jobs or os.cpu_count() or 1)
     ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    if ctx.get_start_method() == "fork":
-        _warm_imports()
     bar = Progress(len(pending)) if progress else None
     running: dict = {}   # conn -> (check, process, started, last_case, executed)
     with journal.open("a") as log:
