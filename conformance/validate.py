@@ -49,8 +49,9 @@ def output_problem(kernel: Kernel) -> Problem | None:
             key, message = problems[0]
             return Problem(where, kernel.name, key, message)
     if kernel.signature == "xnnpack-gemm":
-        from lowp.kernels.xnnpack import LAYOUT_KEYS
-        passed = set(LAYOUT_KEYS[kernel.xnnpack["params"]]) | {"a_zero_point", "b_zero_point"}
+        from lowp.kernels.xnnpack import required_keys
+        passed = set(required_keys(kernel.xnnpack["datatype"], kernel.xnnpack["params"])) | {"a_zero_point",
+                                                                                              "b_zero_point"}
         lost = [key for key in contract.keys if key not in passed]
         if lost:
             return Problem(where, kernel.name, "xnnpack.params",

@@ -70,6 +70,12 @@ KEEP = ("-Wl,--no-gc-sections",)
 INSTALL = "apt-get install qemu-user (Debian/Ubuntu), or set LOWP_QEMU_AARCH64 to a qemu-aarch64 binary"
 
 
+def vector_length_cpu(bits: int) -> str:
+    """qemu-aarch64's -cpu for SVE and streaming SVE (SME) at `bits` (qemu takes the lengths in bytes)."""
+    n = bits // 8
+    return f"max,sve-default-vector-length={n},sme-default-vector-length={n}"
+
+
 def qemu_path() -> str | None:
     from .intrinsics import qemu_path as path
     return path()

@@ -208,8 +208,8 @@ class ScalableQemuBackend:
 
     @property
     def cpu(self) -> str:
-        b = self.vl // 8
-        return f"max,sve-default-vector-length={b},sme-default-vector-length={b}"
+        from .qemu import vector_length_cpu
+        return vector_length_cpu(self.vl)
 
     def unavailable(self, intr: Intrinsic) -> str | None:
         if self.qemu is None:

@@ -94,8 +94,8 @@ class QemuExecutor(EmulatedExecutor):
 
     def __init__(self, kernel: Kernel, **machine_options):
         if kernel.vector_bits and "cpu" not in machine_options:    # the kernel's SVE/SME vector length
-            n = kernel.vector_bits // 8
-            machine_options["cpu"] = f"max,sve-default-vector-length={n},sme-default-vector-length={n}"
+            from lowp.emulator.qemu import vector_length_cpu
+            machine_options["cpu"] = vector_length_cpu(kernel.vector_bits)
         super().__init__(kernel, **machine_options)
 
     def unavailable(self) -> str | None:
