@@ -3,7 +3,7 @@ same signature kinds as the native executor. Faults (out-of-bounds access, runaw
 instructions) come back as lowp.emulator errors naming the buffer, offset and instruction."""
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -114,9 +114,9 @@ class QemuExecutor(EmulatedExecutor):
         SME: qemu 7.2's 32-bit SMOPA (issue #2083), probed with the fix's own test vector."""
         if "sme" not in self.kernel.features:
             return None
-        from lowp.emulator.sve import QEMU_2083, ScalableQemuBackend
-        probe = ScalableQemuBackend(self.kernel.vector_bits or 512, qemu=self.machine_options.get("qemu"))
-        return None if probe.outer_products_right else "a kernel with SME outer products: " + QEMU_2083
+        from lowp.emulator.sve import QEMU_2083
+        right = _outer_products_right(self.kernel.vector_bits or 512, self.machine_options.get("qemu"))
+        return None if right else "a kernel with SME outer products: " + QEMU_2083
 
     @cached_property
     def machine(self):
@@ -128,3 +128,10 @@ class QemuExecutor(EmulatedExecutor):
     def with_fresh_state(self) -> "QemuExecutor":
         """A new process: static data as loaded from the ELF, what a first call would see."""
         return QemuExecutor(self.kernel, **self.machine_options)
+
+
+@lru_cache(maxsize=None)
+def _outer_products_right(vector_bits: int, qemu: str | None) -> bool:
+    """Whether this qemu computes SMOPA right, once per process (each probe starts qemu on the wrappers' ELF)."""
+    from lowp.emulator.sve import ScalableQemuBackend
+    return ScalableQemuBackend(vector_bits, qemu=qemu).outer_products_right
