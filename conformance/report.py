@@ -3,7 +3,6 @@ dashboards. Every report says how many of how many cases actually executed."""
 from __future__ import annotations
 
 import json
-import platform
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -12,18 +11,8 @@ from tabulate import tabulate
 
 
 def environment() -> dict:
-    env = {"python": platform.python_version(), "machine": platform.machine()}
-    try:
-        from lowp.emulator.native import host_cpu_features
-        env["x86_features"] = sorted(host_cpu_features())
-    except Exception as e:  # not x86, no compiler: say so rather than fail the report
-        env["x86_features"] = f"unavailable: {e}"
-    try:
-        import unicorn
-        env["unicorn"] = unicorn.__version__
-    except ImportError:
-        env["unicorn"] = None
-    return env
+    from lowp.emulator.targets import host
+    return host().environment()
 
 
 def summary(rows: list[dict]) -> dict:

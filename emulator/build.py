@@ -1,7 +1,8 @@
 """Cross-compile C, C++ or assembly for AArch64 (and RISC-V 64) with the `ziglang` package from PyPI (clang + lld
 inside; no apt step), into a static ELF with no relocations, cached by everything that goes into it.
 
-Three targets:
+Three build recipes (declared by the targets that use them, lowp.emulator.targets: triple, cpu, runtime, ELF
+machine):
   'bare'   aarch64-freestanding, no libc, lowp's runtime.c (memset/memcpy/...) linked in, every function kept
            (--no-gc-sections) so any exported symbol can be called under Unicorn by Machine. lowp's minimal
            freestanding headers (emulator/include: assert.h, string.h, <cstdint>, <limits>, <algorithm>, ...)
@@ -37,21 +38,16 @@ from lowp import buildcache
 from lowp.buildcache import Toolchain
 
 from .errors import BuildError
+from .targets import recipe
 
 HERE = Path(__file__).resolve().parent
-# Cortex-A76 has FEAT_DotProd; +i8mm adds SMMLA/UMMLA/USMMLA/USDOT/SUDOT (zig rejects -march=armv8.6-a+i8mm).
-DEFAULT_CPU = "cortex_a76+i8mm"
 # zig cc defines NDEBUG itself at -O2 and above (its release modes), which gcc and clang do not: -UNDEBUG keeps
 # assert() on, as in the native build of the same flags; a kernel's own -DNDEBUG (after it) still turns it off.
 BASE_FLAGS = ("-O2", "-ffreestanding", "-fno-builtin", "-nostdlib", "-static", "-fno-pic", "-fno-stack-protector",
               "-flax-vector-conversions=none", "-UNDEBUG")
-RUNTIME = {"bare": HERE / "runtime.c", "linux": HERE / "linux_runtime.c",
-           "riscv64-linux": HERE / "linux_runtime_riscv64.c"}
 CXX_RUNTIME = HERE / "runtime_cxx.cc"
 INCLUDE = HERE / "include"          # lowp's freestanding headers for the bare target
 CXX_FLAGS = ("-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics")
-TRIPLE = {"bare": "aarch64-freestanding", "linux": "aarch64-linux-none", "riscv64-linux": "riscv64-linux-none"}
-CPU = {"riscv64-linux": "baseline_rv64+v"}   # the default cpu of a target other than AArch64
 
 
 cache_dir = buildcache.cache_dir
@@ -85,8 +81,10 @@ class Binary:
         from elftools.elf.elffile import ELFFile
         with open(self.path, "rb") as f:
             elf = ELFFile(f)
-            if elf["e_machine"] != "EM_AARCH64":
-                raise BuildError(f"{self.path}: not an AArch64 ELF ({elf['e_machine']})")
+            expected = recipe(self.target).elf_machine
+            if elf["e_machine"] != expected:
+                raise BuildError(f"{self.path}: not an {expected} ELF for the {self.target!r} build "
+                                 f"({elf['e_machine']})")
             if elf["e_type"] != "ET_EXEC":
                 raise BuildError(f"{self.path}: expected a static executable (ET_EXEC), got {elf['e_type']}")
             segments = tuple(Segment(s["p_vaddr"], s.data(), s["p_memsz"], s["p_flags"])
@@ -146,34 +144,33 @@ def build(*sources, target: str = "bare", flags=(), cpu: str | None = None, depe
     """Compile and link C (.c), C++ (.cc/.cpp/.cxx) or assembly (.S/.s) sources for AArch64; return the cached
     Binary.
 
-    target: 'bare' (Unicorn, Machine), 'linux' (a static program for qemu-aarch64) or 'riscv64-linux' (for
-    qemu-riscv64). flags: extra compiler flags for every source (e.g. '-O3', '-DN=64', '-Iinclude', relative to
-    the first source's directory); C++ sources also get CXX_FLAGS. cpu: zig's -mcpu (default: DEFAULT_CPU for
-    AArch64, CPU[target] otherwise). depends: extra files whose bytes join the key (headers are
+    target: a recipe's name (lowp.emulator.targets): 'bare' (Unicorn, Machine), 'linux' (a static program for
+    qemu-aarch64) or 'riscv64-linux' (for qemu-riscv64). flags: extra compiler flags for every source (e.g. '-O3', '-DN=64', '-Iinclude', relative to
+    the first source's directory); C++ sources also get CXX_FLAGS. cpu: zig's -mcpu (default: the recipe's).
+    depends: extra files whose bytes join the key (headers are
     found by the compiler's -MMD without them).
     """
-    if target not in TRIPLE:
-        raise ValueError(f"target: expected one of {', '.join(TRIPLE)}, got {target!r}")
+    how = recipe(target)
     if not sources:
         raise ValueError("build() needs at least one source file")
-    cpu = cpu or CPU.get(target, DEFAULT_CPU)
+    cpu = cpu or how.cpu
     paths = [Path(s).resolve() for s in sources]
     for p in paths:
         if not p.is_file():
             raise FileNotFoundError(f"source {p} does not exist")
     directory = Path(cache) if cache else cache_dir()
     cxx = any(buildcache.language(p) == "c++" for p in paths)
-    runtime = [RUNTIME[target], *([CXX_RUNTIME] if cxx else [])]
-    headers = ("-isystem", str(INCLUDE)) if target == "bare" else ()
+    runtime = [how.runtime, *([CXX_RUNTIME] if cxx else [])]
+    headers = ("-isystem", str(INCLUDE)) if how.freestanding_headers else ()
     try:
         out = buildcache.build(
             zig(directory), [*paths, *runtime], directory=directory, stem=f"{paths[0].stem}-{target}",
-            suffix=".elf", compile_flags=("-target", TRIPLE[target], f"-mcpu={cpu}", *BASE_FLAGS, *headers, *flags),
-            link_flags=("-Wl,--no-gc-sections",) if target == "bare" else (),
+            suffix=".elf", compile_flags=("-target", how.triple, f"-mcpu={cpu}", *BASE_FLAGS, *headers, *flags),
+            link_flags=how.link_flags,
             inputs=[*depends, *(include_files() if headers else ())],
             cxx=zig(directory, "c++") if cxx else None, language_flags={"c++": CXX_FLAGS})
     except buildcache.BuildFailed as e:
-        raise BuildError(f"{TRIPLE[target]}: {e}", source=e.source) from None
+        raise BuildError(f"{how.triple}: {e}", source=e.source) from None
     return Binary(out, target, tuple(str(p) for p in paths))
 
 

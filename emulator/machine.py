@@ -1,10 +1,11 @@
-"""Run functions of a bare AArch64 ELF under Unicorn, called like C functions from Python.
+"""Run functions of a bare ELF under Unicorn (AArch64 by default), called like C functions from Python.
 
     m = Machine(build("gemm.c"))
     r = m.call("gemm_sdot", A, B, np.zeros((M, N), np.int32), M, N, K)
     C = r.arrays[2]                      # copies of every array argument after the call
 
-Calling convention (AAPCS64): integer and pointer arguments in X0..X7 in order, the rest in 8-byte stack slots
+Calling convention: the `convention` object's (emulator/aapcs64.py for AArch64; the core here names no register).
+AAPCS64: integer and pointer arguments in X0..X7 in order, the rest in 8-byte stack slots
 at SP; a numpy array is passed as a pointer to a copy of its bytes (C order) in its own mapping; a Python int
 as a 64-bit two's-complement scalar. LR points at a return page: the call ends when the function returns there.
 The caller's arrays are never modified: CallResult.arrays holds a copy of each array argument after the call.
@@ -35,15 +36,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-from unicorn import (UC_ARCH_ARM64, UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_UNMAPPED,
-                     UC_HOOK_MEM_PROT, UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE_UNMAPPED, UC_MEM_FETCH_PROT,
-                     UC_MEM_FETCH_UNMAPPED, UC_MEM_READ_PROT, UC_MEM_READ_UNMAPPED, UC_MEM_WRITE_PROT,
-                     UC_MEM_WRITE_UNMAPPED, UC_MODE_ARM, UC_PROT_ALL, UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE,
-                     Uc, UcError)
-from unicorn.arm64_const import (UC_ARM64_REG_FP, UC_ARM64_REG_LR, UC_ARM64_REG_PC, UC_ARM64_REG_SP, UC_ARM64_REG_X0,
-                                 UC_CPU_ARM64_MAX)
+from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_UNMAPPED, UC_HOOK_MEM_PROT,
+                     UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE_UNMAPPED, UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED,
+                     UC_MEM_READ_PROT, UC_MEM_READ_UNMAPPED, UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UC_PROT_ALL,
+                     UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, UcError)
 
-from . import a64, i8mm
+from .aapcs64 import AAPCS64, REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, \
+    seeded_registers  # noqa: F401 - the AArch64 facts' old home: qemu.py and callers import them from here
 from .build import Binary
 from .errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
                      UndefinedInstruction, describe_out_of_bounds)
@@ -53,7 +52,6 @@ STACK_TOP, STACK_SIZE = 0x7F00_0000, 1 << 20
 RETURN = 0x7FF0_0000
 BUFFERS = 0x1_0000_0000
 CANARY = 0xA5
-REGISTER_STATES = 64      # the register states a seed chooses from (a saved context is 12 KiB)
 MASK64 = (1 << 64) - 1
 
 
@@ -103,16 +101,18 @@ class _Buffer:
 
 
 class Machine:
-    """One Unicorn AArch64 CPU (cpu model MAX) with `binary`'s segments loaded; call() its functions."""
+    """One Unicorn CPU with `binary`'s segments loaded; call() its functions. The core is architecture-neutral:
+    `convention` (default AAPCS64, emulator/aapcs64.py) creates the CPU, passes the arguments and knows the ISA's
+    registers, disassembly and exceptions."""
 
     def __init__(self, binary: Binary, *, budget: int | None = DEFAULT_BUDGET, count: bool = False,
-                 mnemonics: bool = False, lockstep: bool = False, trace=None):
+                 mnemonics: bool = False, lockstep: bool = False, trace=None, convention=AAPCS64):
         if binary.target != "bare":
             raise ValueError(f"Machine runs 'bare' builds; {binary.path.name} is a {binary.target!r} build")
         self.binary = binary
+        self.cc = convention
         self.defaults = dict(budget=budget, count=count, mnemonics=mnemonics, lockstep=lockstep, trace=trace)
-        self.uc = Uc(UC_ARCH_ARM64, UC_MODE_ARM)
-        self.uc.ctl_set_cpu_model(UC_CPU_ARM64_MAX)   # before anything else: DotProd needs MAX (A72 lacks it)
+        self.uc = convention.create()
         self.page = self.uc.ctl_get_page_size()
         self._code = []
         for seg in binary.segments:
@@ -188,11 +188,12 @@ class Machine:
             if self._modeled_ops is None:
                 self._modeled_ops = {}
                 for base, code in self._code:
-                    self._modeled_ops.update(a64.scan(code, base))
+                    self._modeled_ops.update(self.cc.modelled_instructions(code, base))
             # a hook before each modeled instruction (compute the model's result) and before the next one (compare);
             # I8MM encodings are skipped: Unicorn cannot run them, the model is the only executor there is.
-            points = sorted({a + d for a, op in self._modeled_ops.items() if not op.i8mm for d in (0, 4)})
-            for start, end in _runs(points):
+            step = self.cc.instruction_bytes
+            points = sorted({a + d for a, op in self._modeled_ops.items() if not op.i8mm for d in (0, step)})
+            for start, end in _runs(points, step):
                 self._hooks.append(self.uc.hook_add(UC_HOOK_CODE, self._on_lockstep, None, start, end))
         if trace is not None:
             self._hooks.append(self.uc.hook_add(UC_HOOK_CODE, self._on_trace))
@@ -203,7 +204,7 @@ class Machine:
     def _on_block(self, uc, address, size, _):
         s = self._state
         s["blocks"][address, size] += 1
-        s["total"] += size >> 2
+        s["total"] += size // self.cc.instruction_bytes
         if s["budget"] is not None and s["total"] > s["budget"]:
             s["error"] = self._budget_error(s["budget"], address)
             uc.emu_stop()
@@ -222,12 +223,12 @@ class Machine:
                 return
         op = self._modeled_ops.get(address)
         if op is not None and not op.i8mm:
-            read = lambda n: i8mm.read_q(uc, n)
+            read = lambda n: self.cc.read_vector(uc, n)
             s["pending"] = (address, op, op.inputs(read), op.execute(read))
 
     def _check(self, pending):
         address, op, inputs, expected = pending
-        got = i8mm.read_q(self.uc, op.rd)
+        got = self.cc.read_vector(self.uc, op.rd)
         self._state["checked"] += 1
         if got != expected:
             out_t = np.dtype(self._result_dtype(op, inputs))
@@ -245,11 +246,11 @@ class Machine:
 
     def _on_interrupt(self, uc, intno, _):
         s = self._state
-        pc = uc.reg_read(UC_ARM64_REG_PC)
-        if intno == 1:                                       # EXCP_UDEF
-            word = int.from_bytes(uc.mem_read(pc, 4), "little")
+        pc = uc.reg_read(self.cc.pc)
+        if intno == self.cc.UNDEFINED:
+            word = int.from_bytes(uc.mem_read(pc, self.cc.instruction_bytes), "little")
             try:
-                op = i8mm.fill(uc, pc, word)
+                op = self.cc.fill_undefined(uc, pc, word)
             except Exception as e:                           # a model error must not escape into Unicorn
                 s["error"] = EmulationFailed(f"modeling {self._disasm(pc)} at {pc:#x} failed: {e}")
                 uc.emu_stop()
@@ -259,11 +260,11 @@ class Machine:
                 return
             text = self._disasm(pc)
             s["error"] = UndefinedInstruction(
-                f"undefined instruction at {pc:#x}: encoding {word:#010x} ({text}); Unicorn 2.1.4 does not implement "
-                "it and lowp does not model it", pc=pc, encoding=word, instruction=text)
+                f"undefined instruction at {pc:#x}: encoding {word:#010x} ({text}); {self.cc.executor_name} does not "
+                "implement it and lowp does not model it", pc=pc, encoding=word, instruction=text)
         else:
-            kind = {2: "svc", 3: "hvc", 7: "brk"}.get(intno, f"exception {intno}")
-            at = pc - 4 if intno in (2, 3) else pc               # SVC/HVC report the return address
+            kind, back = self.cc.TRAPS.get(intno, (f"exception {intno}", 0))
+            at = pc - back                                       # a system call reports the return address
             text = self._disasm(at)
             s["error"] = Trap(f"the kernel executed {kind} at {at:#x} ({text}); there is no OS or debugger to take it",
                               pc=at, kind=kind, instruction=text)
@@ -271,7 +272,7 @@ class Machine:
 
     def _on_memory(self, uc, access, address, size, value, _):
         s = self._state
-        pc = uc.reg_read(UC_ARM64_REG_PC)
+        pc = uc.reg_read(self.cc.pc)
         kind = {UC_MEM_READ_UNMAPPED: "read", UC_MEM_WRITE_UNMAPPED: "write", UC_MEM_FETCH_UNMAPPED: "fetch",
                 UC_MEM_READ_PROT: "read", UC_MEM_WRITE_PROT: "write", UC_MEM_FETCH_PROT: "fetch"}.get(access, "access")
         s["error"] = self._locate(kind, address, size, pc, protected=access in (UC_MEM_WRITE_PROT, UC_MEM_READ_PROT,
@@ -297,7 +298,7 @@ class Machine:
         start = self._effective_address(pc) if kind != "fetch" else None
         # Unicorn reports the part of an access it split at a page boundary (8 bytes of a 16-byte `ldr q`):
         # the instruction says how many bytes the access really has.
-        size = _access_size(self._insn(pc)) or size
+        size = self.cc.access_size(self._insn(pc)) or size
         began = None
         if start is not None and 0 <= address - start < 256:
             # Unicorn splits an access that crosses into a guard page and may report any of its bytes (QEMU 5
@@ -314,21 +315,12 @@ class Machine:
 
     def _insn(self, pc):
         try:
-            return next(_capstone(detail=True).disasm(bytes(self.uc.mem_read(pc, 4)), pc))
-        except (StopIteration, UcError):
+            return self.cc.instruction(bytes(self.uc.mem_read(pc, self.cc.instruction_bytes)), pc)
+        except UcError:
             return None
 
     def _effective_address(self, pc):
-        return effective_address(self._insn(pc), self._xreg)
-
-    def _xreg(self, name):
-        if name == "sp":
-            return self.uc.reg_read(UC_ARM64_REG_SP)
-        if name and name[0] in "xw" and name[1:].isdigit():
-            v = self.uc.reg_read(UC_ARM64_REG_X0 + int(name[1:]) if int(name[1:]) < 29 else
-                                 {29: UC_ARM64_REG_FP, 30: UC_ARM64_REG_LR}[int(name[1:])])
-            return v & 0xFFFFFFFF if name[0] == "w" else v
-        return None
+        return self.cc.effective_address(self._insn(pc), self.uc)
 
     def _budget_error(self, budget, pc):
         text = self._disasm(pc)
@@ -337,10 +329,10 @@ class Machine:
 
     def _disasm(self, pc):
         try:
-            word = bytes(self.uc.mem_read(pc, 4))
+            word = bytes(self.uc.mem_read(pc, self.cc.instruction_bytes))
         except UcError:
             return "<unreadable>"
-        return disassemble(word, pc)
+        return self.cc.disassemble(word, pc)
 
     # -- the call -----------------------------------------------------------------------------------------
     def call(self, symbol: str, *args, names=None, overread=None, seed=None, **options) -> CallResult:
@@ -383,25 +375,17 @@ class Machine:
         values, it = [], iter(buffers)
         for v in scalars:
             values.append(next(it).base if v is None else v & MASK64)
-        sp = STACK_TOP - 256
-        stack_args = values[8:]
-        sp -= -(-8 * len(stack_args) // 16) * 16
-        for k, v in enumerate(stack_args):
-            self.uc.mem_write(sp + 8 * k, v.to_bytes(8, "little"))
-        for k, v in enumerate(values[:8]):
-            self.uc.reg_write(UC_ARM64_REG_X0 + k, v)
-        self.uc.reg_write(UC_ARM64_REG_SP, sp)
-        self.uc.reg_write(UC_ARM64_REG_LR, RETURN)
+        self.cc.pass_arguments(self.uc, values, STACK_TOP - 256, RETURN)
         error = None
         t0 = time.perf_counter()
         try:
             try:
                 self.uc.emu_start(entry, RETURN, count=0 if count or not opts["budget"] else opts["budget"])
             except UcError as e:
-                error = s["error"] or EmulationFailed(f"Unicorn stopped: {e} at pc {self.uc.reg_read(UC_ARM64_REG_PC):#x}")
+                error = s["error"] or EmulationFailed(f"Unicorn stopped: {e} at pc {self.uc.reg_read(self.cc.pc):#x}")
             seconds = time.perf_counter() - t0
             error = error or s["error"]
-            pc = self.uc.reg_read(UC_ARM64_REG_PC)
+            pc = self.uc.reg_read(self.cc.pc)
             if error is None and s["pending"] is not None:
                 self._check(s["pending"])
                 error = s["error"]
@@ -441,7 +425,7 @@ class Machine:
                 for m in self._block_mnemonics(address, size):
                     mnems[m] += n
             mnems = dict(mnems.most_common())
-        result = CallResult(out, array_names, ret=_signed(self.uc.reg_read(UC_ARM64_REG_X0)),
+        result = CallResult(out, array_names, ret=_signed(self.uc.reg_read(self.cc.result)),
                             instructions=instructions, modeled=dict(s["modeled"]), mnemonics=mnems,
                             lockstep_checked=s["checked"] if opts["lockstep"] else None, seconds=seconds, fault=error)
         if error is not None:
@@ -450,18 +434,15 @@ class Machine:
         return result
 
     def _seed_registers(self, seed: int, nargs: int) -> None:
-        """The CPU as created, with X8 .. X28 past the arguments and V0 .. V31 pseudo-random: one of
-        REGISTER_STATES states, chosen by `seed`, each saved as a context the first time. Restoring one is a single
-        call into Unicorn; writing 53 registers costs 200 times that, more than a small kernel's run."""
-        key = (seed % REGISTER_STATES, min(nargs, 8))
+        """The CPU as created, with the registers past the arguments pseudo-random (the convention's seeded():
+        X8 .. X28 and V0 .. V31 on AArch64): one of REGISTER_STATES states, chosen by `seed`, each saved as a
+        context the first time. Restoring one is a single call into Unicorn; writing 53 registers costs 200 times
+        that, more than a small kernel's run."""
+        key = (seed % REGISTER_STATES, min(nargs, self.cc.register_args))
         ctx = self._seeded.get(key)
         if ctx is None:
-            from unicorn.arm64_const import UC_ARM64_REG_V0
-            xs, vs = seeded_registers(seed, nargs)
-            values = [(UC_ARM64_REG_X0 + k, v) for k, v in xs.items()]
-            values += [(UC_ARM64_REG_V0 + k, int.from_bytes(vs[16 * k:16 * k + 16], "little")) for k in range(32)]
             self.uc.context_restore(self._pristine)
-            self.uc.reg_write_batch(values)
+            self.uc.reg_write_batch(self.cc.seeded(seed, nargs))
             ctx = self._seeded[key] = self.uc.context_save()
         self.uc.context_restore(ctx)
 
@@ -470,45 +451,8 @@ class Machine:
         hit = self._block_cache.get(key)
         if hit is None:
             code = bytes(self.uc.mem_read(address, size))
-            hit = self._block_cache[key] = [insn.mnemonic for insn in _capstone().disasm(code, address)]
+            hit = self._block_cache[key] = self.cc.mnemonics(code, address)
         return hit
-
-
-def seeded_registers(seed: int, nargs: int) -> tuple[dict[int, int], bytes]:
-    """The register state a seed chooses (one of REGISTER_STATES): {k: Xk} for X(nargs) .. X28 (nargs capped at 8)
-    and V0 .. V31's 512 bytes; the same for every executor, so a kernel reading a register it never set replays."""
-    rng = np.random.default_rng([0x5EED, seed % REGISTER_STATES])
-    xs = range(min(nargs, 8), 29)
-    return dict(zip(xs, rng.integers(0, 2 ** 63, len(xs)).tolist())), rng.bytes(16 * 32)
-
-
-def effective_address(insn, xreg) -> int | None:
-    """The address a load/store (a capstone instruction with details) accesses first (base + scaled index +
-    offset; post-index forms use the base), from xreg(name) -> the value of x0..x30/w0..w30/sp before the
-    faulting access (None if unknown); None if unsure."""
-    if insn is None:
-        return None
-    for o in insn.operands:
-        if o.type != 3:             # ARM64_OP_MEM
-            continue
-        base = xreg(insn.reg_name(o.mem.base))
-        if base is None:
-            return None
-        addr = base + o.mem.disp
-        if o.mem.index:
-            name = insn.reg_name(o.mem.index)
-            index = xreg(name)
-            if index is None:
-                return None
-            if o.ext in (5, 6, 7):      # SXTB/SXTH/SXTW
-                bits = {5: 8, 6: 16, 7: 32}[o.ext]
-                index &= (1 << bits) - 1
-                index -= (index >> (bits - 1)) << bits
-            elif name.startswith("w") or o.ext in (1, 2, 3):
-                index &= {1: 0xFF, 2: 0xFFFF}.get(o.ext, 0xFFFFFFFF)
-            addr += index << (o.shift.value if o.shift.type == 1 else 0)
-        return addr & MASK64
-    return None
 
 
 def _first_damaged(canary: bytes) -> int | None:
@@ -518,53 +462,11 @@ def _first_damaged(canary: bytes) -> int | None:
     return None if intact == len(canary) else intact
 
 
-_REG_BYTES = {"b": 1, "h": 2, "s": 4, "d": 8, "q": 16, "w": 4, "x": 8}
-
-
-def _access_size(insn) -> int | None:
-    """Bytes one AArch64 load or store accesses, from its mnemonic and registers (A64: LDR/STR by register size,
-    B/H/SB/SH/SW suffixes, pairs, and the LD1-4/ST1-4 structure forms by arrangement or lane); None if unsure."""
-    if insn is None:
-        return None
-    from capstone import arm64_const as a
-    m = insn.mnemonic
-    regs = [insn.reg_name(o.reg) for o in insn.operands if o.type == a.ARM64_OP_REG]
-    if m[:3] in ("ld1", "ld2", "ld3", "ld4", "st1", "st2", "st3", "st4"):
-        vas = {a.ARM64_VAS_16B: 16, a.ARM64_VAS_8H: 16, a.ARM64_VAS_4S: 16, a.ARM64_VAS_2D: 16, a.ARM64_VAS_1Q: 16,
-               a.ARM64_VAS_8B: 8, a.ARM64_VAS_4H: 8, a.ARM64_VAS_2S: 8, a.ARM64_VAS_1D: 8,
-               a.ARM64_VAS_1B: 1, a.ARM64_VAS_1H: 2, a.ARM64_VAS_1S: 4}
-        lane = {"b": 1, "h": 2, "s": 4, "d": 8}
-        vecs = [o for o in insn.operands if o.type == a.ARM64_OP_REG and insn.reg_name(o.reg).startswith("v")]
-        if not vecs:
-            return None
-        one = vecs[0]
-        if m.endswith("r") or getattr(one, "vector_index", -1) != -1:   # replicate or single lane: one element
-            arrangement = insn.op_str.split(".", 1)[1][:3].rstrip("}, ") if "." in insn.op_str else ""
-            size = lane.get(arrangement[-1:]) if arrangement else None
-        else:
-            size = vas.get(one.vas)
-        return size * len(vecs) if size else None
-    if not (m.startswith(("ldr", "str", "ldur", "stur", "ldp", "stp", "ldnp", "stnp", "ldxr", "stxr", "ldar",
-                          "stlr")) and regs):
-        return None
-    core = m.rstrip("0123456789")
-    if core.endswith(("sw",)):
-        size = 4
-    elif core.endswith(("b", "sb")) and not core.endswith("stnp"):
-        size = 1
-    elif core.endswith(("h", "sh")):
-        size = 2
-    else:
-        size = _REG_BYTES.get(regs[0][0])
-    pair = core.startswith(("ldp", "stp", "ldnp", "stnp"))
-    return size * 2 if size and pair else size
-
-
-def _runs(points):
-    """Contiguous runs of instruction addresses (step 4) as inclusive (start, end) ranges."""
+def _runs(points, step=4):
+    """Contiguous runs of instruction addresses (`step` bytes apart) as inclusive (start, end) ranges."""
     runs = []
     for p in points:
-        if runs and p == runs[-1][1] + 4:
+        if runs and p == runs[-1][1] + step:
             runs[-1][1] = p
         else:
             runs.append([p, p])
@@ -574,21 +476,3 @@ def _runs(points):
 def _signed(x):
     x &= MASK64
     return x - (1 << 64) if x >> 63 else x
-
-
-_CS = {}
-
-
-def _capstone(detail=False):
-    if detail not in _CS:
-        from capstone import CS_ARCH_ARM64, CS_MODE_ARM, Cs
-        _CS[detail] = Cs(CS_ARCH_ARM64, CS_MODE_ARM)
-        _CS[detail].detail = detail
-    return _CS[detail]
-
-
-def disassemble(word: bytes, pc: int = 0) -> str:
-    """capstone's text for one instruction, or '.inst 0x...' if capstone does not know it."""
-    for insn in _capstone().disasm(word, pc):
-        return f"{insn.mnemonic} {insn.op_str}".strip()
-    return f".inst {int.from_bytes(word, 'little'):#010x}"

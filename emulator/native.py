@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import os
-import platform
 import shutil
 from functools import cached_property
 from pathlib import Path
@@ -140,12 +139,16 @@ def _detected_features() -> int:
     return int(ffi.dlopen(str(build_shared_object(source, "cpu-features"))).lowp_cpu_features())
 
 
+def detected_x86_features() -> frozenset[str]:
+    """The x86 features this CPU and OS can run, by lowp's CPUID + XGETBV detection (cpu_features.c); raises
+    NativeUnavailable if it cannot be built. The host's one description (lowp.emulator.targets.host) calls it."""
+    return frozenset(f for i, f in enumerate(FEATURE_BITS) if _detected_features() >> i & 1)
+
+
 def host_cpu_features() -> frozenset[str]:
-    """The x86 features this CPU and OS can run (CPUID + XGETBV), less those named in LOWP_DISABLE_FEATURES."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return frozenset()
-    disabled = {f.strip() for f in os.environ.get("LOWP_DISABLE_FEATURES", "").split(",") if f.strip()}
-    return frozenset(f for i, f in enumerate(FEATURE_BITS) if _detected_features() >> i & 1 and f not in disabled)
+    """The x86 features this CPU and OS can run, less those named in LOWP_DISABLE_FEATURES (empty off x86-64)."""
+    from .targets import disabled_features, host
+    return host().x86_features - disabled_features()
 
 
 class NativeX86:
@@ -157,8 +160,10 @@ class NativeX86:
     arch = "x86"
 
     def __init__(self, selection: Sequence[Intrinsic] | None = None):
-        if platform.machine().lower() not in ("x86_64", "amd64"):
-            raise NativeUnavailable(f"the host is {platform.machine()}, not x86-64")
+        from .targets.x86_64 import NATIVE
+        reason = NATIVE.unavailable()
+        if reason:
+            raise NativeUnavailable(reason)
         self.intrinsics = list(selection if selection is not None else intrinsics("x86"))
         self._ffi = cffi.FFI()
         self._ffi.cdef("\n".join(map(cdef_line, self.intrinsics)))
@@ -174,13 +179,8 @@ class NativeX86:
 
     @cached_property
     def cpu_model(self) -> str:
-        try:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-        except OSError:
-            pass
-        return platform.processor() or "unknown x86-64"
+        from .targets import host
+        return host().cpu_model
 
     def describe(self) -> str:
         return f"{self.cpu_model}; features: {' '.join(f for f in FEATURE_BITS if f in self.cpu_features)}"

@@ -12,9 +12,7 @@ Only tests and `lowp isa verify` import this; the models (x86.tdpb*d) never do.
 """
 from __future__ import annotations
 
-import platform
 from functools import cached_property
-from pathlib import Path
 
 import cffi
 import numpy as np
@@ -81,14 +79,9 @@ int lowp_amx_tdpb(int op, int m, int k, int n, const void *a, const void *b, voi
 """
 
 
-def cpu_flags() -> set[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
+def cpu_flags() -> frozenset[str]:
+    from .targets import host
+    return host().flags
 
 
 class NativeAmx:
@@ -98,8 +91,9 @@ class NativeAmx:
 
     @cached_property
     def _reason(self) -> str | None:
-        if platform.machine().lower() not in ("x86_64", "amd64"):
-            return f"the host is {platform.machine()}, not x86-64"
+        from .targets.x86_64 import NATIVE
+        if NATIVE.unavailable():
+            return NATIVE.unavailable()
         missing = [f for f in ("amx_tile", "amx_int8") if f not in cpu_flags()]
         if missing:
             return f"CPU lacks {', '.join(missing)} (/proc/cpuinfo)"
@@ -144,10 +138,5 @@ class NativeAmx:
         return out
 
     def describe(self) -> str:
-        model = platform.processor() or "x86-64"
-        try:
-            model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                         if line.startswith("model name"))
-        except (OSError, StopIteration):
-            pass
-        return f"{model}; AMX-INT8 via LDTILECFG / TILELOADD / TDPB*D / TILESTORED"
+        from .targets import host
+        return f"{host().cpu_model}; AMX-INT8 via LDTILECFG / TILELOADD / TDPB*D / TILESTORED"

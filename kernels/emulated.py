@@ -1,9 +1,10 @@
-"""The AArch64 executor: builds a kernel with lowp.emulator (zig, cached) and calls it under Unicorn with the
-same signature kinds as the native executor. Faults (out-of-bounds access, runaway loops, undefined
-instructions) come back as lowp.emulator errors naming the buffer, offset and instruction."""
+"""The emulated executors: build a kernel for its target (lowp.emulator.targets: zig, cached) and call it on the
+target's machine (Unicorn's Machine, qemu-user's QemuMachine) with the same signature kinds as the native executor.
+Faults (out-of-bounds access, runaway loops, undefined instructions) come back as lowp.emulator errors naming the
+buffer, offset and instruction."""
 from __future__ import annotations
 
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
 
@@ -13,31 +14,42 @@ from .registry import Kernel, workspace_symbol
 
 
 class EmulatedExecutor:
-    backend = "unicorn"
+    """A kernel's calls on its target's machine (Unicorn's by default: `target` is a lowp.emulator.targets Target
+    of the kernel's architecture). machine_options: the machine's (Machine: budget, count, ...; QemuMachine:
+    seconds, qemu, cpu, counts)."""
+    default_backend = "unicorn"
 
-    def __init__(self, kernel: Kernel, **machine_options):
+    def __init__(self, kernel: Kernel, *, target=None, **machine_options):
+        from lowp.emulator import targets
         self.kernel = kernel
+        self.target = target or targets.find(kernel.target, self.default_backend)
         self.machine_options = machine_options
         self.last = None            # the CallResult of the last run: instruction counts, modeled I8MM ops
 
+    @property
+    def backend(self) -> str:
+        return self.target.backend
+
     def unavailable(self) -> str | None:
-        try:
-            import lowp.emulator  # noqa: F401
-        except ImportError as e:   # pragma: no cover - unicorn is a dependency
-            return f"the emulator cannot load: {e}"
-        from .features import host_features
-        missing = [f for f in self.kernel.features if f not in host_features("aarch64")]
-        return f"Unicorn 2.1.4 (cpu model MAX) lacks {', '.join(missing)}" if missing else None
+        k = self.kernel
+        options = {key: self.machine_options[key] for key in ("cpu", "qemu") if key in self.machine_options}
+        return self.target.cannot_run(k.features, k.vector_bits, **options) or self._known_defect()
+
+    def _known_defect(self) -> str | None:
+        """A target that executes one of the kernel's features wrongly cannot judge it (SME on qemu 7.2)."""
+        defect = getattr(self.target, "known_defect", None)
+        return defect(self.kernel.features, self.kernel.vector_bits, self.machine_options.get("qemu")) \
+            if defect else None
 
     @cached_property
     def machine(self):
-        from lowp.emulator import Machine, build
-        binary = build(*self.kernel.sources, flags=(*self.kernel.build_flags(), "-g"), depends=self.kernel.depends)
-        return Machine(binary, **self.machine_options)
+        k = self.kernel
+        return self.target.machine(k.sources, flags=(*k.build_flags(), "-g"), depends=k.depends,
+                                   vector_bits=k.vector_bits, **self.machine_options)
 
     def with_fresh_state(self) -> "EmulatedExecutor":
-        """A new Machine: static data as loaded from the ELF, what a first call would see."""
-        return EmulatedExecutor(self.kernel, **self.machine_options)
+        """A new machine (a new qemu process): static data as loaded from the ELF, what a first call would see."""
+        return type(self)(self.kernel, target=self.target, **self.machine_options)
 
     def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None,
             mnemonics: bool = False, budget: int | None = None, quant: dict | None = None) -> np.ndarray:
@@ -86,52 +98,8 @@ class EmulatedExecutor:
 
 
 class QemuExecutor(EmulatedExecutor):
-    """The same calls under qemu-aarch64 -cpu max (lowp.emulator.qemu.QemuMachine): one long-lived process per
-    executor serves every call, so SVE, SME and FEAT_I8MM kernels run on qemu's own implementation (Unicorn 2.1.4
-    lacks them). Budgets are time (an instruction budget is converted); counts come from lowp's TCG plugin.
-    machine_options: QemuMachine's (seconds, qemu, cpu, counts)."""
-    backend = "qemu"
-
-    def __init__(self, kernel: Kernel, **machine_options):
-        if kernel.vector_bits and "cpu" not in machine_options:    # the kernel's SVE/SME vector length
-            from lowp.emulator.qemu import vector_length_cpu
-            machine_options["cpu"] = vector_length_cpu(kernel.vector_bits)
-        super().__init__(kernel, **machine_options)
-
-    def unavailable(self) -> str | None:
-        from lowp.emulator.qemu import cpu_features, unavailable
-        reason = unavailable()
-        if reason:
-            return reason
-        cpu = self.machine_options.get("cpu", "max")
-        missing = [f for f in self.kernel.features if f not in cpu_features(cpu, self.machine_options.get("qemu"))]
-        if missing:
-            return f"qemu-aarch64 -cpu {cpu} lacks {', '.join(missing)}"
-        return self._known_defect()
-
-    def _known_defect(self) -> str | None:
-        """A qemu that executes the kernel's feature wrongly cannot judge it: its verdict would be qemu's bug.
-        SME: qemu 7.2's 32-bit SMOPA (issue #2083), probed with the fix's own test vector."""
-        if "sme" not in self.kernel.features:
-            return None
-        from lowp.emulator.sve import QEMU_2083
-        right = _outer_products_right(self.kernel.vector_bits or 512, self.machine_options.get("qemu"))
-        return None if right else "a kernel with SME outer products: " + QEMU_2083
-
-    @cached_property
-    def machine(self):
-        from lowp.emulator.qemu import QemuMachine, build_for_qemu
-        binary = build_for_qemu(*self.kernel.sources, flags=(*self.kernel.build_flags(), "-g"),
-                                depends=self.kernel.depends)
-        return QemuMachine(binary, **self.machine_options)
-
-    def with_fresh_state(self) -> "QemuExecutor":
-        """A new process: static data as loaded from the ELF, what a first call would see."""
-        return QemuExecutor(self.kernel, **self.machine_options)
-
-
-@lru_cache(maxsize=None)
-def _outer_products_right(vector_bits: int, qemu: str | None) -> bool:
-    """Whether this qemu computes SMOPA right, once per process (each probe starts qemu on the wrappers' ELF)."""
-    from lowp.emulator.sve import ScalableQemuBackend
-    return ScalableQemuBackend(vector_bits, qemu=qemu).outer_products_right
+    """The same calls under qemu-user (lowp.emulator.qemu.QemuMachine): one long-lived process per executor serves
+    every call, so SVE, SME and FEAT_I8MM kernels run on qemu's own implementation (Unicorn 2.1.4 lacks them).
+    Budgets are time (an instruction budget is converted); counts come from lowp's TCG plugin. The kernel's
+    vector_bits choose qemu's SVE/SME vector length (the target's cpu)."""
+    default_backend = "qemu"

@@ -90,9 +90,8 @@ class NativeExecutor:
         self.library_path: Path | None = None
 
     def unavailable(self) -> str | None:
-        from .features import host_features
-        missing = [f for f in self.kernel.features if f not in host_features("x86-64")]
-        return f"CPU lacks {', '.join(missing)}" if missing else None
+        from lowp.emulator.targets.x86_64 import NATIVE
+        return NATIVE.cannot_run(self.kernel.features)
 
     @cached_property
     def _lib(self):
@@ -191,38 +190,30 @@ class NativeExecutor:
 BACKEND_ENV = "LOWP_AARCH64_BACKEND"
 
 
+def target_of(kernel: Kernel, backend: str | None = None):
+    """The target (lowp.emulator.targets) `kernel` runs on: `backend` if given, else (AArch64) $LOWP_AARCH64_BACKEND,
+    else the kernel's own `backend`, else the first of its architecture's targets that runs every feature itself
+    (Unicorn for AArch64 unless it lacks one, or has it only through lowp's models: I8MM; then qemu-aarch64 where
+    it is there with all of them)."""
+    from lowp.emulator import targets
+    if kernel.target == "aarch64":
+        backend = backend or os.environ.get(BACKEND_ENV)
+    choice = backend or kernel.backend
+    try:
+        return targets.choose(kernel.target, kernel.features, kernel.vector_bits, choice)
+    except ValueError as e:
+        raise ValueError(f"{kernel.name}: {e}") from None
+
+
 def aarch64_backend(kernel: Kernel, backend: str | None = None) -> str:
-    """The executor an AArch64 kernel runs on: `backend` if given, else $LOWP_AARCH64_BACKEND, else the kernel's
-    own `backend`, else 'unicorn' unless Unicorn lacks one of its features, or has it only through lowp's models
-    (I8MM), and qemu-aarch64 is there with all of them (SVE, SME, I8MM: then 'qemu')."""
-    from .schema import AARCH64_BACKENDS
-    choice = backend or os.environ.get(BACKEND_ENV) or kernel.backend
-    if choice is not None:
-        if choice not in AARCH64_BACKENDS:
-            raise ValueError(f"{kernel.name}: unknown backend {choice!r}; AArch64 kernels run on "
-                             f"{' or '.join(AARCH64_BACKENDS)}")
-        return choice
-    from .features import host_features
-    if all(f in host_features("aarch64") and f not in UNICORN_MODELS_ONLY for f in kernel.features):
-        return "unicorn"
-    from lowp.emulator import qemu
-    if qemu.unavailable() is None and all(f in qemu.cpu_features() for f in kernel.features):
-        return "qemu"
-    return "unicorn"
-
-
-# Features Unicorn runs only through lowp's own models (lowp.emulator.i8mm's gap-filling): a kernel using them is
-# checked on qemu when it is there, so its verdict does not rest on the models it is checked against.
-UNICORN_MODELS_ONLY = frozenset({"i8mm"})
+    """The backend name ('unicorn' or 'qemu') an AArch64 kernel runs on (target_of)."""
+    return target_of(kernel, backend).backend
 
 
 def executor(kernel: Kernel, backend: str | None = None):
-    """The executor of `kernel`: native on x86-64; on AArch64 Unicorn or qemu (aarch64_backend)."""
-    if kernel.target == "x86-64":
-        if backend not in (None, "native"):
-            raise ValueError(f"{kernel.name}: an x86-64 kernel runs natively, not on {backend!r}")
+    """The executor of `kernel` on its target (target_of): natively in this process, or a machine's calls."""
+    target = target_of(kernel, backend)
+    if target.backend == "native":
         return NativeExecutor(kernel)
-    if kernel.target == "aarch64":
-        from .emulated import EmulatedExecutor, QemuExecutor   # needs lowp.emulator
-        return QemuExecutor(kernel) if aarch64_backend(kernel, backend) == "qemu" else EmulatedExecutor(kernel)
-    raise ValueError(f"{kernel.name}: unknown target {kernel.target!r}")
+    from .emulated import EmulatedExecutor, QemuExecutor   # needs lowp.emulator
+    return (QemuExecutor if target.backend == "qemu" else EmulatedExecutor)(kernel, target=target)

@@ -7,10 +7,11 @@ HWCAP2 names). A name outside these lists is a typo or a flag no CPU reports, an
 from __future__ import annotations
 
 import difflib
-import os
-import platform
 import re
 from pathlib import Path
+
+from lowp.emulator.targets import disabled_features, host_arch, of_arch, proc_cpuinfo
+from lowp.emulator.targets.aarch64 import UNICORN_FEATURES
 
 # The x86 flags /proc/cpuinfo prints: the quoted names of the X86_FEATURE_* comments (a define without a quoted
 # name is not displayed), words 0-21, without the X86_BUG_* names (they go on the "bugs" line).
@@ -91,16 +92,8 @@ AARCH64_HWCAPS = (
     "smestmop", "smesmop4", "mtefar", "mtestoreonly",
 )
 
-# What lowp's AArch64 emulator (Unicorn 2.1.4, cpu model MAX, as lowp.emulator.Machine sets it up) executes:
-# probed by running one instruction of each feature (tests/test_schema.py repeats the probe). The ID registers
-# of the model also say SVE, but Machine never enables it (PTRUE raises), so sve is not claimed; PACGA, BFDOT and
-# the FEAT_I8MM instructions raise. i8mm is listed because lowp runs SMMLA/UMMLA/USMMLA/USDOT/SUDOT on its own
-# bit-exact models (lowp.emulator.i8mm). evtstrm and cpuid are services of the Linux kernel, not of a CPU.
-EMULATED_AARCH64 = (
-    "fp", "asimd", "fphp", "asimdhp", "aes", "pmull", "sha1", "sha2", "sha512", "sha3", "sm3", "sm4", "crc32",
-    "atomics", "asimdrdm", "asimddp", "asimdfhm", "jscvt", "fcma", "lrcpc", "ilrcpc", "dcpop", "dcpodp", "frint",
-    "sb", "flagm", "flagm2", "rng", "paca", "bti", "i8mm",
-)
+# What Unicorn runs for an AArch64 kernel: the Unicorn target's fact (lowp.emulator.targets.aarch64).
+EMULATED_AARCH64 = UNICORN_FEATURES
 
 TARGETS = ("x86-64", "aarch64")
 
@@ -121,27 +114,11 @@ def _lowp_x86_names() -> tuple[str, ...]:
     return tuple(FEATURE_BITS)
 
 
-def _host_arch() -> str | None:
-    machine = platform.machine().lower()
-    if machine in ("x86_64", "amd64"):
-        return "x86-64"
-    if machine in ("aarch64", "arm64"):
-        return "aarch64"
-    return None
-
-
 def proc_cpuinfo_flags(path: str | Path = "/proc/cpuinfo") -> frozenset[str]:
     """The feature names of the first processor in /proc/cpuinfo (x86 'flags', AArch64 'Features'); empty if
     the file is missing or has neither line."""
-    try:
-        text = Path(path).read_text()
-    except OSError:
-        return frozenset()
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() in ("flags", "Features"):
-            return frozenset(value.split())
-    return frozenset()
+    info = proc_cpuinfo(path)
+    return frozenset((info.get("flags") or info.get("Features") or "").split())
 
 
 def known_features(target: str) -> frozenset[str]:
@@ -153,30 +130,17 @@ def known_features(target: str) -> frozenset[str]:
         names = set(AARCH64_HWCAPS)
     else:
         raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
-    if _host_arch() == target:
+    if host_arch() == target:
         names |= proc_cpuinfo_flags()
     return frozenset(names)
 
 
-def disabled_features() -> frozenset[str]:
-    """The names in LOWP_DISABLE_FEATURES (comma-separated): lowp acts as if the CPU lacked them."""
-    return frozenset(f.strip() for f in os.environ.get("LOWP_DISABLE_FEATURES", "").split(",") if f.strip())
-
-
 def host_features(target: str) -> frozenset[str]:
-    """The features kernels of `target` can use here, less those in LOWP_DISABLE_FEATURES.
-
-    x86-64: lowp's own CPUID + XGETBV detection (lowp.emulator.native.host_cpu_features) and the flags of
-    /proc/cpuinfo (nothing on a host that is not x86-64). aarch64: what the emulator runs (EMULATED_AARCH64)."""
-    disabled = disabled_features()
-    if target == "x86-64":
-        if _host_arch() != "x86-64":
-            return frozenset()
-        from lowp.emulator.native import host_cpu_features
-        return frozenset(host_cpu_features() | proc_cpuinfo_flags()) - disabled
-    if target == "aarch64":
-        return frozenset(EMULATED_AARCH64) - disabled
-    raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+    """The features kernels of `target` can use here (on the target lowp prefers for them: the CPU for x86-64,
+    Unicorn for AArch64), less those in LOWP_DISABLE_FEATURES."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+    return of_arch(target)[0].features() - disabled_features()
 
 
 def _squash(name: str) -> str:

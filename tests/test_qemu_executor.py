@@ -260,7 +260,7 @@ def test_backend_choice(monkeypatch):
     assert type(executor(k)) is QemuExecutor
     with pytest.raises(ValueError, match="unknown backend 'bochs'"):
         executor(k, "bochs")
-    with pytest.raises(ValueError, match="runs natively"):
+    with pytest.raises(ValueError, match="kernels run natively"):
         executor(kernel("u8s8s32_avx2"), "qemu")
 
 

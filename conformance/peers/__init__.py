@@ -65,16 +65,10 @@ PATHS = (
 ISA_ENV = ("FBGEMM_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "ONEDNN_VERBOSE", "DNNL_VERBOSE", "DNNL_MAX_CPU_ISA")
 
 
-def cpu_flags() -> set[str]:
+def cpu_flags() -> frozenset[str]:
     """The host's CPU flags as Linux names them (/proc/cpuinfo); empty where that is unavailable."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
+    from lowp.emulator.targets import host
+    return host().flags
 
 
 RELEVANT_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx_vnni", "avx_vnni_int8",
@@ -275,14 +269,10 @@ def run(*, count: int = 2000, seed: int = 0, jobs: int | None = None, libraries=
 
 
 def environment() -> dict:
-    flags = cpu_flags()
-    env = {"python": platform.python_version(), "machine": platform.machine(),
-           "cpu_flags": sorted(f for f in RELEVANT_FLAGS if f in flags)}
-    try:
-        with open("/proc/cpuinfo") as f:
-            env["cpu"] = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None)
-    except OSError:
-        env["cpu"] = None
+    from lowp.emulator.targets import host
+    h = host()
+    env = {"python": platform.python_version(), "machine": h.machine,
+           "cpu_flags": sorted(f for f in RELEVANT_FLAGS if f in h.flags), "cpu": h.cpu_model}
     for mod in ("torch", "onnxruntime", "onnx"):
         spec = importlib.util.find_spec(mod)
         env[mod] = None

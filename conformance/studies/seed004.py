@@ -5,7 +5,6 @@ normally distributed values (the article: 23 levels instead of 16, "1.47x less q
 """
 from __future__ import annotations
 
-import platform
 from pathlib import Path
 
 import numpy as np
@@ -99,20 +98,8 @@ def bench(names=None, torch: bool = True) -> dict:
 
 
 def machine() -> str:
-    name = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        from lowp.emulator.native import host_cpu_features
-        flags = " ".join(sorted(f for f in host_cpu_features() if f.startswith(("avx", "ssse"))))
-    except Exception:   # noqa: BLE001 - no compiler / not x86: the name is enough
-        flags = ""
-    return f"{name}; {flags}" if flags else name
+    from lowp.emulator.targets import host
+    return host().summary(("avx", "ssse"))
 
 
 def compute(small: bool = False, seed: int = 0, run_bench: bool = True, torch: bool = True) -> dict:

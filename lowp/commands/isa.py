@@ -61,31 +61,18 @@ def select(names: list[str], arch: str | None):
 
 
 def backends_for(arch_needed: set[str]) -> tuple[dict[str, list], list[str]]:
-    """Executors by arch, in order of preference, and notes on those that could not be set up."""
-    found: dict[str, list] = {"x86": [], "aarch64": [], "riscv64": []}
+    """Executors by ISA, in order of preference (the targets' intrinsic backends: lowp.emulator.targets), and
+    notes on those that could not be set up."""
+    from lowp.emulator.targets import all_targets
+    found: dict[str, list] = {arch: [] for arch in ARCHES}
     notes = []
-    if "x86" in arch_needed:
+    for target in all_targets():
+        if target.isa not in arch_needed:
+            continue
         try:
-            from lowp.emulator.native import NativeX86
-            found["x86"].append(NativeX86())
-        except Exception as e:  # no compiler, not x86-64: every x86 row says why
-            notes.append(f"native x86: {e}")
-    if "aarch64" in arch_needed:
-        try:
-            from lowp.emulator import intrinsics as emulated
-            for cls in (getattr(emulated, "UnicornBackend", None), getattr(emulated, "QemuBackend", None)):
-                if cls is not None:
-                    try:
-                        found["aarch64"].append(cls())
-                    except Exception as e:
-                        notes.append(f"{cls.__name__}: {e}")
-            from lowp.emulator import sve
-            found["aarch64"] += sve.backends()     # one per vector length; they say why when qemu is absent
-        except ImportError as e:
-            notes.append(f"AArch64 back ends: {e}")
-    if "riscv64" in arch_needed:
-        from lowp.emulator.rvv import RvvQemuBackend
-        found["riscv64"].append(RvvQemuBackend())
+            found[target.isa] += target.intrinsic_backends()
+        except Exception as e:  # no compiler, not x86-64, no emulator: every row of that ISA says why
+            notes.append(f"{target.name}: {e}")
     return found, notes
 
 

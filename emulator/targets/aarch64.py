@@ -1,0 +1,110 @@
+"""AArch64 on x86-64: Unicorn (lowp.emulator.Machine, a 'bare' freestanding build, AAPCS64 in aapcs64.py) and
+qemu-user (lowp.emulator.qemu.QemuMachine, a static Linux program with lowp's guest driver). Unicorn is preferred
+where it runs a kernel's features itself; qemu where Unicorn lacks one (SVE, SME) or has it only through lowp's
+own models (FEAT_I8MM: a verdict would then rest on the models it checks)."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from . import EMULATOR, Recipe, Target, register
+
+# Cortex-A76 has FEAT_DotProd; +i8mm adds SMMLA/UMMLA/USMMLA/USDOT/SUDOT (zig rejects -march=armv8.6-a+i8mm).
+DEFAULT_CPU = "cortex_a76+i8mm"
+BARE = Recipe("bare", "aarch64-freestanding", DEFAULT_CPU, EMULATOR / "runtime.c", "EM_AARCH64",
+              freestanding_headers=True, link_flags=("-Wl,--no-gc-sections",))
+LINUX = Recipe("linux", "aarch64-linux-none", DEFAULT_CPU, EMULATOR / "linux_runtime.c", "EM_AARCH64")
+
+# What Unicorn 2.1.4 (cpu model MAX, as Machine sets it up) executes: probed by running one instruction of each
+# feature (tests/test_schema.py repeats the probe). The ID registers of the model also say SVE, but Machine never
+# enables it (PTRUE raises), so sve is not claimed; PACGA, BFDOT and the FEAT_I8MM instructions raise. i8mm is
+# listed because lowp runs SMMLA/UMMLA/USMMLA/USDOT/SUDOT on its own bit-exact models (lowp.emulator.i8mm).
+# evtstrm and cpuid are services of the Linux kernel, not of a CPU.
+UNICORN_FEATURES = (
+    "fp", "asimd", "fphp", "asimdhp", "aes", "pmull", "sha1", "sha2", "sha512", "sha3", "sm3", "sm4", "crc32",
+    "atomics", "asimdrdm", "asimddp", "asimdfhm", "jscvt", "fcma", "lrcpc", "ilrcpc", "dcpop", "dcpodp", "frint",
+    "sb", "flagm", "flagm2", "rng", "paca", "bti", "i8mm",
+)
+
+
+class Aarch64Unicorn(Target):
+    name, arch, isa, backend, preference = "aarch64-unicorn", "aarch64", "aarch64", "unicorn", 0
+    recipe = BARE
+    models_only = frozenset({"i8mm"})
+
+    @property
+    def convention(self):
+        from lowp.emulator.aapcs64 import AAPCS64
+        return AAPCS64
+
+    def unavailable(self) -> str | None:
+        try:
+            import unicorn
+            del unicorn
+        except ImportError as e:   # pragma: no cover - unicorn is a dependency
+            return f"the emulator cannot load: {e}"
+        return None
+
+    def features(self, vector_bits=None, **options) -> frozenset[str]:
+        return frozenset(UNICORN_FEATURES)
+
+    def describe(self, vector_bits=None, **options) -> str:
+        return "Unicorn 2.1.4 (cpu model MAX)"
+
+    def machine(self, sources, *, flags=(), depends=(), vector_bits=None, **options):
+        from lowp.emulator import Machine, build
+        return Machine(build(*sources, flags=flags, depends=depends), convention=self.convention, **options)
+
+    def intrinsic_backends(self) -> list:
+        from lowp.emulator.intrinsics import UnicornBackend
+        return [UnicornBackend()]
+
+
+class Aarch64Qemu(Target):
+    name, arch, isa, backend, preference = "aarch64-qemu", "aarch64", "aarch64", "qemu", 1
+    recipe = LINUX
+
+    def unavailable(self) -> str | None:
+        from lowp.emulator.qemu import unavailable
+        return unavailable()
+
+    def cpu(self, vector_bits=None, cpu=None) -> str:
+        """qemu's -cpu: the one asked for, else max at the kernel's SVE/SME vector length."""
+        from lowp.emulator.qemu import vector_length_cpu
+        return cpu or (vector_length_cpu(vector_bits) if vector_bits else "max")
+
+    def features(self, vector_bits=None, cpu=None, qemu=None, **options) -> frozenset[str]:
+        from lowp.emulator.qemu import cpu_features
+        return cpu_features(self.cpu(vector_bits, cpu), qemu) if self.unavailable() is None else frozenset()
+
+    def describe(self, vector_bits=None, cpu=None, **options) -> str:
+        return f"qemu-aarch64 -cpu {self.cpu(vector_bits, cpu)}"
+
+    def known_defect(self, features, vector_bits=None, qemu=None) -> str | None:
+        """A qemu that executes a feature wrongly cannot judge a kernel using it: its verdict would be qemu's bug.
+        SME: qemu 7.2's 32-bit SMOPA (issue #2083), probed with the fix's own test vector."""
+        if "sme" not in features:
+            return None
+        from lowp.emulator.sve import QEMU_2083
+        right = _outer_products_right(vector_bits or 512, qemu)
+        return None if right else "a kernel with SME outer products: " + QEMU_2083
+
+    def machine(self, sources, *, flags=(), depends=(), vector_bits=None, **options):
+        from lowp.emulator.qemu import QemuMachine, build_for_qemu
+        options["cpu"] = self.cpu(vector_bits, options.get("cpu"))
+        return QemuMachine(build_for_qemu(*sources, flags=flags, depends=depends), **options)
+
+    def intrinsic_backends(self) -> list:
+        from lowp.emulator import sve
+        from lowp.emulator.intrinsics import QemuBackend
+        return [QemuBackend(), *sve.backends()]     # one per vector length; they say why when qemu is absent
+
+
+@lru_cache(maxsize=None)
+def _outer_products_right(vector_bits: int, qemu: str | None) -> bool:
+    """Whether this qemu computes SMOPA right, once per process (each probe starts qemu on the wrappers' ELF)."""
+    from lowp.emulator.sve import ScalableQemuBackend
+    return ScalableQemuBackend(vector_bits, qemu=qemu).outer_products_right
+
+
+UNICORN = register(Aarch64Unicorn())
+QEMU = register(Aarch64Qemu())
