@@ -39,7 +39,10 @@ def parse_range(text: str) -> tuple[int, int]:
     """'u8', 's7', 'u4' (0..15), or 'lo:hi'."""
     text = text.strip()
     if ":" in text:
-        lo, hi = (int(x) for x in text.split(":"))
+        try:
+            lo, hi = (int(x) for x in text.split(":"))
+        except ValueError:
+            raise ValueError(f"not a range: {text!r} (use u8, s7, u4 or lo:hi with integers)") from None
     elif text[0] in "us" and text[1:].isdigit():
         bits = int(text[1:])
         lo, hi = (0, 2 ** bits - 1) if text[0] == "u" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)

@@ -18,11 +18,18 @@ def add_parser(sub) -> None:
 
 def cmd_bounds(args) -> int:
     from lowp.conformance import bounds
-    a = bounds.parse_range(args.a) if args.a else None
-    b = bounds.parse_range(args.b) if args.b else None
+    try:
+        a = bounds.parse_range(args.a) if args.a else None
+        b = bounds.parse_range(args.b) if args.b else None
+    except ValueError as e:
+        args.parser.error(str(e))
     if args.acc:
         if not (a and b):
-            raise SystemExit("lowp bounds --acc needs --a and --b")
+            args.parser.error("--acc needs --a and --b (the operand ranges whose products it sums)")
+        if args.acc not in bounds.DTYPES:
+            from lowp.cli import suggest
+            args.parser.error(f"--acc: unknown accumulator type {args.acc!r}{suggest(args.acc, bounds.DTYPES)}; "
+                              f"known: {', '.join(bounds.DTYPES)}")
         stage = bounds.Stage(f"sum of products into {args.acc}", bounds.DEPTH, args.acc, "wrap")
         depth, _ = bounds.safe_depth(a, b, [stage])
         lo, hi = bounds.product_range(a, b)

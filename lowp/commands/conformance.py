@@ -106,6 +106,8 @@ def cmd_conformance(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.action == "replay":
+        if not args.ids:
+            args.parser.error("replay needs the id of a case or check (the report's replay lines give them)")
         return _replay(args, runner.read_journal(args.out / "journal.jsonl"))
     checks = plan(selected)
     if args.action == "list":

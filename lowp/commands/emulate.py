@@ -119,9 +119,14 @@ def run(args) -> int:
             return 2
         sources, flags, depends, what = args.source, (), (), ""
     try:
-        binary = build(*sources, flags=[*flags, *args.flags.split()], depends=depends)
+        # -g: the function's DWARF says how many arguments it takes (kernels/prototype.py); the code is the same
+        binary = build(*sources, flags=[*flags, *args.flags.split(), "-g"], depends=depends)
     except (BuildError, FileNotFoundError, ValueError) as e:
         print(f"lowp emulate: {what}{e}", file=sys.stderr)
+        return 2
+    wrong = _argument_count_problem(binary, args.function, parsed)
+    if wrong:
+        print(f"lowp emulate: {what}{wrong}", file=sys.stderr)
         return 2
     machine = Machine(binary)
     names = [n for n, _ in parsed]
@@ -150,6 +155,22 @@ def run(args) -> int:
         print(f"fault: {type(fault).__name__}: {fault}", file=sys.stderr)
         return 1
     return 0
+
+
+def _argument_count_problem(binary, function: str, parsed) -> str | None:
+    """Why the --arg list cannot be the function's arguments (too few leave registers the caller never set: the
+    run would look fine on garbage), or None; unknown for a function without DWARF (assembly)."""
+    from lowp.kernels.prototype import parameters
+    try:
+        params = parameters(binary.path, function)
+    except Exception:  # noqa: BLE001 - unreadable DWARF: the call itself still reports a missing symbol
+        return None
+    if params is None or len(params) == len(parsed):
+        return None
+    wanted = ", ".join(f"{t} {n}" for n, _, t in params)
+    given = ", ".join(n for n, _ in parsed) or "none"
+    return (f"{function}({wanted}) takes {len(params)} argument(s); {len(parsed)} given with --arg ({given}): "
+            "give one --arg NAME=VALUE per parameter, in order")
 
 
 def _registered(args):

@@ -1,0 +1,86 @@
+"""The command line as a user meets it: every command `--help` offers answers its own --help, usage errors exit 2
+with a did-you-mean, ranges are values, a closed pipe is quiet."""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from lowp.cli import SIGPIPE_STATUS, build_parser, main
+
+
+def _commands(parser, prefix=()):
+    """Every command path the parsers offer: ('isa',), ('isa', 'list'), ..."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*prefix, name)
+                yield from _commands(sub, (*prefix, name))
+
+
+COMMANDS = list(_commands(build_parser()))
+
+
+def test_the_smoke_test_sees_the_commands():
+    assert {("conformance",), ("isa", "list"), ("isa", "verify"), ("bench",), ("docs", "isa")} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_every_offered_command_answers_help(path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([*path, "--help"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: lowp " + " ".join(path))
+
+
+def test_version(capsys):
+    import lowp
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"lowp {lowp.__version__}"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["conformance", "--kernal", "X"], "unknown option --kernal (did you mean --kernel?)"),
+    (["conformance", "replay"], "replay needs the id"),
+    (["isa", "lisst"], "invalid choice: 'lisst' (did you mean list?)"),
+    (["bounds", "--acc", "s17", "--a", "s8", "--b", "s8"], "unknown accumulator type 's17' (did you mean s16?)"),
+    (["bounds", "--acc", "s32"], "--acc needs --a and --b"),
+    (["bounds", "--a", "1:x", "--b", "s8", "--acc", "s32"], "not a range: '1:x'"),
+    (["conformance", "--kernel", "u8s8s32_avx3"], "did you mean 'u8s8s32_avx2'"),
+    (["conformance", "--kernels", "nope.toml"], "nope.toml: cannot read"),
+])
+def test_usage_errors_exit_2_and_name_the_problem(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    try:
+        status = main(argv)
+    except SystemExit as e:
+        status = e.code
+    assert status == 2
+    assert message in capsys.readouterr().err
+
+
+def test_negative_ranges_are_values(capsys):
+    assert main(["bounds", "--a", "-127:127", "--b", "-128:127", "--acc", "s32"]) == 0
+    assert "A in [-127, 127] and B in [-128, 127]" in capsys.readouterr().out
+
+
+def test_emulate_refuses_too_few_arguments(tmp_path, capsys):
+    src = tmp_path / "add3.c"
+    src.write_text("long add3(long a, long b, long c) { return a + b + c; }\n")
+    assert main(["emulate", str(src), "-f", "add3", "-a", "a=1", "-a", "b=2"]) == 2
+    assert "takes 3 argument(s); 2 given" in capsys.readouterr().err
+    assert main(["emulate", str(src), "-f", "add3", "-a", "a=1", "-a", "b=2", "-a", "c=3"]) == 0
+    assert "returned x0 = 6" in capsys.readouterr().out
+
+
+def test_a_closed_pipe_is_quiet():
+    """`lowp isa list | head -1`: the reader leaves early; no traceback, the SIGPIPE status."""
+    proc = subprocess.Popen([sys.executable, "-m", "lowp", "isa", "list"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait() in (0, SIGPIPE_STATUS) and "Traceback" not in err and "BrokenPipe" not in err
