@@ -85,8 +85,9 @@ class Binary:
         from elftools.elf.elffile import ELFFile
         with open(self.path, "rb") as f:
             elf = ELFFile(f)
-            if elf["e_machine"] != "EM_AARCH64":
-                raise BuildError(f"{self.path}: not an AArch64 ELF ({elf['e_machine']})")
+            machine = "EM_RISCV" if self.target == "riscv64-linux" else "EM_AARCH64"
+            if elf["e_machine"] != machine:
+                raise BuildError(f"{self.path}: not an {machine[3:]} ELF ({elf['e_machine']})")
             if elf["e_type"] != "ET_EXEC":
                 raise BuildError(f"{self.path}: expected a static executable (ET_EXEC), got {elf['e_type']}")
             segments = tuple(Segment(s["p_vaddr"], s.data(), s["p_memsz"], s["p_flags"])
