@@ -93,20 +93,23 @@ class QemuExecutor(EmulatedExecutor):
     backend = "qemu"
 
     def __init__(self, kernel: Kernel, **machine_options):
-        if kernel.vector_bits and "cpu" not in machine_options:    # the kernel's SVE/SME vector length
-            from lowp.emulator.qemu import vector_length_cpu
-            machine_options["cpu"] = vector_length_cpu(kernel.vector_bits)
+        from lowp.emulator.qemu import AARCH64
+        guest = machine_options.setdefault("guest", AARCH64)
+        if kernel.vector_bits and "cpu" not in machine_options:    # SVE/SME vector length; RISC-V: VLEN
+            machine_options["cpu"] = guest.vector_length_cpu(kernel.vector_bits)
         super().__init__(kernel, **machine_options)
 
     def unavailable(self) -> str | None:
-        from lowp.emulator.qemu import cpu_features, unavailable
-        reason = unavailable()
+        from lowp.emulator.qemu import cpu_features
+        guest = self.machine_options["guest"]
+        reason = guest.unavailable()
         if reason:
             return reason
-        cpu = self.machine_options.get("cpu", "max")
-        missing = [f for f in self.kernel.features if f not in cpu_features(cpu, self.machine_options.get("qemu"))]
+        cpu = self.machine_options.get("cpu") or guest.cpu
+        missing = [f for f in self.kernel.features
+                   if f not in cpu_features(cpu, self.machine_options.get("qemu"), guest)]
         if missing:
-            return f"qemu-aarch64 -cpu {cpu} lacks {', '.join(missing)}"
+            return f"{guest.qemu} -cpu {cpu} lacks {', '.join(missing)}"
         return self._known_defect()
 
     def _known_defect(self) -> str | None:
@@ -122,7 +125,7 @@ class QemuExecutor(EmulatedExecutor):
     def machine(self):
         from lowp.emulator.qemu import QemuMachine, build_for_qemu
         binary = build_for_qemu(*self.kernel.sources, flags=(*self.kernel.build_flags(), "-g"),
-                                depends=self.kernel.depends)
+                                depends=self.kernel.depends, guest=self.machine_options["guest"])
         return QemuMachine(binary, **self.machine_options)
 
     def with_fresh_state(self) -> "QemuExecutor":

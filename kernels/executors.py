@@ -217,7 +217,8 @@ UNICORN_MODELS_ONLY = frozenset({"i8mm"})
 
 
 def executor(kernel: Kernel, backend: str | None = None):
-    """The executor of `kernel`: native on x86-64; on AArch64 Unicorn or qemu (aarch64_backend)."""
+    """The executor of `kernel`: native on x86-64; on AArch64 Unicorn or qemu (aarch64_backend); RISC-V 64 on
+    qemu-riscv64."""
     if kernel.target == "x86-64":
         if backend not in (None, "native"):
             raise ValueError(f"{kernel.name}: an x86-64 kernel runs natively, not on {backend!r}")
@@ -225,4 +226,10 @@ def executor(kernel: Kernel, backend: str | None = None):
     if kernel.target == "aarch64":
         from .emulated import EmulatedExecutor, QemuExecutor   # needs lowp.emulator
         return QemuExecutor(kernel) if aarch64_backend(kernel, backend) == "qemu" else EmulatedExecutor(kernel)
+    if kernel.target == "riscv64":
+        if backend not in (None, "qemu"):
+            raise ValueError(f"{kernel.name}: a riscv64 kernel runs on qemu-riscv64, not on {backend!r}")
+        from lowp.emulator.qemu import RISCV64
+        from .emulated import QemuExecutor
+        return QemuExecutor(kernel, guest=RISCV64)
     raise ValueError(f"{kernel.name}: unknown target {kernel.target!r}")
