@@ -131,8 +131,9 @@ class QemuGuest:
 def riscv64_features(hwcap: int, hwcap2: int, cpu: str) -> frozenset[str]:
     """RISC-V features: the single-letter extensions of AT_HWCAP (bit i: the letter 'a' + i; Linux
     arch/riscv/include/uapi/asm/hwcap.h), plus 'v' and zvl<N>b for N = 32 .. VLEN when the -cpu string enables V.
-    QEMU 7.2's linux-user reports only IMAFDC in AT_HWCAP (linux-user/elfload.c get_elf_hwcap masks misa_ext with
-    them), so V, whose presence and VLEN are the -cpu's, are read from the -cpu string."""
+    Debian's qemu-user 7.2 reports IMAFDC and V in AT_HWCAP (linux-user/elfload.c get_elf_hwcap: misa masked to
+    those letters), but nothing says VLEN (no hwcap bits for Zvl*b; no riscv_hwprobe in qemu 7.2): the vector
+    length is the -cpu's vlen (qemu's default 128), which the guest's csrr vlenb confirms (tests)."""
     names = {chr(ord("a") + i) for i in range(26) if hwcap >> i & 1}
     options = dict(o.partition("=")[::2] for o in cpu.split(",")[1:])
     if options.get("v") in ("true", "on"):
@@ -224,6 +225,9 @@ class QemuMachine:
                              f"guest={guest.name.upper()})); {binary.path.name} is a {binary.target!r} build")
         self.guest = guest
         self.binary, self.seconds, self.cpu, self.counts, self.grace = binary, seconds, cpu or guest.cpu, counts, grace
+        if guest is RISCV64 and "v" not in riscv64_features(0, 0, self.cpu):
+            raise ValueError(f"cpu={self.cpu!r}: lowp's RISC-V driver needs the V extension (it seeds v0..v31 and is "
+                             "built for rv64gcv): give v=true, e.g. " + riscv64_vector_length_cpu(128))
         self.qemu = qemu or guest.path()
         self.starts = 0               # processes started (the first, then one after each death, hang or kill)
         self._proc = None
@@ -266,6 +270,7 @@ class QemuMachine:
                                       stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
         self._send(_op(OP_HELLO, self.guest.nx))
         _, self.page, hwcap, hwcap2 = np.frombuffer(self._receive(32, 30.0, "starting"), np.uint64).tolist()
+        self.hwcap = (hwcap, hwcap2)            # as the auxiliary vector gives them (RISC-V: see riscv64_features)
         self.features = self.guest.features_of(hwcap, hwcap2, self.cpu)
         return self._proc
 
