@@ -27,6 +27,7 @@ GEMMLOWP = "gemmlowp @16e8662 internal/output.h L121-148 (RoundingDivideByPOT as
 FBGEMM = "pytorch/FBGEMM @71d6f8b src/RefImplementations.cc L217-290, include/fbgemm/Fbgemm.h L1168-1260"
 QD8 = "google/XNNPACK @75db3c0 src/qs8-gemm/MRx8c8-avxvnni.c.in L432-464; include/xnnpack.h (qd8 fully connected)"
 ONEDNN = "uxlfoundation/oneDNN doc/programming_model/attributes_quantization.md"
+RVV_SPEC = "riscv/riscv-v-spec@v1.0 v-spec.adoc"
 LARGEST_BELOW_256 = np.nextafter(F32(256), F32(0))
 SMALLEST_SCALE = F32(2.0 ** -32)
 
@@ -564,6 +565,15 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                    ("xnnpack-rndnu", "xnnpack-rndnu-neon", "xnnpack-rndnu-scalar"),
                    ("xnnpack-rndnu-neon-wrap", "xnnpack-fp32-lrintf"),
                    f"{XNN_REQ}; {XNN_INIT} (rndnu_scalar, rndnu_neon)", XNN_RNDNU_DOMAIN),
+    *[OutputContract(f"rvv-vnclip-{m}", f"lowp's RVV requantization of XNNPACK's rndnu_neon params: vsadd "
+                     f"doublings, vsmul (vxrm rdn), vnclip int32 -> int16 rounded by vxrm {m}, vsadd zp, vnclip to "
+                     "int8, clamp" + (" (equal to XNNPACK's NEON rndnu: tests/test_riscv64_kernels.py)"
+                                      if m == "rnu" else ""),
+                     ("s8",), ScaleDomain.keys, (f"rvv-vnclip-{m}",),
+                     tuple(f"rvv-vnclip-{o}" for o in ("rnu", "rne", "rdn", "rod") if o != m)
+                     + ("rvv-vnclip-rnu-vsmul-rnu", "xnnpack-rndnu-neon", "xnnpack-fp32-lrintf"),
+                     f"{RVV_SPEC} sections 3.8, 12.3, 12.5; {XNN_INIT} (rndnu_neon)", XNN_RNDNU_DOMAIN)
+      for m in ("rnu", "rne", "rdn", "rod")],
     OutputContract("tflite-double-rounding", "TFLite's reference MultiplyByQuantizedMultiplier (double rounding: "
                    "SRDHM then RDBPOT) + zp, clamp", ("s8", "u8"), FixedPointDomain.keys,
                    ("tflite-G",), ("tflite-G-satshift", "tflite-U", "tflite-S", "tflite-S_neon"),

@@ -66,6 +66,17 @@ def known_mnemonics(target: str) -> set[str]:
     from capstone import arm64_const, x86_const
 
     from lowp.isa_models import intrinsics
+    if target == "riscv64":             # capstone 5's RV64GC names and lowp's RVV decoder's (lowp.emulator.riscv)
+        from capstone import riscv_const
+
+        from lowp.emulator.riscv import OPI, OPM, VXUNARY0
+        names = {n[len("RISCV_INS_"):].lower().replace("_", ".") for n in dir(riscv_const)
+                 if n.startswith("RISCV_INS_")}
+        stems = set(OPI.values()) | set(OPM.values())
+        names |= {f"{s}.{form}" for s in stems for form in ("vv", "vx", "vi", "wv", "wx", "wi", "vs", "mm")}
+        names |= set(VXUNARY0.values()) | {"vsetvli", "vsetivli", "vsetvl", "vle8.v", "vle16.v", "vle32.v",
+                                           "vle64.v", "vse8.v", "vse16.v", "vse32.v", "vse64.v"}
+        return names | {i.mnemonic for i in intrinsics("riscv64")}
     module, prefix, arch = (x86_const, "X86_INS_", "x86") if target == "x86-64" else (arm64_const, "ARM64_INS_",
                                                                                        "aarch64")
     names = {n[len(prefix):].lower() for n in dir(module) if n.startswith(prefix)}

@@ -1,4 +1,5 @@
-"""Run functions of an AArch64 kernel under qemu-aarch64 (qemu-user, `-cpu max`), called like C functions from
+"""Run functions of an AArch64 (or RISC-V 64) kernel under qemu-aarch64 (qemu-user, `-cpu max`; qemu-riscv64),
+called like C functions from
 Python, in ONE long-lived process that serves every call: the same interface and errors as the Unicorn Machine.
 
     m = QemuMachine(build_for_qemu("gemm.c"))
@@ -30,9 +31,18 @@ through a system call the driver makes. Blocks that start in the driver (lowpq_*
 counts are the kernel's own, from its entry to its return, as Machine counts them. The plugin is loaded when the
 process starts, if it can be built (plugin_unavailable() says why not); it costs an add per executed block.
 
+Guests: QemuMachine(binary, guest=RISCV64) runs a RISC-V 64 program (build_for_qemu(..., guest=RISCV64): target
+'riscv64-linux', the driver emulator/qemu_driver_riscv64.c) under qemu-riscv64 -cpu rv64,v=true,vlen=128,...: the
+same protocol, guard pages, canaries and errors (both drivers share emulator/qemu_driver_common.h); a QemuGuest
+says what differs (the qemu binary, the -cpu, the driver, the registers, the disassembler, the CPU features).
+AARCH64 is the default everywhere, so callers that name no guest run AArch64 as before.
+
 Registers: `seed` chooses X(nargs)..X28 and V0..V31 as Machine does (emulator.machine.seeded_registers: the same
 values), except X30 (the return address) and X29 (the frame pointer). Without a seed they are zero. Flags, FPCR
 and the SVE/SME state are qemu's at process start. Static data persists from call to call, as a loaded library's.
+RISC-V 64: `seed` chooses a(nargs)..a7, t0..t6, s0..s11 (seeded_registers_riscv64) and v0..v31 (each register's
+16 bytes of Machine's V state repeated over VLENB); ra, sp, gp and tp are the driver's; vtype, vl, vxrm and
+vxsat are what the last call left (a kernel sets them: vsetvl, csrw vxrm).
 """
 from __future__ import annotations
 
@@ -43,8 +53,10 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -68,6 +80,8 @@ SIGNAL_NAMES = {4: "SIGILL", 5: "SIGTRAP", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEG
 # every function kept: the entry symbols are called by address, nothing in the program references them
 KEEP = ("-Wl,--no-gc-sections",)
 INSTALL = "apt-get install qemu-user (Debian/Ubuntu), or set LOWP_QEMU_AARCH64 to a qemu-aarch64 binary"
+COMMON = HERE / "qemu_driver_common.h"
+RISCV64_VLENS = (128, 256, 512, 1024)     # what qemu-riscv64 7.2 accepts (as lowp.emulator.rvv.VLENS)
 
 
 def vector_length_cpu(bits: int) -> str:
@@ -76,23 +90,83 @@ def vector_length_cpu(bits: int) -> str:
     return f"max,sve-default-vector-length={n},sme-default-vector-length={n}"
 
 
-def qemu_path() -> str | None:
-    from .intrinsics import qemu_path as path
-    return path()
+def riscv64_vector_length_cpu(bits: int) -> str:
+    """qemu-riscv64's -cpu for the V extension at VLEN `bits`: QEMU 7.2 accepts VLEN a power of two in
+    [128, 1024] and vext_spec 'v1.0' only (target/riscv/cpu.c riscv_cpu_realize, v7.2.0); ELEN 64."""
+    if bits not in RISCV64_VLENS:
+        raise ValueError(f"VLEN={bits}: qemu-riscv64 7.2 takes VLEN {', '.join(map(str, RISCV64_VLENS))}")
+    return f"rv64,v=true,vlen={bits},elen=64,vext_spec=v1.0"
 
 
-def unavailable() -> str | None:
+@dataclass(frozen=True)
+class QemuGuest:
+    """What one guest architecture of QemuMachine is: the qemu-user binary (and the environment variable that
+    overrides it), its default -cpu and the -cpu of a vector length, the build target and the driver linked into
+    every kernel, the request's register words, the reply's, the disassembler, and how the CPU features are read
+    from the HELLO reply (AT_HWCAP, AT_HWCAP2) and the -cpu string."""
+    name: str
+    qemu: str                       # the qemu-user binary's name
+    env: str                        # the environment variable naming another binary
+    cpu: str                        # the default -cpu
+    vector_length_cpu: Callable[[int], str]
+    target: str                     # lowp.emulator.build's target
+    driver: Path
+    nx: int                         # words of x[] in a request (qemu_driver*.c NX)
+    arg_base: int                   # x[] index of integer argument 0
+    ret_index: int                  # register (index into the reply's registers) of the return value
+    sp_index: int                   # ... of the stack pointer
+    header: int                     # reply words before the buffers
+    features_of: Callable[[int, int, str], frozenset]   # (AT_HWCAP, AT_HWCAP2, -cpu) -> feature names
+    install: str
+
+    def path(self) -> str | None:
+        """The qemu-user binary: $env, else on PATH; None if neither."""
+        import shutil
+        return os.environ.get(self.env) or shutil.which(self.qemu)
+
+    def unavailable(self) -> str | None:
+        return None if self.path() else f"{self.qemu} is not installed ({self.install})"
+
+
+def riscv64_features(hwcap: int, hwcap2: int, cpu: str) -> frozenset[str]:
+    """RISC-V features: the single-letter extensions of AT_HWCAP (bit i: the letter 'a' + i; Linux
+    arch/riscv/include/uapi/asm/hwcap.h), plus 'v' and zvl<N>b for N = 32 .. VLEN when the -cpu string enables V.
+    Debian's qemu-user 7.2 reports IMAFDC and V in AT_HWCAP (linux-user/elfload.c get_elf_hwcap: misa masked to
+    those letters), but nothing says VLEN (no hwcap bits for Zvl*b; no riscv_hwprobe in qemu 7.2): the vector
+    length is the -cpu's vlen (qemu's default 128), which the guest's csrr vlenb confirms (tests)."""
+    names = {chr(ord("a") + i) for i in range(26) if hwcap >> i & 1}
+    options = dict(o.partition("=")[::2] for o in cpu.split(",")[1:])
+    if options.get("v") in ("true", "on"):
+        vlen = int(options.get("vlen", 128))
+        names |= {"v", *(f"zvl{n}b" for n in (32, 64, 128, 256, 512, 1024, 2048, 4096) if n <= vlen)}
+    return frozenset(names)
+
+
+AARCH64 = QemuGuest(
+    "aarch64", "qemu-aarch64", "LOWP_QEMU_AARCH64", "max", vector_length_cpu, "linux", DRIVER, NX, 0, 0, 31, HEADER,
+    lambda hwcap, hwcap2, cpu: hwcap_names(hwcap, hwcap2), INSTALL)
+RISCV64 = QemuGuest(
+    "riscv64", "qemu-riscv64", "LOWP_QEMU_RISCV64", riscv64_vector_length_cpu(128), riscv64_vector_length_cpu,
+    "riscv64-linux", HERE / "qemu_driver_riscv64.c", 32, 10, 10, 2, 37, riscv64_features,
+    "apt-get install qemu-user (Debian/Ubuntu), or set LOWP_QEMU_RISCV64 to a qemu-riscv64 binary")
+GUESTS = {g.name: g for g in (AARCH64, RISCV64)}
+
+
+def qemu_path(guest: QemuGuest = AARCH64) -> str | None:
+    return guest.path()
+
+
+def unavailable(guest: QemuGuest = AARCH64) -> str | None:
     """Why kernels cannot run under qemu here (and how to fix it), or None."""
-    if qemu_path() is None:
-        return f"qemu-aarch64 is not installed ({INSTALL})"
-    return None
+    return guest.unavailable()
 
 
-def build_for_qemu(*sources, flags=(), depends=(), **kwargs) -> Binary:
-    """A kernel's sources linked with the guest driver into a static AArch64 Linux program (target 'linux'), with
-    lowp's freestanding headers (assert.h, string.h, ...) as for the bare target."""
-    return build(*sources, DRIVER, target="linux", flags=(*flags, "-isystem", str(INCLUDE), *KEEP),
-                 depends=(*depends, *include_files()), **kwargs)
+def build_for_qemu(*sources, flags=(), depends=(), guest: QemuGuest = AARCH64, **kwargs) -> Binary:
+    """A kernel's sources linked with the guest driver into a static Linux program (target 'linux' for AArch64,
+    'riscv64-linux' for RISC-V 64), with lowp's freestanding headers (assert.h, string.h, ...) as for the bare
+    target."""
+    return build(*sources, guest.driver, target=guest.target, flags=(*flags, "-isystem", str(INCLUDE), *KEEP),
+                 depends=(*depends, *include_files(), COMMON), **kwargs)
 
 
 def plugin() -> Path:
@@ -124,29 +198,37 @@ def hwcap_names(hwcap: int, hwcap2: int) -> frozenset[str]:
 
 
 @lru_cache(maxsize=None)
-def cpu_features(cpu: str = "max", qemu: str | None = None) -> frozenset[str]:
-    """The CPU features (Linux HWCAP names) qemu-aarch64 -cpu `cpu` gives a program: asked of the driver alone."""
-    with QemuMachine(build(DRIVER, target="linux", flags=KEEP), cpu=cpu, qemu=qemu, counts=False) as m:
+def cpu_features(cpu: str | None = None, qemu: str | None = None, guest: QemuGuest = AARCH64) -> frozenset[str]:
+    """The CPU features (Linux HWCAP names; RISC-V: riscv64_features) qemu -cpu `cpu` (default: the guest's)
+    gives a program: asked of the driver alone."""
+    with QemuMachine(build(guest.driver, target=guest.target, flags=KEEP, depends=(COMMON,)), cpu=cpu, qemu=qemu,
+                     counts=False, guest=guest) as m:
         m.pid
         return m.features
 
 
 class QemuDied(EmulationFailed):
-    """The qemu-aarch64 process died or stopped answering during a call (it is restarted by the next call)."""
+    """The qemu-user process died or stopped answering during a call (it is restarted by the next call)."""
 
 
 class QemuMachine:
-    """One qemu-aarch64 -cpu max process running `binary` (a build_for_qemu() program); call() its functions.
+    """One qemu-user process (qemu-aarch64 -cpu max; guest=RISCV64: qemu-riscv64 -cpu rv64,v=true,...) running
+    `binary` (a build_for_qemu() program of that guest); call() its functions.
     counts=False starts it without the counting plugin (a call that asks for counts restarts it with the plugin);
     grace: seconds past a call's budget before the host kills a guest that does not answer."""
 
     def __init__(self, binary: Binary, *, seconds: float = DEFAULT_SECONDS, qemu: str | None = None,
-                 cpu: str = "max", counts: bool = True, grace: float = RESTART_GRACE):
-        if binary.target != "linux":
-            raise ValueError(f"QemuMachine runs 'linux' builds (build_for_qemu); {binary.path.name} is a "
-                             f"{binary.target!r} build")
-        self.binary, self.seconds, self.cpu, self.counts, self.grace = binary, seconds, cpu, counts, grace
-        self.qemu = qemu or qemu_path()
+                 cpu: str | None = None, counts: bool = True, grace: float = RESTART_GRACE,
+                 guest: QemuGuest = AARCH64):
+        if binary.target != guest.target:
+            raise ValueError(f"QemuMachine(guest={guest.name}) runs {guest.target!r} builds (build_for_qemu(..., "
+                             f"guest={guest.name.upper()})); {binary.path.name} is a {binary.target!r} build")
+        self.guest = guest
+        self.binary, self.seconds, self.cpu, self.counts, self.grace = binary, seconds, cpu or guest.cpu, counts, grace
+        if guest is RISCV64 and "v" not in riscv64_features(0, 0, self.cpu):
+            raise ValueError(f"cpu={self.cpu!r}: lowp's RISC-V driver needs the V extension (it seeds v0..v31 and is "
+                             "built for rv64gcv): give v=true, e.g. " + riscv64_vector_length_cpu(128))
+        self.qemu = qemu or guest.path()
         self.starts = 0               # processes started (the first, then one after each death, hang or kill)
         self._proc = None
         self._stderr = None
@@ -172,7 +254,7 @@ class QemuMachine:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         if self.qemu is None:
-            raise EmulatorError(f"qemu-aarch64 is not installed ({INSTALL})")
+            raise EmulatorError(f"{self.guest.qemu} is not installed ({self.guest.install})")
         if self._proc is not None:
             self._reap()
         self.starts += 1
@@ -186,9 +268,10 @@ class QemuMachine:
             command += ["-plugin", f"{plugin()},out={self._counts}"]
         self._proc = subprocess.Popen([*command, str(self.binary.path)], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
-        self._send(_op(OP_HELLO))
+        self._send(_op(OP_HELLO, self.guest.nx))
         _, self.page, hwcap, hwcap2 = np.frombuffer(self._receive(32, 30.0, "starting"), np.uint64).tolist()
-        self.features = hwcap_names(hwcap, hwcap2)
+        self.hwcap = (hwcap, hwcap2)            # as the auxiliary vector gives them (RISC-V: see riscv64_features)
+        self.features = self.guest.features_of(hwcap, hwcap2, self.cpu)
         return self._proc
 
     def close(self) -> None:
@@ -197,7 +280,7 @@ class QemuMachine:
             return
         try:
             if self._proc.poll() is None:
-                self._proc.stdin.write(_op(OP_EXIT))
+                self._proc.stdin.write(_op(OP_EXIT, self.guest.nx))
                 self._proc.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             pass
@@ -248,7 +331,7 @@ class QemuMachine:
             f"killed by {signal.Signals(-code).name}" if code is not None else "still running"
         tail = self._stderr_tail()
         self._reap()
-        return QemuDied(f"qemu-aarch64 {cause} while {what} ({how})" + (f": {tail}" if tail else "")
+        return QemuDied(f"{self.guest.qemu} {cause} while {what} ({how})" + (f": {tail}" if tail else "")
                         + "; the next call starts a new process")
 
     def _send(self, data: bytes) -> None:
@@ -290,7 +373,7 @@ class QemuMachine:
         if counted:
             reason = plugin_unavailable()
             if reason:
-                raise EmulatorError(f"instruction counts under qemu-aarch64 need lowp's TCG plugin: {reason}")
+                raise EmulatorError(f"instruction counts under {self.guest.qemu} need lowp's TCG plugin: {reason}")
         if seconds is None:
             seconds = max(1.0, budget / INSTRUCTIONS_PER_SECOND) if budget else self.seconds
         entry = self.binary.symbol(symbol)
@@ -300,9 +383,10 @@ class QemuMachine:
         if len(args) > MAX_ARGS:
             raise ValueError(f"{symbol}: {len(args)} arguments; the qemu driver passes at most {MAX_ARGS}")
         overread = overread or {}
-        x, v = np.zeros(NX, np.uint64), _ZERO_V
+        g = self.guest
+        x, v = np.zeros(g.nx, np.uint64), _ZERO_V
         if seed is not None:
-            x, v = _seeded(seed % REGISTER_STATES, min(len(args), 8))
+            x, v = _seeded(seed % REGISTER_STATES, min(len(args), 8), g.name)
         stack = np.zeros(NSTACK, np.uint64)
         kinds, arrays, array_names, data = [], [], [], []
         for i, (name, a) in enumerate(zip(names, args)):
@@ -316,7 +400,7 @@ class QemuMachine:
             elif isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)):
                 if not -(1 << 63) <= int(a) <= MASK64:
                     raise ValueError(f"argument {name!r}: {a} does not fit a 64-bit register")
-                (x if i < 8 else stack)[i if i < 8 else i - 8] = int(a) & MASK64
+                (x if i < 8 else stack)[g.arg_base + i if i < 8 else i - 8] = int(a) & MASK64
                 kinds += [0, 0, 0]
             else:
                 raise ValueError(f"argument {name!r}: expected a numpy array (passed as a pointer) or an int, "
@@ -326,7 +410,7 @@ class QemuMachine:
         slots[:len(kinds)] = kinds
         request = b"".join([np.array([OP_CALL, micro, counted, len(args), entry], np.uint64).tobytes(), x.tobytes(),
                             v.tobytes(), stack.tobytes(), slots.tobytes(), *data])
-        reply_bytes = 8 * HEADER + sum(40 + len(d) for d in data)
+        reply_bytes = 8 * g.header + sum(40 + len(d) for d in data)
         what = f"calling {symbol}({', '.join(names)})"
         t0 = time.perf_counter()
         self._process()
@@ -340,7 +424,7 @@ class QemuMachine:
             raise self._died(what, f"stopped reading requests ({e})") from None
         reply = self._receive(reply_bytes, seconds + self.grace, what)
         if reply is None:
-            raise BudgetExceeded(f"qemu-aarch64 did not answer within {seconds + self.grace:g} s while {what} (the "
+            raise BudgetExceeded(f"{g.qemu} did not answer within {seconds + self.grace:g} s while {what} (the "
                                  f"time budget of {seconds:g} s did not stop it in the guest: signals blocked?); "
                                  "killed, the next call starts a new process", budget=seconds)
         elapsed = time.perf_counter() - t0
@@ -364,22 +448,30 @@ class QemuMachine:
 
     def _mnemonics(self, blocks: np.ndarray) -> dict:
         counts = Counter()
+        riscv = self.guest is RISCV64
         for address, n, times in blocks.tolist():
-            for pc in range(address, address + 4 * n, 4):
+            pc = address
+            for _ in range(n):
                 word = self._word(pc) or b"\0\0\0\0"
                 m = self._mnemonic.get(word)
                 if m is None:
-                    insn = next(_capstone().disasm(word, pc), None)
-                    m = self._mnemonic[word] = insn.mnemonic if insn is not None else \
-                        f".inst {int.from_bytes(word, 'little'):#010x}"
+                    if riscv:
+                        from .riscv import mnemonic
+                        m = self._mnemonic[word] = mnemonic(word, pc)
+                    else:
+                        insn = next(_capstone().disasm(word, pc), None)
+                        m = self._mnemonic[word] = insn.mnemonic if insn is not None else \
+                            f".inst {int.from_bytes(word, 'little'):#010x}"
                 counts[m] += times
+                pc += len(word)
         return dict(counts.most_common())
 
     def _result(self, symbol, reply, arrays, names, seconds, elapsed, blocks=None, mnemonics=False) -> CallResult:
-        head = np.frombuffer(reply, np.uint64, HEADER).tolist()
+        g = self.guest
+        head = np.frombuffer(reply, np.uint64, g.header).tolist()
         status, signo, code, addr, pc = head[:5]
-        regs = head[5:36] + [head[36]]
-        out, buffers, at = [], [], 8 * HEADER
+        regs = head[5:]             # AArch64: x0..x30, sp; RISC-V 64: x0..x31
+        out, buffers, at = [], [], 8 * g.header
         for a, name in zip(arrays, names):
             lo, base, hi, below, over = np.frombuffer(reply, np.uint64, 5, at).tolist()
             at += 40
@@ -392,7 +484,8 @@ class QemuMachine:
             error = self._signal_error(symbol, signo, code, addr, pc, regs, buffers, seconds)
         if error is None:
             error = _canary_damage(buffers)
-        ret = regs[0] - (1 << 64) if regs[0] >> 63 else regs[0]
+        r = regs[g.ret_index]
+        ret = r - (1 << 64) if r >> 63 else r
         instructions = int((blocks[:, 1] * blocks[:, 2]).sum()) if blocks is not None else None
         result = CallResult(out, names, ret=ret if status == 0 else 0, seconds=elapsed, fault=error,
                             instructions=instructions, mnemonics=self._mnemonics(blocks) if mnemonics else None)
@@ -403,17 +496,30 @@ class QemuMachine:
 
     # -- faults -----------------------------------------------------------------------------------------------
     def _word(self, pc: int) -> bytes | None:
+        """The instruction at pc: 4 bytes (AArch64), 2 or 4 (RISC-V with C); None outside the code."""
         for base, code in self._code:
-            if base <= pc and pc + 4 <= base + len(code):
-                return code[pc - base:pc - base + 4]
+            if base <= pc and pc + 2 <= base + len(code):
+                n = 4
+                if self.guest is RISCV64:
+                    from .riscv import length
+                    n = length(code[pc - base:pc - base + 1])
+                if pc + n <= base + len(code):
+                    return code[pc - base:pc - base + n]
         return None
 
     def _disasm(self, pc: int) -> str:
         word = self._word(pc)
-        return disassemble(word, pc) if word is not None else "<not in the kernel's code>"
+        if word is None:
+            return "<not in the kernel's code>"
+        if self.guest is RISCV64:
+            from .riscv import disassemble as text
+            return text(word, pc)
+        return disassemble(word, pc)
 
     def _insn(self, pc: int):
         word = self._word(pc)
+        if self.guest is RISCV64:
+            return None
         return next(_capstone(detail=True).disasm(word, pc), None) if word is not None else None
 
     def _signal_error(self, symbol, signo, code, addr, pc, regs, buffers, seconds) -> EmulatorError:
@@ -426,12 +532,14 @@ class QemuMachine:
             word = self._word(pc)
             encoding = int.from_bytes(word, "little") if word else None
             enc = f"encoding {encoding:#010x} " if encoding is not None else ""
-            return UndefinedInstruction(f"undefined instruction at {pc:#x}: {enc}({text}); qemu-aarch64 -cpu "
+            enc = f"encoding {encoding:#0{2 + 2 * len(word)}x} " if encoding is not None else ""
+            return UndefinedInstruction(f"undefined instruction at {pc:#x}: {enc}({text}); {self.guest.qemu} -cpu "
                                         f"{self.cpu} does not implement it", pc=pc, encoding=encoding,
                                         instruction=text)
         if signo == 5:
-            return Trap(f"the kernel executed brk at {pc:#x} ({text}): SIGTRAP under qemu, no debugger to take it",
-                        pc=pc, kind="brk", instruction=text)
+            brk = "ebreak" if self.guest is RISCV64 else "brk"
+            return Trap(f"the kernel executed {brk} at {pc:#x} ({text}): SIGTRAP under qemu, no debugger to take "
+                        "it", pc=pc, kind=brk, instruction=text)
         if signo in (7, 11):
             return self._locate(name, addr, pc, regs, buffers)
         return EmulationFailed(f"{name} (si_code {code}) at {pc:#x} ({text}) in {symbol}, address {addr:#x}")
@@ -439,10 +547,15 @@ class QemuMachine:
     def _locate(self, name, address, pc, regs, buffers) -> OutOfBounds:
         fetch = address == pc or self._word(pc) is None
         insn = None if fetch else self._insn(pc)
-        kind = "fetch" if fetch else _access_kind(insn)
+        access = None
+        if self.guest is RISCV64 and not fetch:
+            from .riscv import memory_access
+            access = memory_access(self._word(pc))
+        kind = "fetch" if fetch else access[0] if access else "access" if self.guest is RISCV64 else \
+            _access_kind(insn)
         text = "(jump target)" if fetch else self._disasm(pc)
         where = f"by {text} at {pc:#x}"
-        size = _access_size(insn) if insn is not None else None
+        size = _access_size(insn) if insn is not None else access[3] if access else None
         page = self.page
         hit = next((b for b in buffers if b[2] - page <= address < b[4] + page), None)
         if hit is None:
@@ -451,6 +564,8 @@ class QemuMachine:
         bname, array, lo, base, hi, _, _ = hit
         nbytes = array.nbytes
         start = effective_address(insn, lambda r: _xreg(regs, r)) if insn is not None else None
+        if access is not None:                  # RISC-V: x[rs1] + offset (the registers at the fault)
+            start = (regs[access[1]] + access[2]) & MASK64
         began = None
         if start is not None and 0 <= address - start < 256:
             # qemu reports the first byte of the page it could not access: report the first byte outside the
@@ -468,22 +583,38 @@ class QemuMachine:
 _ZERO_V = np.zeros(NV, np.uint64)
 
 
+# RISC-V registers a seed fills (by number): t0..t2, s0, s1, a0..a7 (from a(nargs)), s2..s11, t3..t6.
+RISCV64_SEEDED = (5, 6, 7, 8, 9, *range(10, 18), *range(18, 28), *range(28, 32))
+
+
+def seeded_registers_riscv64(seed: int, nargs: int) -> tuple[dict[int, int], bytes]:
+    """The RISC-V register state a seed chooses: {number: value} for a(nargs)..a7, t0..t6, s0..s11 (random
+    64-bit values from the seed, as seeded_registers draws AArch64's X registers) and Machine's V state (the
+    same 512 bytes: 16 per vector register)."""
+    _, vs = seeded_registers(seed, nargs)
+    rng = np.random.default_rng([0x5EED, 0x5C5, seed % REGISTER_STATES])
+    regs = [r for r in RISCV64_SEEDED if not 10 <= r < 10 + min(nargs, 8)]
+    return dict(zip(regs, rng.integers(0, 2 ** 63, len(regs)).tolist())), vs
+
+
 @lru_cache(maxsize=None)
-def _seeded_state(state: int, nargs: int) -> tuple[np.ndarray, np.ndarray]:
-    xs, vs = seeded_registers(state, nargs)
-    x = np.zeros(NX, np.uint64)
+def _seeded_state(state: int, nargs: int, guest: str = "aarch64") -> tuple[np.ndarray, np.ndarray]:
+    riscv = guest == "riscv64"
+    xs, vs = (seeded_registers_riscv64 if riscv else seeded_registers)(state, nargs)
+    x = np.zeros(RISCV64.nx if riscv else NX, np.uint64)
     x[list(xs)] = list(xs.values())
     return x, np.frombuffer(vs, np.uint64)
 
 
-def _seeded(state: int, nargs: int) -> tuple[np.ndarray, np.ndarray]:
-    """seeded_registers() as the request's x and v words (a fresh x: the arguments are written into it)."""
-    x, v = _seeded_state(state, nargs)
+def _seeded(state: int, nargs: int, guest: str = "aarch64") -> tuple[np.ndarray, np.ndarray]:
+    """The seeded registers as the request's x and v words (a fresh x: the arguments are written into it)."""
+    x, v = _seeded_state(state, nargs, guest)
     return x.copy(), v
 
 
-def _op(op: int) -> bytes:
-    return op.to_bytes(8, "little") + bytes(8 * (REQUEST_WORDS - 1))
+def _op(op: int, nx: int = NX) -> bytes:
+    """A request without a call (HELLO, EXIT): the fixed words, whatever the op (the driver reads them all)."""
+    return op.to_bytes(8, "little") + bytes(8 * (REQUEST_WORDS - NX + nx - 1))
 
 
 def _index(word: int) -> int | None:
@@ -529,4 +660,6 @@ def _canary_damage(buffers) -> OutOfBounds | None:
     return None
 
 
-__all__ = ["QemuMachine", "QemuDied", "build_for_qemu", "unavailable", "qemu_path", "DRIVER", "DEFAULT_SECONDS"]
+__all__ = ["QemuMachine", "QemuDied", "QemuGuest", "AARCH64", "RISCV64", "GUESTS", "build_for_qemu", "unavailable",
+           "qemu_path", "cpu_features", "riscv64_vector_length_cpu", "seeded_registers_riscv64", "DRIVER",
+           "DEFAULT_SECONDS"]

@@ -324,6 +324,49 @@ def xnnpack_rndnu_neon_wrap(acc, q, out_type):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# RVV fixed point: XNNPACK's rndnu_neon params through vsmul and vnclip, each rounded by the vxrm CSR
+
+RVV = "riscv/riscv-v-spec@v1.0 v-spec.adoc"
+
+
+def _saturating_doublings(x, times):
+    """vsadd.vv x, x repeated `times` (>= 0) times: RVV 1.0 section 12.1, Vector Single-Width Saturating Add. A
+    saturated value stays saturated (INT32_MAX + INT32_MAX saturates to INT32_MAX), so the result is
+    clip(x * 2^times), what SQSHL by a non-negative count gives."""
+    y = np.asarray(x, np.int64) << np.asarray(times, np.int64)
+    return np.clip(y, INT32_MIN, INT32_MAX).astype(np.int32)
+
+
+def rvv_vnclip(acc, q, out_type, *, vxrm: str, vsmul_vxrm: str = "rdn"):
+    """lowp's RVV requantization (kernels/riscv64/qs8_gemm_4x1v_rndnu_rvv.c) from XNNPACK's rndnu_neon params
+    (xnnpack_rndnu_neon_params of the float scale): right_pre_shift saturating doublings (vsadd.vv), vsmul.vv by the
+    Q31 multiplier under `vsmul_vxrm` (RVV 1.0 section 12.3), vnclip.wv by -right_post_shift int32 -> int16 under
+    `vxrm` (section 12.5), vsadd.vx the zero point (int16, section 12.1), vnclip.wx by 0 to int8, vmax/vmin with
+    output_min/output_max. vsmul and vnclip are lowp.isa_models.rvv's models; vxrm is section 3.8's mode."""
+    if out_type != "s8":
+        raise ValueError(f"rvv_vnclip: out_type {out_type!r}; this stage narrows with vnclip (signed): s8 only")
+    from . import rvv
+    x = biased(acc, q)
+    M, N = x.shape
+    p = xnnpack_rndnu_neon_params(_row(q, "scale", N, F32)[0])
+    per_element = lambda v, dtype: np.broadcast_to(np.asarray(v).reshape(1, N), (M, N)).astype(dtype)  # noqa: E731
+    y = _saturating_doublings(x, per_element(p["right_pre_shift"], np.int64))
+    y = rvv.vsmul_vv(y, per_element(p["multiplier"], np.int32), vxrm=vsmul_vxrm).result
+    y = rvv.vnclip_wv(y, per_element(-p["right_post_shift"], np.uint16), vxrm=vxrm).result
+    y = np.clip(y.astype(np.int64) + _int(q, "output_zero_point"), -32768, 32767).astype(np.int16)
+    y = rvv.vnclip_wx(y, 0, vxrm=vxrm).result.astype(np.int64)
+    y = np.minimum(np.maximum(y, _int(q, "output_min")), _int(q, "output_max"))
+    return _store(y, out_type)
+
+
+def _rvv_stage(vxrm, vsmul_vxrm="rdn"):
+    def compute(acc, q, out_type):
+        return rvv_vnclip(acc, q, out_type, vxrm=vxrm, vsmul_vxrm=vsmul_vxrm)
+    compute.__name__ = f"rvv_vnclip_{vxrm}" + ("" if vsmul_vxrm == "rdn" else f"_vsmul_{vsmul_vxrm}")
+    return compute
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # TFLite / ruy MultiplyByQuantizedMultiplier + zero point + clamp, and gemmlowp's fixed-point pipeline
 
 def _mbqm_stage(flavour, **flags):
@@ -488,6 +531,14 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
     OutputStage("xnnpack-rndnu-neon-wrap", xnnpack_rndnu_neon_wrap,
                 "the NEON rndnu sequence with a wrapping pre-shift (SSHL for SQSHL)",
                 f"{XNNPACK} src/qs8-gemm/c4-neondot.c.in L562 (vqshlq_s32 is the saturating one)"),
+    *[OutputStage(f"rvv-vnclip-{m}", _rvv_stage(m),
+                  f"RVV rndnu_neon: vsadd doublings, vsmul (vxrm rdn), vnclip to int16 (vxrm {m}), vsadd zp, "
+                  f"vnclip to int8", f"{RVV} sections 3.8, 12.1, 12.3, 12.5; lowp kernels/riscv64/"
+                  f"qs8_gemm_4x1v_rndnu_rvv.c (LOWP_VXRM={i})", ("s8",)) for i, m in enumerate(
+        ("rnu", "rne", "rdn", "rod"))],
+    OutputStage("rvv-vnclip-rnu-vsmul-rnu", _rvv_stage("rnu", "rnu"),
+                "the RVV sequence with vxrm rnu for vsmul too (one csrwi vxrm for both): SQRDMULH's rounding, then "
+                "the rounding shift", f"{RVV} sections 3.8, 12.3, 12.5", ("s8",)),
     OutputStage("tflite-G", _mbqm_stage("G", left_shift="wrap", min_min="saturate"),
                 "TFLite reference double rounding: SRDHM(x * (1 << L), m) (the product wraps), RDBPOT; + zp, clamp",
                 "tflite-micro @90b983c tensorflow/lite/kernels/internal/common.cc L78-90"),

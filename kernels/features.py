@@ -95,7 +95,14 @@ AARCH64_HWCAPS = (
 # What Unicorn runs for an AArch64 kernel: the Unicorn target's fact (lowp.emulator.targets.aarch64).
 EMULATED_AARCH64 = UNICORN_FEATURES
 
-TARGETS = ("x86-64", "aarch64")
+# RISC-V 64 (qemu-riscv64): the single-letter extensions Linux's AT_HWCAP carries (arch/riscv/include/uapi/asm/
+# hwcap.h: bit i is 'a' + i), V's sub-extensions and the Zvl*b minimum-VLEN names of the RVV 1.0 spec (v-spec.adoc
+# sections 18.1-18.3): a kernel that needs VLEN >= 256 lists zvl256b. lowp.emulator.qemu.riscv64_features says
+# which a -cpu gives.
+RISCV64_EXTENSIONS = ("i", "m", "a", "f", "d", "c", "v", "zve32x", "zve32f", "zve64x", "zve64f", "zve64d",
+                      "zvl32b", "zvl64b", "zvl128b", "zvl256b", "zvl512b", "zvl1024b", "zvl2048b", "zvl4096b")
+
+TARGETS = ("x86-64", "aarch64", "riscv64")
 
 # Compiler spellings (GCC/clang -m and -march=+feature names) of features whose /proc/cpuinfo name differs by more
 # than separators: a kernel author writes what they pass the compiler; the error then names the flag to list.
@@ -128,6 +135,8 @@ def known_features(target: str) -> frozenset[str]:
         names = set(X86_LINUX_FLAGS) | set(_lowp_x86_names())
     elif target == "aarch64":
         names = set(AARCH64_HWCAPS)
+    elif target == "riscv64":
+        names = set(RISCV64_EXTENSIONS)
     else:
         raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     if host_arch() == target:

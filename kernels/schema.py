@@ -228,6 +228,11 @@ class KernelSpec(_Strict):
     @field_validator("vector_bits")
     @classmethod
     def _vector_bits_on_qemu(cls, vector_bits, info: ValidationInfo):
+        if info.data.get("target") == "riscv64":       # VLEN: qemu-riscv64 7.2 takes 128 .. 1024
+            if vector_bits is not None and vector_bits > 1024:
+                raise _custom("bad_backend", f"vector_bits = {vector_bits}: qemu-riscv64 7.2 takes VLEN 128, 256, "
+                                             "512 or 1024")
+            return vector_bits
         if vector_bits is not None and (info.data.get("target") != "aarch64" or info.data.get("backend") == "unicorn"):
             raise _custom("bad_backend", f"vector_bits = {vector_bits} sets qemu-aarch64's SVE/SME vector length: "
                                          "for aarch64 kernels on backend 'qemu' (Unicorn has no SVE)")
@@ -239,6 +244,8 @@ class KernelSpec(_Strict):
         if backend is not None and info.data.get("target") == "x86-64":
             raise _custom("bad_backend", f"backend = {backend!r} is for aarch64 kernels (emulated: "
                                          f"{' or '.join(AARCH64_BACKENDS)}); an x86-64 kernel runs natively")
+        if backend not in (None, "qemu") and info.data.get("target") == "riscv64":
+            raise _custom("bad_backend", f"backend = {backend!r}: riscv64 kernels run on qemu-riscv64 ('qemu')")
         return backend
 
     @field_validator("c_type")
@@ -381,7 +388,9 @@ def _features_problem(features: list[str], target: str | None) -> str:
     accepted = {"x86-64": "the flags of Linux's /proc/cpuinfo (lowp.kernels.features.X86_LINUX_FLAGS, e.g. avx2, "
                           "avx512_vnni)",
                 "aarch64": "the HWCAP names of Linux's /proc/cpuinfo (lowp.kernels.features.AARCH64_HWCAPS, e.g. "
-                           "asimd, asimddp, i8mm)"}.get(target, "the names Linux's /proc/cpuinfo prints")
+                           "asimd, asimddp, i8mm)",
+                "riscv64": "RISC-V extension names in lower case (lowp.kernels.features.RISCV64_EXTENSIONS, e.g. v, "
+                           "zvl128b, zvl256b)"}.get(target, "the names Linux's /proc/cpuinfo prints")
     return f"unknown CPU feature{'s' if len(notes) > 1 else ''} {', '.join(notes)}; accepted: {accepted}"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from . import EMULATOR, Recipe, Target, register
+from .qemu_user import QemuUserTarget
 
 # Cortex-A76 has FEAT_DotProd; +i8mm adds SMMLA/UMMLA/USMMLA/USDOT/SUDOT (zig rejects -march=armv8.6-a+i8mm).
 DEFAULT_CPU = "cortex_a76+i8mm"
@@ -59,25 +60,9 @@ class Aarch64Unicorn(Target):
         return [UnicornBackend()]
 
 
-class Aarch64Qemu(Target):
-    name, arch, isa, backend, preference = "aarch64-qemu", "aarch64", "aarch64", "qemu", 1
+class Aarch64Qemu(QemuUserTarget):
+    name, arch, isa, preference, guest_name = "aarch64-qemu", "aarch64", "aarch64", 1, "aarch64"
     recipe = LINUX
-
-    def unavailable(self) -> str | None:
-        from lowp.emulator.qemu import unavailable
-        return unavailable()
-
-    def cpu(self, vector_bits=None, cpu=None) -> str:
-        """qemu's -cpu: the one asked for, else max at the kernel's SVE/SME vector length."""
-        from lowp.emulator.qemu import vector_length_cpu
-        return cpu or (vector_length_cpu(vector_bits) if vector_bits else "max")
-
-    def features(self, vector_bits=None, cpu=None, qemu=None, **options) -> frozenset[str]:
-        from lowp.emulator.qemu import cpu_features
-        return cpu_features(self.cpu(vector_bits, cpu), qemu) if self.unavailable() is None else frozenset()
-
-    def describe(self, vector_bits=None, cpu=None, **options) -> str:
-        return f"qemu-aarch64 -cpu {self.cpu(vector_bits, cpu)}"
 
     def known_defect(self, features, vector_bits=None, qemu=None) -> str | None:
         """A qemu that executes a feature wrongly cannot judge a kernel using it: its verdict would be qemu's bug.
@@ -87,11 +72,6 @@ class Aarch64Qemu(Target):
         from lowp.emulator.sve import QEMU_2083
         right = _outer_products_right(vector_bits or 512, qemu)
         return None if right else "a kernel with SME outer products: " + QEMU_2083
-
-    def machine(self, sources, *, flags=(), depends=(), vector_bits=None, **options):
-        from lowp.emulator.qemu import QemuMachine, build_for_qemu
-        options["cpu"] = self.cpu(vector_bits, options.get("cpu"))
-        return QemuMachine(build_for_qemu(*sources, flags=flags, depends=depends), **options)
 
     def intrinsic_backends(self) -> list:
         from lowp.emulator import sve

@@ -1,0 +1,38 @@
+"""What every qemu-user target shares: one long-lived qemu process per machine (lowp.emulator.qemu.QemuMachine),
+with the guest architecture's facts (binary, -cpu, driver, registers) in a QemuGuest. A new qemu-user target is a
+QemuGuest and a subclass naming it."""
+from __future__ import annotations
+
+from . import Target
+
+
+class QemuUserTarget(Target):
+    backend = "qemu"
+    guest_name: str               # a key of lowp.emulator.qemu.GUESTS
+
+    @property
+    def guest(self):
+        from lowp.emulator.qemu import GUESTS
+        return GUESTS[self.guest_name]
+
+    def unavailable(self) -> str | None:
+        return self.guest.unavailable()
+
+    def cpu(self, vector_bits=None, cpu=None) -> str:
+        """qemu's -cpu: the one asked for, else the guest's default at the kernel's vector length."""
+        return cpu or (self.guest.vector_length_cpu(vector_bits) if vector_bits else self.guest.cpu)
+
+    def features(self, vector_bits=None, cpu=None, qemu=None, **options) -> frozenset[str]:
+        from lowp.emulator.qemu import cpu_features
+        if self.unavailable() is not None:
+            return frozenset()
+        return cpu_features(self.cpu(vector_bits, cpu), qemu, self.guest)
+
+    def describe(self, vector_bits=None, cpu=None, **options) -> str:
+        return f"{self.guest.qemu} -cpu {self.cpu(vector_bits, cpu)}"
+
+    def machine(self, sources, *, flags=(), depends=(), vector_bits=None, **options):
+        from lowp.emulator.qemu import QemuMachine, build_for_qemu
+        options["cpu"] = self.cpu(vector_bits, options.get("cpu"))
+        binary = build_for_qemu(*sources, flags=flags, depends=depends, guest=self.guest)
+        return QemuMachine(binary, guest=self.guest, **options)
