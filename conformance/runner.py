@@ -56,26 +56,6 @@ def _crash_row(check: Check, reason: str, last_case: str | None, executed: int, 
             "path": None, "counterexample": None, "seconds": 0.0}
 
 
-class Progress:
-    def __init__(self, total: int, stream=sys.stderr):
-        self.total, self.done, self.stream = total, 0, stream
-        self.live = stream.isatty()
-        self.start = time.perf_counter()
-
-    def step(self, row: dict) -> None:
-        self.done += 1
-        if self.live:
-            width = 30
-            filled = width * self.done // max(1, self.total)
-            print(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} checks "
-                  f"{time.perf_counter() - self.start:5.0f}s  {row['id'][:50]:50s}", end="", file=self.stream,
-                  flush=True)
-
-    def close(self) -> None:
-        if self.live:
-            print(file=self.stream)
-
-
 def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: bool = False, timeout: float = 600,
         options: dict | None = None, progress: bool = True) -> list[dict]:
     """Run `checks` (in child processes) and return their rows in plan order."""
@@ -86,7 +66,8 @@ def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: 
     pending = [c for c in checks if c.id not in done]
     jobs = max(1, jobs or os.cpu_count() or 1)
     ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    bar = Progress(len(pending)) if progress else None
+    from .progress import RunProgress
+    bar = RunProgress(len(pending)) if progress else None
     running: dict = {}   # conn -> (check, process, started, last_case, executed)
     with journal.open("a") as log:
         def record(event: dict) -> None:
@@ -132,6 +113,10 @@ def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: 
                     done[check.id] = event
                     bar and bar.step(event)
                 record(event)
+            if bar:
+                states = list(running.values())
+                bar.running([st[0].id for st in states], sum(st[4] for st in states),
+                            sum(st[5] or 0 for st in states))
             now = time.monotonic()
             for conn, state in list(running.items()):
                 if now - state[2] > timeout:
