@@ -75,3 +75,36 @@ def _shorten(text: str, width: int) -> str:
 def _escape(text: str) -> str:
     from rich.markup import escape
     return escape(text)
+
+
+class Counter:
+    """A bar for one long loop of a command (`with Counter("exhaustive", 256) as tick: ... tick(i, text)`): in a
+    terminal a width-aware rich bar with an ETA, gone when done; without one, nothing (the command prints its
+    result)."""
+
+    def __init__(self, description: str, total: int, stream=None, *, live: bool | None = None):
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self.description, self.total = description, total
+        self.bar = None
+
+    def __enter__(self):
+        if self.live:
+            console = Console(file=self.stream, force_terminal=True, highlight=False)
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(bar_width=None), MofNCompleteColumn(),
+                                TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=True,
+                                expand=True)
+            self.task = self.bar.add_task(self.description, total=self.total)
+            self.bar.start()
+        return self.tick
+
+    def tick(self, done: int, text: str = "", total: int | None = None) -> None:
+        """`done` of the total (a new `total` where the loop learns it late), `text`: what it is at."""
+        if self.bar is not None:
+            label = f"{self.description}: {text}" if text else self.description
+            self.bar.update(self.task, completed=done, description=_shorten(label, 50), total=total or self.total)
+            self.total = total or self.total
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()

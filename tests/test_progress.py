@@ -41,3 +41,14 @@ def test_in_a_terminal_the_bar_fits_the_width_and_verdicts_are_coloured():
     assert frames and all(len(f) <= 80 for f in frames)          # no update wraps in an 80-column terminal
     assert any("ETA" in f and "/3" in f for f in frames)           # checks done of planned, ETA
     assert any("cases run" in f for f in frames)
+
+
+def test_a_command_loop_counter_draws_only_in_a_terminal():
+    from lowp.conformance.progress import Counter
+    quiet, shown = io.StringIO(), io.StringIO()
+    for stream, live in ((quiet, None), (shown, True)):
+        with Counter("exhaustive", 1, stream, live=live) as tick:
+            for i in range(4):
+                tick(i + 1, f"a0 = {i}", total=4)
+    assert quiet.getvalue() == ""
+    assert "exhaustive" in shown.getvalue()

@@ -124,15 +124,13 @@ def bench_gemm(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    def progress(i, n, shape):
-        if sys.stderr.isatty():
-            print(f"\rshape {i + 1}/{n}: {shape[0]}x{shape[2]} x {shape[2]}x{shape[1]}   ", end="", file=sys.stderr,
-                  flush=True)
+    from lowp.conformance.progress import Counter
     start = time.perf_counter()
-    result = gemm_benchmark(quick=args.quick, names=names, rounds=args.rounds, torch=not args.no_torch,
-                            progress=progress)
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+    with Counter("shapes", 1) as tick:
+        def progress(i, n, shape):
+            tick(i + 1, f"{shape[0]}x{shape[2]} x {shape[2]}x{shape[1]}", total=n)
+        result = gemm_benchmark(quick=args.quick, names=names, rounds=args.rounds, torch=not args.no_torch,
+                                progress=progress)
     rows, ratios = summarize(result)
     grid = result["grid"]
     print(f"seed 004 grid{' (quick: corners)' if args.quick else ''}: {len(grid)} shapes, C = A(HxD) x B(DxW); "

@@ -216,10 +216,6 @@ def run_exhaustive(backend):
         print("exhaustive: skipped, the CPU has no SSSE3", file=sys.stderr)
         return None
 
-    def progress(a0):
-        if sys.stderr.isatty():
-            print(f"\rexhaustive {intr.name}: a0 = {a0:3d}/255", end="", file=sys.stderr, flush=True)
-    result = exhaustive_vpmaddubsw(backend, intr, progress=progress)
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
-    return result
+    from lowp.conformance.progress import Counter
+    with Counter(f"exhaustive {intr.name}", 256) as tick:
+        return exhaustive_vpmaddubsw(backend, intr, progress=lambda a0: tick(a0 + 1, f"a0 = {a0}"))
