@@ -54,7 +54,10 @@ int main(int argc, char **argv) {
         }
         for (unsigned long k = 0; k < buffers; k++) {
             if (k < inputs && !read_all(b[k], (long)size[k])) return 0;
-            for (unsigned char *p = b[k], *end = p + (k < inputs ? 0 : size[k]); p < end; p++) *p = 0;
+            /* word stores (a buffer's room is a multiple of 8); volatile keeps them from becoming a byte-wise
+               memset call */
+            volatile unsigned long *p = b[k];
+            for (unsigned long w = 0; k >= inputs && w < (size[k] + 7) / 8; w++) p[w] = 0;
         }
         unsigned long status = lowp_batch_call((long)head[1], b, (long)head[2], (long)head[3]) ? NO_WRAPPER : DONE;
         if (!write_all(&status, 8)) return 0;
