@@ -83,15 +83,9 @@ def _split(intr: Intrinsic, args: Sequence):
     vecs, imm = [], 0
     for p, a in zip(intr.params, args):
         if p.kind == "vec":
-            a = np.ascontiguousarray(a)
-            if a.dtype != p.dtype or a.ndim != 2 or a.shape[1] != p.lanes:
-                raise ValueError(f"{intr.name}: argument {p.name!r} must be an (N, {p.lanes}) array of {p.dtype}, "
-                                 f"got {a.dtype}{list(a.shape)}")
-            vecs.append(a)
+            vecs.append(batch.registers(intr.name, p, a, (p.lanes,), p.dtype))
         else:
-            imm = int(args[intr.params.index(p)])
-            if not p.lo <= imm <= p.hi:
-                raise ValueError(f"{intr.name}: {p.name}={imm} outside [{p.lo}, {p.hi}]")
+            imm = batch.immediate(intr.name, p, args[intr.params.index(p)])
     n = {len(v) for v in vecs}
     if len(n) != 1:
         raise ValueError(f"{intr.name}: vector arguments have different batch sizes {sorted(n)}")

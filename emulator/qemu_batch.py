@@ -61,6 +61,24 @@ def not_installed(binary: str) -> str:
     return f"{binary} not installed (Debian: apt-get install qemu-user)"
 
 
+def registers(name: str, p, a, shape: tuple, dtype, where: str = "") -> np.ndarray:
+    """Argument `p` of intrinsic `name` as a C-contiguous (N, *shape) array of `dtype`, else a ValueError saying
+    what it must be (`where`: at which vector length, for the scalable ones)."""
+    a = np.ascontiguousarray(a)
+    if a.dtype != dtype or a.shape[1:] != tuple(shape):
+        raise ValueError(f"{name}: argument {p.name!r} must be an (N, {', '.join(map(str, shape))}) array of "
+                         f"{np.dtype(dtype)}{where}, got {a.dtype}{list(a.shape)}")
+    return a
+
+
+def immediate(name: str, p, value) -> int:
+    """An immediate argument, checked against its legal range (the wrappers switch over exactly those)."""
+    imm = int(value)
+    if not p.lo <= imm <= p.hi:
+        raise ValueError(f"{name}: {p.name}={imm} outside [{p.lo}, {p.hi}]")
+    return imm
+
+
 @dataclass(frozen=True)
 class Program:
     """A built batch program: which wrapper sits at which index, and how many input and output buffers each has."""

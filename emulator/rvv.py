@@ -136,22 +136,15 @@ class RvvQemuBackend(batch.BatchBackend):
         view = intr if intr.vlen is not None else intr.at(intr.vlen_of(args))
         if view.vlen not in VLENS:
             raise EmulatorError(f"qemu-riscv64 7.2 runs VLEN 128..1024 only, not {view.vlen}")
-        vecs, n = [], None
-        scalar, vxrm = 0, 0
+        vecs, scalar, vxrm = [], 0, 0
         for p, a in zip(view.params, args):
             if p.kind == "vec":
-                a = np.ascontiguousarray(a)
-                if a.dtype != p.dtype or a.ndim != 2 or a.shape[1] != p.lanes:
-                    raise ValueError(f"{intr.name}: argument {p.name!r} must be an (N, {p.lanes}) array of "
-                                     f"{p.dtype} at VLEN={view.vlen}, got {a.dtype}{list(a.shape)}")
-                vecs.append(a)
-                n = a.shape[0] if n is None else n
-                if a.shape[0] != n:
-                    raise ValueError(f"{intr.name}: vector arguments have different batch sizes")
+                vecs.append(batch.registers(intr.name, p, a, (p.lanes,), p.dtype, f" at VLEN={view.vlen}"))
             elif p.kind == "scalar":
                 scalar = a
             elif p.name == "vxrm":
                 vxrm = a
+        n = len(vecs[0])
         scalars = np.broadcast_to(np.asarray(scalar).astype(np.uint64).view(np.int64)
                                   if np.asarray(scalar).dtype == np.uint64 else np.asarray(scalar, np.int64), (n,))
         modes = np.broadcast_to(np.asarray(vxrm, np.uint8), (n,))

@@ -198,16 +198,11 @@ class ScalableQemuBackend(batch.BatchBackend):
         arrays, imm = [], 0
         for p, a in zip(fixed.params, args):
             if p.kind == "imm":
-                imm = int(a)
-                if not p.lo <= imm <= p.hi:
-                    raise ValueError(f"{intr.name}: {p.name}={imm} outside [{p.lo}, {p.hi}]")
+                imm = batch.immediate(intr.name, p, a)
                 continue
-            a = np.ascontiguousarray(a)
             shape = (p.lanes, p.lanes) if p.kind == "tile" else (p.lanes,)
             want = np.bool_ if p.kind in ("pred", "ptrue") else p.dtype
-            if a.dtype != want or a.shape[1:] != shape:
-                raise ValueError(f"{intr.name}: argument {p.name!r} must be an (N, {', '.join(map(str, shape))}) "
-                                 f"array of {np.dtype(want)} at VL {self.vl}, got {a.dtype}{list(a.shape)}")
+            a = batch.registers(intr.name, p, a, shape, want, f" at VL {self.vl}")
             if want is np.bool_:          # a predicate travels as 0/1 elements of the size it governs
                 a = a.astype(np.dtype(f"u{p.dtype.itemsize}"))
             arrays.append(a)
