@@ -157,9 +157,9 @@ class _Process:
         proc.stderr.close()
         return how + (f": {tail}" if tail else "")
 
-    def request(self, head: np.ndarray, payload: list[np.ndarray], reply: int, timeout: float) -> bytes:
-        """Send the header words and the inputs; the status word and `reply` bytes of outputs, or an
-        EmulatorError saying how the guest failed."""
+    def request(self, head: np.ndarray, payload: list[np.ndarray], reply: int, timeout: float) -> bytearray:
+        """Send the header words and the inputs; the `reply` bytes of outputs that follow a status of 0, or an
+        EmulatorError saying how the guest failed (the process is ended: the next request starts another)."""
         proc = self.start()
         try:
             for part in (head, *payload):
@@ -179,7 +179,7 @@ class _Process:
             raise EmulatorError(f"{why} ({self.stop()})") from None
 
     @staticmethod
-    def _read(proc, n: int, timeout: float) -> bytes:
+    def _read(proc, n: int, timeout: float) -> bytearray:
         out = bytearray(n)
         view, got = memoryview(out), 0
         fd = proc.stdout.fileno()
@@ -192,7 +192,7 @@ class _Process:
             if k == 0:
                 raise EOFError
             got += k
-        return bytes(out)
+        return out
 
 
 _processes: dict[tuple, _Process] = {}
