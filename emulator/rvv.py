@@ -5,10 +5,11 @@ tests: the Backend protocol of lowp.isa_models.backend, plus the vxsat bit each 
                        with -mcpu=baseline_rv64+v) holding a wrapper per registered RVV intrinsic, run as
                        `qemu-riscv64 -cpu rv64,v=true,vlen=<VLEN>,elen=64,vext_spec=v1.0` (QEMU 7.2 accepts
                        VLEN a power of two in [128, 1024] and vext_spec 'v1.0' only: target/riscv/cpu.c,
-                       riscv_cpu_realize, v7.2.0), one process per batch of up to a few MiB.
+                       riscv_cpu_realize, v7.2.0), with lowp's batch driver (lowp.emulator.qemu_batch: one
+                       long-lived process per VLEN serves every batch).
 
 Each wrapper is `void lowp_w_<name>(p0, p1, p2, const int64_t *scalar, const uint8_t *vxrm, void *out,
-uint8_t *sat, long n)`: for register i < n it loads the vector arguments with vl = VLMAX, clears vxsat (csrwi),
+uint8_t *sat, long imm, long n)` (imm unused: vxrm travels per register): for register i < n it loads the vector arguments with vl = VLMAX, clears vxsat (csrwi),
 calls the intrinsic with x[rs1] = scalar[i] and the rounding mode vxrm[i] (a compile-time constant in C, so
 the call sits in a switch over the four modes; the intrinsic itself writes vxrm with csrwi), reads vxsat
 (csrr) and stores the result and the bit. The asm statements take the vector operands and result as operands,
@@ -17,10 +18,6 @@ UNSPECIFIED after an intrinsic; the one instruction each wrapper compiles to def
 """
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -28,8 +25,8 @@ import numpy as np
 from lowp.isa_models import intrinsics as all_intrinsics
 from lowp.isa_models.registry import Intrinsic
 
-from .build import build_text
-from .intrinsics import qemu_version
+from . import qemu_batch as batch
+from .qemu_batch import qemu_version
 from .errors import EmulatorError
 
 VLENS = (128, 256, 512, 1024)      # what qemu-riscv64 7.2 accepts
@@ -52,8 +49,8 @@ def wrapper(intr) -> str:
     rt, rsuf = _vtype(intr.result.dtype, intr.result_lmul)
     sew, lmul = intr.result.dtype.itemsize * 8, rsuf[len(str(intr.result.dtype.itemsize * 8)) + 1:]
     lines = [f"void lowp_w_{intr.name}(const void *p0, const void *p1, const void *p2, const int64_t *scalar,",
-             "        const uint8_t *vxrm, void *out, uint8_t *sat, long n) {",
-             "    (void)p0; (void)p1; (void)p2; (void)scalar; (void)vxrm;",
+             "        const uint8_t *vxrm, void *out, uint8_t *sat, long imm, long n) {",
+             "    (void)p0; (void)p1; (void)p2; (void)scalar; (void)vxrm; (void)imm;",
              f"    size_t vl = __riscv_vsetvlmax_e{sew}{lmul}();",
              "    for (long i = 0; i < n; i++) {"]
     args, vecs, k = [], [], 0
@@ -90,80 +87,32 @@ def wrapper(intr) -> str:
     return "\n".join(lines)
 
 
-DRIVER = r"""
-long lowp_read(int fd, void *buf, long n);
-long lowp_write(int fd, const void *buf, long n);
-typedef void (*lowp_fn)(const void *, const void *, const void *, const int64_t *, const uint8_t *, void *,
-                        uint8_t *, long);
-struct lowp_entry { const char *name; lowp_fn fn; };
-static const struct lowp_entry lowp_table[] = {
-%s
-};
-#define LOWP_BUF (4L << 20)
-static unsigned char lowp_in[3][LOWP_BUF], lowp_out[LOWP_BUF];
-static int64_t lowp_scalar[LOWP_BUF / 8];
-static uint8_t lowp_vxrm[LOWP_BUF / 8], lowp_sat[LOWP_BUF / 8];
-static int lowp_streq(const char *a, const char *b) { while (*a && *a == *b) { a++; b++; } return *a == *b; }
-static long lowp_num(const char *s) { long v = 0; while (*s) v = 10 * v + (*s++ - '0'); return v; }
-static int lowp_read_all(void *buf, long n) {
-    unsigned char *p = buf;
-    while (n > 0) { long got = lowp_read(0, p, n); if (got <= 0) return 0; p += got; n -= got; }
-    return 1;
-}
-static int lowp_write_all(const void *buf, long n) {
-    const unsigned char *p = buf;
-    while (n > 0) { long w = lowp_write(1, p, n); if (w <= 0) return 0; p += w; n -= w; }
-    return 1;
-}
-/* argv: name n bytes0 bytes1 bytes2 out_bytes; stdin: the three inputs, n int64 scalars, n vxrm bytes;
-   stdout: the results, then n vxsat bytes. */
-int main(int argc, char **argv) {
-    if (argc != 7) return 2;
-    long n = lowp_num(argv[2]), sizes[3] = {lowp_num(argv[3]), lowp_num(argv[4]), lowp_num(argv[5])};
-    long out = lowp_num(argv[6]);
-    if (out > LOWP_BUF || n > LOWP_BUF / 8) return 3;
-    for (int k = 0; k < 3; k++)
-        if (sizes[k] > LOWP_BUF || !lowp_read_all(lowp_in[k], sizes[k])) return 4;
-    if (!lowp_read_all(lowp_scalar, 8 * n) || !lowp_read_all(lowp_vxrm, n)) return 4;
-    for (unsigned i = 0; i < sizeof lowp_table / sizeof lowp_table[0]; i++)
-        if (lowp_streq(lowp_table[i].name, argv[1])) {
-            lowp_table[i].fn(lowp_in[0], lowp_in[1], lowp_in[2], lowp_scalar, lowp_vxrm, lowp_out, lowp_sat, n);
-            return lowp_write_all(lowp_out, out) && lowp_write_all(lowp_sat, n) ? 0 : 5;
-        }
-    return 6;
-}
-"""
-
-
 def wrappers_source(intrs) -> str:
-    table = "\n".join(f'    {{"{i.name}", (lowp_fn)lowp_w_{i.name}}},' for i in intrs)
     return ("#include <riscv_vector.h>\n#include <stdint.h>\n#include <stddef.h>\n\n"
-            + "\n".join(wrapper(i) for i in intrs) + DRIVER % table)
+            + "\n".join(wrapper(i) for i in intrs))
 
 
 def qemu_path() -> str | None:
-    return os.environ.get("LOWP_QEMU_RISCV64") or shutil.which("qemu-riscv64")
+    return batch.qemu_path("qemu-riscv64", "LOWP_QEMU_RISCV64")
 
 
-class RvvQemuBackend:
-    """Run RVV 1.0 intrinsics as a static Linux program under qemu-riscv64 at the VLEN the arguments have."""
+class RvvQemuBackend(batch.BatchBackend):
+    """Run RVV 1.0 intrinsics as a static Linux program under qemu-riscv64 at the VLEN the arguments have: the
+    wrappers take vs2/vs1/vd, x[rs1] and vxrm per register, and give the result and vxsat."""
     name = "qemu"
     arch = "riscv64"
-    modeled: set = set()
-    LIMIT = 4 << 20               # the driver's buffer per operand
+    target, build_name, inputs, outputs = "riscv64-linux", "rvv-qemu", 5, 2
 
     def __init__(self, intrinsics=None, qemu: str | None = None):
-        self._intrinsics = list(intrinsics) if intrinsics is not None else list(all_intrinsics("riscv64"))
-        self.qemu = qemu or qemu_path()
+        super().__init__(intrinsics if intrinsics is not None else all_intrinsics("riscv64"), qemu)
         self.last_vxsat = None
 
-    @cached_property
-    def binary(self):
-        return build_text(wrappers_source(self._intrinsics), name="rvv-qemu", target="riscv64-linux")
+    def wrappers(self, intrinsics) -> str:
+        return wrappers_source(intrinsics)
 
     def unavailable(self, intr: Intrinsic) -> str | None:
-        if self.qemu is None:
-            return "qemu-riscv64 not installed (Debian: apt-get install qemu-user)"
+        if self.missing_qemu():
+            return self.missing_qemu()
         if intr.instruction.arch != "riscv64":
             return f"{intr.name} is not a RISC-V intrinsic"
         if intr.name not in {i.name for i in self._intrinsics}:
@@ -183,51 +132,26 @@ class RvvQemuBackend:
         """Result registers (N, VLMAX) and vxsat (N,) bool. args follow intr.params: vectors (N, elements);
         x[rs1] and vxrm an int or an (N,) array each; vl an int (VLMAX)."""
         if self.qemu is None:
-            raise EmulatorError("qemu-riscv64 not installed")
+            raise EmulatorError(self.missing_qemu())
         view = intr if intr.vlen is not None else intr.at(intr.vlen_of(args))
         if view.vlen not in VLENS:
             raise EmulatorError(f"qemu-riscv64 7.2 runs VLEN 128..1024 only, not {view.vlen}")
-        vecs, n = [], None
-        scalar, vxrm = 0, 0
+        vecs, scalar, vxrm = [], 0, 0
         for p, a in zip(view.params, args):
             if p.kind == "vec":
-                a = np.ascontiguousarray(a)
-                if a.dtype != p.dtype or a.ndim != 2 or a.shape[1] != p.lanes:
-                    raise ValueError(f"{intr.name}: argument {p.name!r} must be an (N, {p.lanes}) array of "
-                                     f"{p.dtype} at VLEN={view.vlen}, got {a.dtype}{list(a.shape)}")
-                vecs.append(a)
-                n = a.shape[0] if n is None else n
-                if a.shape[0] != n:
-                    raise ValueError(f"{intr.name}: vector arguments have different batch sizes")
+                vecs.append(batch.registers(intr.name, p, a, (p.lanes,), p.dtype, f" at VLEN={view.vlen}"))
             elif p.kind == "scalar":
                 scalar = a
             elif p.name == "vxrm":
                 vxrm = a
+        n = len(vecs[0])
         scalars = np.broadcast_to(np.asarray(scalar).astype(np.uint64).view(np.int64)
                                   if np.asarray(scalar).dtype == np.uint64 else np.asarray(scalar, np.int64), (n,))
         modes = np.broadcast_to(np.asarray(vxrm, np.uint8), (n,))
-        lanes, dtype = view.result.lanes, view.result.dtype
-        per_register = max([v.itemsize * v.shape[1] for v in vecs] + [lanes * dtype.itemsize])
-        chunk = max(1, self.LIMIT // per_register)
-        outs, sats = [], []
-        for start in range(0, n, chunk):
-            stop = min(n, start + chunk)
-            m = stop - start
-            part = [v[start:stop] for v in vecs]
-            sizes = [v.nbytes for v in part] + [0] * (3 - len(part))
-            out_bytes = m * lanes * dtype.itemsize
-            stdin = (b"".join(v.tobytes() for v in part) + np.ascontiguousarray(scalars[start:stop]).tobytes()
-                     + np.ascontiguousarray(modes[start:stop]).tobytes())
-            proc = subprocess.run([self.qemu, "-cpu", self.cpu(view.vlen), str(self.binary.path), intr.name, str(m),
-                                   *map(str, sizes), str(out_bytes)], input=stdin, capture_output=True, timeout=300)
-            if proc.returncode != 0 or len(proc.stdout) != out_bytes + m:
-                raise EmulatorError(f"qemu-riscv64 running {intr.name} at VLEN={view.vlen} failed "
-                                    f"(exit {proc.returncode}): {proc.stderr.decode(errors='replace').strip()[:500]}")
-            outs.append(np.frombuffer(proc.stdout[:out_bytes], dtype).reshape(m, lanes))
-            sats.append(np.frombuffer(proc.stdout[out_bytes:], np.uint8) != 0)
-        if not outs:
-            return np.zeros((0, lanes), dtype), np.zeros(0, bool)
-        return np.concatenate(outs), np.concatenate(sats)
+        inputs = vecs + [None] * (3 - len(vecs)) + [scalars, modes]
+        result, sat = self.batch(self.cpu(view.vlen), intr.name, inputs,
+                                 [(view.result.dtype, (view.result.lanes,)), (np.uint8, ())])
+        return result, sat != 0
 
     def describe(self) -> str:
         if self.qemu is None:

@@ -1,5 +1,6 @@
 """The SVE/SVE2 and SME intrinsics executed under qemu-aarch64 at a chosen vector length: the qemu route of
-lowp.emulator.intrinsics (a static AArch64 Linux program, one process per batch) for scalable registers.
+lowp.emulator.intrinsics (a static AArch64 Linux program with lowp's batch driver, lowp.emulator.qemu_batch: one
+long-lived process per vector length serves every batch) for scalable registers.
 
     ScalableQemuBackend(vl=256)   runs each intrinsic at VL = 256 bits: `qemu-aarch64 -cpu
                                   max,sve-default-vector-length=32,sme-default-vector-length=32` (the properties
@@ -18,8 +19,7 @@ routine that needs, __arm_tpidr2_save, is supplied here (no lazy ZA save is ever
 """
 from __future__ import annotations
 
-import subprocess
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -27,13 +27,11 @@ import numpy as np
 from lowp.isa_models import intrinsics as all_intrinsics
 from lowp.isa_models.registry import Intrinsic
 
-from .build import build_text
-from .errors import EmulatorError
-from .intrinsics import qemu_path, qemu_version
+from . import qemu_batch as batch
+from .intrinsics import qemu_path, qemu_version  # noqa: F401  (qemu_path: public here as before)
 
 VLS = (128, 256, 512)              # the vector lengths lowp proves at
 CPU = "generic+sve2+i8mm+sme"      # zig's -mcpu: the wrappers' code, not the machine (qemu -cpu max runs it)
-BUFFER = 8 << 20                   # bytes per operand buffer of the driver
 
 # qemu 7.2's 32-bit SMOPA computes two outputs per 64-bit chunk and writes them to the wrong ZA elements; qemu
 # issue #2083, fixed by "target/arm: Fix 32-bit SMOPA" (d572bcb222, in 9.0 and stable 8.2.3). The test vector is
@@ -133,78 +131,30 @@ __attribute__((naked)) void __arm_tpidr2_save(void) {
 }
 """
 
-DRIVER = r"""
-long lowp_read(int fd, void *buf, long n);
-long lowp_write(int fd, const void *buf, long n);
-typedef void (*lowp_fn)(const void *, const void *, const void *, const void *, const void *, const void *, void *,
-                        long, long);
-struct lowp_entry { const char *name; lowp_fn fn; };
-static const struct lowp_entry lowp_table[] = {
-%s
-};
-#define LOWP_BUF %d
-static unsigned char lowp_in[6][LOWP_BUF], lowp_out[LOWP_BUF];
-static int lowp_streq(const char *a, const char *b) { while (*a && *a == *b) { a++; b++; } return *a == *b; }
-static long lowp_num(const char *s) { long v = 0; while (*s) v = 10 * v + (*s++ - '0'); return v; }
-static int lowp_read_all(void *buf, long n) {
-    unsigned char *p = buf;
-    while (n > 0) { long got = lowp_read(0, p, n); if (got <= 0) return 0; p += got; n -= got; }
-    return 1;
-}
-/* argv: name imm n out_bytes bytes0..bytes5; stdin: the inputs back to back; stdout: the result. */
-int main(int argc, char **argv) {
-    if (argc != 11) return 2;
-    long out = lowp_num(argv[4]);
-    if (out > LOWP_BUF) return 3;
-    for (int k = 0; k < 6; k++) {
-        long size = lowp_num(argv[5 + k]);
-        if (size > LOWP_BUF || !lowp_read_all(lowp_in[k], size)) return 4;
-    }
-    for (unsigned i = 0; i < sizeof lowp_table / sizeof lowp_table[0]; i++)
-        if (lowp_streq(lowp_table[i].name, argv[1])) {
-            lowp_table[i].fn(lowp_in[0], lowp_in[1], lowp_in[2], lowp_in[3], lowp_in[4], lowp_in[5], lowp_out,
-                             lowp_num(argv[2]), lowp_num(argv[3]));
-            for (long done = 0; done < out;) { long w = lowp_write(1, lowp_out + done, out - done); if (w <= 0) return 5; done += w; }
-            return 0;
-        }
-    return 6;
-}
-"""
-
-
 def scalable_intrinsics() -> list[Intrinsic]:
     return [i for i in all_intrinsics("aarch64") if i.encoding in ("sve", "sme")]
 
 
 def source(intrs) -> str:
     head = "#include <arm_sve.h>\n#include <arm_sme.h>\n#include <stdint.h>\n" + SME_SUPPORT
-    body = "\n".join(sme_wrapper(i) if i.encoding == "sme" else sve_wrapper(i) for i in intrs)
-    table = "\n".join(f'    {{"{i.name}", (lowp_fn)lowp_s_{i.name}}},' for i in intrs)
-    return head + body + DRIVER % (table, BUFFER)
+    return head + "\n".join(sme_wrapper(i) if i.encoding == "sme" else sve_wrapper(i) for i in intrs)
 
 
-@lru_cache(maxsize=4)
-def _binary(names: tuple[str, ...]):
-    from lowp.isa_models import intrinsic
-    return build_text(source([intrinsic(n) for n in names]), name="acle-sve-qemu", target="linux", cpu=CPU)
-
-
-class ScalableQemuBackend:
-    """SVE/SVE2 and SME intrinsics as a static Linux program under qemu-aarch64 at one vector length."""
+class ScalableQemuBackend(batch.BatchBackend):
+    """SVE/SVE2 and SME intrinsics as a static Linux program under qemu-aarch64 at one vector length. The wrappers
+    are vector-length agnostic, so the backends of every VL share one build (qemu_batch.program caches it)."""
     arch = "aarch64"
-    modeled: set = set()
+    target, build_name, build_cpu, prefix, inputs, outputs = "linux", "acle-sve-qemu", CPU, "lowp_s_", 6, 1
 
     def __init__(self, vl: int = 128, intrinsics=None, qemu: str | None = None):
         if vl not in VLS:
             raise ValueError(f"vl: expected one of {', '.join(map(str, VLS))} bits, got {vl}")
         self.vl = vl
         self.name = f"qemu-vl{vl}"
-        self._intrinsics = list(intrinsics) if intrinsics is not None else scalable_intrinsics()
-        self.qemu = qemu or qemu_path()
+        super().__init__(intrinsics if intrinsics is not None else scalable_intrinsics(), qemu)
 
-    @property
-    def binary(self):
-        return _binary(tuple(i.name for i in self._intrinsics))
+    def wrappers(self, intrinsics) -> str:
+        return source(intrinsics)
 
     @property
     def cpu(self) -> str:
@@ -212,8 +162,8 @@ class ScalableQemuBackend:
         return vector_length_cpu(self.vl)
 
     def unavailable(self, intr: Intrinsic) -> str | None:
-        if self.qemu is None:
-            return "qemu-aarch64 not installed (Debian: apt-get install qemu-user)"
+        if self.missing_qemu():
+            return self.missing_qemu()
         if intr.encoding not in ("sve", "sme"):
             return f"{intr.name} is not an SVE/SME intrinsic"
         if intr.name not in {i.name for i in self._intrinsics}:
@@ -244,47 +194,21 @@ class ScalableQemuBackend:
 
     def run(self, intr: Intrinsic, args: Sequence) -> np.ndarray:
         """args follow intr.params, batched: vec (N, lanes), pred/ptrue (N, lanes) bool, tile (N, d, d), imm int."""
-        if self.qemu is None:
-            raise EmulatorError("qemu-aarch64 not installed")
         fixed = self._at_vl(intr)
         arrays, imm = [], 0
         for p, a in zip(fixed.params, args):
             if p.kind == "imm":
-                imm = int(a)
-                if not p.lo <= imm <= p.hi:
-                    raise ValueError(f"{intr.name}: {p.name}={imm} outside [{p.lo}, {p.hi}]")
+                imm = batch.immediate(intr.name, p, a)
                 continue
-            a = np.ascontiguousarray(a)
             shape = (p.lanes, p.lanes) if p.kind == "tile" else (p.lanes,)
             want = np.bool_ if p.kind in ("pred", "ptrue") else p.dtype
-            if a.dtype != want or a.shape[1:] != shape:
-                raise ValueError(f"{intr.name}: argument {p.name!r} must be an (N, {', '.join(map(str, shape))}) "
-                                 f"array of {np.dtype(want)} at VL {self.vl}, got {a.dtype}{list(a.shape)}")
+            a = batch.registers(intr.name, p, a, shape, want, f" at VL {self.vl}")
             if want is np.bool_:          # a predicate travels as 0/1 elements of the size it governs
                 a = a.astype(np.dtype(f"u{p.dtype.itemsize}"))
             arrays.append(a)
-        n = {len(a) for a in arrays}
-        if len(n) != 1:
-            raise ValueError(f"{intr.name}: arguments have different batch sizes {sorted(n)}")
-        n = n.pop()
         r = fixed.result
         out_shape = (r.lanes, r.lanes) if r.kind == "tile" else (r.lanes,)
-        per = max([a[0].nbytes for a in arrays] + [int(np.prod(out_shape)) * r.dtype.itemsize])
-        chunk = max(1, BUFFER // per)
-        outs = []
-        for start in range(0, n, chunk):
-            part = [a[start:start + chunk] for a in arrays]
-            m = len(part[0])
-            out_bytes = m * int(np.prod(out_shape)) * r.dtype.itemsize
-            sizes = [a.nbytes for a in part] + [0] * (6 - len(part))
-            proc = subprocess.run([self.qemu, "-cpu", self.cpu, str(self.binary.path), intr.name, str(imm), str(m),
-                                   str(out_bytes), *map(str, sizes)],
-                                  input=b"".join(a.tobytes() for a in part), capture_output=True, timeout=300)
-            if proc.returncode != 0 or len(proc.stdout) != out_bytes:
-                raise EmulatorError(f"qemu-aarch64 ({self.cpu}) running {intr.name} failed (exit {proc.returncode}): "
-                                    f"{proc.stderr.decode(errors='replace').strip()[:500]}")
-            outs.append(np.frombuffer(proc.stdout, r.dtype).reshape((m,) + out_shape))
-        return np.concatenate(outs) if outs else np.zeros((0,) + out_shape, r.dtype)
+        return self.batch(self.cpu, intr.name, arrays + [None] * (6 - len(arrays)), [(r.dtype, out_shape)], imm)[0]
 
     def describe(self) -> str:
         if self.qemu is None:
