@@ -152,3 +152,47 @@ def test_getting_started_requantizing_walkthrough_matches_a_run(tmp_path):
     for line in block.strip().splitlines():
         assert line in report, line
     assert "cause: wrong value: the result matches output stage xnnpack-fp32-avxvnni-wrap" in report
+
+
+def _anchors(page: Path) -> set:
+    """GitHub's heading anchors of a Markdown page: lower case, punctuation dropped, spaces to hyphens."""
+    heads = re.findall(r"^#+\s+(.+?)\s*$", page.read_text(), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in heads}
+
+
+SOURCES = ("isa_models", "kernels", "emulator", "conformance", "lowp", "tests", "docs", "benchmarks")
+CITED = re.compile(r"docs/research/([\w.-]+\.md)(?:#([\w-]+))?")
+OUTSIDE = "/".join(("shared", "research"))        # the notes' old home, outside the repository
+
+
+def _source_files():
+    for top in SOURCES:
+        for path in (ROOT / top).rglob("*"):
+            if path.suffix in (".py", ".md", ".c", ".S", ".toml", ".h") and "build" not in path.parts:
+                yield path
+    yield ROOT / "README.md"
+
+
+def test_research_citations_resolve_inside_the_repository():
+    """Every fact the code cites lives in docs/research/ (no notes outside the repository), and every
+    page and section of docs/research/ named in code or docs is a page with that section."""
+    cited = 0
+    for path in _source_files():
+        text = path.read_text(errors="replace")
+        rel = path.relative_to(ROOT)
+        assert OUTSIDE not in text, f"{rel} cites notes outside the repository"
+        for page, anchor in CITED.findall(text):
+            target = DOCS / "research" / page
+            assert target.exists(), f"{rel}: cites docs/research/{page}, which does not exist"
+            assert not anchor or anchor in _anchors(target), f"{rel}: no section #{anchor} in docs/research/{page}"
+            cited += 1
+    assert cited >= 40
+
+
+@pytest.mark.parametrize("page", sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")))
+def test_relative_link_anchors_exist(page):
+    path = DOCS / page
+    for target, anchor in re.findall(r"\]\(([^)#\s]*\.md)#([^)\s]+)\)", path.read_text()):
+        if "://" in target:
+            continue
+        assert anchor in _anchors(path.parent / target), f"{page}: no section #{anchor} in {target}"
