@@ -249,3 +249,71 @@ def test_getting_started_pytest_block_is_the_example_file():
     source = (EXAMPLES / "test_my_kernels.py").read_text().splitlines()
     for line in block.strip().splitlines():
         assert not line.strip() or line in source, f"getting-started.md shows a line the example does not have: {line}"
+
+
+def _resolve(dotted: str):
+    """The object a dotted `lowp.x.y` name stands for: the longest importable module prefix, then attributes."""
+    import importlib
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ModuleNotFoundError(dotted)
+
+
+def _parses(argv: list[str]) -> bool:
+    from lowp.cli import build_parser
+    try:
+        build_parser().parse_known_args(argv)
+    except SystemExit:
+        return False
+    return True
+
+
+def test_extending_names_only_what_exists():
+    """docs/extending.md walks the extension points by name: every backticked `lowp.module.name` must import,
+    every backticked repository path must exist and every `lowp COMMAND ...` must parse, or the page has drifted."""
+    text = (DOCS / "extending.md").read_text()
+    ticks = re.findall(r"`([^`\n]+)`", text)
+    names = [t for t in ticks if re.fullmatch(r"lowp(\.\w+)+", t)]
+    paths = [t for t in ticks if re.fullmatch(r"[\w.-]+(/[\w.-]+)*/?", t) and "/" in t]
+    commands = [t.split() for t in ticks if t.startswith("lowp ")]
+    assert len(names) >= 30 and len(paths) >= 10 and len(commands) >= 4
+    for name in names:
+        assert not any(p.startswith("_") for p in name.split(".")), f"extending.md names a private {name}"
+        try:
+            _resolve(name)
+        except (ImportError, AttributeError) as e:
+            raise AssertionError(f"extending.md names `{name}`, which does not exist ({e})") from None
+    for path in paths:
+        assert (ROOT / path).exists(), f"extending.md names `{path}`, which does not exist"
+    for argv in commands:
+        assert _parses(argv[1:]), f"`{' '.join(argv)}` does not parse"
+    assert _parses(["isa", "verify"]) and not _parses(["isa", "verifyy"])
+
+
+def _linked(page: Path) -> set:
+    """The files a Markdown page links to, resolved."""
+    return {(page.parent / target).resolve() for target in LINK.findall(page.read_text()) if "://" not in target}
+
+
+def test_every_page_is_listed_in_an_index():
+    """docs/README.md lists every page of docs/ and of docs/research/; a page in another subdirectory is listed
+    by that subdirectory's README.md, which docs/README.md lists. A new page that no index names fails here."""
+    top = _linked(DOCS / "README.md")
+    missing = []
+    for page in sorted(DOCS.rglob("*.md")):
+        if page.name == "README.md" and page.parent == DOCS:
+            continue
+        sub = page.parent
+        index = top if sub in (DOCS, DOCS / "research") else _linked(sub / "README.md")
+        if page.resolve() not in index and not (page.name == "README.md" and page.resolve() in top):
+            missing.append(page.relative_to(DOCS).as_posix())
+        if sub not in (DOCS,) and (sub / "README.md").resolve() not in top:
+            missing.append(f"{sub.relative_to(DOCS).as_posix()}/README.md (the index of {sub.name}/)")
+    assert not missing, f"pages no index lists: {sorted(set(missing))}"
