@@ -3,7 +3,7 @@
 A contract is what a library promises about C = A x B before any output stage: a set of accepted results (the
 exact product, or the documented saturating variant: the way the WebAssembly relaxed-SIMD tests list accepted
 results), plus known variants that are not accepted but name what a failing kernel did instead. Each reference
-is written here from the libraries' own descriptions (shared/research/), independently of the kernels'
+is written here from the libraries' own descriptions (docs/research/), independently of the kernels'
 behaviour models, so that a kernel, its model and its contract are three separate readings.
 
 Exactness is promised on a domain: the kernel's registry entry says on which inputs it claims its contract.
@@ -52,7 +52,7 @@ def _pair_sums(A, B):
 def pair_saturating(A, B) -> np.ndarray:
     """oneDNN/FBGEMM AVX2 u8s8s32 (VPMADDUBSW + VPMADDWD + VPADDD): each pair (k, k+1), k even, summed and
     saturated to int16, then accumulated exactly in int32 (wrapping). Seed 002 section 1.1; FBGEMM
-    fbgemm-onednn-contract.md 1.9."""
+    docs/research/fbgemm-accumulation.md#reference-versus-kernel."""
     p = _pair_sums(A, B)
     return _wrap32(np.clip(p, -32768, 32767).sum(axis=2, dtype=np.int64))
 
@@ -93,7 +93,8 @@ def shifted_pair_saturating(A, B) -> np.ndarray:
 
 def fbgemm_acc16(A, B, brow: int = 256) -> np.ndarray:
     """FBGEMM matmul_u8i8acc16_ref: s16 = clip16(s16 + clip16(pair)) over pairs in ascending k; every brow k
-    values the int16 sum is added to int32 and restarted (src/RefImplementations.cc L314-345, research 1.7)."""
+    values the int16 sum is added to int32 and restarted (src/RefImplementations.cc L314-345,
+    docs/research/fbgemm-accumulation.md#acc16)."""
     p = np.clip(_pair_sums(A, B), -32768, 32767)
     s32 = np.zeros(p.shape[:2], np.int64)
     s16 = np.zeros(p.shape[:2], np.int64)

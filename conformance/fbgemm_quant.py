@@ -9,7 +9,8 @@ is a parameter with no silent default (each a table from name to implementation:
 lowp.isa_models.requant.FBGEMM_TAILS, QUANTIZE_FNS). int32 corner parameters behave as in lowp.isa_models.fixedpoint.
 The float32 emulation lives in lowp.isa_models.float32 and the oneDNN rules in lowp.conformance.onednn; both are
 re-exported here so older imports keep working.
-Citations: pytorch/FBGEMM @71d6f8b; shared/research/fbgemm-onednn-contract.md sections 1, 2, 5, 6, 7.
+Citations: pytorch/FBGEMM @71d6f8b; docs/research/fbgemm-requantization.md, docs/research/fbgemm-accumulation.md,
+docs/research/onednn.md, docs/research/pytorch-fbgemm.md, docs/research/onnx-mlas.md.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ _rne_int = rne_int          # the old private name, kept for importers
 
 def row_offsets_u8acc32_ref(A, *, overflow=None) -> np.ndarray:
     """row_offsets_u8acc32_ref: row_offsets[i] = sum_k A[i,k] (int32). A is M x K uint8.
-    FBGEMM src/RefImplementations.cc @71d6f8b L434-446 (notes 1.3)."""
+    FBGEMM src/RefImplementations.cc @71d6f8b L434-446 (docs/research/fbgemm-requantization.md#zero-point-algebra)."""
     A = ints(A, "A", 0, 255)
     return out32(narrow32(A.sum(axis=1), overflow, "row sum overflows int32"))
 
@@ -44,7 +45,7 @@ def col_offsets_with_zero_pt_s8acc32_ref(B, B_zero_point, *, ncols_per_quant_gro
     """col_offsets_with_zero_pt_s8acc32_ref: col_offsets[j] = sum_k B[k,j] - B_zero_point[j / ncols_per_group] * K,
     int32. B is K x N int8; B_zero_point has one entry per quantization group (N / ncols_per_quant_group):
     per-tensor ncols = N, per-group N / groups, per-channel 1. FBGEMM src/RefImplementations.cc @71d6f8b
-    L448-465 (notes 1.3)."""
+    L448-465 (docs/research/fbgemm-requantization.md#zero-point-algebra)."""
     B = ints(B, "B", -128, 127)
     K, N = B.shape
     ncols = N if ncols_per_quant_group is None else int(ncols_per_quant_group)
@@ -90,7 +91,8 @@ def requantize_u8acc32_ref_fixed(inp, *, C_multiplier: int, C_right_shift: int, 
     """requantize_u8acc32_ref, fixed-point multiplier: raw corrected by the zero points (scalar B zero point) and
     int32 bias, then ((int64(raw) * C_multiplier + nudge) >> C_right_shift) + C_zero_point with nudge =
     1 << max(0, shift - 1) -- half-up rounding, and the quirk that shift 0 still adds 1 --, clamped to
-    [fuse_relu ? C_zero_point : 0, 255]. FBGEMM src/RefImplementations.cc @71d6f8b L217-255 (notes 1.4)."""
+    [fuse_relu ? C_zero_point : 0, 255]. FBGEMM src/RefImplementations.cc @71d6f8b L217-255
+    (docs/research/fbgemm-requantization.md#the-reference-requantizations)."""
     shift = int(C_right_shift)
     if not 0 <= shift <= 63:
         raise ValueError(f"C_right_shift={shift}: an int64 shift needs 0..63")
@@ -111,7 +113,8 @@ def requantize_u8acc32_ref_float(inp, *, C_multiplier, C_zero_point: int, A_zero
     """requantize_u8acc32_ref, float multiplier: raw corrected by the zero points (B zero point per quantization
     group, always applied) and int32 bias; result = f32(f32(raw) * C_multiplier[g]); lrintf (ties to even) +
     C_zero_point, clamped to [fuse_relu ? C_zero_point : 0, 255]. C_multiplier: float32, one per group.
-    FBGEMM src/RefImplementations.cc @71d6f8b L257-290 (notes 1.5)."""
+    FBGEMM src/RefImplementations.cc @71d6f8b L257-290
+    (docs/research/fbgemm-requantization.md#the-reference-requantizations)."""
     raw0 = ints(inp, "inp")
     N = raw0.shape[1]
     ncols = N if ncols_per_quant_group is None else int(ncols_per_quant_group)
@@ -133,7 +136,7 @@ FLOAT_BIAS = {
     "reciprocal": "f32(f32(raw) + f32(bias * rcp)), rcp = f32(1.0 / double(act_times_w_scale)): the AVX2 routine for "
                   "TENSOR/GROUP granularity compiled without FP contraction",
     "reciprocal_fma": "f32(f32(raw) + bias * rcp) with one rounding: the same routine contracted into an FMA, as "
-                      "observed in the PyTorch 2.15 wheel (fbgemm-onednn-contract.md 6.5)",
+                      "observed in the PyTorch 2.15 wheel (docs/research/pytorch-fbgemm.md#experiments)",
 }
 GRANULARITIES = ("tensor", "group", "out_channel")
 
@@ -188,7 +191,8 @@ def requantize_output(inp, *, C_multiplier, C_zero_point: int, Aq_zero_point: in
     QuantUtilsAvx2.cc requantizeOutputProcessingAvx2): cvtps2dq (out of range or NaN -> INT32_MIN), packs_epi32
     (sat16), adds_epi16 with int16(C_zero_point), packus_epi16, then max_epu8 with uint8(lo). The two agree for
     0 <= C_zero_point <= 255 and products within int16 after rounding, and differ outside (e.g. huge products).
-    FBGEMM @71d6f8b; fbgemm-onednn-contract.md 1.6, 6.2."""
+    FBGEMM @71d6f8b; docs/research/fbgemm-requantization.md#requantizeoutput,
+    docs/research/pytorch-fbgemm.md#quantizedlinear."""
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity={granularity!r}: expected one of {GRANULARITIES}")
     if path not in FBGEMM_TAILS:
@@ -272,8 +276,8 @@ def choose_quantization_params(min: float, max: float, qmin: int, qmax: int, *, 
     variant='pytorch' (aten/src/ATen/native/quantized/cpu/QuantUtils.h, "should be identical"): reduce_range
     halves qmin/qmax (C++ integer division), the scale stays a double, power of two via log(x)/log(2), and the
     error terms are |qmin| - |min/scale| (a MINUS sign); it also checks min <= max and qmin < qmax.
-    fbgemm-onednn-contract.md 2.2. The float rounding of every step is reproduced; log/log2 are the host libm's
-    (math.log, math.log2), as the C++ calls them."""
+    docs/research/fbgemm-requantization.md#choosequantizationparams. The float rounding of every step is reproduced;
+    log/log2 are the host libm's (math.log, math.log2), as the C++ calls them."""
     if variant not in ("fbgemm", "pytorch"):
         raise ValueError("variant: expected 'fbgemm' (FBGEMM's float32 scale) or 'pytorch' (ATen's double copy)")
     if reduce_range and variant != "pytorch":
@@ -371,7 +375,8 @@ def quantize(src, scale, zero_point: int, *, variant: str, precision: int = 8, s
     """Quantize float32 src to integers in [0, 2^p - 1] (or the signed range), in the rounding `variant` names
     (QUANTIZE). FBGEMM forms zp + r in float32 (zero_point + std::nearbyint(float) is a float expression) and
     clamps in double. NaN raises OutOfDomain (the scalar C++ converts it through double: undefined).
-    fbgemm-onednn-contract.md 2.3, 7.1, 7.2. Returns int64 values (the caller picks the storage type)."""
+    docs/research/fbgemm-requantization.md#quantize, docs/research/onnx-mlas.md. Returns int64 values (the caller picks
+    the storage type)."""
     if variant not in QUANTIZE:
         raise ValueError(f"variant={variant!r}: expected one of {', '.join(QUANTIZE)}")
     x = _floats(src, "src")
@@ -394,7 +399,8 @@ def choose_requantization_multiplier(real_multiplier, *, precision: int = 32) ->
     """ChooseRequantizationMultiplier(real_multiplier) -> (multiplier, right_shift), real ~ multiplier *
     2^-right_shift: float doubling/halving into [0.5, 1], q = nearbyint(real * 2^(precision-1)), q == 2^(p-1)
     -> q/2, shift - 1. The multiplier carries the float's 24 significant bits.
-    FBGEMM src/QuantUtils.cc @71d6f8b L144-191 (notes 2.4)."""
+    FBGEMM src/QuantUtils.cc @71d6f8b L144-191
+    (docs/research/fbgemm-requantization.md#chooserequantizationmultiplier)."""
     r = F32(real_multiplier)
     if not r > 0:
         raise ValueError("real_multiplier must be > 0 (FBGEMM asserts != 0 and q >= 0)")
@@ -425,13 +431,15 @@ def saturating_rounding_mul_with_shift(a, b, right_shift: int) -> np.ndarray:
 def requantize_fixed_point(src, zero_point: int, multiplier: int, right_shift: int, *, precision: int = 8,
                            signed: bool = False) -> np.ndarray:
     """RequantizeFixedPoint<T>: clamp(zp + SaturatingRoundingMulWithShift(src, multiplier, shift)) to the
-    precision's range. FBGEMM include/fbgemm/QuantUtils.h @71d6f8b L192-230 (notes 2.5)."""
+    precision's range. FBGEMM include/fbgemm/QuantUtils.h @71d6f8b L192-230
+    (docs/research/fbgemm-requantization.md#chooserequantizationmultiplier)."""
     lo, hi = _qrange(precision, signed)
     return np.clip(int(zero_point) + saturating_rounding_mul_with_shift(src, multiplier, right_shift), lo, hi)
 
 
 def requantize_float(src, zero_point: int, multiplier, *, precision: int = 8, signed: bool = False) -> np.ndarray:
     """Requantize<T> with a float multiplier: clamp(zp + lrintf(f32(f32(src) * multiplier))).
-    FBGEMM include/fbgemm/QuantUtils.h @71d6f8b L232-260 (notes 2.5)."""
+    FBGEMM include/fbgemm/QuantUtils.h @71d6f8b L232-260
+    (docs/research/fbgemm-requantization.md#chooserequantizationmultiplier)."""
     lo, hi = _qrange(precision, signed)
     return np.clip(int(zero_point) + _rne_int(f32(ints(src, "src")) * F32(multiplier)), lo, hi)

@@ -7,7 +7,7 @@ element gets depends on the order packing visits it, so probabilistic modes are 
 packing configuration (`pack_order` emulates the scalar traversal); their contract is the statistical one of
 gemmlowp's tests (`less_than_8bit_bounds`, `check_less_than_8bit_accuracy`). The kernel is exact; unpacking
 rescales with RoundingMultiplyByConstantFraction.
-Citations: gemmlowp @bc3491e (last commit with the feature) unless noted; shared/research/gemmlowp-contract.md 4-5.
+Citations: gemmlowp @bc3491e (last commit with the feature) unless noted; docs/research/less-than-8-bit.md.
 """
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ def is_requantization_worth_it(rows: int, cols: int) -> bool:
 def effective_bit_depths(rows: int, cols: int, lhs_bits: int, rhs_bits: int) -> tuple[int, int]:
     """The bit depths the public Gemm / EightBitIntGemm really use: a GEMM for which requantization is not worth
     it silently runs DefaultL8R8BitDepthParams (exact). SingleThreadGemm called directly never bypasses.
-    gemmlowp public/gemmlowp.h L63-90 (notes 4.2)."""
+    gemmlowp public/gemmlowp.h L63-90 (docs/research/less-than-8-bit.md#settings)."""
     return (lhs_bits, rhs_bits) if is_requantization_worth_it(rows, cols) else (8, 8)
 
 
@@ -174,7 +174,8 @@ def pack_order(width: int, depth: int, *, cell_width: int, cells: int, cell_dept
     Loops: depth in l1_depth steps, width in l1_width steps (PackL2); width in kernel-width runs (PackL1); depth
     in 16-deep register blocks, the last one zero-padded (PackRun, MakeCompleteSrc); then per block:
     cell_start_depth, cell_start_width, w, d (Pack). A side's width is the LHS rows or the RHS columns.
-    gemmlowp internal/pack.h @bc3491e L347-374, L386-480 (notes 4.5)."""
+    gemmlowp internal/pack.h @bc3491e L347-374, L386-480
+    (docs/research/less-than-8-bit.md#requantize-and-the-offset-generators)."""
     kw = cell_width * cells
     if register_size % cell_depth:
         raise ValueError("cell_depth must divide the register size (16)")
@@ -232,7 +233,8 @@ def rounding_multiply_by_constant_fraction(x, numerator: int, denominator: int, 
     """RoundingMultiplyByConstantFraction<num, den>(x) = x*q + round(x*srn / 2^31), int32. The scalar (and SSE)
     path rounds the remainder term half away from zero (ties='away'); NEON's vqrdmulhq_n_s32 rounds it half up
     (ties='up'). x*q + rp is a plain int32 expression (overflow=). num == den returns x.
-    gemmlowp internal/unpack.h @bc3491e L58-88; unpack_neon.h L27-49 (notes 4.7)."""
+    gemmlowp internal/unpack.h @bc3491e L58-88; unpack_neon.h L27-49
+    (docs/research/less-than-8-bit.md#unpack-roundingmultiplybyconstantfraction)."""
     x = ints(x, "x")
     if numerator == denominator:
         return out32(x)
@@ -323,7 +325,7 @@ def less_than_8bit_bounds(rows: int, cols: int, med_val: int) -> ResultStatsBoun
     """The bounds gemmlowp's test_gemm_impl applies whenever LhsBits < 8 or RhsBits < 8 (L7R5):
     adj = 1000 // (rows*cols); max |diff| <= max(med_val/2, adj); median |diff| <= max(med_val/8, adj);
     |median signed diff| <= max(2, adj); |mean signed diff| <= max(2, adj). Integer divisions as in C++.
-    test/test.cc @bc3491e L425-444 (notes 5.1)."""
+    test/test.cc @bc3491e L425-444 (docs/research/less-than-8-bit.md#what-gemmlowps-tests-accept)."""
     adj = 1000 // (rows * cols)
     return ResultStatsBounds(max_unsigned_diff=max(med_val // 2, adj), med_unsigned_diff=max(med_val // 8, adj),
                              med_signed_diff=max(2, adj), mean_signed_diff=float(max(2, adj)))

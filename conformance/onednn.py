@@ -1,5 +1,5 @@
 """oneDNN's int8 rules a kernel model needs: the 0.5 weight scaling of its non-VNNI s8s8 convolutions, the s8s8
-compensation, s8 x s8 on a u8 x s8 engine (seed 002; shared/research/fbgemm-onednn-contract.md 5.4). Its output
+compensation, s8 x s8 on a u8 x s8 engine (seed 002; docs/research/onednn.md#the-int8-guide). Its output
 scales rule (dst = saturate(round((src_scale * wei_scale * acc + bias) / dst_scale + zp))) is an output stage:
 lowp.isa_models.requant ('onednn-ref', 'onednn-jit', ...), re-exported here. Moved from fbgemm_quant, which
 re-exports these names.
@@ -23,7 +23,8 @@ def onednn_scale_adjust(*, has_vnni: bool) -> float:
 def onednn_reorder_weights_s8(w, *, has_vnni: bool, src_scale: float = 1.0, dst_scale: float = 1.0) -> np.ndarray:
     """The s8 weights reorder with scale adjustment: o = saturate_and_round<s8>(f32(w * f32(f32(src_scale *
     adj) / dst_scale))), nearbyintf (ties to even). Without VNNI (adj 0.5) odd weights lose a bit: 1 -> 0,
-    3 -> 2, -1 -> 0, 127 -> 64. src/cpu/reorder/simple_reorder.hpp @3f27bec L292-345 (notes 5.4, oneDNN#375)."""
+    3 -> 2, -1 -> 0, 127 -> 64. src/cpu/reorder/simple_reorder.hpp @3f27bec L292-345
+    (docs/research/onednn.md#the-int8-guide, oneDNN#375)."""
     w = ints(w, "w", -128, 127)
     factor = F32(F32(F32(src_scale) * F32(onednn_scale_adjust(has_vnni=has_vnni))) / F32(dst_scale))
     v = f32(w) * factor

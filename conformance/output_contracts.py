@@ -178,7 +178,7 @@ def _fbgemm_clamp_problems(q):
 def _tester_scale_zp(rng, acc_lo, acc_hi, bias, out_type):
     """XNNPACK's tester: c_scale = range >= 256 ? range / 255 : 1.00001 from the accumulators' range, scale =
     1 / c_scale, zero point so that the outputs span the type (qu8 formula), plus a random nudge.
-    kernel-test-harnesses.md 1.6 (gemm-microkernel-tester.cc)."""
+    docs/research/xnnpack-gemm-tester.md#the-reference (gemm-microkernel-tester.cc)."""
     a_min, a_max = acc_lo + int(np.min(bias)), acc_hi + int(np.max(bias))
     rng_ = a_max - a_min
     c_scale = rng_ / 255.0 if rng_ >= 256 else 1.00001

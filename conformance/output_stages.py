@@ -6,7 +6,7 @@ Matrices are 2-D (rows x cols) int32 accumulators; per-channel vectors follow ge
 vector has one entry per row, a 'Row' vector one per column. Arithmetic is exact int64, narrowed where the C++
 narrows; corner parameters (left_shift, min_min, overflow) behave as in lowp.conformance.fixedpoint: None is
 strict and raises ImplementationDefined where the implementations differ.
-Citations: gemmlowp public/output_stages.h and internal/output.h @16e8662 (shared/research/gemmlowp-contract.md 2-3).
+Citations: gemmlowp public/output_stages.h and internal/output.h @16e8662 (docs/research/gemmlowp-output-stages.md).
 """
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ def gemmlowp_accumulator(lhs, rhs, lhs_offset=0, rhs_offset=0) -> np.ndarray:
     """The int32 matrix gemmlowp's output pipeline receives: sum_d (lhs[r,d] + lhs_offset[r]) * (rhs[d,c] +
     rhs_offset[c]) modulo 2^32, whatever decomposition the kernel uses (UnpackResultBlock sums four terms, equal
     mod 2^32). Offsets are *added* (lhs_offset = -lhs_zero_point); scalar or per row (lhs) / per column (rhs).
-    gemmlowp internal/unpack.h @16e8662 L89-127, public/gemmlowp.h L53-66 (notes 2.1)."""
+    gemmlowp internal/unpack.h @16e8662 L89-127, public/gemmlowp.h L53-66
+    (docs/research/gemmlowp-output-stages.md#the-accumulator)."""
     lhs, rhs = ints(lhs, "lhs"), ints(rhs, "rhs")
     if lhs.ndim != 2 or rhs.ndim != 2 or lhs.shape[1] != rhs.shape[0]:
         raise ValueError(f"lhs {lhs.shape} and rhs {rhs.shape}: expected rows x depth and depth x cols")
@@ -80,7 +81,7 @@ def quantize_down_int32_to_uint8_scale(x, result_offset, result_mult_int, result
     comment, ReferenceEightBitIntGemm and the meta fast path. They differ only at negative ties, never after a
     [0,255] clamp. With vector_shape ('Col'/'Row') result_offset and result_mult_int are per-channel vectors
     (the PC stage); result_shift stays scalar. Shift in 0..31.
-    gemmlowp output_stages.h L29-66, output.h L65-119 (notes 2.2)."""
+    gemmlowp output_stages.h L29-66, output.h L65-119 (docs/research/gemmlowp-output-stages.md#the-pipeline)."""
     x = _matrix(x)
     if vector_shape is None:
         off, mult = ints(result_offset, "result_offset"), ints(result_mult_int, "result_mult_int")
@@ -104,7 +105,7 @@ def quantize_down_int32_by_fixed_point(x, result_fixedpoint_multiplier, result_s
                                        min_min=None, overflow=None) -> np.ndarray:
     """OutputStageQuantizeDownInt32ByFixedPoint (old name ...ToUint8ScaleByFixedPoint):
     wrap32(RDBPOT(SRDHM(x, M), result_shift) + result_offset_after_shift), result_shift in 0..31.
-    gemmlowp output_stages.h L68-124, output.h L121-148 (notes 2.3)."""
+    gemmlowp output_stages.h L68-124, output.h L121-148 (docs/research/gemmlowp-output-stages.md#the-pipeline)."""
     x = _matrix(x)
     shift = ints(result_shift, "result_shift", -(1 << 31), (1 << 31) - 1)
     check_domain(np.asarray((shift < 0) | (shift > 31)), "shift_range", "result_shift outside [0, 31]")
@@ -120,7 +121,7 @@ def scale_int32_by_fixed_point_and_exponent(x, result_fixedpoint_multiplier, res
     wrap32(RDBPOT(SRDHM(ShiftLeft(x, L), M), R) + result_offset_after_shift) -- TFLite's double-rounding MBQM
     ('G') plus the offset. ShiftLeft saturates on gemmlowp's scalar path and wraps on NEON/SSE (left_shift=).
     With vector_shape, M and e are per-channel vectors (the PC stage, ...PC<Shape>); the offset is scalar.
-    gemmlowp output_stages.h L126-159, output.h L150-221 (notes 2.4)."""
+    gemmlowp output_stages.h L126-159, output.h L150-221 (docs/research/gemmlowp-output-stages.md#the-pipeline)."""
     x = _matrix(x)
     if vector_shape is None:
         m = ints(result_fixedpoint_multiplier, "result_fixedpoint_multiplier")
@@ -287,7 +288,7 @@ def evaluate_pipeline(acc, stages: Sequence, *, left_shift=None, min_min=None, o
     """Apply an output pipeline as gemmlowp does: stages left to right on each int32 accumulator, all int32 until
     a cast stage, which must be last (gemmlowp static_asserts the final type against the destination). An empty
     pipeline returns the raw int32 accumulators. The corner parameters are passed to every stage that has the
-    corner. gemmlowp internal/output.h @16e8662 L440-556 (notes 2.1)."""
+    corner. gemmlowp internal/output.h @16e8662 L440-556 (docs/research/gemmlowp-output-stages.md#the-pipeline)."""
     x = out32(_matrix(acc, "acc"))
     variants = {"left_shift": left_shift, "min_min": min_min, "overflow": overflow}
     cast = None
@@ -316,7 +317,7 @@ def reference_eight_bit_int_gemm(a, b, a_offset, b_offset, c_offset, c_mult_int,
     in int32 with rounding = 2^(c_shift-1) (0 when c_shift = 0), ties up, clamped to [0, 255]. c_shift = 32,
     which its assert accepts, is undefined behaviour there, so lowp takes 0..31. The generic test parameters
     (-75, -91, 74980, 123) overflow int32 at large depth, hence overflow='wrap' to reproduce it.
-    gemmlowp test/test.cc @16e8662 L35-107 (notes 3.3)."""
+    gemmlowp test/test.cc @16e8662 L35-107 (docs/research/gemmlowp-output-stages.md#the-legacy-eightbitintgemm)."""
     acc = gemmlowp_accumulator(a, b, a_offset, b_offset)
     return evaluate_pipeline(acc, make_standard_output_pipeline(c_offset, c_mult_int, c_shift, rounding="up"),
                              overflow=overflow)

@@ -18,7 +18,8 @@ By-element forms take the whole Vm register as `b` and the element (or, for the 
 number as `index=`; the encoding restricts Vm to V0-V15 for 16-bit elements, which is not a model matter.
 
 Operand roles follow the pseudocode: USDOT/USMMLA read Vn (a) unsigned and Vm (b) signed; SUDOT reads Vn signed
-and Vm unsigned; the MMLA right operand holds the 8x2 matrix column by column (isa-semantics.md 1.2, 5).
+and Vm unsigned; the MMLA right operand holds the 8x2 matrix column by column
+(docs/research/aarch64-int8-instructions.md#widening-multiply-accumulate-and-dot-products-wrap).
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 these libraries is made of, and MultiplyByQuantizedMultiplier in each rounding flavour the libraries ship.
 
 Pure numpy, vectorized over any broadcastable shapes. Every value is carried exactly in int64 and only then
-narrowed where the C++ narrows. Citations are to shared/research/gemmlowp-contract.md (section given) and through
-it to the repositories and lines it read.
+narrowed where the C++ narrows. Citations are to docs/research/gemmlowp-fixedpoint.md and
+docs/research/tflite-ruy-rounding.md (section given) and through them to the repositories and lines they cite.
 
 Corners. Where the libraries (or the back-ends of one library) disagree, or the C++ is implementation-defined or
 undefined, the function takes a parameter naming each variant. Its default, None, means "strict": if any element
@@ -115,7 +115,7 @@ def narrow32(v, overflow, what: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Primitives (gemmlowp fixedpoint/fixedpoint.h @ 16e8662; notes section 1)
+# Primitives (gemmlowp fixedpoint/fixedpoint.h @ 16e8662; docs/research/gemmlowp-fixedpoint.md)
 
 SRDHM_MIN_MIN = {
     "saturate": "INT32_MAX: gemmlowp scalar, NEON vqrdmulhq_s32, wasm SIMD, MSA (fixedpoint.h L337-350)",
@@ -127,7 +127,8 @@ def srdhm(a, b, *, min_min=None):
     """SaturatingRoundingDoublingHighMul(a, b), int32: floor((a*b + 2^30) / 2^31), ties toward +inf (not away
     from zero), i.e. ARM SQRDMULH. The one saturating input, a == b == INT32_MIN (true result 2^31), is
     implementation-defined across gemmlowp's own back-ends: min_min='saturate' (INT32_MAX) or 'sse' (INT32_MIN).
-    gemmlowp fixedpoint/fixedpoint.h @16e8662 L337-350 (notes 1.1)."""
+    gemmlowp fixedpoint/fixedpoint.h @16e8662 L337-350
+    (docs/research/gemmlowp-fixedpoint.md#saturatingroundingdoublinghighmul-srdhm)."""
     a, b = ints(a, "a"), ints(b, "b")
     minmin = (a == INT32_MIN) & (b == INT32_MIN)
     flag(minmin, min_min, "srdhm_min_min", "min_min", tuple(SRDHM_MIN_MIN), "SRDHM(INT32_MIN, INT32_MIN)")
@@ -138,7 +139,8 @@ def srdhm(a, b, *, min_min=None):
 
 def srdhm16(a, b, *, min_min=None):
     """The int16 SaturatingRoundingDoublingHighMul: floor((a*b + 2^14) / 2^15), INT16_MIN^2 -> INT16_MAX
-    ('saturate') or INT16_MIN. gemmlowp fixedpoint/fixedpoint.h @16e8662 L352-363 (notes 1.1)."""
+    ('saturate') or INT16_MIN. gemmlowp fixedpoint/fixedpoint.h @16e8662 L352-363
+    (docs/research/gemmlowp-fixedpoint.md#saturatingroundingdoublinghighmul-srdhm)."""
     a, b = ints(a, "a", -(1 << 15), (1 << 15) - 1), ints(b, "b", -(1 << 15), (1 << 15) - 1)
     minmin = (a == -(1 << 15)) & (b == -(1 << 15))
     flag(minmin, min_min, "srdhm_min_min", "min_min", tuple(SRDHM_MIN_MIN), "SRDHM16(INT16_MIN, INT16_MIN)")
@@ -172,7 +174,8 @@ def rounding_divide_by_pot(x, exponent, *, ties="away"):
     """RoundingDivideByPOT(x, exponent): x / 2^exponent rounded to nearest, ties away from zero (gemmlowp since
     PR #65, commit 12c15b7, on every path; NEON's fixup + VRSHL gives the same). ties='up' is the ARM RSHL
     ground truth gemmlowp used before #65 and the second step of flavour 'U'. Exponent must be in 0..31
-    (asserted), else OutOfDomain. gemmlowp fixedpoint/fixedpoint.h @16e8662 L365-379 (notes 1.2)."""
+    (asserted), else OutOfDomain. gemmlowp fixedpoint/fixedpoint.h @16e8662 L365-379
+    (docs/research/gemmlowp-fixedpoint.md#roundingdividebypot-rdbpot)."""
     x = ints(x, "x")
     e = _exponent(exponent, "exponent", 0, 31)
     if ties == "away":
@@ -184,7 +187,8 @@ def rounding_divide_by_pot(x, exponent, *, ties="away"):
 
 def saturating_rounding_multiply_by_pot(x, exponent):
     """SaturatingRoundingMultiplyByPOT<Exponent>(x): sat32(x * 2^E) for E > 0, RDBPOT(x, -E) for E < 0, x for
-    E = 0; |E| <= 31. gemmlowp fixedpoint/fixedpoint.h @16e8662 L381-429 (notes 1.3)."""
+    E = 0; |E| <= 31. gemmlowp fixedpoint/fixedpoint.h @16e8662 L381-429
+    (docs/research/gemmlowp-fixedpoint.md#saturatingroundingmultiplybypot)."""
     x = ints(x, "x")
     e = _exponent(exponent, "exponent", -31, 31)
     up = sat32(x << np.maximum(e, 0))
@@ -213,7 +217,7 @@ def shift_left(x, n, *, left_shift=None):
 def rounding_half_sum(a, b, *, ties=None):
     """RoundingHalfSum(a, b) = (a + b) / 2 rounded to nearest. Scalar gemmlowp rounds ties away from zero
     (ties='away'); NEON vrhaddq rounds them up (ties='up'). They differ only on negative odd sums; strict there.
-    gemmlowp fixedpoint/fixedpoint.h @16e8662 L236-243 (notes 1.4)."""
+    gemmlowp fixedpoint/fixedpoint.h @16e8662 L236-243 (docs/research/gemmlowp-fixedpoint.md#the-other-primitives)."""
     a, b = ints(a, "a"), ints(b, "b")
     s = a + b
     flag((s < 0) & (s % 2 != 0), ties, "half_sum_negative_tie", "ties", ("away", "up"),
@@ -223,7 +227,7 @@ def rounding_half_sum(a, b, *, ties=None):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# MultiplyByQuantizedMultiplier and its flavours (notes 6.1-6.4)
+# MultiplyByQuantizedMultiplier and its flavours (docs/research/tflite-ruy-rounding.md)
 
 FLAVOURS = {
     "G": "gemmlowp double rounding RDBPOT_away(SRDHM(x << L, m), R): ScaleInt32ByFixedPointAndExponent, "
@@ -293,7 +297,8 @@ def _no_flags(flavour, **flags):
 
 def _mbqm_double(x, m, s, *, flavour, left_shift, min_min, overflow):
     """G and U: SRDHM(ShiftLeft(x, L), m), then RDBPOT (G, ties away) or a rounding shift with ties up (U).
-    TFLite common.cc L78-90; common.h L412-445 (notes 6.1, 6.2)."""
+    TFLite common.cc L78-90; common.h L412-445
+    (docs/research/tflite-ruy-rounding.md#multiplybyquantizedmultiplier-mbqm)."""
     _no_flags(flavour, overflow=overflow)
     L, R = np.maximum(s, 0), np.maximum(-s, 0)
     v = x << L
@@ -306,7 +311,7 @@ def _mbqm_double(x, m, s, *, flavour, left_shift, min_min, overflow):
 
 def _mbqm_single(x, m, s, *, flavour, left_shift, min_min, overflow):
     """S: (int64(x) * m + 2^(30 - shift)) >> (31 - shift), one rounding, ties up. ruy apply_multiplier.cc
-    L48-65; TFLite common.cc L31-47 (notes 6.3)."""
+    L48-65; TFLite common.cc L31-47 (docs/research/tflite-ruy-rounding.md#ruy)."""
     _no_flags(flavour, left_shift=left_shift, min_min=min_min)
     ts = 31 - s
     r = (x * m + (np.int64(1) << (ts - 1))) >> ts
@@ -338,7 +343,7 @@ def _mbqm_single_neon(x, m, s, *, flavour, left_shift, min_min, overflow):
 
 def _mbqm_legacy(x, m, s, *, flavour, left_shift, min_min, overflow):
     """legacy / legacy_up: int32 x * result_mult_int, then RDBPOT (ties away) or + 2^(R-1) >> R (ties up).
-    gemmlowp internal/output.h @16e8662 L65-90 (notes 2.2)."""
+    gemmlowp internal/output.h @16e8662 L65-90 (docs/research/gemmlowp-output-stages.md#the-pipeline)."""
     _no_flags(flavour, left_shift=left_shift, min_min=min_min)
     R = -s
     p = narrow32(x * m, overflow, "x * result_mult_int overflows int32")
@@ -372,7 +377,8 @@ def multiply_by_quantized_multiplier(x, multiplier, shift, *, flavour: str, left
 
     TFLite tensorflow/lite/kernels/internal/common.cc (tflite-micro @90b983c) L31-47 single, L78-90 double;
     common.h L412-445 (NEON 4Rows, 'U'); ruy ruy/apply_multiplier.cc L48-65 ('S'); ruy kernel_arm64.cc ~L545-561
-    ('S_neon'); gemmlowp internal/output.h @16e8662 L65-90, L150-181 ('legacy', 'G'); notes 6.1-6.4."""
+    ('S_neon'); gemmlowp internal/output.h @16e8662 L65-90, L150-181 ('legacy', 'G');
+    docs/research/tflite-ruy-rounding.md#the-flavours-side-by-side."""
     x, m, s = _mbqm_parts(x, multiplier, shift, flavour)
     return MBQM[flavour](x, m, s, flavour=flavour, left_shift=left_shift, min_min=min_min, overflow=overflow)
 
@@ -381,7 +387,8 @@ def quantize_multiplier(real: float, *, single_rounding: bool = False) -> tuple[
     """TFLite QuantizeMultiplier(double) -> (quantized_multiplier, shift), so that real ~ m * 2^(shift - 31):
     frexp, round(q * 2^31) with ties away from zero (TfLiteRound = std::round), renormalise 2^31, flush shift <
     -31 to zero, and with single_rounding cap shift at 30 (m = INT32_MAX). tflite-micro @90b983c
-    tensorflow/lite/kernels/internal/quantization_util.cc L53-104 (notes 6.1)."""
+    tensorflow/lite/kernels/internal/quantization_util.cc L53-104
+    (docs/research/tflite-ruy-rounding.md#multiplybyquantizedmultiplier-mbqm)."""
     real = float(real)
     if real == 0.0:
         return 0, 0

@@ -47,7 +47,7 @@ def fma_f32(a, b, c) -> np.ndarray:
     true value whenever e != 0. Rounding a round-to-odd value with 53 >= 24 + 2 bits to float32 is correct
     (Boldo & Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to odd",
     IEEE TC 2008). Inputs that are not all float32 are refused: an int32 x float32 product can need 55 bits,
-    and then a float64 product is not exact (fbgemm-onednn-contract.md 6.5)."""
+    and then a float64 product is not exact (docs/research/pytorch-fbgemm.md#experiments)."""
     a, b, c = floats32(a, "a"), floats32(b, "b"), floats32(c, "c")
     c64 = c.astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):      # 0 * inf is NaN, as the instruction gives

@@ -16,7 +16,7 @@ import numpy as np
 from .backend import Backend
 from .registry import Intrinsic, Param
 
-# Named inputs from the seeds and the research notes, as lane patterns tiled across the register.
+# Named inputs from the seeds and docs/research/, as lane patterns tiled across the register.
 # Keyed by mnemonic; each names the vec params it sets (others get zeros, masks all-ones).
 EXAMPLES: dict[str, list[tuple[str, dict[str, list[int]]]]] = {
     "vpmaddubsw": [

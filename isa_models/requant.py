@@ -393,7 +393,7 @@ def fbgemm_tail_generic(ab, zp: int, lo: int):
 
 def fbgemm_tail_avx2(ab, zp: int, lo: int):
     """requantizeOutputProcessingAvx2: CVTPS2DQ, PACKSSDW, PADDSW int16(zp), PACKUSWB, PMAXUB uint8(lo).
-    FBGEMM src/QuantUtilsAvx2.cc @71d6f8b (fbgemm-onednn-contract.md 1.6)."""
+    FBGEMM src/QuantUtilsAvx2.cc @71d6f8b (docs/research/fbgemm-requantization.md#requantizeoutput)."""
     zp16 = ((zp + (1 << 15)) & 0xFFFF) - (1 << 15)                        # _mm256_set1_epi16
     u8 = packuswb(paddsw(packssdw(cvtps2dq(ab).astype(np.int64)), zp16))
     return np.maximum(u8, lo & 0xFF).astype(np.uint8)
@@ -468,7 +468,7 @@ def qd8_f32_scale_product(acc, q, out_type):
 
 def _onednn_saturate_round(d, q, out_type, rounding):
     """saturate_and_round<dst_dt>: clamp in float to the type's range, then round (nearbyintf, ties to even).
-    src/cpu/simple_q10n.hpp (fbgemm-onednn-contract.md 5.5)."""
+    src/cpu/simple_q10n.hpp (docs/research/onednn.md#the-modern-matmul-reference)."""
     lo, hi = OUT_RANGE[out_type]
     d = np.clip(np.asarray(d, np.float64), lo, hi)
     r = np.rint(d) if rounding == "even" else np.sign(d) * np.floor(np.abs(d) + 0.5)

@@ -6,7 +6,8 @@ last axis, vectorized over any leading axes. Every sum is formed exactly in int6
 wrapped, exactly where the pseudocode does.
 
 Operand roles follow the pseudocode, not intuition: PMADDUBSW and VPDPBUSD read their *first* source as
-unsigned bytes; VPDPBSUD reads its first source as *signed* bytes (shared/research/isa-semantics.md 1.1).
+unsigned bytes; VPDPBSUD reads its first source as *signed* bytes
+(docs/research/x86-int8-instructions.md#operand-roles).
 """
 from __future__ import annotations
 
@@ -87,7 +88,8 @@ def vpdpwssd(src, a, b, *, mask=None, zeroing=False):
 
 def vpdpwssds(src, a, b, *, mask=None, zeroing=False):
     """VPDPWSSDS: SIGNED_DWORD_SATURATE(ORIGDEST + tmp1 + tmp2) with the pair sum exact, so two products of
-    (-32768)*(-32768) give 2^31 and saturate (measured on hardware, isa-semantics.md 0). Intel SDM Vol. 2C."""
+    (-32768)*(-32768) give 2^31 and saturate (measured on hardware,
+    docs/research/x86-int8-instructions.md#the-vpdpwssds-pair-sum-corner). Intel SDM Vol. 2C."""
     return _word_dot(src, a, b, True, mask, zeroing)
 
 

@@ -66,7 +66,8 @@ def dot4_gemm(A: np.ndarray, B: np.ndarray, *, width: int, dot: str, signed_a: b
 
 def outlier_split(B: np.ndarray, nbits: int) -> tuple[np.ndarray, np.ndarray]:
     """FBGEMM/DNNLOWP's split W = W_main + W_outlier (seed 003): a weight is an outlier when it does not fit
-    nbits signed bits (every weight when nbits = 0). shared/research/fbgemm-onednn-contract.md 3.1."""
+    nbits signed bits (every weight when nbits = 0).
+    docs/research/fbgemm-accumulation.md#outlier-aware-acc16-splitting-w."""
     if nbits <= 0:
         outlier = np.ones(B.shape, bool)
     else:

@@ -29,8 +29,9 @@ INT16_MAX = 32767
 CHUNK_ELEMENTS = 1 << 22          # bound on the lanes of one batch of registers in a model step
 
 # seed 004: "(255, 3), (127, 5), (85, 7), (63, 9), (51, 11), (43, 13), (37, 15), (31, 17), (29, 19), (25, 21),
-# (23, 23) and the symmetric ones" = 21 pairs. The authors' training code (kernel-test-harnesses.md 4.3) runs
-# the 19 with Nw in 5..127 (in_bins = (127 // (Nw // 2)) * 2 + 1) plus the 16x16 and 256x256 baselines.
+# (23, 23) and the symmetric ones" = 21 pairs. The authors' training code
+# (docs/research/q46-bins.md#the-grid-from-the-training-code) runs the 19 with Nw in 5..127
+# (in_bins = (127 // (Nw // 2)) * 2 + 1) plus the 16x16 and 256x256 baselines.
 _ARTICLE_HALF = ((255, 3), (127, 5), (85, 7), (63, 9), (51, 11), (43, 13), (37, 15), (31, 17), (29, 19),
                  (25, 21), (23, 23))
 BASELINES = ((16, 16), (256, 256))

@@ -1,5 +1,6 @@
 """The AArch64 models against the Arm pseudocode, lane by lane in Python integers (independent of the numpy code
-under test), at the corners isa-semantics.md section 5 lists, and the registry's ACLE spellings."""
+under test), at the corners docs/research/aarch64-int8-instructions.md#corners-worth-a-test lists, and the registry's
+ACLE spellings."""
 from __future__ import annotations
 
 import numpy as np

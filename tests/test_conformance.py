@@ -51,7 +51,7 @@ def test_pair_saturating_contract_equals_the_vpmaddubsw_composition(ab):
 
 
 def acc16_scalar(A, B, brow):
-    """FBGEMM's matmul_u8i8acc16_ref, read line by line (research 1.7)."""
+    """FBGEMM's matmul_u8i8acc16_ref, read line by line (docs/research/fbgemm-accumulation.md#acc16)."""
     M, K = A.shape
     N = B.shape[1]
     C = np.zeros((M, N), np.int64)

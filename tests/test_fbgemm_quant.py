@@ -1,5 +1,6 @@
 """lowp.conformance.fbgemm_quant against exact rational readings (Fractions rounded to float32 by a neighbour
-search, not by numpy arithmetic), the worked examples of fbgemm-onednn-contract.md and the seeds, and properties."""
+search, not by numpy arithmetic), the worked examples of docs/research/fbgemm-requantization.md and the seeds, and
+properties."""
 import math
 from fractions import Fraction
 
@@ -83,7 +84,8 @@ def test_requantize_fixed_half_up_and_shift_zero_quirk():
     got = fq.requantize_u8acc32_ref_fixed(inp, C_multiplier=1, C_right_shift=1, C_zero_point=10, A_zero_point=0,
                                           B_zero_point=0)
     assert got.tolist() == [[10 + 3, 10 - 2, 10 + 2, 10 - 1]]
-    # shift 0 still adds the nudge 1 << max(0, -1) = 1 (notes 1.4)
+    # shift 0 still adds the nudge 1 << max(0, -1) = 1
+    # (docs/research/fbgemm-requantization.md#the-reference-requantizations)
     got = fq.requantize_u8acc32_ref_fixed(inp, C_multiplier=1, C_right_shift=0, C_zero_point=10, A_zero_point=0,
                                           B_zero_point=0)
     assert got.tolist() == [[16, 6, 14, 8]]
@@ -139,7 +141,8 @@ def test_requantize_float_reading(seed, m):
 # ------------------------------------------------------------------ ReQuantizeOutput
 
 def reading_requantize_output(raw, mult, zc, bias_f, act_w, variant):
-    """One element of the float-bias epilogue, exactly, for each variant (fbgemm-onednn-contract.md 1.6)."""
+    """One element of the float-bias epilogue, exactly, for each variant
+    (docs/research/fbgemm-requantization.md#requantizeoutput)."""
     x = rn32(Fraction(raw))
     if variant == "divide":
         xf = rn32(fr(x) + fr(rn32(fr(bias_f) / fr(act_w))))

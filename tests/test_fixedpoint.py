@@ -1,5 +1,6 @@
 """lowp.conformance.fixedpoint against independent readings: exact rational re-derivations of the formulas in
-shared/research/gemmlowp-contract.md (sections 1, 6), the worked examples quoted there, and properties."""
+docs/research/gemmlowp-fixedpoint.md, docs/research/tflite-ruy-rounding.md, the worked examples quoted there, and
+properties."""
 import math
 from fractions import Fraction
 
@@ -49,7 +50,8 @@ def ref_mbqm(x, m, shift, flavour, left="wrap"):
 # ------------------------------------------------------------------ SRDHM
 
 def test_srdhm_rounds_half_up_examples_from_notes():
-    # a*b = -2^30 (-0.5) -> 0; -3*2^30 (-1.5) -> -1; +2^30 (+0.5) -> 1   (notes 1.1)
+    # a*b = -2^30 (-0.5) -> 0; -3*2^30 (-1.5) -> -1; +2^30 (+0.5) -> 1
+    # (docs/research/gemmlowp-fixedpoint.md#saturatingroundingdoublinghighmul-srdhm)
     assert fp.srdhm(-(2 ** 15), 2 ** 15) == 0
     assert fp.srdhm(-3 * 2 ** 15, 2 ** 15) == -1
     assert fp.srdhm(2 ** 15, 2 ** 15) == 1
@@ -132,7 +134,8 @@ def test_rounding_half_sum():
 # ------------------------------------------------------------------ MultiplyByQuantizedMultiplier
 
 def test_tflite_issue_25087_worked_example():
-    # x=7984, m=1583594044, shift=-9: exact 11.4991; double rounding gives 12, single 11 (notes 7)
+    # x=7984, m=1583594044, shift=-9: exact 11.4991; double rounding gives 12, single 11
+    # (docs/research/tflite-ruy-rounding.md#the-flavours-side-by-side)
     x, m, s = 7984, 1583594044, -9
     assert float(Fraction(x * m, 2 ** 40)) == pytest.approx(11.4991, abs=1e-4)
     got = {f: int(fp.multiply_by_quantized_multiplier(x, m, s, flavour=f)) for f in ("G", "U", "S", "S_neon")}
@@ -156,7 +159,8 @@ MULT = st.integers(2 ** 30, INT32_MAX)   # what QuantizeMultiplier produces
 def test_flavours_match_rational_readings(x, m, shift):
     for f in ("G", "U", "S"):
         assert int(fp.multiply_by_quantized_multiplier(x, m, shift, flavour=f)) == ref_mbqm(x, m, shift, f), f
-    if INT32_MIN <= x * 2 ** max(shift + 1, 0) <= INT32_MAX:      # the ARM construction's headroom (notes 6.3)
+    # the ARM construction's headroom (docs/research/tflite-ruy-rounding.md#ruy)
+    if INT32_MIN <= x * 2 ** max(shift + 1, 0) <= INT32_MAX:
         assert int(fp.multiply_by_quantized_multiplier(x, m, shift, flavour="S_neon")) == ref_mbqm(x, m, shift, "S")
 
 

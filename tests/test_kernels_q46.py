@@ -39,7 +39,8 @@ def test_pair_table_has_the_articles_21_pairs_and_the_codes_19_plus_2_baselines(
         assert r["max_product"] == (r["nx"] // 2) * (r["nw"] // 2) <= 127
         assert r["shifted_product"] == 2 * r["max_product"]
         assert r["flush_256"] == 4 * (32767 // (4 * r["max_product"]))
-    # kernel-test-harnesses.md 4.3: (127, 5) -> 126 and 260; (31, 17) -> 120 and 273; (23, 23) -> 121 and 270
+    # (127, 5) -> 126 and 260; (31, 17) -> 120 and 273; (23, 23) -> 121 and 270
+    # (docs/research/q46-bins.md#derived-depth-bounds)
     by = {(r["nx"], r["nw"]): r for r in rows}
     assert (by[127, 5]["max_product"], by[127, 5]["int16_depth"]) == (126, 260)
     assert (by[31, 17]["int16_depth"], by[23, 23]["int16_depth"]) == (273, 270)

@@ -1,4 +1,4 @@
-"""lowp.conformance.less_than_8bit against the notes' worked values (gemmlowp-contract.md 4-5), seed 000's
+"""lowp.conformance.less_than_8bit against the worked values of docs/research/less-than-8-bit.md, seed 000's
 statements, exhaustive checks and scalar readings."""
 import math
 from fractions import Fraction

@@ -1,5 +1,5 @@
 """lowp.conformance.output_stages against scalar Python readings of gemmlowp's stage formulas
-(shared/research/gemmlowp-contract.md 2-3), gemmlowp's own hand-computed TestWithSmallData, and its stage tests."""
+(docs/research/gemmlowp-output-stages.md), gemmlowp's own hand-computed TestWithSmallData, and its stage tests."""
 import math
 from fractions import Fraction
 

@@ -117,7 +117,8 @@ def test_word_dot_products_match_scalar_reading(model, saturating, data):
 
 
 def test_vpdpwssds_pair_sum_is_exact_before_saturation():
-    """Hardware finding (isa-semantics.md 0): 2 x (-32768)^2 = 2^31 is not wrapped before saturating."""
+    """Hardware finding (docs/research/x86-int8-instructions.md#the-vpdpwssds-pair-sum-corner): 2 x (-32768)^2 = 2^31 is
+    not wrapped before saturating."""
     a = np.full(8, -32768, np.int16)
     src = np.array([0, -1, -2 ** 31, -2 ** 31 + 1], np.int32)
     assert x86.vpdpwssds(src, a, a).tolist() == [2 ** 31 - 1, 2 ** 31 - 1, 0, 1]

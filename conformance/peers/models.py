@@ -6,7 +6,8 @@ epilogue (fbgemm_quant.requantize_output and friends) with its float rounding as
 Every model takes a problem dict (problems.py) and returns what the library's operator returns (uint8 codes, int32
 accumulators or float32 values). Nothing here imports a peer library: the models are pure numpy.
 
-Sources: shared/research/fbgemm-onednn-contract.md sections 1.6, 2.2-2.3, 5, 6, 7 (FBGEMM @71d6f8b, oneDNN
+Sources: docs/research/fbgemm-requantization.md, docs/research/onednn.md, docs/research/pytorch-fbgemm.md,
+docs/research/onnx-mlas.md (FBGEMM @71d6f8b, oneDNN
 @3f27bec, PyTorch aten/src/ATen/native/quantized/cpu/qlinear*.cpp), intel/ideep include/ideep/operators/matmul.hpp
 (the reciprocal scales PyTorch's onednn engine hands to oneDNN), onnxruntime quantization kernels and MLAS
 (`MlasRequantizeOutput`), ONNX Operators.md (MatMulInteger, QLinearMatMul, ConvInteger).

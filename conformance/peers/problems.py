@@ -260,7 +260,8 @@ def conv_integer_problems(seed: int, count: int, combos) -> list[dict]:
 # give different outputs on some elements (otherwise random data almost never tells them apart).
 
 def seek_float_bias_ties(p: dict, rng, tries: int = 256) -> dict:
-    """FBGEMM's per-tensor float bias (research 1.6): per column, try `tries` biases near the drawn one and keep one
+    """FBGEMM's per-tensor float bias (docs/research/fbgemm-requantization.md#requantizeoutput): per column, try `tries`
+    biases near the drawn one and keep one
     for which 'divide', 'reciprocal' and 'reciprocal_fma' requantize some element of that column differently."""
     from ..fbgemm_quant import f32, fma_f32
     from .models import _fbgemm_scales

@@ -103,7 +103,7 @@ def crossing(depths, sweep: dict, prob: str = "addmod") -> dict:
 
 def choose_shift(acc, result_offset: int, mult: int) -> int:
     """gemmlowp's test harness bisection of result_shift over [0, 31]: until the median output lies in [32, 224]
-    (test/test.cc test_gemm_impl, notes 3.4)."""
+    (test/test.cc test_gemm_impl, docs/research/gemmlowp-output-stages.md#the-legacy-eightbitintgemm)."""
     lo, hi = 0, 31
     while True:
         mid = (lo + hi) // 2
