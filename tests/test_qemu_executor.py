@@ -312,8 +312,8 @@ backend = "{{backend}}"
 
 
 def test_unavailable_says_how_to_install(monkeypatch):
-    import lowp.emulator.intrinsics as intrinsics
+    import shutil
     monkeypatch.delenv("LOWP_QEMU_AARCH64", raising=False)
-    monkeypatch.setattr(intrinsics.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     reason = QemuExecutor(kernel("sdot_s8_neon")).unavailable()
     assert "qemu-aarch64 is not installed" in reason and "apt-get install qemu-user" in reason
