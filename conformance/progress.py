@@ -4,9 +4,9 @@ pipe) one plain line per finished check and nothing else, so a log reads top to 
 from __future__ import annotations
 
 import sys
-import time
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
     TimeRemainingColumn
 
@@ -41,7 +41,6 @@ class RunProgress:
                 TextColumn("ETA"), TimeRemainingColumn(), console=self.console, transient=True, expand=True)
             self.task = self.bar.add_task("starting", total=total, cases="0")
             self.bar.start()
-        self.started = time.perf_counter()
 
     def running(self, ids: list[str], cases_done: int, cases_planned: int | None = None) -> None:
         """The checks running now, and the cases they have executed of those they planned."""
@@ -57,7 +56,7 @@ class RunProgress:
         if self.bar is not None:
             verdict = row.get("verdict", "")
             colour = COLOURS.get(verdict, "white") if row.get("claimed", True) or verdict != "FAIL" else "magenta"
-            self.bar.console.print(f"[{colour}]{_escape(line)}[/{colour}]")
+            self.bar.console.print(f"[{colour}]{escape(line)}[/{colour}]")
             self.bar.advance(self.task)
         else:
             print(line, file=self.stream, flush=True)
@@ -70,11 +69,6 @@ class RunProgress:
 
 def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-    return escape(text)
 
 
 class Counter:

@@ -9,7 +9,8 @@ See docs/emulator.md for the design (AAPCS64 mapping, guard pages, budget, I8MM 
 from .build import Binary, build, build_text, cache_dir
 from .errors import (AlignmentFault, BudgetExceeded, BuildError, EmulationFailed, EmulatorError, LockstepMismatch,
                      OutOfBounds, Trap, UndefinedInstruction)
-from .machine import DEFAULT_BUDGET, CallResult, Machine, disassemble
+from .aapcs64 import disassemble
+from .machine import DEFAULT_BUDGET, CallResult, Machine
 
 __all__ = ["Binary", "build", "build_text", "cache_dir", "Machine", "CallResult", "DEFAULT_BUDGET", "disassemble",
            "EmulatorError", "AlignmentFault", "BuildError", "OutOfBounds", "BudgetExceeded", "UndefinedInstruction",

@@ -41,8 +41,7 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETC
                      UC_MEM_READ_PROT, UC_MEM_READ_UNMAPPED, UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UC_PROT_ALL,
                      UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, UcError)
 
-from .aapcs64 import AAPCS64, REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, \
-    seeded_registers  # noqa: F401 - the AArch64 facts' old home: qemu.py and callers import them from here
+from .aapcs64 import AAPCS64, REGISTER_STATES
 from .build import Binary
 from .errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
                      UndefinedInstruction, describe_out_of_bounds)

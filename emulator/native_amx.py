@@ -92,8 +92,9 @@ class NativeAmx:
     @cached_property
     def _reason(self) -> str | None:
         from .targets.x86_64 import NATIVE
-        if NATIVE.unavailable():
-            return NATIVE.unavailable()
+        reason = NATIVE.unavailable()
+        if reason:
+            return reason
         missing = [f for f in ("amx_tile", "amx_int8") if f not in cpu_flags()]
         if missing:
             return f"CPU lacks {', '.join(missing)} (/proc/cpuinfo)"

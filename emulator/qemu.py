@@ -37,7 +37,7 @@ same protocol, guard pages, canaries and errors (both drivers share emulator/qem
 says what differs (the qemu binary, the -cpu, the driver, the registers, the disassembler, the CPU features).
 AARCH64 is the default everywhere, so callers that name no guest run AArch64 as before.
 
-Registers: `seed` chooses X(nargs)..X28 and V0..V31 as Machine does (emulator.machine.seeded_registers: the same
+Registers: `seed` chooses X(nargs)..X28 and V0..V31 as Machine does (emulator.aapcs64.seeded_registers: the same
 values), except X30 (the return address) and X29 (the frame pointer). Without a seed they are zero. Flags, FPCR
 and the SVE/SME state are qemu's at process start. Static data persists from call to call, as a loaded library's.
 RISC-V 64: `seed` chooses a(nargs)..a7, t0..t6, s0..s11 (seeded_registers_riscv64) and v0..v31 (each register's
@@ -63,7 +63,8 @@ import numpy as np
 from .build import HERE, INCLUDE, Binary, build, include_files
 from .errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
     describe_out_of_bounds
-from .machine import REGISTER_STATES, CallResult, _access_size, _capstone, disassemble, effective_address, seeded_registers
+from .aapcs64 import REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, seeded_registers
+from .machine import CallResult
 
 DRIVER = HERE / "qemu_driver.c"
 DEFAULT_SECONDS = 10.0            # time budget per call
@@ -121,8 +122,8 @@ class QemuGuest:
 
     def path(self) -> str | None:
         """The qemu-user binary: $env, else on PATH; None if neither."""
-        import shutil
-        return os.environ.get(self.env) or shutil.which(self.qemu)
+        from .qemu_batch import qemu_path
+        return qemu_path(self.qemu, self.env)
 
     def unavailable(self) -> str | None:
         return None if self.path() else f"{self.qemu} is not installed ({self.install})"

@@ -33,13 +33,8 @@ class EmulatedExecutor:
     def unavailable(self) -> str | None:
         k = self.kernel
         options = {key: self.machine_options[key] for key in ("cpu", "qemu") if key in self.machine_options}
-        return self.target.cannot_run(k.features, k.vector_bits, **options) or self._known_defect()
-
-    def _known_defect(self) -> str | None:
-        """A target that executes one of the kernel's features wrongly cannot judge it (SME on qemu 7.2)."""
-        defect = getattr(self.target, "known_defect", None)
-        return defect(self.kernel.features, self.kernel.vector_bits, self.machine_options.get("qemu")) \
-            if defect else None
+        return self.target.cannot_run(k.features, k.vector_bits, **options) \
+            or self.target.known_defect(k.features, k.vector_bits, **options)
 
     @cached_property
     def machine(self):

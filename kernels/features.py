@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from pathlib import Path
 
-from lowp.emulator.targets import disabled_features, host_arch, of_arch, proc_cpuinfo
+from lowp.emulator.targets import disabled_features, host_arch, of_arch, proc_cpuinfo_flags
 from lowp.emulator.targets.aarch64 import UNICORN_FEATURES
 
 # The x86 flags /proc/cpuinfo prints: the quoted names of the X86_FEATURE_* comments (a define without a quoted
@@ -119,13 +118,6 @@ def _lowp_x86_names() -> tuple[str, ...]:
     """Features lowp detects itself (CPUID + XGETBV); avx_vnni_int8 is among them though Linux does not print it."""
     from lowp.emulator.native import FEATURE_BITS
     return tuple(FEATURE_BITS)
-
-
-def proc_cpuinfo_flags(path: str | Path = "/proc/cpuinfo") -> frozenset[str]:
-    """The feature names of the first processor in /proc/cpuinfo (x86 'flags', AArch64 'Features'); empty if
-    the file is missing or has neither line."""
-    info = proc_cpuinfo(path)
-    return frozenset((info.get("flags") or info.get("Features") or "").split())
 
 
 def known_features(target: str) -> frozenset[str]:

@@ -24,6 +24,8 @@ from pydantic_core import PydanticCustomError
 
 from lowp.isa_models.lanes import DTYPES
 
+from lowp.emulator.targets import all_targets, backends
+
 from .features import TARGETS, did_you_mean, known_features, suggest_feature
 
 # Operand types a GEMM kernel can take: the 8- and 16-bit lane types (wider ones overflow an int32 C at once).
@@ -103,7 +105,9 @@ NonNegative = Annotated[StrictInt, Field(ge=0)]
 Target = Literal[TARGETS]
 OperandType = Literal[OPERAND_TYPES]
 Buffer = Literal[BUFFERS]
-AARCH64_BACKENDS = ("unicorn", "qemu")
+# The emulators a kernel entry may name (the targets' backends other than the CPU itself); which of them runs a
+# given architecture is the targets' business too (_backend_of_target).
+EMULATED_BACKENDS = tuple(dict.fromkeys(t.backend for t in all_targets() if t.backend != "native"))
 VECTOR_BITS = (128, 256, 512, 1024, 2048)      # the SVE / SME vector lengths qemu-aarch64 can be given
 
 
@@ -222,7 +226,7 @@ class KernelSpec(_Strict):
     output: Annotated[StrictStr, StringConstraints(min_length=1)] | None = None
     xnnpack: XnnpackSpec | None = None
     quant: dict[Identifier, StrictInt | StrictFloat] = {}
-    backend: Literal[AARCH64_BACKENDS] | None = None
+    backend: Literal[EMULATED_BACKENDS] | None = None
     vector_bits: Literal[VECTOR_BITS] | None = None
 
     @field_validator("vector_bits")
@@ -241,11 +245,13 @@ class KernelSpec(_Strict):
     @field_validator("backend")
     @classmethod
     def _backend_of_target(cls, backend, info: ValidationInfo):
-        if backend is not None and info.data.get("target") == "x86-64":
-            raise _custom("bad_backend", f"backend = {backend!r} is for aarch64 kernels (emulated: "
-                                         f"{' or '.join(AARCH64_BACKENDS)}); an x86-64 kernel runs natively")
-        if backend not in (None, "qemu") and info.data.get("target") == "riscv64":
-            raise _custom("bad_backend", f"backend = {backend!r}: riscv64 kernels run on qemu-riscv64 ('qemu')")
+        target = info.data.get("target")     # None if the target itself is wrong (its own problem)
+        known = backends(target) if target else []
+        if backend is not None and target and backend not in known:
+            where = "natively" if known == ["native"] else "on " + " or ".join(map(repr, known))
+            article = "a" if target.startswith("r") else "an"
+            raise _custom("bad_backend", f"backend = {backend!r} is not one of {target}'s: {article} {target} kernel "
+                                         f"runs {where}")
         return backend
 
     @field_validator("c_type")
@@ -418,7 +424,7 @@ def import_model(spec: str):
 # ---- turning pydantic's errors into Problems -----------------------------------------------------------------
 _SUBMODELS = {"tile": TileSpec, "domain": DomainSpec, "xnnpack": XnnpackSpec, "model": ModelPartsSpec}
 _CHOICES = {"target": TARGETS, "a_type": OPERAND_TYPES, "b_type": OPERAND_TYPES, "overread": BUFFERS,
-            "backend": AARCH64_BACKENDS, "vector_bits": VECTOR_BITS}
+            "backend": EMULATED_BACKENDS, "vector_bits": VECTOR_BITS}
 _KIND = {"target": "target", "a_type": "operand type", "b_type": "operand type", "overread": "buffer",
          "backend": "backend", "vector_bits": "vector length"}
 

@@ -65,6 +65,11 @@ class Target:
     def describe(self, vector_bits: int | None = None, **options) -> str:
         return self.name
 
+    def known_defect(self, features=(), vector_bits: int | None = None, **options) -> str | None:
+        """Why this target, though it runs `features`, runs one of them wrongly here (so it cannot judge a kernel
+        using it), or None. Not part of cannot_run: choose() still picks this target, whose row then says why."""
+        return None
+
     def machine(self, sources, *, flags=(), depends=(), vector_bits: int | None = None, **options):
         """A machine with call() that runs functions of these sources (emulated targets)."""
         raise NotImplementedError(f"{self.name} runs kernels natively, not on a machine")
@@ -145,7 +150,7 @@ def choose(arch: str, features=(), vector_bits: int | None = None, backend: str 
 @lru_cache(maxsize=None)
 def recipe(name: str) -> Recipe:
     """The build recipe `name` ('bare', 'linux', 'riscv64-linux'), from whichever target declares it."""
-    recipes = {r.name: r for t in all_targets() for r in getattr(t, "recipes", (t.recipe,)) if r is not None}
+    recipes = {t.recipe.name: t.recipe for t in all_targets() if t.recipe is not None}
     try:
         return recipes[name]
     except KeyError:
@@ -192,6 +197,16 @@ def host_arch(machine: str | None = None) -> str | None:
             "riscv64": "riscv64"}.get(machine)
 
 
+def proc_cpuinfo_flags(path: str | Path = "/proc/cpuinfo") -> frozenset[str]:
+    """The feature names of the first processor in /proc/cpuinfo (x86 'flags', AArch64 'Features'); empty if
+    the file is missing or has neither line."""
+    return _flags(proc_cpuinfo(path))
+
+
+def _flags(info: dict[str, str]) -> frozenset[str]:
+    return frozenset((info.get("flags") or info.get("Features") or "").split())
+
+
 def proc_cpuinfo(path: str | Path = "/proc/cpuinfo") -> dict[str, str]:
     """The first processor's fields in /proc/cpuinfo (empty if the file is missing)."""
     try:
@@ -216,7 +231,7 @@ def host() -> Host:
     lowp's own CPUID + XGETBV detection (LOWP_DISABLE_FEATURES is applied by the callers that choose kernels)."""
     info = proc_cpuinfo()
     arch = host_arch()
-    flags = frozenset((info.get("flags") or info.get("Features") or "").split())
+    flags = _flags(info)
     model = info.get("model name") or platform.processor() or platform.machine()
     x86, error = frozenset(), None
     if arch == "x86-64":

@@ -64,7 +64,7 @@ class Aarch64Qemu(QemuUserTarget):
     name, arch, isa, preference, guest_name = "aarch64-qemu", "aarch64", "aarch64", 1, "aarch64"
     recipe = LINUX
 
-    def known_defect(self, features, vector_bits=None, qemu=None) -> str | None:
+    def known_defect(self, features=(), vector_bits=None, qemu=None, **options) -> str | None:
         """A qemu that executes a feature wrongly cannot judge a kernel using it: its verdict would be qemu's bug.
         SME: qemu 7.2's 32-bit SMOPA (issue #2083), probed with the fix's own test vector."""
         if "sme" not in features:
