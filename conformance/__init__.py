@@ -44,8 +44,9 @@ def raise_for_verdict(row: dict) -> dict:
     failed (the message: the minimal counterexample, as the report shows it) or crashed, hung or never ran (the
     message: the reason, the case it was running and the traceback, if any)."""
     if row["verdict"] == "FAIL":
-        from .report import markdown
-        raise ConformanceFailure(markdown([row]).split("\n## ", 1)[-1], row)
+        from .report import failure_lines
+        text = "\n".join(failure_lines(row, None)).removeprefix("## ").strip()   # no journal: the repro line
+        raise ConformanceFailure(text or f"{row['id']}: FAIL", row)
     if row["verdict"] in ("CRASH", "NOT RUN"):
         message = f"{row['id']}: {row['verdict']} ({row['reason']}) after {row.get('executed', 0)} cases executed"
         if row.get("traceback"):

@@ -7,7 +7,7 @@ case as it happens and knows which case a crashing kernel was running.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from random import Random
 from typing import Callable
 
@@ -22,6 +22,8 @@ from lowp.kernels.executors import poison
 from . import quantized
 from .cases import Case, cases_for, operands, problems
 from .contracts import contract
+from .problem import decode, is_problem
+from .rows import check_row
 
 
 @dataclass(frozen=True)
@@ -299,7 +301,7 @@ def counterexample(check: Check, kern, failure: Failure, kind: str, cause: str) 
           "expected_at_first": expected[tuple(first)].item() if first else None,
           "matched": "fault" if C is None else verdict_of(check, kern, A, B, C, call.quant)[1], "kind": kind,
           "cause": cause, "fault": None if out.fault is None else f"{type(out.fault).__name__}: {out.fault}",
-          "previous": None, "quant": quantized.to_json(call.quant)}
+          "previous": None, "quant": quantized.to_json(call.quant), "tile": [kern.tile.mr, kern.tile.nr]}
     if kind == "state" and failure.previous is not None:
         p = failure.previous
         cx["previous"] = {"A": p.A.tolist(), "B": p.B.tolist(), "seed": p.seed, "case": p.case,
@@ -394,10 +396,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     if ex.backend == "native":
         ex.budget = budget
     cases = cases_for(kern, check.check, check.domain, grid=grid, seed=seed)
-    row = {"event": "row", **asdict(check), "id": check.id, "backend": ex.backend, "target": kern.target,
-           "contract_claimed": kern.contract, "cases": len(cases) + examples, "executed": 0, "failed": 0,
-           "matched": {}, "verdict": "NOT RUN", "reason": "", "cause": None, "path": None, "counterexample": None,
-           "seconds": 0.0}
+    row = check_row(check, backend=ex.backend, target=kern.target, contract_claimed=kern.contract,
+                    cases=len(cases) + examples)
     reason = ex.unavailable()
     if reason:
         row.update(verdict="SKIPPED", reason=reason)
@@ -424,6 +424,7 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     if not path_ok and check.claimed:
         row["cause"] = "; ".join(filter(None, [row["cause"], "the claimed path never ran: " + row["path"]]))
     row["verdict"] = "FAIL" if row["failed"] or (not path_ok and check.claimed) else "PASS"
+    row["build"] = ex.build()
     row["seconds"] = round(time.perf_counter() - start, 3)
     emit(row)
     return row
@@ -648,8 +649,9 @@ def _zero_chunks(A, B, q, which, attempt):
 
 
 def replay(case_id: str, journal_rows: dict | None = None) -> dict:
-    """Re-run one case (by its id) or one stored counterexample (by its check id: with its poison seed, and after
-    the call before it on a fresh copy of the kernel where the failure depends on earlier calls), in this process."""
+    """Re-run one case (by its id), one stored counterexample (by its check id: with its poison seed, and after
+    the call before it on a fresh copy of the kernel where the failure depends on earlier calls), or one problem
+    written out in full (lowp.conformance.problem), in this process."""
     previous = None
     if journal_rows and case_id in journal_rows:
         row = journal_rows[case_id]
@@ -658,6 +660,12 @@ def replay(case_id: str, journal_rows: dict | None = None) -> dict:
         call = _call_from(cx, kern)
         previous = _call_from(cx["previous"], kern) if cx.get("previous") else None
         check = Check(row["kernel"], row["check"], row["domain"], row["claimed"])
+    elif is_problem(case_id):       # a self-contained problem id (the report's repro line)
+        spec = decode(case_id)
+        kern = get_kernel(spec["kernel"])
+        call = Call(spec["A"].astype(kern.a_dtype), spec["B"].astype(kern.b_dtype), spec["seed"], None,
+                    quantized.from_json(spec["quant"]))
+        check = Check(kern.name, spec["check"], spec["domain"], True)
     else:
         case = Case.from_id(case_id)
         kern = get_kernel(case.kernel)
@@ -674,7 +682,8 @@ def replay(case_id: str, journal_rows: dict | None = None) -> dict:
     failure = Failure(call, rec.run(call), previous)
     ok = _judge(check, kern, call, failure.outcome)[0]
     kind, cause = ("", "") if ok else diagnose(check, kern, rec, failure)
-    return {"id": case_id, "verdict": "PASS" if ok else "FAIL", **counterexample(check, kern, failure, kind, cause)}
+    return {"id": case_id, "kernel": check.kernel, "check": check.check, "domain": check.domain,
+            "verdict": "PASS" if ok else "FAIL", **counterexample(check, kern, failure, kind, cause)}
 
 
 def case_quant(case: Case, kern, A, B) -> dict | None:

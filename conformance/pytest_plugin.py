@@ -4,8 +4,9 @@
   timeout=600)` runs a conformance check and returns its row;
 - marker `@pytest.mark.lowp(kernel, contract=None, domain='claimed', ...)` (the same keywords): the same check runs
   before the test body;
-- `pytest --lowp-report=FILE`: a Markdown conformance report (and FILE.json) of every check the session made,
-  those that failed or crashed included.
+- `pytest --lowp-report=FILE`: a Markdown conformance report (and FILE.json, in the schema of report.json) of
+  every check the session made, those that failed or crashed included; each failure with the one-line repro that
+  `lowp conformance replay` runs (a kernel registered from Python: the pytest node that reruns it).
 
 Each check runs in a child process through the conformance runner, as `lowp conformance` runs it, so a kernel that
 segfaults or hangs fails its test and the session goes on. The test's outcome follows the row: FAIL is a failed
@@ -62,7 +63,7 @@ def run_in_child(kernel, contract=None, domain="claimed", *, examples: int = 100
 
 def _check(config, nodeid: str, *args, **kwargs) -> dict:
     from lowp.conformance import raise_for_verdict
-    row = run_in_child(*args, **kwargs)
+    row = {**run_in_child(*args, **kwargs), "test": nodeid}
     config.stash[_rows].append((config.stash[_positions].get(nodeid, -1), nodeid, row))
     if row["verdict"] == "SKIPPED":
         pytest.skip(f"{row['id']}: {row['reason']}")
@@ -97,9 +98,10 @@ def pytest_sessionfinish(session):
     if path and hasattr(config, "workeroutput"):    # an xdist worker: its controller writes the report
         config.workeroutput["lowp_rows"] = json.dumps(config.stash[_rows])
     elif path:
-        from lowp.conformance.report import markdown, summary
+        from lowp.conformance.report import document, markdown
         entries = sorted(config.stash.get(_rows, []), key=lambda entry: entry[0])   # stable: calls keep their order
-        rows = [{**row, "test": nodeid} for _, nodeid, row in entries]
+        rows = [row for _, _, row in entries]
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(markdown(rows))
-        Path(str(path) + ".json").write_text(json.dumps({"summary": summary(rows), "rows": rows}, indent=1))
+        Path(path).write_text(markdown(rows, replay_args=None))     # no journal: each failure's repro line
+        settings = {"pytest_args": list(config.invocation_params.args)}
+        Path(str(path) + ".json").write_text(json.dumps(document(rows, None, settings), indent=1))

@@ -3,16 +3,12 @@ dashboards. Every report says how many of how many cases actually executed."""
 from __future__ import annotations
 
 import json
+import shlex
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 from tabulate import tabulate
-
-
-def environment() -> dict:
-    from lowp.emulator.targets import host
-    return host().environment()
 
 
 def summary(rows: list[dict]) -> dict:
@@ -54,9 +50,10 @@ def _matched(row: dict) -> str:
     return ", ".join(f"{k} {n}" for k, n in sorted(row.get("matched", {}).items(), key=lambda kv: -kv[1]))
 
 
-def markdown(rows: list[dict], seconds: float | None = None, replay_args: str = "") -> str:
+def markdown(rows: list[dict], seconds: float | None = None, replay_args: str | None = "") -> str:
     """The report. replay_args: what `lowp conformance replay ID` needs besides the id to find the kernels and
-    the journal (e.g. "--kernels my.toml --out my-report"), so the printed command works as printed."""
+    the journal (e.g. "--kernels my.toml --out my-report"), so the printed command works as printed; None where
+    there is no journal (pytest --lowp-report): then only the self-contained repro line is given."""
     s = summary(rows)
     table = [(r["kernel"], r["check"], r["domain"], r.get("backend", "?"), _verdict(r),
               f"{r.get('executed', 0)} of {r.get('cases', 0)}", _matched(r), _path(r)) for r in rows]
@@ -76,25 +73,33 @@ def markdown(rows: list[dict], seconds: float | None = None, replay_args: str = 
     if s["claimed_failures"]:
         lines += ["**Claimed contracts broken:** " + ", ".join(s["claimed_failures"]), ""]
     for r in rows:
-        cx = r.get("counterexample")
-        if cx:
-            lines += counterexample_lines(r, cx, replay_args)
-        elif r["verdict"] == "FAIL" and r.get("cause"):
-            lines += [f"## {r['id']}: {r['cause']}", ""]
-    for r in rows:
-        if r.get("traceback"):
-            lines += [f"## {r['id']}: crash", "", "```", r["traceback"].strip(), "```", ""]
+        lines += failure_lines(r, replay_args)
     return "\n".join(lines)
 
 
-def counterexample_lines(r: dict, cx: dict, replay_args: str = "") -> list[str]:
-    """The report's section for one counterexample (also what `lowp conformance replay` prints)."""
+def failure_lines(r: dict, replay_args: str | None = "") -> list[str]:
+    """What the report says of one row beyond its table line: the minimal counterexample of a FAIL, the cause of
+    a FAIL without one, the traceback of a CRASH; nothing for the rest."""
+    cx = r.get("counterexample")
+    if cx:
+        return counterexample_lines(r, cx, replay_args)
+    if r["verdict"] == "FAIL" and r.get("cause"):
+        return [f"## {r['id']}: {r['cause']}", ""]
+    if r["verdict"] == "CRASH":
+        body = [r["reason"]] + ([r["traceback"].strip()] if r.get("traceback") else [])
+        return [f"## {r['id']}: crash", "", "```", *body, "```", ""]
+    return []
+
+
+def counterexample_lines(r: dict, cx: dict, replay_args: str | None = "") -> list[str]:
+    """The report's section for one counterexample (also what the terminal, the JUnit failure, a pytest failure
+    and `lowp conformance replay` print): cause, operands, results, the first differing tile lane by lane, and the
+    commands that rerun it."""
     m, n, k = cx["shape"]
-    extra = f" {replay_args}" if replay_args else ""
     lines = [f"## {r['id']}: minimal counterexample", "",
              f"cause: {r.get('cause') or cx.get('cause') or 'wrong value'}", "",
-             f"{m}x{n}x{k}, {cx['nonzero']} nonzero elements, poison seed {cx.get('seed', 0)}; replay with "
-             f"`lowp conformance replay {r['id']}{extra}`.", ""]
+             f"{m}x{n}x{k}, {cx['nonzero']} nonzero elements, poison seed {cx.get('seed', 0)}"
+             + (f" (shrunk from case {cx['case']})" if cx.get("case") else "") + ".", ""]
     body = []
     if cx.get("previous"):
         p = cx["previous"]
@@ -112,7 +117,76 @@ def counterexample_lines(r: dict, cx: dict, replay_args: str = "") -> list[str]:
                  f"expected C = {array_text(cx['expected'])}  ({r['check']})",
                  f"first differing element {cx['first_diff']}: {cx['actual_at_first']} instead of "
                  f"{cx['expected_at_first']}"]
-    return lines + ["```", *body, "```", ""]
+        body += tile_lines(cx)
+    return lines + ["```", *body, "```", "", *commands(r, cx, replay_args), ""]
+
+
+def tile_lines(cx: dict, most: int = 16) -> list[str]:
+    """The tile of C (mr x nr, the kernel's register tile) holding the first differing element, lane by lane:
+    each lane's actual and expected value, the differing ones marked, as SIMDe's test assertions print a vector."""
+    if cx.get("first_diff") is None or cx.get("actual") is None:
+        return []
+    actual, expected = np.asarray(cx["actual"]), np.asarray(cx["expected"])
+    mr, nr = cx.get("tile") or (1, 1)
+    i, j = cx["first_diff"]
+    rows = range(i - i % mr, min(i - i % mr + mr, actual.shape[0]))
+    cols = range(j - j % nr, min(j - j % nr + nr, actual.shape[1]))
+    lanes = [(a, b) for a in rows for b in cols]
+    shown = [lane for lane in lanes if actual[lane] != expected[lane]][:most]
+    same = len(lanes) - sum(actual[lane] != expected[lane] for lane in lanes)
+    out = [f"first differing tile: C[{rows.start}:{rows.stop}, {cols.start}:{cols.stop}] (tile {mr}x{nr}); "
+           f"{len(lanes) - same} of {len(lanes)} lanes differ:"]
+    out += [f"  C[{a}][{b}]: actual {actual[a, b]}, expected {expected[a, b]}" for a, b in shown]
+    if len(lanes) - same > len(shown):
+        out.append(f"  ... and {len(lanes) - same - len(shown)} more")
+    return out
+
+
+def commands(r: dict, cx: dict, replay_args: str | None = "") -> list[str]:
+    """The commands that rerun a counterexample, verbatim: by id from the run's journal (`replay_args` names its
+    folder and kernel files; None: no journal), and the self-contained repro line that needs nothing but the
+    kernel (its TOML file, if it is not built in; a kernel registered from Python is rerun by its pytest test)."""
+    from .problem import encode
+    out = []
+    if replay_args is not None:
+        out.append(f"replay: `lowp conformance replay {r['id']}{' ' + replay_args if replay_args else ''}`")
+    if cx.get("previous"):
+        out.append("repro: none on one line: the failure depends on the call before it (replay by id)")
+    else:
+        problem = encode(r["kernel"], r["check"], r["domain"], cx["A"], cx["B"], cx.get("seed", 0), cx.get("quant"))
+        kernels = _kernels_option(r)
+        if kernels is None:
+            out.append(f"repro: the kernel was registered from Python ({r.get('origin')}): "
+                       + (f"`pytest '{r['test']}'`" if r.get("test") else "register it, then replay below"))
+        if kernels is not None or not r.get("test"):
+            out.append(f"repro: `lowp conformance replay {kernels or ''}{shlex.quote(problem)}`")
+    return out
+
+
+def _kernels_option(r: dict) -> str | None:
+    """'--kernels FILE ' for a kernel from a TOML file, '' for one lowp registers itself (its built-in modules),
+    None for one registered from Python elsewhere (a test's conftest)."""
+    origin = r.get("origin")
+    if not origin:
+        return ""
+    path = Path(origin)
+    if path.suffix == ".toml":
+        return f"--kernels {shlex.quote(origin)} "
+    return "" if _PACKAGE in path.resolve().parents else None
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]     # the folder holding lowp's component folders
+
+
+def terminal(rows: list[dict], seconds: float | None, replay_args: str) -> str:
+    """What `lowp conformance` prints: the summary and table, then every claimed failure in full (its minimal
+    counterexample and the commands that rerun it) and a line for each not-claimed failure."""
+    text = markdown(rows, seconds, replay_args)
+    out = [text.split("\n## ", 1)[0].rstrip(), ""]
+    for r in rows:
+        if r["claimed"] and r["verdict"] in ("FAIL", "CRASH"):
+            out += failure_lines(r, replay_args)
+    return "\n".join(out).rstrip() + "\n"
 
 
 def array_text(values, limit: int = 64) -> str:
@@ -131,32 +205,91 @@ def array_text(values, limit: int = 64) -> str:
     return f"np.full({x.shape}, {common}) except {{{listed}{more}}}  (in full in report.json)"
 
 
-def junit(rows: list[dict]) -> str:
-    suite = ET.Element("testsuite", name="lowp-conformance", tests=str(len(rows)),
-                       failures=str(sum(r["verdict"] == "FAIL" and r["claimed"] for r in rows)),
-                       errors=str(sum(r["verdict"] == "CRASH" for r in rows)),
-                       skipped=str(sum(r["verdict"] in ("SKIPPED", "NOT RUN") for r in rows)))
+def junit(rows: list[dict], settings: dict | None = None, created: str | None = None,
+          replay_args: str | None = "") -> str:
+    """JUnit XML as pytest writes it (valid against the junit-10.xsd schema pytest's own tests use): one
+    <testsuite> per check, so each carries its properties (kernel, contract, domain, claimed, backend, target, what
+    ran, cases executed, how it was built), with one <testcase>. A claimed FAIL is a <failure> whose body is the
+    minimal counterexample and the commands that rerun it; a CRASH an <error>; a not-claimed FAIL is <skipped
+    type="lowp.not-claimed"> (like pytest's xfail: reported, not failing CI); SKIPPED and NOT RUN are <skipped>."""
+    import socket
+    from datetime import datetime, timezone
+    created = created or datetime.now(timezone.utc).isoformat(timespec="seconds")
+    settings = settings or {}
+    root = ET.Element("testsuites", name="lowp conformance", tests=str(len(rows)),
+                      failures=str(sum(_outcome(r) == "failure" for r in rows)),
+                      errors=str(sum(_outcome(r) == "error" for r in rows)),
+                      time=_time(sum(r.get("seconds", 0) for r in rows)))
     for r in rows:
-        case = ET.SubElement(suite, "testcase", classname=r["kernel"], name=f"{r['check']}:{r['domain']}",
-                             time=str(r.get("seconds", 0)))
-        if r["verdict"] == "FAIL" and r["claimed"]:
-            cx = r.get("counterexample") or {}
-            ET.SubElement(case, "failure", message=f"{r['id']} fails a claimed check: {r.get('cause') or 'wrong value'}"
-                          ).text = json.dumps({k: cx.get(k) for k in ("shape", "A", "B", "actual", "expected",
-                                                                       "first_diff", "matched", "cause", "fault")})
-        elif r["verdict"] == "CRASH":
-            ET.SubElement(case, "error", message=r["reason"])
-        elif r["verdict"] in ("SKIPPED", "NOT RUN"):
-            ET.SubElement(case, "skipped", message=r.get("reason") or r["verdict"])
-        ET.SubElement(case, "system-out").text = f"{r.get('executed', 0)} of {r.get('cases', 0)} cases executed"
-    return ET.tostring(suite, encoding="unicode")
+        outcome = _outcome(r)
+        suite = ET.SubElement(root, "testsuite", name=r["id"], tests="1", failures=str(int(outcome == "failure")),
+                              errors=str(int(outcome == "error")), skipped=str(int(outcome == "skipped")),
+                              time=_time(r.get("seconds", 0)), timestamp=created, hostname=socket.gethostname())
+        props = ET.SubElement(suite, "properties")
+        for name, value in _properties(r, settings):
+            ET.SubElement(props, "property", name=name, value=str(value))
+        case = ET.SubElement(suite, "testcase", classname=f"lowp.{r['kernel']}", name=f"{r['check']}:{r['domain']}",
+                             time=_time(r.get("seconds", 0)))
+        body = "\n".join(failure_lines(r, replay_args)).strip()
+        if outcome == "failure":
+            ET.SubElement(case, "failure", type="lowp.fail",
+                          message=f"{r['id']} fails a claimed check: {r.get('cause') or 'wrong value'}").text = body
+        elif outcome == "error":
+            ET.SubElement(case, "error", type="lowp.crash", message=r["reason"]).text = body
+        elif r["verdict"] == "FAIL":
+            ET.SubElement(case, "skipped", type="lowp.not-claimed",
+                          message=f"FAIL, not claimed: {short_cause(r.get('cause'), 200) or 'wrong value'}").text = body
+        elif outcome == "skipped":
+            ET.SubElement(case, "skipped", type=f"lowp.{r['verdict'].lower().replace(' ', '-')}",
+                          message=r.get("reason") or r["verdict"])
+        ET.SubElement(case, "system-out").text = _what_ran(r)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 
-def write(rows: list[dict], out: Path, seconds: float | None = None, replay_args: str = "") -> dict[str, Path]:
+def _outcome(r: dict) -> str:
+    """failure (a claimed FAIL), error (CRASH), skipped (SKIPPED, NOT RUN, a not-claimed FAIL) or passed."""
+    if r["verdict"] == "FAIL":
+        return "failure" if r["claimed"] else "skipped"
+    return {"CRASH": "error", "SKIPPED": "skipped", "NOT RUN": "skipped"}.get(r["verdict"], "passed")
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds:.3f}"     # the schema's SUREFIRE_TIME: at most three decimals
+
+
+def _what_ran(r: dict) -> str:
+    return (f"{r['verdict']}: {r.get('executed', 0)} of {r.get('cases', 0)} cases executed on {r.get('backend')}"
+            + (f"; path: {r['path']}" if r.get("path") else ""))
+
+
+def _properties(r: dict, settings: dict) -> list[tuple[str, object]]:
+    build = r.get("build") or {}
+    out = [("kernel", r["kernel"]), ("contract", r["check"]), ("domain", r["domain"]), ("claimed", r["claimed"]),
+           ("verdict", r["verdict"]), ("backend", r.get("backend")), ("target", r.get("target")),
+           ("cases_executed", r.get("executed", 0)), ("cases_planned", r.get("cases", 0)),
+           ("path", r.get("path") or ""), ("origin", r.get("origin") or "")]
+    if build:
+        out += [("compiler", build["compiler"]), ("compile_flags", " ".join(build["compile_flags"]))]
+    from lowp import __version__
+    out += [("lowp_version", __version__), *((key, settings[key]) for key in ("seed", "examples") if key in settings)]
+    return [(name, "" if value is None else value) for name, value in out]
+
+
+def document(rows: list[dict], seconds: float | None, settings: dict) -> dict:
+    """report.json: versions, time, settings, machine fingerprint, summary and rows, checked against the schema."""
+    from .rows import header, validate_report
+    doc = {**header(settings, seconds), "summary": summary(rows), "rows": rows}
+    validate_report(doc)
+    return doc
+
+
+def write(rows: list[dict], out: Path, seconds: float | None = None, replay_args: str = "",
+          settings: dict | None = None) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": out / "report.md", "json": out / "report.json", "junit": out / "junit.xml"}
+    doc = document(rows, seconds, settings or {})
     paths["markdown"].write_text(markdown(rows, seconds, replay_args))
-    paths["json"].write_text(json.dumps({"summary": summary(rows), "environment": environment(),
-                                         "seconds": seconds, "rows": rows}, indent=1))
-    paths["junit"].write_text(junit(rows))
+    paths["json"].write_text(json.dumps(doc, indent=1))
+    paths["junit"].write_text(junit(rows, settings, doc["created"], replay_args))
     return paths

@@ -10,11 +10,11 @@ import os
 import sys
 import time
 import traceback
-from dataclasses import asdict
 from multiprocessing.connection import wait
 from pathlib import Path
 
 from .checks import Check, run_check
+from .rows import check_row
 
 
 def _worker(check: Check, conn, options: dict) -> None:
@@ -50,10 +50,8 @@ def read_journal(path: Path) -> dict[str, dict]:
 def _crash_row(check: Check, reason: str, last_case: str | None, executed: int, planned: int | None = None) -> dict:
     """A check that did not finish: `executed` cases ran (the last one, `last_case`, did not return), of the
     `planned` it announced (at least as many as ran: a crash in the search leaves no plan behind it)."""
-    return {"event": "row", **asdict(check), "id": check.id, "backend": "?", "verdict": "CRASH",
-            "cases": max(planned or 0, executed), "executed": executed, "failed": 0, "matched": {},
-            "reason": reason + (f"; while running case {last_case}" if last_case else ""), "cause": None,
-            "path": None, "counterexample": None, "seconds": 0.0}
+    return check_row(check, verdict="CRASH", cases=max(planned or 0, executed), executed=executed,
+                     reason=reason + (f"; while running case {last_case}" if last_case else ""))
 
 
 def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: bool = False, timeout: float = 600,
@@ -134,6 +132,4 @@ def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: 
 
 
 def _not_run(check: Check) -> dict:
-    row = _crash_row(check, "not run", None, 0)
-    row["verdict"] = "NOT RUN"
-    return row
+    return check_row(check, reason="not run")

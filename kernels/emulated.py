@@ -42,6 +42,11 @@ class EmulatedExecutor:
         return self.target.machine(k.sources, flags=(*k.build_flags(), "-g"), depends=k.depends,
                                    vector_bits=k.vector_bits, **self.machine_options)
 
+    def build(self) -> dict | None:
+        """How the kernel was built: compiler and flags (lowp.buildcache.describe)."""
+        from lowp.buildcache import describe
+        return describe(self.machine.binary.path)
+
     def with_fresh_state(self) -> "EmulatedExecutor":
         """A new machine (a new qemu process): static data as loaded from the ELF, what a first call would see."""
         return type(self)(self.kernel, target=self.target, **self.machine_options)

@@ -88,6 +88,7 @@ class NativeExecutor:
         self._checked = False             # run() has seen the CPU features pass
         self._local = threading.local()   # .work, .cdata: this thread's workspace; .shape, .size: the last call's
         self.library_path: Path | None = None
+        self.artifact: Path | None = None     # the cached library (library_path may be a fresh copy of it)
 
     def unavailable(self) -> str | None:
         from lowp.emulator.targets.x86_64 import NATIVE
@@ -104,6 +105,7 @@ class NativeExecutor:
         return ffi, self._open(ffi, path)
 
     def _open(self, ffi, path: Path):
+        self.artifact = Path(path)
         if self.fresh:     # dlopen of the same file returns the loaded copy: a fresh one needs its own file
             copy = _fresh_copies() / f"{next(_FRESH_NUMBERS)}-{Path(path).name}"
             path = Path(shutil.copy(path, copy))
@@ -115,6 +117,12 @@ class NativeExecutor:
         ffi, lib = self._lib
         workspace = None if self.kernel.signature == "xnnpack-gemm" else getattr(lib, workspace_symbol(self.kernel))
         return ffi, getattr(lib, self.kernel.symbol), workspace
+
+    def build(self) -> dict | None:
+        """How the kernel was built: compiler and flags (lowp.buildcache.describe)."""
+        from lowp.buildcache import describe
+        self._lib
+        return describe(self.artifact)
 
     def with_fresh_state(self) -> "NativeExecutor":
         return NativeExecutor(self.kernel, guard=self.guard, budget=self.budget, fresh=True)

@@ -39,7 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-FORMAT = "lowp-buildcache-2"        # bump when the key, the manifest or the command lines change meaning
+FORMAT = "lowp-buildcache-3"        # bump when the key, the manifest or the command lines change meaning
 MANIFEST_SUFFIX = ".manifest"
 KEY_CHARS = 24                      # of key 1 in file names (the manifest holds the whole key)
 RESULT_CHARS = 12                   # of the result key (key 1 plus the headers' hashes) in file names
@@ -94,6 +94,25 @@ def compiler_identity(command: tuple[str, ...]) -> str:
     except (OSError, subprocess.SubprocessError) as e:
         raise BuildFailed(f"cannot run the compiler {' '.join(command)}: {e}") from None
     return f"{real} {stamp}\n{version.strip()}"
+
+
+def compiler_name(identity: str) -> str:
+    """'<path>: <first line of --version>' of a compiler identity (compiler_identity, or a plain version string)."""
+    first, _, version = identity.partition("\n")
+    return f"{first.split(' ')[0]}: {version.splitlines()[0]}" if version else first
+
+
+def describe(artifact: str | os.PathLike) -> dict | None:
+    """How a cached artifact was built: {'compiler', 'compile_flags', 'link_flags'} from its manifest (None without
+    one: a build whose headers changed while it compiled keeps no manifest)."""
+    path = Path(artifact)
+    try:
+        entry = json.loads(path.with_name(path.name + MANIFEST_SUFFIX).read_text())
+    except (OSError, ValueError):
+        return None
+    if entry.get("format") != FORMAT:
+        return None
+    return {key: entry[key] for key in ("compiler", "compile_flags", "link_flags")}
 
 
 def language(path: str | os.PathLike) -> str:
@@ -317,7 +336,9 @@ def build(toolchain: Toolchain, sources: Iterable[str | os.PathLike], *, directo
         # A header written after the compile started may not be what the compiler read: keep no manifest for it.
         if all(h.stat().st_mtime_ns < started for h in headers):
             manifest = {"format": FORMAT, "key": key1, "artifact": artifact.name, "headers": digests,
-                        "sources": [str(s) for s in sources], "inputs": [str(p) for p in inputs]}
+                        "sources": [str(s) for s in sources], "inputs": [str(p) for p in inputs],
+                        "compiler": compiler_name(toolchain.identity), "compile_flags": list(compile_flags),
+                        "link_flags": list(link_flags)}
             write_atomic(artifact.with_name(artifact.name + MANIFEST_SUFFIX), json.dumps(manifest, indent=1).encode())
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -34,10 +34,19 @@ class Parser(argparse.ArgumentParser):
         """Print the usage and `message`, exit 2: for a command's own checks of its arguments."""
         self.error(message)
 
+    # A repeatable positional (dest) that takes values after options too: argparse fills `nargs="*"` once, so
+    # `lowp conformance replay --kernels my.toml ID` would leave ID unrecognised.
+    positionals_after_options: str | None = None
+
     def parse_known_args(self, args=None, namespace=None):
         args = list(sys.argv[1:] if args is None else args)
         self._reject_unknown_options(args)
-        return super().parse_known_args(args, namespace)
+        namespace, extras = super().parse_known_args(args, namespace)
+        if self.positionals_after_options:
+            late = [a for a in extras if not a.startswith("-")]
+            getattr(namespace, self.positionals_after_options).extend(late)
+            extras = [a for a in extras if a.startswith("-")]
+        return namespace, extras
 
     def _reject_unknown_options(self, args) -> None:
         """An option this parser does not know, before argparse reads it as a positional's value and reports

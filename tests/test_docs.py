@@ -91,6 +91,8 @@ def test_getting_started_conformance_run_matches_the_page(tmp_path):
     assert "cause: wrong value: the result matches pair-saturating" in report
     for line in block.strip().splitlines():
         assert line in report, line
+    repro = re.search(r"^repro: `lowp conformance replay --kernels \S+ (.*)`$", section, re.M).group(1)
+    assert f" {repro}`" in report, repro
     summary = json.loads((out / "report.json").read_text())["summary"]
     assert summary["claimed_failures"] == []
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..rows import peer_row
 from . import models, problems
 
 ORT_MATMUL_COMBOS = (("u8", "s8"), ("u8", "u8"), ("s8", "s8"), ("s8", "u8"))
@@ -160,9 +161,8 @@ def compare(pp: PeerPath, op: str, probs: list[dict], outputs: list, isa: str) -
     alternative, the cases it would also explain."""
     cands = models.candidates(pp.library, op, isa)
     names = list(cands)
-    row = {"library": pp.library, "operator": op, "path": pp.path, "isa": isa, "model": names[0], "cases": 0,
-           "agree": 0, "errors": 0, "elements": 0, "elements_agree": 0, "variants": {n: 0 for n in names},
-           "disagreements": [], "kinds": {}, "skipped_combos": {}}
+    row = peer_row(pp.library, op, pp.path, isa=isa, model=names[0], errors=0, elements=0, elements_agree=0,
+                   variants={n: 0 for n in names}, disagreements=[], kinds={}, skipped_combos={})
     for p, out in zip(probs, outputs):
         if isinstance(out, str):
             key = "/".join(p.get("types", ())) or "all"
@@ -214,13 +214,11 @@ def run_path(pp: PeerPath, count: int, seed: int) -> list[dict]:
     isa = expected_isa(pp)
     why = missing(pp)
     if why:
-        return [{"library": pp.library, "operator": op, "path": pp.path, "verdict": "SKIPPED", "reason": why,
-                 "cases": 0, "agree": 0} for op in pp.ops]
+        return [peer_row(pp.library, op, pp.path, "SKIPPED", reason=why) for op in pp.ops]
     batches = {op: generate(pp, op, count, seed) for op in pp.ops}
     result = run_child(pp, batches)
     if "fatal" in result:
-        return [{"library": pp.library, "operator": op, "path": pp.path, "verdict": "CRASH",
-                 "reason": result["fatal"][-600:], "cases": 0, "agree": 0} for op in pp.ops]
+        return [peer_row(pp.library, op, pp.path, "CRASH", reason=result["fatal"][-600:]) for op in pp.ops]
     rows = []
     for op in pp.ops:
         row = compare(pp, op, batches[op], result["outputs"][op], isa)

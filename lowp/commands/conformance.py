@@ -11,9 +11,12 @@ from pathlib import Path
 
 def add_parser(sub) -> None:
     p = sub.add_parser("conformance", help="judge the registered kernels against their contracts; write the report")
-    p.add_argument("action", nargs="?", default="run", choices=("run", "replay", "list"),
-                   help="run (default), list the planned checks, or replay ID")
-    p.add_argument("ids", nargs="*", metavar="ID", help="replay: case ids or check ids (from the report)")
+    p.add_argument("action", nargs="?", default="run", choices=("run", "replay", "list", "schema"),
+                   help="run (default), list the planned checks, replay ID, or schema [report|peers]: the JSON Schema "
+                        "of report.json (or peers.json)")
+    p.add_argument("ids", nargs="*", metavar="ID", help="replay: case ids, check ids or problem ids (from the "
+                                                      "report's replay and repro lines)")
+    p.positionals_after_options = "ids"
     p.add_argument("--kernel", action="append", default=[], metavar="NAME",
                    help="only these kernels (repeatable; default: all registered)")
     p.add_argument("--kernels", dest="toml", action="append", default=[], metavar="FILE.toml",
@@ -70,9 +73,10 @@ def _replay_args(args) -> str:
 
 def _replay(args, journal: dict) -> int:
     """Re-run each id; print the verdict and the counterexample as the report shows them (--json: the raw
-    result). Exit 1 if any fails, 2 for an id that names no case or check of the journal."""
+    result). Exit 1 if any fails, 2 for an id that names no case, check or problem."""
     from lowp.conformance.checks import replay
     from lowp.conformance.report import counterexample_lines
+    from lowp.kernels.registry import origin
     status = 0
     for case_id in args.ids:
         try:
@@ -87,16 +91,43 @@ def _replay(args, journal: dict) -> int:
         else:
             print(f"{case_id}: {result['verdict']}" + (f" ({result['reason']})" if result.get("reason") else ""))
             if result["verdict"] == "FAIL":
-                print("\n".join(counterexample_lines({"id": case_id, "check": case_id.split(":")[1],
-                                                  "cause": result.get("cause")}, result, _replay_args(args))[2:]))
+                row = {**result, "id": case_id, "origin": _str(origin(result["kernel"]))}
+                print("\n".join(counterexample_lines(row, result, _replay_args(args))[2:]))
         status = max(status, int(result["verdict"] == "FAIL"))
     return status
 
 
+def _schema(args) -> int:
+    from lowp.conformance.rows import json_schema
+    kind = args.ids[0] if args.ids else "report"
+    if kind not in ("report", "peers") or len(args.ids) > 1:
+        args.parser.error(f"schema takes 'report' (default) or 'peers', not {' '.join(args.ids)!r}")
+    print(json.dumps(json_schema(kind), indent=1))
+    return 0
+
+
+def _str(path) -> str | None:
+    return None if path is None else str(path)
+
+
+def _settings(args) -> dict:
+    """What the run was asked, for report.json and the JUnit properties."""
+    return {"examples": args.examples, "probe_examples": _probe(args), "seed": args.seed, "grid": not args.no_grid,
+            "jobs": args.jobs, "timeout": args.timeout, "backend": args.backend, "kernels": args.kernel,
+            "kernels_files": [str(p) for p in args.toml], "out": str(args.out), "resume": args.resume}
+
+
+def _probe(args) -> int:
+    from lowp.conformance.checks import probe_share
+    return probe_share(args.examples)
+
+
 def cmd_conformance(args) -> int:
     from lowp.conformance import report, runner
-    from lowp.conformance.checks import plan, probe_share
+    from lowp.conformance.checks import plan
     from lowp.kernels import KernelConfigError
+    if args.action == "schema":
+        return _schema(args)
     if getattr(args, "backend", None):
         from lowp.kernels.executors import BACKEND_ENV
         os.environ[BACKEND_ENV] = args.backend      # inherited by the check workers
@@ -115,13 +146,13 @@ def cmd_conformance(args) -> int:
             print(f"{c.id}{'' if c.claimed else '  (not claimed)'}")
         return 0
     start = time.perf_counter()
+    settings = _settings(args)
     rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume, timeout=args.timeout,
-                      options={"examples": args.examples, "probe_examples": probe_share(args.examples),
+                      options={"examples": args.examples, "probe_examples": settings["probe_examples"],
                                "seed": args.seed, "grid": not args.no_grid})
     seconds = time.perf_counter() - start
-    paths = report.write(rows, args.out, seconds, _replay_args(args))
-    text = paths["markdown"].read_text()
-    print(text.split("\n## ", 1)[0])
+    paths = report.write(rows, args.out, seconds, _replay_args(args), settings)
+    print(report.terminal(rows, seconds, _replay_args(args)))
     print(f"reports: {', '.join(str(p) for p in paths.values())}; journal: {args.out / 'journal.jsonl'}")
     failures = report.summary(rows)["claimed_failures"]
     if failures:

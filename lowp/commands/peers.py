@@ -40,9 +40,13 @@ def cmd_peers(args) -> int:
         for d in r.get("disagreements", []):
             print(f"disagreement: {r['library']} {r['operator']} {r['path']}: {json.dumps(d)}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    clean = [{k: v for k, v in r.items()} for r in rows]
-    args.out.write_text(json.dumps({"environment": env, "count": count, "seed": args.seed, "seconds": seconds,
-                                    "rows": clean}, indent=1, default=str))
+    from lowp.conformance.rows import header, validate_peers_report
+    doc = {**header({"count": count, "seed": args.seed, "jobs": args.jobs, "libraries": args.library,
+                     "paths": args.path}, seconds), "rows": rows}
+    doc["machine"].update(env)      # the libraries' versions and the CPU flags that pick their paths
+    doc = json.loads(json.dumps(doc, default=str))      # numpy scalars and paths as JSON has them
+    validate_peers_report(doc)
+    args.out.write_text(json.dumps(doc, indent=1))
     print(f"report: {args.out}")
     failed = [f"{r['library']}/{r['operator']}/{r['path']}" for r in rows if r["verdict"] in ("FAIL", "CRASH")]
     if failed:
