@@ -49,8 +49,9 @@ def test_tile_edge_names_say_how_the_shape_stands_to_the_tile(name):
     not a full tile (lt or gt as it is), none where it is; the k part by kr, or by the spill depth next to it."""
     k = kernel(name)
     t = k.tile
-    seen = 0
-    for case in cases_for(k, "model", "full"):
+    seen, cases = 0, cases_for(k, "model", "full", shapes=[(t.mr, t.nr, t.kr)])
+    assert len({c.id for c in cases}) == len(cases)         # unique within a check, a user shape beside an edge
+    for case in cases:
         match = TILE_NAME.fullmatch(case.name)
         if not match:
             continue
@@ -212,6 +213,8 @@ def test_cli_usage_errors_name_the_pattern_or_the_line(tmp_path, capsys):
     shapes.write_text("8x8x8\n8x8\n")
     err = _fail(["conformance", "--kernel", "u8s8s32_avx2", "--shapes", str(shapes), "--out", str(tmp_path)], capsys)
     assert f"{shapes}:2: '8x8' is not a shape" in err
+    err = _fail(["conformance", "--kernel", "u8s8s32_avx2", "--examples", "-1", "--out", str(tmp_path)], capsys)
+    assert "--examples must be 0 or more, not -1" in err
     # The quick profile drops the seed grid: no case is named grid then, unless --grid puts it back.
     err = _fail(["conformance", "list", "--kernel", "u8s8s32_avx2", "--profile", "quick", "--case", "grid"], capsys)
     assert "--case 'grid' matches no generated case" in err

@@ -180,10 +180,10 @@ def cmd_conformance(args) -> int:
     options = _options(args, checks)
     if args.action == "list":
         for c in checks:
-            if not args.cases:
-                print(f"{c.id}{'' if c.claimed else '  (not claimed)'}")
-            for case in _cases(c, options) if args.cases else ():
-                print(case.id)
+            lines = [case.id for case in _cases(c, options)] if args.cases else \
+                [f"{c.id}{'' if c.claimed else '  (not claimed)'}"]
+            for line in lines:
+                print(line)
         return 0
     start = time.perf_counter()
     options["probe_examples"] = probe_share(options["examples"])
