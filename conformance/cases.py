@@ -1,22 +1,38 @@
 """Conformance cases: shapes from each kernel's tiles (as XNNPACK's tester) and from the seeds' grids, values
-from four classes, every case reproducible from its id; the depth ladder derived from the checked domain (the
-depths at which an int16 lane, a uint16 lane, a saturating int16 pair sum, an int16 column sum and an int32
-accumulator would overflow, the depths where common blockings switch, the vector-width edges), with every element
-at one end of its range; and the hypothesis strategy that searches for, and shrinks, counterexamples."""
+from four classes, every case named for why it exists and reproducible from its id; the depth ladder derived from
+the checked domain (the depths at which an int16 lane, a uint16 lane, a saturating int16 pair sum, an int16 column
+sum and an int32 accumulator would overflow, the depths where common blockings switch, the vector-width edges),
+with every element at one end of its range; the user's own shapes (`--shapes FILE`); and the hypothesis strategy
+that searches for, and shrinks, counterexamples.
+
+Case names (the fourth field of a case id; docs/verdicts.md#case-names lists them):
+- tile edges, as XNNPACK's GEMM tests name them (lowp.kernels.cases.edge_name): `k_lt_kr`, `k_eq_kr`, `k_gt_kr`,
+  `k_div_kr`, `k_lt_spill`, `k_eq_spill`, `k_gt_spill`, `k_gt_2spill`, led by `m_lt_mr`/`m_gt_mr` and
+  `n_lt_nr`/`n_gt_nr` where m or n is not a full tile (`m_gt_mr_n_lt_nr_k_lt_kr`);
+- the depth ladder: `depth_int16_wrap`, `depth_uint16_wrap`, `depth_pair_saturate`, `depth_colsum_int16_wrap`,
+  `depth_rowsum_int16_wrap`, `depth_int32_wrap` at the depth where that accumulator overflows, with `_minus1` and
+  `_plus1` a step either side; `k_block_256` .. `k_block_4096` and `k_vector_16` .. `k_vector_128` (also `_minus1`,
+  `_plus1`) where blockings switch and vectors end;
+- `grid`: the seeds' grid shapes; `shape_file`: a shape of the user's `--shapes` file.
+The value class (the sixth field) is one of VALUE_CLASSES, or for the ladder's all-ends cases one of END_CLASSES:
+`a_min_b_max` is every element of A at the low end of its range and every element of B at the high end."""
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import asdict, dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
 
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from lowp.kernels.cases import edge_shapes
+from lowp.kernels.cases import edge_cases, edge_name
 
 VALUE_CLASSES = ("uniform", "extremes", "realistic", "adversarial")
-# Every element at one end of its range: "ends-lh" is A all at its low end, B all at its high end.
-END_CLASSES = tuple(f"ends-{a}{b}" for a in "lh" for b in "lh")
+# Every element at one end of its range: "a_min_b_max" is A all at its low end, B all at its high end.
+END_CLASSES = tuple(f"a_{a}_b_{b}" for a in ("min", "max") for b in ("min", "max"))
 # Depths where common GEMM blockings switch (K blocks of 256 .. 4096) and where vectors of 16 .. 128 bytes end.
 BLOCKING_KS = (256, 384, 512, 768, 1024, 4096)
 VECTOR_KS = (16, 32, 64, 128)
@@ -25,6 +41,12 @@ MAX_LADDER_K = 1 << 17
 FULL_TILE_MACS = 1 << 21      # deeper ladder steps run at 1x1 only
 DEEP_K = 8192                 # deeper ladder steps: only the two sign extremes, at the overflow depth itself
 SEED_GRID = [(h, w, d) for h, w, d in ((72, 24, 128), (120, 48, 256), (240, 72, 384), (360, 96, 512))]
+# The ladder's case names, by what overflows (overflow_depths' keys); where two overflow at one depth, the case
+# carries the first name of this order.
+LADDER_NAMES = {"int16 pair sum": "depth_pair_saturate", "int16 lane": "depth_int16_wrap",
+                "uint16 lane": "depth_uint16_wrap", "int16 column sums of B": "depth_colsum_int16_wrap",
+                "int16 row sums of A": "depth_rowsum_int16_wrap", "int32 accumulator": "depth_int32_wrap"}
+GRID_NAME, SHAPE_FILE_NAME = "grid", "shape_file"
 
 
 @dataclass(frozen=True)
@@ -32,24 +54,34 @@ class Case:
     kernel: str
     check: str            # 'model' or a contract name
     domain: str           # 'claimed' or 'full'
+    name: str             # why the case exists: 'k_gt_spill', 'depth_int16_wrap', 'grid', ... (module docstring)
     m: int
     n: int
     k: int
-    values: str           # one of VALUE_CLASSES
+    values: str           # one of VALUE_CLASSES or END_CLASSES
     seed: int
 
     @property
     def id(self) -> str:
-        return f"{self.kernel}:{self.check}:{self.domain}:{self.m}x{self.n}x{self.k}:{self.values}:{self.seed}"
+        return (f"{self.kernel}:{self.check}:{self.domain}:{self.name}:{self.m}x{self.n}x{self.k}:{self.values}:"
+                f"{self.seed}")
 
     @classmethod
     def from_id(cls, text: str) -> "Case":
+        """The case an id names; the operands follow from it (and the registered kernel) alone."""
         try:
-            kernel, check, domain, shape, values, seed = text.split(":")
+            kernel, check, domain, name, shape, values, seed = text.split(":")
             m, n, k = (int(x) for x in shape.split("x"))
-            return cls(kernel, check, domain, m, n, k, values, int(seed))
+            if min(m, n, k) < 1 or not name:
+                raise ValueError
+            return cls(kernel, check, domain, name, m, n, k, values, int(seed))
         except ValueError:
-            raise ValueError(f"not a case id: {text!r} (expected kernel:check:domain:MxNxK:values:seed)") from None
+            raise ValueError(f"not a case id: {text!r} (expected kernel:check:domain:name:MxNxK:values:seed, "
+                             f"e.g. my_kernel:exact:claimed:k_gt_kr:4x8x9:uniform:12)") from None
+
+    def matches(self, patterns) -> bool:
+        """Whether a `--case` glob matches the case's name or its whole id."""
+        return any(fnmatchcase(self.name, p) or fnmatchcase(self.id, p) for p in patterns)
 
     def asdict(self) -> dict:
         return asdict(self)
@@ -78,14 +110,14 @@ def _values(rng, cls: str, lo_hi: tuple[int, int], shape, dtype, role: str):
         else:
             x = (lo + hi) / 2 + rng.normal(0, span / 8, size=shape)
         x = np.clip(np.rint(x), lo, hi)
-    elif cls.startswith("ends-") and len(cls) == 7:
-        x = np.full(shape, lo if cls[5 if role == "A" else 6] == "l" else hi)
+    elif cls in END_CLASSES:
+        x = np.full(shape, lo if cls.split("_")[1 if role == "A" else 3] == "min" else hi)
     elif cls == "adversarial":
         # Drive every pair sum and accumulator to its limit: A at its largest magnitude, B at the matching sign.
         big_a = hi if abs(hi) >= abs(lo) else lo
         x = np.full(shape, big_a) if role == "A" else np.where(rng.random(shape) < 0.85, hi, lo)
     else:
-        raise ValueError(f"unknown value class {cls!r}; known: {', '.join(VALUE_CLASSES)}")
+        raise ValueError(f"unknown value class {cls!r}; known: {', '.join(VALUE_CLASSES + END_CLASSES)}")
     return np.asarray(x, dtype=np.int64).astype(dtype)
 
 
@@ -126,32 +158,46 @@ def ladder_ks(kernel, domain: str) -> list[int]:
     return sorted(k for k in ks if 1 <= k <= MAX_LADDER_K)
 
 
-def _ladder_shapes(kernel, domain: str) -> list[tuple[tuple[int, int, int], str]]:
-    """(shape, value class) of the ladder: all-ends operands at each overflow depth and its neighbours (1x1, and a
-    full tile at the depth itself), at the blocking and vector-width edges uniform values on a full tile and
+def _ladder(kernel, domain: str) -> list[tuple[str, tuple[int, int, int], str]]:
+    """(name, shape, value class) of the ladder: all-ends operands at each overflow depth and its neighbours (1x1,
+    and a full tile at the depth itself), at the blocking and vector-width edges uniform values on a full tile and
     extreme values at 1x1, and 2*mr - 1 by 2*nr - 1 remainders."""
     mr, nr = kernel.tile.mr, kernel.tile.nr
     a, b = ranges(kernel, domain)
     out = []
-    for k in sorted(set(overflow_depths(a, b).values())):
+    for k, name in _overflow_names(overflow_depths(a, b)):
         if k > DEEP_K:    # past the deep limit: only the two sign extremes, at 1x1 and the depth itself
-            out += [((1, 1, k), cls) for cls in _sign_extremes(a, b)]
+            out += [(name, (1, 1, k), cls) for cls in _sign_extremes(a, b)]
             continue
-        for kk in (k - 1, k, k + 1):
-            out += [((1, 1, kk), cls) for cls in END_CLASSES if kk >= 1]
+        for kk, step in ((k - 1, "_minus1"), (k, ""), (k + 1, "_plus1")):
+            out += [(name + step, (1, 1, kk), cls) for cls in END_CLASSES if kk >= 1]
         if mr * nr * k <= FULL_TILE_MACS:
-            out += [((mr, nr, k), cls) for cls in END_CLASSES]
-    for base in BLOCKING_KS + VECTOR_KS:
-        for k in (base - 1, base, base + 1):
-            out += [((mr, nr, k), "uniform"), ((1, 1, k), "extremes")]
+            out += [(name, (mr, nr, k), cls) for cls in END_CLASSES]
+    for prefix, bases in (("k_block_", BLOCKING_KS), ("k_vector_", VECTOR_KS)):
+        for base in bases:
+            for k, step in ((base - 1, "_minus1"), (base, ""), (base + 1, "_plus1")):
+                out += [(f"{prefix}{base}{step}", (mr, nr, k), "uniform"),
+                        (f"{prefix}{base}{step}", (1, 1, k), "extremes")]
     for k in (1, 2 * kernel.tile.kr - 1, 17):
-        out.append(((2 * mr - 1, 2 * nr - 1, k), "uniform"))
+        shape = (2 * mr - 1, 2 * nr - 1, k)
+        out.append((edge_name(kernel, *shape), shape, "uniform"))
     return out
+
+
+def _overflow_names(depths: dict[str, int]) -> list[tuple[int, str]]:
+    """(depth, case name) of each distinct overflow depth, shallowest first, named by LADDER_NAMES' first
+    overflow there."""
+    names = {}
+    for what in sorted(depths, key=list(LADDER_NAMES).index):
+        names.setdefault(depths[what], LADDER_NAMES[what])
+    return sorted(names.items())
 
 
 def _sign_extremes(a, b) -> list[str]:
     """The END_CLASSES whose products are the largest positive and the most negative."""
-    prods = {f"ends-{x}{y}": (a[0] if x == "l" else a[1]) * (b[0] if y == "l" else b[1]) for x in "lh" for y in "lh"}
+    def end(r, which):
+        return r[0] if which == "min" else r[1]
+    prods = {cls: end(a, cls.split("_")[1]) * end(b, cls.split("_")[3]) for cls in END_CLASSES}
     return sorted({max(prods, key=prods.get), min(prods, key=prods.get)})
 
 
@@ -162,15 +208,55 @@ def _filled(dtype, shape, fill, spots) -> np.ndarray:
     return x.astype(dtype).reshape(shape)
 
 
-def cases_for(kernel, check: str, domain: str, *, grid: bool = True, seed: int = 0) -> list[Case]:
-    shapes = list(edge_shapes(kernel)) + (SEED_GRID[:2] if grid else [])
+def cases_for(kernel, check: str, domain: str, *, grid: bool = True, seed: int = 0, shapes=(),
+              only=()) -> list[Case]:
+    """The generated cases of one check: the tile edges (and the seed grid's shapes, with `grid`) in every value
+    class, the depth ladder, and the user's `shapes` ((m, n, k) of `--shapes`) in every value class; `only`: the
+    `--case` globs, of which one must match a case's name or id for it to be kept. Every case's seed follows from
+    `seed` and its place here, and its id carries it: a case replays from its id alone."""
+    named = edge_cases(kernel) + ([(GRID_NAME, s) for s in SEED_GRID[:2]] if grid else [])
     out = []
+    for i, (name, (m, n, k)) in enumerate(named):
+        for j, values in enumerate(VALUE_CLASSES):
+            out.append(Case(kernel.name, check, domain, name, m, n, k, values, seed * 100003 + i * 7 + j))
+    for i, (name, (m, n, k), values) in enumerate(_ladder(kernel, domain)):
+        out.append(Case(kernel.name, check, domain, name, m, n, k, values, seed * 100003 + 50000 + i))
     for i, (m, n, k) in enumerate(shapes):
-        for values in VALUE_CLASSES:
-            out.append(Case(kernel.name, check, domain, m, n, k, values, seed * 100003 + i * 7 + VALUE_CLASSES.index(values)))
-    for i, ((m, n, k), values) in enumerate(_ladder_shapes(kernel, domain)):
-        out.append(Case(kernel.name, check, domain, m, n, k, values, seed * 100003 + 50000 + i))
+        for j, values in enumerate(VALUE_CLASSES):
+            out.append(Case(kernel.name, check, domain, SHAPE_FILE_NAME, m, n, k, values,
+                            seed * 100003 + 70000 + i * 7 + j))
+    return [c for c in out if c.matches(only)] if only else out
+
+
+SHAPE_LINE = re.compile(r"\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)\s*", re.IGNORECASE)
+
+
+def read_shapes(path) -> list[tuple[int, int, int]]:
+    """The (m, n, k) of a `--shapes` file: one MxNxK a line (`64x128x4096`), blank lines and `#` comments allowed;
+    a bad line is a ValueError naming the file and the line."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise ValueError(f"--shapes {path}: cannot read it ({e.strerror or e})") from None
+    out = []
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0]
+        if not text.strip():
+            continue
+        match = SHAPE_LINE.fullmatch(text)
+        shape = tuple(int(x) for x in match.groups()) if match else ()
+        if not shape or min(shape) < 1:
+            raise ValueError(f"{path}:{number}: {line.strip()!r} is not a shape: expected MxNxK with M, N, K >= 1 "
+                             f"(e.g. 64x128x4096)")
+        if shape not in out:
+            out.append(shape)
     return out
+
+
+def case_names(cases) -> list[str]:
+    """The distinct names of `cases`, in order of first appearance."""
+    return list(dict.fromkeys(c.name for c in cases))
 
 
 def problems(kernel, domain: str, max_m: int | None = None, max_n: int | None = None, max_k: int | None = None):

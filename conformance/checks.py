@@ -6,6 +6,8 @@ case as it happens and knows which case a crashing kernel was running.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import dataclass
 from random import Random
@@ -13,14 +15,15 @@ from typing import Callable
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky, NoSuchExample
 
 from lowp.emulator.errors import BudgetExceeded, EmulatorError
-from lowp.kernels import executor, kernel as get_kernel
+from lowp.kernels import Domain, executor, kernel as get_kernel
 from lowp.kernels.executors import poison
 
 from . import quantized
-from .cases import Case, cases_for, operands, problems
+from .cases import Case, cases_for, operands, problems, ranges
 from .contracts import contract
 from .problem import decode, is_problem
 from .rows import check_row
@@ -386,16 +389,19 @@ def probe_share(examples: int) -> int:
 
 
 def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150, seed: int = 0,
-              grid: bool = True, budget: float | None = 2.0, probe_examples: int | None = None) -> dict:
+              grid: bool = True, budget: float | None = 2.0, probe_examples: int | None = None,
+              shapes=(), only=(), database: str | None = None) -> dict:
     """Execute one check and return its row (also emitted). probe_examples: the search budget of a not-claimed
-    check, if not `examples`."""
+    check, if not `examples`; shapes: the user's (m, n, k) (`--shapes`), added to the generated cases; only: the
+    `--case` globs the generated cases are restricted to; database: the hypothesis example database's folder
+    (None: none), so a second run replays earlier counterexamples first."""
     if not check.claimed and probe_examples is not None:
         examples = probe_examples
     kern = get_kernel(check.kernel)
     ex = executor(kern)
     if ex.backend == "native":
         ex.budget = budget
-    cases = cases_for(kern, check.check, check.domain, grid=grid, seed=seed)
+    cases = cases_for(kern, check.check, check.domain, grid=grid, seed=seed, shapes=shapes, only=only)
     row = check_row(check, backend=ex.backend, target=kern.target, contract_claimed=kern.contract,
                     cases=len(cases) + examples)
     reason = ex.unavailable()
@@ -409,7 +415,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     rec = Recorder(ex)
     first, first_fault, earliest = _run_cases(check, kern, rec, cases, row, emit, start)
     hung = first_fault is not None and isinstance(first_fault.outcome.fault, BudgetExceeded)
-    found, searched = search(check, kern, rec, examples, seed) if not hung else (None, 0)
+    found, searched = search(check, kern, rec, examples, seed, database) if not hung else (None, 0)
+    row["searched"] = searched if examples > 0 and not hung else None      # None: the search did not run
     row["executed"] += searched
     row["cases"] = len(cases) + searched      # the search ran this many (it stops when it has found and shrunk)
     if found is not None:
@@ -489,9 +496,11 @@ def _shrunk(fails, failure: Failure, kern, tries: int):
     return shrink(fails, A, B, tries=tries, quant=q, simpler=lambda q: quantized.simplifications(kern, q))
 
 
-def search(check: Check, kern, rec: Recorder, examples: int, seed: int):
+def search(check: Check, kern, rec: Recorder, examples: int, seed: int, database: str | None = None):
     """hypothesis.find: the smallest (A, B) the check fails on, within `examples` tries; (Failure or None, tried).
-    Its random source is seeded by the check and the seed, so kernels of one tile see different shapes. A kernel
+    Its random source is seeded by the check and the seed, so kernels of one tile see different shapes and a run
+    repeats. With a `database` folder (ExampleStore), the failing examples earlier searches of this check found are
+    replayed first: one that still fails is the failure, with no new search (`tried` counts the replays). A kernel
     whose result depends on earlier calls makes hypothesis's replays disagree (Flaky): then the first failing
     example, with the call before it, is the failure; hypothesis's own error never reaches the row."""
     if examples <= 0:       # --examples 0: the generated cases only
@@ -518,6 +527,12 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int):
 
     def smallest():
         return min(failures, key=lambda f: f[0])[1] if failures else None
+    store = ExampleStore(database, check, kern) if database else None
+    for value, problem in store.replays() if store else ():
+        if not fails(problem):
+            store.drop(value)        # fixed (or it failed only after some earlier call): hypothesis drops it too
+    if failures:
+        return smallest(), tried[0]
     try:
         problem = find(problems(kern, check.domain), fails,
                     settings=settings(max_examples=examples, database=None, deadline=None, derandomize=False,
@@ -527,11 +542,66 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int):
     except NoSuchExample:
         return None, tried[0]
     except (Flaky, _OutOfShrinkTime):
-        return smallest(), tried[0]
-    A, B, q = problem if len(problem) == 3 else (*problem, None)
-    call = Call(A, B, SEARCH_SEED, f"{check.id}:search:{seed}", q)
-    previous = rec.last
-    return Failure(call, rec.run(call), previous), tried[0]
+        failure = smallest()
+    else:
+        A, B, q = problem if len(problem) == 3 else (*problem, None)
+        call = Call(A, B, SEARCH_SEED, f"{check.id}:search:{seed}", q)
+        previous = rec.last
+        failure = Failure(call, rec.run(call), previous)
+    if store and failure is not None:
+        store.save(failure.call)
+    return failure, tried[0]
+
+
+class ExampleStore:
+    """The failing examples the search of one check found, kept across runs in a hypothesis example database
+    (hypothesis.database.DirectoryBasedExampleDatabase: a folder, one file a value, safe for concurrent workers), so
+    a later search replays them first. It keeps the examples' values (A, B and a requantizing kernel's parameters,
+    as JSON), not hypothesis's choice sequences, because hypothesis keeps no database for a seeded search
+    (`find(random=...)` applies `hypothesis.seed`, which sets database=None) and lowp's search is seeded so a run
+    repeats. The key is the check's id and what bounds its examples (operand types, claimed domain, output stage,
+    pinned parameters): after an edit of those, earlier examples are not replayed; one outside the check's domain
+    or unreadable is dropped."""
+
+    def __init__(self, folder: str, check: Check, kern):
+        self.db, self.kern, self.domain = DirectoryBasedExampleDatabase(folder), kern, check.domain
+        bounds = repr((kern.signature, kern.a_type, kern.b_type, kern.c_type, kern.domain, kern.output, kern.quant,
+                       kern.xnnpack))
+        self.key = f"{check.id}:{hashlib.sha256(bounds.encode()).hexdigest()[:16]}".encode()
+
+    def replays(self) -> list[tuple[bytes, tuple]]:
+        """(stored value, (A, B, quant)) of every example kept for this check, the smallest first."""
+        out = []
+        for value in list(self.db.fetch(self.key)):
+            problem = self._problem(value)
+            if problem is None:
+                self.drop(value)
+            else:
+                out.append((value, problem))
+        return sorted(out, key=lambda vp: (vp[1][0].size + vp[1][1].size, vp[0]))
+
+    def save(self, call: Call) -> None:
+        shape = [int(call.A.shape[0]), int(call.B.shape[1]), int(call.A.shape[1])]
+        self.db.save(self.key, json.dumps({"shape": shape, "A": call.A.tolist(), "B": call.B.tolist(),
+                                           "quant": quantized.to_json(call.quant)}, sort_keys=True).encode())
+
+    def drop(self, value: bytes) -> None:
+        self.db.delete(self.key, value)
+
+    def _problem(self, value: bytes):
+        """The stored (A, B, quant), or None when it does not parse or lies outside what the check draws from."""
+        try:
+            call = _call_from(json.loads(value), self.kern)
+        except (ValueError, TypeError, KeyError, OverflowError):
+            return None
+        a, b = ranges(self.kern, self.domain)
+        if not Domain(a, b).contains(call.A, call.B) or (call.quant is None) == bool(self.kern.quantized):
+            return None
+        if call.quant is not None and self.domain != "outside":
+            m, n = call.A.shape[0], call.B.shape[1]
+            if quantized.domain_problems(self.kern, call.quant, m, n):
+                return None
+        return call.A, call.B, call.quant
 
 
 class _OutOfShrinkTime(Exception):

@@ -36,7 +36,8 @@ def per_row(key: str, value) -> bool:
 
 def case_style(values: str) -> str:
     """The parameter style of a value class; the depth ladder's every-element-at-an-end classes take 'limits'."""
-    return STYLE_OF_VALUES.get(values, "limits" if values.startswith("ends-") else "ends")
+    from .cases import END_CLASSES
+    return STYLE_OF_VALUES.get(values, "limits" if values in END_CLASSES else "ends")
 
 
 def input_zero_points(kern, rng, M: int, style: str) -> dict:

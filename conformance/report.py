@@ -33,6 +33,13 @@ def _verdict(row: dict) -> str:
     return v
 
 
+def _executed(row: dict) -> str:
+    """'N of M' cases; a check whose search did not run (--case selected generated cases only) says so."""
+    text = f"{row.get('executed', 0)} of {row.get('cases', 0)}"
+    return text + " (no search)" if "searched" in row and row["searched"] is None and \
+        row["verdict"] in ("PASS", "FAIL") else text
+
+
 def short_cause(cause: str | None, width: int = 64) -> str:
     """The head of a cause, for a table cell: up to its first ';', cut to `width`."""
     return _clip((cause or "").split(";", 1)[0], width)
@@ -55,8 +62,8 @@ def markdown(rows: list[dict], seconds: float | None = None, replay_args: str | 
     the journal (e.g. "--kernels my.toml --out my-report"), so the printed command works as printed; None where
     there is no journal (pytest --lowp-report): then only the self-contained repro line is given."""
     s = summary(rows)
-    table = [(r["kernel"], r["check"], r["domain"], r.get("backend", "?"), _verdict(r),
-              f"{r.get('executed', 0)} of {r.get('cases', 0)}", _matched(r), _path(r)) for r in rows]
+    table = [(r["kernel"], r["check"], r["domain"], r.get("backend", "?"), _verdict(r), _executed(r),
+              _matched(r), _path(r)) for r in rows]
     lines = ["# lowp conformance report", "",
              f"{s['checks']} checks: {s['PASS']} PASS, {s['FAIL']} FAIL, {s['CRASH']} CRASH, {s['SKIPPED']} SKIPPED, "
              f"{s['NOT RUN']} NOT RUN; {s['cases_executed']} of {s['cases_planned']} cases executed"

@@ -91,6 +91,7 @@ class CheckRow(TypedDict):
     counterexample: Counterexample | None
     seconds: float
     build: NotRequired[Build | None]
+    searched: NotRequired[int | None]   # examples the hypothesis search tried; None: it did not run (--case)
     first_failure_seconds: NotRequired[float]
     traceback: NotRequired[str]
     test: NotRequired[str]      # the pytest node that made the check (pytest --lowp-report)

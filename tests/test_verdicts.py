@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lowp.conformance.cases import MAX_LADDER_K, ladder_ks, overflow_depths
+from lowp.conformance.cases import END_CLASSES, MAX_LADDER_K, Case, ladder_ks, overflow_depths
 from lowp.conformance.checks import (Call, Check, Failure, Recorder, counterexample, diagnose, replay, run_check,
                                      search, shrink)
 from lowp.emulator import Machine, build
@@ -436,7 +436,7 @@ def test_narrow_accumulator_is_found_by_the_ladder_at_the_first_wrapping_depth(k
     row, events = row_of("vt_smlal_flush300")
     assert row["verdict"] == "FAIL"
     cases = [e for e in events if e.get("event") == "case"]
-    depth = [int(e["case"].split(":")[3].split("x")[2]) for e in cases]
+    depth = [Case.from_id(e["case"]).k for e in cases]
     failing = [d for d, e in zip(depth, cases) if not e["ok"]]
     assert failing and failing[0] == SMLAL_WRAP
     assert all(e["ok"] for d, e in zip(depth, cases) if d < SMLAL_WRAP)
@@ -448,6 +448,7 @@ def test_narrow_accumulator_counterexample_has_the_first_wrapping_depth(kernels)
     row, _ = row_of("vt_smlal_flush300")
     cx = row["counterexample"]
     assert cx["shape"][2] == SMLAL_WRAP, cx["shape"]
-    assert f"x{SMLAL_WRAP}:ends-" in cx["case"]                  # a ladder case (every element at an end)
+    case = Case.from_id(cx["case"])              # a ladder case at the int16 lane's depth, every element at an end
+    assert (case.name, case.k) == ("depth_int16_wrap", SMLAL_WRAP) and case.values in END_CLASSES
     A, B = np.array(cx["A"]), np.array(cx["B"])
     assert np.all(np.abs(A) == 11) and np.all(np.abs(B) == 11)

@@ -2,18 +2,25 @@
 claims, and write the report. `lowp conformance replay ID` re-runs one case or counterexample."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 import time
 from pathlib import Path
 
+# What --profile sets (explicit --examples and --grid/--no-grid override it): the hypothesis search's examples per
+# claimed check (a not-claimed probe gets a third) and whether the seed grid's shapes run.
+PROFILES = {"quick": {"examples": 30, "grid": False},
+            "default": {"examples": 150, "grid": True},
+            "thorough": {"examples": 1000, "grid": True}}
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("conformance", help="judge the registered kernels against their contracts; write the report")
     p.add_argument("action", nargs="?", default="run", choices=("run", "replay", "list", "schema"),
-                   help="run (default), list the planned checks, replay ID, or schema [report|peers]: the JSON Schema "
-                        "of report.json (or peers.json)")
+                   help="run (default), list the planned checks (with --case: the matching case ids), replay ID, or "
+                        "schema [report|peers]: the JSON Schema of report.json (or peers.json)")
     p.add_argument("ids", nargs="*", metavar="ID", help="replay: case ids, check ids or problem ids (from the "
                                                       "report's replay and repro lines)")
     p.positionals_after_options = "ids"
@@ -24,11 +31,28 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=Path, default=Path("lowp-report"), help="report folder (default ./lowp-report)")
     p.add_argument("--jobs", type=int, default=None, help="parallel workers (default: one per core)")
     p.add_argument("--resume", action="store_true", help="keep the journal's finished checks and run the rest")
-    p.add_argument("--examples", type=int, default=150, help="hypothesis search examples per claimed check (default 150; a not-claimed probe "
-                        "gets a third)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the generated cases (default 0)")
+    p.add_argument("--profile", choices=tuple(PROFILES), default="default",
+                   help="how hard to look: " + "; ".join(f"{name}: {v['examples']} examples"
+                                                         f"{'' if v['grid'] else ', no seed grid'}"
+                                                         for name, v in PROFILES.items())
+                        + " (default: default; --examples and --grid/--no-grid override it)")
+    p.add_argument("--examples", type=int, default=None,
+                   help="hypothesis search examples per claimed check (default: the profile's, 150; a not-claimed "
+                        "probe gets a third; 0: no search; with --case, no search unless given)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the generated cases' values and of the search's random source (default 0)")
     p.add_argument("--timeout", type=float, default=600, help="seconds before a check counts as hung (default 600)")
-    p.add_argument("--no-grid", action="store_true", help="skip the seed grid shapes (faster)")
+    p.add_argument("--grid", action=argparse.BooleanOptionalAction, default=None,
+                   help="run the seed grid's shapes (default: the profile's; --no-grid is faster)")
+    p.add_argument("--case", dest="cases", action="append", default=[], metavar="PATTERN",
+                   help="only the generated cases whose name (k_gt_spill, depth_int16_wrap, grid, ...) or whole id "
+                        "matches this glob (repeatable); the search then runs only if --examples is given")
+    p.add_argument("--shapes", type=Path, default=None, metavar="FILE",
+                   help="also run these shapes (one MxNxK a line, # comments) in every value class, named shape_file")
+    p.add_argument("--database", type=Path, default=None, metavar="DIR",
+                   help="hypothesis example database: failing examples kept there are replayed first by the next "
+                        "run (default OUT/hypothesis)")
+    p.add_argument("--no-database", action="store_true", help="keep no hypothesis example database")
     p.add_argument("--json", action="store_true", help="replay: print the raw result as JSON")
     p.add_argument("--backend", choices=("unicorn", "qemu"), default=None,
                    help="run every AArch64 kernel on this emulator (default: the kernel's `backend`, else Unicorn "
@@ -110,21 +134,62 @@ def _str(path) -> str | None:
     return None if path is None else str(path)
 
 
-def _settings(args) -> dict:
+def _settings(args, options: dict) -> dict:
     """What the run was asked, for report.json and the JUnit properties."""
-    return {"examples": args.examples, "probe_examples": _probe(args), "seed": args.seed, "grid": not args.no_grid,
-            "jobs": args.jobs, "timeout": args.timeout, "backend": args.backend, "kernels": args.kernel,
-            "kernels_files": [str(p) for p in args.toml], "out": str(args.out), "resume": args.resume}
+    return {"profile": args.profile, "examples": options["examples"], "probe_examples": options["probe_examples"],
+            "seed": args.seed, "grid": options["grid"], "cases": list(args.cases),
+            "shapes": [list(s) for s in options.get("shapes", ())], "shapes_file": _str(args.shapes),
+            "database": options["database"], "jobs": args.jobs, "timeout": args.timeout, "backend": args.backend,
+            "kernels": args.kernel, "kernels_files": [str(p) for p in args.toml], "out": str(args.out),
+            "resume": args.resume}
 
 
-def _probe(args) -> int:
-    from lowp.conformance.checks import probe_share
-    return probe_share(args.examples)
+def _options(args, checks) -> dict:
+    """run_check's options from the flags: the profile's examples and grid unless given, the --shapes file's
+    shapes, the --case globs (each must match a generated case of some check: else a usage error, exit 2, naming
+    it with the known names), the example database's folder."""
+    profile = PROFILES[args.profile]
+    examples = args.examples if args.examples is not None else 0 if args.cases else profile["examples"]
+    if examples < 0:
+        args.parser.error(f"--examples must be 0 or more, not {examples}")
+    options = {"examples": examples, "seed": args.seed,
+               "grid": profile["grid"] if args.grid is None else args.grid,
+               "database": None if args.no_database else str(args.database or args.out / "hypothesis")}
+    if args.shapes is not None:
+        from lowp.conformance.cases import read_shapes
+        try:
+            options["shapes"] = read_shapes(args.shapes)
+        except ValueError as e:
+            args.parser.error(str(e))
+    if args.cases:
+        options["only"] = list(args.cases)
+        _check_patterns(args, [case for c in checks for case in _cases(c, {**options, "only": ()})])
+    return options
+
+
+def _cases(check, options: dict):
+    """The generated cases of one check under these options."""
+    from lowp.conformance.cases import cases_for
+    from lowp.kernels import kernel
+    return cases_for(kernel(check.kernel), check.check, check.domain, grid=options["grid"], seed=options["seed"],
+                     shapes=options.get("shapes", ()), only=options.get("only", ()))
+
+
+def _check_patterns(args, cases) -> None:
+    """Every --case glob must match some case: one that matches none is a usage error naming it and a few names."""
+    from lowp.conformance.cases import case_names
+    for pattern in args.cases:
+        if not any(case.matches([pattern]) for case in cases):
+            names = case_names(cases)
+            some = [names[i * len(names) // 12] for i in range(min(12, len(names)))]   # from every family
+            args.parser.error(f"--case {pattern!r} matches no generated case of the selected kernels; case names "
+                              f"include {', '.join(some)}{', ...' if len(names) > 12 else ''} (a glob matches a "
+                              f"case's name or its whole id, e.g. 'k_*' or '*:4x8x*')")
 
 
 def cmd_conformance(args) -> int:
     from lowp.conformance import report, runner
-    from lowp.conformance.checks import plan
+    from lowp.conformance.checks import plan, probe_share
     from lowp.kernels import KernelConfigError
     if args.action == "schema":
         return _schema(args)
@@ -141,15 +206,19 @@ def cmd_conformance(args) -> int:
             args.parser.error("replay needs the id of a case or check (the report's replay lines give them)")
         return _replay(args, runner.read_journal(args.out / "journal.jsonl"))
     checks = plan(selected)
+    options = _options(args, checks)
     if args.action == "list":
         for c in checks:
-            print(f"{c.id}{'' if c.claimed else '  (not claimed)'}")
+            lines = [case.id for case in _cases(c, options)] if args.cases else \
+                [f"{c.id}{'' if c.claimed else '  (not claimed)'}"]
+            for line in lines:
+                print(line)
         return 0
     start = time.perf_counter()
-    settings = _settings(args)
+    options["probe_examples"] = probe_share(options["examples"])
+    settings = _settings(args, options)
     rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume, timeout=args.timeout,
-                      options={"examples": args.examples, "probe_examples": settings["probe_examples"],
-                               "seed": args.seed, "grid": not args.no_grid})
+                      options=options)
     seconds = time.perf_counter() - start
     paths = report.write(rows, args.out, seconds, _replay_args(args), settings)
     print(report.terminal(rows, seconds, _replay_args(args)))
