@@ -1,8 +1,16 @@
+import os
+
 import numpy as np
 import pytest
 from hypothesis import strategies as st
 
 from lowp.isa_models.proof import extremes
+
+# The Pythons the tests start (`python -m lowp ...`, `python -c ...`) import the lowp under test, not the checkout's
+# lowp/ folder that -m and -c would put first on sys.path from the repository's root: that folder lacks
+# lowp.kernels and the rest (they install from the top-level folders), so against a non-editable install every
+# such child would fail. PYTHONSAFEPATH is -P for the children (Python 3.11+).
+os.environ.setdefault("PYTHONSAFEPATH", "1")
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@ with a did-you-mean, ranges are values, a closed pipe is quiet."""
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 
@@ -84,3 +85,58 @@ def test_a_closed_pipe_is_quiet():
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait() in (0, SIGPIPE_STATUS) and "Traceback" not in err and "BrokenPipe" not in err
+
+
+def _mutation_suite(folder) -> list[str]:
+    """A two-kernel mutation suite in `folder` made of the shipped suite's own entries and sources (so they must be
+    installed): the portable-C control and one of its mutants, renamed so they cannot clash with test_mutants'."""
+    import tomllib
+
+    from lowp.bench import mutants
+    from lowp.bench.conformance import toml_text
+    chosen = ("ctl_x86_scalar", "mut_x86_scalar_a_signed")
+    entries = [dict(e, name=f"smoke_{e['name']}", source=str(mutants.SUITE / e["source"]))
+               for e in tomllib.loads(mutants.SUITES["authors"].read_text())["kernel"] if e["name"] in chosen]
+    expected = tomllib.loads(mutants.SUITES["authors"].with_name("expected.toml").read_text())
+    (folder / "mutants.toml").write_text(toml_text(entries))
+    (folder / "expected.toml").write_text("".join(
+        f"[smoke_{name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in expected[name].items())
+        for name in chosen))
+    return ["--toml", str(folder / "mutants.toml"), "--examples", "10"]
+
+
+def _first_x86_kernel() -> str:
+    from lowp.kernels import kernels
+    return kernels("x86-64")[0].name
+
+
+# Every `lowp bench` target with its quickest options, and what its output must say: the benchmarks live in the
+# package (lowp.bench), so each starts from an installed lowp as from a checkout.
+BENCH_SMOKE = {
+    "gemm": (lambda tmp: ["--quick", "--no-torch", "--rounds", "1", "--kernel", _first_x86_kernel()],
+             "seed 004 grid (quick: corners)"),
+    "isa": (lambda tmp: ["--registers", "64"], "native / model"),
+    "emulator": (lambda tmp: ["--quick"], "1x1x1"),
+    "emulator --hooks": (lambda tmp: ["--quick", "--hooks"], "lockstep"),
+    "mutants": (_mutation_suite, "killed 1 of 1 mutants (100%), 0 false alarms in 1 controls"),
+    "conformance": (lambda tmp: ["--copies", "1", "--examples", "5", "--jobs", "1"], "lowp conformance over 1 kernels"),
+}
+
+
+def test_the_bench_smoke_test_sees_every_target():
+    bench = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["bench"]
+    suite = next(a for a in bench._actions if a.dest == "suite")
+    assert {case.split()[0] for case in BENCH_SMOKE} == set(suite.choices)
+
+
+@pytest.mark.parametrize("case", BENCH_SMOKE)
+def test_every_bench_target_runs(case, tmp_path, capsys, forget_kernels):
+    options, says = BENCH_SMOKE[case]
+    assert main(["bench", case.split()[0], *options(tmp_path)]) == 0
+    assert says in capsys.readouterr().out
+
+
+def test_bench_mutants_names_a_missing_suite(tmp_path, capsys):
+    (tmp_path / "mutants.toml").write_text("")
+    assert main(["bench", "mutants", "--toml", str(tmp_path / "mutants.toml")]) == 2
+    assert f"no mutation suite at {tmp_path / 'expected.toml'}" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""`lowp bench`: benchmarks that report ratios measured side by side in one run."""
+"""`lowp bench`: benchmarks that report ratios measured side by side in one run (lowp.bench, one module per
+target, all inside the installed package)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,7 +22,8 @@ def add_parser(sub) -> None:
                             "the first counterexample and counterexample sizes; conformance: `lowp conformance` "
                             "over 100 copies of real kernels (issue 11's targets: 10 minutes for 100, 2 s per kernel)")
     bench.add_argument("--quick", action="store_true",
-                       help="gemm: 8 corner shapes of the grid, fewer rounds; conformance: 10 kernels")
+                       help="gemm: 8 corner shapes of the grid, fewer rounds; emulator: one round (a smoke test, "
+                            "not a measurement); conformance: 10 kernels")
     bench.add_argument("--kernel", action="append", default=[], metavar="NAME",
                        help="gemm: only this registered kernel (repeatable; default: every x86-64 kernel)")
     bench.add_argument("--kernels", dest="kernel_files", action="extend", nargs="+", default=[], metavar="FILE.toml",
@@ -32,9 +34,13 @@ def add_parser(sub) -> None:
     bench.add_argument("--rounds", type=int, help="gemm: timing rounds per shape (default 7, quick 5)")
     bench.add_argument("--all", action="store_true", help="isa: every x86 intrinsic, not just the headline ones")
     bench.add_argument("--registers", type=int, default=1 << 14, help="isa: registers per batch (default 16384)")
+    bench.add_argument("--hooks", action="store_true",
+                       help="emulator: what Unicorn's hooks cost instead (no hooks, the budget, exact and per-mnemonic "
+                            "counts, lockstep), million instructions per second on the same GEMM")
     bench.add_argument("--toml", type=Path, action="append", default=None,
                        help="mutants: a suite's kernels TOML, with expected.toml beside it (repeatable; default: "
-                            "tests/mutants/mutants.toml and tests/mutants/independent/mutants.toml of the checkout)")
+                            "the two suites lowp ships, lowp/bench/mutation_suite/mutants.toml and "
+                            "independent/mutants.toml)")
     bench.add_argument("--examples", type=int, default=None,
                        help="mutants: hypothesis examples per check (default 100); conformance: as lowp conformance "
                             "(default 150)")
@@ -52,8 +58,11 @@ def cmd_bench(args) -> int:
     if args.suite == "conformance":
         return bench_conformance(args)
     if args.suite == "emulator":
-        from lowp.emulator.bench import emulator_benchmark  # noqa: PLC0415 (only when asked)
-        rows = emulator_benchmark()
+        from lowp.bench.emulator import HOOK_REPEATS, ROUNDS, emulator_benchmark, hook_modes  # noqa: PLC0415
+        if args.hooks:
+            rows = hook_modes(repeats=1 if args.quick else HOOK_REPEATS)
+        else:
+            rows = emulator_benchmark(rounds=1 if args.quick else ROUNDS)
         print(tabulate(rows, headers="keys", floatfmt=".3g"))
         return 0
     return bench_isa(args)
@@ -62,7 +71,7 @@ def cmd_bench(args) -> int:
 def bench_isa(args) -> int:
     from lowp.isa_models import intrinsic, intrinsics
     from lowp.emulator.native import NativeUnavailable, NativeX86
-    from lowp.isa_models.throughput import measure
+    from lowp.bench.isa import measure
     try:
         backend = NativeX86()
     except NativeUnavailable as e:
@@ -117,7 +126,7 @@ def bench_gemm(args) -> int:
     import time
 
     from lowp.kernels import KernelConfigError
-    from lowp.kernels.bench import gemm_benchmark, per_call_overhead, summarize
+    from lowp.bench.gemm import gemm_benchmark, per_call_overhead, summarize
     try:
         names = gemm_kernels(args)
     except KernelConfigError as e:
@@ -156,16 +165,16 @@ def bench_mutants(args) -> int:
     """Run the claimed checks of every mutant and control (child processes, one per core) and print, per kernel,
     whether lowp killed it with the named cause, then the kill rate, false alarms, median time to the first
     counterexample and median counterexample size."""
+    import sys
     import tempfile
     import time
 
-    from lowp.conformance import mutants
-    root = Path(__file__).resolve().parents[2] / "tests" / "mutants"
-    tomls = args.toml or [root / "mutants.toml", root / "independent" / "mutants.toml"]
-    missing = [t for t in tomls if not t.is_file()]
+    from lowp.bench import mutants
+    tomls = args.toml or list(mutants.SUITES.values())
+    missing = [f for t in tomls for f in (t, t.with_name("expected.toml")) if not f.is_file()]
     if missing:
         print(f"error: no mutation suite at {', '.join(map(str, missing))}; pass --toml FILE (with expected.toml "
-              "beside it)")
+              "beside it)", file=sys.stderr)
         return 2
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -188,12 +197,12 @@ def _s(x) -> str:
 
 
 def bench_conformance(args) -> int:
-    """`lowp conformance` over N copies of real kernels (lowp.conformance.bench): the wall time against issue 11's
+    """`lowp conformance` over N copies of real kernels (lowp.bench.conformance): the wall time against issue 11's
     10 minutes, per-check and per-kernel seconds native and emulated, verdict counts, and one kernel of each entry
     against the 2 s target. Exits 0 whatever the verdicts (a benchmark, not a test); 2 for a bad configuration."""
     import sys
 
-    from lowp.conformance import bench
+    from lowp.bench import conformance as bench
     from lowp.kernels import KernelConfigError
     n = args.copies or (bench.QUICK_COPIES if args.quick else bench.DEFAULT_COPIES)
     try:

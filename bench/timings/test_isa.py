@@ -1,9 +1,13 @@
-"""pytest-benchmark: model and native throughput on one batch (run: pytest benchmarks --benchmark-enable)."""
+"""pytest-benchmark: model and native throughput on one batch (run: `pytest --pyargs lowp.bench.timings.test_isa`,
+or `pytest bench/timings/test_isa.py` in a checkout). `lowp bench isa` is the side-by-side table."""
 import numpy as np
 import pytest
 
 from lowp.isa_models import intrinsic
 from lowp.isa_models.proof import random_batch
+
+pytest.importorskip("pytest_benchmark",
+                    reason="pytest-benchmark is not installed (the bench extra: pip install 'lowp[bench]')")
 
 NAMES = ["_mm512_maddubs_epi16", "_mm256_maddubs_epi16", "_mm512_dpbusd_epi32", "_mm512_madd_epi16"]
 

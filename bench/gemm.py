@@ -102,8 +102,8 @@ def _fbgemm():
 
 
 def _kernel(k):
-    from .cases import random_operands
-    from .executors import NativeExecutor, executor
+    from lowp.kernels.cases import random_operands
+    from lowp.kernels.executors import NativeExecutor, executor
     ex = NativeExecutor(k, guard=False) if k.target == "x86-64" else executor(k)   # timing: no guard pages
     group = "4.6-bit" if k.name.startswith("q46") else "8-bit"
     reason = ex.unavailable()
@@ -119,7 +119,7 @@ def _kernel(k):
 
 def contenders(names: list[str] | None = None, torch: bool = True) -> list[Contender]:
     """numpy float32, the registry's x86-64 kernels (or those named), and FBGEMM if PyTorch is installed."""
-    from .registry import kernels
+    from lowp.kernels.registry import kernels
     out = [_numpy_float()]
     out += [_kernel(k) for k in kernels("x86-64") if names is None or k.name in names]
     if torch:
@@ -228,9 +228,9 @@ def per_call_overhead(name: str, rounds: int = 5, number: int = 2000, shape=(8, 
     """What one call of a registered native kernel costs beyond the kernel, side by side on one shape: the bare C
     call through cffi, `run` unguarded (the benchmark's path) and `run` guarded (the conformance path: fresh
     mappings with guard pages, poisoned C and workspace, the signal-catching trampoline, canary checks)."""
-    from .cases import random_operands
-    from .executors import NativeExecutor
-    from .registry import kernel
+    from lowp.kernels.cases import random_operands
+    from lowp.kernels.executors import NativeExecutor
+    from lowp.kernels.registry import kernel
     k = kernel(name)
     plain, guarded = NativeExecutor(k, guard=False), NativeExecutor(k)
     m, n, d = shape

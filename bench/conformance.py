@@ -95,7 +95,7 @@ def _toml_value(v) -> str:
 def expected_failure(entry: dict) -> str | None:
     """Why this entry's claimed contract check fails by design, or None: its own behaviour model's output stage
     is not one its claimed output contract accepts (the seeded AVX-512 VNNI kernel's zero-point wrap)."""
-    from .output_contracts import OUTPUT_CONTRACTS
+    from lowp.conformance.output_contracts import OUTPUT_CONTRACTS
     model, claimed = entry.get("model"), OUTPUT_CONTRACTS.get(entry.get("output"))
     if not isinstance(model, dict) or claimed is None or model.get("output") in claimed.accepted:
         return None

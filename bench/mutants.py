@@ -1,7 +1,12 @@
 """The mutation suite: kernels that are each a correct kernel with one realistic bug, and correct controls, with
-what a kernel author should be told about each (tests/mutants/expected.toml). `lowp conformance` must kill every
-mutant (a claimed check FAILs or CRASHes, and its message names the cause) and pass every control: a PASS is only
-worth what the suite can kill. Used by tests/test_mutants.py and `lowp bench mutants`."""
+what a kernel author should be told about each (mutation_suite/expected.toml, beside this module). `lowp
+conformance` must kill every mutant (a claimed check FAILs or CRASHes, and its message names the cause) and pass
+every control: a PASS is only worth what the suite can kill. Used by tests/test_mutants.py and `lowp bench
+mutants`.
+
+The suite ships inside the package (package data), so `lowp bench mutants` runs from an installed lowp. Two
+suites: the authors' (mutation_suite/), written with lowp's checks in view, and the independent one
+(mutation_suite/independent/), written by an engineer who had not seen it, with every bug noted first."""
 from __future__ import annotations
 
 import re
@@ -9,6 +14,10 @@ import statistics
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+SUITE = Path(__file__).resolve().parent / "mutation_suite"
+# Each suite: its kernels' TOML, with its expected.toml beside it.
+SUITES = {"authors": SUITE / "mutants.toml", "independent": SUITE / "independent" / "mutants.toml"}
 
 # What a row must say for each kind of bug (expected.toml's `cause`); {buffer} is the expectation's buffer.
 CAUSES = {
@@ -69,8 +78,8 @@ def run_suites(tomls, journal: Path, *, examples: int = 100, jobs: int | None = 
     in child processes: (expectations, rows)."""
     from lowp.kernels import load_toml
 
-    from .checks import plan
-    from .runner import run
+    from lowp.conformance.checks import plan
+    from lowp.conformance.runner import run
     expected, kernels = {}, []
     for toml in map(Path, tomls):
         expected.update(load_expected(toml.with_name("expected.toml")))

@@ -1,9 +1,13 @@
 """pytest-benchmark: seed 004's GEMM grid corners and 512^3, one test per contender and shape (run:
-pytest benchmarks/bench_gemm.py --benchmark-enable). `lowp bench gemm` is the side-by-side table with ratios."""
+`pytest --pyargs lowp.bench.timings.test_gemm`, or `pytest bench/timings/test_gemm.py` in a checkout). `lowp bench
+gemm` is the side-by-side table with ratios."""
 import numpy as np
 import pytest
 
-from lowp.kernels.bench import BIG, contenders, single_thread_blas
+from lowp.bench.gemm import BIG, contenders, single_thread_blas
+
+pytest.importorskip("pytest_benchmark",
+                    reason="pytest-benchmark is not installed (the bench extra: pip install 'lowp[bench]')")
 
 SHAPES = [(72, 24, 128), (360, 96, 512), BIG]          # (H, W, D): C = A(H x D) x B(D x W)
 CONTENDERS = {c.name: c for c in contenders()}
