@@ -7,7 +7,7 @@ import tomllib
 import pytest
 
 from lowp.cli import main
-from lowp.bench import conformance as bench
+from lowp.conformance.bench import conformance as bench
 from lowp.conformance.checks import plan
 from lowp.kernels import kernels
 from lowp.kernels.schema import specs_from_toml

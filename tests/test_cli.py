@@ -92,8 +92,8 @@ def _mutation_suite(folder) -> list[str]:
     installed): the portable-C control and one of its mutants, renamed so they cannot clash with test_mutants'."""
     import tomllib
 
-    from lowp.bench import mutants
-    from lowp.bench.conformance import toml_text
+    from lowp.conformance.bench import mutants
+    from lowp.conformance.bench.conformance import toml_text
     chosen = ("ctl_x86_scalar", "mut_x86_scalar_a_signed")
     entries = [dict(e, name=f"smoke_{e['name']}", source=str(mutants.SUITE / e["source"]))
                for e in tomllib.loads(mutants.SUITES["authors"].read_text())["kernel"] if e["name"] in chosen]
@@ -111,7 +111,7 @@ def _first_x86_kernel() -> str:
 
 
 # Every `lowp bench` target with its quickest options, and what its output must say: the benchmarks live in the
-# package (lowp.bench), so each starts from an installed lowp as from a checkout.
+# package (lowp.conformance.bench), so each starts from an installed lowp as from a checkout.
 BENCH_SMOKE = {
     "gemm": (lambda tmp: ["--quick", "--no-torch", "--rounds", "1", "--kernel", _first_x86_kernel()],
              "seed 004 grid (quick: corners)"),

@@ -78,13 +78,17 @@ def test_getting_started_conformance_run_matches_the_page(tmp_path):
     if not _native_avx2():
         pytest.skip("this CPU lacks AVX2: the page's native rows cannot be reproduced here")
     assert got.keys() == shown.keys()
+    searched = {(r["kernel"], r["check"], r["domain"]): r["searched"]
+                for r in json.loads((out / "report.json").read_text())["rows"]}
     for key, cells in shown.items():
         assert cells["cases executed"] == "n of n", key
         for column in ("backend", "verdict", "results matched", "path"):
             assert got[key][column] == cells[column], (key, column, got[key][column])
         done, total = got[key]["cases executed"].split(" of ")
         generated = sum(int(n) for n in re.findall(r"\d+", cells["results matched"]))
-        assert done == total and generated <= int(done) <= generated + 40, key
+        # The search's share (at most 40 examples, and what hypothesis draws varies with its version and with
+        # whether lowp is installed editable: it mixes in constants of modules outside site-packages).
+        assert done == total and int(done) == generated + searched[key] and searched[key] <= 40, key
     section = page.split("## my_maddubs_avx2:exact:full: minimal counterexample", 1)[1]
     cause, block = section.split("```")[0], section.split("```")[2]
     assert "cause: wrong value: the result matches pair-saturating" in cause

@@ -220,7 +220,7 @@ def test_reused_workspace_gives_the_same_results_across_shapes_and_threads():
 # ---- the benchmark's plumbing (speed itself is `lowp bench gemm`, not a test) -----------------------------------
 
 def test_gemm_benchmark_runs_and_reports_the_article_ratios():
-    from lowp.bench.gemm import gemm_benchmark, summarize
+    from lowp.conformance.bench.gemm import gemm_benchmark, summarize
     result = gemm_benchmark(quick=True, names=["q46_avx2", "q8_avx2"], rounds=1, budget=1e-5, torch=False,
                             big=False)
     rows, ratios = summarize(result)

@@ -1,13 +1,13 @@
 """The mutation suites: lowp conformance kills every mutant with a claimed FAIL or CRASH whose message names the
-cause (expected.toml), and passes every control. The suites ship inside lowp (lowp/bench/mutation_suite, the
-folder bench/mutation_suite of a checkout), so these tests run the suites `lowp bench mutants` runs, from the lowp
+cause (expected.toml), and passes every control. The suites ship inside lowp (conformance/bench/mutation_suite, the
+folder conformance/bench/mutation_suite of a checkout), so these tests run the suites `lowp bench mutants` runs, from the lowp
 under test: the authors' was written with lowp's checks in view; the independent one by an engineer who had not
 seen it, as a new user, with every bug noted before lowp ran on it. Their kill rates are what a PASS is worth."""
 import tomllib
 
 import pytest
 
-from lowp.bench import mutants
+from lowp.conformance.bench import mutants
 
 SUITES = {suite: toml.parent for suite, toml in mutants.SUITES.items()}
 EXPECTED = {suite: mutants.load_expected(folder / "expected.toml") for suite, folder in SUITES.items()}

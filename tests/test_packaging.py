@@ -71,7 +71,7 @@ def wheel_path(path: Path) -> str:
 
 def test_the_component_folders_are_the_mapped_ones():
     roots = {r.relative_to(ROOT).as_posix() for r in component_roots()}
-    assert roots == {"lowp", "isa_models", "kernels", "emulator", "conformance", "bench"}
+    assert roots == {"lowp", "isa_models", "kernels", "emulator", "conformance"}
     top_level_packages = {p.parent.name for p in ROOT.glob("*/__init__.py")}
     assert top_level_packages - NOT_SHIPPED == roots, "a top-level folder with an __init__.py has no package-dir entry"
 

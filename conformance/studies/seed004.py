@@ -1,7 +1,7 @@
 """Seed 004: 4.6-bit quantization (Smart Engines). The (Nx, Nw) pairs with their bits per value, product bound
 and int16-safe depth (`kernels.models_q46.pair_table`); the quantization error of 4-bit against 4.6-bit on
 normally distributed values (the article: 23 levels instead of 16, "1.47x less quantization error"); and
-`lowp bench gemm --quick` (`lowp.bench.gemm.gemm_benchmark`) against the article's Table 1.
+`lowp bench gemm --quick` (`lowp.conformance.bench.gemm.gemm_benchmark`) against the article's Table 1.
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def pair_gemm_errors(rng, pairs, depth: int, size: int) -> list[dict]:
 
 def bench(names=None, torch: bool = True) -> dict:
     """`lowp bench gemm --quick`, summarised per group beside the article's Table 1 (x86)."""
-    from lowp.bench.gemm import ARTICLE_NS, gemm_benchmark, summarize
+    from lowp.conformance.bench.gemm import ARTICLE_NS, gemm_benchmark, summarize
     result = gemm_benchmark(quick=True, names=names, torch=torch)
     rows, ratios = summarize(result)
     groups = {}

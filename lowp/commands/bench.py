@@ -1,4 +1,4 @@
-"""`lowp bench`: benchmarks that report ratios measured side by side in one run (lowp.bench, one module per
+"""`lowp bench`: benchmarks that report ratios measured side by side in one run (lowp.conformance.bench, one module per
 target, all inside the installed package)."""
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
                             "counts, lockstep), million instructions per second on the same GEMM")
     bench.add_argument("--toml", type=Path, action="append", default=None,
                        help="mutants: a suite's kernels TOML, with expected.toml beside it (repeatable; default: "
-                            "the two suites lowp ships, lowp/bench/mutation_suite/mutants.toml and "
+                            "the two suites lowp ships, conformance/bench/mutation_suite/mutants.toml and "
                             "independent/mutants.toml)")
     bench.add_argument("--examples", type=int, default=None,
                        help="mutants: hypothesis examples per check (default 100); conformance: as lowp conformance "
@@ -58,7 +58,7 @@ def cmd_bench(args) -> int:
     if args.suite == "conformance":
         return bench_conformance(args)
     if args.suite == "emulator":
-        from lowp.bench.emulator import HOOK_REPEATS, ROUNDS, emulator_benchmark, hook_modes  # noqa: PLC0415
+        from lowp.conformance.bench.emulator import HOOK_REPEATS, ROUNDS, emulator_benchmark, hook_modes  # noqa: PLC0415
         if args.hooks:
             rows = hook_modes(repeats=1 if args.quick else HOOK_REPEATS)
         else:
@@ -71,7 +71,7 @@ def cmd_bench(args) -> int:
 def bench_isa(args) -> int:
     from lowp.isa_models import intrinsic, intrinsics
     from lowp.emulator.native import NativeUnavailable, NativeX86
-    from lowp.bench.isa import measure
+    from lowp.conformance.bench.isa import measure
     try:
         backend = NativeX86()
     except NativeUnavailable as e:
@@ -126,7 +126,7 @@ def bench_gemm(args) -> int:
     import time
 
     from lowp.kernels import KernelConfigError
-    from lowp.bench.gemm import gemm_benchmark, per_call_overhead, summarize
+    from lowp.conformance.bench.gemm import gemm_benchmark, per_call_overhead, summarize
     try:
         names = gemm_kernels(args)
     except KernelConfigError as e:
@@ -169,7 +169,7 @@ def bench_mutants(args) -> int:
     import tempfile
     import time
 
-    from lowp.bench import mutants
+    from lowp.conformance.bench import mutants
     tomls = args.toml or list(mutants.SUITES.values())
     missing = [f for t in tomls for f in (t, t.with_name("expected.toml")) if not f.is_file()]
     if missing:
@@ -197,12 +197,12 @@ def _s(x) -> str:
 
 
 def bench_conformance(args) -> int:
-    """`lowp conformance` over N copies of real kernels (lowp.bench.conformance): the wall time against issue 11's
+    """`lowp conformance` over N copies of real kernels (lowp.conformance.bench.conformance): the wall time against issue 11's
     10 minutes, per-check and per-kernel seconds native and emulated, verdict counts, and one kernel of each entry
     against the 2 s target. Exits 0 whatever the verdicts (a benchmark, not a test); 2 for a bad configuration."""
     import sys
 
-    from lowp.bench import conformance as bench
+    from lowp.conformance.bench import conformance as bench
     from lowp.kernels import KernelConfigError
     n = args.copies or (bench.QUICK_COPIES if args.quick else bench.DEFAULT_COPIES)
     try:

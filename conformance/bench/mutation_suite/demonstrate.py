@@ -1,7 +1,7 @@
 """Show every bug of the mutation suite (mutants.toml) on a crafted input inside the kernel's claimed domain, and
 every control computing the right thing: one line per kernel, `name  cause  shape  what happened`.
 
-    python bench/mutation_suite/demonstrate.py [NAME ...]
+    python conformance/bench/mutation_suite/demonstrate.py [NAME ...]
 
 Value bugs: run() differs from the exact product (and, unless the bug is the claim itself, from the kernel's own
 model). Out-of-bounds bugs: run() raises OutOfBounds naming the buffer. poison-C, poison-work and unwritten: C

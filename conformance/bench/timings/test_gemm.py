@@ -1,10 +1,10 @@
 """pytest-benchmark: seed 004's GEMM grid corners and 512^3, one test per contender and shape (run:
-`pytest --pyargs lowp.bench.timings.test_gemm`, or `pytest bench/timings/test_gemm.py` in a checkout). `lowp bench
+`pytest --pyargs lowp.conformance.bench.timings.test_gemm`, or `pytest conformance/bench/timings/test_gemm.py` in a checkout). `lowp bench
 gemm` is the side-by-side table with ratios."""
 import numpy as np
 import pytest
 
-from lowp.bench.gemm import BIG, contenders, single_thread_blas
+from lowp.conformance.bench.gemm import BIG, contenders, single_thread_blas
 
 pytest.importorskip("pytest_benchmark",
                     reason="pytest-benchmark is not installed (the bench extra: pip install 'lowp[bench]')")

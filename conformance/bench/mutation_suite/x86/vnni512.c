@@ -1,6 +1,6 @@
 /* Mutation suite, x86 family 2: an AVX-512 VNNI GEMM (VPDPBUSD, MR x NR = 4 x 16), u8 x s8 -> s32 or, with
  * -DSIGNED_A, s8 x s8 -> s32 the way oneDNN does it on u8 x s8 hardware: A ^ 0x80 is A + 128 as u8, and C gets the
- * compensation -128 * colsum(B). The single-bug mutants are -D switches (bench/mutation_suite/expected.toml).
+ * compensation -128 * colsum(B). The single-bug mutants are -D switches (conformance/bench/mutation_suite/expected.toml).
  *
  * B is packed whole into the workspace, in panels of 16 columns with k in groups of 4 (one 32-bit lane per column
  * holds b[k..k+3][col]); then come the compensation (int32 per column) and the column sums it is made from. K runs

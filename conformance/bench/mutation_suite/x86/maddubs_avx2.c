@@ -1,5 +1,5 @@
 /* Mutation suite, x86 family 1: an AVX2 u8 x s8 -> s32 GEMM (MR x NR = 4 x 8) and the single-bug mutants built
- * from it with -D switches (bench/mutation_suite/expected.toml says what each one gets wrong).
+ * from it with -D switches (conformance/bench/mutation_suite/expected.toml says what each one gets wrong).
  *
  * B is packed into the workspace behind a small header, in panels of 8 columns with k in groups of 4 (one 32-bit
  * lane per column holds b[k..k+3][col]), zero-padded to a multiple of 32 in k and of 8 in n. A is read in place:

@@ -1,5 +1,5 @@
 /* Mutation suite, x86 family 3: a portable C u8 x s8 -> s32 GEMM (no intrinsics) and its single-bug mutants
- * (-D switches; bench/mutation_suite/expected.toml).
+ * (-D switches; conformance/bench/mutation_suite/expected.toml).
  *
  * A is packed into the workspace in blocks of MR = 4 rows (per k, the 4 rows), B in panels of NR = 4 columns (per
  * k, the 4 columns), both with k zero-padded to a multiple of 4. C is cleared first; then K runs in blocks of

@@ -1,6 +1,6 @@
 /* Mutation suite, AArch64 family 1: s8 x s8 -> s32 GEMM with SMLAL into int16 lanes (one lane per row of C),
  * widened into int32 (SADDW/SADDW2) every `flush` depth steps. Exact while flush * max|a * b| <= 32767: flush 256 for
- * |a|, |b| <= 11 (256 * 121 = 30976). Single-bug mutants are -D switches (bench/mutation_suite/expected.toml).
+ * |a|, |b| <= 11 (256 * 121 = 30976). Single-bug mutants are -D switches (conformance/bench/mutation_suite/expected.toml).
  *
  * A is packed in blocks of MR = 8 rows (per k, one int8x8 of the 8 rows), B in panels of NR = 4 columns (per k, the
  * 4 columns). K runs in blocks of `flush`: every block of every tile adds its widened int16 lanes into that tile's

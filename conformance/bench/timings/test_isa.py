@@ -1,5 +1,5 @@
-"""pytest-benchmark: model and native throughput on one batch (run: `pytest --pyargs lowp.bench.timings.test_isa`,
-or `pytest bench/timings/test_isa.py` in a checkout). `lowp bench isa` is the side-by-side table."""
+"""pytest-benchmark: model and native throughput on one batch (run: `pytest --pyargs lowp.conformance.bench.timings.test_isa`,
+or `pytest conformance/bench/timings/test_isa.py` in a checkout). `lowp bench isa` is the side-by-side table."""
 import numpy as np
 import pytest
 

@@ -1,13 +1,13 @@
 """pytest-benchmark: one Unicorn call of the registry's SDOT GEMM (sdot_s8_neon) in each hook mode: no hooks, the
-executor's budget, lowp's exact count, per-mnemonic counts, lockstep (lowp.bench.emulator.HOOK_MODES).
+executor's budget, lowp's exact count, per-mnemonic counts, lockstep (lowp.conformance.bench.emulator.HOOK_MODES).
 
-    pytest --pyargs lowp.bench.timings.test_emulator          # or: pytest bench/timings/test_emulator.py
+    pytest --pyargs lowp.conformance.bench.timings.test_emulator          # or: pytest conformance/bench/timings/test_emulator.py
     lowp bench emulator --hooks                                # the side-by-side table with the slowdowns
 """
 import numpy as np
 import pytest
 
-from lowp.bench.emulator import HOOK_MODES, hook_setup
+from lowp.conformance.bench.emulator import HOOK_MODES, hook_setup
 
 pytest.importorskip("pytest_benchmark",
                     reason="pytest-benchmark is not installed (the bench extra: pip install 'lowp[bench]')")

@@ -1,5 +1,5 @@
 /* Mutation suite, AArch64 family 2: s8 x s8 -> s32 GEMM with SDOT by element (FEAT_DotProd), MR x NR = 4 x 8,
- * exact (int32 wrap-around). Single-bug mutants are -D switches (bench/mutation_suite/expected.toml).
+ * exact (int32 wrap-around). Single-bug mutants are -D switches (conformance/bench/mutation_suite/expected.toml).
  *
  * A is packed in blocks of 4 rows, each row k-contiguous and zero-padded to a multiple of 16 (one int8x16 per row
  * and 16 k); B in panels of 8 columns, k in groups of 4 (16 bytes = 4 columns x 4 k, two per group). K runs in

@@ -9,9 +9,9 @@ target runs from a `pip install lowp` as from a checkout:
 - `conformance`: `lowp conformance` over many real kernels against issue 11's targets (`lowp bench conformance`);
 - `timings/`: the same measurements as pytest-benchmark tests, for history and comparison across runs. They need
   the `bench` extra (`pip install 'lowp[bench]'`) and skip without it, so the `test` extra leaves pytest-benchmark
-  out of its users' own pytest runs: `pytest --pyargs lowp.bench.timings` (add `--benchmark-disable` to run each
+  out of its users' own pytest runs: `pytest --pyargs lowp.conformance.bench.timings` (add `--benchmark-disable` to run each
   once, as a smoke test).
 
-Data flows into this package, never out of it: it uses isa_models, kernels, emulator and conformance, and none of
-them imports it.
+Data flows into this package, never out of it: it uses isa_models, kernels, emulator and the rest of conformance,
+and nothing below it imports it (only the seed studies beside it reuse the GEMM grid).
 """

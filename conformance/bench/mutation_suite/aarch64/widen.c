@@ -1,6 +1,6 @@
 /* Mutation suite, AArch64 family 3: u8 x s8 -> s32 GEMM by widening, for cores without a mixed-sign dot product:
  * A to int16 with UXTL, B with SXTL, then SMLAL/SMLAL2 (int16 x int16 -> int32 lanes): exact on all of u8 x s8.
- * Single-bug mutants are -D switches (bench/mutation_suite/expected.toml).
+ * Single-bug mutants are -D switches (conformance/bench/mutation_suite/expected.toml).
  *
  * A and B^T are packed k-contiguous into the workspace, zero-padded to a multiple of KB = 16 in k and to the tile
  * (MR = 2 rows, NR = 4 columns); every output has one int32x4 accumulator, reduced by ADDV at the end.
