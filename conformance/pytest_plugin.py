@@ -8,6 +8,9 @@
   every check the session made, those that failed or crashed included; each failure with the one-line repro that
   `lowp conformance replay` runs (a kernel registered from Python: the pytest node that reruns it).
 
+The example database lives in pytest's cache folder (.pytest_cache/d/lowp-examples): a rerun replays the
+counterexamples earlier sessions found before it searches anew (`-p no:cacheprovider` turns it off).
+
 Each check runs in a child process through the conformance runner, as `lowp conformance` runs it, so a kernel that
 segfaults or hangs fails its test and the session goes on. The test's outcome follows the row: FAIL is a failed
 test whose message is the minimal counterexample (`ConformanceFailure`, with `.row`); CRASH (the kernel died,
@@ -50,19 +53,28 @@ def pytest_collection_finish(session):
 
 
 def run_in_child(kernel, contract=None, domain="claimed", *, examples: int = 100, seed: int = 0,
-                 grid: bool = False, timeout: float = 600) -> dict:
+                 grid: bool = False, timeout: float = 600, database: str | None = None) -> dict:
     """One check, run by the conformance runner in a forked child (a crash or a hang becomes a CRASH row);
-    returns its row."""
+    returns its row. database: the folder of the example database (earlier counterexamples replayed first)."""
     from lowp.conformance import check_for, runner
     check = check_for(kernel, contract, domain)    # registers a Kernel object here; the forked child inherits it
     with tempfile.TemporaryDirectory(prefix="lowp-pytest-") as tmp:
         row, = runner.run([check], Path(tmp) / "journal.jsonl", jobs=1, timeout=timeout, progress=False,
-                          options={"examples": examples, "seed": seed, "grid": grid})
+                          options={"examples": examples, "seed": seed, "grid": grid, "database": database})
     return row
+
+
+def _database(config) -> str | None:
+    """The example database of a session: in pytest's cache folder (.pytest_cache/d/lowp-examples), as
+    hypothesis keeps its own in .hypothesis, so a rerun replays earlier counterexamples first; none when the
+    cache plugin is off (-p no:cacheprovider)."""
+    cache = getattr(config, "cache", None)
+    return None if cache is None else str(cache.mkdir("lowp-examples"))
 
 
 def _check(config, nodeid: str, *args, **kwargs) -> dict:
     from lowp.conformance import raise_for_verdict
+    kwargs.setdefault("database", _database(config))
     row = {**run_in_child(*args, **kwargs), "test": nodeid}
     config.stash[_rows].append((config.stash[_positions].get(nodeid, -1), nodeid, row))
     if row["verdict"] == "SKIPPED":

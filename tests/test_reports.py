@@ -234,3 +234,24 @@ def test_schema_command_prints_the_report_schema(tmp_path):
     assert done.returncode == 0 and schema["properties"]["schema_version"]["type"] == "integer"
     assert "CheckRow" in schema["$defs"] and schema["$defs"]["CheckRow"]["additionalProperties"] is False
     assert lowp("conformance", "schema", "nope", cwd=tmp_path).returncode == 2
+
+
+def test_pytest_sessions_keep_an_example_database_in_pytests_cache(pytester):
+    """A rerun replays the counterexample an earlier session found before searching anew."""
+    from lowp.emulator.targets.x86_64 import NATIVE
+    if NATIVE.cannot_run(frozenset({"avx2"})):
+        pytest.skip("u8s8s32_avx2 cannot run here")
+    pytester.makepyfile(test_k=textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.lowp("u8s8s32_avx2", "exact", domain="full", examples=30)
+        def test_full_range():
+            pass
+    """))
+    searched = []
+    for _ in range(2):
+        result = pytester.runpytest_subprocess("--lowp-report=rep.md")
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        searched.append(json.loads((pytester.path / "rep.md.json").read_text())["rows"][0]["searched"])
+    assert (pytester.path / ".pytest_cache" / "d" / "lowp-examples").is_dir()
+    assert searched[0] > 1 and searched[1] == 1, searched
