@@ -174,8 +174,9 @@ def test_junit_outcomes_of_every_verdict(junit_schema, tmp_path):
     assert types == [["lowp.not-claimed"], ["lowp.crash"], ["lowp.skipped"], ["lowp.not-run"], []]
 
 
-def test_pytest_report_gives_a_repro_line_that_runs_verbatim(pytester):
-    """From `pytest --lowp-report`: no journal, but the self-contained repro line runs as printed."""
+@pytest.fixture
+def failing_test(pytester):
+    """An author's test whose marker's check fails: u8s8s32_avx2 is exact on u7 x s8, not on all of u8."""
     from lowp.emulator.targets.x86_64 import NATIVE
     if NATIVE.cannot_run(frozenset({"avx2"})):
         pytest.skip("u8s8s32_avx2 cannot run here")
@@ -186,6 +187,10 @@ def test_pytest_report_gives_a_repro_line_that_runs_verbatim(pytester):
         def test_full_range():
             pass
     """))
+
+
+def test_pytest_report_gives_a_repro_line_that_runs_verbatim(pytester, failing_test):
+    """From `pytest --lowp-report`: no journal, but the self-contained repro line runs as printed."""
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--lowp-report=rep.md")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     report = (pytester.path / "rep.md").read_text()
@@ -236,18 +241,8 @@ def test_schema_command_prints_the_report_schema(tmp_path):
     assert lowp("conformance", "schema", "nope", cwd=tmp_path).returncode == 2
 
 
-def test_pytest_sessions_keep_an_example_database_in_pytests_cache(pytester):
+def test_pytest_sessions_keep_an_example_database_in_pytests_cache(pytester, failing_test):
     """A rerun replays the counterexample an earlier session found before searching anew."""
-    from lowp.emulator.targets.x86_64 import NATIVE
-    if NATIVE.cannot_run(frozenset({"avx2"})):
-        pytest.skip("u8s8s32_avx2 cannot run here")
-    pytester.makepyfile(test_k=textwrap.dedent("""
-        import pytest
-
-        @pytest.mark.lowp("u8s8s32_avx2", "exact", domain="full", examples=30)
-        def test_full_range():
-            pass
-    """))
     searched = []
     for _ in range(2):
         result = pytester.runpytest_subprocess("--lowp-report=rep.md")
