@@ -2,6 +2,8 @@
 claims, and write the report. `lowp conformance replay ID` re-runs one case or counterexample."""
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -33,7 +35,23 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", choices=("unicorn", "qemu"), default=None,
                    help="run every AArch64 kernel on this emulator (default: the kernel's `backend`, else Unicorn "
                         "unless it lacks a feature qemu-aarch64 has); rows say which backend ran")
+    p.add_argument("--ray", nargs="?", const="local", default=None, action=_RayAddress, metavar="ADDRESS",
+                   help="run the checks as Ray tasks on the cluster at ADDRESS (host:port, or 'auto'); without one, "
+                        "on a Ray cluster of this machine started for the run. Native checks go to nodes that "
+                        "advertise their CPU features (docs/scale-out.md); needs the ray extra")
     p.set_defaults(func=cmd_conformance)
+
+
+class _RayAddress(argparse.Action):
+    """--ray [ADDRESS]: without Ray installed, a usage error (exit 2) before anything runs."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        if importlib.util.find_spec("ray") is None:
+            parser.error(f"{option_string} needs Ray: pip install 'lowp[ray]'")
+        if not (value in ("local", "auto") or ":" in value):
+            parser.error(f"{option_string}: {value!r} is not a Ray cluster's address (host:port, auto, "
+                         "ray://host:port; none for a cluster of this machine)")
+        setattr(namespace, self.dest, value)
 
 
 def _kernels(args):
@@ -149,7 +167,7 @@ def cmd_conformance(args) -> int:
     settings = _settings(args)
     rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume, timeout=args.timeout,
                       options={"examples": args.examples, "probe_examples": settings["probe_examples"],
-                               "seed": args.seed, "grid": not args.no_grid})
+                               "seed": args.seed, "grid": not args.no_grid}, ray=args.ray)
     seconds = time.perf_counter() - start
     paths = report.write(rows, args.out, seconds, _replay_args(args), settings)
     print(report.terminal(rows, seconds, _replay_args(args)))
