@@ -101,7 +101,7 @@ def cannot_run(needs: dict[str, float], nodes: list[dict]) -> str | None:
     features = [r[len(FEATURE):] for r in needs if r.startswith(FEATURE)]
     lacks = []
     for n in alive:
-        name = n.get("NodeManagerHostname") or n.get("NodeManagerAddress") or n["NodeID"][:8]
+        name = f"{n.get('NodeManagerHostname') or n.get('NodeManagerAddress')} ({n['NodeID'][:8]})"
         if n["Resources"].get(ARCH + arch, 0) < 1:
             lacks.append(f"{name} does not advertise {ARCH}{arch}")
         else:
@@ -201,9 +201,9 @@ def check_task(check: Check, options: dict, timeout: float, origin: str | None, 
     """The Ray task of one check (a generator: Ray streams what it yields): first [{'event': 'node', ...}], then
     the check's journal events in batches (at least every FLUSH_SECONDS), the row (with the node's fingerprint)
     in the last."""
+    server = _check_server()          # first: a new one starts while this process probes its node
     node = fingerprint()
     yield [{"event": "node", "id": check.id, **node}]
-    server = _check_server()
     server.conn.send((check, options, timeout, partial(_prepare, check.kernel, origin, env)))
     tracked, batch, flushed = Tracked(check), [], time.monotonic()
     while True:
