@@ -48,6 +48,7 @@ FLUSH_SECONDS = 0.5           # a task passes its events on at least this often
 LOCAL_OBJECT_STORE = 128 * 2 ** 20    # events are small: the local cluster's object store need not take 30% of RAM
 INSTALL = "the Ray backend needs Ray: pip install 'lowp[ray]' (or pip install 'ray>=2.9')"
 
+
 class RayUnavailable(RuntimeError):
     pass
 
@@ -120,13 +121,13 @@ def fingerprint() -> dict:
 
     import ray
 
-    from lowp.emulator.targets import host
+    from lowp.emulator.targets import disabled_features, host
 
     from .rows import compilers
     h = host()
     return {"hostname": socket.gethostname(), "ray_node": ray.get_runtime_context().get_node_id(), "arch": h.arch,
-            "cpu": h.cpu_model, "features": sorted(h.x86_features), "compiler": compilers()["native"],
-            "python": platform.python_version()}
+            "cpu": h.cpu_model, "features": sorted(h.x86_features - disabled_features()),
+            "compiler": compilers()["native"], "python": platform.python_version()}
 
 
 class _CheckServer:
@@ -138,8 +139,8 @@ class _CheckServer:
     def __init__(self):
         self.conn, theirs = mp.Pipe()
         fd = theirs.fileno()
-        self.proc = subprocess.Popen([sys.executable, "-c", f"from lowp.conformance.ray_runner import serve; serve({fd})"],
-                                     pass_fds=(fd,))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", f"from lowp.conformance.ray_runner import serve; serve({fd})"], pass_fds=(fd,))
         theirs.close()
 
     def alive(self) -> bool:
@@ -260,16 +261,13 @@ def run(checks: list[Check], journal: Path, *, address: str = "local", jobs: int
 
 
 def _run(ray, checks, pending, done, journal, *, jobs, timeout, options, progress) -> list[dict]:
-    from lowp.kernels import kernel
     from lowp.kernels.executors import BACKEND_ENV
-    from lowp.kernels.registry import origin
 
     from .progress import RunProgress
     task = ray.remote(num_cpus=1, max_retries=0, num_returns="streaming")(check_task)
     env = {BACKEND_ENV: os.environ[BACKEND_ENV]} if os.environ.get(BACKEND_ENV) else {}
-    nodes = ray.nodes()
     bar = RunProgress(len(pending)) if progress else None
-    flights: dict = {}      # generator -> (Tracked, node or None)
+    flights: dict = {}      # generator -> [Tracked, its node once the task started, whether its row came]
     with journal.open("a") as log:
         def record(event: dict) -> None:
             log.write(json.dumps(event) + "\n")
@@ -280,56 +278,73 @@ def _run(ray, checks, pending, done, journal, *, jobs, timeout, options, progres
             done[row["id"]] = row
             bar and bar.step(row)
 
-        queue = []
-        for check in pending:
-            k = kernel(check.kernel)
-            needs = requirements(k)
-            why = cannot_run(needs, nodes)
-            if why:
-                finish(check_row(check, verdict="SKIPPED", reason=why, backend="native", target=k.target,
-                                 contract_claimed=k.contract))
-                continue
-            where = origin(check.kernel)
-            queue.append((check, needs, None if where is None else str(where.resolve())))
-        window = max(1, jobs or len(queue) or 1)
+        queue, skipped = route(pending, ray.nodes())
+        for row in skipped:
+            finish(row)
+        window = max(1, jobs or len(queue))
         while queue or flights:
             while queue and len(flights) < window:
                 check, needs, where = queue.pop(0)
                 flights[task.options(resources=needs).remote(check, options, timeout, where, env)] = \
-                    [Tracked(check), None]
+                    [Tracked(check), None, False]
             ready, _ = ray.wait(list(flights), num_returns=1, timeout=1.0)
             for gen in ready:
-                tracked, node = flights[gen]
-                try:
-                    batch = ray.get(next(gen))
-                except StopIteration:
-                    del flights[gen]
-                    if tracked.check.id not in done:    # cannot happen: the task's last batch has the row
-                        finish(tracked.crash("the Ray task ended without a row"))
-                    continue
-                except Exception as e:  # noqa: BLE001 - the task died (its node, its worker): a CRASH row
-                    del flights[gen]
-                    row = tracked.crash(f"the Ray task failed: {_first_line(e)}")
-                    if node:
-                        row["node"] = node
-                    finish(row)
-                    continue
-                for event in batch:
-                    if event["event"] == "node":
-                        flights[gen][1] = {k: v for k, v in event.items() if k not in ("event", "id")}
-                        continue
-                    event = tracked.observe(event)
+                for event in _receive(ray, gen, flights):
                     if event["event"] == "row":
                         finish(event)
                     else:
                         record(event)
             if bar:
-                states = [t for t, node in flights.values() if node]
+                states = [t for t, node, _ in flights.values() if node]
                 bar.running([t.check.id for t in states], sum(t.executed for t in states),
                             sum(t.planned or 0 for t in states))
     if bar:
         bar.close()
     return [done.get(c.id) or _not_run(c) for c in checks]
+
+
+def route(checks: list[Check], nodes: list[dict]) -> tuple[list[tuple], list[dict]]:
+    """(check, the resources it asks for, the file that registered its kernel) of every check some node of `nodes`
+    (ray.nodes()) can run; the SKIPPED rows of the others."""
+    from lowp.kernels import kernel
+    from lowp.kernels.registry import origin
+    queue, skipped = [], []
+    for check in checks:
+        k = kernel(check.kernel)
+        needs = requirements(k)
+        why = cannot_run(needs, nodes)
+        if why:
+            skipped.append(check_row(check, verdict="SKIPPED", reason=why, backend="native", target=k.target,
+                                     contract_claimed=k.contract))
+            continue
+        where = origin(check.kernel)
+        queue.append((check, needs, None if where is None else str(where.resolve())))
+    return queue, skipped
+
+
+def _receive(ray, gen, flights: dict) -> list[dict]:
+    """What to journal from the next batch of the task `gen`: its events (the row with its node), or the CRASH row
+    of a task that failed (its worker or its node died); the task leaves `flights` when it ends."""
+    state = flights[gen]            # [Tracked, its node, whether its row came]
+    tracked, node, finished = state
+    try:
+        batch = ray.get(next(gen))
+    except StopIteration:
+        del flights[gen]
+        return [] if finished else [tracked.crash("the Ray task ended without a row")]
+    except Exception as e:  # noqa: BLE001 - any failure of the task is the check's CRASH row
+        del flights[gen]
+        row = tracked.crash(f"the Ray task failed: {_first_line(e)}")
+        return [{**row, "node": node} if node else row]
+    out = []
+    for event in batch:
+        if event["event"] == "node":
+            state[1] = {k: v for k, v in event.items() if k not in ("event", "id")}
+            continue
+        event = tracked.observe(event)
+        state[2] = state[2] or event["event"] == "row"
+        out.append(event)
+    return out
 
 
 def _first_line(e: Exception) -> str:
@@ -338,9 +353,11 @@ def _first_line(e: Exception) -> str:
 
 
 def main(argv=None) -> int:
-    """`python -m lowp.conformance.ray_runner [--address HEAD:PORT] [--num-cpus N]`: print the `ray start` line
-    that makes this machine a node of a lowp campaign (the head node without --address)."""
-    p = argparse.ArgumentParser(prog="python -m lowp.conformance.ray_runner", description=main.__doc__)
+    """`python -m lowp.conformance.ray_runner [--address HEAD:PORT] [--num-cpus N]`."""
+    p = argparse.ArgumentParser(prog="python -m lowp.conformance.ray_runner",
+                                description="Print the `ray start` line that makes this machine a node of a lowp "
+                                            "campaign, advertising its CPU features (the head node without "
+                                            "--address). See docs/scale-out.md.")
     p.add_argument("--address", help="the head node's address (host:port); omit on the head node")
     p.add_argument("--num-cpus", type=int, help="CPUs this node gives the campaign (default: Ray's, every core)")
     args = p.parse_args(argv)

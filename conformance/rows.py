@@ -74,7 +74,7 @@ class Node(TypedDict):
     ray_node: str               # Ray's id of the node
     arch: str | None            # lowp's name of the architecture: 'x86-64', 'aarch64'
     cpu: str                    # /proc/cpuinfo's model name
-    features: list[str]         # the CPU features lowp detected there (CPUID + XGETBV on x86-64)
+    features: list[str]         # the CPU features lowp runs there (CPUID + XGETBV, less LOWP_DISABLE_FEATURES)
     compiler: str               # the native C compiler that built the kernels there
     python: str
 

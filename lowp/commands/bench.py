@@ -30,7 +30,8 @@ def add_parser(sub) -> None:
                             "does; a NAME here is the deprecated spelling of --kernel NAME; conformance: the "
                             "kernel files to copy (default: the packaged kernels/quantized/x86.toml and aarch64.toml)")
     bench.add_argument("--no-torch", action="store_true", help="gemm: leave FBGEMM (PyTorch) out")
-    bench.add_argument("--rounds", type=int, help="gemm: timing rounds per shape (default 7, quick 5); conformance --ray: runs of each "
+    bench.add_argument("--rounds", type=int,
+                       help="gemm: timing rounds per shape (default 7, quick 5); conformance --ray: runs of each "
                             "backend (default 2)")
     bench.add_argument("--all", action="store_true", help="isa: every x86 intrinsic, not just the headline ones")
     bench.add_argument("--registers", type=int, default=1 << 14, help="isa: registers per batch (default 16384)")
@@ -44,9 +45,10 @@ def add_parser(sub) -> None:
                        help="conformance: kernels in total, cycling over the files' entries (default 100; --quick 10)")
     bench.add_argument("--jobs", type=int, default=None, help="conformance: parallel workers (default: one per core)")
     bench.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
-                       help="conformance: instead, the built-in suite (or the --kernel kernels) run by the process pool "
-                            "and by the Ray backend side by side (issue 14: Ray within 10%%), --rounds times each, "
-                            "alternating which goes first; on the Ray cluster at ADDRESS, else on one of this machine")
+                       help="conformance: instead, the built-in suite (or the --kernel kernels) run by the process "
+                            "pool and by the Ray backend side by side (issue 14: Ray within 10%%), --rounds times "
+                            "each, alternating which goes first; on the Ray cluster at ADDRESS, else on one of this "
+                            "machine")
     bench.set_defaults(func=cmd_bench)
 
 
