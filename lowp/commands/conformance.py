@@ -43,14 +43,14 @@ def add_parser(sub) -> None:
 
 
 class _RayAddress(argparse.Action):
-    """--ray [ADDRESS]: without Ray installed, a usage error (exit 2) before anything runs."""
+    """--ray [ADDRESS]: what is no address, or Ray not installed, is a usage error (exit 2) before anything runs."""
 
     def __call__(self, parser, namespace, value, option_string=None):
-        if importlib.util.find_spec("ray") is None:
-            parser.error(f"{option_string} needs Ray: pip install 'lowp[ray]'")
         if not (value in ("local", "auto") or ":" in value):
             parser.error(f"{option_string}: {value!r} is not a Ray cluster's address (host:port, auto, "
                          "ray://host:port; none for a cluster of this machine)")
+        if importlib.util.find_spec("ray") is None:
+            parser.error(f"{option_string} needs Ray: pip install 'lowp[ray]'")
         setattr(namespace, self.dest, value)
 
 
