@@ -180,8 +180,7 @@ def serve(fd: int) -> None:
         except (EOFError, OSError):
             return      # the Ray worker is gone
         for event in child_events(check, ctx=ctx, timeout=timeout, options=options, args=(prepare,)):
-            if event is not None:
-                conn.send(event)
+            conn.send(event)
 
 
 def _prepare(kernel: str, origin: str | None, env: dict) -> None:

@@ -102,11 +102,10 @@ def start_child(ctx, check: Check, options: dict, target=_worker, args: tuple = 
     return parent, proc
 
 
-def child_events(check: Check, *, ctx, timeout: float, options: dict, target=_worker, args: tuple = (),
-                 tick: float = 0.5):
+def child_events(check: Check, *, ctx, timeout: float, options: dict, target=_worker, args: tuple = ()):
     """Run one check in a child process (`ctx`'s) and yield what to journal as it happens: the child's events, an
-    error or the child's death or a timeout as a CRASH row, the row last. Yields None after `tick` seconds without
-    an event (so a caller can pass on what it holds)."""
+    error or the child's death or a timeout as a CRASH row, the row last (the Ray backend's check server runs each
+    check so; the process pool watches many children at once)."""
     conn, proc = start_child(ctx, check, options, target, args)
     tracked, started = Tracked(check), time.monotonic()
     try:
@@ -117,9 +116,8 @@ def child_events(check: Check, *, ctx, timeout: float, options: dict, target=_wo
                 proc.join(5)
                 yield tracked.crash(_timed_out(timeout))
                 return
-            if not conn.poll(min(tick, left)):
-                yield None
-                continue
+            if not conn.poll(left):
+                continue            # the time is up
             try:
                 event = tracked.observe(conn.recv())
             except (EOFError, OSError):
