@@ -67,6 +67,18 @@ class Build(TypedDict):
     link_flags: list[str]
 
 
+class Node(TypedDict):
+    """The machine that ran a check, when a campaign ran on several (`lowp conformance --ray`)."""
+    __pydantic_config__ = STRICT
+    hostname: str
+    ray_node: str               # Ray's id of the node
+    arch: str | None            # lowp's name of the architecture: 'x86-64', 'aarch64'
+    cpu: str                    # /proc/cpuinfo's model name
+    features: list[str]         # the CPU features lowp runs there (CPUID + XGETBV, less LOWP_DISABLE_FEATURES)
+    compiler: str               # the native C compiler that built the kernels there
+    python: str
+
+
 class CheckRow(TypedDict):
     """One check: a kernel against its behaviour model or a contract, on a domain, through one backend."""
     __pydantic_config__ = STRICT
@@ -95,6 +107,7 @@ class CheckRow(TypedDict):
     first_failure_seconds: NotRequired[float]
     traceback: NotRequired[str]
     test: NotRequired[str]      # the pytest node that made the check (pytest --lowp-report)
+    node: NotRequired[Node]     # the machine that ran it (the Ray backend; otherwise the report's `machine`)
 
 
 def check_row(check, **fields) -> CheckRow:

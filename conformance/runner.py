@@ -17,12 +17,15 @@ from .checks import Check, run_check
 from .rows import check_row
 
 
-def _worker(check: Check, conn, options: dict) -> None:
+def _worker(check: Check, conn, options: dict, setup=None) -> None:
+    """A check's child process. setup: called first (the Ray backend's children register the check's kernel)."""
     faulthandler.disable()   # a crashing kernel is reported as a CRASH row, not as a dump on the parent's stderr
 
     def emit(event: dict) -> None:
         conn.send(event)
     try:
+        if setup is not None:
+            setup()
         run_check(check, emit, **options)
     except BaseException as e:  # an exception in Python becomes a CRASH row with its traceback
         conn.send({"event": "error", "id": check.id, "error": f"{type(e).__name__}: {e}",
@@ -54,19 +57,108 @@ def _crash_row(check: Check, reason: str, last_case: str | None, executed: int, 
                      reason=reason + (f"; while running case {last_case}" if last_case else ""))
 
 
-def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: bool = False, timeout: float = 600,
-        options: dict | None = None, progress: bool = True) -> list[dict]:
-    """Run `checks` (in child processes) and return their rows in plan order."""
+class Tracked:
+    """What the parent knows of a check running in a child, from the child's events: the case it started last, the
+    cases executed and planned. observe() gives the event to journal (an error becomes a CRASH row); crash() the
+    CRASH row of a child that died or hung. The process pool and the Ray backend's tasks both keep one per check."""
+
+    def __init__(self, check: Check):
+        self.check, self.last_case, self.executed, self.planned = check, None, 0, None
+
+    def observe(self, event: dict) -> dict:
+        kind = event["event"]
+        if kind == "plan":
+            self.planned = event["cases"]
+        elif kind == "start":
+            self.last_case = event["case"]
+        elif kind == "case":
+            self.executed += 1
+        elif kind == "error":
+            row = self.crash(event["error"])
+            row["traceback"] = event["traceback"]
+            return row
+        return event
+
+    def crash(self, reason: str) -> dict:
+        return _crash_row(self.check, reason, self.last_case, self.executed, self.planned)
+
+
+def _died(proc) -> str:
+    return f"the worker died (exit status {proc.exitcode}" + (
+        f", signal {-proc.exitcode})" if proc.exitcode and proc.exitcode < 0 else ")")
+
+
+def _timed_out(timeout: float) -> str:
+    return f"timed out after {timeout:.0f} s (a kernel that loops forever?)"
+
+
+def start_child(ctx, check: Check, options: dict, target=_worker, args: tuple = ()):
+    """The child process running `target(check, conn, options, *args)`, and the end of the pipe its events come
+    from."""
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=target, args=(check, child, options, *args), daemon=True)
+    proc.start()
+    child.close()
+    return parent, proc
+
+
+def child_events(check: Check, *, ctx, timeout: float, options: dict, target=_worker, args: tuple = ()):
+    """Run one check in a child process (`ctx`'s) and yield what to journal as it happens: the child's events, an
+    error or the child's death or a timeout as a CRASH row, the row last (the Ray backend's check server runs each
+    check so; the process pool watches many children at once)."""
+    conn, proc = start_child(ctx, check, options, target, args)
+    tracked, started = Tracked(check), time.monotonic()
+    try:
+        while True:
+            left = timeout - (time.monotonic() - started)
+            if left <= 0:
+                proc.kill()
+                proc.join(5)
+                yield tracked.crash(_timed_out(timeout))
+                return
+            if not conn.poll(left):
+                continue            # the time is up
+            try:
+                event = tracked.observe(conn.recv())
+            except (EOFError, OSError):
+                proc.join(5)
+                yield tracked.crash(_died(proc))
+                return
+            yield event
+            if event["event"] == "row":
+                proc.join(5)
+                return
+    finally:
+        conn.close()
+        if proc.is_alive():
+            proc.kill()
+            proc.join(5)
+
+
+def open_journal(journal: Path, resume: bool) -> dict[str, dict]:
+    """The rows to keep (resume: the journal's finished checks; else none, and the old journal goes)."""
     journal.parent.mkdir(parents=True, exist_ok=True)
     done = read_journal(journal) if resume else {}
     if not resume and journal.exists():
         journal.unlink()
+    return done
+
+
+def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: bool = False, timeout: float = 600,
+        options: dict | None = None, progress: bool = True, ray: str | None = None) -> list[dict]:
+    """Run `checks` (in child processes) and return their rows in plan order. ray: run them as Ray tasks instead,
+    on the cluster at this address ('local': a cluster of this machine started for the run; see ray_runner)."""
+    if ray is not None:
+        from .ray_runner import run as run_on_ray
+        return run_on_ray(checks, journal, address=ray, jobs=jobs, resume=resume, timeout=timeout, options=options,
+                          progress=progress)
+    done = open_journal(journal, resume)
     pending = [c for c in checks if c.id not in done]
     jobs = max(1, jobs or os.cpu_count() or 1)
     ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     from .progress import RunProgress
     bar = RunProgress(len(pending)) if progress else None
-    running: dict = {}   # conn -> (check, process, started, last_case, executed)
+    running: dict = {}   # conn -> (process, started, Tracked)
     with journal.open("a") as log:
         def record(event: dict) -> None:
             log.write(json.dumps(event) + "\n")
@@ -76,54 +168,39 @@ def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: 
         while queue or running:
             while queue and len(running) < jobs:
                 check = queue.pop(0)
-                parent, child = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_worker, args=(check, child, options or {}), daemon=True)
-                proc.start()
-                child.close()
-                running[parent] = [check, proc, time.monotonic(), None, 0, None]   # ..., last case, executed, planned
+                conn, proc = start_child(ctx, check, options or {})
+                running[conn] = (proc, time.monotonic(), Tracked(check))
             for conn in wait(list(running), timeout=1.0):
-                state = running[conn]
-                check, proc = state[0], state[1]
+                proc, _, tracked = running[conn]
+                check = tracked.check
                 try:
                     event = conn.recv()
                 except (EOFError, OSError):
                     proc.join(5)
                     if check.id not in done:
-                        how = f"the worker died (exit status {proc.exitcode}" + (
-                            f", signal {-proc.exitcode})" if proc.exitcode and proc.exitcode < 0 else ")")
-                        row = _crash_row(check, how, state[3], state[4], state[5])
+                        row = tracked.crash(_died(proc))
                         record(row)
                         done[check.id] = row
                         bar and bar.step(row)
                     del running[conn]
                     continue
-                if event["event"] == "plan":
-                    state[5] = event["cases"]
-                elif event["event"] == "start":
-                    state[3] = event["case"]
-                elif event["event"] == "case":
-                    state[4] += 1
-                elif event["event"] == "error":
-                    row = _crash_row(check, event["error"], state[3], state[4], state[5])
-                    row["traceback"] = event["traceback"]
-                    event = row
+                event = tracked.observe(event)
                 if event["event"] == "row":
                     done[check.id] = event
                     bar and bar.step(event)
                 record(event)
             if bar:
-                states = list(running.values())
-                bar.running([st[0].id for st in states], sum(st[4] for st in states),
-                            sum(st[5] or 0 for st in states))
+                states = [t for _, _, t in running.values()]
+                bar.running([t.check.id for t in states], sum(t.executed for t in states),
+                            sum(t.planned or 0 for t in states))
             now = time.monotonic()
-            for conn, state in list(running.items()):
-                if now - state[2] > timeout:
-                    state[1].kill()
-                    state[1].join(5)
-                    row = _crash_row(state[0], f"timed out after {timeout:.0f} s (a kernel that loops forever?)",
-                                     state[3], state[4], state[5])
+            for conn, (proc, started, tracked) in list(running.items()):
+                if now - started > timeout:
+                    proc.kill()
+                    proc.join(5)
+                    row = tracked.crash(_timed_out(timeout))
                     record(row)
-                    done[state[0].id] = row
+                    done[tracked.check.id] = row
                     bar and bar.step(row)
                     del running[conn]
     if bar:

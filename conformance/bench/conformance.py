@@ -23,6 +23,7 @@ import numpy as np
 
 RUN_TARGET_SECONDS = 600.0        # issue 11: 100 kernels within 10 minutes on 2 cores
 KERNEL_TARGET_SECONDS = 2.0       # issue 11: one micro-kernel checked in 2 s or less with the default cases
+RAY_TARGET_RATIO = 1.10           # issue 14: the Ray backend within 10% of the process pool on one machine
 DEFAULT_COPIES = 100
 QUICK_COPIES = 10
 BACKENDS = {"native": "native", "unicorn": "emulated", "qemu": "emulated"}
@@ -143,6 +144,64 @@ def run(tomls=None, *, n: int = DEFAULT_COPIES, jobs: int | None = None, example
             "seconds": {"total": end - start, "build": built - start, "run": ran - built, "report": end - ran}}
 
 
+def compare_ray(names=None, *, address: str = "local", jobs: int | None = None, examples: int = 150, seed: int = 0,
+                grid: bool = True, timeout: float = 600, rounds: int = 1, progress: bool = False) -> dict:
+    """Issue 14's overhead measure: the built-in suite (or the registered kernels `names`) run by the process pool
+    and by the Ray backend side by side in one run, with the same checks, options and number of workers: `jobs`
+    child processes, or Ray tasks at once (a local cluster gets `jobs` CPUs). Rounds alternate the order (pool
+    first, then Ray first) so that a change in the machine's load hits both. The cluster's start is timed apart:
+    it is paid once per campaign, not per check."""
+    from lowp.conformance import ray_runner, runner
+    from lowp.conformance.checks import plan, probe_share
+    from lowp.conformance.validate import build_problems, select_kernels
+    from lowp.kernels import KernelConfigError, kernels
+    if rounds < 1:
+        raise ValueError(f"--rounds must be at least 1, not {rounds}")
+    selected = select_kernels(names, kernels()) if names else kernels()
+    problems = build_problems(selected)
+    if problems:
+        raise KernelConfigError(problems)
+    checks = plan(selected)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    options = {"examples": examples, "probe_examples": probe_share(examples), "seed": seed, "grid": grid}
+    ray = ray_runner.import_ray()
+    start = time.perf_counter()
+    started_here = ray_runner.connect(address, jobs)
+    cluster = time.perf_counter() - start
+    runs = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="lowp-bench-ray-") as tmp:
+            for r in range(rounds):
+                for backend in ("pool", "ray") if r % 2 == 0 else ("ray", "pool"):
+                    load = os.getloadavg()[0]
+                    start = time.perf_counter()
+                    rows = runner.run(checks, Path(tmp) / f"{backend}-{r}.jsonl", jobs=jobs, timeout=timeout,
+                                      options=options, progress=progress,
+                                      ray=address if backend == "ray" else None)
+                    runs.append({"backend": backend, "round": r, "seconds": time.perf_counter() - start,
+                                 "check_seconds": sum(row["seconds"] for row in rows), "load": load,
+                                 "verdicts": {row["id"]: row["verdict"] for row in rows},
+                                 "nodes": sorted({row["node"]["hostname"] for row in rows if "node" in row})})
+    finally:
+        if started_here:
+            ray.shutdown()
+    return {"kernels": len(selected), "checks": len(checks), "jobs": jobs, "cores": os.cpu_count(),
+            "examples": examples, "grid": grid, "address": address, "cluster_start": cluster,
+            "cluster_started": started_here, "runs": runs}
+
+
+def summarize_ray(result: dict) -> dict:
+    """Per backend the median wall time over the rounds, and Ray's over the pool's (the ratio issue 14 wants within
+    1.10); whether both gave every check the same verdict."""
+    runs = result["runs"]
+    median = {b: float(np.median([r["seconds"] for r in runs if r["backend"] == b])) for b in ("pool", "ray")}
+    verdicts = {b: [r["verdicts"] for r in runs if r["backend"] == b] for b in ("pool", "ray")}
+    differ = sorted({i for v in verdicts["ray"] for i in v if any(v[i] != p[i] for p in verdicts["pool"])})
+    return {"median": median, "ratio": median["ray"] / median["pool"],
+            "per_check": {b: median[b] / max(1, result["checks"]) for b in median},
+            "within_target": median["ray"] <= RAY_TARGET_RATIO * median["pool"], "verdicts_differ": differ}
+
+
 def _cpu_since(before) -> float:
     """CPU seconds this process and its finished workers used since `before` (os.times()): against jobs x wall,
     the share of the cores the run had (other work on them shows as a share well below 1)."""
@@ -224,5 +283,6 @@ def summarize(result: dict) -> dict:
             "entries": entries}
 
 
-__all__ = ["DEFAULT_COPIES", "KERNEL_TARGET_SECONDS", "QUICK_COPIES", "RUN_TARGET_SECONDS", "copies",
-           "default_tomls", "expected_failure", "read_entries", "run", "summarize", "toml_text"]
+__all__ = ["DEFAULT_COPIES", "KERNEL_TARGET_SECONDS", "QUICK_COPIES", "RAY_TARGET_RATIO", "RUN_TARGET_SECONDS",
+           "compare_ray", "copies", "default_tomls", "expected_failure", "read_entries", "run", "summarize",
+           "summarize_ray", "toml_text"]

@@ -25,13 +25,16 @@ def add_parser(sub) -> None:
                        help="gemm: 8 corner shapes of the grid, fewer rounds; emulator: one round (a smoke test, "
                             "not a measurement); conformance: 10 kernels")
     bench.add_argument("--kernel", action="append", default=[], metavar="NAME",
-                       help="gemm: only this registered kernel (repeatable; default: every x86-64 kernel)")
+                       help="gemm: only this registered kernel (repeatable; default: every x86-64 kernel); "
+                            "conformance --ray: only these kernels (default: the built-in suite)")
     bench.add_argument("--kernels", dest="kernel_files", action="extend", nargs="+", default=[], metavar="FILE.toml",
                        help="gemm: also register the kernels of this TOML file (repeatable), as lowp conformance "
                             "does; a NAME here is the deprecated spelling of --kernel NAME; conformance: the "
                             "kernel files to copy (default: the packaged kernels/quantized/x86.toml and aarch64.toml)")
     bench.add_argument("--no-torch", action="store_true", help="gemm: leave FBGEMM (PyTorch) out")
-    bench.add_argument("--rounds", type=int, help="gemm: timing rounds per shape (default 7, quick 5)")
+    bench.add_argument("--rounds", type=int,
+                       help="gemm: timing rounds per shape (default 7, quick 5); conformance --ray: runs of each "
+                            "backend (default 2)")
     bench.add_argument("--all", action="store_true", help="isa: every x86 intrinsic, not just the headline ones")
     bench.add_argument("--registers", type=int, default=1 << 14, help="isa: registers per batch (default 16384)")
     bench.add_argument("--hooks", action="store_true",
@@ -47,6 +50,11 @@ def add_parser(sub) -> None:
     bench.add_argument("--copies", type=int, default=None, metavar="N",
                        help="conformance: kernels in total, cycling over the files' entries (default 100; --quick 10)")
     bench.add_argument("--jobs", type=int, default=None, help="conformance: parallel workers (default: one per core)")
+    bench.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                       help="conformance: instead, the built-in suite (or the --kernel kernels) run by the process "
+                            "pool and by the Ray backend side by side (issue 14: Ray within 10%%), --rounds times "
+                            "each, alternating which goes first; on the Ray cluster at ADDRESS, else on one of this "
+                            "machine")
     bench.set_defaults(func=cmd_bench)
 
 
@@ -204,6 +212,8 @@ def bench_conformance(args) -> int:
 
     from lowp.conformance.bench import conformance as bench
     from lowp.kernels import KernelConfigError
+    if args.ray is not None:
+        return bench_ray(args)
     n = args.copies or (bench.QUICK_COPIES if args.quick else bench.DEFAULT_COPIES)
     try:
         result = bench.run(args.kernel_files or None, n=n, jobs=args.jobs,
@@ -262,4 +272,42 @@ def bench_conformance(args) -> int:
                     for e in s["entries"]],
                    headers=("entry", "backend", "checks", "seconds", "claimed check", "median of its copies",
                             "all within 2 s", "claimed within 2 s", "note"), tablefmt="github"))
+    return 0
+
+
+def bench_ray(args) -> int:
+    """`lowp bench conformance --ray`: the process pool and the Ray backend on the same checks, side by side; the
+    wall time of each run, Ray's over the pool's against issue 14's 10%, the cluster's start apart."""
+    import sys
+
+    from lowp.conformance import bench
+    from lowp.conformance.ray_runner import RayUnavailable
+    from lowp.kernels import KernelConfigError
+    try:
+        result = bench.compare_ray(args.kernel or None, address=args.ray, jobs=args.jobs,
+                                   examples=150 if args.examples is None else args.examples,
+                                   rounds=args.rounds or 2)
+    except (KernelConfigError, RayUnavailable, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    s = bench.summarize_ray(result)
+    n = result["checks"]
+    print(f"lowp conformance over {'the built-in suite' if not args.kernel else ', '.join(args.kernel)}: "
+          f"{result['kernels']} kernels, {n} checks, {result['examples']} search examples per claimed check, "
+          f"{result['jobs']} workers (child processes, or Ray tasks at once) on {result['cores']} cores; Ray at "
+          f"{result['address']}" + (f", started in {result['cluster_start']:.1f} s (not in the runs)"
+                                    if result["cluster_started"] else ", already running") + "\n")
+    print(tabulate([(r["round"] + 1, r["backend"], f"{r['seconds']:.1f}", f"{r['seconds'] / n:.2f}",
+                     f"{r['check_seconds']:.1f}", f"{r['load']:.1f}", ", ".join(r["nodes"]))
+                    for r in result["runs"]],
+                   headers=("round", "backend", "wall s", "s per check", "sum of rows' s", "load before", "nodes"),
+                   tablefmt="github"))
+    ratio = s["ratio"]
+    print(f"\nRay / process pool (median wall time over {len(result['runs']) // 2} round(s)): {ratio:.3f} "
+          f"({100 * (ratio - 1):+.1f}%; target within {100 * (bench.RAY_TARGET_RATIO - 1):.0f}%: "
+          f"{'yes' if s['within_target'] else 'NO'})")
+    if s["verdicts_differ"]:
+        print(f"verdicts differ between the backends: {', '.join(s['verdicts_differ'])}")
+    else:
+        print("every check has the same verdict on both backends")
     return 0

@@ -3,6 +3,7 @@ claims, and write the report. `lowp conformance replay ID` re-runs one case or c
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -57,7 +58,23 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", choices=("unicorn", "qemu"), default=None,
                    help="run every AArch64 kernel on this emulator (default: the kernel's `backend`, else Unicorn "
                         "unless it lacks a feature qemu-aarch64 has); rows say which backend ran")
+    p.add_argument("--ray", nargs="?", const="local", default=None, action=_RayAddress, metavar="ADDRESS",
+                   help="run the checks as Ray tasks on the cluster at ADDRESS (host:port, or 'auto'); without one, "
+                        "on a Ray cluster of this machine started for the run. Native checks go to nodes that "
+                        "advertise their CPU features (docs/scale-out.md); needs the ray extra")
     p.set_defaults(func=cmd_conformance)
+
+
+class _RayAddress(argparse.Action):
+    """--ray [ADDRESS]: what is no address, or Ray not installed, is a usage error (exit 2) before anything runs."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        if not (value in ("local", "auto") or ":" in value):
+            parser.error(f"{option_string}: {value!r} is not a Ray cluster's address (host:port, auto, "
+                         "ray://host:port; none for a cluster of this machine)")
+        if importlib.util.find_spec("ray") is None:
+            parser.error(f"{option_string} needs Ray: pip install 'lowp[ray]'")
+        setattr(namespace, self.dest, value)
 
 
 def _kernels(args):
@@ -141,7 +158,7 @@ def _settings(args, options: dict) -> dict:
             "shapes": [list(s) for s in options.get("shapes", ())], "shapes_file": _str(args.shapes),
             "database": options["database"], "jobs": args.jobs, "timeout": args.timeout, "backend": args.backend,
             "kernels": args.kernel, "kernels_files": [str(p) for p in args.toml], "out": str(args.out),
-            "resume": args.resume}
+            "resume": args.resume, "ray": args.ray}
 
 
 def _options(args, checks) -> dict:
@@ -218,7 +235,7 @@ def cmd_conformance(args) -> int:
     options["probe_examples"] = probe_share(options["examples"])
     settings = _settings(args, options)
     rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume, timeout=args.timeout,
-                      options=options)
+                      options=options, ray=args.ray)
     seconds = time.perf_counter() - start
     paths = report.write(rows, args.out, seconds, _replay_args(args), settings)
     print(report.terminal(rows, seconds, _replay_args(args)))

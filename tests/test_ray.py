@@ -1,0 +1,224 @@
+"""The Ray backend (`lowp conformance --ray`, issue 14): on a 2-node Ray cluster started here (two nodes on this
+machine advertising different CPU features), native checks go only to a node that advertises their kernel's
+features, a check no node can run is SKIPPED naming what each lacks, the checks spread over both nodes, a kernel
+that kills its process or hangs is a CRASH row while the run goes on, kernels from a TOML file are registered on the
+nodes, the journal resumes and the reports validate, each row names its node. The tests that need Ray skip, with
+the reason, where the ray extra is not installed; the routing rules and the command line's errors are tested
+without it."""
+from __future__ import annotations
+
+import json
+import shlex
+import textwrap
+
+import pytest
+
+from lowp.cli import main
+from lowp.conformance import bench, ray_runner, report, runner
+from lowp.conformance.checks import Check, plan
+from lowp.conformance.ray_runner import ARCH, CAPACITY, FEATURE, cannot_run, requirements
+from lowp.kernels import kernel, load_toml
+
+from .conftest import scalar_kernels_toml
+
+NO_RAY = "the ray extra is not installed (pip install 'lowp[ray]'): no Ray cluster to run on"
+
+
+def _node(node_id: str, host: str, resources: dict) -> dict:
+    """A node as ray.nodes() describes it."""
+    return {"NodeID": node_id, "Alive": True, "NodeManagerHostname": host, "Resources": {"CPU": 2.0, **resources}}
+
+
+def test_native_checks_need_their_features_and_emulated_ones_nothing():
+    assert requirements(kernel("u8s8s32_avx512vnni")) == {ARCH + "x86-64": 1, **{FEATURE + f: 1 for f in
+                                                           kernel("u8s8s32_avx512vnni").features}}
+    assert FEATURE + "avx512_vnni" in requirements(kernel("u8s8s32_avx512vnni"))
+    assert requirements(kernel("sdot_s8_neon")) == {}         # AArch64: emulated on any node
+
+
+def test_a_check_no_node_can_run_is_explained_node_by_node():
+    needs = {ARCH + "x86-64": 1, FEATURE + "avx2": 1, FEATURE + "avx512_vnni": 1}
+    old = _node("a" * 56, "old-xeon", {ARCH + "x86-64": CAPACITY, FEATURE + "avx2": CAPACITY})
+    arm = _node("b" * 56, "graviton", {})
+    why = cannot_run(needs, [old, arm])
+    assert "native x86-64 with avx2, avx512_vnni" in why
+    assert "old-xeon (aaaaaaaa) lacks avx512_vnni" in why and "graviton (bbbbbbbb) does not advertise" in why
+    assert cannot_run(needs, [old, {**_node("c" * 56, "sapphire", {r: CAPACITY for r in needs}), "Alive": False}])
+    assert cannot_run(needs, [old, _node("c" * 56, "sapphire", {r: CAPACITY for r in needs})]) is None
+    assert cannot_run({}, [arm]) is None                      # an emulated check runs anywhere
+    assert "no live node" in cannot_run(needs, [])
+
+
+def test_the_ray_start_line_advertises_this_machines_features():
+    line = shlex.split(ray_runner.ray_start_command("10.0.0.1:6379", num_cpus=4))
+    assert line[:4] == ["ray", "start", "--address=10.0.0.1:6379", "--num-cpus=4"]
+    advertised = json.loads(line[4].removeprefix("--resources="))
+    assert advertised == ray_runner.node_resources()
+    from lowp.emulator.targets import host
+    if host().arch == "x86-64":
+        assert advertised[ARCH + "x86-64"] == CAPACITY
+        assert {FEATURE + f for f in host().x86_features} <= set(advertised)
+    assert shlex.split(ray_runner.ray_start_command())[2] == "--head"
+
+
+def test_disabled_features_are_not_advertised(monkeypatch):
+    have = ray_runner.node_resources()
+    if FEATURE + "avx2" not in have:
+        pytest.skip("the host does not run AVX2")
+    monkeypatch.setenv("LOWP_DISABLE_FEATURES", "avx2")
+    assert set(have) - set(ray_runner.node_resources()) == {FEATURE + "avx2"}
+
+
+def test_a_python_registered_kernel_cannot_be_repeated_on_a_node():
+    with pytest.raises(LookupError, match="register it from a TOML file"):
+        ray_runner._prepare("no_such_kernel_anywhere", "/somewhere/register.py", {})
+
+
+def test_the_command_line_says_how_to_get_ray_and_what_an_address_is(monkeypatch, capsys):
+    import importlib.util
+    with pytest.raises(SystemExit) as e:
+        main(["conformance", "--ray", "run"])           # the action is no address: put --ray after it
+    assert e.value.code == 2 and "'run' is not a Ray cluster's address" in capsys.readouterr().err
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(SystemExit) as e:
+        main(["conformance", "--ray"])
+    assert e.value.code == 2 and "pip install 'lowp[ray]'" in capsys.readouterr().err
+
+
+# -- on a cluster ------------------------------------------------------------------------------------------------
+BAD_C = textwrap.dedent("""\
+    #include <stdint.h>
+    #include <stddef.h>
+    void abort(void);
+    size_t aborter_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    size_t hanger_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    size_t offbyone_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    void aborter_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+        if (K > 5) abort();    /* a death no guard can turn into a fault: the check's process dies */
+        for (int64_t i = 0; i < M * N; ++i) C[i] = 0;
+    }
+    void hanger_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+        for (;;) __asm__ volatile("");
+    }
+    void offbyone_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+        for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+                int32_t s = 0;
+                for (int64_t k = 0; k + 1 < K; ++k) s += A[i * K + k] * B[k * N + j];   /* drops the last k */
+                C[i * N + j] = s;
+            }
+    }
+""")
+OLD_CPU = ("sse2", "ssse3")     # the small node: a CPU without AVX
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two Ray nodes on this machine, one CPU each: 'big' advertises this host's features but AVX-512 VNNI (as if
+    it lacked it), 'small' only SSE2 and SSSE3. {'big': node id, 'small': node id}."""
+    ray = pytest.importorskip("ray", reason=NO_RAY)
+    from ray.cluster_utils import Cluster
+    everything = ray_runner.node_resources()
+    if not {FEATURE + "avx2", *(FEATURE + f for f in OLD_CPU)} <= set(everything):
+        pytest.skip("the routing tests run native x86-64 kernels up to AVX2: this host does not run them")
+    if ray.is_initialized():
+        pytest.skip("Ray is already initialised in this process (another test's cluster)")
+    big = {r: n for r, n in everything.items() if r != FEATURE + "avx512_vnni"}
+    small = {ARCH + "x86-64": CAPACITY, **{FEATURE + f: CAPACITY for f in OLD_CPU}}
+    store = ray_runner.LOCAL_OBJECT_STORE
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": big, "include_dashboard": False,
+                                                      "object_store_memory": store})
+    node = c.add_node(num_cpus=1, resources=small, object_store_memory=store)
+    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    try:
+        yield {"big": c.head_node.node_id, "small": node.node_id}
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def bad_kernels(tmp_path_factory):
+    """Kernels that abort, hang and compute wrong, registered on the driver from a TOML file (the nodes register
+    them from the same file)."""
+    from lowp.kernels.registry import _KERNELS, _ORIGINS
+    d = tmp_path_factory.mktemp("ray-bad")
+    (d / "bad.c").write_text(BAD_C)
+    (d / "bad.toml").write_text(scalar_kernels_toml("ray_", "bad.c", ("aborter", "hanger", "offbyone")))
+    names = [k.name for k in load_toml(d / "bad.toml")]
+    yield names
+    for name in names:
+        _KERNELS.pop(name, None)
+        _ORIGINS.pop(name, None)
+
+
+def test_native_checks_go_where_their_features_are_and_spread_over_both_nodes(cluster, tmp_path):
+    checks = plan([kernel("u8s8s32_ssse3"), kernel("u8s8s32_avx2"), kernel("u8s8s32_avx512vnni")])
+    rows = runner.run(checks, tmp_path / "journal.jsonl", timeout=120, progress=False, ray="local",
+                      options={"examples": 5, "grid": False})
+    by_kernel: dict[str, list] = {}
+    for r in rows:
+        by_kernel.setdefault(r["kernel"], []).append(r)
+    # No node advertises VNNI: SKIPPED before anything ran, naming what each node lacks.
+    for r in by_kernel["u8s8s32_avx512vnni"]:
+        assert r["verdict"] == "SKIPPED" and "node" not in r
+        assert "avx512_vnni" in r["reason"] and r["reason"].count(" lacks ") == 2
+        assert f"({cluster['small'][:8]}) lacks avx512f, avx512bw, avx512_vnni" in r["reason"]
+        assert f"({cluster['big'][:8]}) lacks" in r["reason"]
+    # AVX2 only where it is advertised; SSSE3 anywhere, and both nodes worked.
+    ran = [r for r in rows if r["kernel"] != "u8s8s32_avx512vnni"]
+    assert all(r["verdict"] in ("PASS", "FAIL") and r["executed"] > 0 for r in ran), ran
+    assert {r["node"]["ray_node"] for r in by_kernel["u8s8s32_avx2"]} == {cluster["big"]}
+    assert {r["node"]["ray_node"] for r in ran} == {cluster["big"], cluster["small"]}
+    assert all(r["node"]["cpu"] and r["node"]["compiler"] and "avx2" in r["node"]["features"] for r in ran)
+    # The same verdicts as the process pool.
+    pool = runner.run(checks, tmp_path / "pool.jsonl", timeout=120, progress=False,
+                      options={"examples": 5, "grid": False})
+    assert [r["verdict"] for r in ran] == [r["verdict"] for r in pool if r["kernel"] != "u8s8s32_avx512vnni"]
+
+
+def test_crashes_and_hangs_stay_rows_and_the_journal_resumes(cluster, bad_kernels, tmp_path):
+    checks = [Check("ray_aborter", "model", "full", True), Check("ray_offbyone", "exact", "claimed", True),
+              Check("u8s8s32_ssse3", "exact", "claimed", True)]
+    journal = tmp_path / "out" / "journal.jsonl"
+    rows = runner.run(checks, journal, timeout=120, progress=False, ray="local",
+                      options={"examples": 20, "grid": False, "budget": 1.0})
+    by = {r["id"]: r for r in rows}
+    crash = by["ray_aborter:model:full"]          # abort() killed the check's process, not the node's server
+    assert crash["verdict"] == "CRASH" and "signal 6" in crash["reason"] and "while running case" in crash["reason"]
+    assert 0 < crash["executed"] < crash["cases"] and crash["node"]["ray_node"] in cluster.values()
+    off = by["ray_offbyone:exact:claimed"]        # registered on the node from the driver's TOML file
+    assert off["verdict"] == "FAIL" and off["counterexample"]["shape"] == [1, 1, 1]
+    assert off["origin"].endswith("bad.toml")
+    assert by["u8s8s32_ssse3:exact:claimed"]["verdict"] == "PASS"
+    # The journal has every case of every finished check, as the process pool's does; resume runs nothing twice.
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert not {"node"} & {e["event"] for e in events}
+    def count(kind, check_id):
+        return sum(e["event"] == kind and e.get("check") == check_id for e in events)
+    for r in rows:
+        cases = count("case", r["id"])
+        assert cases > 0 and count("start", r["id"]) == cases + (r is crash)    # the case it died in: started
+    assert count("case", crash["id"]) == crash["executed"]
+    again = runner.run(checks, journal, resume=True, progress=False, ray="local")
+    assert [r["verdict"] for r in again] == [r["verdict"] for r in rows]
+    assert len(journal.read_text().splitlines()) == len(events)
+    # The reports take the rows with their node (report.json is validated against the row's type).
+    paths = report.write(rows, tmp_path / "out")
+    doc = json.loads(paths["json"].read_text())
+    assert {r["node"]["hostname"] for r in doc["rows"]} == {crash["node"]["hostname"]}
+    # A kernel that loops forever, with no per-call budget: the task's timeout ends it as a CRASH row.
+    hang, = runner.run([Check("ray_hanger", "model", "full", True)], tmp_path / "hang.jsonl", timeout=3,
+                       progress=False, ray="local", options={"examples": 5, "grid": False, "budget": None})
+    assert hang["verdict"] == "CRASH" and "timed out after 3 s" in hang["reason"], hang
+    assert "while running case" in hang["reason"]
+
+
+def test_the_benchmark_runs_both_backends_side_by_side(cluster):
+    result = bench.compare_ray(["u8s8s32_ssse3"], examples=5, grid=False, jobs=2)
+    s = bench.summarize_ray(result)
+    assert [r["backend"] for r in result["runs"]] == ["pool", "ray"] and result["checks"] == 3
+    assert not result["cluster_started"]                 # it used the cluster that was there
+    assert s["verdicts_differ"] == [] and s["ratio"] == s["median"]["ray"] / s["median"]["pool"]
+    assert result["runs"][1]["nodes"] and not result["runs"][0]["nodes"]
