@@ -165,9 +165,15 @@ def cmd_conformance(args) -> int:
         return 0
     start = time.perf_counter()
     settings = _settings(args)
-    rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume, timeout=args.timeout,
-                      options={"examples": args.examples, "probe_examples": settings["probe_examples"],
-                               "seed": args.seed, "grid": not args.no_grid}, ray=args.ray)
+    from lowp.conformance.ray_runner import RayUnavailable
+    try:
+        rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume,
+                          timeout=args.timeout, options={"examples": args.examples,
+                                                         "probe_examples": settings["probe_examples"],
+                                                         "seed": args.seed, "grid": not args.no_grid}, ray=args.ray)
+    except RayUnavailable as e:          # --ray ADDRESS where no cluster answers: exit 2 before any check ran
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     seconds = time.perf_counter() - start
     paths = report.write(rows, args.out, seconds, _replay_args(args), settings)
     print(report.terminal(rows, seconds, _replay_args(args)))
