@@ -31,6 +31,7 @@ import json
 import multiprocessing as mp
 import os
 import shlex
+import socket
 import subprocess
 import sys
 import time
@@ -50,7 +51,7 @@ INSTALL = "the Ray backend needs Ray: pip install 'lowp[ray]' (or pip install 'r
 
 
 class RayUnavailable(RuntimeError):
-    pass
+    """Ray is not installed, or no cluster answers at the address given."""
 
 
 def import_ray():
@@ -117,7 +118,6 @@ def cannot_run(needs: dict[str, float], nodes: list[dict]) -> str | None:
 def fingerprint() -> dict:
     """The node this process runs on, as a row's `node` field says it (rows.Node)."""
     import platform
-    import socket
 
     import ray
 
@@ -237,8 +237,22 @@ def connect(address: str = "local", num_cpus: int | None = None) -> bool:
         ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), resources=node_resources(),
                  object_store_memory=LOCAL_OBJECT_STORE, **quiet)
     else:
+        _reachable(address)
         ray.init(address=address, **quiet)
     return True
+
+
+def _reachable(address: str, seconds: float = 5.0) -> None:
+    """RayUnavailable unless something listens at a host:port address (Ray itself waits minutes for a cluster
+    that is not there)."""
+    host, sep, port = address.rpartition(":")
+    if address == "auto" or "://" in address or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=seconds).close()
+    except OSError as e:
+        raise RayUnavailable(f"no Ray cluster answers at {address} ({e}): is its head node started "
+                             f"(docs/scale-out.md)?") from None
 
 
 def run(checks: list[Check], journal: Path, *, address: str = "local", jobs: int | None = None,
@@ -248,10 +262,10 @@ def run(checks: list[Check], journal: Path, *, address: str = "local", jobs: int
     this many checks submitted at once (default: all; Ray runs as many as the cluster has CPUs); a local cluster
     gets `jobs` CPUs (default: every core)."""
     ray = import_ray()
-    done = open_journal(journal, resume)
-    pending = [c for c in checks if c.id not in done]
-    started_here = connect(address, jobs)
+    started_here = connect(address, jobs)       # first: a cluster that is not there leaves the journal as it was
     try:
+        done = open_journal(journal, resume)
+        pending = [c for c in checks if c.id not in done]
         return _run(ray, checks, pending, done, journal, jobs=jobs, timeout=timeout, options=options or {},
                     progress=progress)
     finally:

@@ -74,6 +74,15 @@ def test_a_python_registered_kernel_cannot_be_repeated_on_a_node():
         ray_runner._prepare("no_such_kernel_anywhere", "/somewhere/register.py", {})
 
 
+def test_an_address_where_no_cluster_answers_is_named_at_once():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]           # free once closed: nothing listens there
+    with pytest.raises(ray_runner.RayUnavailable, match=f"no Ray cluster answers at 127.0.0.1:{port}"):
+        ray_runner._reachable(f"127.0.0.1:{port}")
+
+
 def test_the_command_line_says_how_to_get_ray_and_what_an_address_is(monkeypatch, capsys):
     import importlib.util
     with pytest.raises(SystemExit) as e:
@@ -222,3 +231,12 @@ def test_the_benchmark_runs_both_backends_side_by_side(cluster):
     assert not result["cluster_started"]                 # it used the cluster that was there
     assert s["verdicts_differ"] == [] and s["ratio"] == s["median"]["ray"] / s["median"]["pool"]
     assert result["runs"][1]["nodes"] and not result["runs"][0]["nodes"]
+
+
+def test_lowp_conformance_ray_writes_the_reports_with_each_rows_node(cluster, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["conformance", "--ray", "--kernel", "u8s8s32_ssse3", "--examples", "5", "--no-grid",
+                 "--out", str(out)]) == 0
+    assert "3 checks: " in capsys.readouterr().out
+    rows = json.loads((out / "report.json").read_text())["rows"]
+    assert len(rows) == 3 and all(r["node"]["ray_node"] in cluster.values() for r in rows)

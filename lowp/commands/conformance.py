@@ -234,8 +234,13 @@ def cmd_conformance(args) -> int:
     start = time.perf_counter()
     options["probe_examples"] = probe_share(options["examples"])
     settings = _settings(args, options)
-    rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume, timeout=args.timeout,
-                      options=options, ray=args.ray)
+    from lowp.conformance.ray_runner import RayUnavailable
+    try:
+        rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume,
+                          timeout=args.timeout, options=options, ray=args.ray)
+    except RayUnavailable as e:          # --ray ADDRESS where no cluster answers: exit 2 before any check ran
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     seconds = time.perf_counter() - start
     paths = report.write(rows, args.out, seconds, _replay_args(args), settings)
     print(report.terminal(rows, seconds, _replay_args(args)))
