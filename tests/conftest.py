@@ -1,4 +1,5 @@
 import os
+import textwrap
 
 import numpy as np
 import pytest
@@ -91,3 +92,35 @@ def forget_kernels():
     for name in set(_KERNELS) - before:
         _KERNELS.pop(name)
         _ORIGINS.pop(name, None)
+
+
+# Kernels that misbehave in the ways a run must survive (scalar_kernels_toml names them `<prefix><what>`):
+# crasher faults inside the guard, aborter kills its process, hanger never returns, offbyone drops the last k.
+MISBEHAVING_C = textwrap.dedent("""
+    #include <stdint.h>
+    #include <stddef.h>
+    size_t crasher_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    size_t hanger_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    size_t offbyone_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    size_t aborter_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    void abort(void);
+    void aborter_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+        if (K > 5) abort();    /* a death no guard can turn into a fault: the worker dies */
+        for (int64_t i = 0; i < M * N; ++i) C[i] = 0;
+    }
+    void crasher_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+        if (K > 5) *(volatile int *)0 = 1;
+        for (int64_t i = 0; i < M * N; ++i) C[i] = 0;
+    }
+    void hanger_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+        for (;;) __asm__ volatile("");
+    }
+    void offbyone_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+        for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+                int32_t s = 0;
+                for (int64_t k = 0; k + 1 < K; ++k) s += A[i * K + k] * B[k * N + j];   /* drops the last k */
+                C[i * N + j] = s;
+            }
+    }
+""")

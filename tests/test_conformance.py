@@ -2,7 +2,6 @@
 with minimal counterexamples, the runner surviving crashing and hanging kernels, the journal, the reports, replay
 (the pytest plugin: tests/test_pytest_plugin.py)."""
 import json
-import textwrap
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -17,7 +16,7 @@ from lowp.conformance.checks import Check, plan, replay, run_check
 from lowp.isa_models import x86
 from lowp.kernels import executor, kernel, load_toml
 
-from .conftest import scalar_kernels_toml
+from .conftest import MISBEHAVING_C, scalar_kernels_toml
 
 def runnable(name):
     ex = executor(kernel(name))
@@ -146,40 +145,12 @@ def test_plan_claims_model_and_contract_and_probes_exact():
 
 
 BAD_KERNELS = scalar_kernels_toml("test_", "bad.c", ("crasher", "hanger", "offbyone", "aborter"))
-BAD_C = textwrap.dedent("""
-    #include <stdint.h>
-    #include <stddef.h>
-    size_t crasher_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
-    size_t hanger_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
-    size_t offbyone_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
-    size_t aborter_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
-    void abort(void);
-    void aborter_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
-        if (K > 5) abort();    /* a death no guard can turn into a fault: the worker dies */
-        for (int64_t i = 0; i < M * N; ++i) C[i] = 0;
-    }
-    void crasher_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
-        if (K > 5) *(volatile int *)0 = 1;
-        for (int64_t i = 0; i < M * N; ++i) C[i] = 0;
-    }
-    void hanger_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
-        for (;;) __asm__ volatile("");
-    }
-    void offbyone_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
-        for (int64_t i = 0; i < M; ++i)
-            for (int64_t j = 0; j < N; ++j) {
-                int32_t s = 0;
-                for (int64_t k = 0; k + 1 < K; ++k) s += A[i * K + k] * B[k * N + j];   /* drops the last k */
-                C[i * N + j] = s;
-            }
-    }
-""")
 
 
 @pytest.fixture(scope="module")
 def bad_kernels(tmp_path_factory):
     d = tmp_path_factory.mktemp("bad")
-    (d / "bad.c").write_text(BAD_C)
+    (d / "bad.c").write_text(MISBEHAVING_C)
     (d / "bad.toml").write_text(BAD_KERNELS)
     from lowp.kernels.registry import _KERNELS
     for name in ("test_crasher", "test_hanger", "test_offbyone", "test_aborter"):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import textwrap
 
 import pytest
 
@@ -19,7 +18,7 @@ from lowp.conformance.checks import Check, plan
 from lowp.conformance.ray_runner import ARCH, CAPACITY, FEATURE, cannot_run, requirements
 from lowp.kernels import kernel, load_toml
 
-from .conftest import scalar_kernels_toml
+from .conftest import MISBEHAVING_C, scalar_kernels_toml
 
 NO_RAY = "the ray extra is not installed (pip install 'lowp[ray]'): no Ray cluster to run on"
 
@@ -96,29 +95,6 @@ def test_the_command_line_says_how_to_get_ray_and_what_an_address_is(monkeypatch
 
 
 # -- on a cluster ------------------------------------------------------------------------------------------------
-BAD_C = textwrap.dedent("""\
-    #include <stdint.h>
-    #include <stddef.h>
-    void abort(void);
-    size_t aborter_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
-    size_t hanger_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
-    size_t offbyone_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
-    void aborter_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
-        if (K > 5) abort();    /* a death no guard can turn into a fault: the check's process dies */
-        for (int64_t i = 0; i < M * N; ++i) C[i] = 0;
-    }
-    void hanger_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
-        for (;;) __asm__ volatile("");
-    }
-    void offbyone_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
-        for (int64_t i = 0; i < M; ++i)
-            for (int64_t j = 0; j < N; ++j) {
-                int32_t s = 0;
-                for (int64_t k = 0; k + 1 < K; ++k) s += A[i * K + k] * B[k * N + j];   /* drops the last k */
-                C[i * N + j] = s;
-            }
-    }
-""")
 OLD_CPU = ("sse2", "ssse3")     # the small node: a CPU without AVX
 
 
@@ -153,7 +129,7 @@ def bad_kernels(tmp_path_factory):
     them from the same file)."""
     from lowp.kernels.registry import _KERNELS, _ORIGINS
     d = tmp_path_factory.mktemp("ray-bad")
-    (d / "bad.c").write_text(BAD_C)
+    (d / "bad.c").write_text(MISBEHAVING_C)
     (d / "bad.toml").write_text(scalar_kernels_toml("ray_", "bad.c", ("aborter", "hanger", "offbyone")))
     names = [k.name for k in load_toml(d / "bad.toml")]
     yield names
