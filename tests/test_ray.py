@@ -13,7 +13,8 @@ import shlex
 import pytest
 
 from lowp.cli import main
-from lowp.conformance import bench, ray_runner, report, runner
+from lowp.conformance import ray_runner, report, runner
+from lowp.conformance.bench import conformance as bench
 from lowp.conformance.checks import Check, plan
 from lowp.conformance.ray_runner import ARCH, CAPACITY, FEATURE, cannot_run, requirements
 from lowp.kernels import kernel, load_toml

@@ -280,7 +280,7 @@ def bench_ray(args) -> int:
     wall time of each run, Ray's over the pool's against issue 14's 10%, the cluster's start apart."""
     import sys
 
-    from lowp.conformance import bench
+    from lowp.conformance.bench import conformance as bench
     from lowp.conformance.ray_runner import RayUnavailable
     from lowp.kernels import KernelConfigError
     try:
