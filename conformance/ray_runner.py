@@ -40,7 +40,7 @@ from pathlib import Path
 
 from .checks import Check
 from .rows import check_row
-from .runner import Tracked, _not_run, child_events, open_journal
+from .runner import RunLog, Tracked, child_events
 
 ARCH = "lowp-arch:"           # a node runs native kernels of this architecture
 FEATURE = "lowp-feature:"     # ... using this CPU feature
@@ -264,56 +264,33 @@ def run(checks: list[Check], journal: Path, *, address: str = "local", jobs: int
     ray = import_ray()
     started_here = connect(address, jobs)       # first: a cluster that is not there leaves the journal as it was
     try:
-        done = open_journal(journal, resume)
-        pending = [c for c in checks if c.id not in done]
-        return _run(ray, checks, pending, done, journal, jobs=jobs, timeout=timeout, options=options or {},
-                    progress=progress)
+        return _run(ray, RunLog(checks, journal, resume, progress), jobs=jobs, timeout=timeout,
+                    options=options or {})
     finally:
         if started_here:
             ray.shutdown()
 
 
-def _run(ray, checks, pending, done, journal, *, jobs, timeout, options, progress) -> list[dict]:
+def _run(ray, run_log: RunLog, *, jobs, timeout, options) -> list[dict]:
     from lowp.kernels.executors import BACKEND_ENV
-
-    from .progress import RunProgress
     task = ray.remote(num_cpus=1, max_retries=0, num_returns="streaming")(check_task)
     env = {BACKEND_ENV: os.environ[BACKEND_ENV]} if os.environ.get(BACKEND_ENV) else {}
-    bar = RunProgress(len(pending)) if progress else None
     flights: dict = {}      # generator -> [Tracked, its node once the task started, whether its row came]
-    with journal.open("a") as log:
-        def record(event: dict) -> None:
-            log.write(json.dumps(event) + "\n")
-            log.flush()
-
-        def finish(row: dict) -> None:
-            record(row)
-            done[row["id"]] = row
-            bar and bar.step(row)
-
-        queue, skipped = route(pending, ray.nodes())
-        for row in skipped:
-            finish(row)
-        window = max(1, jobs or len(queue))
-        while queue or flights:
-            while queue and len(flights) < window:
-                check, needs, where = queue.pop(0)
-                flights[task.options(resources=needs).remote(check, options, timeout, where, env)] = \
-                    [Tracked(check), None, False]
-            ready, _ = ray.wait(list(flights), num_returns=1, timeout=1.0)
-            for gen in ready:
-                for event in _receive(ray, gen, flights):
-                    if event["event"] == "row":
-                        finish(event)
-                    else:
-                        record(event)
-            if bar:
-                states = [t for t, node, _ in flights.values() if node]
-                bar.running([t.check.id for t in states], sum(t.executed for t in states),
-                            sum(t.planned or 0 for t in states))
-    if bar:
-        bar.close()
-    return [done.get(c.id) or _not_run(c) for c in checks]
+    queue, skipped = route(run_log.pending, ray.nodes())
+    for row in skipped:
+        run_log.record(row)
+    window = max(1, jobs or len(queue))
+    while queue or flights:
+        while queue and len(flights) < window:
+            check, needs, where = queue.pop(0)
+            flights[task.options(resources=needs).remote(check, options, timeout, where, env)] = \
+                [Tracked(check), None, False]
+        ready, _ = ray.wait(list(flights), num_returns=1, timeout=1.0)
+        for gen in ready:
+            for event in _receive(ray, gen, flights):
+                run_log.record(event)
+        run_log.running([t for t, node, _ in flights.values() if node])
+    return run_log.rows()
 
 
 def route(checks: list[Check], nodes: list[dict]) -> tuple[list[tuple], list[dict]]:

@@ -144,6 +144,40 @@ def open_journal(journal: Path, resume: bool) -> dict[str, dict]:
     return done
 
 
+class RunLog:
+    """A run's journal as it is written, the rows it holds (with resume, the journal's finished checks first) and
+    its progress display: the process pool and the Ray backend both write through one. record() appends an event
+    (a row is also kept and shown); rows() closes it and gives the rows in plan order."""
+
+    def __init__(self, checks: list[Check], journal: Path, resume: bool, progress: bool):
+        from .progress import RunProgress
+        self.checks = checks
+        self.done = open_journal(journal, resume)
+        self.pending = [c for c in checks if c.id not in self.done]
+        self.bar = RunProgress(len(self.pending)) if progress else None
+        self.log = journal.open("a")
+
+    def record(self, event: dict) -> None:
+        self.log.write(json.dumps(event) + "\n")
+        self.log.flush()
+        if event["event"] == "row":
+            self.done[event["id"]] = event
+            if self.bar:
+                self.bar.step(event)
+
+    def running(self, tracked: list[Tracked]) -> None:
+        """Show the checks in flight, with their cases executed of planned."""
+        if self.bar:
+            self.bar.running([t.check.id for t in tracked], sum(t.executed for t in tracked),
+                             sum(t.planned or 0 for t in tracked))
+
+    def rows(self) -> list[dict]:
+        self.log.close()
+        if self.bar:
+            self.bar.close()
+        return [self.done.get(c.id) or _not_run(c) for c in self.checks]
+
+
 def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: bool = False, timeout: float = 600,
         options: dict | None = None, progress: bool = True, ray: str | None = None) -> list[dict]:
     """Run `checks` (in child processes) and return their rows in plan order. ray: run them as Ray tasks instead,
@@ -152,60 +186,36 @@ def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: 
         from .ray_runner import run as run_on_ray
         return run_on_ray(checks, journal, address=ray, jobs=jobs, resume=resume, timeout=timeout, options=options,
                           progress=progress)
-    done = open_journal(journal, resume)
-    pending = [c for c in checks if c.id not in done]
+    run_log = RunLog(checks, journal, resume, progress)
     jobs = max(1, jobs or os.cpu_count() or 1)
     ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    from .progress import RunProgress
-    bar = RunProgress(len(pending)) if progress else None
     running: dict = {}   # conn -> (process, started, Tracked)
-    with journal.open("a") as log:
-        def record(event: dict) -> None:
-            log.write(json.dumps(event) + "\n")
-            log.flush()
-
-        queue = list(pending)
-        while queue or running:
-            while queue and len(running) < jobs:
-                check = queue.pop(0)
-                conn, proc = start_child(ctx, check, options or {})
-                running[conn] = (proc, time.monotonic(), Tracked(check))
-            for conn in wait(list(running), timeout=1.0):
-                proc, _, tracked = running[conn]
-                check = tracked.check
-                try:
-                    event = conn.recv()
-                except (EOFError, OSError):
-                    proc.join(5)
-                    if check.id not in done:
-                        row = tracked.crash(_died(proc))
-                        record(row)
-                        done[check.id] = row
-                        bar and bar.step(row)
-                    del running[conn]
-                    continue
-                event = tracked.observe(event)
-                if event["event"] == "row":
-                    done[check.id] = event
-                    bar and bar.step(event)
-                record(event)
-            if bar:
-                states = [t for _, _, t in running.values()]
-                bar.running([t.check.id for t in states], sum(t.executed for t in states),
-                            sum(t.planned or 0 for t in states))
-            now = time.monotonic()
-            for conn, (proc, started, tracked) in list(running.items()):
-                if now - started > timeout:
-                    proc.kill()
-                    proc.join(5)
-                    row = tracked.crash(_timed_out(timeout))
-                    record(row)
-                    done[tracked.check.id] = row
-                    bar and bar.step(row)
-                    del running[conn]
-    if bar:
-        bar.close()
-    return [done.get(c.id) or _not_run(c) for c in checks]
+    queue = list(run_log.pending)
+    while queue or running:
+        while queue and len(running) < jobs:
+            check = queue.pop(0)
+            conn, proc = start_child(ctx, check, options or {})
+            running[conn] = (proc, time.monotonic(), Tracked(check))
+        for conn in wait(list(running), timeout=1.0):
+            proc, _, tracked = running[conn]
+            try:
+                event = conn.recv()
+            except (EOFError, OSError):
+                proc.join(5)
+                if tracked.check.id not in run_log.done:
+                    run_log.record(tracked.crash(_died(proc)))
+                del running[conn]
+                continue
+            run_log.record(tracked.observe(event))
+        run_log.running([t for _, _, t in running.values()])
+        now = time.monotonic()
+        for conn, (proc, started, tracked) in list(running.items()):
+            if now - started > timeout:
+                proc.kill()
+                proc.join(5)
+                run_log.record(tracked.crash(_timed_out(timeout)))
+                del running[conn]
+    return run_log.rows()
 
 
 def _not_run(check: Check) -> dict:
