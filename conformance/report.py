@@ -10,11 +10,13 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
+from .rows import VERDICTS
+
 
 def summary(rows: list[dict]) -> dict:
     executed = sum(r.get("executed", 0) for r in rows)
     planned = sum(r.get("cases", 0) for r in rows)
-    by = {v: sum(r["verdict"] == v for r in rows) for v in ("PASS", "FAIL", "CRASH", "SKIPPED", "NOT RUN")}
+    by = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     claimed_failures = [r["id"] for r in rows if r["claimed"] and r["verdict"] in ("FAIL", "CRASH")]
     return {"checks": len(rows), **by, "cases_executed": executed, "cases_planned": planned,
             "claimed_failures": claimed_failures}
@@ -36,8 +38,8 @@ def _verdict(row: dict) -> str:
 def _executed(row: dict) -> str:
     """'N of M' cases; a check whose search did not run (--case selected generated cases only) says so."""
     text = f"{row.get('executed', 0)} of {row.get('cases', 0)}"
-    return text + " (no search)" if "searched" in row and row["searched"] is None and \
-        row["verdict"] in ("PASS", "FAIL") else text
+    no_search = row.get("searched", 0) is None and row["verdict"] in ("PASS", "FAIL")
+    return text + " (no search)" if no_search else text
 
 
 def short_cause(cause: str | None, width: int = 64) -> str:
@@ -61,6 +63,14 @@ def markdown(rows: list[dict], seconds: float | None = None, replay_args: str | 
     """The report. replay_args: what `lowp conformance replay ID` needs besides the id to find the kernels and
     the journal (e.g. "--kernels my.toml --out my-report"), so the printed command works as printed; None where
     there is no journal (pytest --lowp-report): then only the self-contained repro line is given."""
+    lines = _head(rows, seconds)
+    for r in rows:
+        lines += failure_lines(r, replay_args)
+    return "\n".join(lines)
+
+
+def _head(rows: list[dict], seconds: float | None) -> list[str]:
+    """The report's summary, what its columns mean, the table and the claimed contracts broken."""
     s = summary(rows)
     table = [(r["kernel"], r["check"], r["domain"], r.get("backend", "?"), _verdict(r), _executed(r),
               _matched(r), _path(r)) for r in rows]
@@ -79,9 +89,7 @@ def markdown(rows: list[dict], seconds: float | None = None, replay_args: str | 
                                       "results matched", "path"), tablefmt="github"), ""]
     if s["claimed_failures"]:
         lines += ["**Claimed contracts broken:** " + ", ".join(s["claimed_failures"]), ""]
-    for r in rows:
-        lines += failure_lines(r, replay_args)
-    return "\n".join(lines)
+    return lines
 
 
 def failure_lines(r: dict, replay_args: str | None = "") -> list[str]:
@@ -186,10 +194,9 @@ _PACKAGE = Path(__file__).resolve().parents[1]     # the folder holding lowp's c
 
 
 def terminal(rows: list[dict], seconds: float | None, replay_args: str) -> str:
-    """What `lowp conformance` prints: the summary and table, then every claimed failure in full (its minimal
-    counterexample and the commands that rerun it) and a line for each not-claimed failure."""
-    text = markdown(rows, seconds, replay_args)
-    out = [text.split("\n## ", 1)[0].rstrip(), ""]
+    """What `lowp conformance` prints: the report's head (summary and table), then every claimed failure in full
+    (its minimal counterexample and the commands that rerun it); not-claimed failures stay table lines."""
+    out = _head(rows, seconds)
     for r in rows:
         if r["claimed"] and r["verdict"] in ("FAIL", "CRASH"):
             out += failure_lines(r, replay_args)
