@@ -6,8 +6,6 @@ case as it happens and knows which case a crashing kernel was running.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from dataclasses import dataclass
 from random import Random
@@ -15,16 +13,16 @@ from typing import Callable
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, find, settings
-from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky, NoSuchExample
 
 from lowp.emulator.errors import BudgetExceeded, EmulatorError
-from lowp.kernels import Domain, executor, kernel as get_kernel
+from lowp.kernels import executor, kernel as get_kernel
 from lowp.kernels.executors import poison
 
 from . import quantized
-from .cases import Case, cases_for, operands, problems, ranges
+from .cases import Case, cases_for, operands, problems
 from .contracts import contract
+from .example_database import ExampleStore
 from .problem import decode, is_problem
 from .rows import check_row
 
@@ -393,8 +391,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
               shapes=(), only=(), database: str | None = None) -> dict:
     """Execute one check and return its row (also emitted). probe_examples: the search budget of a not-claimed
     check, if not `examples`; shapes: the user's (m, n, k) (`--shapes`), added to the generated cases; only: the
-    `--case` globs the generated cases are restricted to; database: the hypothesis example database's folder
-    (None: none), so a second run replays earlier counterexamples first."""
+    `--case` globs the generated cases are restricted to; database: the example database (a folder or a Redis
+    URL; None: none), whose counterexamples of this check the search replays first."""
     if not check.claimed and probe_examples is not None:
         examples = probe_examples
     kern = get_kernel(check.kernel)
@@ -415,8 +413,10 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     rec = Recorder(ex)
     first, first_fault, earliest = _run_cases(check, kern, rec, cases, row, emit, start)
     hung = first_fault is not None and isinstance(first_fault.outcome.fault, BudgetExceeded)
-    found, searched = search(check, kern, rec, examples, seed, database) if not hung else (None, 0)
+    found, searched, replayed = search(check, kern, rec, examples, seed, database) if not hung else (None, 0, 0)
     row["searched"] = searched if examples > 0 and not hung else None      # None: the search did not run
+    if replayed:
+        row["replayed"] = replayed
     row["executed"] += searched
     row["cases"] = len(cases) + searched      # the search ran this many (it stops when it has found and shrunk)
     if found is not None:
@@ -497,18 +497,19 @@ def _shrunk(fails, failure: Failure, kern, tries: int):
 
 
 def search(check: Check, kern, rec: Recorder, examples: int, seed: int, database: str | None = None):
-    """hypothesis.find: the smallest (A, B) the check fails on, within `examples` tries; (Failure or None, tried).
-    Its random source is seeded by the check and the seed, so kernels of one tile see different shapes and a run
-    repeats. With a `database` folder (ExampleStore), the failing examples earlier searches of this check found are
-    replayed first: one that still fails is the failure, with no new search (`tried` counts the replays). A kernel
-    whose result depends on earlier calls makes hypothesis's replays disagree (Flaky): then the first failing
-    example, with the call before it, is the failure; hypothesis's own error never reaches the row."""
+    """hypothesis.find: the smallest (A, B) the check fails on, within `examples` tries; (Failure or None, tried,
+    replayed). Its random source is seeded by the check and the seed, so kernels of one tile see different shapes
+    and a run repeats. With a `database` (example_database: a folder or a Redis URL), the counterexamples kept for
+    this check are replayed first: one that still fails is the failure, with no new search (`tried` counts the
+    replays, `replayed` says how many there were). A kernel whose result depends on earlier calls makes
+    hypothesis's replays disagree (Flaky): then the first failing example, with the call before it, is the
+    failure; hypothesis's own error never reaches the row."""
     if examples <= 0:       # --examples 0: the generated cases only
-        return None, 0
+        return None, 0, 0
     tried, failures, seen = [0], [], {}     # failures: [(size, Failure)], the smallest first once sorted
     started = []
 
-    def fails(problem):
+    def fails(problem, case=f"{check.id}:search:{seed}"):
         A, B, q = problem if len(problem) == 3 else (*problem, None)
         key = (A.shape, B.shape, A.tobytes(), B.tobytes(), repr(quantized.to_json(q)))
         if key in seen:
@@ -516,7 +517,7 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int, database
         if started and time.perf_counter() - started[0] > SEARCH_SHRINK_SECONDS:
             raise _OutOfShrinkTime     # hypothesis would go on drawing; the smallest failure so far is kept
         tried[0] += 1
-        call, previous = Call(A, B, SEARCH_SEED, f"{check.id}:search:{seed}", q), rec.last
+        call, previous = Call(A, B, SEARCH_SEED, case, q), rec.last
         out = rec.run(call)
         bad = seen[key] = not _judge(check, kern, call, out)[0]
         if bad:
@@ -528,11 +529,11 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int, database
     def smallest():
         return min(failures, key=lambda f: f[0])[1] if failures else None
     store = ExampleStore(database, check, kern) if database else None
-    for value, problem in store.replays() if store else ():
-        if not fails(problem):
-            store.drop(value)        # fixed (or it failed only after some earlier call): hypothesis drops it too
+    stored = store.replays() if store else []
+    for problem in stored:
+        fails(problem, f"{check.id}:replay")
     if failures:
-        return smallest(), tried[0]
+        return smallest(), tried[0], len(stored)
     try:
         problem = find(problems(kern, check.domain), fails,
                     settings=settings(max_examples=examples, database=None, deadline=None, derandomize=False,
@@ -540,7 +541,7 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int, database
                                       phases=[Phase.generate, Phase.shrink]),
                     random=Random(f"{check.id}:{seed}"))
     except NoSuchExample:
-        return None, tried[0]
+        return None, tried[0], len(stored)
     except (Flaky, _OutOfShrinkTime):
         failure = smallest()
     else:
@@ -549,59 +550,8 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int, database
         previous = rec.last
         failure = Failure(call, rec.run(call), previous)
     if store and failure is not None:
-        store.save(failure.call)
-    return failure, tried[0]
-
-
-class ExampleStore:
-    """The failing examples the search of one check found, kept across runs in a hypothesis example database
-    (hypothesis.database.DirectoryBasedExampleDatabase: a folder, one file a value, safe for concurrent workers), so
-    a later search replays them first. It keeps the examples' values (A, B and a requantizing kernel's parameters,
-    as JSON), not hypothesis's choice sequences, because hypothesis keeps no database for a seeded search
-    (`find(random=...)` applies `hypothesis.seed`, which sets database=None) and lowp's search is seeded so a run
-    repeats. The key is the check's id and what bounds its examples (operand types, claimed domain, output stage,
-    pinned parameters): after an edit of those, earlier examples are not replayed; one outside the check's domain
-    or unreadable is dropped."""
-
-    def __init__(self, folder: str, check: Check, kern):
-        self.db, self.kern, self.domain = DirectoryBasedExampleDatabase(folder), kern, check.domain
-        bounds = repr((kern.signature, kern.a_type, kern.b_type, kern.c_type, kern.domain, kern.output, kern.quant,
-                       kern.xnnpack))
-        self.key = f"{check.id}:{hashlib.sha256(bounds.encode()).hexdigest()[:16]}".encode()
-
-    def replays(self) -> list[tuple[bytes, tuple]]:
-        """(stored value, (A, B, quant)) of every example kept for this check, the smallest first."""
-        out = []
-        for value in list(self.db.fetch(self.key)):
-            problem = self._problem(value)
-            if problem is None:
-                self.drop(value)
-            else:
-                out.append((value, problem))
-        return sorted(out, key=lambda vp: (vp[1][0].size + vp[1][1].size, vp[0]))
-
-    def save(self, call: Call) -> None:
-        shape = [int(call.A.shape[0]), int(call.B.shape[1]), int(call.A.shape[1])]
-        self.db.save(self.key, json.dumps({"shape": shape, "A": call.A.tolist(), "B": call.B.tolist(),
-                                           "quant": quantized.to_json(call.quant)}, sort_keys=True).encode())
-
-    def drop(self, value: bytes) -> None:
-        self.db.delete(self.key, value)
-
-    def _problem(self, value: bytes):
-        """The stored (A, B, quant), or None when it does not parse or lies outside what the check draws from."""
-        try:
-            call = _call_from(json.loads(value), self.kern)
-        except (ValueError, TypeError, KeyError, OverflowError):
-            return None
-        a, b = ranges(self.kern, self.domain)
-        if not Domain(a, b).contains(call.A, call.B) or (call.quant is None) == bool(self.kern.quantized):
-            return None
-        if call.quant is not None and self.domain != "outside":
-            m, n = call.A.shape[0], call.B.shape[1]
-            if quantized.domain_problems(self.kern, call.quant, m, n):
-                return None
-        return call.A, call.B, call.quant
+        store.save(failure.call.A, failure.call.B, failure.call.quant)
+    return failure, tried[0], len(stored)
 
 
 class _OutOfShrinkTime(Exception):

@@ -8,8 +8,11 @@
   every check the session made, those that failed or crashed included; each failure with the one-line repro that
   `lowp conformance replay` runs (a kernel registered from Python: the pytest node that reruns it).
 
-The example database lives in pytest's cache folder (.pytest_cache/d/lowp-examples): a rerun replays the
-counterexamples earlier sessions found before it searches anew (`-p no:cacheprovider` turns it off).
+The example database (lowp.conformance.example_database) is `--lowp-database=DIR|URL` if given, else
+$LOWP_DATABASE, else pytest's cache folder (.pytest_cache/d/lowp-examples, as hypothesis keeps its own in
+.hypothesis): a rerun replays the counterexamples earlier sessions found before it searches anew; give the folder
+or Redis URL `lowp conformance` uses to share them with its runs (`-p no:cacheprovider` and no database named:
+none).
 
 Each check runs in a child process through the conformance runner, as `lowp conformance` runs it, so a kernel that
 segfaults or hangs fails its test and the session goes on. The test's outcome follows the row: FAIL is a failed
@@ -25,6 +28,7 @@ xdist.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -37,6 +41,9 @@ _positions = pytest.StashKey[dict]()
 def pytest_addoption(parser):
     parser.getgroup("lowp").addoption("--lowp-report", metavar="FILE", default=None,
                                       help="write a Markdown report (and FILE.json) of the lowp checks run")
+    parser.getgroup("lowp").addoption("--lowp-database", metavar="DIR|URL", default=None,
+                                      help="the example database of lowp's checks: a folder or a Redis URL "
+                                           "(default: $LOWP_DATABASE, else .pytest_cache/d/lowp-examples)")
 
 
 def pytest_configure(config):
@@ -55,7 +62,8 @@ def pytest_collection_finish(session):
 def run_in_child(kernel, contract=None, domain="claimed", *, examples: int = 100, seed: int = 0,
                  grid: bool = False, timeout: float = 600, database: str | None = None) -> dict:
     """One check, run by the conformance runner in a forked child (a crash or a hang becomes a CRASH row);
-    returns its row. database: the folder of the example database (earlier counterexamples replayed first)."""
+    returns its row. database: the example database, a folder or a Redis URL (earlier counterexamples replayed
+    first)."""
     from lowp.conformance import check_for, runner
     check = check_for(kernel, contract, domain)    # registers a Kernel object here; the forked child inherits it
     with tempfile.TemporaryDirectory(prefix="lowp-pytest-") as tmp:
@@ -65,11 +73,12 @@ def run_in_child(kernel, contract=None, domain="claimed", *, examples: int = 100
 
 
 def _database(config) -> str | None:
-    """The example database of a session: in pytest's cache folder (.pytest_cache/d/lowp-examples), as
-    hypothesis keeps its own in .hypothesis, so a rerun replays earlier counterexamples first; none when the
-    cache plugin is off (-p no:cacheprovider)."""
+    """The example database of a session: --lowp-database, $LOWP_DATABASE, else in pytest's cache folder; none
+    when none is named and the cache plugin is off (-p no:cacheprovider)."""
+    from lowp.conformance.example_database import ENV
+    named = config.getoption("--lowp-database", None) or os.environ.get(ENV)
     cache = getattr(config, "cache", None)
-    return None if cache is None else str(cache.mkdir("lowp-examples"))
+    return named or (None if cache is None else str(cache.mkdir("lowp-examples")))
 
 
 def _check(config, nodeid: str, *args, **kwargs) -> dict:

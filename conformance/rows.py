@@ -104,6 +104,7 @@ class CheckRow(TypedDict):
     seconds: float
     build: NotRequired[Build | None]
     searched: NotRequired[int | None]   # examples the hypothesis search tried; None: it did not run (--case)
+    replayed: NotRequired[int]  # of them, counterexamples kept in the example database, replayed first
     first_failure_seconds: NotRequired[float]
     traceback: NotRequired[str]
     test: NotRequired[str]      # the pytest node that made the check (pytest --lowp-report)

@@ -1,5 +1,6 @@
 import os
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,3 +125,63 @@ MISBEHAVING_C = textwrap.dedent("""
             }
     }
 """)
+
+
+@pytest.fixture(autouse=True)
+def _own_example_database(tmp_path_factory, monkeypatch):
+    """Each test its own example database ($LOWP_DATABASE, inherited by the lowp processes it starts): lowp's
+    default one is shared by every run of the user, and a counterexample an earlier test (or session) stored would
+    be replayed instead of searched for."""
+    monkeypatch.setenv("LOWP_DATABASE", str(tmp_path_factory.mktemp("examples")))
+
+
+CASES = Path(__file__).parent / "cases"
+
+
+@pytest.fixture(scope="module")
+def rare():
+    """The kernels of tests/cases/rare.toml, registered afresh: tc_rare is wrong only where K % 11 == 10 and M >= 2
+    (a search needs tens of examples to find it), tc_right is its fixed twin."""
+    import tomllib
+
+    from lowp.kernels import executor, load_toml
+    from lowp.kernels.registry import _KERNELS
+    for entry in tomllib.loads((CASES / "rare.toml").read_text())["kernel"]:
+        _KERNELS.pop(entry["name"], None)
+    out = {k.name: k for k in load_toml(CASES / "rare.toml")}
+    reason = executor(out["tc_rare"]).unavailable()
+    if reason:
+        pytest.skip(reason)
+    return out
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """A Redis server of this session (redis-server on a free port, nothing saved to disk): its URL. Skips with
+    the reason where the server or the redis package is missing."""
+    import shutil
+    import socket
+    import subprocess
+    import time
+    pytest.importorskip("redis", reason="the redis package is not installed (pip install 'lowp[ray]')")
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("no redis-server on PATH (apt-get install redis-server): no Redis to share examples through")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", str(tmp_path_factory.mktemp("redis"))], stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    import redis
+    for _ in range(100):
+        try:
+            redis.Redis.from_url(url).ping()
+            break
+        except redis.exceptions.ConnectionError:
+            time.sleep(0.05)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -9,7 +9,6 @@ import json
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -18,24 +17,12 @@ import pytest
 from lowp.cli import main
 from lowp.conformance.cases import (END_CLASSES, LADDER_NAMES, SEED_GRID, VALUE_CLASSES, Case, cases_for,
                                     operands, overflow_depths, ranges, read_shapes)
-from lowp.conformance.checks import Call, Check, ExampleStore, Recorder, replay, search
-from lowp.kernels import Domain, Tile, executor, kernel, kernels, load_toml
+from lowp.conformance.checks import Check, Recorder, replay, search
+from lowp.conformance.example_database import ExampleStore
+from lowp.kernels import Domain, Tile, executor, kernel, kernels
 
 HERE = Path(__file__).parent / "cases"
 TILE_NAME = re.compile(r"(?:m_(lt|gt)_mr_)?(?:n_(lt|gt)_nr_)?k_(lt|eq|gt|div)_(kr|spill|2spill)")
-
-
-@pytest.fixture(scope="module")
-def rare():
-    """The kernels of tests/cases/rare.toml, registered afresh."""
-    from lowp.kernels.registry import _KERNELS
-    for entry in tomllib.loads((HERE / "rare.toml").read_text())["kernel"]:
-        _KERNELS.pop(entry["name"], None)
-    out = {k.name: k for k in load_toml(HERE / "rare.toml")}
-    reason = executor(out["tc_rare"]).unavailable()
-    if reason:
-        pytest.skip(reason)
-    return out
 
 
 def _relation(x: int, r: int) -> str:
@@ -247,33 +234,39 @@ def test_a_second_search_replays_the_first_ones_counterexample_first(rare, tmp_p
     k = rare["tc_rare"]
     check = Check(k.name, "exact", "claimed", True)
     first = Counting(executor(k))
-    found, tried = search(check, k, first, 150, 0, str(tmp_path / "db"))
-    assert found is not None and first.first_wrong > 5, first.first_wrong
+    found, tried, replayed = search(check, k, first, 150, 0, str(tmp_path / "db"))
+    assert found is not None and first.first_wrong > 5 and replayed == 0, first.first_wrong
+    assert found.call.case == f"{check.id}:search:0"
     again = Counting(executor(k))
-    found2, tried2 = search(check, k, again, 150, 0, str(tmp_path / "db"))
-    assert found2 is not None and again.first_wrong == 1 and tried2 == again.calls == 1
+    found2, tried2, replayed2 = search(check, k, again, 150, 0, str(tmp_path / "db"))
+    assert found2 is not None and again.first_wrong == 1 and tried2 == again.calls == replayed2 == 1
+    assert found2.call.case == f"{check.id}:replay"
     assert np.array_equal(found2.call.A, found.call.A) and np.array_equal(found2.call.B, found.call.B)
     without = Counting(executor(k))
     search(check, k, without, 150, 0, None)      # no database: the same search as the first
     assert without.first_wrong == first.first_wrong
 
 
-def test_a_fixed_kernel_drops_its_stored_counterexample(rare, tmp_path):
+def test_a_passing_kernel_keeps_the_stored_counterexample(rare, tmp_path):
+    """A fixed kernel (or a machine where the bug does not show) replays the counterexample, passes, and keeps it:
+    it is a regression case, and it may fail on another machine sharing the database."""
     k, fixed = rare["tc_rare"], rare["tc_right"]
     check = Check(k.name, "exact", "claimed", True)
     db = str(tmp_path / "db")
     assert search(check, k, Recorder(executor(k)), 150, 0, db)[0] is not None
     store = ExampleStore(db, check, fixed)
     assert len(store.replays()) == 1
-    assert search(check, fixed, Recorder(executor(fixed)), 20, 0, db)[0] is None
-    assert store.replays() == []
+    found, tried, replayed = search(check, fixed, Recorder(executor(fixed)), 20, 0, db)
+    assert found is None and replayed == 1 and tried > 1
+    assert len(store.replays()) == 1
+    assert search(check, k, Recorder(executor(k)), 150, 0, db)[2] == 1     # the broken one fails on it again
 
 
 def test_the_store_replays_nothing_outside_the_checks_domain(rare, tmp_path):
     k = rare["tc_rare"]
     check = Check(k.name, "exact", "claimed", True)
     store = ExampleStore(str(tmp_path / "db"), check, k)
-    store.save(Call(np.full((2, 3), 200, np.uint8), np.ones((3, 2), np.int8), 7))
+    store.save(np.full((2, 3), 200, np.uint8), np.ones((3, 2), np.int8))
     assert len(store.replays()) == 1
     narrower = dataclasses.replace(k, domain=Domain((0, 127), (-128, 127)))
     assert ExampleStore(str(tmp_path / "db"), check, narrower).replays() == []   # another key: another domain
@@ -294,26 +287,31 @@ def _rows(out: Path) -> dict:
     return rows
 
 
-def test_cli_keeps_the_database_in_the_report_folder(rare, tmp_path):
-    """`--case` alone runs no search (the rows say so: searched None); with --examples the search runs, keeps its
-    counterexample under OUT/hypothesis, and the next run replays it on its first example; --no-database keeps none."""
+def test_cli_keeps_the_database_where_told(rare, tmp_path, monkeypatch):
+    """`--case` alone runs no search (the rows say so: searched None); with --examples the search runs and keeps its
+    counterexample in the default database ($LOWP_DATABASE here), and the next run, in another report folder,
+    replays it on its first example; --database names another one, --no-database keeps none."""
     base = [sys.executable, "-m", "lowp", "conformance", "--kernels", str(HERE / "rare.toml"), "--kernel", "tc_rare",
             "--case", "k_eq_kr", "--jobs", "1"]
-    out = tmp_path / "rep"
+    default = tmp_path / "shared"
+    monkeypatch.setenv("LOWP_DATABASE", str(default))
 
-    def run(*extra):
-        p = subprocess.run(base + ["--out", str(out), *extra], capture_output=True, text=True, timeout=300,
-                           cwd=tmp_path)
+    def run(out, *extra):
+        p = subprocess.run(base + ["--out", str(tmp_path / out), *extra], capture_output=True, text=True,
+                           timeout=300, cwd=tmp_path)
         assert p.returncode in (0, 1), p.stdout + p.stderr
-        return _rows(out)
-    rows = run()
-    assert {r["searched"] for r in rows.values()} == {None} and not (out / "hypothesis").exists()
+        return _rows(tmp_path / out)
+    rows = run("rep")
+    assert {r["searched"] for r in rows.values()} == {None} and not default.exists()
     assert all(r["executed"] == r["cases"] == len(VALUE_CLASSES) for r in rows.values())   # 2x2x1 (the tile)
-    first = run("--examples", "150")
-    assert (out / "hypothesis").is_dir()
-    assert all(r["verdict"] == "FAIL" and r["searched"] > 5 for r in first.values()), first
-    second = run("--examples", "150")
-    assert all(r["searched"] == 1 and r["verdict"] == "FAIL" for r in second.values()), second
-    out = tmp_path / "rep2"
-    run("--examples", "20", "--no-database")
-    assert not (out / "hypothesis").exists()
+    first = run("rep", "--examples", "150")
+    assert default.is_dir()
+    assert all(r["verdict"] == "FAIL" and r["searched"] > 5 and "replayed" not in r for r in first.values()), first
+    second = run("rep2", "--examples", "150")
+    assert all(r["searched"] == r["replayed"] == 1 and r["verdict"] == "FAIL" for r in second.values()), second
+    assert all(r["counterexample"]["case"].endswith(":replay") for r in second.values())
+    other = run("rep3", "--examples", "150", "--database", str(tmp_path / "other"))
+    assert all(r["searched"] > 5 for r in other.values()) and (tmp_path / "other").is_dir()
+    monkeypatch.setenv("LOWP_DATABASE", str(tmp_path / "none"))
+    run("rep4", "--examples", "20", "--no-database")
+    assert not (tmp_path / "none").exists()

@@ -217,3 +217,16 @@ def test_lowp_conformance_ray_writes_the_reports_with_each_rows_node(cluster, tm
     assert "3 checks: " in capsys.readouterr().out
     rows = json.loads((out / "report.json").read_text())["rows"]
     assert len(rows) == 3 and all(r["node"]["ray_node"] in cluster.values() for r in rows)
+
+
+def test_a_campaign_on_both_nodes_shares_one_redis_database(cluster, rare, redis_url, tmp_path):
+    """What a task found through the Redis database, the next campaign's tasks (on whichever node) replay first."""
+    check = Check("tc_rare", "exact", "claimed", True)
+    options = {"examples": 150, "grid": False, "only": ["k_eq_kr"], "database": redis_url}
+    first, = runner.run([check], tmp_path / "a.jsonl", timeout=300, progress=False, ray="local",
+                        options={**options, "seed": 1})
+    assert first["verdict"] == "FAIL" and first["searched"] > 5 and "replayed" not in first
+    again, = runner.run([check], tmp_path / "b.jsonl", timeout=300, progress=False, ray="local",
+                        options={**options, "seed": 2})
+    assert again["replayed"] == again["searched"] == 1 and again["verdict"] == "FAIL", again
+    assert again["counterexample"]["case"] == "tc_rare:exact:claimed:replay"

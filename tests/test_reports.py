@@ -241,8 +241,9 @@ def test_schema_command_prints_the_report_schema(tmp_path):
     assert lowp("conformance", "schema", "nope", cwd=tmp_path).returncode == 2
 
 
-def test_pytest_sessions_keep_an_example_database_in_pytests_cache(pytester, failing_test):
+def test_pytest_sessions_keep_an_example_database_in_pytests_cache(pytester, failing_test, monkeypatch):
     """A rerun replays the counterexample an earlier session found before searching anew."""
+    monkeypatch.delenv("LOWP_DATABASE")
     searched = []
     for _ in range(2):
         result = pytester.runpytest_subprocess("--lowp-report=rep.md")

@@ -50,10 +50,7 @@ def add_parser(sub) -> None:
                         "matches this glob (repeatable); the search then runs only if --examples is given")
     p.add_argument("--shapes", type=Path, default=None, metavar="FILE",
                    help="also run these shapes (one MxNxK a line, # comments) in every value class, named shape_file")
-    p.add_argument("--database", type=Path, default=None, metavar="DIR",
-                   help="hypothesis example database: failing examples kept there are replayed first by the next "
-                        "run (default OUT/hypothesis)")
-    p.add_argument("--no-database", action="store_true", help="keep no hypothesis example database")
+    add_database_options(p)
     p.add_argument("--json", action="store_true", help="replay: print the raw result as JSON")
     p.add_argument("--backend", choices=("unicorn", "qemu"), default=None,
                    help="run every AArch64 kernel on this emulator (default: the kernel's `backend`, else Unicorn "
@@ -63,6 +60,28 @@ def add_parser(sub) -> None:
                         "on a Ray cluster of this machine started for the run. Native checks go to nodes that "
                         "advertise their CPU features (docs/scale-out.md); needs the ray extra")
     p.set_defaults(func=cmd_conformance)
+
+
+def add_database_options(p) -> None:
+    p.add_argument("--database", default=None, metavar="DIR|URL",
+                   help="the example database: counterexamples kept there are replayed first by every later search "
+                        "of the same check; a folder, or a Redis URL (redis://host:6379/0) shared by several "
+                        "machines (default: $LOWP_DATABASE, else examples/ in lowp's cache folder)")
+    p.add_argument("--no-database", action="store_true", help="keep no example database")
+
+
+def database(args) -> str | None:
+    """The example database the flags name (None: --no-database); a Redis URL whose server does not answer, or
+    without the redis package, is a usage error (exit 2) before anything runs."""
+    from lowp.conformance.example_database import DatabaseError, check_reachable, default_location
+    if args.no_database:
+        return None
+    spec = args.database or default_location()
+    try:
+        check_reachable(spec)
+    except DatabaseError as e:
+        args.parser.error(f"--database: {e}")
+    return spec
 
 
 class _RayAddress(argparse.Action):
@@ -153,10 +172,11 @@ def _str(path) -> str | None:
 
 def _settings(args, options: dict) -> dict:
     """What the run was asked, for report.json and the JUnit properties."""
+    from lowp.conformance.example_database import describe
     return {"profile": args.profile, "examples": options["examples"], "probe_examples": options["probe_examples"],
             "seed": args.seed, "grid": options["grid"], "cases": list(args.cases),
             "shapes": [list(s) for s in options.get("shapes", ())], "shapes_file": _str(args.shapes),
-            "database": options["database"], "jobs": args.jobs, "timeout": args.timeout, "backend": args.backend,
+            "database": describe(options["database"]), "jobs": args.jobs, "timeout": args.timeout, "backend": args.backend,
             "kernels": args.kernel, "kernels_files": [str(p) for p in args.toml], "out": str(args.out),
             "resume": args.resume, "ray": args.ray}
 
@@ -164,14 +184,14 @@ def _settings(args, options: dict) -> dict:
 def _options(args, checks) -> dict:
     """run_check's options from the flags: the profile's examples and grid unless given, the --shapes file's
     shapes, the --case globs (each must match a generated case of some check: else a usage error, exit 2, naming
-    it with the known names), the example database's folder."""
+    it with the known names), the example database."""
     profile = PROFILES[args.profile]
     examples = args.examples if args.examples is not None else 0 if args.cases else profile["examples"]
     if examples < 0:
         args.parser.error(f"--examples must be 0 or more, not {examples}")
     options = {"examples": examples, "seed": args.seed,
                "grid": profile["grid"] if args.grid is None else args.grid,
-               "database": None if args.no_database else str(args.database or args.out / "hypothesis")}
+               "database": database(args)}
     if args.shapes is not None:
         from lowp.conformance.cases import read_shapes
         try:
