@@ -40,7 +40,7 @@ from pathlib import Path
 
 from .checks import Check
 from .rows import check_row
-from .runner import RunLog, Tracked, child_events
+from .runner import RunLog, Tracked, child_events, stopped
 
 ARCH = "lowp-arch:"           # a node runs native kernels of this architecture
 FEATURE = "lowp-feature:"     # ... using this CPU feature
@@ -257,21 +257,22 @@ def _reachable(address: str, seconds: float = 5.0) -> None:
 
 def run(checks: list[Check], journal: Path, *, address: str = "local", jobs: int | None = None,
         resume: bool = False, timeout: float = 600, options: dict | None = None,
-        progress: bool = True) -> list[dict]:
+        progress: bool = True, on_row=None, stop_at: float | None = None) -> list[dict]:
     """runner.run on Ray: the rows in plan order, the journal written as the process pool writes it. jobs: at most
     this many checks submitted at once (default: all; Ray runs as many as the cluster has CPUs); a local cluster
-    gets `jobs` CPUs (default: every core)."""
+    gets `jobs` CPUs (default: every core). Connected already (`lowp fuzz` keeps one cluster for all its rounds),
+    it uses that cluster and leaves it running."""
     ray = import_ray()
     started_here = connect(address, jobs)       # first: a cluster that is not there leaves the journal as it was
     try:
-        return _run(ray, RunLog(checks, journal, resume, progress), jobs=jobs, timeout=timeout,
-                    options=options or {})
+        return _run(ray, RunLog(checks, journal, resume, progress, on_row), jobs=jobs, timeout=timeout,
+                    options=options or {}, stop_at=stop_at)
     finally:
         if started_here:
             ray.shutdown()
 
 
-def _run(ray, run_log: RunLog, *, jobs, timeout, options) -> list[dict]:
+def _run(ray, run_log: RunLog, *, jobs, timeout, options, stop_at=None) -> list[dict]:
     from lowp.kernels.executors import BACKEND_ENV
     task = ray.remote(num_cpus=1, max_retries=0, num_returns="streaming")(check_task)
     env = {BACKEND_ENV: os.environ[BACKEND_ENV]} if os.environ.get(BACKEND_ENV) else {}
@@ -279,8 +280,11 @@ def _run(ray, run_log: RunLog, *, jobs, timeout, options) -> list[dict]:
     queue, skipped = route(run_log.pending, ray.nodes())
     for row in skipped:
         run_log.record(row)
-    window = max(1, jobs or len(queue))
+    # With a time to stop, no more in flight than the cluster has CPUs: a submitted task would start after it.
+    window = max(1, jobs or (int(ray.cluster_resources().get("CPU", 1)) if stop_at else len(queue)))
     while queue or flights:
+        if stopped(stop_at):
+            queue.clear()
         while queue and len(flights) < window:
             check, needs, where = queue.pop(0)
             flights[task.options(resources=needs).remote(check, options, timeout, where, env)] = \

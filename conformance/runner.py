@@ -147,11 +147,12 @@ def open_journal(journal: Path, resume: bool) -> dict[str, dict]:
 class RunLog:
     """A run's journal as it is written, the rows it holds (with resume, the journal's finished checks first) and
     its progress display: the process pool and the Ray backend both write through one. record() appends an event
-    (a row is also kept and shown); rows() closes it and gives the rows in plan order."""
+    (a row is also kept, shown, and handed to `on_row` as it comes: `lowp fuzz` reports counterexamples so);
+    rows() closes it and gives the rows in plan order."""
 
-    def __init__(self, checks: list[Check], journal: Path, resume: bool, progress: bool):
+    def __init__(self, checks: list[Check], journal: Path, resume: bool, progress: bool, on_row=None):
         from .progress import RunProgress
-        self.checks = checks
+        self.checks, self.on_row = checks, on_row
         self.done = open_journal(journal, resume)
         self.pending = [c for c in checks if c.id not in self.done]
         self.bar = RunProgress(len(self.pending)) if progress else None
@@ -164,6 +165,8 @@ class RunLog:
             self.done[event["id"]] = event
             if self.bar:
                 self.bar.step(event)
+            if self.on_row:
+                self.on_row(event)
 
     def running(self, tracked: list[Tracked]) -> None:
         """Show the checks in flight, with their cases executed of planned."""
@@ -179,19 +182,24 @@ class RunLog:
 
 
 def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: bool = False, timeout: float = 600,
-        options: dict | None = None, progress: bool = True, ray: str | None = None) -> list[dict]:
+        options: dict | None = None, progress: bool = True, ray: str | None = None, on_row=None,
+        stop_at: float | None = None) -> list[dict]:
     """Run `checks` (in child processes) and return their rows in plan order. ray: run them as Ray tasks instead,
-    on the cluster at this address ('local': a cluster of this machine started for the run; see ray_runner)."""
+    on the cluster at this address ('local': a cluster of this machine started for the run; see ray_runner).
+    on_row(row): called with each row as it comes. stop_at: a time.monotonic() after which no check starts (those
+    in flight finish; the others are NOT RUN rows, and `resume` runs them later)."""
     if ray is not None:
         from .ray_runner import run as run_on_ray
         return run_on_ray(checks, journal, address=ray, jobs=jobs, resume=resume, timeout=timeout, options=options,
-                          progress=progress)
-    run_log = RunLog(checks, journal, resume, progress)
+                          progress=progress, on_row=on_row, stop_at=stop_at)
+    run_log = RunLog(checks, journal, resume, progress, on_row)
     jobs = max(1, jobs or os.cpu_count() or 1)
     ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     running: dict = {}   # conn -> (process, started, Tracked)
     queue = list(run_log.pending)
     while queue or running:
+        if stopped(stop_at):
+            queue.clear()
         while queue and len(running) < jobs:
             check = queue.pop(0)
             conn, proc = start_child(ctx, check, options or {})
@@ -216,6 +224,11 @@ def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: 
                 run_log.record(tracked.crash(_timed_out(timeout)))
                 del running[conn]
     return run_log.rows()
+
+
+def stopped(stop_at: float | None) -> bool:
+    """Is the time to start checks up?"""
+    return stop_at is not None and time.monotonic() >= stop_at
 
 
 def _not_run(check: Check) -> dict:

@@ -230,3 +230,17 @@ def test_a_campaign_on_both_nodes_shares_one_redis_database(cluster, rare, redis
                         options={**options, "seed": 2})
     assert again["replayed"] == again["searched"] == 1 and again["verdict"] == "FAIL", again
     assert again["counterexample"]["case"] == "tc_rare:exact:claimed:replay"
+
+
+def test_a_fuzzing_campaign_runs_its_rounds_on_the_cluster(cluster, tmp_path):
+    """`lowp fuzz --ray`: every round's checks are Ray tasks on the one cluster (left running between rounds)."""
+    import ray
+
+    from lowp.conformance import fuzz
+    checks = [c for c in plan([kernel("u8s8s32_ssse3"), kernel("u8s8s32_avx2")]) if c.claimed]
+    nodes = []
+    c = fuzz.campaign(checks, tmp_path / "fz", options={"examples": 5, "grid": False}, budget=600, rounds=2,
+                      ray="local", on_round=lambda rnd, rows: nodes.extend(r["node"]["ray_node"] for r in rows))
+    assert [r["seed"] for r in c.rounds] == [1, 2] and all(r["finished"] for r in c.rounds)
+    assert len(nodes) == 2 * len(checks) and set(nodes) <= {cluster["big"], cluster["small"]}
+    assert ray.is_initialized()

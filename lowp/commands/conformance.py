@@ -25,13 +25,22 @@ def add_parser(sub) -> None:
     p.add_argument("ids", nargs="*", metavar="ID", help="replay: case ids, check ids or problem ids (from the "
                                                       "report's replay and repro lines)")
     p.positionals_after_options = "ids"
+    add_run_options(p, out=Path("lowp-report"), resume="keep the journal's finished checks and run the rest",
+                    seed="seed of the generated cases' values and of the search's random source (default 0)")
+    p.add_argument("--json", action="store_true", help="replay: print the raw result as JSON")
+    p.set_defaults(func=cmd_conformance)
+
+
+def add_run_options(p, *, out: Path, resume: str, seed: str, first_seed: int = 0) -> None:
+    """The options of a run of checks, shared by `lowp conformance` and `lowp fuzz`: which kernels, how hard to
+    look, where to write, on what (processes, emulator, Ray), and the example database."""
     p.add_argument("--kernel", action="append", default=[], metavar="NAME",
                    help="only these kernels (repeatable; default: all registered)")
     p.add_argument("--kernels", dest="toml", action="append", default=[], metavar="FILE.toml",
                    help="also register the kernels of this TOML file (repeatable)")
-    p.add_argument("--out", type=Path, default=Path("lowp-report"), help="report folder (default ./lowp-report)")
+    p.add_argument("--out", type=Path, default=out, help=f"report folder (default ./{out})")
     p.add_argument("--jobs", type=int, default=None, help="parallel workers (default: one per core)")
-    p.add_argument("--resume", action="store_true", help="keep the journal's finished checks and run the rest")
+    p.add_argument("--resume", action="store_true", help=resume)
     p.add_argument("--profile", choices=tuple(PROFILES), default="default",
                    help="how hard to look: " + "; ".join(f"{name}: {v['examples']} examples"
                                                          f"{'' if v['grid'] else ', no seed grid'}"
@@ -40,8 +49,7 @@ def add_parser(sub) -> None:
     p.add_argument("--examples", type=int, default=None,
                    help="hypothesis search examples per claimed check (default: the profile's, 150; a not-claimed "
                         "probe gets a third; 0: no search; with --case, no search unless given)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the generated cases' values and of the search's random source (default 0)")
+    p.add_argument("--seed", type=int, default=first_seed, help=seed)
     p.add_argument("--timeout", type=float, default=600, help="seconds before a check counts as hung (default 600)")
     p.add_argument("--grid", action=argparse.BooleanOptionalAction, default=None,
                    help="run the seed grid's shapes (default: the profile's; --no-grid is faster)")
@@ -51,15 +59,13 @@ def add_parser(sub) -> None:
     p.add_argument("--shapes", type=Path, default=None, metavar="FILE",
                    help="also run these shapes (one MxNxK a line, # comments) in every value class, named shape_file")
     add_database_options(p)
-    p.add_argument("--json", action="store_true", help="replay: print the raw result as JSON")
     p.add_argument("--backend", choices=("unicorn", "qemu"), default=None,
                    help="run every AArch64 kernel on this emulator (default: the kernel's `backend`, else Unicorn "
                         "unless it lacks a feature qemu-aarch64 has); rows say which backend ran")
     p.add_argument("--ray", nargs="?", const="local", default=None, action=_RayAddress, metavar="ADDRESS",
                    help="run the checks as Ray tasks on the cluster at ADDRESS (host:port, or 'auto'); without one, "
-                        "on a Ray cluster of this machine started for the run. Native checks go to nodes that "
+                        "on a Ray cluster of this machine started for the command. Native checks go to nodes that "
                         "advertise their CPU features (docs/scale-out.md); needs the ray extra")
-    p.set_defaults(func=cmd_conformance)
 
 
 def add_database_options(p) -> None:
@@ -94,6 +100,21 @@ class _RayAddress(argparse.Action):
         if importlib.util.find_spec("ray") is None:
             parser.error(f"{option_string} needs Ray: pip install 'lowp[ray]'")
         setattr(namespace, self.dest, value)
+
+
+def set_backend(args) -> None:
+    """--backend: every AArch64 kernel on this emulator, in the check workers too (they inherit the environment)."""
+    if getattr(args, "backend", None):
+        from lowp.kernels.executors import BACKEND_ENV
+        os.environ[BACKEND_ENV] = args.backend
+
+
+def database_note(args, spec: str | None) -> None:
+    """A folder database with a remote Ray cluster: each machine keeps its own unless the folder is shared."""
+    from lowp.conformance.example_database import is_url
+    if spec and not is_url(spec) and args.ray not in (None, "local"):
+        print(f"note: the example database {spec} is a folder: each machine of the cluster keeps its own unless "
+              "it is on a shared file system; --database redis://HOST:6379/0 shares one", file=sys.stderr)
 
 
 def _kernels(args):
@@ -230,9 +251,7 @@ def cmd_conformance(args) -> int:
     from lowp.kernels import KernelConfigError
     if args.action == "schema":
         return _schema(args)
-    if getattr(args, "backend", None):
-        from lowp.kernels.executors import BACKEND_ENV
-        os.environ[BACKEND_ENV] = args.backend      # inherited by the check workers
+    set_backend(args)
     try:
         selected = _kernels(args)
     except KernelConfigError as e:          # a bad configuration: exit 2 before anything runs
@@ -252,6 +271,7 @@ def cmd_conformance(args) -> int:
                 print(line)
         return 0
     start = time.perf_counter()
+    database_note(args, options["database"])
     options["probe_examples"] = probe_share(options["examples"])
     settings = _settings(args, options)
     from lowp.conformance.ray_runner import RayUnavailable

@@ -1,0 +1,143 @@
+"""`lowp fuzz`: a long campaign over the chosen kernels' claimed checks, a new seed a round until the time budget is
+spent, each new counterexample printed as it appears; `--resume` goes on where the last session stopped
+(lowp.conformance.fuzz)."""
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+
+from .conformance import _kernels, _options, add_run_options, database_note, set_backend
+
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+LINE_SECONDS = 10.0
+
+
+def duration(text: str) -> float:
+    """Seconds in '90', '90s', '10m', '2h', '1h30m'."""
+    t = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        return float(t)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([smhd])", t)
+    if not parts or "".join(n + u for n, u in parts) != t:
+        raise ValueError(text)
+    return sum(float(n) * UNITS[u] for n, u in parts)
+
+
+duration.__name__ = "time (90s, 10m, 2h, 1h30m)"      # argparse names the type in its error
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("fuzz", help="keep drawing new cases for the chosen kernels until a time budget; report "
+                                    "each new counterexample as it appears (resumable)",
+                       description="A fuzzing campaign: the chosen kernels' claimed checks (--probes: all) run round "
+                                   "after round, each round with the next seed (new values in every generated "
+                                   "case, a new search), on the process pool or Ray, until --budget. A claimed "
+                                   "check's counterexample is printed as it appears and the check leaves the "
+                                   "campaign; OUT/fuzz.md and fuzz.json sum it up, and --resume goes on from there.")
+    add_run_options(p, out=Path("lowp-fuzz"),
+                    resume="go on with the campaign in OUT: finish the round it left, then the next seeds",
+                    seed="seed of the first round; each round takes the next (default 1: `lowp conformance` runs 0)",
+                    first_seed=1)
+    p.add_argument("--budget", type=duration, default=600.0, metavar="TIME",
+                   help="how long to go on: no round or check starts after it, those running finish (90s, 10m, 2h, "
+                        "1h30m; default 10m)")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="also stop once N rounds have finished (default: only the budget stops)")
+    p.add_argument("--probes", action="store_true",
+                   help="also fuzz the not-claimed probes (the exact contract on the full range, ...): they fail by "
+                        "design, and a new kind of failure of theirs is reported")
+    p.set_defaults(func=cmd_fuzz)
+
+
+def cmd_fuzz(args) -> int:
+    from lowp.conformance import fuzz, report
+    from lowp.conformance.checks import plan, probe_share
+    from lowp.kernels import KernelConfigError
+    set_backend(args)
+    try:
+        selected = _kernels(args)
+    except KernelConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    checks = [c for c in plan(selected) if c.claimed or args.probes]
+    options = _options(args, checks)
+    options["probe_examples"] = probe_share(options["examples"])
+    kernels_args = " ".join(f"--kernels {p}" for p in args.toml)
+    started_ray = _connect(args)
+    if started_ray is None:
+        return 2
+    database_note(args, options["database"])
+    print(f"fuzzing {len(checks)} checks of {len(selected)} kernels for {_hms(args.budget)}"
+          f"{f' or {args.rounds} rounds' if args.rounds else ''} ({options['examples']} search examples a check a "
+          f"round); campaign in {args.out}", flush=True)
+
+    def found(event):
+        row = event["row"]
+        what = "COUNTEREXAMPLE" if row["claimed"] else "new failure mode of a not-claimed probe"
+        print(f"\n{what} in round {event['round']} (seed {event['seed']}): {row['id']}")
+        print("\n".join(report.failure_lines(row, fuzz.replay_args(args.out, event["seed"], kernels_args))),
+              flush=True)
+
+    shown = [0.0, 0, 0]      # when a line was last printed; rounds and cases since
+
+    def finished(rnd, rows):
+        """A line per round, at most one every LINE_SECONDS (short rounds come many a second) unless it was cut."""
+        ran = [r for r in rows if r["verdict"] != "NOT RUN"]
+        shown[1:] = [shown[1] + 1, shown[2] + sum(r["executed"] for r in ran)]
+        if time.monotonic() - shown[0] < LINE_SECONDS and len(ran) == len(rows):
+            return
+        print(f"round {rnd['round']} (seed {rnd['seed']}): {len(ran)} of {len(rows)} checks; "
+              f"{shown[1]} round(s), {shown[2]:,} cases since the last line"
+              + ("" if len(ran) == len(rows) else "; the budget ran out (--resume finishes the round)"), flush=True)
+        shown[:] = [time.monotonic(), 0, 0]
+    start = time.perf_counter()
+    interrupted = False
+    try:
+        campaign = fuzz.campaign(checks, args.out, options=options, budget=args.budget, rounds=args.rounds,
+                                 first_seed=args.seed, resume=args.resume, jobs=args.jobs, timeout=args.timeout,
+                                 ray=args.ray, on_found=found, on_round=finished)
+    except KeyboardInterrupt:
+        interrupted = True
+        campaign = fuzz.Campaign.load(args.out, checks)
+    finally:
+        if started_ray:
+            import ray
+            ray.shutdown()
+    seconds = time.perf_counter() - start
+    settings = {"budget": args.budget, "rounds": args.rounds, "probes": args.probes, "first_seed": args.seed,
+                "examples": options["examples"], "grid": options["grid"], "database": options["database"],
+                "kernels": args.kernel, "kernels_files": [str(p) for p in args.toml], "resume": args.resume,
+                "ray": args.ray, "backend": args.backend, "jobs": args.jobs}
+    paths = fuzz.write(campaign, settings, seconds, kernels_args)
+    s = fuzz.summary(campaign)
+    print(f"\n{s['rounds']} round(s), {s['executed']:,} cases executed on {s['checks']} checks; "
+          f"{len(s['claimed_counterexamples'])} claimed check(s) with a counterexample, {s['probe_failure_modes']} "
+          f"probe failure mode(s); {s['in_play']} check(s) still in play.")
+    print(f"reports: {paths['markdown']}, {paths['json']}; campaign log: {args.out / fuzz.LOG}")
+    if interrupted or (s["in_play"] and not args.rounds):
+        print(f"go on: lowp fuzz --resume --out {args.out}{' ' + kernels_args if kernels_args else ''} "
+              "[--budget TIME]")
+    if interrupted:
+        return 130
+    return 1 if s["claimed_counterexamples"] else 0
+
+
+def _connect(args):
+    """With --ray: connect once for every round (a local cluster is started once). True if it was started here,
+    False if none is needed, None (after saying why) if no cluster answers."""
+    if args.ray is None:
+        return False
+    from lowp.conformance.ray_runner import RayUnavailable, connect
+    try:
+        return connect(args.ray, args.jobs)
+    except RayUnavailable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None
+
+
+def _hms(seconds: float) -> str:
+    h, rest = divmod(int(round(seconds)), 3600)
+    m, s = divmod(rest, 60)
+    return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v) or "0s"
