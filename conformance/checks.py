@@ -7,6 +7,7 @@ case as it happens and knows which case a crashing kernel was running.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from random import Random
 from typing import Callable
@@ -535,11 +536,12 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int, database
     if failures:
         return smallest(), tried[0], len(stored)
     try:
-        problem = find(problems(kern, check.domain), fails,
-                    settings=settings(max_examples=examples, database=None, deadline=None, derandomize=False,
-                                      suppress_health_check=list(HealthCheck),
-                                      phases=[Phase.generate, Phase.shrink]),
-                    random=Random(f"{check.id}:{seed}"))
+        with _without_local_constants():
+            problem = find(problems(kern, check.domain), fails,
+                           settings=settings(max_examples=examples, database=None, deadline=None,
+                                             derandomize=False, suppress_health_check=list(HealthCheck),
+                                             phases=[Phase.generate, Phase.shrink]),
+                           random=Random(f"{check.id}:{seed}"))
     except NoSuchExample:
         return None, tried[0], len(stored)
     except (Flaky, _OutOfShrinkTime):
@@ -552,6 +554,29 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int, database
     if store and failure is not None:
         store.save(failure.call.A, failure.call.B, failure.call.quant)
     return failure, tried[0], len(stored)
+
+
+@contextmanager
+def _without_local_constants():
+    """hypothesis (6.131 on) also draws, now and then, integer literals it finds in the "local" modules loaded in
+    the process (not the standard library's, not site-packages'): which modules are loaded differs between `lowp
+    conformance`, `lowp fuzz`, the pytest plugin and a Ray node's check server, and with the user's own code, so
+    one seed would search differently in each, and a search found a bug in one that it missed in another. During
+    lowp's search that pool is empty: the draws follow from the strategies, hypothesis's global constants and the
+    seed alone. The pool is hypothesis's private API: where it is not there (another version), nothing is changed."""
+    try:
+        from hypothesis.internal.conjecture import providers
+        original, cache, empty = providers._get_local_constants, providers.CONSTANTS_CACHE, providers.Constants()
+    except (ImportError, AttributeError):
+        yield
+        return
+    providers._get_local_constants = lambda: empty
+    cache.cache.clear()             # permitted constants per choice type, computed with the pool
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        cache.cache.clear()
 
 
 class _OutOfShrinkTime(Exception):

@@ -315,3 +315,26 @@ def test_cli_keeps_the_database_where_told(rare, tmp_path, monkeypatch):
     monkeypatch.setenv("LOWP_DATABASE", str(tmp_path / "none"))
     run("rep4", "--examples", "20", "--no-database")
     assert not (tmp_path / "none").exists()
+
+def test_the_search_draws_the_same_whatever_modules_are_loaded(rare, tmp_path, monkeypatch):
+    """hypothesis also draws integer literals of the 'local' modules loaded in the process; lowp's search must not:
+    `lowp conformance`, the plugin and a Ray node load different modules, and one seed must search alike in all."""
+    k = rare["tc_rare"]
+    check = Check(k.name, "exact", "claimed", True)
+
+    def drawn():
+        calls = []
+
+        class Noting(Recorder):
+            def run(self, call, work_seed=None):
+                calls.append((call.A.tobytes(), call.B.tobytes()))
+                return super().run(call, work_seed)
+        search(check, k, Noting(executor(k)), 60, 5, None)
+        return calls
+    before = drawn()
+    (tmp_path / "lots_of_literals.py").write_text(
+        "VALUES = [" + ", ".join(str(v) for v in range(-128, 256, 3)) + ", 3, 10, 11, 21, 32, 769]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+    importlib.import_module("lots_of_literals")
+    assert drawn() == before
