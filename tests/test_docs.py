@@ -86,9 +86,10 @@ def test_getting_started_conformance_run_matches_the_page(tmp_path):
             assert got[key][column] == cells[column], (key, column, got[key][column])
         done, total = got[key]["cases executed"].split(" of ")
         generated = sum(int(n) for n in re.findall(r"\d+", cells["results matched"]))
-        # The search's share (at most 40 examples, and what hypothesis draws varies with its version and with
-        # whether lowp is installed editable: it mixes in constants of modules outside site-packages).
-        assert done == total and int(done) == generated + searched[key] and searched[key] <= 40, key
+        # The search's share: what hypothesis draws varies with its version; at most the 40 examples asked for
+        # where it found nothing (a probe gets a third), more where it found a failure (shrinking calls count).
+        assert done == total and int(done) == generated + searched[key], key
+        assert searched[key] <= 40 or cells["verdict"] != "PASS", key
     section = page.split("## my_maddubs_avx2:exact:full: minimal counterexample", 1)[1]
     cause, block = section.split("```")[0], section.split("```")[2]
     assert "cause: wrong value: the result matches pair-saturating" in cause
