@@ -160,7 +160,8 @@ def campaign(checks: list[Check], out: Path, *, options: dict, budget: float, ro
                    options={**options, "seed": rnd["seed"]}, progress=False, ray=ray, on_row=take, stop_at=stop_at)
         ran = [r for r in rows if r["verdict"] != "NOT RUN"]
         c.write({"event": "round-end", "round": rnd["round"], "seed": rnd["seed"], "finished": len(ran) == len(rows),
-                 "seconds": round(time.monotonic() - started, 3), "executed": {r["id"]: r["executed"] for r in ran}})
+                 "seconds": round(time.monotonic() - started, 3),
+                 "executed": {r["id"]: r["executed"] for r in ran if r["verdict"] != "SKIPPED"}})
         c.tidy(rnd)
         if on_round:
             on_round(rnd, rows)
