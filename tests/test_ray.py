@@ -244,3 +244,15 @@ def test_a_fuzzing_campaign_runs_its_rounds_on_the_cluster(cluster, tmp_path):
     assert [r["seed"] for r in c.rounds] == [1, 2] and all(r["finished"] for r in c.rounds)
     assert len(nodes) == 2 * len(checks) and set(nodes) <= {cluster["big"], cluster["small"]}
     assert ray.is_initialized()
+
+
+def test_lowp_fuzz_ray_uses_the_cluster_that_is_there(cluster, tmp_path, capsys):
+    import ray
+    out = tmp_path / "fz"
+    assert main(["fuzz", "--ray", "--kernel", "u8s8s32_ssse3", "--rounds", "2", "--profile", "quick",
+                 "--no-database", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "fuzzing 2 checks of 1 kernels" in printed and "2 round(s)" in printed
+    doc = json.loads((out / "fuzz.json").read_text())
+    assert doc["settings"]["ray"] == "local" and [r["seed"] for r in doc["rounds"]] == [1, 2]
+    assert ray.is_initialized()            # not started by the command: left running
