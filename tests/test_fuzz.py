@@ -101,3 +101,13 @@ def test_probes_stay_in_play_and_a_failure_mode_is_reported_once(tmp_path):
     modes = [e for e in events if e["row"]["id"] == probe.id]
     assert modes and len(modes) == len({fuzz.signature(e["row"]) for e in modes}) < 3
     assert all(not e["row"]["claimed"] for e in events)
+
+
+def test_bad_budgets_rounds_and_kernels_are_usage_errors(tmp_path, capsys):
+    from lowp.cli import main
+    for args in (["--budget", "0"], ["--rounds", "0"], ["--budget", "ten minutes"]):
+        with pytest.raises(SystemExit) as e:
+            main(["fuzz", *args, "--out", str(tmp_path / "fz")])
+        assert e.value.code == 2, args
+    assert main(["fuzz", "--kernel", "no_such_kernel", "--out", str(tmp_path / "fz")]) == 2
+    assert "no kernel of this name" in capsys.readouterr().err and not (tmp_path / "fz").exists()

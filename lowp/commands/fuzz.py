@@ -55,6 +55,8 @@ def cmd_fuzz(args) -> int:
     from lowp.conformance import fuzz, report
     from lowp.conformance.checks import plan, probe_share
     from lowp.kernels import KernelConfigError
+    if args.budget <= 0 or (args.rounds is not None and args.rounds < 1):
+        args.parser.error("--budget must be more than 0 s and --rounds at least 1")
     set_backend(args)
     try:
         selected = _kernels(args)
