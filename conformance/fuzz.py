@@ -209,7 +209,7 @@ def summary(c: Campaign) -> dict:
 def markdown(c: Campaign, kernels_args: str = "") -> str:
     from tabulate import tabulate
 
-    from .report import failure_lines
+    from .report import failure_lines, short_cause
     s, totals = summary(c), c.totals()
     seeds = f"seeds {s['seeds'][0]} to {s['seeds'][1]}" if s["seeds"] else "no seeds"
     lines = ["# lowp fuzz campaign", "",
@@ -220,7 +220,7 @@ def markdown(c: Campaign, kernels_args: str = "") -> str:
              + (f": {', '.join(s['claimed_counterexamples'])}" if s["claimed_counterexamples"] else "")
              + f"; {s['probe_failure_modes']} failure mode(s) of not-claimed probes.", ""]
     table = [[k.kernel, k.check, k.domain, "yes" if k.claimed else "no", totals[k.id]["rounds"],
-              f"{totals[k.id]['executed']:,}", status(c, k)] for k in c.checks]
+              f"{totals[k.id]['executed']:,}", short_cause(status(c, k), 72)] for k in c.checks]
     lines += [tabulate(table, headers=("kernel", "check", "domain", "claimed", "rounds", "cases executed", "status"),
                        tablefmt="github"), ""]
     for f in c.found:
