@@ -156,8 +156,16 @@ def rare():
     return out
 
 
+@pytest.fixture
+def redis_url(redis_server):
+    """The URL of the session's Redis server, emptied for this test (tests store the same checks' examples)."""
+    import redis
+    redis.Redis.from_url(redis_server).flushall()
+    return redis_server
+
+
 @pytest.fixture(scope="session")
-def redis_url(tmp_path_factory):
+def redis_server(tmp_path_factory):
     """A Redis server of this session (redis-server on a free port, nothing saved to disk): its URL. Skips with
     the reason where the server or the redis package is missing."""
     import shutil
