@@ -23,7 +23,7 @@ from lowp.kernels.executors import poison
 from . import quantized
 from .cases import Case, cases_for, operands, problems
 from .contracts import contract
-from .example_database import ExampleStore
+from .example_database import ExampleStore, operands_from_json
 from .problem import decode, is_problem
 from .rows import check_row
 
@@ -739,6 +739,5 @@ def case_quant(case: Case, kern, A, B) -> dict | None:
 
 
 def _call_from(cx: dict, kern) -> Call:
-    m, n, k = cx["shape"]
-    return Call(np.array(cx["A"], kern.a_dtype).reshape(m, k), np.array(cx["B"], kern.b_dtype).reshape(k, n),
-                cx.get("seed", 0), cx.get("case"), quantized.from_json(cx.get("quant")))
+    A, B, quant = operands_from_json(cx, kern)
+    return Call(A, B, cx.get("seed", 0), cx.get("case"), quant)

@@ -109,19 +109,25 @@ class ExampleStore:
     def _problem(self, value: bytes):
         """The stored (A, B, quant), or None when it does not parse or lies outside what the check draws from."""
         try:
-            stored = json.loads(value)
-            m, n, k = stored["shape"]
-            A = np.array(stored["A"], self.kern.a_dtype).reshape(m, k)
-            B = np.array(stored["B"], self.kern.b_dtype).reshape(k, n)
-            quant = quantized.from_json(stored.get("quant"))
+            A, B, quant = operands_from_json(json.loads(value), self.kern)
         except (ValueError, TypeError, KeyError, OverflowError):
             return None
         a, b = ranges(self.kern, self.domain)
         if not Domain(a, b).contains(A, B) or (quant is None) == bool(self.kern.quantized):
             return None
+        m, n = A.shape[0], B.shape[1]
         if quant is not None and self.domain != "outside" and quantized.domain_problems(self.kern, quant, m, n):
             return None
         return A, B, quant
+
+
+def operands_from_json(call: dict, kern) -> tuple:
+    """(A, B, quant) of a call written as JSON, a stored example or a row's counterexample ({"shape": [M, N, K],
+    "A", "B", "quant"}), in the kernel's operand types; ValueError, KeyError, TypeError or OverflowError when it
+    does not fit them."""
+    m, n, k = call["shape"]
+    return (np.array(call["A"], kern.a_dtype).reshape(m, k), np.array(call["B"], kern.b_dtype).reshape(k, n),
+            quantized.from_json(call.get("quant")))
 
 
 def describe(spec: str | None) -> str:

@@ -46,14 +46,13 @@ def is_failure(row: dict) -> bool:
 
 @dataclass
 class Campaign:
-    """A campaign's state, as its log and round journals hold it: the rounds run (the last may be unfinished), the
-    counterexamples found, the checks that left it and why, and per check the rounds and cases it ran."""
+    """A campaign's state, as its log holds it: the rounds run (the last may be unfinished), with the cases each
+    check executed in them, the failures found, and the checks that left it and why."""
     out: Path
     checks: list[Check]
-    rounds: list[dict] = field(default_factory=list)      # {"round", "seed", "checks", "finished", "seconds"}
+    rounds: list[dict] = field(default_factory=list)  # {"round", "seed", "checks", "finished", "seconds", "executed"}
     found: list[dict] = field(default_factory=list)       # {"round", "seed", "row"}
     retired: dict[str, str] = field(default_factory=dict)  # check id -> why it left
-    seen: set = field(default_factory=set)
 
     @classmethod
     def load(cls, out: Path, checks: list[Check]) -> Campaign:
@@ -79,7 +78,6 @@ class Campaign:
             rnd["executed"].update(event["executed"])     # by check: a resumed round's rows come again, unchanged
         elif kind == "found":
             self.found.append(event)
-            self.seen.add(signature(event["row"]))
         elif kind == "retired":
             self.retired[event["id"]] = event["why"]
 
@@ -102,7 +100,7 @@ class Campaign:
         """Take a finished row of round `rnd`: a new failure is logged (and returned), a claimed check with a
         counterexample or one that cannot run here leaves the campaign."""
         new = None
-        if is_failure(row) and signature(row) not in self.seen:
+        if is_failure(row) and signature(row) not in {signature(f["row"]) for f in self.found}:
             new = {"event": "found", "round": rnd["round"], "seed": rnd["seed"], "row": row}
             self.write(new)
         if row["id"] not in self.retired:

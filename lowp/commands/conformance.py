@@ -144,12 +144,15 @@ def _kernels(args):
     return selected
 
 
+def kernels_args(args) -> str:
+    """The --kernels options the run was given, as a command line repeats them."""
+    return " ".join(f"--kernels {p}" for p in args.toml)
+
+
 def _replay_args(args) -> str:
     """What `lowp conformance replay ID` needs besides the id: the same --kernels files and --out folder."""
-    parts = [f"--kernels {p}" for p in args.toml]
-    if args.out != Path("lowp-report"):
-        parts.append(f"--out {args.out}")
-    return " ".join(parts)
+    out = "" if args.out == Path("lowp-report") else f"--out {args.out}"
+    return " ".join(filter(None, [kernels_args(args), out]))
 
 
 def _replay(args, journal: dict) -> int:
@@ -197,7 +200,8 @@ def _settings(args, options: dict) -> dict:
     return {"profile": args.profile, "examples": options["examples"], "probe_examples": options["probe_examples"],
             "seed": args.seed, "grid": options["grid"], "cases": list(args.cases),
             "shapes": [list(s) for s in options.get("shapes", ())], "shapes_file": _str(args.shapes),
-            "database": describe(options["database"]), "jobs": args.jobs, "timeout": args.timeout, "backend": args.backend,
+            "database": describe(options["database"]), "jobs": args.jobs, "timeout": args.timeout,
+            "backend": args.backend,
             "kernels": args.kernel, "kernels_files": [str(p) for p in args.toml], "out": str(args.out),
             "resume": args.resume, "ray": args.ray}
 

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .conformance import _kernels, _options, add_run_options, database_note, set_backend
+from .conformance import _kernels, _options, _settings, add_run_options, database_note, kernels_args, set_backend
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 LINE_SECONDS = 10.0
@@ -66,7 +66,7 @@ def cmd_fuzz(args) -> int:
     checks = [c for c in plan(selected) if c.claimed or args.probes]
     options = _options(args, checks)
     options["probe_examples"] = probe_share(options["examples"])
-    kernels_args = " ".join(f"--kernels {p}" for p in args.toml)
+    kernels = kernels_args(args)
     started_ray = _connect(args)
     if started_ray is None:
         return 2
@@ -79,7 +79,7 @@ def cmd_fuzz(args) -> int:
         row = event["row"]
         what = "COUNTEREXAMPLE" if row["claimed"] else "new failure mode of a not-claimed probe"
         print(f"\n{what} in round {event['round']} (seed {event['seed']}): {row['id']}")
-        print("\n".join(report.failure_lines(row, fuzz.replay_args(args.out, event["seed"], kernels_args))),
+        print("\n".join(report.failure_lines(row, fuzz.replay_args(args.out, event["seed"], kernels))),
               flush=True)
 
     shown = [0.0, 0, 0]      # when a line was last printed; rounds and cases since
@@ -108,18 +108,15 @@ def cmd_fuzz(args) -> int:
             import ray
             ray.shutdown()
     seconds = time.perf_counter() - start
-    settings = {"budget": args.budget, "rounds": args.rounds, "probes": args.probes, "first_seed": args.seed,
-                "examples": options["examples"], "grid": options["grid"], "database": options["database"],
-                "kernels": args.kernel, "kernels_files": [str(p) for p in args.toml], "resume": args.resume,
-                "ray": args.ray, "backend": args.backend, "jobs": args.jobs}
-    paths = fuzz.write(campaign, settings, seconds, kernels_args)
+    settings = {**_settings(args, options), "budget": args.budget, "rounds": args.rounds, "probes": args.probes}
+    paths = fuzz.write(campaign, settings, seconds, kernels)
     s = fuzz.summary(campaign)
     print(f"\n{s['rounds']} round(s), {s['executed']:,} cases executed on {s['checks']} checks; "
           f"{len(s['claimed_counterexamples'])} claimed check(s) with a counterexample, {s['probe_failure_modes']} "
           f"probe failure mode(s); {s['in_play']} check(s) still in play.")
     print(f"reports: {paths['markdown']}, {paths['json']}; campaign log: {args.out / fuzz.LOG}")
     if interrupted or (s["in_play"] and not args.rounds):
-        print(f"go on: lowp fuzz --resume --out {args.out}{' ' + kernels_args if kernels_args else ''} "
+        print(f"go on: lowp fuzz --resume --out {args.out}{' ' + kernels if kernels else ''} "
               "[--budget TIME]")
     if interrupted:
         return 130
