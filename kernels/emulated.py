@@ -1,5 +1,6 @@
-"""The emulated executors: build a kernel for its target (lowp.emulator.targets: zig, cached) and call it on the
-target's machine (Unicorn's Machine, qemu-user's QemuMachine) with the same signature kinds as the native executor.
+"""The emulated executors: build a kernel for its target (lowp.emulator.targets: zig, or the host compiler for Bochs;
+cached) and call it on the target's machine (Unicorn's Machine, qemu-user's QemuMachine, Bochs's BochsMachine) with
+the same signature kinds as the native executor.
 Faults (out-of-bounds access, runaway loops, undefined instructions) come back as lowp.emulator errors naming the
 buffer, offset and instruction."""
 from __future__ import annotations
@@ -32,7 +33,7 @@ class EmulatedExecutor:
 
     def unavailable(self) -> str | None:
         k = self.kernel
-        options = {key: self.machine_options[key] for key in ("cpu", "qemu") if key in self.machine_options}
+        options = {key: self.machine_options[key] for key in ("cpu", "qemu", "model") if key in self.machine_options}
         return self.target.cannot_run(k.features, k.vector_bits, **options) \
             or self.target.known_defect(k.features, k.vector_bits, **options)
 
@@ -40,7 +41,7 @@ class EmulatedExecutor:
     def machine(self):
         k = self.kernel
         return self.target.machine(k.sources, flags=(*k.build_flags(), "-g"), depends=k.depends,
-                                   vector_bits=k.vector_bits, **self.machine_options)
+                                   vector_bits=k.vector_bits, features=k.features, **self.machine_options)
 
     def build(self) -> dict | None:
         """How the kernel was built: compiler and flags (lowp.buildcache.describe)."""

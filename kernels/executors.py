@@ -194,18 +194,22 @@ class NativeExecutor:
             return regions[inv.output].array.copy()
 
 
-# `lowp conformance --backend qemu` sets it, so the check workers (other processes) choose the same.
+# `lowp conformance --backend qemu` (or bochs, native) sets them, so the check workers (other processes) choose
+# the same.
 BACKEND_ENV = "LOWP_AARCH64_BACKEND"
+X86_BACKEND_ENV = "LOWP_X86_BACKEND"
+BACKEND_ENVS = {"aarch64": BACKEND_ENV, "x86-64": X86_BACKEND_ENV}
 
 
 def target_of(kernel: Kernel, backend: str | None = None):
-    """The target (lowp.emulator.targets) `kernel` runs on: `backend` if given, else (AArch64) $LOWP_AARCH64_BACKEND,
-    else the kernel's own `backend`, else the first of its architecture's targets that runs every feature itself
-    (Unicorn for AArch64 unless it lacks one, or has it only through lowp's models: I8MM; then qemu-aarch64 where
-    it is there with all of them)."""
+    """The target (lowp.emulator.targets) `kernel` runs on: `backend` if given, else $LOWP_AARCH64_BACKEND (AArch64)
+    or $LOWP_X86_BACKEND (x86-64), else the kernel's own `backend`, else the first of its architecture's targets
+    that runs every feature itself (the CPU for x86-64, then Bochs for what the CPU lacks; Unicorn for AArch64
+    unless it lacks one, or has it only through lowp's models: I8MM; then qemu-aarch64 where it is there with all
+    of them)."""
     from lowp.emulator import targets
-    if kernel.target == "aarch64":
-        backend = backend or os.environ.get(BACKEND_ENV)
+    if kernel.target in BACKEND_ENVS:
+        backend = backend or os.environ.get(BACKEND_ENVS[kernel.target])
     choice = backend or kernel.backend
     try:
         return targets.choose(kernel.target, kernel.features, kernel.vector_bits, choice)
@@ -218,6 +222,11 @@ def aarch64_backend(kernel: Kernel, backend: str | None = None) -> str:
     return target_of(kernel, backend).backend
 
 
+def backend_of(kernel: Kernel, backend: str | None = None) -> str:
+    """The backend name a kernel runs on: 'native', 'bochs', 'unicorn' or 'qemu' (target_of)."""
+    return target_of(kernel, backend).backend
+
+
 def executor(kernel: Kernel, backend: str | None = None):
     """The executor of `kernel` on its target (target_of): natively in this process, or a machine's calls."""
     target = target_of(kernel, backend)
@@ -225,3 +234,10 @@ def executor(kernel: Kernel, backend: str | None = None):
         return NativeExecutor(kernel)
     from .emulated import EmulatedExecutor, QemuExecutor   # needs lowp.emulator
     return (QemuExecutor if target.backend == "qemu" else EmulatedExecutor)(kernel, target=target)
+
+
+def describe_executor(kernel: Kernel, backend: str | None = None) -> str:
+    """What runs `kernel` here, as a row names it: 'CPU', 'Bochs (bochscpu-python 0.4.0), cpu model
+    sapphire_rapids', 'qemu-aarch64 -cpu max', ..."""
+    target = target_of(kernel, backend)
+    return target.describe(kernel.vector_bits, features=kernel.features)

@@ -15,8 +15,8 @@ from pathlib import Path
 import cffi
 import numpy as np
 
-from lowp.emulator.errors import (AlignmentFault, BudgetExceeded, OutOfBounds, Trap, UndefinedInstruction,
-                                  describe_out_of_bounds)
+from lowp.emulator import x86_faults
+from lowp.emulator.errors import BudgetExceeded, OutOfBounds, Trap, UndefinedInstruction
 
 PAGE = mmap.PAGESIZE
 CANARY = 0xA5
@@ -26,8 +26,6 @@ GREGS = ("r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rdi", "rsi", "rb
          "rsp", "rip")
 REG_RIP, REG_ERR, PF_WRITE = 16, 19, 2
 SI_KERNEL = 0x80        # si_code of a SIGSEGV the kernel sends for a general-protection fault
-_ALIASES = {**{f"e{r[1:]}": r for r in ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp")},
-            **{f"r{i}d": f"r{i}" for i in range(8, 16)}}
 
 _CDEF = """
 typedef struct { int32_t signo; int32_t code; uint64_t address; int64_t gregs[23]; } lowp_fault;
@@ -166,7 +164,7 @@ def _exception(fault, arena: Arena, budget, library):
     gregs = [int(fault.gregs[i]) for i in range(23)]
     rip = gregs[REG_RIP] & (2 ** 64 - 1)
     insn = _instruction_at(rip)
-    text = f"{insn.mnemonic} {insn.op_str}".strip() if insn else "<undecodable>"
+    text = x86_faults.text(insn)
     where = f"by {text} at {_symbolize(rip, library)}"
     signo = fault.signo
     if signo == signal.SIGALRM:
@@ -181,49 +179,15 @@ def _exception(fault, arena: Arena, budget, library):
         return Trap(f"the kernel raised {kind} {where}", pc=rip, kind=signal.Signals(signo).name, instruction=text)
     access = "write" if gregs[REG_ERR] & PF_WRITE else "read"
     address = int(fault.address)
-    start, size = _memory_operand(insn, gregs) if insn else (None, None)
+    start, size = x86_faults.memory_operand(insn, dict(zip(GREGS, gregs))) if insn else (None, None)
     if fault.code == SI_KERNEL and start is not None:       # a general-protection fault, not a page fault
-        return _general_protection(arena, start, size, text, where, rip)
+        region = arena.locate(start)
+        return x86_faults.general_protection(start, size, text, where, rip, region and region.name,
+                                             region and region.base)
     region = arena.locate(address)
-    if region is None:
-        return OutOfBounds(f"{access} of unmapped memory at {address:#x}, in no buffer, {where}", access=access,
-                           address=address, size=size, pc=rip, instruction=text)
-    began = None
-    allowed = region.end - region.base - region.nbytes
-    if start is not None and region.start - PAGE <= start < region.end + PAGE:
-        end = region.end          # the first byte the kernel may not read: past the buffer and its over-read
-        # The fault names the first byte in the guard page; the access began at `start`, maybe inside the buffer.
-        began = start - region.base
-        address = end if region.base <= start < end <= address else start
-    offset = address - region.base
-    message = describe_out_of_bounds(access, size, offset, region.name, region.nbytes, region.array.dtype,
-                                     region.array.shape, where, began, allowed)
-    return OutOfBounds(message, buffer=region.name, offset=offset, nbytes=region.nbytes, access=access,
-                       address=address, size=size, pc=rip, instruction=text, itemsize=region.array.dtype.itemsize)
-
-
-def _general_protection(arena: Arena, start: int, size, text: str, where: str, rip: int):
-    """An aligned-access instruction on an unaligned address (the usual cause of #GP in a kernel)."""
-    region = arena.locate(start)
-    alignment = start & -start if start else 0
-    if region is None:
-        return AlignmentFault(f"general-protection fault {where}: the access at {start:#x} ({alignment}-byte "
-                              "aligned) is in no buffer", address=start, pc=rip, instruction=text)
-    offset = start - region.base
-    need = f"a {size}-byte aligned address" if size else "an aligned address"
-    return AlignmentFault(
-        f"misaligned access {where}: it needs {need}, but byte offset {offset} of buffer {region.name!r} is at "
-        f"{start:#x}, {min(alignment, 4096)}-byte aligned; lowp places each buffer to end at a page boundary, so a "
-        "kernel may not assume its buffers are aligned", buffer=region.name, offset=offset, address=start, pc=rip,
-        instruction=text)
-
-
-@cache
-def _capstone():
-    from capstone import CS_ARCH_X86, CS_MODE_64, Cs
-    cs = Cs(CS_ARCH_X86, CS_MODE_64)
-    cs.detail = True
-    return cs
+    place = region and x86_faults.Place(region.name, region.start, region.base, region.nbytes, region.end,
+                                        region.array.dtype, region.array.shape)
+    return x86_faults.page_fault(access, address, start, size, text, where, rip, place, PAGE)
 
 
 def _instruction_at(rip: int):
@@ -232,39 +196,7 @@ def _instruction_at(rip: int):
         code = bytes(ffi.buffer(ffi.cast("char *", rip), 15))
     except Exception:     # pragma: no cover - RIP in unreadable memory (a jump into the void)
         return None
-    return next(_capstone().disasm(code, rip), None)
-
-
-def _register(insn, reg: int, gregs: list[int]) -> int | None:
-    name = insn.reg_name(reg)
-    name = _ALIASES.get(name, name)
-    if name not in GREGS:
-        return None
-    value = gregs[GREGS.index(name)]
-    return value & 0xFFFFFFFF if insn.reg_name(reg) != name else value
-
-
-def _memory_operand(insn, gregs: list[int]) -> tuple[int | None, int | None]:
-    """(first byte accessed, bytes accessed) of the instruction's memory operand, from the registers at the fault."""
-    from capstone.x86_const import X86_OP_MEM, X86_REG_RIP
-    for op in insn.operands:
-        if op.type != X86_OP_MEM:
-            continue
-        mem, address = op.mem, op.mem.disp
-        if mem.base == X86_REG_RIP:
-            address += insn.address + insn.size
-        elif mem.base:
-            base = _register(insn, mem.base, gregs)
-            if base is None:
-                return None, op.size
-            address += base
-        if mem.index:
-            index = _register(insn, mem.index, gregs)
-            if index is None:        # a vector index (gather): the fault address is all there is
-                return None, op.size
-            address += index * mem.scale
-        return address & (2 ** 64 - 1), op.size
-    return None, None
+    return x86_faults.decode(code, rip)
 
 
 def _symbolize(rip: int, library: Path | None) -> str:

@@ -281,8 +281,11 @@ def _compile_and_link(toolchain: Toolchain, sources: Sequence[Path], compile_fla
             headers |= {(cwd / d).resolve() for d in parse_depfile(dep.read_text())}
         objects.append(str(obj))
     names = ", ".join(map(str, sources))
-    _run(cxx if _has_cxx(sources) else toolchain, [*compile_flags, *link_flags, *objects, "-o", str(output)], cwd,
-         f"linking {names}")
+    # libraries (-lname) after the objects, as a static link needs them; the other link flags before
+    libraries = [f for f in link_flags if f.startswith("-l")]
+    options = [f for f in link_flags if not f.startswith("-l")]
+    _run(cxx if _has_cxx(sources) else toolchain, [*compile_flags, *options, *objects, *libraries, "-o", str(output)],
+         cwd, f"linking {names}")
     return headers - set(sources)
 
 

@@ -70,7 +70,7 @@ class Target:
         using it), or None. Not part of cannot_run: choose() still picks this target, whose row then says why."""
         return None
 
-    def machine(self, sources, *, flags=(), depends=(), vector_bits: int | None = None, **options):
+    def machine(self, sources, *, flags=(), depends=(), vector_bits: int | None = None, features=(), **options):
         """A machine with call() that runs functions of these sources (emulated targets)."""
         raise NotImplementedError(f"{self.name} runs kernels natively, not on a machine")
 

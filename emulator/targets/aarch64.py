@@ -51,7 +51,7 @@ class Aarch64Unicorn(Target):
     def describe(self, vector_bits=None, **options) -> str:
         return "Unicorn 2.1.4 (cpu model MAX)"
 
-    def machine(self, sources, *, flags=(), depends=(), vector_bits=None, **options):
+    def machine(self, sources, *, flags=(), depends=(), vector_bits=None, features=(), **options):
         from lowp.emulator import Machine, build
         return Machine(build(*sources, flags=flags, depends=depends), convention=self.convention, **options)
 

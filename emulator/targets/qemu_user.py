@@ -31,7 +31,7 @@ class QemuUserTarget(Target):
     def describe(self, vector_bits=None, cpu=None, **options) -> str:
         return f"{self.guest.qemu} -cpu {self.cpu(vector_bits, cpu)}"
 
-    def machine(self, sources, *, flags=(), depends=(), vector_bits=None, **options):
+    def machine(self, sources, *, flags=(), depends=(), vector_bits=None, features=(), **options):
         from lowp.emulator.qemu import QemuMachine, build_for_qemu
         options["cpu"] = self.cpu(vector_bits, options.get("cpu"))
         binary = build_for_qemu(*sources, flags=flags, depends=depends, guest=self.guest)

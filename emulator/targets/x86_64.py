@@ -1,9 +1,13 @@
 """x86-64, natively: kernels built by the host's C compiler into a shared library and called in-process through cffi
 (lowp.kernels.executors.NativeExecutor, behind guard pages in a child process); instruction models proven against
-this CPU's own instructions (lowp.emulator.native.NativeX86)."""
+this CPU's own instructions (lowp.emulator.native.NativeX86).
+
+x86-64 on Bochs (lowp.emulator.bochs): the same sources and flags, linked as a static program and run on Bochs's
+Sapphire Rapids or Arrow Lake CPU model, for the x86 extensions the host lacks (AVX-512, AVX-512 VNNI, AVX-VNNI,
+AVX-VNNI-INT8; AMX on lowp's models). Native is preferred wherever the host runs every feature of a kernel."""
 from __future__ import annotations
 
-from . import Target, host, register
+from . import EMULATOR, Recipe, Target, host, register
 
 
 class NativeX86_64(Target):
@@ -28,4 +32,57 @@ class NativeX86_64(Target):
         return [NativeX86()]
 
 
+# Built by the host's C compiler (lowp.emulator.bochs.build_for_bochs), not zig: the recipe names the ELF it makes.
+STATIC = Recipe("x86-64-static", "x86_64-linux-gnu", "", EMULATOR / "runtime_x86.c", "EM_X86_64")
+
+
+class X86Bochs(Target):
+    """The kernel's CPU model is the first Bochs model with all its features (lowp.emulator.bochs.model_for)."""
+    name, arch, isa, backend, preference = "x86-64-bochs", "x86-64", "x86", "bochs", 1
+    recipe = STATIC
+
+    @property
+    def models_only(self) -> frozenset[str]:
+        from lowp.emulator.bochs import MODELED
+        return MODELED
+
+    def unavailable(self) -> str | None:
+        if host().arch != "x86-64":
+            return f"the host is {host().machine}, not x86-64 (lowp builds Bochs's programs with the host compiler)"
+        from lowp.emulator import bochs
+        return bochs.unavailable()
+
+    def model(self, features=(), model: str | None = None) -> str:
+        from lowp.emulator.bochs import model_for
+        return model or model_for(features)
+
+    def features(self, vector_bits=None, model: str | None = None, features=(), **options) -> frozenset[str]:
+        """The features of the Bochs model a kernel with `features` gets, and lowp's AMX models."""
+        from lowp.emulator.bochs import MODELED, MODELS
+        return MODELS[self.model(features, model)] | MODELED
+
+    def cannot_run(self, features=(), vector_bits=None, **options) -> str | None:
+        reason = self.unavailable()
+        if reason:
+            return reason
+        have = self.features(vector_bits, features=features, **options)
+        missing = [f for f in features if f not in have]
+        return f"{self.describe(vector_bits, features=features, **options)} lacks {', '.join(missing)}" \
+            if missing else None
+
+    def describe(self, vector_bits=None, model: str | None = None, features=(), **options) -> str:
+        from lowp.emulator.bochs import describe
+        return describe(self.model(features, model))
+
+    def machine(self, sources, *, flags=(), depends=(), vector_bits=None, features=(), **options):
+        from lowp.emulator.bochs import BochsMachine, build_for_bochs
+        options["model"] = self.model(features, options.get("model"))
+        return BochsMachine(build_for_bochs(*sources, flags=flags, depends=depends), **options)
+
+    def intrinsic_backends(self) -> list:
+        from lowp.emulator.bochs_intrinsics import BochsX86
+        return [BochsX86(model) for model in ("sapphire_rapids", "arrow_lake")]
+
+
 NATIVE = register(NativeX86_64())
+BOCHS = register(X86Bochs())

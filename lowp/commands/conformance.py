@@ -59,9 +59,11 @@ def add_run_options(p, *, out: Path, resume: str, seed: str, first_seed: int = 0
     p.add_argument("--shapes", type=Path, default=None, metavar="FILE",
                    help="also run these shapes (one MxNxK a line, # comments) in every value class, named shape_file")
     add_database_options(p)
-    p.add_argument("--backend", choices=("unicorn", "qemu"), default=None,
-                   help="run every AArch64 kernel on this emulator (default: the kernel's `backend`, else Unicorn "
-                        "unless it lacks a feature qemu-aarch64 has); rows say which backend ran")
+    p.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="unicorn or qemu: run every AArch64 kernel on this emulator (default: the kernel's `backend`, "
+                        "else Unicorn unless it lacks a feature qemu-aarch64 has); bochs: every x86-64 kernel on "
+                        "Bochs, native: every x86-64 kernel on this CPU (SKIPPED where it lacks a feature; default: "
+                        "natively, on Bochs what this CPU lacks); rows say which backend ran")
     p.add_argument("--ray", nargs="?", const="local", default=None, action=_RayAddress, metavar="ADDRESS",
                    help="run the checks as Ray tasks on the cluster at ADDRESS (host:port, or 'auto'); without one, "
                         "on a Ray cluster of this machine started for the command. Native checks go to nodes that "
@@ -102,11 +104,17 @@ class _RayAddress(argparse.Action):
         setattr(namespace, self.dest, value)
 
 
+# --backend: the backend's architecture (its environment variable: lowp.kernels.executors.BACKEND_ENVS)
+BACKENDS = ("unicorn", "qemu", "bochs", "native")
+BACKEND_ARCH = {"unicorn": "aarch64", "qemu": "aarch64", "bochs": "x86-64", "native": "x86-64"}
+
+
 def set_backend(args) -> None:
-    """--backend: every AArch64 kernel on this emulator, in the check workers too (they inherit the environment)."""
+    """--backend: every kernel of that backend's architecture on it, in the check workers too (they inherit the
+    environment)."""
     if getattr(args, "backend", None):
-        from lowp.kernels.executors import BACKEND_ENV
-        os.environ[BACKEND_ENV] = args.backend
+        from lowp.kernels.executors import BACKEND_ENVS
+        os.environ[BACKEND_ENVS[BACKEND_ARCH[args.backend]]] = args.backend
 
 
 def database_note(args, spec: str | None) -> None:
