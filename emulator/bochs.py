@@ -51,12 +51,14 @@ HERE = Path(__file__).resolve().parent
 RUNTIME = HERE / "runtime_x86.c"
 CXX_RUNTIME = HERE / "runtime_cxx.cc"
 SHIM = HERE / "glibc_compat.c"
+WATCHDOG = HERE / "bochs_watchdog.c"
 PAGE = 4096
 BUFFERS = 0x1_0000_0000
 STACK_TOP, STACK_SIZE = 0x7F00_0000, 1 << 20
 TEXT = 0x40_0000
 DEFAULT_BUDGET = 500_000_000
-GUEST_SPEED = 5_000_000               # instructions per second assumed when the host waits for a call
+# An instruction budget without counts is kept as time, at this conservative speed (Bochs runs 30-60 M/s)
+INSTRUCTIONS_PER_SECOND = 25_000_000
 MEMORY_BYTES = 16 << 30               # the guest's physical memory: a sparse memfd, committed only as used
 REGISTER_STATES = 64
 MASK64 = (1 << 64) - 1
@@ -103,11 +105,12 @@ def unavailable() -> str | None:
                if importlib.util.find_spec(module) is None]
     if missing:
         return f"{' and '.join(missing)} not installed ({INSTALL})"
-    if needs_shim():
-        try:
+    try:
+        watchdog()
+        if needs_shim():
             shim()
-        except EmulatorError as e:
-            return str(e)
+    except EmulatorError as e:
+        return str(e)
     return None
 
 
@@ -132,6 +135,16 @@ def needs_shim() -> bool:
     except (ValueError, IndexError, OSError):
         return False                  # not glibc: nothing lowp can say
     return (major, minor) < (2, 38)
+
+
+@lru_cache(maxsize=1)
+def watchdog() -> Path:
+    """bochs_watchdog.c built for this host (cached): the guest's time budget."""
+    from .native import NativeUnavailable, build_shared_library
+    try:
+        return build_shared_library([WATCHDOG], ("-O2", "-pthread"), "lowp-bochs-watchdog")
+    except (NativeUnavailable, buildcache.BuildFailed) as e:
+        raise EmulatorError(f"lowp's Bochs watchdog cannot be built: {e}") from None
 
 
 @lru_cache(maxsize=1)
@@ -189,18 +202,19 @@ class _Buffer:
 
 class BochsMachine:
     """One Bochs CPU (in a process of its own) running `binary` (a build_for_bochs() program); call() its
-    functions. model: a key of MODELS; budget: instructions per call (None: none); count/mnemonics: the defaults
-    of call()'s options."""
+    functions. model: a key of MODELS; budget: instructions per call (None: none), exact when the call counts,
+    else kept as time (budget / INSTRUCTIONS_PER_SECOND seconds) unless `seconds` says; count/mnemonics: the
+    defaults of call()'s options."""
 
     def __init__(self, binary: Binary, *, model: str = DEFAULT_MODEL, budget: int | None = DEFAULT_BUDGET,
-                 count: bool = False, mnemonics: bool = False):
+                 seconds: float | None = None, count: bool = False, mnemonics: bool = False):
         if binary.target != "x86-64-static":
             raise ValueError(f"BochsMachine runs build_for_bochs() programs; {binary.path.name} is a "
                              f"{binary.target!r} build")
         if model not in MODELS:
             raise ValueError(f"model {model!r}: Bochs CPU models lowp knows: {', '.join(MODELS)}")
         self.binary, self.model = binary, model
-        self.defaults = dict(budget=budget, count=count, mnemonics=mnemonics)
+        self.defaults = dict(budget=budget, seconds=seconds, count=count, mnemonics=mnemonics)
         self.starts = 0
         self._proc = self._conn_in = self._conn_out = None
         self._memory = None           # the guest's physical memory, shared (mmap of its memfd)
@@ -248,6 +262,7 @@ class BochsMachine:
             hello = self._request(("init", {"model": self.model, "segments": segments, "shim": str(shim())
                                             if needs_shim() else None, "stack_top": STACK_TOP,
                                             "stack_bytes": STACK_SIZE, "memory_fd": memory,
+                                            "watchdog": str(watchdog()),
                                             "memory_bytes": MEMORY_BYTES, "amx": True}), 60.0, "starting")
         finally:
             os.close(memory)          # both processes keep their mappings
@@ -292,7 +307,10 @@ class BochsMachine:
     def _reap(self) -> None:
         proc, self._proc = self._proc, None
         if self._memory is not None:
-            self._memory.close()
+            try:
+                self._memory.close()
+            except BufferError:       # a view still lives (an error's traceback): unmapped when it goes
+                pass
             self._memory = None
         for conn in (self._conn_in, self._conn_out):
             if conn is not None:
@@ -328,7 +346,8 @@ class BochsMachine:
     # -- the call ---------------------------------------------------------------------------------------------
     def call(self, symbol: str, *args, names=None, overread=None, seed=None, **options) -> CallResult:
         """Call `symbol` with numpy arrays (passed as pointers to copies) and ints (64-bit scalars), as
-        Machine.call. options: budget (instructions; None: none), count (executed instructions), mnemonics
+        Machine.call. options: budget (instructions; None: none), seconds (the time budget of a call that counts
+        nothing; default budget / INSTRUCTIONS_PER_SECOND), count (executed instructions), mnemonics
         (per-mnemonic counts). seed: the registers the arguments leave free start pseudo-random, as that seed
         chooses. Raises an EmulatorError (with .result) on a fault, a budget overrun, an undefined instruction or
         a dead guest."""
@@ -357,14 +376,15 @@ class BochsMachine:
         it = iter(buffers)
         values = [next(it).base if v is None else v for v in values]
         budget = opts["budget"] or None
+        seconds = opts["seconds"] or (max(1.0, budget / INSTRUCTIONS_PER_SECOND) if budget else None)
         request = {"entry": entry, "args": values[:6], "stack_args": values[6:],
                    "regions": [(b.lo, b.hi - b.lo) for b in buffers],
                    "seed_registers": _seeded(seed, len(values)) if seed is not None else {}, "budget": budget,
-                   "mnemonics": bool(opts["mnemonics"]), "count": bool(opts["count"])}
+                   "seconds": seconds, "mnemonics": bool(opts["mnemonics"]), "count": bool(opts["count"])}
         what = f"calling {symbol}({', '.join(names)})"
         self._process()
         self._write_buffers(buffers)
-        timeout = 60.0 + budget / GUEST_SPEED if budget else 3600.0
+        timeout = 60.0 + (seconds or 0) + (budget / 2_000_000 if budget else 3600.0)
         try:
             reply = self._request(("call", request), timeout, what)
         except BochsDied as e:
@@ -471,6 +491,11 @@ class BochsMachine:
             return BudgetExceeded(f"instruction budget of {budget:,} exhausted (a runaway loop?); "
                                   f"stopped at {self._symbolize(rip)}: {text}", budget=budget, pc=rip,
                                   instruction=text)
+        if status == "timeout":
+            seconds, budget = reply["time_budget"], reply["budget"]
+            why = f" (the budget of {budget:,} instructions at {INSTRUCTIONS_PER_SECOND / 1e6:g} M/s)" if budget else ""
+            return BudgetExceeded(f"the kernel ran longer than {seconds:g} s{why} (a runaway loop?); stopped at "
+                                  f"{self._symbolize(rip)}: {text}", budget=budget, pc=rip, instruction=text)
         if status != "fault":
             return EmulationFailed(f"Bochs stopped at {rip:#x} before the function returned "
                                    f"(exceptions: {reply.get('exceptions')})")

@@ -18,11 +18,14 @@ The guest machine (64-bit long mode, CPL 0, identity-mapped: a virtual address i
     faulting RIP: the RIP bochscpu reports to its exception callback is already the next instruction's;
   * the kernel returns to a page holding HLT; FS points at a zeroed page (a stack protector's canary at %fs:0x28).
 
-Counting without a per-instruction callback: the run has Python hooks on taken conditional branches and on
-unconditional near branches (jmp, call, ret) only. Between two such events the CPU ran straight-line code from
-the last target to this branch, whose instructions are decoded once (capstone) and cached per (start, branch):
-exact instruction counts, per-mnemonic counts and an instruction budget (checked at every taken branch: a
-straight-line stretch cannot loop) at the cost of one small callback per taken branch.
+Budgets and counts. A call that asks for no counts runs with no per-instruction or per-branch callback at all,
+at Bochs's full speed; its budget is time, kept by a thread of bochs_watchdog.c that stops the CPU (bochscpu's
+kill bit) at the deadline, RIP then at the instruction it stopped before. A call that asks for counts runs with
+Python hooks on taken conditional branches and on unconditional near branches (jmp, call, ret) only: between two
+such events the CPU ran straight-line code from the last target to this branch, whose instructions are decoded
+once (iced-x86) and cached per (start, branch): exact instruction counts, per-mnemonic counts and an exact
+instruction budget (checked at every taken branch: a straight-line stretch cannot loop), for one small callback
+per taken branch (about 3x slower on a tight loop).
 
 AMX: no Bochs CPU model has AMX. An AMX instruction raises #UD; if the host enabled models, this process decodes
 it (iced-x86), runs it on lowp's AMX unit (lowp.emulator.amx: tiles and palette here, TDPB*D on
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+from array import array
 import os
 import pickle
 import struct
@@ -74,29 +78,29 @@ class Memory:
         self.view = memoryview(self.map_)
         self.host = ctypes.addressof(ctypes.c_char.from_buffer(self.map_))
         self.pages = size // PAGE
-        self.inserted = set()         # pages handed to Bochs so far
-        self.next_permanent = 0
-        self.next = self.PERMANENT    # the next free page of the per-call region
-        self.pml4 = self.page(permanent=True)
-        self.virtual = {}             # virtual page -> physical page of every mapped page
-        self.per_call = set()         # the virtual pages of the current call's buffers
+        self.next_permanent, self.next = 0, self.PERMANENT     # the next free page of each region
+        self.inserted = {True: 0, False: self.PERMANENT}        # each region's pages handed to Bochs so far
+        self.ranges = []              # (virtual, pages, physical) of every mapping
+        self.per_call = []            # the current call's buffer mappings (virtual, pages)
+        self.per_call_layout = None   # the (virtual, bytes) regions they were made for
+        self.pml4 = self.allocate(1, permanent=True)
 
-    def page(self, permanent: bool = False) -> int:
-        """A new zeroed physical page."""
-        if permanent:
-            index, self.next_permanent = self.next_permanent, self.next_permanent + 1
-            full = index >= self.PERMANENT
-        else:
-            index, self.next = self.next, self.next + 1
-            full = index >= self.pages
-        if full:
+    def allocate(self, pages: int, permanent: bool) -> int:
+        """`pages` new physical pages, contiguous (zeroed if permanent: a call's are written whole by the host);
+        the physical address of the first."""
+        start = self.next_permanent if permanent else self.next
+        end = start + pages
+        if end > (self.PERMANENT if permanent else self.pages):
             raise MemoryError(f"the guest's {'permanent ' if permanent else ''}physical memory is used up")
-        if index not in self.inserted:
+        if permanent:
+            self.next_permanent = end
+            self.view[start * PAGE:end * PAGE] = bytes(pages * PAGE)
+        else:
+            self.next = end
+        for index in range(max(start, self.inserted[permanent]), end):
             self.bochs.page_insert(PHYS_BASE + index * PAGE, self.host + index * PAGE)
-            self.inserted.add(index)
-        if permanent:                 # a call's pages are written whole by the host before the call
-            self.view[index * PAGE:(index + 1) * PAGE] = bytes(PAGE)
-        return PHYS_BASE + index * PAGE
+        self.inserted[permanent] = max(self.inserted[permanent], end)
+        return PHYS_BASE + start * PAGE
 
     def offset(self, physical: int) -> int:
         return physical - PHYS_BASE
@@ -115,53 +119,71 @@ class Memory:
             index = virtual >> shift & 511
             e = self.entry(table, index)
             if not e & P:
-                child = self.page(permanent=True)
+                child = self.allocate(1, permanent=True)
                 self.set_entry(table, index, child | P | RW)     # the leaf decides: upper levels allow all
                 e = child | P | RW
             table = e & 0x000F_FFFF_FFFF_F000
         return table
 
+    def _set_entries(self, virtual: int, pages: int, first: int | None, flags: int) -> None:
+        """Leaf entries of `pages` pages from `virtual`: first + i * PAGE | flags, or 0 (first None), written a
+        leaf table's run at a time."""
+        done = 0
+        while done < pages:
+            va = virtual + done * PAGE
+            index = va >> 12 & 511
+            n = min(pages - done, 512 - index)
+            if first is None:
+                values = bytes(8 * n)
+            else:
+                base = (first + done * PAGE) | flags
+                values = array("Q", range(base, base + n * PAGE, PAGE)).tobytes()
+            o = self.offset(self._leaf_table(va)) + 8 * index
+            self.view[o:o + 8 * n] = values
+            done += n
+
     def map(self, virtual: int, pages: int, *, writable: bool, executable: bool, permanent: bool = True) -> None:
         """Map `pages` new physical pages at `virtual` (a call's buffers: permanent=False)."""
-        for i in range(pages):
-            physical = self.page(permanent)
-            va = virtual + i * PAGE
-            flags = P | (RW if writable else 0) | (0 if executable else NX)
-            self.set_entry(self._leaf_table(va), va >> 12 & 511, physical | flags)
-            self.virtual[va] = physical
-            if not permanent:
-                self.per_call.add(va)
+        first = self.allocate(pages, permanent)
+        self._set_entries(virtual, pages, first, P | (RW if writable else 0) | (0 if executable else NX))
+        self.ranges.append((virtual, pages, first))
+        if not permanent:
+            self.per_call.append((virtual, pages))
 
     def unmap_buffers(self) -> None:
-        """Forget the last call's buffer pages: their entries cleared, their physical pages free again."""
-        for va in self.per_call:
-            self.set_entry(self._leaf_table(va), va >> 12 & 511, 0)
-            del self.virtual[va]
-        self.per_call.clear()
+        """Forget the last call's buffer mappings: their entries cleared, their physical pages free again."""
+        for virtual, pages in self.per_call:
+            self._set_entries(virtual, pages, None, 0)
+        calls = set(self.per_call)
+        self.ranges = [r for r in self.ranges if r[:2] not in calls]
+        self.per_call = []
         self.next = self.PERMANENT
 
+    def translate(self, virtual: int) -> tuple[int, int] | None:
+        """(physical address, bytes mapped from there on) of a virtual address, or None if it is not mapped."""
+        for va, pages, physical in self.ranges:
+            if va <= virtual < va + pages * PAGE:
+                return physical + virtual - va, va + pages * PAGE - virtual
+        return None
+
     def write(self, virtual: int, data: bytes) -> None:
-        """Write `data` at a mapped virtual address, a page at a time (ValueError where nothing is mapped)."""
+        """Write `data` at mapped virtual addresses (ValueError where nothing is mapped)."""
         data = memoryview(data)
         while data:
-            page = virtual & ~(PAGE - 1)
-            physical = self.virtual.get(page)
-            if physical is None:
+            where = self.translate(virtual)
+            if where is None:
                 raise ValueError(f"guest address {virtual:#x} is not mapped")
-            o = self.offset(physical) + (virtual - page)
-            n = min(len(data), PAGE - (virtual - page))
+            o, n = self.offset(where[0]), min(len(data), where[1])
             self.view[o:o + n] = data[:n]
             virtual, data = virtual + n, data[n:]
 
     def read(self, virtual: int, n: int) -> bytes:
         out = []
         while n > 0:
-            page = virtual & ~(PAGE - 1)
-            physical = self.virtual.get(page)
-            if physical is None:
+            where = self.translate(virtual)
+            if where is None:
                 raise ValueError(f"guest address {virtual:#x} is not mapped")
-            o = self.offset(physical) + (virtual - page)
-            k = min(n, PAGE - (virtual - page))
+            o, k = self.offset(where[0]), min(n, where[1])
             out.append(bytes(self.view[o:o + k]))
             virtual, n = virtual + k, n - k
         return b"".join(out)
@@ -196,8 +218,14 @@ def _descriptor_tables(memory: Memory) -> None:
 class Guest:
     """The Bochs CPU, its memory and the loaded program."""
 
-    def __init__(self, bochscpu, model: str, segments, memory_fd: int, memory_bytes: int, amx: bool):
+    def __init__(self, bochscpu, model: str, segments, memory_fd: int, memory_bytes: int, amx: bool,
+                 watchdog: str):
         self.bx = bochscpu
+        self.watchdog = ctypes.CDLL(watchdog)
+        kill = ctypes.cast(ctypes.CDLL(bochscpu._bochscpu.__file__).cpu_set_killbit, ctypes.c_void_p)
+        self.watchdog.lowp_watchdog_start.argtypes = [ctypes.c_void_p]
+        if self.watchdog.lowp_watchdog_start(kill):
+            raise RuntimeError("the watchdog thread (bochs_watchdog.c) could not start")
         self.model = model
         self.session = bochscpu.Session()
         self.session.missing_page_handler = self._missing_page
@@ -298,12 +326,14 @@ class Guest:
         return hit
 
     # -- a call -------------------------------------------------------------------------------------------
-    def call(self, entry: int, args, regions, seed_registers, budget, mnemonics, count, stack_args) -> dict:
+    def call(self, entry: int, args, regions, seed_registers, budget, seconds, mnemonics, count, stack_args) -> dict:
         """regions: (virtual address, bytes) of each buffer mapping, whose bytes the host has written at the next
         physical pages of the per-call region, in this order."""
-        self.memory.unmap_buffers()
-        for lo, size in regions:
-            self.memory.map(lo, size // PAGE, writable=True, executable=False, permanent=False)
+        if list(regions) != self.memory.per_call_layout:      # the same layout: the same pages, still mapped
+            self.memory.unmap_buffers()
+            for lo, size in regions:
+                self.memory.map(lo, size // PAGE, writable=True, executable=False, permanent=False)
+            self.memory.per_call_layout = list(regions)
         state = self.base
         gprs = {name: 0 for name in GPRS}
         gprs.update(seed_registers.get("gprs", {}))
@@ -325,12 +355,20 @@ class Guest:
         self.session.cpu.state = state
         if self.amx is not None:
             self.amx.reset()
-        run = Run(self, entry, budget, mnemonics, count or mnemonics or budget is not None)
+        counting = bool(count or mnemonics)
+        run = Run(self, entry, budget if counting else None, mnemonics, counting)
         t0 = time.perf_counter()
-        outcome = run.go()
-        seconds = time.perf_counter() - t0
-        reply = {"seconds": seconds, "instructions": run.total if run.counting else None,
-                 "modeled": dict(run.modeled), "budget": budget, **outcome}
+        if seconds and not counting:
+            self.watchdog.lowp_watchdog_arm(ctypes.c_double(seconds))
+        try:
+            outcome = run.go()
+        finally:
+            timed_out = bool(self.watchdog.lowp_watchdog_disarm()) if seconds and not counting else False
+        if timed_out and outcome["status"] != "return":
+            outcome = {"status": "timeout", "rip": self.session.cpu.rip, "regs": _gprs(self.session.cpu)}
+        elapsed = time.perf_counter() - t0
+        reply = {"seconds": elapsed, "instructions": run.total if counting else None,
+                 "modeled": dict(run.modeled), "budget": budget, "time_budget": seconds, **outcome}
         if mnemonics:
             reply["addresses"] = run.address_counts()
         return reply
@@ -517,7 +555,7 @@ def serve(rfd: int, wfd: int) -> None:
                 bx = load_bochscpu(options.get("shim"))
                 set_model(bx, options["model"])
                 guest = Guest(bx, options["model"], options["segments"], options["memory_fd"],
-                              options["memory_bytes"], options.get("amx", False))
+                              options["memory_bytes"], options.get("amx", False), options["watchdog"])
                 guest.map_stack(options["stack_top"], options["stack_bytes"])
                 value = {"pid": os.getpid(), "bochscpu": bx._bochscpu.__version__,
                          "call_pages": Memory.PERMANENT}

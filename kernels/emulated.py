@@ -26,6 +26,7 @@ class EmulatedExecutor:
         self.target = target or targets.find(kernel.target, self.default_backend)
         self.machine_options = machine_options
         self.last = None            # the CallResult of the last run: instruction counts, modeled I8MM ops
+        self._workspace = {}        # (M, N, K) -> bytes of workspace the kernel asks for
 
     @property
     def backend(self) -> str:
@@ -52,6 +53,14 @@ class EmulatedExecutor:
         """A new machine (a new qemu process): static data as loaded from the ELF, what a first call would see."""
         return type(self)(self.kernel, target=self.target, **self.machine_options)
 
+    def workspace_bytes(self, M: int, N: int, K: int) -> int:
+        """The kernel's own answer (its <prefix>_workspace function, run on the machine), asked once per shape:
+        each call is a round trip to the emulator (the native executor caches its last shape likewise)."""
+        shape = (M, N, K)
+        if shape not in self._workspace:
+            self._workspace[shape] = int(self.machine.call(workspace_symbol(self.kernel), M, N, K).ret)
+        return self._workspace[shape]
+
     def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None,
             mnemonics: bool = False, budget: int | None = None, quant: dict | None = None) -> np.ndarray:
         """C and the workspace start as poison(seed), the registers as the seed chooses (Machine.call); the
@@ -66,7 +75,7 @@ class EmulatedExecutor:
             options["budget"] = budget
         if k.quantized:
             return self._run_quantized(A, B, quant, seed, work_seed, options)
-        size = self.machine.call(workspace_symbol(k), M, N, K).ret
+        size = self.workspace_bytes(M, N, K)
         work = poison(max(int(size), 1), np.uint8, seed + 1 if work_seed is None else work_seed)
         C = poison((M, N), np.int32, seed)
         self.last = self.machine.call(k.symbol, M, N, K, np.ascontiguousarray(A), np.ascontiguousarray(B), C, work,
@@ -83,8 +92,7 @@ class EmulatedExecutor:
         if quant is None:
             raise ValueError(f"{self.kernel.name}: a quantized kernel runs with the case's quantization parameters")
         inv = abi.invocation(self.kernel, A, B, quant, seed=seed, work_seed=work_seed,
-                             workspace_bytes=lambda M, N, K: self.machine.call(workspace_symbol(self.kernel), M, N,
-                                                                               K).ret)
+                             workspace_bytes=self.workspace_bytes)
         results, out = call_emulated(inv, self.machine, overread=self.kernel.overread, seed=seed, options=options)
         self.last = results[-1]          # counts below add up every ukernel call of the GEMM
         if self.last.instructions is not None:

@@ -1,0 +1,61 @@
+/* A time budget for a Bochs run that costs nothing per instruction (lowp.emulator.bochs_guest): a thread of this
+   library, armed before Session.run and disarmed after it, calls bochscpu's cpu_set_killbit(0) when the deadline
+   passes. That sets the CPU's async_event and Bochs's kill request: the CPU stops at the next instruction
+   boundary and bochscpu's run loop returns, with RIP at the instruction it stopped before. The thread never
+   touches Python (Session.run holds the GIL throughout). */
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+static struct timespec deadline;
+static int armed, fired, started;
+static void (*kill_cpu)(unsigned);
+
+static void *watch(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&lock);
+    for (;;) {
+        while (!armed) pthread_cond_wait(&changed, &lock);
+        if (pthread_cond_timedwait(&changed, &lock, &deadline) == ETIMEDOUT && armed) {
+            kill_cpu(0);
+            fired = 1;
+            armed = 0;
+        }
+    }
+    return 0;
+}
+
+/* Start the thread once; set_killbit: bochscpu's cpu_set_killbit. 0 on success. */
+int lowp_watchdog_start(void (*set_killbit)(unsigned)) {
+    pthread_t thread;
+    kill_cpu = set_killbit;
+    if (started) return 0;
+    if (pthread_create(&thread, 0, watch, 0)) return -1;
+    pthread_detach(thread);
+    started = 1;
+    return 0;
+}
+
+void lowp_watchdog_arm(double seconds) {
+    pthread_mutex_lock(&lock);
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    long long ns = deadline.tv_nsec + (long long)(seconds * 1e9);
+    deadline.tv_sec += ns / 1000000000;
+    deadline.tv_nsec = ns % 1000000000;
+    armed = 1;
+    fired = 0;
+    pthread_cond_signal(&changed);
+    pthread_mutex_unlock(&lock);
+}
+
+/* 1 if the deadline passed (and the CPU was stopped) since the last arm. */
+int lowp_watchdog_disarm(void) {
+    pthread_mutex_lock(&lock);
+    armed = 0;
+    int was = fired;
+    pthread_cond_signal(&changed);
+    pthread_mutex_unlock(&lock);
+    return was;
+}
