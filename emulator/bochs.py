@@ -65,6 +65,7 @@ MASK64 = (1 << 64) - 1
 INSTALL = "pip install 'bochscpu-python>=0.4,<0.5' iced-x86 (lowp installs them on x86-64 Linux)"
 LINK_FLAGS = ("-static", "-nostdlib", "-no-pie", f"-Wl,-Ttext-segment={TEXT:#x}", "-Wl,--no-gc-sections",
               "-Wl,--build-id=none", "-lgcc")
+ZIG_LINK_FLAGS = ("-static", "-nostdlib", "-fno-pie", "-Wl,--no-gc-sections")
 
 # The CPU features (Linux names) each Bochs model gives a kernel: Bochs 3.0's cpudb (bochs/cpu/cpudb/intel/
 # sapphire_rapids.cc, arrow_lake.cc) as bochscpu-python 0.4.0 builds it; tests/test_bochs.py executes an instruction
@@ -84,6 +85,12 @@ MODELS = {
 DEFAULT_MODEL = "sapphire_rapids"
 # What lowp runs on its own models where no Bochs model has the feature (not proof of a kernel: rows say so).
 MODELED = frozenset({"amx_tile", "amx_int8"})
+# Instructions Bochs executes wrongly (measured against hardware; docs/findings.md): `lowp isa verify` does not
+# prove a model against them, and a kernel row whose path ran one says so.
+DEFECTS = {
+    "vpdpwssds": "its VPDPWSSDS wraps the pair sum 2^31 ((-32768)*(-32768) twice) in 32 bits before the "
+                 "saturating add: 0x80000000 where CPUs give 0x7FFFFFFF (docs/findings.md)",
+}
 
 
 def model_for(features) -> str:
@@ -158,21 +165,33 @@ def shim() -> Path:
                             f"cannot be built: {e}") from None
 
 
-def build_for_bochs(*sources, flags=(), depends=()) -> Binary:
-    """Compile the kernel's sources with the host's C (and C++) compiler and `flags` (its -O and -m flags, as the
-    native build has them) and link them with runtime_x86.c into a static program at TEXT; cached as every build.
-    Raises BuildError naming the file, with the compiler's message."""
+def build_for_bochs(*sources, flags=(), depends=(), compiler: str = "host") -> Binary:
+    """Compile the kernel's sources with `flags` (its -O and -m flags, as the native build has them) and link them
+    with runtime_x86.c into a static program; cached as every build. compiler: 'host', the host's C (and C++)
+    compiler, as the native build (a kernel is judged as the host compiler makes it); 'zig', zig's clang
+    (lowp's own intrinsic wrappers: it emits every extension lowp models, AVX-VNNI-INT8 included, which GCC 12
+    does not). Raises BuildError naming the file, with the compiler's message."""
     from .native import NativeUnavailable, cache_dir, toolchain
     paths = [Path(s).resolve() for s in sources]
     if not paths:
         raise ValueError("build_for_bochs() needs at least one source file")
     cxx = any(buildcache.language(p) == "c++" for p in paths)
     runtime = [RUNTIME, *([CXX_RUNTIME] if cxx else [])]
+    if compiler == "host":
+        tools = dict(toolchain=toolchain(), cxx=toolchain(cxx=True) if cxx else None)
+        compile_flags, link_flags = (*flags, "-fPIC"), LINK_FLAGS
+    elif compiler == "zig":
+        from .build import zig
+        directory = cache_dir() / "bochs"
+        tools = dict(toolchain=zig(directory), cxx=zig(directory, "c++") if cxx else None)
+        compile_flags, link_flags = ("-target", "x86_64-linux-gnu", *flags), ZIG_LINK_FLAGS
+    else:
+        raise ValueError(f"compiler: 'host' or 'zig', got {compiler!r}")
     try:
         out = buildcache.build(
-            toolchain(), [*paths, *runtime], directory=cache_dir() / "bochs", stem=f"{paths[0].stem}-bochs",
-            suffix=".elf", compile_flags=(*flags, "-fPIC"), link_flags=LINK_FLAGS, inputs=depends,
-            cxx=toolchain(cxx=True) if cxx else None)
+            tools["toolchain"], [*paths, *runtime], directory=cache_dir() / "bochs",
+            stem=f"{paths[0].stem}-bochs", suffix=".elf", compile_flags=compile_flags, link_flags=link_flags,
+            inputs=depends, cxx=tools["cxx"])
     except NativeUnavailable as e:
         raise BuildError(str(e)) from None
     except buildcache.BuildFailed as e:

@@ -151,6 +151,23 @@ def host_cpu_features() -> frozenset[str]:
     return host().x86_features - disabled_features()
 
 
+def marshal(intr: Intrinsic, args: Sequence) -> tuple[int, list[np.ndarray], np.ndarray]:
+    """A batch of registers as the wrappers take it: (n, one contiguous array per parameter, the result array):
+    vectors (n, lanes) of the parameter's type, masks one uint64 per register (a single mask is broadcast)."""
+    n = None
+    buffers = []
+    for p, a in zip(intr.params, args, strict=True):
+        if p.kind == "vec":
+            a = np.ascontiguousarray(a, dtype=p.dtype).reshape(-1, p.lanes)
+            n = a.shape[0] if n is None else n
+            if a.shape[0] != n:
+                raise ValueError(f"{intr.name}: operand {p.name!r} has {a.shape[0]} registers, expected {n}")
+        buffers.append(a)
+    buffers = [np.ascontiguousarray(np.broadcast_to(np.asarray(b, np.uint64), (n,))) if p.kind == "mask"
+               else b for p, b in zip(intr.params, buffers)]
+    return n, buffers, np.empty((n, intr.result.lanes), intr.result.dtype)
+
+
 class NativeX86:
     """Backend (see backend.py) that runs x86 intrinsics on this CPU.
 
@@ -202,18 +219,7 @@ class NativeX86:
         reason = self.unavailable(intr)
         if reason:
             raise RuntimeError(f"{intr.name} cannot run natively: {reason}")
-        n = None
-        buffers = []
-        for p, a in zip(intr.params, args, strict=True):
-            if p.kind == "vec":
-                a = np.ascontiguousarray(a, dtype=p.dtype).reshape(-1, p.lanes)
-                n = a.shape[0] if n is None else n
-                if a.shape[0] != n:
-                    raise ValueError(f"{intr.name}: operand {p.name!r} has {a.shape[0]} registers, expected {n}")
-            buffers.append(a)
-        buffers = [np.ascontiguousarray(np.broadcast_to(np.asarray(b, np.uint64), (n,))) if p.kind == "mask"
-                   else b for p, b in zip(intr.params, buffers)]
-        out = np.empty((n, intr.result.lanes), intr.result.dtype)
+        n, buffers, out = marshal(intr, args)
         fn = getattr(self._lib, f"lowp_{intr.name}")
         fn(n, *(self._ffi.from_buffer(b) for b in buffers), self._ffi.from_buffer(out))
         return out

@@ -28,6 +28,9 @@ def add_parser(sub) -> None:
     v.add_argument("--registers", type=int, default=2048, help="random registers per intrinsic (default 2048)")
     v.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     v.add_argument("--arch", choices=ARCHES, help="only this architecture")
+    v.add_argument("--backend", action="append", default=[], metavar="NAME",
+                   help="prove against these back ends only (repeatable): native, bochs (every Bochs CPU model), "
+                        "unicorn, qemu; e.g. --backend bochs proves every x86 model on Bochs, whatever this CPU has")
     v.add_argument("--vlen", type=int, nargs="+", default=[128, 256],
                    help="RISC-V VLENs to prove the RVV models at under qemu-riscv64 (default 128 256)")
     v.set_defaults(func=cmd_verify)
@@ -88,15 +91,18 @@ def verify_scalable(intr, backends, registers, seed):
     return verdicts or [Verdict(intr, "-", "skipped", reason="no back end runs SVE/SME here")]
 
 
-def target_of(intr) -> str:
-    """The row's target in the per-target count: what executes it (or that nothing here can)."""
+def target_of(v) -> str:
+    """A verdict's target in the per-target count: what executed it (or that nothing here can)."""
+    intr = v.intrinsic
     if intr.instruction.arch == "riscv64":
         return "riscv64 (qemu)"
     if "avx10_2" in intr.features:
         return "x86 AVX10.2 (modelled)"
     if getattr(intr, "vl", 0):
         return f"aarch64 SVE/SME VL {intr.vl} (qemu)"
-    return "x86 (native)" if intr.instruction.arch == "x86" else "aarch64"
+    if intr.instruction.arch == "x86":
+        return f"x86 ({v.backend})" if v.backend != "-" else "x86 (no back end here)"
+    return "aarch64"
 
 
 def select_amx(names: list[str], arch: str | None) -> list[str]:
@@ -148,6 +154,8 @@ def cmd_verify(args) -> int:
     selected = select(args.names, args.arch)
     amx = select_amx(args.names, args.arch)
     backends, notes = backends_for({i.instruction.arch for i in selected})
+    if args.backend:
+        backends = {arch: [b for b in found if b.name.split()[0] in args.backend] for arch, found in backends.items()}
     start = time.perf_counter()
     verdicts = []
     for i in selected:
@@ -164,12 +172,13 @@ def cmd_verify(args) -> int:
     rows += [(v.mnemonic, v.mnemonic, "native", v.status, v.tiles, v.elements, v.reason) for v in amx_verdicts]
     exhaustive = None
     if args.exhaustive and any(i.mnemonic == "vpmaddubsw" for i in selected) and backends["x86"]:
-        exhaustive = run_exhaustive(backends["x86"][0])
+        runner = backends["x86"][0]
+        exhaustive = run_exhaustive(runner)
         if exhaustive is not None:
-            rows.append((exhaustive.intrinsic, "vpmaddubsw", "native",
+            rows.append((exhaustive.intrinsic, "vpmaddubsw", runner.name,
                          "exhaustive" if exhaustive.disagreement is None else "FAILED", exhaustive.registers,
                          exhaustive.cases, f"all 2^32 pair inputs in {exhaustive.seconds:.1f} s "
-                         f"(CPU {exhaustive.native_seconds:.1f} s)"))
+                         f"({'CPU' if runner.name == 'native' else runner.name} {exhaustive.native_seconds:.1f} s)"))
     print(tabulate(rows, headers=("intrinsic", "instruction", "back end", "status", "registers", "lanes", "note")))
     for b in sum(backends.values(), []) + ([amx_runner] if amx_runner else []):
         print(f"\n{b.name} ({b.arch}): {b.describe()}")
@@ -199,7 +208,7 @@ def print_targets(verdicts, amx_verdicts) -> None:
     """Executed / skipped / modelled-not-proven per target (an RVV intrinsic counts once per VLEN)."""
     counts: dict[str, dict[str, int]] = {}
     for v in verdicts:
-        c = counts.setdefault(target_of(v.intrinsic), {"executed": 0, "skipped": 0, "modelled": 0, "failed": 0})
+        c = counts.setdefault(target_of(v), {"executed": 0, "skipped": 0, "modelled": 0, "failed": 0})
         c["failed" if v.status == "FAILED" else v.status if v.status in ("skipped", "modelled") else "executed"] += 1
     for v in amx_verdicts:
         c = counts.setdefault("x86 AMX-INT8 (native)", {"executed": 0, "skipped": 0, "modelled": 0, "failed": 0})
@@ -213,7 +222,7 @@ def run_exhaustive(backend):
     from lowp.isa_models.proof import exhaustive_vpmaddubsw, pick_exhaustive
     intr = pick_exhaustive(backend)
     if intr is None:
-        print("exhaustive: skipped, the CPU has no SSSE3", file=sys.stderr)
+        print(f"exhaustive: skipped, {backend.name} runs no VPMADDUBSW", file=sys.stderr)
         return None
 
     from lowp.conformance.progress import Counter
