@@ -347,7 +347,7 @@ def claimed_path(kern, ex) -> tuple[bool, str]:
                            f"present at {len(sites)} sites (a dispatch that never takes that path?)")
         return True, "executed: " + ", ".join(f"{n} at {c} of {sum(m == n for _, m in sites)} sites"
                                              for n, c in ran.most_common())
-    seen = Counter()
+    seen, modeled = Counter(), Counter()
     for A, B, options in probes:
         try:
             ex.run(A, B, mnemonics=True, budget=PATH_PROBE_BUDGET, **options)
@@ -356,8 +356,23 @@ def claimed_path(kern, ex) -> tuple[bool, str]:
                 return not kern.requires, f"not determined: the {_shape(Call(A, B, 0))} probe case faulted ({e})"
             break
         seen.update(ex.last.mnemonics or {})
-    return requires_met(seen, kern.requires or ARITHMETIC, "executed") if kern.requires else \
+        modeled.update(ex.last.modeled or {})
+    ok, text = requires_met(seen, kern.requires or ARITHMETIC, "executed") if kern.requires else \
         (True, requires_met(seen, ARITHMETIC, "executed")[1])
+    return ok, text + _emulation_notes(ex, seen, modeled)
+
+
+def _emulation_notes(ex, seen: Counter, modeled: Counter) -> str:
+    """What an emulated path's results rest on besides the emulator: instructions it ran on lowp's own models
+    (AMX on Bochs, FEAT_I8MM on Unicorn), and instructions the emulator is known to run wrongly."""
+    from lowp.kernels.disasm import canonical
+    notes = []
+    if modeled:
+        notes.append(f"{', '.join(sorted(modeled))} ran on lowp's models ({ex.target.describe()} lacks them)")
+    defects = getattr(ex.target, "defects", {})
+    for name in sorted({canonical(m) for m in seen} & set(defects)):
+        notes.append(f"{name} ran on {ex.target.backend}, which {defects[name]}")
+    return "".join(f"; {n}" for n in notes)
 
 
 def _path_probes(kern) -> list[tuple[np.ndarray, np.ndarray, dict]]:

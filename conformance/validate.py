@@ -62,7 +62,7 @@ def output_problem(kernel: Kernel) -> Problem | None:
 
 def known_mnemonics(target: str) -> set[str]:
     """Every instruction name capstone knows for the target, and lowp's own instruction models' (capstone 5
-    lacks a few new ones, the AVX-VNNI-INT8 forms among them)."""
+    lacks a few new ones, the AVX-VNNI-INT8 forms and AMX among them)."""
     from capstone import arm64_const, x86_const
 
     from lowp.isa_models import intrinsics
@@ -80,6 +80,9 @@ def known_mnemonics(target: str) -> set[str]:
     module, prefix, arch = (x86_const, "X86_INS_", "x86") if target == "x86-64" else (arm64_const, "ARM64_INS_",
                                                                                        "aarch64")
     names = {n[len(prefix):].lower() for n in dir(module) if n.startswith(prefix)}
+    if target == "x86-64":              # AMX (capstone 5 lacks it): lowp's AMX models and the tile instructions
+        from lowp.emulator.amx import MNEMONICS as AMX
+        names |= AMX
     return names | {i.mnemonic for i in intrinsics(arch)}
 
 

@@ -21,6 +21,8 @@ import numpy as np
 
 ROWS, COLSB, TILES = 16, 64, 8
 DOT = {"tdpbssd", "tdpbsud", "tdpbusd", "tdpbuud"}
+MNEMONICS = frozenset(DOT | {"ldtilecfg", "sttilecfg", "tilerelease", "tilezero", "tileloadd", "tileloaddt1",
+                             "tilestored"})
 
 
 class AmxFault(Exception):

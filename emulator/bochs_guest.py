@@ -415,7 +415,7 @@ class Run:
 
     def _exception(self, session, cpu, vector, error):
         self.exceptions.append((vector, error))
-        if len(self.exceptions) > 3:          # a fault while delivering a fault: nothing sane follows
+        if len(self.exceptions) > 2:          # a fault while delivering a fault (#DF, then worse): stop
             session.stop()
 
     def go(self) -> dict:
@@ -435,6 +435,7 @@ class Run:
                 if vector == 6 and g.amx is not None:
                     modeled = self._model(fault)
                     if modeled is True:
+                        self.exceptions.clear()     # delivered and handled: only nested faults count
                         continue
                     if modeled:
                         fault.update(modeled)

@@ -49,6 +49,16 @@ _dot4("s8s8s32_avx2", "avx2", ("avx2",), 256, "maddubs", "exact", Domain(S8, (-6
 _dot4("s8s8s32_avx512vnni", "avx512vnni", ("avx512f", "avx512bw", "avx512_vnni"), 512, "vpdpbusd", "exact",
       Domain(S8, S8), signed_a=True, description="AVX-512 VNNI s8s8 via +128 shift and compensation; " + VNNI)
 
+# AMX-INT8: natively where the CPU has AMX (Sapphire Rapids and later), else on Bochs with lowp's AMX models in
+# place of the tile instructions (no Bochs CPU model has AMX): such rows say their AMX results rest on the models.
+register(Kernel(
+    name="u8s8s32_amx", target="x86-64", features=("amx_tile", "amx_int8"), source=X86 / "amx.c",
+    symbol="lowp_u8s8s32_amx_gemm", signature="gemm", a_type="u8", b_type="s8", tile=Tile(mr=16, nr=16, kr=64),
+    packing="A blocks of 16 rows x 64 k, B blocks of 16 k-groups x 16 columns x 4 k (VNNI layout), both copied "
+            "into the workspace with zero padding", contract="exact", domain=Domain(U8, S8),
+    model=models.exact_gemm, requires=("tdpbusd",), pipeline="vpdpbusd",
+    description="AMX-INT8 TDPBUSD: exact four-product sums per dword, int32 accumulation in a 16x16 C tile"))
+
 for _isa, _width, _features in (("avx2", 256, ("avx2",)), ("avx512bw", 512, ("avx512f", "avx512bw"))):
     register(Kernel(
         name=f"acc16_{_isa}", target="x86-64", features=_features, source=X86 / "acc16.c",

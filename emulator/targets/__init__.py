@@ -43,6 +43,7 @@ class Target:
     recipe: Recipe | None = None  # None: built by the host's own compiler (native)
     convention = None             # the calling convention object its machine uses
     models_only: frozenset[str] = frozenset()   # features it runs only on lowp's models (not proof of a kernel)
+    defects: dict = {}            # mnemonic -> how this executor runs it wrongly (a kernel's row says so)
 
     def unavailable(self) -> str | None:
         """Why this target cannot run anything here (and how to fix it), or None."""

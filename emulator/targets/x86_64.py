@@ -46,6 +46,11 @@ class X86Bochs(Target):
         from lowp.emulator.bochs import MODELED
         return MODELED
 
+    @property
+    def defects(self) -> dict:
+        from lowp.emulator.bochs import DEFECTS
+        return DEFECTS
+
     def unavailable(self) -> str | None:
         if host().arch != "x86-64":
             return f"the host is {host().machine}, not x86-64 (lowp builds Bochs's programs with the host compiler)"
