@@ -457,10 +457,8 @@ class BochsMachine:
         mnemonics = None
         if opts["mnemonics"]:
             mnemonics = Counter()
-            for address, n in reply.get("addresses", {}).items():
+            for address, n in reply.get("addresses", {}).items():      # modeled ones included: they ran too
                 mnemonics[self._decode(address)[0]] += n
-            for name, n in reply.get("modeled", {}).items():
-                mnemonics[name] += n
             mnemonics = dict(mnemonics.most_common())
         # counted at every taken branch (bochs_guest.py): exact, and there whenever a budget is
         result = CallResult(out, array_names, ret=_signed(reply.get("rax", 0)), instructions=reply["instructions"],

@@ -53,6 +53,13 @@ IST_BYTES = 0x1_0000
 TLS = 0x6100_0000                 # FS base
 RETURN = 0x7FF0_0000              # the return address: a page of HLT
 HANDLER_STRIDE = 16
+# How a handler (and the return page) stops the run: WBINVD, which changes nothing here (Bochs has no caches) and
+# which bochscpu reports to the `cache_cntrl` callback (that stops the run, RIP past it), then a JMP to itself
+# should it not. A kernel cannot execute WBINVD itself (it is privileged), so no kernel instruction stops a run.
+# Not HLT: after a run ended in HLT, Bochs hangs delivering a later instruction-fetch fault; not OUT: bochscpu has
+# no devices; not a prefetch: kernels prefetch (measured with bochscpu-python 0.4.0).
+STOP = b"\x0f\x09\xeb\xfe"
+STOP_AT = 2                       # RIP after the stop: past the WBINVD
 P, RW, NX = 1, 2, 1 << 63
 ERROR_CODE_VECTORS = frozenset({8, 10, 11, 12, 13, 14, 17, 21, 29, 30})
 GPRS = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13", "r14",
@@ -212,7 +219,7 @@ def _descriptor_tables(memory: Memory) -> None:
         low = (h & 0xFFFF) | 0x08 << 16 | 1 << 32 | 0x8E << 40 | (h >> 16 & 0xFFFF) << 48
         idt += struct.pack("<QQ", low, h >> 32)
     memory.write(SYSTEM + PAGE, idt)
-    memory.write(handlers, b"\xf4" * (HANDLER_STRIDE * 32))
+    memory.write(handlers, (STOP + b"\x90" * (HANDLER_STRIDE - len(STOP))) * 32)
 
 
 class Guest:
@@ -236,7 +243,7 @@ class Guest:
             self.memory.map(lo, (hi - lo) // PAGE, writable=bool(flags & 2), executable=bool(flags & 1))
             self.memory.write(vaddr, data)
         self.memory.map(RETURN, 1, writable=False, executable=True)
-        self.memory.write(RETURN, b"\xf4" * PAGE)
+        self.memory.write(RETURN, STOP * (PAGE // len(STOP)))
         self.stack_top = self.stack_bytes = None
         self.amx = None
         if amx:
@@ -391,6 +398,7 @@ class Run:
             hook.cnear_branch_taken = self._branch
             hook.ucnear_branch = self._unconditional
         hook.hlt = self._hlt
+        hook.cache_cntrl = self._stop
         hook.exception = self._exception
         self.hooks = [hook]
 
@@ -413,6 +421,9 @@ class Run:
     def _hlt(self, session, cpu):
         session.stop()
 
+    def _stop(self, session, cpu, what):
+        session.stop()
+
     def _exception(self, session, cpu, vector, error):
         self.exceptions.append((vector, error))
         if len(self.exceptions) > 2:          # a fault while delivering a fault (#DF, then worse): stop
@@ -427,10 +438,10 @@ class Run:
             rip = cpu.rip
             if self.over_budget:
                 return {"status": "budget", "rip": rip, "regs": _gprs(cpu)}
-            if rip == RETURN + 1:
+            if rip == RETURN + STOP_AT:
                 return {"status": "return", "rax": cpu.rax}
             if handlers < rip <= handlers + HANDLER_STRIDE * 32:
-                vector = (rip - 1 - handlers) // HANDLER_STRIDE
+                vector = (rip - STOP_AT - handlers) // HANDLER_STRIDE
                 fault = self._fault(vector)
                 if vector == 6 and g.amx is not None:
                     modeled = self._model(fault)

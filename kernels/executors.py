@@ -92,7 +92,11 @@ class NativeExecutor:
 
     def unavailable(self) -> str | None:
         from lowp.emulator.targets.x86_64 import NATIVE
-        return NATIVE.cannot_run(self.kernel.features)
+        reason = NATIVE.cannot_run(self.kernel.features)
+        if reason is None and "amx_tile" in self.kernel.features:
+            from .guard import amx_permission
+            reason = amx_permission()
+        return reason
 
     @cached_property
     def _lib(self):

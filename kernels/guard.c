@@ -176,3 +176,14 @@ void lowp_unmap(void *start, size_t pages) {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     munmap((char *)start - page, (pages + 2) * page);
 }
+
+/* AMX: Linux hands out the tile data state on request only (Documentation/arch/x86/xstate.rst): arch_prctl
+ * ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA (18) before the first tile instruction, else it raises SIGILL.
+ * 0 when granted, < 0 why not (the kernel too old, or refused: e.g. a sigaltstack too small for the state). */
+#include <sys/syscall.h>
+int lowp_amx_permission(void) {
+    unsigned long granted = 0;
+    if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18)) return -1;
+    if (syscall(SYS_arch_prctl, 0x1022 /* ARCH_GET_XCOMP_PERM */, &granted)) return -2;
+    return (granted >> 18) & 1 ? 0 : -3;
+}

@@ -34,6 +34,7 @@ void *lowp_map(size_t pages);
 void lowp_unmap(void *start, size_t pages);
 int lowp_breakpoints(const uint64_t *addresses, int32_t n);
 int lowp_breakpoint_hits(int32_t *hits);
+int lowp_amx_permission(void);
 """
 
 
@@ -260,6 +261,15 @@ class Breakpoints:
         flags = np.zeros(max(1, len(self.addresses)), np.int32)
         lib.lowp_breakpoint_hits(ffi.from_buffer("int32_t[]", flags))
         self.hits = {a for a, f in zip(self.addresses, flags) if f}
+
+
+@cache
+def amx_permission() -> str | None:
+    """Ask Linux for the AMX tile data state for this process (once): None when granted, else why not."""
+    _, lib = _library()
+    code = lib.lowp_amx_permission()
+    return None if code == 0 else (f"Linux did not grant the AMX tile data state (arch_prctl ARCH_REQ_XCOMP_PERM, "
+                                   f"XFEATURE_XTILEDATA: {code}); Linux 5.16 or newer is needed")
 
 
 def load_address(library: Path) -> int | None:

@@ -1,0 +1,317 @@
+"""The x86-64 Bochs target (lowp.emulator.bochs): CPU models, guard pages and canaries, the fault classes, budgets,
+exact counts, the ABI, seeds, AMX on lowp's models, the guest process's life, and the kernels it judges."""
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lowp.emulator import bochs
+from lowp.emulator.errors import (AlignmentFault, BudgetExceeded, BuildError, EmulationFailed, OutOfBounds, Trap,
+                                  UndefinedInstruction)
+
+HERE = Path(__file__).parent
+FAULTS = HERE / "x86" / "bochs_faults.c"
+pytestmark = pytest.mark.skipif(bochs.unavailable() is not None, reason=f"Bochs unavailable: {bochs.unavailable()}")
+
+
+@pytest.fixture(scope="module")
+def binary():
+    return bochs.build_for_bochs(FAULTS, flags=("-O2",))
+
+
+@pytest.fixture(scope="module")
+def machine(binary):
+    with bochs.BochsMachine(binary) as m:
+        yield m
+
+
+# -- the CPU models ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", sorted(bochs.MODELS))
+def test_every_feature_a_model_claims_executes_and_no_other(binary, model):
+    """One instruction of each feature in tests/x86/bochs_faults.c: the model's table says which run (and the
+    rest raise #UD), so a kernel is never sent to a model that lacks what it needs."""
+    probed = sorted(s[len("feature_"):] for s in binary.symbols if s.startswith("feature_"))
+    ran, undefined = set(), set()
+    with bochs.BochsMachine(binary, model=model) as m:
+        for feature in probed:
+            try:
+                m.call(f"feature_{feature}")
+                ran.add(feature)
+            except UndefinedInstruction:
+                undefined.add(feature)
+    assert ran == set(probed) & bochs.MODELS[model]
+    assert undefined == set(probed) - bochs.MODELS[model]
+
+
+def test_a_kernel_goes_to_the_first_model_with_all_its_features():
+    assert bochs.model_for(("avx2", "avx512_vnni")) == "sapphire_rapids"
+    assert bochs.model_for(("avx2", "avx_vnni_int8")) == "arrow_lake"
+    assert bochs.model_for(("amx_tile", "amx_int8")) == "sapphire_rapids"      # AMX: lowp's models on any
+    assert bochs.model_for(("avx512f", "avx_vnni_int8")) == "sapphire_rapids"  # none has both: the default says
+    from lowp.emulator.targets.x86_64 import BOCHS
+    assert "lacks avx_vnni_int8" in BOCHS.cannot_run(("avx512f", "avx_vnni_int8"))
+    assert BOCHS.cannot_run(("avx512f", "avx512_vnni")) is None
+
+
+def test_unknown_model_is_refused(binary):
+    with pytest.raises(ValueError, match="Bochs CPU models lowp knows"):
+        bochs.BochsMachine(binary, model="pentium")
+
+
+# -- faults --------------------------------------------------------------------------------------------------------
+
+def test_read_one_element_past_the_end(machine):
+    x = np.arange(10, dtype=np.int32)
+    with pytest.raises(OutOfBounds) as e:
+        machine.call("sum_off_by_one", x, 10, names=["x", "n"])
+    err = e.value
+    assert (err.buffer, err.offset, err.access, err.past_end) == ("x", 40, "read", 0)
+    assert "sum_off_by_one+" in str(err) and "element 10" in str(err)
+    assert machine.call("sum_off_by_one", x, 9).ret == 45
+
+
+def test_write_past_the_end_names_the_first_byte(machine):
+    with pytest.raises(OutOfBounds) as e:
+        machine.call("fill_off_by_one", np.zeros(7, np.int16), 7, names=["y", "n"])
+    assert (e.value.buffer, e.value.offset, e.value.access) == ("y", 14, "write")
+    assert e.value.result["y"].tolist() == list(range(7))       # what the kernel wrote before the fault
+
+
+def test_write_before_the_start_is_caught_by_the_canary(machine):
+    with pytest.raises(OutOfBounds) as e:
+        machine.call("write_before_start", np.zeros(4, np.int32), names=["y"])
+    assert (e.value.buffer, e.value.offset, e.value.access) == ("y", -4, "write")
+    assert "canary" in str(e.value)
+
+
+def test_allowed_overread_is_readable_but_writes_there_are_caught(machine):
+    x = np.arange(10, dtype=np.int32)
+    machine.call("sum_off_by_one", x, 10, names=["x", "n"], overread={"x": 4})     # reads the canary: no fault
+    with pytest.raises(OutOfBounds, match="allowed over-read"):
+        machine.call("fill_off_by_one", np.zeros(7, np.int16), 7, names=["y", "n"], overread={"y": 2})
+
+
+def test_misaligned_aligned_load_is_an_alignment_fault(machine):
+    a = np.arange(33, dtype=np.uint8)[1:]          # 32 bytes: ends at a page end, so 32-byte aligned
+    machine.call("aligned_load", a, np.zeros(32, np.uint8))
+    with pytest.raises(AlignmentFault) as e:
+        machine.call("aligned_load", np.arange(31, dtype=np.uint8), np.zeros(32, np.uint8), names=["a", "out"])
+    assert e.value.buffer == "a" and "32-byte aligned address" in str(e.value)
+
+
+def test_undefined_instruction_and_traps(machine):
+    with pytest.raises(UndefinedInstruction, match="ud2"):
+        machine.call("undefined")
+    with pytest.raises(Trap, match="a breakpoint"):
+        machine.call("breakpoint")
+    with pytest.raises(Trap, match=r"abort\(\)"):
+        machine.call("aborts")
+    with pytest.raises(Trap, match=r"a failed assert\(\)"):
+        machine.call("asserts", 41)
+    machine.call("asserts", 42)
+    with pytest.raises(Trap, match="divide error"):
+        machine.call("divide", 1, 0)
+    assert machine.call("divide", -7, 2).ret == -3
+
+
+def test_stack_overflow_and_a_jump_into_the_void(machine):
+    with pytest.raises(OutOfBounds, match="stack overflow") as e:
+        machine.call("recurse", np.zeros(1, np.int64), 1)
+    assert e.value.buffer == "stack"
+    with pytest.raises(OutOfBounds, match="instruction fetch from 0x0"):
+        machine.call("call_null")
+
+
+def test_an_instruction_the_model_lacks_names_the_model(binary):
+    with bochs.BochsMachine(binary, model="arrow_lake") as m:
+        with pytest.raises(UndefinedInstruction, match="arrow_lake does not implement it") as e:
+            m.call("feature_avx512_vnni")
+    assert "vpdpbusd" in str(e.value)
+
+
+# -- budgets and counts --------------------------------------------------------------------------------------------
+
+def test_a_runaway_loop_stops_at_the_time_budget_and_the_machine_goes_on(machine):
+    for fn in ("spin", "jump_to_self"):
+        args = (np.zeros(1, np.int64),) if fn == "spin" else ()
+        with pytest.raises(BudgetExceeded, match="ran longer than 1 s") as e:
+            machine.call(fn, *args, budget=1_000_000)
+        assert e.value.pc in range(machine.binary.symbol(fn), machine.binary.symbol(fn) + 64)
+    assert machine.call("divide", 9, 3).ret == 3
+
+
+def test_a_counted_call_keeps_an_exact_instruction_budget(machine):
+    with pytest.raises(BudgetExceeded, match="instruction budget of 1,000 exhausted"):
+        machine.call("jump_to_self", budget=1000, count=True)
+    with pytest.raises(BudgetExceeded, match="instruction budget of 1,000 exhausted"):
+        machine.call("spin", np.zeros(1, np.int64), budget=1000, count=True)
+
+
+@pytest.mark.parametrize("n", [1, 2, 1000])
+def test_counts_are_exact(machine, n):
+    """count_loop runs 3 instructions n times, then ret: counted at the taken branches only."""
+    r = machine.call("count_loop", n, count=True)
+    assert r.instructions == 3 * n + 1
+    r = machine.call("count_loop", n, mnemonics=True)
+    assert r.mnemonics == {"dec": n, "nop": n, "jne": n, "ret": 1}
+    assert machine.call("count_loop", n).instructions is None       # not asked: not counted, full speed
+
+
+# -- the ABI, seeds ------------------------------------------------------------------------------------------------
+
+def test_arguments_past_the_sixth_go_on_the_stack(machine):
+    assert machine.call("eight", *range(1, 9)).ret == sum(i * i for i in range(1, 9))
+    assert machine.call("eight", -1, 0, 0, 0, 0, 0, 0, -1).ret == -9
+
+
+def test_a_seed_chooses_the_free_registers_and_replays(machine):
+    first = machine.call("stray_register", seed=3).ret
+    assert machine.call("stray_register", seed=3).ret == first
+    assert machine.call("stray_register", seed=4).ret != first
+    assert machine.call("stray_register").ret == 0
+
+
+# -- the guest process ---------------------------------------------------------------------------------------------
+
+def test_a_guest_that_dies_in_a_call_is_named_and_the_next_call_starts_another(binary):
+    import threading
+    with bochs.BochsMachine(binary, seconds=60) as m:
+        assert m.call("divide", 8, 2).ret == 4
+        pid = m._proc.pid
+        threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
+        with pytest.raises(bochs.BochsDied, match="killed by signal 9.*the next call starts a new one"):
+            m.call("spin", np.zeros(1, np.int64))
+        assert m.call("divide", 8, 2).ret == 4
+        assert m.restarts == 1 and m._proc.pid != pid
+
+
+def test_build_errors_name_the_file(tmp_path):
+    bad = tmp_path / "bad.c"
+    bad.write_text("int f(void) { return missing; }\n")
+    with pytest.raises(BuildError, match="bad.c") as e:
+        bochs.build_for_bochs(bad)
+    assert e.value.source == bad
+    calls = tmp_path / "calls.c"
+    calls.write_text("int puts(const char *); int f(void) { return puts(\"no libc in the guest\"); }\n")
+    with pytest.raises(BuildError, match="puts"):
+        bochs.build_for_bochs(calls)
+
+
+def test_glibc_shim_gives_the_c23_functions():
+    """The wheel's two glibc 2.38 symbols, for glibc 2.36 (Debian 12): strtoull with C23's 0b prefix."""
+    import ctypes
+    lib = ctypes.CDLL(str(bochs.shim()))
+    lib.__isoc23_strtoull.restype = ctypes.c_ulonglong
+    lib.__isoc23_strtoull.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int]
+    assert [lib.__isoc23_strtoull(s, None, 0) for s in (b"0b101", b"0x1f", b"17", b" -0b1")] == [5, 31, 17, 2 ** 64 - 1]
+    value = ctypes.c_int()
+    assert lib.__isoc23_sscanf(b"42", b"%d", ctypes.byref(value)) == 1 and value.value == 42
+
+
+def test_missing_package_is_a_reason_with_the_install_line(monkeypatch):
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bochscpu" else real(name, *a))
+    bochs.unavailable.cache_clear()
+    try:
+        assert "bochscpu-python not installed (pip install" in bochs.unavailable()
+    finally:
+        monkeypatch.undo()
+        bochs.unavailable.cache_clear()
+
+
+# -- AMX on lowp's models ------------------------------------------------------------------------------------------
+
+AMX = r"""
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+struct cfg { uint8_t palette, start, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; };
+__attribute__((target("amx-tile,amx-int8")))
+void tile_dot(const uint8_t *a, const int8_t *b, int32_t *c, long stride_a) {
+    struct cfg cfg; memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    cfg.rows[0] = 16; cfg.colsb[0] = 64; cfg.rows[1] = 16; cfg.colsb[1] = 64; cfg.rows[2] = 16; cfg.colsb[2] = 64;
+    _tile_loadconfig(&cfg);
+    _tile_loadd(0, c, 64);
+    _tile_loadd(1, a, stride_a);
+    _tile_loadd(2, b, 64);
+    _tile_dpbusd(0, 1, 2);
+    _tile_stored(0, c, 64);
+    _tile_release();
+}
+__attribute__((target("amx-tile"))) void unconfigured(void) { _tile_zero(0); }
+"""
+
+
+@pytest.fixture(scope="module")
+def amx(tmp_path_factory):
+    source = tmp_path_factory.mktemp("amx") / "amx.c"
+    source.write_text(AMX)
+    with bochs.BochsMachine(bochs.build_for_bochs(source, flags=("-O2",))) as m:
+        yield m
+
+
+def test_amx_runs_on_lowps_models_and_says_so(amx):
+    from lowp.isa_models.x86 import tdpbusd
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 256, (16, 64), dtype=np.uint8)
+    b = rng.integers(-128, 128, (16, 64), dtype=np.int8)
+    c = rng.integers(-2 ** 31, 2 ** 31, (16, 16), dtype=np.int32)
+    r = amx.call("tile_dot", a, b, c, 64, names=["a", "b", "c", "stride"], mnemonics=True)
+    assert np.array_equal(r["c"], tdpbusd(c, a, b))       # the model is proven natively on AMX hosts
+    assert r.modeled == {"ldtilecfg": 1, "tileloadd": 3, "tdpbusd": 1, "tilestored": 1, "tilerelease": 1}
+    assert r.mnemonics["tdpbusd"] == 1
+
+
+def test_amx_faults_as_hardware_would(amx):
+    with pytest.raises(UndefinedInstruction, match="unconfigured"):
+        amx.call("unconfigured")
+    a = np.zeros((15, 64), np.uint8)       # a 16-row tile load from a 15-row buffer: row 15 is in the guard page
+    with pytest.raises(OutOfBounds) as e:
+        amx.call("tile_dot", a, np.zeros((16, 64), np.int8), np.zeros((16, 16), np.int32), 64,
+                 names=["a", "b", "c", "stride"])
+    assert (e.value.buffer, e.value.access, e.value.offset) == ("a", "read", 960)
+
+
+# -- kernels judged on Bochs ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["u8s8s32_avx512vnni", "u8s8s32_avxvnni", "acc16_avx512bw", "u8s8s32_amx"])
+def test_builtin_kernels_on_bochs_match_their_models(name):
+    from lowp.kernels import executor, kernel
+    k = kernel(name)
+    ex = executor(k, "bochs")
+    assert ex.backend == "bochs" and ex.unavailable() is None
+    rng = np.random.default_rng(1)
+    for m, n, kk in ((1, 1, 1), (5, 19, 67), (17, 33, 130)):
+        A = rng.integers(0, 256, (m, kk)).astype(k.a_dtype)
+        B = rng.integers(-128, 128, (kk, n)).astype(k.b_dtype)
+        assert np.array_equal(ex.run(A, B, seed=m), k.model(A, B, **k.params))
+
+
+def test_bochs_and_the_cpu_agree_where_the_cpu_runs_the_kernel():
+    """The same sources and flags, natively and on Bochs: the same C, on the same cases (skips without the CPU's
+    features)."""
+    from lowp.kernels import executor, kernel
+    k = kernel("u8s8s32_avx512vnni")
+    native = executor(k, "native")
+    if native.unavailable():
+        pytest.skip(native.unavailable())
+    emulated = executor(k, "bochs")
+    rng = np.random.default_rng(2)
+    for m, n, kk in ((3, 7, 9), (8, 64, 300)):
+        A = rng.integers(0, 256, (m, kk)).astype(np.uint8)
+        B = rng.integers(-128, 128, (kk, n)).astype(np.int8)
+        assert np.array_equal(native.run(A, B, seed=1), emulated.run(A, B, seed=1))
+
+
+def test_a_host_without_the_features_runs_the_kernel_on_bochs(monkeypatch):
+    from lowp.kernels import executor, kernel
+    monkeypatch.setenv("LOWP_DISABLE_FEATURES", "avx512f,avx512bw,avx512_vnni,avx_vnni")
+    assert executor(kernel("u8s8s32_avx512vnni")).backend == "bochs"
+    assert executor(kernel("u8s8s32_avx2")).backend == "native"
+    forced = executor(kernel("u8s8s32_avx512vnni"), "native")
+    assert forced.unavailable().startswith("CPU lacks avx512f")
