@@ -100,7 +100,7 @@ def test_qemu_differs_from_the_model_exactly_by_issue_2083(qemu, name):
 @pytest.mark.parametrize("name", list(MOPA))
 def test_mopa_model_matches_qemu(qemu, name):
     if not qemu.outer_products_right:
-        pytest.xfail(QEMU_2083)
+        pytest.xfail(f"{identify(qemu.qemu)} {QEMU_2083}")
     v = verify(intrinsic(name).at_vl(qemu.vl), qemu, random_registers=256, seed=qemu.vl)
     assert v.status == "verified", str(v.disagreement)
 
