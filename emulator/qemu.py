@@ -29,7 +29,9 @@ plugin (emulator/qemu_plugin.c, built for the host with its C compiler: Debian's
 -plugin, but ships no plugin): an inline counter per translated block, reset before the call and dumped after it
 through a system call the driver makes. Blocks that start in the driver (lowpq_* functions) are left out, so the
 counts are the kernel's own, from its entry to its return, as Machine counts them. The plugin is loaded when the
-process starts, if it can be built (plugin_unavailable() says why not); it costs an add per executed block.
+process starts, if it can be built (plugin_unavailable() says why not); it costs an add per executed block. A qemu
+without the plugin loader (Debian's static builds: qemu-user-static 7.2, qemu-user 10) counts through its own exec
+log instead (`-d in_asm,exec,nochain`; counting() says which), from the first counted call on.
 
 Guests: QemuMachine(binary, guest=RISCV64) runs a RISC-V 64 program (build_for_qemu(..., guest=RISCV64): target
 'riscv64-linux', the driver emulator/qemu_driver_riscv64.c) under qemu-riscv64 -cpu rv64,v=true,vlen=128,...: the
@@ -240,6 +242,7 @@ class QemuMachine:
         self._log = None              # qemu's exec log when counting without the plugin (None: not logging)
         self._log_at = 0              # bytes of it read so far
         self._tb = {}                 # the logging process's translated blocks: address -> instructions
+        self._listing = None          # the addresses of an in_asm listing not yet ended
         self._uncounted = 0           # uncounted calls in a row
         self._log_wanted = False      # no plugin: start the exec log (only once a call asks for counts)
         self._owner = os.getpid()     # the process whose child the qemu process is
@@ -276,7 +279,7 @@ class QemuMachine:
         elif self.counts and self._log_wanted:
             # No plugin loader (Debian's static qemu-user): qemu logs each translated block's instructions
             # (in_asm) and every block it executes (exec; nochain, so chained blocks are logged too)
-            self._log, self._log_at, self._tb = _temporary("lowp-qemu-log-"), 0, {}
+            self._log, self._log_at, self._tb, self._listing = _temporary("lowp-qemu-log-"), 0, {}, None
             command += ["-d", "in_asm,exec,nochain", "-D", str(self._log)]
         self._proc = subprocess.Popen([*command, str(self.binary.path)], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
@@ -495,7 +498,7 @@ class QemuMachine:
             text = f.read()
         text = text[:text.rfind(b"\n") + 1]          # a line still being written waits for the next read
         self._log_at += len(text)
-        executed, block = Counter(), None
+        executed, block = Counter(), self._listing
         for line in text.decode(errors="replace").splitlines():
             if line.startswith("Trace "):
                 executed[int(line.split("[", 1)[1].split("/", 2)[1], 16)] += 1
@@ -507,6 +510,7 @@ class QemuMachine:
                 if block:
                     self._tb[block[0]] = len(block)
                 block = None
+        self._listing = block                        # a listing the last read cut (qemu writes it in one piece)
         missing = [pc for pc in executed if pc not in self._tb]
         if missing:
             raise EmulatorError(f"{self.guest.qemu}'s exec log has no in_asm listing of the block at {missing[0]:#x} "

@@ -283,8 +283,15 @@ def test_the_exec_log_gives_each_blocks_instructions_and_executions(tmp_path, ve
         f.write("----------------\nIN: g\n0x00402000:  91000400  add x0, x0, #1\n\n" + trace(0x402000)
                 + trace(0x401000) + trace(0x402000) + "Trace 0: 0x7f00")
     assert m._read_log() == {0x402000: 2, 0x401000: 1} and m._tb == {0x401000: 2, 0x402000: 1}
+    with open(m._log, "a") as f:                           # a listing cut by a read goes on in the next
+        f.write("00000100 " + LOGS[version].format(pc=0x402000) + " g\n----------------\nIN: h\n"
+                "0x00404000:  d2800000  mov x0, #0\n")
+    assert m._read_log() == {0x402000: 1}
     with open(m._log, "a") as f:
-        f.write("00000100 " + LOGS[version].format(pc=0x403000) + "\n")
+        f.write("0x00404004:  d65f03c0  ret\n\n" + trace(0x404000))
+    assert m._read_log() == {0x404000: 1} and m._tb[0x404000] == 2
+    with open(m._log, "a") as f:
+        f.write(trace(0x403000))
     with pytest.raises(EmulatorError, match="no in_asm listing of the block at 0x403000"):
         m._read_log()
 
