@@ -418,6 +418,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     cases = cases_for(kern, check.check, check.domain, grid=grid, seed=seed, shapes=shapes, only=only)
     row = check_row(check, backend=ex.backend, target=kern.target, contract_claimed=kern.contract,
                     cases=len(cases) + examples)
+    if ex.backend != "native":
+        row["emulator"] = ex.describe()
     reason = ex.unavailable()
     if reason:
         row.update(verdict="SKIPPED", reason=reason)

@@ -87,6 +87,9 @@ def _head(rows: list[dict], seconds: float | None) -> list[str]:
              "natively, instruction counts emulated); such a kernel fails when none of them ran.", "",
              tabulate(table, headers=("kernel", "check", "domain", "backend", "verdict", "cases executed",
                                       "results matched", "path"), tablefmt="github"), ""]
+    emulators = sorted({r["emulator"] for r in rows if r.get("emulator")})
+    if emulators:
+        lines += ["Emulated kernels ran on: " + "; ".join(f"`{e}`" for e in emulators) + ".", ""]
     if s["claimed_failures"]:
         lines += ["**Claimed contracts broken:** " + ", ".join(s["claimed_failures"]), ""]
     return lines
@@ -273,7 +276,8 @@ def _time(seconds: float) -> str:
 
 
 def _what_ran(r: dict) -> str:
-    return (f"{r['verdict']}: {r.get('executed', 0)} of {r.get('cases', 0)} cases executed on {r.get('backend')}"
+    where = r.get("emulator") or r.get("backend")
+    return (f"{r['verdict']}: {r.get('executed', 0)} of {r.get('cases', 0)} cases executed on {where}"
             + (f"; path: {r['path']}" if r.get("path") else ""))
 
 
@@ -281,8 +285,8 @@ def _properties(r: dict, settings: dict) -> list[tuple[str, object]]:
     build = r.get("build") or {}
     out = [("kernel", r["kernel"]), ("contract", r["check"]), ("domain", r["domain"]), ("claimed", r["claimed"]),
            ("verdict", r["verdict"]), ("backend", r.get("backend")), ("target", r.get("target")),
-           ("cases_executed", r.get("executed", 0)), ("cases_planned", r.get("cases", 0)),
-           ("path", r.get("path") or ""), ("origin", r.get("origin") or "")]
+           ("emulator", r.get("emulator")), ("cases_executed", r.get("executed", 0)),
+           ("cases_planned", r.get("cases", 0)), ("path", r.get("path") or ""), ("origin", r.get("origin") or "")]
     if build:
         out += [("compiler", build["compiler"]), ("compile_flags", " ".join(build["compile_flags"]))]
     from lowp import __version__

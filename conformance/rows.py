@@ -90,6 +90,7 @@ class CheckRow(TypedDict):
     claimed: bool               # a FAIL or CRASH of a claimed check fails the run
     backend: str                # native, unicorn, qemu; '?' when the check died before it chose
     target: str | None
+    emulator: NotRequired[str]  # what ran an emulated kernel: 'qemu-aarch64 10.0.2 (/usr/bin/qemu-aarch64) -cpu max'
     contract_claimed: str | None
     origin: str | None          # the file that registered the kernel (a TOML file, or Python)
     verdict: Verdict

@@ -169,4 +169,4 @@ class QemuBackend(batch.BatchBackend):
     def describe(self) -> str:
         if self.qemu is None:
             return "qemu-aarch64 not installed"
-        return f"{qemu_version(self.qemu)}, -cpu max (implements FEAT_DotProd and FEAT_I8MM)"
+        return f"{batch.identify(self.qemu)}, -cpu max (implements FEAT_DotProd and FEAT_I8MM)"

@@ -29,7 +29,9 @@ plugin (emulator/qemu_plugin.c, built for the host with its C compiler: Debian's
 -plugin, but ships no plugin): an inline counter per translated block, reset before the call and dumped after it
 through a system call the driver makes. Blocks that start in the driver (lowpq_* functions) are left out, so the
 counts are the kernel's own, from its entry to its return, as Machine counts them. The plugin is loaded when the
-process starts, if it can be built (plugin_unavailable() says why not); it costs an add per executed block.
+process starts, if it can be built (plugin_unavailable() says why not); it costs an add per executed block. A qemu
+without the plugin loader (Debian's static builds: qemu-user-static 7.2, qemu-user 10) counts through its own exec
+log instead (`-d in_asm,exec,nochain`; counting() says which), from the first counted call on.
 
 Guests: QemuMachine(binary, guest=RISCV64) runs a RISC-V 64 program (build_for_qemu(..., guest=RISCV64): target
 'riscv64-linux', the driver emulator/qemu_driver_riscv64.c) under qemu-riscv64 -cpu rv64,v=true,vlen=128,...: the
@@ -61,6 +63,7 @@ from typing import Callable
 import numpy as np
 
 from .build import HERE, INCLUDE, Binary, build, include_files
+from .qemu_batch import identify
 from .errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
     describe_out_of_bounds
 from .aapcs64 import REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, seeded_registers
@@ -69,6 +72,7 @@ from .machine import CallResult
 DRIVER = HERE / "qemu_driver.c"
 DEFAULT_SECONDS = 10.0            # time budget per call
 INSTRUCTIONS_PER_SECOND = 25_000_000   # a conservative qemu TCG speed: an instruction budget -> seconds
+LOG_IDLE = 8                      # uncounted calls in a row after which a logging process restarts without the log
 RESTART_GRACE = 5.0               # seconds past the budget before the host gives up on the guest and kills it
 OP_EXIT, OP_CALL, OP_HELLO = 0, 1, 2
 PLUGIN = HERE / "qemu_plugin.c"
@@ -235,6 +239,12 @@ class QemuMachine:
         self._stderr = None
         self._code = [(s.vaddr, s.data) for s in binary.segments if s.flags & 1]
         self._counts = None           # the plugin's dump file (None: started without the plugin)
+        self._log = None              # qemu's exec log when counting without the plugin (None: not logging)
+        self._log_at = 0              # bytes of it read so far
+        self._tb = {}                 # the logging process's translated blocks: address -> instructions
+        self._listing = None          # the addresses of an in_asm listing not yet ended
+        self._uncounted = 0           # uncounted calls in a row
+        self._log_wanted = False      # no plugin: start the exec log (only once a call asks for counts)
         self._owner = os.getpid()     # the process whose child the qemu process is
         self._mnemonic = {}           # instruction word -> mnemonic
 
@@ -251,7 +261,7 @@ class QemuMachine:
 
     def _process(self):
         if self._owner != os.getpid():     # a forked copy: the parent's process and counts file are not ours
-            self._proc, self._counts, self._owner, self.starts = None, None, os.getpid(), 0
+            self._proc, self._counts, self._log, self._owner, self.starts = None, None, None, os.getpid(), 0
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         if self.qemu is None:
@@ -261,12 +271,16 @@ class QemuMachine:
         self.starts += 1
         self._stderr = tempfile.TemporaryFile()
         command = [self.qemu, "-cpu", self.cpu]
-        if self.counts and plugin_unavailable() is None:
+        self._drop_log()
+        if self.counts and self.counting() == "plugin":
             if self._counts is None:
-                fd, name = tempfile.mkstemp(prefix="lowp-qemu-counts-")
-                os.close(fd)
-                self._counts = Path(name)
+                self._counts = _temporary("lowp-qemu-counts-")
             command += ["-plugin", f"{plugin()},out={self._counts}"]
+        elif self.counts and self._log_wanted:
+            # No plugin loader (Debian's static qemu-user): qemu logs each translated block's instructions
+            # (in_asm) and every block it executes (exec; nochain, so chained blocks are logged too)
+            self._log, self._log_at, self._tb, self._listing = _temporary("lowp-qemu-log-"), 0, {}, None
+            command += ["-d", "in_asm,exec,nochain", "-D", str(self._log)]
         self._proc = subprocess.Popen([*command, str(self.binary.path)], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
         self._send(_op(OP_HELLO, self.guest.nx))
@@ -286,9 +300,24 @@ class QemuMachine:
         except (OSError, subprocess.TimeoutExpired):
             pass
         self._reap()
+        self._drop_log()
         if self._counts is not None:
             self._counts.unlink(missing_ok=True)
             self._counts = None
+
+    def counting(self) -> str:
+        """How this machine counts instructions: 'plugin' (lowp's TCG plugin: an add per executed block) where
+        the qemu binary has the plugin loader and the plugin builds, else 'log' (qemu's exec log, parsed after
+        the call: about a system call per executed block, so the log starts with the first counted call and a
+        run of LOG_IDLE uncounted calls restarts the process without it)."""
+        if self.qemu is not None and identify(self.qemu).plugins and plugin_unavailable() is None:
+            return "plugin"
+        return "log"
+
+    def _drop_log(self) -> None:
+        if self._log is not None:
+            self._log.unlink(missing_ok=True)
+            self._log = None
 
     def __enter__(self):
         return self
@@ -371,10 +400,6 @@ class QemuMachine:
             raise TypeError(f"unknown option(s) {', '.join(sorted(options))} (qemu runs without Unicorn's hooks: "
                             "no lockstep or trace)")
         counted = bool(count or mnemonics)
-        if counted:
-            reason = plugin_unavailable()
-            if reason:
-                raise EmulatorError(f"instruction counts under {self.guest.qemu} need lowp's TCG plugin: {reason}")
         if seconds is None:
             seconds = max(1.0, budget / INSTRUCTIONS_PER_SECOND) if budget else self.seconds
         entry = self.binary.symbol(symbol)
@@ -414,11 +439,24 @@ class QemuMachine:
         reply_bytes = 8 * g.header + sum(40 + len(d) for d in data)
         what = f"calling {symbol}({', '.join(names)})"
         t0 = time.perf_counter()
+        self._log_wanted |= counted
         self._process()
-        if counted and self._counts is None:       # started without the plugin: restart with it
+        if counted and self._counts is None and self._log is None:     # started without counting: restart
             self.counts = True
             self._reap()
             self._process()
+        elif not counted and self._log is not None:
+            # the exec log slows every block: a run of uncounted calls (not the workspace query between counted
+            # calls) restarts the process without it
+            self._uncounted += 1
+            if self._uncounted > LOG_IDLE:
+                self._log_wanted = False
+                self._reap()
+                self._process()
+        if counted:
+            self._uncounted = 0
+        if self._log is not None:
+            self._read_log()                    # translations so far; the executions before this call are not its
         try:
             self._send(request)
         except OSError as e:
@@ -441,11 +479,43 @@ class QemuMachine:
 
     def _blocks(self) -> np.ndarray:
         """The executed blocks of the last call as (address, instructions, count) rows, the driver's left out."""
-        rows = np.fromfile(self._counts, np.uint64).reshape(-1, 3)
+        if self._log is not None:
+            executed = self._read_log()
+            rows = np.array([(pc, self._tb[pc], n) for pc, n in executed.items()], np.uint64).reshape(-1, 3)
+        else:
+            rows = np.fromfile(self._counts, np.uint64).reshape(-1, 3)
         keep = np.ones(len(rows), bool)
         for lo, hi in self._driver_code:
             keep &= ~((rows[:, 0] >= lo) & (rows[:, 0] < hi))
         return rows[keep]
+
+    def _read_log(self) -> Counter:
+        """The exec log since the last read: each block's instructions (from its in_asm listing: 'IN:', one
+        '0x<address>:' line per instruction, a blank line) into self._tb, and how often each block ran ('Trace
+        <cpu>: <host> [<flags>/<guest pc>/...]'), whatever qemu 7.2 or 10 prints around them."""
+        with open(self._log, "rb") as f:
+            f.seek(self._log_at)
+            text = f.read()
+        text = text[:text.rfind(b"\n") + 1]          # a line still being written waits for the next read
+        self._log_at += len(text)
+        executed, block = Counter(), self._listing
+        for line in text.decode(errors="replace").splitlines():
+            if line.startswith("Trace "):
+                executed[int(line.split("[", 1)[1].split("/", 2)[1], 16)] += 1
+            elif line.startswith("IN:"):
+                block = []
+            elif block is not None and line.startswith("0x"):
+                block.append(int(line.split(":", 1)[0], 16))
+            elif block is not None and not line.strip():
+                if block:
+                    self._tb[block[0]] = len(block)
+                block = None
+        self._listing = block                        # a listing the last read cut (qemu writes it in one piece)
+        missing = [pc for pc in executed if pc not in self._tb]
+        if missing:
+            raise EmulatorError(f"{self.guest.qemu}'s exec log has no in_asm listing of the block at {missing[0]:#x} "
+                                "(a log format lowp does not know?): instruction counts cannot be given")
+        return executed
 
     def _mnemonics(self, blocks: np.ndarray) -> dict:
         counts = Counter()
@@ -582,6 +652,12 @@ class QemuMachine:
 
 
 _ZERO_V = np.zeros(NV, np.uint64)
+
+
+def _temporary(prefix: str) -> Path:
+    fd, name = tempfile.mkstemp(prefix=prefix)
+    os.close(fd)
+    return Path(name)
 
 
 # RISC-V registers a seed fills (by number): t0..t2, s0, s1, a0..a7 (from a(nargs)), s2..s11, t3..t6.

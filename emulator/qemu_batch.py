@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import select
 import shutil
 import signal
@@ -48,12 +49,52 @@ def qemu_path(binary: str, env: str) -> str | None:
     return os.environ.get(env) or shutil.which(binary)
 
 
+@dataclass(frozen=True)
+class QemuIdentity:
+    """Which qemu-user binary this is: its path, name, version (`--version`'s first line and its numbers) and
+    whether it has the TCG plugin loader (`-plugin` in its `-h`: Debian's static builds, qemu-user-static 7.2 and
+    qemu-user 9.1+, have none)."""
+    path: str
+    name: str                          # 'qemu-aarch64'
+    version: tuple[int, ...] | None    # (10, 0, 2); None when --version gave no number
+    line: str                          # --version's first line, or the path when it gave none
+    plugins: bool
+
+    def __str__(self) -> str:
+        """'qemu-aarch64 10.0.2 (/usr/bin/qemu-aarch64)': what rows and tables say ran."""
+        number = ".".join(map(str, self.version)) if self.version else "(version unknown)"
+        return f"{self.name} {number} ({self.path})"
+
+    def at_least(self, *version: int) -> bool:
+        return self.version is not None and self.version >= version
+
+
+def identify(qemu: str) -> QemuIdentity:
+    """The identity of the qemu-user binary at `qemu`, asked once per binary (cached by path and mtime)."""
+    try:
+        stamp = os.stat(qemu).st_mtime_ns
+    except OSError:
+        stamp = None
+    return _identify(qemu, stamp)
+
+
+@lru_cache(maxsize=None)
+def _identify(qemu: str, stamp) -> QemuIdentity:
+    def ask(flag):
+        try:
+            return subprocess.run([qemu, flag], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+    line = next(iter(ask("--version").splitlines()), "") or qemu
+    m = re.match(r"(\S+) version (\d+(?:\.\d+)*)", line)
+    name = os.path.basename(m.group(1)) if m else os.path.basename(qemu)
+    version = tuple(int(x) for x in m.group(2).split(".")) if m else None
+    return QemuIdentity(qemu, name, version, line, "-plugin" in ask("-h"))
+
+
 def qemu_version(qemu: str) -> str:
     """The first line of `qemu --version` (every qemu backend's describe() starts with it), else the path."""
-    try:
-        return subprocess.run([qemu, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-    except (OSError, IndexError):
-        return qemu
+    return identify(qemu).line
 
 
 def not_installed(binary: str) -> str:

@@ -156,5 +156,5 @@ class RvvQemuBackend(batch.BatchBackend):
     def describe(self) -> str:
         if self.qemu is None:
             return "qemu-riscv64 not installed"
-        version = qemu_version(self.qemu)
+        version = batch.identify(self.qemu)
         return f"{version}, -cpu {self.cpu(0).replace('vlen=0', 'vlen=<VLEN>')}"

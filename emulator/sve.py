@@ -36,9 +36,10 @@ CPU = "generic+sve2+i8mm+sme"      # zig's -mcpu: the wrappers' code, not the ma
 # qemu 7.2's 32-bit SMOPA computes two outputs per 64-bit chunk and writes them to the wrong ZA elements; qemu
 # issue #2083, fixed by "target/arm: Fix 32-bit SMOPA" (d572bcb222, in 9.0 and stable 8.2.3). The test vector is
 # that commit's sme-smopa-1 test: Zn = 0, 1, ..., Zm = Zn + 16, ZA0.S row r col c = sum_k Zn[4r+k] * Zm[4c+k].
-QEMU_2083 = ("qemu-aarch64 computes the 32-bit SME outer products wrongly (qemu issue #2083: two outputs per 64-bit "
+QEMU_2083 = ("computes the 32-bit SME outer products wrongly (qemu issue #2083: two outputs per 64-bit "
              "chunk, written to the wrong ZA elements; fixed in qemu 9.0 / 8.2.3 by d572bcb222 'target/arm: Fix "
-             "32-bit SMOPA'), so it cannot prove the model; point LOWP_QEMU_AARCH64 at a fixed qemu")
+             "32-bit SMOPA'), so it cannot prove the model; point LOWP_QEMU_AARCH64 at a fixed qemu (Debian 12: "
+             "qemu-user 10.0 from bookworm-backports)")
 
 
 def _cname(dtype) -> tuple[str, str, int]:
@@ -171,7 +172,7 @@ class ScalableQemuBackend(batch.BatchBackend):
         if intr.vl not in (0, self.vl):
             return f"{intr.name} is fixed at VL {intr.vl}, this backend runs VL {self.vl}"
         if intr.encoding == "sme" and not self.outer_products_right:
-            return QEMU_2083
+            return f"{batch.identify(self.qemu)} {QEMU_2083}"
         return None
 
     @cached_property
@@ -213,7 +214,7 @@ class ScalableQemuBackend(batch.BatchBackend):
     def describe(self) -> str:
         if self.qemu is None:
             return "qemu-aarch64 not installed"
-        version = qemu_version(self.qemu)
+        version = batch.identify(self.qemu)
         return f"{version}, -cpu {self.cpu} (SVE2, SVE I8MM, SME at VL {self.vl})"
 
 

@@ -34,9 +34,18 @@ class EmulatedExecutor:
 
     def unavailable(self) -> str | None:
         k = self.kernel
-        options = {key: self.machine_options[key] for key in ("cpu", "qemu", "model") if key in self.machine_options}
-        return self.target.cannot_run(k.features, k.vector_bits, **options) \
-            or self.target.known_defect(k.features, k.vector_bits, **options)
+        return self.target.cannot_run(k.features, k.vector_bits, **self._target_options) \
+            or self.target.known_defect(k.features, k.vector_bits, **self._target_options)
+
+    def describe(self) -> str:
+        """What runs the kernel: 'Unicorn 2.1.4 (cpu model MAX)', 'qemu-aarch64 10.0.2 (/usr/bin/qemu-aarch64)
+        -cpu max,sve-default-vector-length=64,...', 'Bochs (bochscpu-python 0.4.0), cpu model sapphire_rapids'
+        (a report row's `emulator`)."""
+        return self.target.describe(self.kernel.vector_bits, features=self.kernel.features, **self._target_options)
+
+    @property
+    def _target_options(self) -> dict:
+        return {key: self.machine_options[key] for key in ("cpu", "qemu", "model") if key in self.machine_options}
 
     @cached_property
     def machine(self):

@@ -77,6 +77,27 @@ def test_emulate_refuses_too_few_arguments(tmp_path, capsys):
     assert "returned x0 = 6" in capsys.readouterr().out
 
 
+def test_emulate_says_what_ran_and_runs_sve_on_qemu(tmp_path, capsys):
+    from lowp.emulator.qemu import AARCH64, unavailable
+    from lowp.emulator.qemu_batch import identify
+    src = tmp_path / "vl.c"
+    src.write_text("long bytes(void) { long x; __asm__ volatile(\".arch_extension sve\\n\\trdvl %0, #1\" : \"=r\"(x)); "
+                   "return x; }\n")
+    assert main(["emulate", str(src), "-f", "bytes"]) == 1             # Unicorn has no SVE: an undefined instruction
+    captured = capsys.readouterr()
+    assert "ran on: Unicorn" in captured.out and "UndefinedInstruction" in captured.err
+    if unavailable():
+        assert main(["emulate", str(src), "-f", "bytes", "--backend", "qemu"]) == 2
+        assert "qemu-aarch64 is not installed" in capsys.readouterr().err
+        return
+    assert main(["emulate", str(src), "-f", "bytes", "--backend", "qemu", "--mnemonics"]) == 0
+    out = capsys.readouterr().out
+    assert f"ran on: {identify(AARCH64.path())} -cpu max" in out
+    assert "returned x0 = " in out and "rdvl 1" in out
+    assert main(["emulate", str(src), "-f", "bytes", "--backend", "qemu", "--lockstep"]) == 2
+    assert "--lockstep needs Unicorn" in capsys.readouterr().err
+
+
 def test_a_closed_pipe_is_quiet():
     """`lowp isa list | head -1`: the reader leaves early; no traceback, the SIGPIPE status."""
     proc = subprocess.Popen([sys.executable, "-m", "lowp", "isa", "list"], stdout=subprocess.PIPE,

@@ -15,7 +15,10 @@ import pytest
 import lowp.kernels
 from lowp.emulator import Machine, OutOfBounds, Trap, UndefinedInstruction, build
 from lowp.emulator.errors import BudgetExceeded
-from lowp.emulator.qemu import QemuDied, QemuMachine, build_for_qemu, cpu_features, unavailable
+from lowp.emulator.errors import EmulatorError
+from lowp.emulator.qemu import AARCH64 as GUEST, LOG_IDLE, QemuDied, QemuMachine, build_for_qemu, cpu_features, \
+    plugin_unavailable, unavailable
+from lowp.emulator.qemu_batch import identify
 from lowp.kernels import executor, kernel, kernels, load_toml
 from lowp.kernels.emulated import EmulatedExecutor, QemuExecutor
 from lowp.kernels.executors import BACKEND_ENV, aarch64_backend
@@ -98,11 +101,12 @@ def test_same_results_as_unicorn(name):
     for reason in (q.unavailable(), u.unavailable()):
         if reason:
             pytest.skip(f"{name}: {reason}")
-    pid = q.machine.pid
+    pid = None          # the process of the first counted run (without the plugin loader the exec log starts there)
     t = k.tile
     for i, (m, n, depth) in enumerate([(1, 1, 1), (t.mr + 1, t.nr + 3, 4 * t.kr + 1), (2 * t.mr, 2 * t.nr, 64)]):
         A, B = operands(k, m, n, depth, i)
         C = q.run(A, B, seed=i, mnemonics=True)
+        pid = pid or q.machine.pid
         assert np.array_equal(C, u.run(A, B, seed=i, mnemonics=True)), (name, m, n, depth)
         assert np.array_equal(C, k.predict(A, B))
         # the same build flags, the same code: the same executed instructions, mnemonic by mnemonic
@@ -249,6 +253,63 @@ def test_an_sve_instruction_runs_on_qemu_and_is_undefined_in_unicorn(qemu, unico
         unicorn.call("vector_bytes")
 
 
+# ---- which qemu, and counting without the plugin ----------------------------------------------------------------
+def test_a_qemu_says_its_version_and_whether_it_loads_plugins(tmp_path):
+    fake = tmp_path / "qemu-aarch64"
+    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'qemu-aarch64 version 9.2.1 (Debian 1:9.2.1)'\n"
+                    "[ \"$1\" = -h ] && echo '-plugin [file=]<file>[,<argname>=<argvalue>]'\nexit 0\n")
+    fake.chmod(0o755)
+    who = identify(str(fake))
+    assert (who.name, who.version, who.plugins) == ("qemu-aarch64", (9, 2, 1), True)
+    assert str(who) == f"qemu-aarch64 9.2.1 ({fake})" and who.at_least(9) and not who.at_least(10)
+    missing = identify(str(tmp_path / "nothing"))
+    assert missing.version is None and not missing.plugins and "version unknown" in str(missing)
+
+
+# Both formats the exec log comes in: qemu 7.2 (64-bit flags word) and 10.0 (32-bit), with a block translated
+# before the call (only its in_asm listing precedes) and one line still being written.
+LOGS = {"7.2": "[0000000001009331/{pc:016x}/00000001/00000200]", "10.0": "[81009331/{pc:016x}/00000001/00000200]"}
+
+
+@pytest.mark.parametrize("version", list(LOGS))
+def test_the_exec_log_gives_each_blocks_instructions_and_executions(tmp_path, version, faults):
+    m = QemuMachine(build_for_qemu(faults), qemu="/nonexistent/qemu-aarch64")
+    m._log = tmp_path / "log"
+    trace = lambda pc: f"Trace 0: 0x7f0000000100 {LOGS[version].format(pc=pc)} f\n"      # noqa: E731
+    m._log.write_text("----------------\nIN: f\n0x00401000:  d2800000  mov x0, #0\n0x00401004:  d65f03c0  ret\n\n"
+                      + trace(0x401000))
+    assert m._read_log() == {0x401000: 1}                     # before the call: read, then counted no more
+    with open(m._log, "a") as f:
+        f.write("----------------\nIN: g\n0x00402000:  91000400  add x0, x0, #1\n\n" + trace(0x402000)
+                + trace(0x401000) + trace(0x402000) + "Trace 0: 0x7f00")
+    assert m._read_log() == {0x402000: 2, 0x401000: 1} and m._tb == {0x401000: 2, 0x402000: 1}
+    with open(m._log, "a") as f:                           # a listing cut by a read goes on in the next
+        f.write("00000100 " + LOGS[version].format(pc=0x402000) + " g\n----------------\nIN: h\n"
+                "0x00404000:  d2800000  mov x0, #0\n")
+    assert m._read_log() == {0x402000: 1}
+    with open(m._log, "a") as f:
+        f.write("0x00404004:  d65f03c0  ret\n\n" + trace(0x404000))
+    assert m._read_log() == {0x404000: 1} and m._tb[0x404000] == 2
+    with open(m._log, "a") as f:
+        f.write(trace(0x403000))
+    with pytest.raises(EmulatorError, match="no in_asm listing of the block at 0x403000"):
+        m._read_log()
+
+
+@needs_qemu
+def test_counts_come_from_the_plugin_or_the_exec_log_as_this_qemu_allows(faults):
+    with QemuMachine(build_for_qemu(faults)) as m:
+        way = m.counting()
+        assert way == ("plugin" if identify(m.qemu).plugins and plugin_unavailable() is None else "log")
+        r = m.call("read_at", np.arange(8, dtype=np.int8), 3, count=True, mnemonics=True)
+        assert r.ret == 3 and r.instructions == sum(r.mnemonics.values()) > 0 and "ret" in r.mnemonics
+        if way == "log":                       # the log runs from the first counted call; a run of uncounted
+            counted = m.pid                    # calls restarts the process without it
+            for _ in range(LOG_IDLE + 1):
+                m.call("read_at", np.arange(8, dtype=np.int8), 1)
+            assert m.pid != counted and m._log is None
+
+
 # ---- choosing the backend ----------------------------------------------------------------------------------------
 def test_backend_choice(monkeypatch):
     k = kernel("sdot_s8_neon")
@@ -271,7 +332,11 @@ def test_a_feature_unicorn_lacks_chooses_qemu(monkeypatch):
     assert aarch64_backend(sve) == "qemu"
     assert EmulatedExecutor(sve).unavailable() and QemuExecutor(sve).unavailable() is None
     sme2 = dataclasses.replace(sve, features=("sme2",))
-    assert "qemu-aarch64 -cpu max lacks sme2" == QemuExecutor(sme2).unavailable()
+    reason = QemuExecutor(sme2).unavailable()
+    if "sme2" in cpu_features():                              # a qemu whose HWCAP2 says SME2
+        assert reason is None
+    else:                                                     # 7.2, 10.0: which one lacks it, by path and version
+        assert reason == f"{identify(GUEST.path())} -cpu max lacks sme2"
 
 
 def test_backend_in_a_toml_entry(tmp_path):

@@ -41,17 +41,30 @@ def test_sve_kernel_equals_its_model_and_the_exact_product(name):
         assert np.array_equal(C, A.astype(np.int64) @ B.astype(np.int64)), (M, N, K)
 
 
+def fixes_2083(version) -> bool:
+    """qemu issue #2083 (32-bit SMOPA) is fixed in 9.0 and in the 8.2 stable series from 8.2.3."""
+    return version >= (9,) or (8, 2, 3) <= version < (8, 3)
+
+
 def test_sme_kernel_is_skipped_on_a_qemu_whose_smopa_is_wrong_or_else_checked():
+    """The found qemu decides: its SMOPA probe fails exactly where its version lacks the fix (7.2: SKIPPED naming
+    #2083 and the binary), and passes where it has it (10.0: the kernel runs and equals its model)."""
     k = kernel("sme_smopa_s8_svl512")
     ex = executor(k)
     reason = ex.unavailable()
     if reason is not None and "not installed" in reason:
         pytest.skip(reason)
+    who = ex.target.identity()
+    assert str(who) in ex.describe() and "sme-default-vector-length=64" in ex.describe()
+    if who.version is not None:
+        assert (reason is None) == fixes_2083(who.version), reason
     if reason is not None:
-        assert "#2083" in reason
+        assert "#2083" in reason and str(who) in reason
         return
     rng = np.random.default_rng(5)
     for M, N, K in [(1, 1, 1), (16, 16, 4), (17, 33, 9)]:
         A = rng.integers(-128, 128, (M, K)).astype(np.int8)
         B = rng.integers(-128, 128, (K, N)).astype(np.int8)
-        assert np.array_equal(ex.run(A, B), k.predict(A, B))
+        C = ex.run(A, B, mnemonics=True)
+        assert np.array_equal(C, k.predict(A, B)) and np.array_equal(C, A.astype(np.int64) @ B.astype(np.int64))
+        assert ex.last.mnemonics.get("smopa", 0) > 0          # qemu's SMOPA carried it, counted

@@ -71,7 +71,7 @@ class Aarch64Qemu(QemuUserTarget):
             return None
         from lowp.emulator.sve import QEMU_2083
         right = _outer_products_right(vector_bits or 512, qemu)
-        return None if right else "a kernel with SME outer products: " + QEMU_2083
+        return None if right else f"a kernel with SME outer products: {self.identity(qemu)} {QEMU_2083}"
 
     def intrinsic_backends(self) -> list:
         from lowp.emulator import sve

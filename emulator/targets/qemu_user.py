@@ -28,8 +28,15 @@ class QemuUserTarget(Target):
             return frozenset()
         return cpu_features(self.cpu(vector_bits, cpu), qemu, self.guest)
 
-    def describe(self, vector_bits=None, cpu=None, **options) -> str:
-        return f"{self.guest.qemu} -cpu {self.cpu(vector_bits, cpu)}"
+    def describe(self, vector_bits=None, cpu=None, qemu=None, **options) -> str:
+        """'qemu-aarch64 10.0.2 (/usr/bin/qemu-aarch64) -cpu max,...': which qemu binary runs, and how."""
+        return f"{self.identity(qemu) or self.guest.qemu} -cpu {self.cpu(vector_bits, cpu)}"
+
+    def identity(self, qemu=None):
+        """The qemu-user binary that runs here (lowp.emulator.qemu_batch.QemuIdentity), None when there is none."""
+        from lowp.emulator.qemu_batch import identify
+        path = qemu or self.guest.path()
+        return identify(path) if path else None
 
     def machine(self, sources, *, flags=(), depends=(), vector_bits=None, features=(), **options):
         from lowp.emulator.qemu import QemuMachine, build_for_qemu

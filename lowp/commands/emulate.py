@@ -1,5 +1,6 @@
 """`lowp emulate kernel.c --function NAME --arg ...`: cross-compile an AArch64 kernel, call one of its functions
-under Unicorn (lowp.emulator) and print the result arrays, the instruction count and any fault.
+under Unicorn (lowp.emulator; `--backend qemu`: qemu-aarch64, for SVE and SME) and print what ran it, the result
+arrays, the instruction count and any fault.
 `lowp emulate --kernels my.toml --kernel NAME --arg ...` builds a registered kernel as its entry says (sources,
 include_dirs, defines, cflags) and calls its entry symbol (or --function)."""
 from __future__ import annotations
@@ -87,6 +88,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--flags", default="", help="extra compiler flags, e.g. '-O3 -DTILE=4'")
     p.add_argument("--budget", type=int, default=500_000_000, help="instruction budget (default 500,000,000)")
     p.add_argument("--mnemonics", action="store_true", help="print instruction counts per mnemonic")
+    p.add_argument("--backend", choices=("unicorn", "qemu"), default="unicorn",
+                   help="run on Unicorn (default) or qemu-aarch64 (SVE, SME; --kernel: at its vector_bits)")
     p.add_argument("--lockstep", action="store_true",
                    help="compare every instruction lowp models with Unicorn's result as it runs (slow)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random fills")
@@ -96,7 +99,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from lowp.emulator import BuildError, EmulatorError, Machine, build
+    from lowp.emulator import BuildError, EmulatorError, targets
     rng = np.random.default_rng(args.seed)
     try:
         parsed = [parse_arg(s, rng) for s in args.arg]
@@ -111,29 +114,38 @@ def run(args) -> int:
         if kernel is None:
             return status
         sources, flags, depends = kernel.sources, kernel.build_flags(), kernel.depends
+        vector_bits = kernel.vector_bits
         what = f"kernel {kernel.name!r}: "
         args.function = args.function or kernel.symbol
     else:
         if not args.function:
             print("lowp emulate: --function NAME is required with source files", file=sys.stderr)
             return 2
-        sources, flags, depends, what = args.source, (), (), ""
+        sources, flags, depends, what, vector_bits = args.source, (), (), "", None
+    target = targets.find("aarch64", args.backend)
+    reason = target.unavailable() or (args.lockstep and target.backend != "unicorn"
+                                      and "--lockstep needs Unicorn's hooks (--backend unicorn)")
+    if reason:
+        print(f"lowp emulate: {reason}", file=sys.stderr)
+        return 2
     try:
         # -g: the function's DWARF says how many arguments it takes (kernels/prototype.py); the code is the same
-        binary = build(*sources, flags=[*flags, *args.flags.split(), "-g"], depends=depends)
+        machine = target.machine(sources, flags=[*flags, *args.flags.split(), "-g"], depends=depends,
+                                 vector_bits=vector_bits)
     except (BuildError, FileNotFoundError, ValueError) as e:
         print(f"lowp emulate: {what}{e}", file=sys.stderr)
         return 2
-    wrong = _argument_count_problem(binary, args.function, parsed)
+    wrong = _argument_count_problem(machine.binary, args.function, parsed)
     if wrong:
         print(f"lowp emulate: {what}{wrong}", file=sys.stderr)
         return 2
-    machine = Machine(binary)
     names = [n for n, _ in parsed]
     values = [v for _, v in parsed]
+    lockstep = {"lockstep": True} if args.lockstep else {}
+    print(f"ran on: {target.describe(vector_bits)}")
     try:
         result, fault = machine.call(args.function, *values, names=names, budget=args.budget, count=True,
-                                     mnemonics=args.mnemonics, lockstep=args.lockstep), None
+                                     mnemonics=args.mnemonics, **lockstep), None
     except KeyError as e:
         print(f"lowp emulate: {e.args[0]}", file=sys.stderr)
         return 2

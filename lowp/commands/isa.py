@@ -56,7 +56,7 @@ def select(names: list[str], arch: str | None):
     if not names:
         return chosen
     known_mnemonics = {i.mnemonic for i in instructions()} | set(AMX)
-    known_names = {i.name for i in chosen}
+    known_names = {i.name for i in chosen} | set(sme2_forms())
     unknown = [n for n in names if n.lower() not in known_mnemonics and n not in known_names]
     if unknown:
         raise SystemExit(f"lowp isa verify: no model named {', '.join(unknown)} (see `lowp isa list --intrinsics`)")
@@ -111,6 +111,28 @@ def select_amx(names: list[str], arch: str | None) -> list[str]:
     return list(AMX) if not names else [m for m in AMX if m in {n.lower() for n in names}]
 
 
+def sme2_forms() -> tuple[str, ...]:
+    from lowp.isa_models.sme2_proof import FORMS
+    return tuple(FORMS)
+
+
+def select_sme2(names: list[str], arch: str | None) -> list[str]:
+    """The SME2 forms (not in the intrinsic registry: lowp.isa_models.sme2_proof) to prove: all of them, or those
+    named (by ACLE name, or 'sdot')."""
+    if arch not in (None, "aarch64"):
+        return []
+    asked = {n.lower() for n in names}
+    return [f for f in sme2_forms() if not names or f in asked or "sdot" in asked]
+
+
+def verify_sme2(forms, seed):
+    """Each SME2 form at every VL (lowp.emulator.sme2: qemu-aarch64), one verdict per VL."""
+    from lowp.emulator.sme2 import backends
+    from lowp.isa_models.sme2_proof import verify
+    runners = backends()
+    return [verify(f, r, seed=seed) for f in forms for r in runners], runners
+
+
 def verify_amx(mnemonics):
     from lowp.isa_models.amx_proof import verify
     from lowp.emulator.native_amx import NativeAmx
@@ -153,6 +175,7 @@ def modelled_not_proven(v):
 def cmd_verify(args) -> int:
     selected = select(args.names, args.arch)
     amx = select_amx(args.names, args.arch)
+    sme2 = select_sme2(args.names, args.arch)
     backends, notes = backends_for({i.instruction.arch for i in selected})
     if args.backend:
         backends = {arch: [b for b in found if b.name.split()[0] in args.backend] for arch, found in backends.items()}
@@ -170,6 +193,8 @@ def cmd_verify(args) -> int:
             for v in verdicts]
     amx_verdicts, amx_runner = verify_amx(amx) if amx else ([], None)
     rows += [(v.mnemonic, v.mnemonic, "native", v.status, v.tiles, v.elements, v.reason) for v in amx_verdicts]
+    sme2_verdicts, sme2_runners = verify_sme2(sme2, args.seed) if sme2 else ([], [])
+    rows += [(v.form, "sdot", v.backend, v.status, v.registers, v.lanes, v.reason) for v in sme2_verdicts]
     exhaustive = None
     if args.exhaustive and any(i.mnemonic == "vpmaddubsw" for i in selected) and backends["x86"]:
         runner = backends["x86"][0]
@@ -180,13 +205,13 @@ def cmd_verify(args) -> int:
                          exhaustive.cases, f"all 2^32 pair inputs in {exhaustive.seconds:.1f} s "
                          f"({'CPU' if runner.name == 'native' else runner.name} {exhaustive.native_seconds:.1f} s)"))
     print(tabulate(rows, headers=("intrinsic", "instruction", "back end", "status", "registers", "lanes", "note")))
-    for b in sum(backends.values(), []) + ([amx_runner] if amx_runner else []):
+    for b in sum(backends.values(), []) + ([amx_runner] if amx_runner else []) + sme2_runners:
         print(f"\n{b.name} ({b.arch}): {b.describe()}")
     for note in notes:
         print(f"not available: {note}")
     ran = [v for v in verdicts if v.status not in ("skipped", "modelled")]
     failed = [v for v in verdicts if v.status == "FAILED"]
-    print_targets(verdicts, amx_verdicts)
+    print_targets(verdicts, amx_verdicts, sme2_verdicts)
     print(f"\n{len(ran)} of {len(verdicts)} intrinsics executed and compared "
           f"({sum(v.lanes for v in ran)} lanes), {len(verdicts) - len(ran)} skipped or modelled-not-proven, "
           f"{len(failed)} disagreed; "
@@ -196,7 +221,10 @@ def cmd_verify(args) -> int:
     for v in amx_verdicts:
         if v.status == "FAILED":
             print(f"\nFIRST DISAGREEMENT (AMX)\n{v.disagreement}", file=sys.stderr)
-    if any(v.status == "FAILED" for v in amx_verdicts):
+    for v in sme2_verdicts:
+        if v.status == "FAILED":
+            print(f"\nFIRST DISAGREEMENT (SME2)\n{v.disagreement}", file=sys.stderr)
+    if any(v.status == "FAILED" for v in [*amx_verdicts, *sme2_verdicts]):
         return 1
     if exhaustive is not None and exhaustive.disagreement is not None:
         print(f"\nFIRST DISAGREEMENT (exhaustive)\n{exhaustive.disagreement}", file=sys.stderr)
@@ -204,7 +232,7 @@ def cmd_verify(args) -> int:
     return 1 if failed else 0
 
 
-def print_targets(verdicts, amx_verdicts) -> None:
+def print_targets(verdicts, amx_verdicts, sme2_verdicts=()) -> None:
     """Executed / skipped / modelled-not-proven per target (an RVV intrinsic counts once per VLEN)."""
     counts: dict[str, dict[str, int]] = {}
     for v in verdicts:
@@ -212,6 +240,10 @@ def print_targets(verdicts, amx_verdicts) -> None:
         c["failed" if v.status == "FAILED" else v.status if v.status in ("skipped", "modelled") else "executed"] += 1
     for v in amx_verdicts:
         c = counts.setdefault("x86 AMX-INT8 (native)", {"executed": 0, "skipped": 0, "modelled": 0, "failed": 0})
+        c["failed" if v.status == "FAILED" else "skipped" if v.status == "skipped" else "executed"] += 1
+    for v in sme2_verdicts:
+        c = counts.setdefault(f"aarch64 SME2 VL {v.vl} (qemu)", {"executed": 0, "skipped": 0, "modelled": 0,
+                                                                "failed": 0})
         c["failed" if v.status == "FAILED" else "skipped" if v.status == "skipped" else "executed"] += 1
     print()
     print(tabulate([(t, c["executed"], c["skipped"], c["modelled"], c["failed"]) for t, c in counts.items()],
