@@ -26,7 +26,7 @@ KERNEL_TARGET_SECONDS = 2.0       # issue 11: one micro-kernel checked in 2 s or
 RAY_TARGET_RATIO = 1.10           # issue 14: the Ray backend within 10% of the process pool on one machine
 DEFAULT_COPIES = 100
 QUICK_COPIES = 10
-BACKENDS = {"native": "native", "unicorn": "emulated", "qemu": "emulated"}
+BACKENDS = {"native": "native", "unicorn": "emulated", "qemu": "emulated", "bochs": "emulated"}
 
 
 def default_tomls() -> list[Path]:

@@ -153,3 +153,51 @@ def hook_modes(repeats: int = HOOK_REPEATS, kernel: str = KERNEL) -> list[dict]:
                      "emu_start ms": round(run * 1e3, 3), "call ms": round(whole * 1e3, 3),
                      "M instr/s": round(rate, 1), "slowdown": round(base / rate, 1)})
     return rows
+
+
+# -- x86 on Bochs ------------------------------------------------------------------------------------------------
+# `lowp bench emulator --x86`: what a call costs on Bochs beside the same shape on this CPU. The AVX2 kernel runs
+# on both (any x86-64 host has AVX2 here); the AVX-512 VNNI kernel, the one an AVX2-only host judges on Bochs,
+# natively too where the CPU has it.
+X86_CONTENDERS = (("u8s8s32_avx2", "native"), ("u8s8s32_avx2", "bochs"), ("u8s8s32_avx512vnni", "native"),
+                  ("u8s8s32_avx512vnni", "bochs"))
+
+
+def x86_benchmark(rounds: int = ROUNDS) -> list[dict]:
+    """One row per shape: milliseconds per executor run (guard pages, poison, the call, as a check makes it) of
+    each contender that can run here, round-robin, the median round kept; and the ratio of the VNNI kernel on
+    Bochs to the AVX2 kernel natively, the issue's measure."""
+    from lowp.kernels import executor, kernel as get
+    contenders, skipped = {}, []
+    for name, backend in X86_CONTENDERS:
+        ex = executor(get(name), backend)
+        reason = ex.unavailable()
+        if reason:
+            skipped.append(f"{name} on {backend}: {reason}")
+        else:
+            contenders[f"{name} {backend}"] = ex
+    rng = np.random.default_rng(0)
+    rows = []
+    for M, N, K in SHAPES:
+        A = rng.integers(0, 256, (M, K)).astype(np.uint8)
+        B = rng.integers(-128, 128, (K, N)).astype(np.int8)
+        repeat = 20 if M * N * K > 1000 else 200
+        for ex in contenders.values():        # build, load, start the guest: not timed
+            ex.run(A, B, seed=1)
+        times = {name: [] for name in contenders}
+        for _ in range(rounds):
+            for name, ex in contenders.items():
+                t0 = time.perf_counter()
+                for _ in range(repeat):
+                    ex.run(A, B, seed=1)
+                times[name].append((time.perf_counter() - t0) / repeat)
+        row = {"gemm": f"{M}x{N}x{K}"}
+        med = {name: float(np.median(t)) for name, t in times.items()}
+        row.update({f"{name} ms": round(s * 1e3, 4) for name, s in med.items()})
+        if "u8s8s32_avx512vnni bochs" in med and "u8s8s32_avx2 native" in med:
+            row["vnni bochs / avx2 native"] = round(med["u8s8s32_avx512vnni bochs"] / med["u8s8s32_avx2 native"], 2)
+        if "u8s8s32_avx2 bochs" in med:
+            row["avx2 bochs / avx2 native"] = round(med["u8s8s32_avx2 bochs"] / med["u8s8s32_avx2 native"], 2)
+        rows.append(row)
+    rows += [{"gemm": "", "not measured": s} for s in skipped]
+    return rows

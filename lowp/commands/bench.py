@@ -40,6 +40,9 @@ def add_parser(sub) -> None:
     bench.add_argument("--hooks", action="store_true",
                        help="emulator: what Unicorn's hooks cost instead (no hooks, the budget, exact and per-mnemonic "
                             "counts, lockstep), million instructions per second on the same GEMM")
+    bench.add_argument("--x86", action="store_true",
+                       help="emulator: the x86 kernels on Bochs instead, per call beside the native AVX2 kernel of the "
+                            "same shape (and the VNNI kernel natively where this CPU has it)")
     bench.add_argument("--toml", type=Path, action="append", default=None,
                        help="mutants: a suite's kernels TOML, with expected.toml beside it (repeatable; default: "
                             "the two suites lowp ships, conformance/bench/mutation_suite/mutants.toml and "
@@ -66,8 +69,11 @@ def cmd_bench(args) -> int:
     if args.suite == "conformance":
         return bench_conformance(args)
     if args.suite == "emulator":
-        from lowp.conformance.bench.emulator import HOOK_REPEATS, ROUNDS, emulator_benchmark, hook_modes  # noqa: PLC0415
-        if args.hooks:
+        from lowp.conformance.bench.emulator import (HOOK_REPEATS, ROUNDS, emulator_benchmark, hook_modes,  # noqa: PLC0415
+                                                     x86_benchmark)
+        if args.x86:
+            rows = x86_benchmark(rounds=1 if args.quick else ROUNDS)
+        elif args.hooks:
             rows = hook_modes(repeats=1 if args.quick else HOOK_REPEATS)
         else:
             rows = emulator_benchmark(rounds=1 if args.quick else ROUNDS)
