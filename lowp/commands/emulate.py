@@ -1,6 +1,7 @@
 """`lowp emulate kernel.c --function NAME --arg ...`: cross-compile an AArch64 kernel, call one of its functions
 under Unicorn (lowp.emulator; `--backend qemu`: qemu-aarch64, for SVE and SME) and print what ran it, the result
-arrays, the instruction count and any fault.
+arrays, the instruction count and any fault. `--backend bochs` (the default for a registered x86-64 kernel): an x86
+kernel, built by the host compiler, on Bochs (AVX-512, AVX-VNNI, AVX-VNNI-INT8; AMX on lowp's models).
 `lowp emulate --kernels my.toml --kernel NAME --arg ...` builds a registered kernel as its entry says (sources,
 include_dirs, defines, cflags) and calls its entry symbol (or --function)."""
 from __future__ import annotations
@@ -88,8 +89,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--flags", default="", help="extra compiler flags, e.g. '-O3 -DTILE=4'")
     p.add_argument("--budget", type=int, default=500_000_000, help="instruction budget (default 500,000,000)")
     p.add_argument("--mnemonics", action="store_true", help="print instruction counts per mnemonic")
-    p.add_argument("--backend", choices=("unicorn", "qemu"), default="unicorn",
-                   help="run on Unicorn (default) or qemu-aarch64 (SVE, SME; --kernel: at its vector_bits)")
+    p.add_argument("--backend", choices=("unicorn", "qemu", "bochs"), default=None,
+                   help="run on Unicorn (the default for AArch64), qemu-aarch64 (SVE, SME; --kernel: at its "
+                        "vector_bits) or Bochs (x86-64: the default for an x86-64 --kernel)")
     p.add_argument("--lockstep", action="store_true",
                    help="compare every instruction lowp models with Unicorn's result as it runs (slow)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random fills")
@@ -114,15 +116,21 @@ def run(args) -> int:
         if kernel is None:
             return status
         sources, flags, depends = kernel.sources, kernel.build_flags(), kernel.depends
-        vector_bits = kernel.vector_bits
+        vector_bits, features, arch = kernel.vector_bits, kernel.features, kernel.target
         what = f"kernel {kernel.name!r}: "
         args.function = args.function or kernel.symbol
     else:
         if not args.function:
             print("lowp emulate: --function NAME is required with source files", file=sys.stderr)
             return 2
-        sources, flags, depends, what, vector_bits = args.source, (), (), "", None
-    target = targets.find("aarch64", args.backend)
+        sources, flags, depends, what, vector_bits, features = args.source, (), (), "", None, ()
+        arch = "x86-64" if args.backend == "bochs" else "aarch64"
+    backend = args.backend or {"aarch64": "unicorn", "x86-64": "bochs"}[arch]
+    try:
+        target = targets.find(arch, backend)
+    except ValueError as e:
+        print(f"lowp emulate: {what}{e}", file=sys.stderr)
+        return 2
     reason = target.unavailable() or (args.lockstep and target.backend != "unicorn"
                                       and "--lockstep needs Unicorn's hooks (--backend unicorn)")
     if reason:
@@ -131,7 +139,7 @@ def run(args) -> int:
     try:
         # -g: the function's DWARF says how many arguments it takes (kernels/prototype.py); the code is the same
         machine = target.machine(sources, flags=[*flags, *args.flags.split(), "-g"], depends=depends,
-                                 vector_bits=vector_bits)
+                                 vector_bits=vector_bits, features=features)
     except (BuildError, FileNotFoundError, ValueError) as e:
         print(f"lowp emulate: {what}{e}", file=sys.stderr)
         return 2
@@ -142,7 +150,7 @@ def run(args) -> int:
     names = [n for n, _ in parsed]
     values = [v for _, v in parsed]
     lockstep = {"lockstep": True} if args.lockstep else {}
-    print(f"ran on: {target.describe(vector_bits)}")
+    print(f"ran on: {target.describe(vector_bits, features=features)}")
     try:
         result, fault = machine.call(args.function, *values, names=names, budget=args.budget, count=True,
                                      mnemonics=args.mnemonics, **lockstep), None
@@ -159,7 +167,7 @@ def run(args) -> int:
             if args.show == "all" or (args.show == "changed" and changed):
                 print(f"{name} ({array.dtype}{list(array.shape)}{', changed' if changed else ''}):")
                 print(array)
-        print(f"returned x0 = {result.ret}")
+        print(f"returned {'rax' if arch == 'x86-64' else 'x0'} = {result.ret}")
         print(result.summary() + f"; {result.seconds * 1e3:.1f} ms")
         if result.mnemonics:
             print("per mnemonic: " + ", ".join(f"{m} {n:,}" for m, n in result.mnemonics.items()))
@@ -198,8 +206,8 @@ def _registered(args):
     except KernelConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return None, 2
-    if kernel.target != "aarch64":
-        print(f"lowp emulate: kernel {kernel.name!r} is an {kernel.target} kernel; lowp emulate runs AArch64 "
-              "kernels under Unicorn", file=sys.stderr)
+    if kernel.target not in ("aarch64", "x86-64"):
+        print(f"lowp emulate: kernel {kernel.name!r} is a {kernel.target} kernel; lowp emulate runs AArch64 "
+              "kernels (Unicorn, qemu) and x86-64 kernels (Bochs)", file=sys.stderr)
         return None, 2
     return kernel, 0
