@@ -432,7 +432,11 @@ def test_layouts_named(ops, flags):
     M, K, N = A.shape[0], A.shape[1], B.shape[1]
     useful = {"swapped": M == N, "A": M > 1 and K > 1, "B": K > 1 and N > 1, "C": M > 1 and N > 1}
     assume(all(useful[f] for f in flags))
-    check_named(layout(A, B, flags, a_type, b_type), A, B, "layout", flags, a_type, b_type)
+    C = layout(A, B, flags, a_type, b_type)
+    # On degenerate operands two layouts give the same C (A = [[0, 0], [0, 1]], B = [[0, 0], [1, 0]]: A and B read
+    # column-major is B read column-major alone): identify() then names one of them, the test cannot ask for which.
+    assume(not any(np.array_equal(layout(A, B, other, a_type, b_type), C) for other in LAYOUTS if other != flags))
+    check_named(C, A, B, "layout", flags, a_type, b_type)
 
 
 def test_b_read_column_major_named():
