@@ -390,6 +390,10 @@ def _path_probes(kern) -> list[tuple[np.ndarray, np.ndarray, dict]]:
     return out
 
 
+# A call's time budget on Bochs, from the native one: as long as a real case may take there, short enough that a
+# hanging kernel costs one such wait per check (the search does not run after a hang).
+BOCHS_BUDGET_FACTOR, BOCHS_MIN_SECONDS = 5, 5.0
+
 # What the path column shows when a kernel requires nothing: its multiply, dot-product and widening instructions.
 ARITHMETIC = ("*mul*", "*madd*", "*dpb*", "*dpw*", "*dot*", "*mla*", "*mlal*", "*mmla*", "*adalp*", "*addw*",
               "pmadd*", "vpmadd*")
@@ -415,6 +419,9 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     ex = executor(kern)
     if ex.backend == "native":
         ex.budget = budget
+    elif ex.backend == "bochs" and budget:
+        # the per-call time budget of a kernel that hangs; Bochs runs a kernel some 50-100 times slower
+        ex.machine_options["seconds"] = max(BOCHS_MIN_SECONDS, BOCHS_BUDGET_FACTOR * budget)
     cases = cases_for(kern, check.check, check.domain, grid=grid, seed=seed, shapes=shapes, only=only)
     row = check_row(check, backend=ex.backend, target=kern.target, contract_claimed=kern.contract,
                     cases=len(cases) + examples)

@@ -315,3 +315,31 @@ def test_a_host_without_the_features_runs_the_kernel_on_bochs(monkeypatch):
     assert executor(kernel("u8s8s32_avx2")).backend == "native"
     forced = executor(kernel("u8s8s32_avx512vnni"), "native")
     assert forced.unavailable().startswith("CPU lacks avx512f")
+
+
+def test_runner_on_bochs_turns_crashes_aborts_and_hangs_into_rows(tmp_path, monkeypatch, forget_kernels):
+    """The native runner test's misbehaving kernels, judged on Bochs: a fault, abort() and a hang each become a
+    FAIL naming it (abort is the runtime's INT3 there, not a dead process), and the run goes on."""
+    import json
+    from lowp.conformance import runner
+    from lowp.conformance.checks import Check
+    from lowp.kernels import load_toml
+    from .conftest import MISBEHAVING_C, scalar_kernels_toml
+    (tmp_path / "bad.c").write_text(MISBEHAVING_C)
+    (tmp_path / "bad.toml").write_text(scalar_kernels_toml("bochs_", "bad.c", ("crasher", "hanger", "offbyone",
+                                                                               "aborter")))
+    load_toml(tmp_path / "bad.toml")
+    monkeypatch.setenv("LOWP_X86_BACKEND", "bochs")
+    checks = [Check("bochs_crasher", "model", "full", True), Check("bochs_hanger", "model", "full", True),
+              Check("bochs_offbyone", "exact", "claimed", True), Check("bochs_aborter", "model", "full", True)]
+    rows = runner.run(checks, tmp_path / "journal.jsonl", jobs=2, timeout=60, progress=False,
+                      options={"examples": 20, "grid": False, "budget": 1.0})
+    by = {r["kernel"]: r for r in rows}
+    assert {r["backend"] for r in rows} == {"bochs"} and all("cpu model" in r["emulator"] for r in rows)
+    assert by["bochs_crasher"]["verdict"] == "FAIL" and "write of unmapped memory at 0x0" in by["bochs_crasher"]["cause"]
+    assert by["bochs_crasher"]["counterexample"]["shape"] == [1, 1, 6]
+    assert by["bochs_aborter"]["verdict"] == "FAIL" and "abort()" in by["bochs_aborter"]["cause"]
+    assert by["bochs_hanger"]["verdict"] == "FAIL" and "ran longer than 5 s" in by["bochs_hanger"]["cause"]
+    off = by["bochs_offbyone"]
+    assert off["verdict"] == "FAIL" and off["counterexample"]["shape"] == [1, 1, 1]
+    assert sum(json.loads(line)["event"] == "row" for line in (tmp_path / "journal.jsonl").open()) == 4
