@@ -59,7 +59,7 @@ TEXT = 0x40_0000
 DEFAULT_BUDGET = 500_000_000
 # An instruction budget without counts is kept as time, at this conservative speed (Bochs runs 30-60 M/s)
 INSTRUCTIONS_PER_SECOND = 25_000_000
-MEMORY_BYTES = 16 << 30               # the guest's physical memory: a sparse memfd, committed only as used
+MEMORY_BYTES = 4 << 30                # the guest's physical memory: a sparse memfd, committed only as used
 REGISTER_STATES = 64
 MASK64 = (1 << 64) - 1
 INSTALL = "pip install 'bochscpu-python>=0.4,<0.5' iced-x86 (lowp installs them on x86-64 Linux)"
