@@ -21,9 +21,10 @@ aligned access), UndefinedInstruction (#UD: an instruction this CPU model lacks)
 assert, a smashed stack; a division fault), BudgetExceeded (the instruction budget, checked at every taken branch),
 EmulationFailed otherwise (the guest process died, with its exit status).
 
-CPU models (MODELS): Bochs's sapphire_rapids (AVX2, AVX-VNNI, AVX-512 F/CD/BW/DQ/VL/IFMA/VBMI/VBMI2/VNNI/BITALG/
-VPOPCNTDQ/BF16/FP16) and arrow_lake (AVX-VNNI-INT8, AVX-VNNI, no AVX-512). A kernel runs on the first that has all
-its features. AMX (no Bochs model has it) runs on lowp's models (lowp.emulator.amx): CallResult.modeled says so.
+CPU models (MODELS): Bochs's Haswell (AVX2), Skylake-X (AVX-512 F/CD/BW/DQ/VL), Ice Lake (AVX-512 VNNI, VBMI,
+...), Sapphire Rapids (those and AVX-VNNI, BF16, FP16) and Arrow Lake (AVX-VNNI, AVX-VNNI-INT8, no AVX-512). A kernel
+runs on the least capable one with all its features (model_for). AMX (no Bochs model has it) runs on lowp's models
+(lowp.emulator.amx): CallResult.modeled says so.
 """
 from __future__ import annotations
 
@@ -67,20 +68,23 @@ LINK_FLAGS = ("-static", "-nostdlib", "-no-pie", f"-Wl,-Ttext-segment={TEXT:#x}"
               "-Wl,--build-id=none", "-lgcc")
 ZIG_LINK_FLAGS = ("-static", "-nostdlib", "-fno-pie", "-Wl,--no-gc-sections")
 
-# The CPU features (Linux names) each Bochs model gives a kernel: Bochs 3.0's cpudb (bochs/cpu/cpudb/intel/
-# sapphire_rapids.cc, arrow_lake.cc) as bochscpu-python 0.4.0 builds it; tests/test_bochs.py executes an instruction
-# of every SIMD feature listed (and checks that arrow_lake has no AVX-512). arrow_lake's CPUID leaf 7.1 reports
-# AVX-VNNI-INT8 as absent though the instructions run (measured): lowp goes by what executes.
-_COMMON = ("fpu", "tsc", "cx8", "cmov", "mmx", "fxsr", "sse", "sse2", "syscall", "nx", "lm", "pni", "pclmulqdq",
-           "ssse3", "fma", "cx16", "sse4_1", "sse4_2", "movbe", "popcnt", "aes", "xsave", "avx", "f16c", "rdrand",
-           "lahf_lm", "abm", "bmi1", "avx2", "bmi2", "erms", "adx", "sha_ni", "gfni", "vaes", "vpclmulqdq",
-           "avx_vnni", "rdseed", "clflushopt", "clwb", "movdiri", "movdir64b", "serialize", "fsrm", "xsaveopt",
-           "xsavec", "xsaves")
+# The CPU features (Linux names) each Bochs model gives a kernel: Bochs 3.0's cpudb (bochs/cpu/cpudb/intel/*.cc) as
+# bochscpu-python 0.4.0 builds it. tests/test_bochs.py executes an instruction of every feature listed here on every
+# model (tests/x86/bochs_faults.c) and checks that the others raise #UD: the tables are what runs, not what CPUID
+# says (arrow_lake's CPUID reports AVX-VNNI-INT8 absent though the instructions run).
+_BASE = ("fpu", "tsc", "cx8", "cmov", "mmx", "fxsr", "sse", "sse2", "syscall", "nx", "lm", "pni", "ssse3", "cx16",
+         "sse4_1", "sse4_2", "popcnt", "movbe", "aes", "pclmulqdq", "xsave", "avx", "f16c", "fma", "abm", "bmi1",
+         "avx2", "bmi2", "lahf_lm")
+_AVX512 = ("avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl")
+_ICELAKE = ("avx512ifma", "avx512vbmi", "avx512_vbmi2", "avx512_vnni", "avx512_bitalg", "avx512_vpopcntdq", "gfni",
+            "vaes", "vpclmulqdq", "sha_ni")
 MODELS = {
-    "sapphire_rapids": frozenset(_COMMON + (
-        "avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl", "avx512ifma", "avx512vbmi", "avx512_vbmi2",
-        "avx512_vnni", "avx512_bitalg", "avx512_vpopcntdq", "avx512_bf16", "avx512_fp16")),
-    "arrow_lake": frozenset(_COMMON + ("avx_vnni_int8",)),
+    "corei7_haswell_4770": frozenset(_BASE),                                          # AVX2 only
+    "corei7_skylake_x": frozenset(_BASE + ("adx",) + _AVX512),                        # AVX-512, no VNNI
+    "corei7_icelake_u": frozenset(_BASE + ("adx",) + _AVX512 + _ICELAKE),             # AVX-512 VNNI, no AVX-VNNI
+    "sapphire_rapids": frozenset(_BASE + ("adx",) + _AVX512 + _ICELAKE
+                                 + ("avx_vnni", "avx512_bf16", "avx512_fp16")),
+    "arrow_lake": frozenset(_BASE + ("adx", "gfni", "vaes", "vpclmulqdq", "sha_ni", "avx_vnni", "avx_vnni_int8")),
 }
 DEFAULT_MODEL = "sapphire_rapids"
 # What lowp runs on its own models where no Bochs model has the feature (not proof of a kernel: rows say so).
@@ -94,13 +98,13 @@ DEFECTS = {
 
 
 def model_for(features) -> str:
-    """The Bochs CPU model a kernel needing `features` runs on: the first with all of them (AMX aside, which is
-    lowp's models on any), else the default one (which then says what it lacks)."""
+    """The Bochs CPU model a kernel needing `features` runs on: of those with all of them (AMX aside, which is
+    lowp's models on any), the one with the fewest features, else the default one (which then says what it
+    lacks). The least capable CPU that has what the kernel declares: a kernel whose run-time dispatch tests a
+    feature it does not declare (AVX-VNNI for an AVX-512 VNNI path) takes the path such a CPU gives it."""
     needed = set(features) - MODELED
-    for name, has in MODELS.items():
-        if needed <= has:
-            return name
-    return DEFAULT_MODEL
+    fits = [name for name, has in MODELS.items() if needed <= has]
+    return min(fits, key=lambda name: len(MODELS[name])) if fits else DEFAULT_MODEL
 
 
 @lru_cache(maxsize=1)

@@ -93,15 +93,15 @@ class Memory:
         self.pml4 = self.allocate(1, permanent=True)
 
     def allocate(self, pages: int, permanent: bool) -> int:
-        """`pages` new physical pages, contiguous (zeroed if permanent: a call's are written whole by the host);
-        the physical address of the first."""
+        """`pages` new physical pages, contiguous; the physical address of the first. A permanent page is zero (a
+        fresh page of the memfd: its memory is committed only when written, so a large .bss or heap costs
+        nothing until used); a call's page may hold an earlier call's bytes and is written whole by the host."""
         start = self.next_permanent if permanent else self.next
         end = start + pages
         if end > (self.PERMANENT if permanent else self.pages):
             raise MemoryError(f"the guest's {'permanent ' if permanent else ''}physical memory is used up")
-        if permanent:
+        if permanent:                 # never used before: the memfd's pages are zero until written
             self.next_permanent = end
-            self.view[start * PAGE:end * PAGE] = bytes(pages * PAGE)
         else:
             self.next = end
         for index in range(max(start, self.inserted[permanent]), end):
@@ -516,8 +516,8 @@ def _gprs(cpu) -> dict[str, int]:
 
 # Bochs's cpudb order, the index bochscpu's `cpu.model` enum takes (its list in bochscpu's src/sim.rs; the enum's
 # own name table cannot be used: in bochscpu-python 0.4.0 its strings are dangling, so find_by_name fails).
-MODEL_INDEX = {"corei7_skylake_x": 26, "corei3_cnl": 27, "corei7_icelake_u": 28, "tigerlake": 29,
-               "sapphire_rapids": 30, "arrow_lake": 31}
+MODEL_INDEX = {"corei7_haswell_4770": 24, "broadwell_ult": 25, "corei7_skylake_x": 26, "corei3_cnl": 27,
+               "corei7_icelake_u": 28, "tigerlake": 29, "sapphire_rapids": 30, "arrow_lake": 31}
 
 
 def set_model(bochscpu_module, model: str) -> str:

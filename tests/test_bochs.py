@@ -46,11 +46,15 @@ def test_every_feature_a_model_claims_executes_and_no_other(binary, model):
     assert undefined == set(probed) - bochs.MODELS[model]
 
 
-def test_a_kernel_goes_to_the_first_model_with_all_its_features():
-    assert bochs.model_for(("avx2", "avx512_vnni")) == "sapphire_rapids"
+def test_a_kernel_goes_to_the_least_capable_model_with_all_its_features():
+    assert bochs.model_for(("avx2",)) == "corei7_haswell_4770"
+    assert bochs.model_for(("avx512f", "avx512bw")) == "corei7_skylake_x"
+    assert bochs.model_for(("avx2", "avx512_vnni")) == "corei7_icelake_u"         # no AVX-VNNI to dispatch to
+    assert bochs.model_for(("avx2", "avx_vnni")) == "arrow_lake"                    # AVX-VNNI without AVX-512
+    assert bochs.model_for(("avx512_vnni", "avx_vnni")) == "sapphire_rapids"
     assert bochs.model_for(("avx2", "avx_vnni_int8")) == "arrow_lake"
-    assert bochs.model_for(("amx_tile", "amx_int8")) == "sapphire_rapids"      # AMX: lowp's models on any
-    assert bochs.model_for(("avx512f", "avx_vnni_int8")) == "sapphire_rapids"  # none has both: the default says
+    assert bochs.model_for(("amx_tile", "amx_int8")) == "corei7_haswell_4770"    # AMX: lowp's models on any
+    assert bochs.model_for(("avx512f", "avx_vnni_int8")) == "sapphire_rapids"     # none has both: the default says
     from lowp.emulator.targets.x86_64 import BOCHS
     assert "lacks avx_vnni_int8" in BOCHS.cannot_run(("avx512f", "avx_vnni_int8"))
     assert BOCHS.cannot_run(("avx512f", "avx512_vnni")) is None
@@ -343,3 +347,9 @@ def test_runner_on_bochs_turns_crashes_aborts_and_hangs_into_rows(tmp_path, monk
     off = by["bochs_offbyone"]
     assert off["verdict"] == "FAIL" and off["counterexample"]["shape"] == [1, 1, 1]
     assert sum(json.loads(line)["event"] == "row" for line in (tmp_path / "journal.jsonl").open()) == 4
+
+
+def test_the_runtime_has_a_heap_that_frees_and_persists_across_calls(machine):
+    assert machine.call("heap_churn", 16).ret == 16 * 3              # 64 MiB through a 32 MiB heap: free() works
+    assert machine.call("heap_kept", 7).ret == 7
+    assert machine.call("heap_kept", 9).ret == 7                      # static state persists from call to call

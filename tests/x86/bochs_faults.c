@@ -82,3 +82,38 @@ __attribute__((target("vaes"))) void feature_vaes(void) { __asm__ volatile("vaes
 __attribute__((target("vpclmulqdq"))) void feature_vpclmulqdq(void) { __asm__ volatile("vpclmulqdq $0, %ymm1, %ymm2, %ymm0"); }
 __attribute__((target("bmi2"))) void feature_bmi2(void) { __asm__ volatile("pdep %%rax, %%rbx, %%rcx" ::: "rcx"); }
 __attribute__((target("sha"))) void feature_sha_ni(void) { __asm__ volatile("sha256msg1 %xmm1, %xmm0"); }
+__attribute__((target("ssse3"))) void feature_ssse3(void) { __asm__ volatile("pmaddubsw %xmm1, %xmm0"); }
+__attribute__((target("sse4.1"))) void feature_sse4_1(void) { __asm__ volatile("pmulld %xmm1, %xmm0"); }
+__attribute__((target("sse4.2"))) void feature_sse4_2(void) { __asm__ volatile("pcmpgtq %xmm1, %xmm0"); }
+__attribute__((target("popcnt"))) void feature_popcnt(void) { __asm__ volatile("popcnt %%rax, %%rcx" ::: "rcx"); }
+__attribute__((target("movbe"))) void feature_movbe(void) {
+    long x = 0; __asm__ volatile("movbe %0, %%rcx" :: "m"(x) : "rcx"); }
+__attribute__((target("aes"))) void feature_aes(void) { __asm__ volatile("aesenc %xmm1, %xmm0"); }
+__attribute__((target("pclmul"))) void feature_pclmulqdq(void) { __asm__ volatile("pclmulqdq $0, %xmm1, %xmm0"); }
+__attribute__((target("f16c"))) void feature_f16c(void) { __asm__ volatile("vcvtph2ps %xmm1, %ymm0"); }
+__attribute__((target("bmi"))) void feature_bmi1(void) { __asm__ volatile("andn %%rax, %%rbx, %%rcx" ::: "rcx"); }
+__attribute__((target("lzcnt"))) void feature_abm(void) { __asm__ volatile("lzcnt %%rax, %%rcx" ::: "rcx"); }
+__attribute__((target("adx"))) void feature_adx(void) { __asm__ volatile("adcx %%rax, %%rcx" ::: "rcx", "cc"); }
+__attribute__((target("avx"))) void feature_avx(void) { __asm__ volatile("vaddps %ymm1, %ymm2, %ymm0"); }
+
+/* The runtime's heap: allocate, touch, free, in a pattern that needs free() to work (64 MiB in all, the heap is
+   32), and keep one allocation across calls (static state, as a loaded library keeps it). */
+#include <stdlib.h>
+#include <string.h>
+long heap_churn(long rounds) {
+    long sum = 0;
+    for (long r = 0; r < rounds; r++) {
+        unsigned char *a = malloc(1 << 20), *b = aligned_alloc(4096, 3 << 20);
+        if (!a || !b || ((unsigned long)b & 4095)) return -1;
+        memset(a, 1, 1 << 20); memset(b, 2, 3 << 20);
+        a = realloc(a, 2 << 20);
+        sum += a[12345] + b[3 << 19];
+        free(a); free(b);
+    }
+    return sum;
+}
+static int *kept;
+long heap_kept(int value) {
+    if (!kept) { kept = calloc(16, sizeof *kept); kept[0] = value; }
+    return kept[0];
+}
