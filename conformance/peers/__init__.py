@@ -11,7 +11,12 @@ with pairs starting at even k) and the library's float epilogue rounding as a na
     rows = peers.run(count=2000)           # one row per library, operator and path
     print(peers.table(rows))
 
-The libraries are optional (pip install -e '.[peers]'); a missing one gives SKIPPED rows with the reason.
+    rows = peers.run(count=150, emulate_avx2=True)   # as an AVX2-only CPU: ONNX Runtime under valgrind
+
+The contract of each row is predicted from the CPU flags the library sees (expected_isa: for ONNX Runtime, the u8 x s8
+kernel MLAS's CPUID dispatch picks, mlas_u8s8_kernel), and each child probes which arithmetic really ran.
+The libraries are optional (pip install -e '.[peers]'); a missing one (or valgrind, for an emulated AVX2 CPU) gives
+SKIPPED rows with the reason.
 """
 from __future__ import annotations
 

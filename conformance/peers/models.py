@@ -1,7 +1,8 @@
 """lowp's contract models of the peer libraries' quantized operators, composed from the conformance modules:
 an accumulation contract (contracts.exact, or contracts.pair_saturating for VPMADDUBSW: u8*s8 pair sums
-clipped to int16, pairs starting at even k) chosen by the instruction-set parameter `isa`, then the library's
-epilogue (fbgemm_quant.requantize_output and friends) with its float rounding as a named parameter.
+clipped to int16, pairs starting at even k; for ONNX Runtime, the pairs of the raw operands with the zero points
+folded in by sums, contracts.pair_saturating_folded_zero_points) chosen by the instruction-set parameter `isa`, then
+the library's epilogue (fbgemm_quant.requantize_output and friends) with its float rounding as a named parameter.
 
 Every model takes a problem dict (problems.py) and returns what the library's operator returns (uint8 codes, int32
 accumulators or float32 values). Nothing here imports a peer library: the models are pure numpy.
@@ -10,7 +11,8 @@ Sources: docs/research/fbgemm-requantization.md, docs/research/onednn.md, docs/r
 docs/research/onnx-mlas.md (FBGEMM @71d6f8b, oneDNN
 @3f27bec, PyTorch aten/src/ATen/native/quantized/cpu/qlinear*.cpp), intel/ideep include/ideep/operators/matmul.hpp
 (the reciprocal scales PyTorch's onednn engine hands to oneDNN), onnxruntime quantization kernels and MLAS
-(`MlasRequantizeOutput`), ONNX Operators.md (MatMulInteger, QLinearMatMul, ConvInteger).
+(`MlasRequantizeOutput`, the QGEMM dispatch and zero-point folding, Avx2WeightS8ToU8Transformer:
+docs/research/onnx-mlas.md#mlas-qgemm), ONNX Operators.md (MatMulInteger, QLinearMatMul, ConvInteger).
 """
 from __future__ import annotations
 
