@@ -84,6 +84,31 @@ def onednn_igemm_k_blocks(K: int, *, bk: int = 384, bk_traditional: int = 256, u
     return list(range(0, K, blk))
 
 
+def _zero_point_per_column(b_zero_point, n: int) -> np.ndarray:
+    z = np.asarray(b_zero_point, np.int64)
+    return np.broadcast_to(z.reshape(-1) if z.ndim else z, (n,))[None, :]
+
+
+def pair_saturating_folded_zero_points(A, B, a_zero_point=0, b_zero_point=0) -> np.ndarray:
+    """sum_k (A - a_zp)(B - b_zp) as ONNX Runtime's MLAS computes it with a u8 x s8 VPMADDUBSW kernel: the pairs of
+    the RAW operands saturated (pair_saturating), the zero points folded in afterwards by sums, int32 wrapping:
+    raw - b_zp[n] * rowsum(A) - a_zp * colsum(B) + K * a_zp * b_zp[n] (b_zp scalar or per column). MLAS qgemm.h
+    MlasGemmQuantOperation (RowSumBuffer, ColumnSumBuffer, ZeroPointB); docs/research/onnx-mlas.md#mlas-qgemm."""
+    A64, B64 = A.astype(np.int64), B.astype(np.int64)
+    zb, za = _zero_point_per_column(b_zero_point, B.shape[1]), int(a_zero_point)
+    raw = pair_saturating(A, B).astype(np.int64)
+    return _wrap32(raw - zb * A64.sum(axis=1)[:, None] - za * B64.sum(axis=0)[None, :] + A.shape[1] * za * zb)
+
+
+def pair_saturating_shifted_zero_points(A, B, a_zero_point=0, b_zero_point=0) -> np.ndarray:
+    """The other order: the pairs of the zero-point-SHIFTED operands (A - a_zp)(B - b_zp), each pair sum saturated
+    to int16. No library lowp knows computes this (MLAS and FBGEMM fold the zero points in by sums); it is named so
+    that a report shows whether the data can tell the two orders apart."""
+    a = A.astype(np.int64) - int(a_zero_point)
+    b = B.astype(np.int64) - _zero_point_per_column(b_zero_point, B.shape[1])
+    return _wrap32(np.clip(_pair_sums(a, b), -32768, 32767).sum(axis=2, dtype=np.int64))
+
+
 def shifted_pair_saturating(A, B) -> np.ndarray:
     """oneDNN s8s8s32 on the u8s8 AVX2 path: A + 128 as u8, pair-saturating product, minus 128 * colsum(B)
     (seed 002 section 2: 255 instead of 32258)."""

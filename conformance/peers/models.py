@@ -1,7 +1,8 @@
 """lowp's contract models of the peer libraries' quantized operators, composed from the conformance modules:
 an accumulation contract (contracts.exact, or contracts.pair_saturating for VPMADDUBSW: u8*s8 pair sums
-clipped to int16, pairs starting at even k) chosen by the instruction-set parameter `isa`, then the library's
-epilogue (fbgemm_quant.requantize_output and friends) with its float rounding as a named parameter.
+clipped to int16, pairs starting at even k; for ONNX Runtime, the pairs of the raw operands with the zero points
+folded in by sums, contracts.pair_saturating_folded_zero_points) chosen by the instruction-set parameter `isa`, then
+the library's epilogue (fbgemm_quant.requantize_output and friends) with its float rounding as a named parameter.
 
 Every model takes a problem dict (problems.py) and returns what the library's operator returns (uint8 codes, int32
 accumulators or float32 values). Nothing here imports a peer library: the models are pure numpy.
@@ -10,7 +11,8 @@ Sources: docs/research/fbgemm-requantization.md, docs/research/onednn.md, docs/r
 docs/research/onnx-mlas.md (FBGEMM @71d6f8b, oneDNN
 @3f27bec, PyTorch aten/src/ATen/native/quantized/cpu/qlinear*.cpp), intel/ideep include/ideep/operators/matmul.hpp
 (the reciprocal scales PyTorch's onednn engine hands to oneDNN), onnxruntime quantization kernels and MLAS
-(`MlasRequantizeOutput`), ONNX Operators.md (MatMulInteger, QLinearMatMul, ConvInteger).
+(`MlasRequantizeOutput`, the QGEMM dispatch and zero-point folding, Avx2WeightS8ToU8Transformer:
+docs/research/onnx-mlas.md#mlas-qgemm), ONNX Operators.md (MatMulInteger, QLinearMatMul, ConvInteger).
 """
 from __future__ import annotations
 
@@ -225,6 +227,29 @@ def torch_onednn_linear_dynamic(p, *, isa: str, scales: str = "combined") -> np.
 
 # ---------------------------------------------------------------------------------------------------------------
 # ONNX Runtime (MLAS) and the ONNX specification
+#
+# Every ORT operator here is one MLAS QGEMM call (ConvInteger after an im2col), so one accumulation parameter covers
+# all three. MLAS dispatches on the operand types (qgemm.h MlasGemmQuantGetDispatch) and, for u8 x s8 only, on CPUID
+# (platform.cpp): the u8 x s8 kernel is VPDPBUSD(S) on AVX-512 VNNI / AVX-VNNI and AMX (exact), VPMADDUBSW on AVX2
+# and AVX-512 without VNNI ('pair_saturating'); u8 x u8 widens B to 16 bits (VPMADDWD: exact) and s8 x s8, s8 x u8
+# run MLAS's generic C kernel (exact) on every x86 CPU. docs/research/onnx-mlas.md#mlas-qgemm.
+
+ORT_ACCUMULATIONS = {
+    "exact": "sum_k (A - a_zp)(B - b_zp) in int32, wrapping: the ONNX specification; MLAS's VNNI/AMX u8 x s8 kernels, "
+             "its u8 x u8 kernels and its generic s8 kernels",
+    "pair_saturating+zp_folded": "MLAS's u8 x s8 kernel on AVX2 and AVX-512 without VNNI (VPMADDUBSW, VPMADDWD, "
+                                 "VPADDD): pair sums of the RAW operands at even k saturated to int16, the zero points "
+                                 "folded in afterwards by row and column sums (contracts.pair_saturating_folded_zero_"
+                                 "points)",
+    "pair_saturating+zp_subtracted": "the pairs of the zero-point-shifted operands saturated: the other order, which "
+                                     "no library lowp knows uses (contracts.pair_saturating_shifted_zero_points)",
+}
+ORT_ISAS = ("exact", "pair_saturating")
+# Avx2WeightS8ToU8Transformer's s8_overflow_ops: the operators (and the versions of their definitions) whose constant
+# s8 weight session.x64quantprecision rewrites to u8. ConvInteger is not among them; QLinearMatMul only in its
+# opset-10 definition, so a model importing opset 21 or later keeps its s8 weights (measured: docs/findings.md 4.5).
+S8_WEIGHTS_TO_U8_SINCE = {"MatMulInteger": (10,), "QLinearMatMul": (10,)}
+
 
 def _zp_sub(X, zp, axis=None):
     x = X.astype(np.int64)
@@ -236,13 +261,61 @@ def _zp_sub(X, zp, axis=None):
     return x - z
 
 
-def onnx_matmul_integer(p, *, isa: str = "exact") -> np.ndarray:
-    """MatMulInteger: sum_k (A - a_zp)(B - b_zp[n]) in int32 ("accumulation may overflow iff in 32 bits"). With
-    isa='exact' this is the ONNX specification and MLAS on AVX-512 VNNI or its u8u8 kernels."""
-    if isa != "exact":
-        raise ValueError("only the exact contract is modelled for MatMulInteger (MLAS's AVX2 u8s8 kernel runs on "
-                         "zero-point-subtracted data and cannot be forced on a VNNI CPU)")
-    return contracts._wrap32(_zp_sub(p["A"], p["a_zp"]) @ _zp_sub(p["B"], p["b_zp"], axis=1))
+def mlas_qgemm(A, B, a_zp, b_zp, *, a_signed: bool, b_signed: bool, isa: str = "exact",
+               zero_points: str = "folded") -> np.ndarray:
+    """C = sum_k (A - a_zp)(B - b_zp[n]) (A is M x K, B is K x N, b_zp scalar or per column) as MLAS's QGEMM computes
+    it for these operand types: with isa='pair_saturating' the u8 x s8 kernel is VPMADDUBSW, whose pairs are of the
+    raw operands with the zero points folded in by sums (zero_points='folded', qgemm.h) or, the unused alternative,
+    of the shifted operands ('subtracted'); every other type pair, and every pair under isa='exact', is exact."""
+    if isa not in ORT_ISAS:
+        raise ValueError(f"isa={isa!r}: expected one of {ORT_ISAS}")
+    if zero_points not in ("folded", "subtracted"):
+        raise ValueError(f"zero_points={zero_points!r}: expected 'folded' or 'subtracted'")
+    if isa == "pair_saturating" and not a_signed and b_signed:
+        fn = contracts.pair_saturating_folded_zero_points if zero_points == "folded" else \
+            contracts.pair_saturating_shifted_zero_points
+        return fn(A, B, a_zp, b_zp)
+    return contracts._wrap32(_zp_sub(A, a_zp) @ _zp_sub(B, b_zp, axis=1))
+
+
+def op_since_version(op: str, opset: int) -> int:
+    """The version of the operator's definition a model importing `opset` uses (ONNX Operators.md): MatMulInteger
+    and ConvInteger 10; QLinearMatMul 10, and 21 from opset 21 on."""
+    return 21 if op == "QLinearMatMul" and opset >= 21 else 10
+
+
+def s8_weights_rewritten(op: str, p) -> bool:
+    """Whether ORT's Avx2WeightS8ToU8Transformer (session.x64quantprecision=1 on a CPU whose MLAS u8 x u8 and u8 x s8
+    dispatches differ: every AVX2 CPU, VNNI or not) rewrites this problem's weight B to u8: B is a constant s8
+    tensor of an operator (definition) in S8_WEIGHTS_TO_U8_SINCE with some value outside [-64, 64]
+    (s8_to_u8.h Int8TensorProto2Uint8)."""
+    if p["types"][1] != "s8" or op_since_version(op, p.get("opset", 21)) not in S8_WEIGHTS_TO_U8_SINCE.get(op, ()):
+        return False
+    B = p["B"].astype(np.int64)
+    return bool(((B < -64) | (B > 64)).any())
+
+
+def rewrite_s8_weights(p) -> dict:
+    """The rewritten problem: B ^ 0x80 as u8 and its zero point ^ 0x80 (the same real values: B - b_zp is unchanged),
+    so MLAS runs its u8 x u8 kernel."""
+    flip = lambda v: (np.asarray(v).astype(np.int16) + 128).astype(np.uint8)      # noqa: E731  (x ^ 0x80)
+    return dict(p, B=flip(p["B"]), b_zp=flip(p["b_zp"]), types=(p["types"][0], "u8"))
+
+
+def _ort_gemm(op, p, *, isa, zero_points, precision_mode):
+    if precision_mode and s8_weights_rewritten(op, p):
+        p = rewrite_s8_weights(p)
+    ta, tb = p["types"]
+    return mlas_qgemm(p["A"], p["B"], p["a_zp"], p["b_zp"], a_signed=ta == "s8", b_signed=tb == "s8", isa=isa,
+                      zero_points=zero_points)
+
+
+def onnx_matmul_integer(p, *, isa: str = "exact", zero_points: str = "folded",
+                        precision_mode: bool = False) -> np.ndarray:
+    """MatMulInteger: sum_k (A - a_zp)(B - b_zp[n]) in int32 ("accumulation may overflow iff in 32 bits"), as MLAS
+    computes it under `isa` (mlas_qgemm); precision_mode: the session's x64quantprecision rewrite of the weights
+    (s8_weights_rewritten). isa='exact' is the ONNX specification."""
+    return _ort_gemm("MatMulInteger", p, isa=isa, zero_points=zero_points, precision_mode=precision_mode)
 
 
 def qlinear_output_scale(p, order: str = "ab_then_y"):
@@ -256,12 +329,17 @@ def qlinear_output_scale(p, order: str = "ab_then_y"):
     raise ValueError(order)
 
 
-def onnx_qlinear_matmul(p, *, isa: str = "exact", rounding: str = "mlas_f32") -> np.ndarray:
-    """QLinearMatMul: acc = sum_k (a - a_zp)(b - b_zp[n]) exact int32; y = saturate(rne(acc * multiplier) + y_zp).
+def onnx_qlinear_matmul(p, *, isa: str = "exact", zero_points: str = "folded", precision_mode: bool = False,
+                        rounding: str = "mlas_f32") -> np.ndarray:
+    """QLinearMatMul: acc = sum_k (a - a_zp)(b - b_zp[n]) in int32 as MLAS computes it under `isa` (mlas_qgemm, with
+    the x64quantprecision rewrite where precision_mode and the problem's opset say so), then
+    y = saturate(rne(acc * multiplier) + y_zp).
     rounding='mlas_f32': MlasRequantizeOutput, f32(f32(acc) * f32 multiplier), clamp to [qmin - zp, qmax - zp] in
-    float, cvtps2dq (ties to even), + zp. rounding='onnx_reference': onnx/reference/ops/op_qlinear_matmul.py, the
-    float32 multiplier a_scale*b_scale/y_scale times the int32 accumulator in float64, then rint and clip."""
-    acc = onnx_matmul_integer(p, isa=isa).astype(np.int64)
+    float, cvtps2dq (ties to even), + zp; the same on the AVX2 and the VNNI paths (measured, docs/peers.md).
+    rounding='onnx_reference': onnx/reference/ops/op_qlinear_matmul.py, the float32 multiplier
+    a_scale*b_scale/y_scale times the int32 accumulator in float64, then rint and clip."""
+    acc = _ort_gemm("QLinearMatMul", p, isa=isa, zero_points=zero_points,
+                    precision_mode=precision_mode).astype(np.int64)
     out_dtype = p["y_dtype"]
     info = np.iinfo(out_dtype)
     zp = int(p["y_zp"])
@@ -277,34 +355,56 @@ def onnx_qlinear_matmul(p, *, isa: str = "exact", rounding: str = "mlas_f32") ->
     raise ValueError(f"rounding={rounding!r}")
 
 
-def onnx_conv_integer(p, *, isa: str = "exact", padding: str = "zero_point") -> np.ndarray:
-    """ConvInteger (NCHW, OIHW, groups, strides, dilations, pads): y = sum (x - x_zp)(w - w_zp[o]) in int32.
-    padding='zero_point': padded positions hold x_zp, i.e. contribute nothing (the real value 0; ORT's im2col
-    pads with the zero point); padding='zero': padded positions hold the integer 0."""
-    if isa != "exact":
-        raise ValueError("only the exact contract is modelled for ConvInteger")
-    X, Wt = p["X"], p["W"]
-    g = p["group"]
-    sh, sw = p["strides"]
-    dh, dw = p["dilations"]
-    pt, pl, pb, pr = p["pads"]
+def im2col(X, KH, KW, strides, dilations, pads, fill) -> np.ndarray:
+    """ORT's math::Im2col (NCHW) for all images of X (N x C x H x W): rows (c, kh, kw) in that order, columns
+    (image, oh, ow); positions in the padding hold `fill` (ORT passes the input zero point)."""
+    sh, sw = strides
+    dh, dw = dilations
+    pt, pl, pb, pr = pads
     N, C, H, Wd = X.shape
-    O, Cg, KH, KW = Wt.shape
-    x = X.astype(np.int64) - int(p["x_zp"])
-    fill = 0 if padding == "zero_point" else -int(p["x_zp"])
     xp = np.full((N, C, H + pt + pb, Wd + pl + pr), fill, np.int64)
-    xp[:, :, pt:pt + H, pl:pl + Wd] = x
-    w = _zp_sub(Wt, p["w_zp"], axis=0)
+    xp[:, :, pt:pt + H, pl:pl + Wd] = X
     OH = (H + pt + pb - dh * (KH - 1) - 1) // sh + 1
     OW = (Wd + pl + pr - dw * (KW - 1) - 1) // sw + 1
-    out = np.zeros((N, O, OH, OW), np.int64)
+    cols = np.empty((C, KH, KW, N, OH, OW), np.int64)
+    for kh in range(KH):
+        for kw in range(KW):
+            patch = xp[:, :, kh * dh: kh * dh + sh * (OH - 1) + 1: sh, kw * dw: kw * dw + sw * (OW - 1) + 1: sw]
+            cols[:, kh, kw] = patch.transpose(1, 0, 2, 3)
+    return cols.reshape(C * KH * KW, N * OH * OW), (OH, OW)
+
+
+def onnx_conv_integer(p, *, isa: str = "exact", zero_points: str = "folded", padding: str = "zero_point",
+                      precision_mode: bool = False) -> np.ndarray:
+    """ConvInteger (NCHW, OIHW, groups, strides, dilations, pads): y = sum (x - x_zp)(w - w_zp[o]) in int32, as ORT
+    computes it (conv_integer.cc): per group one MLAS QGEMM whose FIRST operand is the weight W (O/g x C/g*kh*kw,
+    zero point w_zp) and second the im2col of X (zero point x_zp), so under isa='pair_saturating' it is a u8 weight
+    with an s8 input that saturates, not the other way round. precision_mode changes nothing (the x64quantprecision
+    rewrite does not cover ConvInteger). padding='zero_point': padded positions hold x_zp, i.e. contribute nothing
+    (ORT's im2col pads with the zero point); padding='zero': they hold the integer 0."""
+    del precision_mode
+    X, Wt = p["X"], p["W"]
+    tx, tw = p["types"]
+    g = p["group"]
+    N = X.shape[0]
+    O, Cg, KH, KW = Wt.shape
+    fill = int(p["x_zp"]) if padding == "zero_point" else 0
+    if padding not in ("zero_point", "zero"):
+        raise ValueError(f"padding={padding!r}")
     og = O // g
+    out = None
     for gi in range(g):
-        xs = xp[:, gi * Cg:(gi + 1) * Cg]
-        for kh in range(KH):
-            for kw in range(KW):
-                patch = xs[:, :, kh * dh: kh * dh + sh * (OH - 1) + 1: sh, kw * dw: kw * dw + sw * (OW - 1) + 1: sw]
-                out[:, gi * og:(gi + 1) * og] += np.einsum("nchw,oc->nohw", patch, w[gi * og:(gi + 1) * og, :, kh, kw])
+        cols, (OH, OW) = im2col(X[:, gi * Cg:(gi + 1) * Cg], KH, KW, p["strides"], p["dilations"], p["pads"], fill)
+        if out is None:
+            out = np.zeros((N, O, OH, OW), np.int64)
+        w = Wt[gi * og:(gi + 1) * og].reshape(og, -1)
+        w_zp = np.asarray(p["w_zp"])
+        if w_zp.size != 1:
+            raise ValueError("ORT's ConvInteger takes a per-tensor w_zp only (conv_integer.cc)")
+        w_zp = w_zp.reshape(-1)[0]
+        y = mlas_qgemm(w, cols.astype(X.dtype), w_zp, p["x_zp"], a_signed=tw == "s8", b_signed=tx == "s8", isa=isa,
+                       zero_points=zero_points).astype(np.int64)
+        out[:, gi * og:(gi + 1) * og] = y.reshape(og, N, OH, OW).transpose(1, 0, 2, 3)
     return contracts._wrap32(out)
 
 
@@ -317,10 +417,11 @@ def _bind(fn, **kw):
     return model
 
 
-def candidates(library: str, op: str, isa: str) -> dict:
+def candidates(library: str, op: str, isa: str, *, precision_mode: bool = False) -> dict:
     """{variant name: model} for one peer operator on one path; the first entry is lowp's contract for it (the
     variant the installed library implements, calibrated and explained in docs/peers.md), the others are the
-    named alternatives whose agreement is reported beside it, so a report shows what each parameter decides."""
+    named alternatives whose agreement is reported beside it, so a report shows what each parameter decides.
+    precision_mode: ONNX Runtime's session.x64quantprecision rewrite is in force on this path."""
     other = "pair_saturating" if isa == "exact" else "exact"
     if (library, op) == ("torch-fbgemm", "linear"):
         return {f"{isa}+reciprocal_fma": _bind(torch_fbgemm_linear, isa=isa, float_bias="reciprocal_fma"),
@@ -343,12 +444,40 @@ def candidates(library: str, op: str, isa: str) -> dict:
         return {f"{isa}+{first}": _bind(fn, isa=isa, scales=first),
                 f"{isa}+{second}": _bind(fn, isa=isa, scales=second),
                 f"{alt_isa}+{first}": _bind(fn, isa=alt_isa, scales=first)}
-    if (library, op) == ("onnxruntime", "MatMulInteger"):
-        return {"exact": onnx_matmul_integer}
-    if (library, op) == ("onnxruntime", "QLinearMatMul"):
-        return {"exact+mlas_f32": _bind(onnx_qlinear_matmul, rounding="mlas_f32"),
-                "exact+onnx_reference_f64": _bind(onnx_qlinear_matmul, rounding="onnx_reference")}
-    if (library, op) == ("onnxruntime", "ConvInteger"):
-        return {"exact+pad_zero_point": _bind(onnx_conv_integer, padding="zero_point"),
-                "exact+pad_zero": _bind(onnx_conv_integer, padding="zero")}
+    if library == "onnxruntime":
+        return _ort_candidates(op, isa, precision_mode)
     raise KeyError(f"no model for {library} {op}")
+
+
+def _ort_candidates(op: str, isa: str, precision_mode: bool) -> dict:
+    """ONNX Runtime: the accumulation the path's MLAS kernel computes, then the operator's epilogue; alternatives:
+    the other accumulation, on the saturating path the other zero-point order, on an x64quantprecision path the
+    same without the weight rewrite, and the operator's own float/padding variant."""
+    if isa not in ORT_ISAS:
+        raise ValueError(f"isa={isa!r}: expected one of {ORT_ISAS} for onnxruntime")
+    fn = {"MatMulInteger": onnx_matmul_integer, "QLinearMatMul": onnx_qlinear_matmul,
+          "ConvInteger": onnx_conv_integer}.get(op)
+    if fn is None:
+        raise KeyError(f"no model for onnxruntime {op}")
+    tail, alt_tail = {"MatMulInteger": ({}, None), "QLinearMatMul": ({"rounding": "mlas_f32"}, {"rounding": "onnx_reference"}),
+                      "ConvInteger": ({"padding": "zero_point"}, {"padding": "zero"})}[op]
+    suffix = {"QLinearMatMul": ("+mlas_f32", "+onnx_reference_f64"), "ConvInteger": ("+pad_zero_point", "+pad_zero")}
+    rewrite = "+s8_weights_to_u8" if precision_mode and op in S8_WEIGHTS_TO_U8_SINCE else ""
+
+    def name(acc, rw=rewrite, last=0):
+        return acc + rw + (suffix[op][last] if op in suffix else "")
+
+    def acc_name(i):
+        return "exact" if i == "exact" else "pair_saturating+zp_folded"
+
+    other = "pair_saturating" if isa == "exact" else "exact"
+    out = {name(acc_name(isa)): _bind(fn, isa=isa, precision_mode=precision_mode, **tail)}
+    if alt_tail is not None:
+        out[name(acc_name(isa), last=1)] = _bind(fn, isa=isa, precision_mode=precision_mode, **alt_tail)
+    if isa == "pair_saturating":
+        out[name("pair_saturating+zp_subtracted")] = _bind(fn, isa=isa, zero_points="subtracted",
+                                                          precision_mode=precision_mode, **tail)
+        if rewrite:
+            out[name(acc_name(isa), rw="+no_rewrite")] = _bind(fn, isa=isa, **tail)
+    out[name(acc_name(other))] = _bind(fn, isa=other, precision_mode=precision_mode, **tail)
+    return out

@@ -18,6 +18,11 @@ def add_parser(sub) -> None:
                    help="only this library (repeatable)")
     p.add_argument("--path", action="append", default=[], metavar="PATH",
                    help="only this path (native, avx2, default, x64quantprecision; repeatable)")
+    p.add_argument("--emulate-avx2", action="store_true",
+                   help="run every path as an AVX2-only CPU (no AVX-512, no VNNI) would: ONNX Runtime under valgrind "
+                        "(its CPUID dispatch has no override), PyTorch's engines under their AVX2 ISA caps; lowp "
+                        "predicts the contracts from that CPU's flags (needs valgrind; about 10x slower for ONNX "
+                        "Runtime)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated problems (default 0)")
     p.add_argument("--jobs", type=int, default=None, help="paths run in parallel (default: one per core)")
     p.add_argument("--out", type=Path, default=Path("lowp-report/peers.json"), help="JSON report (default "
@@ -29,11 +34,14 @@ def cmd_peers(args) -> int:
     from lowp.conformance import peers
     count = args.count or (150 if args.quick else 2000)
     start = time.perf_counter()
-    rows = peers.run(count=count, seed=args.seed, jobs=args.jobs, libraries=args.library, paths=args.path)
+    rows = peers.run(count=count, seed=args.seed, jobs=args.jobs, libraries=args.library, paths=args.path,
+                     emulate_avx2=args.emulate_avx2)
     seconds = time.perf_counter() - start
-    env = peers.environment()
+    env = peers.environment(emulate_avx2=args.emulate_avx2)
+    emulated = f" (emulating an AVX2-only CPU: flags {' '.join(env['emulated_cpu_flags'])})" if \
+        args.emulate_avx2 else ""
     print(f"lowp peers: {count} problems per operator and path, seed {args.seed}; CPU {env.get('cpu')}; flags "
-          f"{' '.join(env['cpu_flags'])}; torch {env.get('torch')}, onnxruntime {env.get('onnxruntime')}, "
+          f"{' '.join(env['cpu_flags'])}{emulated}; torch {env.get('torch')}, onnxruntime {env.get('onnxruntime')}, "
           f"onnx {env.get('onnx')}; {seconds:.1f} s")
     print(peers.table(rows))
     for r in rows:
@@ -42,7 +50,7 @@ def cmd_peers(args) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     from lowp.conformance.rows import header, validate_peers_report
     doc = {**header({"count": count, "seed": args.seed, "jobs": args.jobs, "libraries": args.library,
-                     "paths": args.path}, seconds), "rows": rows}
+                     "paths": args.path, "emulate_avx2": args.emulate_avx2}, seconds), "rows": rows}
     doc["machine"].update(env)      # the libraries' versions and the CPU flags that pick their paths
     doc = json.loads(json.dumps(doc, default=str))      # numpy scalars and paths as JSON has them
     validate_peers_report(doc)
