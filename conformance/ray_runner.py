@@ -11,12 +11,14 @@ driver journals each event as it arrives: the journal has every case of every fi
 loses only the checks in flight, and `--resume` and the reports work on it unchanged.
 
 Routing. Only native kernels (x86-64, run by the host's CPU) depend on the machine; emulated ones (AArch64 on
-Unicorn or qemu-user, RISC-V on qemu) run on any node with lowp installed. Every node advertises Ray custom
+Unicorn or qemu-user, RISC-V on qemu) run on any node with lowp installed. An x86 kernel that no node runs natively
+runs on Bochs, on any node (route()). Every node advertises Ray custom
 resources named after its native architecture and CPU features (`lowp-arch:x86-64`, `lowp-feature:avx512_vnni`,
 a large count of each: node_resources(); `python -m lowp.conformance.ray_runner` prints the `ray start` line for
 a machine), and a native check's task asks for one unit of each resource its kernel needs, so Ray places it only on
 a node that has them. Before anything is submitted the driver reads the cluster's nodes: a check no live node can
-run is a SKIPPED row naming what each node lacks. A qemu-backed kernel on a node without qemu is SKIPPED by the
+run natively goes to Bochs (`LOWP_X86_BACKEND=bochs` in its task), or, where Bochs cannot run it either, is a
+SKIPPED row naming what each node lacks. A qemu-backed kernel on a node without qemu is SKIPPED by the
 check itself, as on one machine.
 
 Kernels from `--kernels FILE.toml` are registered on the driver only: each task carries the file that registered
@@ -86,12 +88,29 @@ def ray_start_command(address: str | None = None, num_cpus: int | None = None) -
 
 
 def requirements(kernel) -> dict[str, float]:
-    """The resources a check of `kernel` asks for: its architecture and features when it runs natively, none when
-    it is emulated (any node runs it)."""
-    from lowp.kernels.executors import target_of
-    if target_of(kernel).backend != "native":
+    """The resources a check of `kernel` asks for to run natively: its architecture and features, for a kernel of
+    an architecture some machine runs natively (x86-64) and no backend chosen for it; none for one that is
+    emulated anyway (AArch64 on Unicorn or qemu, any node runs it). Whether this driver's own CPU has them does not
+    matter: a node that has them runs it (route() sends it to Bochs where none does)."""
+    from lowp.emulator import targets
+    from lowp.kernels.executors import BACKEND_ENVS
+    chosen = kernel.backend or os.environ.get(BACKEND_ENVS.get(kernel.target, ""), "")
+    native = any(t.backend == "native" for t in targets.of_arch(kernel.target))
+    if not native or chosen not in ("", "native"):
         return {}
     return {ARCH + kernel.target: 1, **{FEATURE + f: 1 for f in kernel.features}}
+
+
+def emulated_instead(kernel) -> dict[str, str] | None:
+    """The environment that runs `kernel` on its architecture's emulator on any node (Bochs for x86-64), when no
+    node runs it natively; None if that emulator cannot run it either (not installed here, or no CPU model of it
+    has the kernel's features)."""
+    from lowp.emulator import targets
+    from lowp.kernels.executors import BACKEND_ENVS
+    for t in targets.of_arch(kernel.target):
+        if t.backend != "native" and kernel.target in BACKEND_ENVS and t.cannot_run(kernel.features) is None:
+            return {BACKEND_ENVS[kernel.target]: t.backend}
+    return None
 
 
 def cannot_run(needs: dict[str, float], nodes: list[dict]) -> str | None:
@@ -273,9 +292,9 @@ def run(checks: list[Check], journal: Path, *, address: str = "local", jobs: int
 
 
 def _run(ray, run_log: RunLog, *, jobs, timeout, options, stop_at=None) -> list[dict]:
-    from lowp.kernels.executors import BACKEND_ENV
+    from lowp.kernels.executors import BACKEND_ENVS
     task = ray.remote(num_cpus=1, max_retries=0, num_returns="streaming")(check_task)
-    env = {BACKEND_ENV: os.environ[BACKEND_ENV]} if os.environ.get(BACKEND_ENV) else {}
+    env = {name: os.environ[name] for name in BACKEND_ENVS.values() if os.environ.get(name)}
     flights: dict = {}      # generator -> [Tracked, its node once the task started, whether its row came]
     queue, skipped = route(run_log.pending, ray.nodes())
     for row in skipped:
@@ -286,8 +305,8 @@ def _run(ray, run_log: RunLog, *, jobs, timeout, options, stop_at=None) -> list[
         if stopped(stop_at):
             queue.clear()
         while queue and len(flights) < window:
-            check, needs, where = queue.pop(0)
-            flights[task.options(resources=needs).remote(check, options, timeout, where, env)] = \
+            check, needs, where, emulated = queue.pop(0)
+            flights[task.options(resources=needs).remote(check, options, timeout, where, {**env, **emulated})] = \
                 [Tracked(check), None, False]
         ready, _ = ray.wait(list(flights), num_returns=1, timeout=1.0)
         for gen in ready:
@@ -298,21 +317,25 @@ def _run(ray, run_log: RunLog, *, jobs, timeout, options, stop_at=None) -> list[
 
 
 def route(checks: list[Check], nodes: list[dict]) -> tuple[list[tuple], list[dict]]:
-    """(check, the resources it asks for, the file that registered its kernel) of every check some node of `nodes`
-    (ray.nodes()) can run; the SKIPPED rows of the others."""
+    """(check, the resources it asks for, the file that registered its kernel, the environment it runs in) of
+    every check some node of `nodes` (ray.nodes()) can run: natively on a node with its features, else on an
+    emulator (an x86 kernel no node runs natively: on Bochs, on any node); the SKIPPED rows of the others."""
     from lowp.kernels import kernel
     from lowp.kernels.registry import origin
     queue, skipped = [], []
     for check in checks:
         k = kernel(check.kernel)
-        needs = requirements(k)
+        needs, env = requirements(k), {}
         why = cannot_run(needs, nodes)
         if why:
-            skipped.append(check_row(check, verdict="SKIPPED", reason=why, backend="native", target=k.target,
-                                     contract_claimed=k.contract))
-            continue
+            env = emulated_instead(k)
+            if env is None:
+                skipped.append(check_row(check, verdict="SKIPPED", reason=why, backend="native", target=k.target,
+                                         contract_claimed=k.contract))
+                continue
+            needs = {}
         where = origin(check.kernel)
-        queue.append((check, needs, None if where is None else str(where.resolve())))
+        queue.append((check, needs, None if where is None else str(where.resolve()), env))
     return queue, skipped
 
 

@@ -100,9 +100,12 @@ def test_bad_operands_are_refused():
         k.predict(np.zeros(3, np.uint8), np.zeros((3, 2), np.int8))
 
 
-def test_missing_feature_is_a_skip_reason(monkeypatch):
+def test_missing_feature_is_a_skip_reason_natively_and_bochs_runs_it(monkeypatch):
     monkeypatch.setenv("LOWP_DISABLE_FEATURES", "avx2")
-    assert executor(kernel("u8s8s32_avx2")).unavailable() == "CPU lacks avx2"
+    assert executor(kernel("u8s8s32_avx2"), "native").unavailable() == "CPU lacks avx2"
+    from lowp.emulator import bochs
+    if bochs.unavailable() is None:
+        assert executor(kernel("u8s8s32_avx2")).backend == "bochs"      # the CPU lacks it: Bochs runs it
 
 
 # ---- AArch64 kernels: where their models part from the exact GEMM ----
