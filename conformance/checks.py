@@ -362,7 +362,7 @@ def claimed_path(kern, ex) -> tuple[bool, str]:
     return ok, text + _emulation_notes(ex, seen, modeled)
 
 
-def _emulation_notes(ex, seen: Counter, modeled: Counter) -> str:
+def _emulation_notes(ex, seen: dict, modeled: dict) -> str:
     """What an emulated path's results rest on besides the emulator: instructions it ran on lowp's own models
     (AMX on Bochs, FEAT_I8MM on Unicorn), and instructions the emulator is known to run wrongly."""
     from lowp.kernels.disasm import canonical

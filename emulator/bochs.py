@@ -34,7 +34,6 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -45,8 +44,8 @@ from lowp import buildcache
 from . import x86_faults
 from .build import Binary
 from .errors import (BudgetExceeded, BuildError, EmulationFailed, EmulatorError, OutOfBounds, Trap,
-                     UndefinedInstruction)
-from .machine import CANARY, CallResult
+                     UndefinedInstruction, guest_death)
+from .machine import CANARY, CallResult, GuestProcess, _Buffer, canary_damage, split_arguments
 
 HERE = Path(__file__).resolve().parent
 RUNTIME = HERE / "runtime_x86.c"
@@ -207,23 +206,7 @@ class BochsDied(EmulationFailed):
     """The guest process died or stopped answering during a call (the next call starts a new one)."""
 
 
-@dataclass
-class _Buffer:
-    name: str
-    base: int
-    nbytes: int
-    lo: int
-    hi: int
-    array: np.ndarray
-    after: int
-
-    @property
-    def place(self) -> x86_faults.Place:
-        return x86_faults.Place(self.name, self.lo, self.base, self.nbytes, self.hi, self.array.dtype,
-                                self.array.shape)
-
-
-class BochsMachine:
+class BochsMachine(GuestProcess):
     """One Bochs CPU (in a process of its own) running `binary` (a build_for_bochs() program); call() its
     functions. model: a key of MODELS; budget: instructions per call (None: none), exact when the call counts,
     else kept as time (budget / INSTRUCTIONS_PER_SECOND seconds) unless `seconds` says; count/mnemonics: the
@@ -305,27 +288,11 @@ class BochsMachine:
         return reply[1]
 
     def _died(self, what: str, cause: str, kill: bool = False) -> BochsDied:
-        proc = self._proc
-        code = None
-        if proc is not None:
-            if kill and proc.poll() is None:
-                proc.kill()
-            try:
-                code = proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-        how = f"exit status {code}" if code is not None and code >= 0 else \
-            f"killed by signal {-code}" if code is not None else "still running"
-        tail = self._stderr_tail()
+        if kill and self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+        how = guest_death(self._proc, "ended" if kill else cause, self._stderr, wait=5.0)
         self._reap()
-        return BochsDied(f"the Bochs guest {cause} while {what} ({how})" + (f": {tail}" if tail else "")
-                         + "; the next call starts a new one")
-
-    def _stderr_tail(self) -> str:
-        if self._stderr is None:
-            return ""
-        self._stderr.seek(0)
-        return self._stderr.read().decode(errors="replace").strip()[-500:]
+        return BochsDied(f"the Bochs guest {cause} while {what} {how}; the next call starts a new one")
 
     def _reap(self) -> None:
         proc, self._proc = self._proc, None
@@ -354,18 +321,6 @@ class BochsMachine:
                 pass
             self._reap()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
     # -- the call ---------------------------------------------------------------------------------------------
     def call(self, symbol: str, *args, names=None, overread=None, seed=None, **options) -> CallResult:
         """Call `symbol` with numpy arrays (passed as pointers to copies) and ints (64-bit scalars), as
@@ -379,22 +334,7 @@ class BochsMachine:
             raise TypeError(f"unknown option(s) {', '.join(sorted(unknown))}; expected {', '.join(self.defaults)}")
         opts = {**self.defaults, **options}
         entry = self.binary.symbol(symbol)
-        names = list(names) if names is not None else [f"arg{i}" for i in range(len(args))]
-        if len(names) != len(args):
-            raise ValueError(f"names: {len(names)} names for {len(args)} arguments")
-        arrays, array_names, values = [], [], []
-        for name, a in zip(names, args):
-            if isinstance(a, np.ndarray) and a.ndim > 0:
-                arrays.append(a)
-                array_names.append(name)
-                values.append(None)
-            elif isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)):
-                if not -(1 << 63) <= int(a) <= MASK64:
-                    raise ValueError(f"argument {name!r}: {a} does not fit a 64-bit register")
-                values.append(int(a) & MASK64)
-            else:
-                raise ValueError(f"argument {name!r}: expected a numpy array (passed as a pointer) or an int, "
-                                 f"got {type(a).__name__}")
+        names, arrays, array_names, values = split_arguments(args, names)
         buffers = _place(arrays, array_names, overread or {})
         it = iter(buffers)
         values = [next(it).base if v is None else v for v in values]
@@ -441,23 +381,7 @@ class BochsMachine:
             start, end = b.base - b.lo, b.base - b.lo + b.nbytes
             below, data, over = region[:start], region[start:end], region[end:]
             out.append(data.view(b.array.dtype).reshape(b.array.shape).copy())
-            if error is None and b.after:
-                bad = _first_damaged(over)
-                if bad is not None:
-                    error = OutOfBounds(
-                        f"out-of-bounds write past the end of buffer {b.name!r} (into its allowed over-read): byte "
-                        f"offset {b.nbytes + bad} was modified (found after the call by a canary)", buffer=b.name,
-                        offset=b.nbytes + bad, nbytes=b.nbytes, access="write", address=b.base + b.nbytes + bad,
-                        size=1, itemsize=b.array.dtype.itemsize)
-            if error is None and b.base > b.lo:
-                bad = _first_damaged(below)
-                if bad is not None:
-                    offset = b.lo + bad - b.base
-                    error = OutOfBounds(
-                        f"out-of-bounds write before the start of buffer {b.name!r}: byte offset {offset} was "
-                        "modified (found after the call: writes below a buffer are caught by a canary, not at the "
-                        "instruction)", buffer=b.name, offset=offset, nbytes=b.nbytes, access="write",
-                        address=b.lo + bad, size=1, itemsize=b.array.dtype.itemsize)
+            error = error or canary_damage(b, below.tobytes(), over.tobytes())
         mnemonics = None
         if opts["mnemonics"]:
             mnemonics = Counter()
@@ -573,15 +497,7 @@ class BochsMachine:
         if code & 0x1 and b is None:         # present but refused: a write to the program's read-only pages
             return OutOfBounds(f"write to read-only memory: {address:#x}, in no buffer, {where}", access=access,
                                address=address, size=size, pc=rip, instruction=text)
-        return x86_faults.page_fault(access, address, start, size, text, where, rip, b and b.place, PAGE)
-
-
-def _first_damaged(canary: np.ndarray) -> int | None:
-    """The index of the first byte of a canary area that is no longer CANARY, or None."""
-    if not canary.size:
-        return None
-    bad = np.flatnonzero(canary != CANARY)
-    return int(bad[0]) if bad.size else None
+        return x86_faults.page_fault(access, address, start, size, text, where, rip, b and _place_of(b), PAGE)
 
 
 def _iced_text(code: bytes, address: int) -> tuple[str, str]:
@@ -607,9 +523,13 @@ def _place(arrays, names, overread) -> list[_Buffer]:
         lo = cursor + PAGE
         hi = lo + size
         base = hi - after - a.nbytes
-        buffers.append(_Buffer(name, base, a.nbytes, lo, hi, a, after))
+        buffers.append(_Buffer(name, len(buffers), base, a.nbytes, lo, hi, a, after))
         cursor = (hi + PAGE + 0xFFFF) // 0x10000 * 0x10000
     return buffers
+
+
+def _place_of(b: _Buffer) -> x86_faults.Place:
+    return x86_faults.Place(b.name, b.lo, b.base, b.nbytes, b.hi, b.array.dtype, b.array.shape)
 
 
 def _locate(buffers, address: int) -> _Buffer | None:

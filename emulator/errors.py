@@ -111,3 +111,24 @@ class LockstepMismatch(EmulatorError):
 
 class EmulationFailed(EmulatorError):
     """Unicorn stopped with an error lowp has no better name for (the Unicorn error is the message)."""
+
+
+def guest_death(proc, cause: str, stderr=None, wait: float = 2.0) -> str:
+    """How a guest process (qemu-user, the Bochs guest) ended, for the error of the call it was serving: '(exit
+    status 1): <the end of its stderr>', '(killed by SIGKILL)', '(still running)'. cause 'ended': its output ended,
+    the exit status follows at once (waited for up to `wait` s); otherwise it is read if there is one."""
+    import signal
+    import subprocess
+    code = None
+    if proc is not None:
+        try:
+            code = proc.wait(timeout=wait) if cause == "ended" else proc.poll()
+        except subprocess.TimeoutExpired:
+            pass
+    how = f"exit status {code}" if code is not None and code >= 0 else \
+        f"killed by {signal.Signals(-code).name}" if code is not None else "still running"
+    tail = ""
+    if stderr is not None:
+        stderr.seek(0)
+        tail = stderr.read().decode(errors="replace").strip()[-500:]
+    return f"({how})" + (f": {tail}" if tail else "")

@@ -31,6 +31,7 @@ how many of each.
 """
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -348,22 +349,7 @@ class Machine:
         opts = {**self.defaults, **options}
         count = bool(opts["count"] or opts["mnemonics"])
         entry = self.binary.symbol(symbol)
-        arrays, array_names, scalars = [], [], []
-        names = list(names) if names is not None else [f"arg{i}" for i in range(len(args))]
-        if len(names) != len(args):
-            raise ValueError(f"names: {len(names)} names for {len(args)} arguments")
-        for i, (name, a) in enumerate(zip(names, args)):
-            if isinstance(a, np.ndarray) and a.ndim > 0:
-                arrays.append(a)
-                array_names.append(name)
-                scalars.append(None)
-            elif isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)):
-                if not -(1 << 63) <= int(a) <= MASK64:
-                    raise ValueError(f"argument {name!r}: {a} does not fit a 64-bit register")
-                scalars.append(int(a))
-            else:
-                raise ValueError(f"argument {name!r}: expected a numpy array (passed as a pointer) or an int, "
-                                 f"got {type(a).__name__}")
+        names, arrays, array_names, scalars = split_arguments(args, names)
         native_budget = bool(opts["budget"]) and not count
         self._configure(count, opts["mnemonics"], opts["lockstep"], opts["trace"], native_budget)
         buffers = self._place(arrays, array_names, overread or {})
@@ -397,23 +383,7 @@ class Machine:
                 start, end = b.base - b.lo, b.base - b.lo + b.nbytes
                 below, data, over = region[:start], region[start:end], region[end:]
                 out.append(np.frombuffer(data, b.array.dtype).reshape(b.array.shape).copy())
-                if error is None and b.after:
-                    bad = _first_damaged(over)
-                    if bad is not None:
-                        error = OutOfBounds(
-                            f"out-of-bounds write past the end of buffer {b.name!r} (into its allowed over-read): "
-                            f"byte offset {b.nbytes + bad} was modified (found after the call by a canary)",
-                            buffer=b.name, offset=b.nbytes + bad, nbytes=b.nbytes, access="write",
-                            address=b.base + b.nbytes + bad, size=1, itemsize=b.array.dtype.itemsize)
-                if error is None and b.base > b.lo:
-                    bad = _first_damaged(below)
-                    if bad is not None:
-                        offset = b.lo + bad - b.base
-                        error = OutOfBounds(
-                            f"out-of-bounds write before the start of buffer {b.name!r}: byte offset {offset} was "
-                            "modified (found after the call: writes below a buffer are caught by a canary, "
-                            "not at the instruction)", buffer=b.name, offset=offset, nbytes=b.nbytes,
-                            access="write", address=b.lo + bad, size=1, itemsize=b.array.dtype.itemsize)
+                error = error or canary_damage(b, below, over)
         finally:
             self._state = None
         instructions = s["total"] if count else None
@@ -452,6 +422,75 @@ class Machine:
             code = bytes(self.uc.mem_read(address, size))
             hit = self._block_cache[key] = self.cc.mnemonics(code, address)
         return hit
+
+
+class GuestProcess:
+    """What a machine whose guest is a process of its own (qemu-user, the Bochs guest) shares: a context manager
+    and a finalizer that end it with close(), only in the process that started it (`_owner`: a forked copy of the
+    machine must not end its parent's guest)."""
+    _owner: int
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            if self._owner == os.getpid():
+                self.close()
+        except Exception:
+            pass
+
+
+def split_arguments(args, names=None) -> tuple[list, list, list, list]:
+    """A call's arguments as every machine takes them: (names, the arrays, their names, one value per argument:
+    None for an array (passed as a pointer), a 64-bit two's-complement int for an int). ValueError for anything
+    else, or a count of names that does not match."""
+    names = list(names) if names is not None else [f"arg{i}" for i in range(len(args))]
+    if len(names) != len(args):
+        raise ValueError(f"names: {len(names)} names for {len(args)} arguments")
+    arrays, array_names, values = [], [], []
+    for name, a in zip(names, args):
+        if isinstance(a, np.ndarray) and a.ndim > 0:
+            arrays.append(a)
+            array_names.append(name)
+            values.append(None)
+        elif isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)):
+            if not -(1 << 63) <= int(a) <= MASK64:
+                raise ValueError(f"argument {name!r}: {a} does not fit a 64-bit register")
+            values.append(int(a) & MASK64)
+        else:
+            raise ValueError(f"argument {name!r}: expected a numpy array (passed as a pointer) or an int, "
+                             f"got {type(a).__name__}")
+    return names, arrays, array_names, values
+
+
+def canary_damage(b, below: bytes, over: bytes) -> OutOfBounds | None:
+    """A write found after the call by the canaries of buffer `b` (a _Buffer): in its allowed over-read (`over`,
+    the bytes past its end) or in the slack below its start (`below`), else None."""
+    if b.after:
+        bad = _first_damaged(over)
+        if bad is not None:
+            return OutOfBounds(
+                f"out-of-bounds write past the end of buffer {b.name!r} (into its allowed over-read): byte offset "
+                f"{b.nbytes + bad} was modified (found after the call by a canary)", buffer=b.name,
+                offset=b.nbytes + bad, nbytes=b.nbytes, access="write", address=b.base + b.nbytes + bad, size=1,
+                itemsize=b.array.dtype.itemsize)
+    if b.base > b.lo:
+        bad = _first_damaged(below)
+        if bad is not None:
+            offset = b.lo + bad - b.base
+            return OutOfBounds(
+                f"out-of-bounds write before the start of buffer {b.name!r}: byte offset {offset} was modified "
+                "(found after the call: writes below a buffer are caught by a canary, not at the instruction)",
+                buffer=b.name, offset=offset, nbytes=b.nbytes, access="write", address=b.lo + bad, size=1,
+                itemsize=b.array.dtype.itemsize)
+    return None
 
 
 def _first_damaged(canary: bytes) -> int | None:

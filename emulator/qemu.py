@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import subprocess
 import tempfile
 import time
@@ -65,9 +64,9 @@ import numpy as np
 from .build import HERE, INCLUDE, Binary, build, include_files
 from .qemu_batch import identify
 from .errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
-    describe_out_of_bounds
+    describe_out_of_bounds, guest_death
 from .aapcs64 import REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, seeded_registers
-from .machine import CallResult
+from .machine import CallResult, GuestProcess
 
 DRIVER = HERE / "qemu_driver.c"
 DEFAULT_SECONDS = 10.0            # time budget per call
@@ -216,7 +215,7 @@ class QemuDied(EmulationFailed):
     """The qemu-user process died or stopped answering during a call (it is restarted by the next call)."""
 
 
-class QemuMachine:
+class QemuMachine(GuestProcess):
     """One qemu-user process (qemu-aarch64 -cpu max; guest=RISCV64: qemu-riscv64 -cpu rv64,v=true,...) running
     `binary` (a build_for_qemu() program of that guest); call() its functions.
     counts=False starts it without the counting plugin (a call that asks for counts restarts it with the plugin);
@@ -319,19 +318,6 @@ class QemuMachine:
             self._log.unlink(missing_ok=True)
             self._log = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            if self._owner == os.getpid():
-                self.close()
-        except Exception:
-            pass
-
     def _reap(self) -> None:
         proc, self._proc = self._proc, None
         if proc is None:
@@ -342,27 +328,10 @@ class QemuMachine:
         for f in (proc.stdin, proc.stdout):
             f.close()
 
-    def _stderr_tail(self) -> str:
-        if self._stderr is None:
-            return ""
-        self._stderr.seek(0)
-        text = self._stderr.read().decode(errors="replace").strip()
-        return text[-500:]
-
     def _died(self, what: str, cause: str) -> QemuDied:
-        proc = self._proc
-        code = None
-        if proc is not None:
-            try:                    # its output ended: the exit status follows at once
-                code = proc.wait(timeout=2.0) if cause == "ended" else proc.poll()
-            except subprocess.TimeoutExpired:
-                pass
-        how = f"exit status {code}" if code is not None and code >= 0 else \
-            f"killed by {signal.Signals(-code).name}" if code is not None else "still running"
-        tail = self._stderr_tail()
+        how = guest_death(self._proc, cause, self._stderr)
         self._reap()
-        return QemuDied(f"{self.guest.qemu} {cause} while {what} ({how})" + (f": {tail}" if tail else "")
-                        + "; the next call starts a new process")
+        return QemuDied(f"{self.guest.qemu} {cause} while {what} {how}; the next call starts a new process")
 
     def _send(self, data: bytes) -> None:
         view = memoryview(data)
