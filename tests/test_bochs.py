@@ -353,3 +353,42 @@ def test_the_runtime_has_a_heap_that_frees_and_persists_across_calls(machine):
     assert machine.call("heap_churn", 16).ret == 16 * 3              # 64 MiB through a 32 MiB heap: free() works
     assert machine.call("heap_kept", 7).ret == 7
     assert machine.call("heap_kept", 9).ret == 7                      # static state persists from call to call
+
+
+# -- the models proven against Bochs (lowp isa verify) ---------------------------------------------------------------
+
+def test_isa_verify_proves_the_x86_models_on_bochs(capsys):
+    """--backend bochs: every x86 model on Bochs whatever this CPU has: VNNI forms on Sapphire Rapids, VNNI-INT8 on
+    Arrow Lake, VPDPWSSDS a named Bochs defect, never a disagreement."""
+    from lowp.cli import main
+    assert main(["isa", "verify", "vpdpbusd", "vpdpbssd", "vpdpwssds", "vpmaddubsw", "--backend", "bochs",
+                 "--registers", "64"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("_mm")}
+    assert "bochs (sapphire_rapids)  verified" in rows["_mm256_dpbusd_avx_epi32"]
+    assert "bochs (arrow_lake)       verified" in rows["_mm256_dpbssd_epi32"]
+    assert "a known Bochs defect: its VPDPWSSDS wraps the pair sum" in rows["_mm256_dpwssds_avx_epi32"]
+    assert "native" not in "".join(rows.values()) and ", 0 disagreed;" in out
+
+
+def test_a_wrong_model_is_refuted_by_bochs():
+    from lowp.emulator.bochs_intrinsics import BochsX86
+    from lowp.isa_models import intrinsic, proof
+    intr = intrinsic("_mm512_dpbusd_epi32")
+    args = proof.stack(proof.corner_batch(intr), intr)
+    actual = BochsX86().run(intr, args)
+    assert np.array_equal(actual, intr(*args))
+    wrong = intr(*args) + 1
+    assert "disagree" in str(proof.first_disagreement(intr, args, wrong, actual))
+
+
+@pytest.mark.slow
+def test_vpmaddubsw_on_bochs_over_every_pair_input_of_five_a0_slices():
+    """The exhaustive proof's machinery on Bochs: 2^24 (a1, b0, b1) for each a0 given, 2^24 pairs a call through
+    the guest's shared memory (all 256 slices: `lowp isa verify --exhaustive --backend bochs`, about 4 minutes)."""
+    from lowp.emulator.bochs_intrinsics import BochsX86
+    from lowp.isa_models import proof
+    backend = BochsX86()
+    intr = proof.pick_exhaustive(backend)
+    result = proof.exhaustive_vpmaddubsw(backend, intr, a0_values=[0, 1, 127, 128, 255])
+    assert result.disagreement is None and result.cases == 5 << 24
