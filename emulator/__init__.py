@@ -1,17 +1,31 @@
-"""lowp.emulator: build AArch64 C/assembly with zig and run it under Unicorn, bit-exact and bounds-checked.
+"""lowp.emulator: build AArch64 C/assembly with zig and run it under Unicorn, bit-exact and bounds-checked (and x86
+kernels on Bochs: lowp.emulator.bochs).
 
     from lowp.emulator import build, Machine
     m = Machine(build("kernel.c"))
     r = m.call("gemm", A, B, C, M, N, K, count=True)     # r.arrays: copies of A, B, C after the call
 
 See docs/emulator.md for the design (AAPCS64 mapping, guard pages, budget, I8MM gap-filling, lockstep).
+
+The names below are imported when first used (PEP 562): a process that needs one module of the package (the Bochs
+guest, a qemu proof backend) does not pay for Unicorn, numpy and the rest at startup.
 """
-from .build import Binary, build, build_text, cache_dir
+from importlib import import_module
+
+from .build import Binary, build, build_text, cache_dir      # eager: the submodule `build` shares the function's name
 from .errors import (AlignmentFault, BudgetExceeded, BuildError, EmulationFailed, EmulatorError, LockstepMismatch,
                      OutOfBounds, Trap, UndefinedInstruction)
-from .aapcs64 import disassemble
-from .machine import DEFAULT_BUDGET, CallResult, Machine
+
+_LAZY = {"disassemble": "aapcs64", "Machine": "machine", "CallResult": "machine", "DEFAULT_BUDGET": "machine"}
 
 __all__ = ["Binary", "build", "build_text", "cache_dir", "Machine", "CallResult", "DEFAULT_BUDGET", "disassemble",
            "EmulatorError", "AlignmentFault", "BuildError", "OutOfBounds", "BudgetExceeded", "UndefinedInstruction",
            "Trap", "LockstepMismatch", "EmulationFailed"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
