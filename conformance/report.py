@@ -72,7 +72,7 @@ def markdown(rows: list[dict], seconds: float | None = None, replay_args: str | 
 def _head(rows: list[dict], seconds: float | None) -> list[str]:
     """The report's summary, what its columns mean, the table and the claimed contracts broken."""
     s = summary(rows)
-    table = [(r["kernel"], r["check"], r["domain"], r.get("backend", "?"), _verdict(r), _executed(r),
+    table = [(r["kernel"], r["check"], r["domain"], _backend(r), _verdict(r), _executed(r),
               _matched(r), _path(r)) for r in rows]
     lines = ["# lowp conformance report", "",
              f"{s['checks']} checks: {s['PASS']} PASS, {s['FAIL']} FAIL, {s['CRASH']} CRASH, {s['SKIPPED']} SKIPPED, "
@@ -90,9 +90,30 @@ def _head(rows: list[dict], seconds: float | None) -> list[str]:
     emulators = sorted({r["emulator"] for r in rows if r.get("emulator")})
     if emulators:
         lines += ["Emulated kernels ran on: " + "; ".join(f"`{e}`" for e in emulators) + ".", ""]
+    lines += [_host_line(), ""]
     if s["claimed_failures"]:
         lines += ["**Claimed contracts broken:** " + ", ".join(s["claimed_failures"]), ""]
     return lines
+
+
+def _backend(r: dict) -> str:
+    """The table's backend: 'native', 'unicorn', 'qemu', or 'bochs (<cpu model>)'."""
+    backend, emulator = r.get("backend", "?"), r.get("emulator") or ""
+    return f"{backend} ({emulator.rsplit('cpu model ', 1)[1]})" if backend == "bochs" and "cpu model " in emulator \
+        else backend
+
+
+def _host_line() -> str:
+    """The machine that wrote the report: its CPU and the SIMD features lowp used of it (LOWP_DISABLE_FEATURES
+    named when set: the run acted as if the CPU lacked them)."""
+    from lowp.emulator.targets import disabled_features, host
+    h = host()
+    disabled = disabled_features()
+    used = " ".join(sorted(f for f in h.x86_features - disabled if f.startswith(("avx", "ssse", "amx"))))
+    line = f"Host: {h.cpu_model}" + (f"; SIMD features used natively: {used}" if used else "")
+    if disabled:
+        line += f"; acting as if it lacked {', '.join(sorted(disabled))} (LOWP_DISABLE_FEATURES)"
+    return line + "."
 
 
 def failure_lines(r: dict, replay_args: str | None = "") -> list[str]:
@@ -167,7 +188,8 @@ def commands(r: dict, cx: dict, replay_args: str | None = "") -> list[str]:
     from .problem import encode
     out = []
     if replay_args is not None:
-        out.append(f"replay: `lowp conformance replay {r['id']}{' ' + replay_args if replay_args else ''}`")
+        out.append(f"replay: `lowp conformance replay {shlex.quote(r['id'])}"
+                   f"{' ' + replay_args if replay_args else ''}`")
     if cx.get("previous"):
         out.append("repro: none on one line: the failure depends on the call before it (replay by id)")
     else:

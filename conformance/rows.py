@@ -219,8 +219,14 @@ def header(settings: dict, seconds: float | None) -> dict:
 def machine() -> dict:
     """This machine as a report records it: the host (CPU model and features, Python, Unicorn) and the compilers
     lowp builds kernels with (their identity; each row's `build` has the flags its kernel was built with)."""
-    from lowp.emulator.targets import host
+    from lowp.emulator import bochs
+    from lowp.emulator.targets import disabled_features, host
     env = dict(host().environment())
+    disabled = disabled_features()
+    if disabled and isinstance(env.get("x86_features"), list):     # what lowp used; what it was told to ignore
+        env["x86_features"] = [f for f in env["x86_features"] if f not in disabled]
+        env["disabled_features"] = sorted(disabled)
+    env["bochs"] = None if bochs.unavailable() else f"bochscpu-python {bochs.bochscpu_version()}"
     env["compilers"] = compilers()
     return env
 

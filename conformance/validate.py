@@ -203,16 +203,17 @@ def _symbols(ex, wanted) -> tuple[set[str], list[str]]:
     """(the functions the build defines, those of `wanted` a caller cannot find in it)."""
     if ex.backend == "native":
         from lowp.kernels.disasm import _SharedObject
-        _, lib = ex._lib
-        missing = [name for name in wanted if not _exported(lib, name)]
+        ex._lib
+        missing = [name for name in wanted if not _callable(ex, name)]
         return {n for fn in _SharedObject(ex.library_path).functions.values() for n in fn.names}, missing
     symbols = set(ex.machine.binary.symbols)
     return symbols, [name for name in wanted if name not in symbols]
 
 
-def _exported(lib, name: str) -> bool:
+def _callable(ex, name: str) -> bool:
+    """Whether the native executor can call `name` (exported, or found in the library's symbol table)."""
     try:
-        getattr(lib, name)
+        ex.address(name)
     except AttributeError:
         return False
     return True

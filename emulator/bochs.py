@@ -168,12 +168,21 @@ def shim() -> Path:
                             f"cannot be built: {e}") from None
 
 
-def build_for_bochs(*sources, flags=(), depends=(), compiler: str = "host") -> Binary:
+def build_for_bochs(*sources, flags=(), depends=(), compiler: str = "auto") -> Binary:
     """Compile the kernel's sources with `flags` (its -O and -m flags, as the native build has them) and link them
     with runtime_x86.c into a static program; cached as every build. compiler: 'host', the host's C (and C++)
     compiler, as the native build (a kernel is judged as the host compiler makes it); 'zig', zig's clang
     (lowp's own intrinsic wrappers: it emits every extension lowp models, AVX-VNNI-INT8 included, which GCC 12
-    does not). Raises BuildError naming the file, with the compiler's message."""
+    does not); 'auto', the host's, and zig's where the host's rejects one of the flags (a -mavxvnniint8 that
+    Debian 12's GCC does not know: the row's `build` then names zig). Raises BuildError naming the file, with the
+    compiler's message."""
+    if compiler == "auto":
+        try:
+            return build_for_bochs(*sources, flags=flags, depends=depends, compiler="host")
+        except BuildError as e:
+            if not _unknown_option(str(e)):
+                raise
+            return build_for_bochs(*sources, flags=flags, depends=depends, compiler="zig")
     from .native import NativeUnavailable, cache_dir, toolchain
     paths = [Path(s).resolve() for s in sources]
     if not paths:
@@ -202,6 +211,11 @@ def build_for_bochs(*sources, flags=(), depends=(), compiler: str = "host") -> B
     return Binary(out, "x86-64-static", tuple(str(p) for p in paths))
 
 
+def _unknown_option(message: str) -> bool:
+    """Whether a compiler's message says it does not know a command-line option (GCC, clang)."""
+    return "unrecognized command-line option" in message or "unknown argument" in message
+
+
 class BochsDied(EmulationFailed):
     """The guest process died or stopped answering during a call (the next call starts a new one)."""
 
@@ -228,6 +242,7 @@ class BochsMachine(GuestProcess):
         self._stderr = None
         self._owner = os.getpid()
         self._text = {}           # address -> (mnemonic, text) decoded on the host
+        self._derived = True      # the last call's time budget came from its instruction budget
 
     @property
     def restarts(self) -> int:
@@ -340,6 +355,7 @@ class BochsMachine(GuestProcess):
         values = [next(it).base if v is None else v for v in values]
         budget = opts["budget"] or None
         seconds = opts["seconds"] or (max(1.0, budget / INSTRUCTIONS_PER_SECOND) if budget else None)
+        self._derived = not opts["seconds"]       # the time budget says what it came from
         request = {"entry": entry, "args": values[:6], "stack_args": values[6:],
                    "regions": [(b.lo, b.hi - b.lo) for b in buffers],
                    "seed_registers": _seeded(seed, len(values)) if seed is not None else {}, "budget": budget,
@@ -438,8 +454,9 @@ class BochsMachine(GuestProcess):
                                   instruction=text)
         if status == "timeout":
             seconds, budget = reply["time_budget"], reply["budget"]
-            why = f" (the budget of {budget:,} instructions at {INSTRUCTIONS_PER_SECOND / 1e6:g} M/s)" if budget else ""
-            return BudgetExceeded(f"the kernel ran longer than {seconds:g} s{why} (a runaway loop?); stopped at "
+            why = f" (its budget of {budget:,} instructions at {INSTRUCTIONS_PER_SECOND / 1e6:g} M/s)" \
+                if budget and self._derived else " (its time budget on Bochs)"
+            return BudgetExceeded(f"the kernel ran longer than {seconds:g} s{why}: a runaway loop?; stopped at "
                                   f"{self._symbolize(rip)}: {text}", budget=budget, pc=rip, instruction=text)
         if status != "fault":
             return EmulationFailed(f"Bochs stopped at {rip:#x} before the function returned "

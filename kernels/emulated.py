@@ -19,6 +19,7 @@ class EmulatedExecutor:
     of the kernel's architecture). machine_options: the machine's (Machine: budget, count, ...; QemuMachine:
     seconds, qemu, cpu, counts)."""
     default_backend = "unicorn"
+    elsewhere = ""            # why the other targets cannot run it either (executors.executor())
 
     def __init__(self, kernel: Kernel, *, target=None, **machine_options):
         from lowp.emulator import targets
@@ -34,8 +35,9 @@ class EmulatedExecutor:
 
     def unavailable(self) -> str | None:
         k = self.kernel
-        return self.target.cannot_run(k.features, k.vector_bits, **self._target_options) \
+        reason = self.target.cannot_run(k.features, k.vector_bits, **self._target_options) \
             or self.target.known_defect(k.features, k.vector_bits, **self._target_options)
+        return reason and reason + self.elsewhere
 
     def describe(self) -> str:
         """What runs the kernel: 'Unicorn 2.1.4 (cpu model MAX)', 'qemu-aarch64 10.0.2 (/usr/bin/qemu-aarch64)

@@ -22,11 +22,16 @@ class KernelUnavailable(RuntimeError):
 
 
 def _prototype(kernel: Kernel) -> str:
+    """The entry's (and workspace function's) declarations for cffi, and their function types (lowp_entry_fn,
+    lowp_workspace_fn), through which a function the library does not export is called by its address."""
     params = "".join(f", int64_t {p}" for p in kernel.params)
-    entry = SIGNATURES[kernel.signature].format(symbol=kernel.symbol, params=params) + ";\n"
+    signature = SIGNATURES[kernel.signature]
+    entry = signature.format(symbol=kernel.symbol, params=params) + ";\n"
+    entry += "typedef " + signature.format(symbol="lowp_entry_fn", params=params) + ";\n"
     if kernel.signature == "xnnpack-gemm":     # no workspace: the weights arrive packed
         return entry
-    return entry + f"size_t {workspace_symbol(kernel)}(int64_t M, int64_t N, int64_t K);"
+    return entry + (f"size_t {workspace_symbol(kernel)}(int64_t M, int64_t N, int64_t K);\n"
+                    "typedef size_t lowp_workspace_fn(int64_t M, int64_t N, int64_t K);")
 
 
 def _fresh_copies() -> Path:
@@ -81,6 +86,7 @@ class NativeExecutor:
     fresh=True loads a private copy of the kernel's library, with static state of its own: what a first call in a
     new process would see (used to tell a kernel that depends on earlier calls)."""
     backend = "native"
+    elsewhere = ""            # why the other targets cannot run it either (executor())
 
     def __init__(self, kernel: Kernel, *, guard: bool = True, budget: float | None = 10.0, fresh: bool = False):
         self.kernel = kernel
@@ -96,7 +102,7 @@ class NativeExecutor:
         if reason is None and "amx_tile" in self.kernel.features:
             from .guard import amx_permission
             reason = amx_permission()
-        return reason
+        return reason and reason + self.elsewhere
 
     @cached_property
     def _lib(self):
@@ -119,8 +125,31 @@ class NativeExecutor:
     @cached_property
     def _entry(self):
         ffi, lib = self._lib
-        workspace = None if self.kernel.signature == "xnnpack-gemm" else getattr(lib, workspace_symbol(self.kernel))
-        return ffi, getattr(lib, self.kernel.symbol), workspace
+        workspace = None if self.kernel.signature == "xnnpack-gemm" else \
+            self.function(workspace_symbol(self.kernel), "lowp_workspace_fn")
+        return ffi, self.function(self.kernel.symbol, "lowp_entry_fn"), workspace
+
+    def address(self, symbol: str) -> int:
+        """Where `symbol` is in this process: the loader's answer for an exported function, else the library's own
+        symbol table plus its load address (a function of hidden or internal visibility, as every XNNPACK ukernel
+        is: XNN_INTERNAL). AttributeError naming it if the library defines no such function."""
+        ffi, lib = self._lib
+        try:
+            return int(ffi.cast("uintptr_t", getattr(lib, symbol)))
+        except AttributeError:
+            from .guard import function_address
+            address = function_address(self.library_path, symbol)
+            if address is None:
+                raise AttributeError(f"{self.library_path.name} defines no function {symbol!r}") from None
+            return address
+
+    def function(self, symbol: str, ctype: str):
+        """`symbol` as a callable of the cdef'd function type `ctype`, exported or not (address())."""
+        ffi, lib = self._lib
+        try:
+            return getattr(lib, symbol)
+        except AttributeError:
+            return ffi.cast(f"{ctype} *", self.address(symbol))
 
     def build(self) -> dict | None:
         """How the kernel was built: compiler and flags (lowp.buildcache.describe)."""
@@ -192,7 +221,7 @@ class NativeExecutor:
         allowed = self.kernel.overread
         with guard.Arena() as arena:
             regions = call_native(
-                inv, lambda symbol: int(ffi.cast("uintptr_t", getattr(lib, symbol))),
+                inv, self.address,
                 lambda name, array: arena.place(name, array, allowed.get(name, 0)),
                 lambda address, args: guard.call(address, args, arena, budget=self.budget, library=self.library_path))
             return regions[inv.output].array.copy()
@@ -232,12 +261,31 @@ def backend_of(kernel: Kernel, backend: str | None = None) -> str:
 
 
 def executor(kernel: Kernel, backend: str | None = None):
-    """The executor of `kernel` on its target (target_of): natively in this process, or a machine's calls."""
+    """The executor of `kernel` on its target (target_of): natively in this process, or a machine's calls. Where no
+    target of its architecture can run it and none was asked for, its unavailable() names why each cannot."""
     target = target_of(kernel, backend)
     if target.backend == "native":
-        return NativeExecutor(kernel)
-    from .emulated import EmulatedExecutor, QemuExecutor   # needs lowp.emulator
-    return (QemuExecutor if target.backend == "qemu" else EmulatedExecutor)(kernel, target=target)
+        ex = NativeExecutor(kernel)
+    else:
+        from .emulated import EmulatedExecutor, QemuExecutor   # needs lowp.emulator
+        ex = (QemuExecutor if target.backend == "qemu" else EmulatedExecutor)(kernel, target=target)
+    chosen = backend or os.environ.get(BACKEND_ENVS.get(kernel.target, ""), "") or kernel.backend
+    if not chosen:
+        ex.elsewhere = _elsewhere(kernel, target)
+    return ex
+
+
+def _elsewhere(kernel: Kernel, chosen) -> str:
+    """'; <target>: why it cannot run the kernel' for each other target of its architecture (what a SKIPPED row
+    adds when none can: 'CPU lacks avx512_vnni; Bochs ..., cpu model sapphire_rapids lacks avx_vnni_int8')."""
+    from lowp.emulator import targets
+    notes = []
+    for t in targets.of_arch(kernel.target):
+        if t is not chosen:
+            reason = t.cannot_run(kernel.features, kernel.vector_bits)
+            if reason:
+                notes.append(reason if t.backend in reason or "lacks" in reason else f"{t.backend}: {reason}")
+    return "".join(f"; {n}" for n in notes)
 
 
 def describe_executor(kernel: Kernel, backend: str | None = None) -> str:

@@ -263,6 +263,14 @@ class Breakpoints:
         self.hits = {a for a, f in zip(self.addresses, flags) if f}
 
 
+def function_address(library: Path, symbol: str) -> int | None:
+    """Where a function of `library` is in this process, by its symbol table (hidden and internal ones too: dlsym
+    finds only exported ones), or None if it defines none of that name or is not loaded."""
+    entry = _symbols(str(library)).get(symbol)
+    load = _load_address(str(library))
+    return None if entry is None or load is None else load + entry[0]
+
+
 @cache
 def amx_permission() -> str | None:
     """Ask Linux for the AMX tile data state for this process (once): None when granted, else why not."""

@@ -158,3 +158,27 @@ def test_i8mm_kernel_runs_on_qemu_by_default_where_qemu_is_installed():
     expected = "qemu" if qemu.unavailable() is None else "unicorn"
     assert aarch64_backend(kernel("smmla_s8_neon")) == expected
     assert aarch64_backend(kernel("sdot_s8_neon")) == "unicorn"      # Unicorn runs SDOT itself: it stays there
+
+
+def test_a_kernel_of_internal_visibility_runs_natively_as_on_bochs(tmp_path, forget_kernels):
+    """XNNPACK declares every ukernel XNN_INTERNAL (visibility "internal"): dlsym cannot find it, the static Bochs
+    build can. The native executor takes its address from the library's symbol table, so the same entry runs on
+    every machine."""
+    from lowp.conformance.validate import build_problems
+    from lowp.kernels import load_toml
+    from .conftest import scalar_kernels_toml
+    (tmp_path / "hidden.c").write_text(
+        "#include <stdint.h>\n#include <stddef.h>\n"
+        "__attribute__((visibility(\"internal\"))) size_t internal_workspace(int64_t M, int64_t N, int64_t K)"
+        " { return 0; }\n"
+        "__attribute__((visibility(\"internal\"))) void internal_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A,"
+        " const int8_t *B, int32_t *C, void *w) {\n"
+        "    for (int64_t i = 0; i < M; ++i) for (int64_t j = 0; j < N; ++j) { int32_t s = 0;\n"
+        "        for (int64_t k = 0; k < K; ++k) s += A[i * K + k] * B[k * N + j]; C[i * N + j] = s; } }\n")
+    (tmp_path / "hidden.toml").write_text(scalar_kernels_toml("vis_", "hidden.c", ("internal",)))
+    (k,) = load_toml(tmp_path / "hidden.toml")
+    assert build_problems([k]) == []
+    ex = executor(k, "native")
+    rng = np.random.default_rng(3)
+    A, B = rng.integers(0, 256, (3, 5)).astype(np.uint8), rng.integers(-128, 128, (5, 4)).astype(np.int8)
+    assert np.array_equal(ex.run(A, B), A.astype(np.int32) @ B.astype(np.int32))

@@ -72,8 +72,18 @@ class X86Bochs(Target):
             return reason
         have = self.features(vector_bits, features=features, **options)
         missing = [f for f in features if f not in have]
-        return f"{self.describe(vector_bits, features=features, **options)} lacks {', '.join(missing)}" \
-            if missing else None
+        if not missing:
+            return None
+        if options.get("model"):
+            return f"{self.describe(vector_bits, features=features, **options)} lacks {', '.join(missing)}"
+        from lowp.emulator.bochs import MODELED, MODELS, bochscpu_version
+        needed = [f for f in features if f not in MODELED]
+        what = f"no Bochs CPU model (bochscpu-python {bochscpu_version()}) has"
+        if not any(set(needed) & MODELS[m] for m in MODELS):
+            return f"{what} {', '.join(needed)}"
+        closest = sorted(MODELS, key=lambda m: (len(set(needed) - MODELS[m]), len(MODELS[m])))[:2]
+        return f"{what} all of {', '.join(needed)}: " + "; ".join(
+            f"{m} lacks {', '.join(f for f in needed if f not in MODELS[m])}" for m in closest)
 
     def describe(self, vector_bits=None, model: str | None = None, features=(), **options) -> str:
         from lowp.emulator.bochs import describe

@@ -132,7 +132,8 @@ def run(args) -> int:
         print(f"lowp emulate: {what}{e}", file=sys.stderr)
         return 2
     reason = target.unavailable() or (args.lockstep and target.backend != "unicorn"
-                                      and "--lockstep needs Unicorn's hooks (--backend unicorn)")
+                                      and "--lockstep needs Unicorn's hooks (--backend unicorn)") \
+        or (args.kernel and target.cannot_run(features, vector_bits))
     if reason:
         print(f"lowp emulate: {reason}", file=sys.stderr)
         return 2
