@@ -392,3 +392,30 @@ def test_vpmaddubsw_on_bochs_over_every_pair_input_of_five_a0_slices():
     intr = proof.pick_exhaustive(backend)
     result = proof.exhaustive_vpmaddubsw(backend, intr, a0_values=[0, 1, 127, 128, 255])
     assert result.disagreement is None and result.cases == 5 << 24
+
+
+VNNI_INT8 = r"""
+#include <immintrin.h>
+#include <stdint.h>
+void dot(const int8_t *a, const int8_t *b, int32_t *c) {
+    __m256i acc = _mm256_loadu_si256((const __m256i *)c);
+    acc = _mm256_dpbssd_epi32(acc, _mm256_loadu_si256((const __m256i *)a), _mm256_loadu_si256((const __m256i *)b));
+    _mm256_storeu_si256((__m256i *)c, acc);
+}
+"""
+
+
+def test_an_avx_vnni_int8_kernel_builds_whatever_the_host_compiler_and_runs_on_arrow_lake(tmp_path):
+    """-mavxvnniint8: GCC 13 and clang 16 know it, Debian 12's GCC 12 does not: the build falls back to zig's clang
+    there (and says so: the build's compiler), and the kernel runs on the model that has the instructions."""
+    from lowp.buildcache import describe
+    from lowp.isa_models import intrinsic
+    source = tmp_path / "vnniint8.c"
+    source.write_text(VNNI_INT8)
+    binary = bochs.build_for_bochs(source, flags=("-O2", "-mavx2", "-mavxvnniint8"))
+    assert describe(binary.path)["compiler"]
+    rng = np.random.default_rng(8)
+    a, b = rng.integers(-128, 128, 32, dtype=np.int8), rng.integers(-128, 128, 32, dtype=np.int8)
+    c = rng.integers(-2 ** 31, 2 ** 31, 8, dtype=np.int32)
+    with bochs.BochsMachine(binary, model=bochs.model_for(("avx2", "avx_vnni_int8"))) as m:
+        assert np.array_equal(m.call("dot", a, b, c)[2], intrinsic("_mm256_dpbssd_epi32")(c, a, b))
