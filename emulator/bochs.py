@@ -358,7 +358,7 @@ class BochsMachine(GuestProcess):
         self._derived = not opts["seconds"]       # the time budget says what it came from
         request = {"entry": entry, "args": values[:6], "stack_args": values[6:],
                    "regions": [(b.lo, b.hi - b.lo) for b in buffers],
-                   "seed_registers": _seeded(seed, len(values)) if seed is not None else {}, "budget": budget,
+                   "seed": None if seed is None else seed % REGISTER_STATES, "budget": budget,
                    "seconds": seconds, "mnemonics": bool(opts["mnemonics"]), "count": bool(opts["count"])}
         what = f"calling {symbol}({', '.join(names)})"
         self._process()
@@ -554,20 +554,6 @@ def _locate(buffers, address: int) -> _Buffer | None:
         if b.lo - PAGE <= address < b.hi + PAGE:
             return b
     return None
-
-
-ARGUMENT_REGISTERS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
-SEEDED = ("rax", "rbx", "rbp", "r10", "r11", "r12", "r13", "r14", "r15")
-
-
-def _seeded(seed: int, nargs: int) -> dict:
-    """The register state a seed chooses (one of REGISTER_STATES): the argument registers the call leaves free,
-    rax, rbx, rbp, r10..r15, and zmm0..zmm31, pseudo-random; the same for every call with that seed."""
-    rng = np.random.default_rng([0x5EED, 0x86, seed % REGISTER_STATES])
-    names = (*ARGUMENT_REGISTERS[min(nargs, 6):], *SEEDED)
-    gprs = dict(zip(names, rng.integers(0, 2 ** 63, len(names)).tolist()))
-    zmm = rng.integers(0, 2 ** 63, (32, 8)).tolist()
-    return {"gprs": gprs, "zmm": zmm}
 
 
 def _signed(x: int) -> int:

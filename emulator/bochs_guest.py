@@ -252,6 +252,7 @@ class Guest:
         self.segments = {}            # (start, branch) -> instructions in [start, branch]
         self.code = [(v, d) for v, d, _, f in segments if f & 1]
         self._addresses = {}          # (start, branch) -> the instruction addresses between
+        self.zmm_seed = "unset"       # the seed whose vector registers `base` holds
         self.base = self._base_state()
 
     def _missing_page(self, gpa):          # every page lowp maps is backed: this is lowp's bug, not the kernel's
@@ -333,24 +334,25 @@ class Guest:
         return hit
 
     # -- a call -------------------------------------------------------------------------------------------
-    def call(self, entry: int, args, regions, seed_registers, budget, seconds, mnemonics, count, stack_args) -> dict:
+    def call(self, entry: int, args, regions, seed, budget, seconds, mnemonics, count, stack_args) -> dict:
         """regions: (virtual address, bytes) of each buffer mapping, whose bytes the host has written at the next
-        physical pages of the per-call region, in this order."""
+        physical pages of the per-call region, in this order. seed: None (the free registers zero) or the
+        register state to start from (seeded_registers)."""
         if list(regions) != self.memory.per_call_layout:      # the same layout: the same pages, still mapped
             self.memory.unmap_buffers()
             for lo, size in regions:
                 self.memory.map(lo, size // PAGE, writable=True, executable=False, permanent=False)
             self.memory.per_call_layout = list(regions)
         state = self.base
-        gprs = {name: 0 for name in GPRS}
-        gprs.update(seed_registers.get("gprs", {}))
+        gprs, zmm = seeded_registers(seed, len(args) + len(stack_args))
         for name, value in gprs.items():
             setattr(state, name, value)
-        zmm = seed_registers.get("zmm") or ZERO_ZMM
-        regs = state.zmm
-        for i, words in enumerate(zmm):
-            regs[i].q = list(words)
-        state.zmm = regs
+        if self.zmm_seed != seed:                 # 32 registers of 8 words: set only when the seed changes
+            regs = state.zmm
+            for i, words in enumerate(zmm):
+                regs[i].q = list(words)
+            state.zmm = regs
+            self.zmm_seed = seed
         for name, value in zip(ARGUMENT_REGISTERS, args):
             setattr(state, name, value)
         rsp = self.stack_top - 264          # the ABI's alignment at entry: rsp + 8 a multiple of 16
@@ -508,6 +510,28 @@ class Run:
             for address in self.guest.addresses(start, branch):
                 counts[address] += n
         return dict(counts)
+
+
+REGISTER_STATES = 64             # the register states a seed chooses from (as Unicorn's machine)
+SEEDED = ("rax", "rbx", "rbp", "r10", "r11", "r12", "r13", "r14", "r15")
+_SEEDED_STATES = {}
+
+
+def seeded_registers(seed: int | None, nargs: int) -> tuple[dict[str, int], list]:
+    """The registers a call starts with: the argument registers the call leaves free, rax, rbx, rbp and r10..r15
+    (general) and zmm0..zmm31 (8 words each), pseudo-random as seed % REGISTER_STATES chooses, the same for every
+    call with that seed (a kernel reading a register it never set replays); all zero without a seed."""
+    free = ARGUMENT_REGISTERS[min(nargs, 6):]
+    if seed is None:
+        return dict.fromkeys(GPRS, 0), ZERO_ZMM
+    key = (seed % REGISTER_STATES, len(free))
+    if key not in _SEEDED_STATES:
+        import random
+        rng = random.Random(0x5EED_0086 * REGISTER_STATES + key[0])
+        gprs = dict.fromkeys(GPRS, 0)
+        gprs.update((name, rng.getrandbits(63)) for name in (*free, *SEEDED))
+        _SEEDED_STATES[key] = gprs, [[rng.getrandbits(63) for _ in range(8)] for _ in range(32)]
+    return _SEEDED_STATES[key]
 
 
 def _gprs(cpu) -> dict[str, int]:
