@@ -161,3 +161,17 @@ def test_bench_mutants_names_a_missing_suite(tmp_path, capsys):
     (tmp_path / "mutants.toml").write_text("")
     assert main(["bench", "mutants", "--toml", str(tmp_path / "mutants.toml")]) == 2
     assert f"no mutation suite at {tmp_path / 'expected.toml'}" in capsys.readouterr().err
+
+
+def test_emulate_arguments_take_f32_arrays():
+    """An XNNPACK params blob or per-channel scales are float32: TYPE f32 with its fills."""
+    import numpy as np
+
+    from lowp.commands.emulate import parse_arg
+    rng = np.random.default_rng(0)
+    assert parse_arg("s=f32:4:1.5", rng)[1].tolist() == [1.5] * 4
+    r = parse_arg("p=f32:2x3:random", rng)[1]
+    assert r.dtype == np.float32 and r.shape == (2, 3) and (-1 <= r).all() and (r < 1).all()
+    assert parse_arg("q=f32:1:max", rng)[1][0] == np.finfo(np.float32).max
+    with pytest.raises(ValueError, match="unknown fill 'abc'"):
+        parse_arg("x=f32:2:abc", rng)

@@ -16,11 +16,11 @@ ARG_HELP = """\
 arguments, in the C function's order (repeat --arg once per parameter):
   --arg n=64                     an integer (passed in an X register)
   --arg a=s8:16x64:random        an array, passed as a pointer: TYPE:SHAPE[:FILL]
-        TYPE   s8 u8 s16 u16 s32 u32 s64 u64
+        TYPE   s8 u8 s16 u16 s32 u32 s64 u64 f32 (an XNNPACK params blob or per-channel scales)
         SHAPE  dimensions joined by x (64, 16x64, 2x3x4); the buffer is exactly that many elements,
                between guard pages: one element past the end faults
-        FILL   zeros (default) | ones | random (full range of TYPE, seeded by --seed) | arange | min | max |
-               an integer (every element)
+        FILL   zeros (default) | ones | random (full range of TYPE, seeded by --seed; f32: uniform in [-1, 1)) |
+               arange | min | max | a number (every element)
   --arg a=@input.npy             an array from a .npy file (its own dtype and shape)
 
 example:
@@ -33,7 +33,7 @@ exit status: 0 when the call returned, 1 on a fault (out-of-bounds access, budge
 trap, lockstep mismatch), 2 on a usage or build error."""
 
 TYPES = {"s8": np.int8, "u8": np.uint8, "s16": np.int16, "u16": np.uint16, "s32": np.int32, "u32": np.uint32,
-         "s64": np.int64, "u64": np.uint64}
+         "s64": np.int64, "u64": np.uint64, "f32": np.float32}
 
 
 def parse_arg(spec: str, rng) -> tuple[str, object]:
@@ -57,6 +57,8 @@ def parse_arg(spec: str, rng) -> tuple[str, object]:
     except ValueError:
         raise ValueError(f"--arg {spec!r}: bad shape {parts[1]!r} (use e.g. 16x64)") from None
     fill = parts[2] if len(parts) == 3 else "zeros"
+    if dtype.kind == "f":
+        return name, _float_fill(spec, fill, shape, dtype, rng)
     info = np.iinfo(dtype)
     if fill == "zeros":
         return name, np.zeros(shape, dtype)
@@ -71,6 +73,21 @@ def parse_arg(spec: str, rng) -> tuple[str, object]:
     if re.fullmatch(r"[-+]?\d+", fill) and info.min <= int(fill) <= info.max:
         return name, np.full(shape, int(fill), dtype)
     raise ValueError(f"--arg {spec!r}: unknown fill {fill!r}")
+
+
+def _float_fill(spec: str, fill: str, shape, dtype, rng) -> np.ndarray:
+    """An f32 array: zeros, ones, random (uniform in [-1, 1)), arange, min / max (the finite extremes), or a
+    number in every element."""
+    info = np.finfo(dtype)
+    n = int(np.prod(shape))
+    values = {"zeros": lambda: np.zeros(n), "ones": lambda: np.ones(n), "random": lambda: rng.uniform(-1, 1, n),
+              "arange": lambda: np.arange(n), "min": lambda: np.full(n, info.min), "max": lambda: np.full(n, info.max)}
+    if fill in values:
+        return values[fill]().astype(dtype).reshape(shape)
+    try:
+        return np.full(shape, float(fill), dtype)
+    except ValueError:
+        raise ValueError(f"--arg {spec!r}: unknown fill {fill!r}") from None
 
 
 def add_parser(subparsers) -> None:
