@@ -368,7 +368,7 @@ def _emulation_notes(ex, seen: dict, modeled: dict) -> str:
     from lowp.kernels.disasm import canonical
     notes = []
     if modeled:
-        notes.append(f"{', '.join(sorted(modeled))} ran on lowp's models ({ex.target.describe()} lacks them)")
+        notes.append(f"{', '.join(sorted(modeled))} ran on lowp's models ({ex.describe()} lacks them)")
     defects = getattr(ex.target, "defects", {})
     for name in sorted({canonical(m) for m in seen} & set(defects)):
         notes.append(f"{name} ran on {ex.target.backend}, which {defects[name]}")
