@@ -142,14 +142,15 @@ def markdown(doc: dict, rows: list[dict], replay_args: str = "") -> str:
                       tablefmt="github"), ""]
     if doc["skipped_by_reason"]:
         lines += ["## Skipped, by reason", "",
-                  tabulate([[r["category"], r["count"], ", ".join(r["isas"]), f"{r['example']['kernel']}: "
-                             f"{r['example']['reason']}"] for r in doc["skipped_by_reason"]],
+                  tabulate([[r["category"], r["count"], ", ".join(r["isas"]), _clip(f"{r['example']['kernel']}: "
+                                                                              f"{r['example']['reason']}", 200)]
+                            for r in doc["skipped_by_reason"]],
                            headers=("reason", "kernels", "ISAs", "example"), tablefmt="github"), ""]
     lines += _failure_lines(doc, rows, replay_args)
     skipped = [i for i in doc["kernels"] if i["status"] == "skipped"]
     if skipped:
         lines += ["## Every skipped kernel", "",
-                  tabulate([[i["name"], i["where"], i["reason"]] for i in skipped],
+                  tabulate([[i["name"], i["where"], _clip(i["reason"], 240)] for i in skipped],
                            headers=("kernel", "entry", "why"), tablefmt="github"), ""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -169,6 +170,12 @@ def _failure_lines(doc: dict, rows: list[dict], replay_args: str) -> list[str]:
         if r["id"] in failed:
             lines += failure_lines(r, replay_args)
     return lines
+
+
+def _clip(text: str, width: int) -> str:
+    """A table cell's text on one line, cut to `width` (campaign.json has it whole)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _settings_line(settings: dict) -> str:

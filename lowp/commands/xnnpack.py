@@ -73,14 +73,13 @@ def cmd_xnnpack(args) -> int:
     if not items:
         return _fail("no kernel of the checkout matches --datatype/--isa/--kernel")
     toml = args.out / "kernels.toml"
-    _write_toml(toml, entries, checkout)
-    if args.write_toml:
-        _write_toml(args.write_toml, entries, checkout)
     mapping = time.perf_counter() - started
     kernels = _register(items, entries, toml)
     build_started = time.perf_counter()
     kernels = _build(items, kernels, args.jobs)
     build = time.perf_counter() - build_started
+    for path in filter(None, (toml, args.write_toml)):
+        _write_toml(path, [entries[k.name] for k in kernels], items, checkout)
     rows, checks_seconds, settings = _judge(args, kernels, toml)
     return _report(args, checkout, items, rows, settings, toml,
                    {"wall": round(time.perf_counter() - started, 1), "mapping": round(mapping, 1),
@@ -116,13 +115,17 @@ def _map(checkout, args):
     return items, entries
 
 
-def _write_toml(path: Path, entries: dict, checkout) -> None:
+def _write_toml(path: Path, entries: list[dict], items, checkout) -> None:
+    """The kernel entries that reached the checks, as [[kernel]] tables, and why each other kernel did not, as
+    comments: `lowp conformance --kernels FILE --no-builtin` judges the same kernels again."""
     import tomli_w
     path.parent.mkdir(parents=True, exist_ok=True)
     head = (f"# What lowp made of the int8 GEMM micro-kernels of the XNNPACK checkout {checkout.root} (`lowp xnnpack`):"
-            f"\n# one [[kernel]] table each, paths absolute. `lowp conformance --kernels {path} --no-builtin` judges "
-            "them again.\n\n")
-    path.write_text(head + tomli_w.dumps({"kernel": list(entries.values())}))
+            f"\n# one [[kernel]] table per kernel it judges, paths absolute; the skipped ones at the end, with why.\n"
+            f"# `lowp conformance --kernels {path} --no-builtin` judges them again.\n\n")
+    skipped = [f"# skipped: {i.name} ({i.where}): {' '.join(i.skip[1].split())}" for i in items if i.skip]
+    text = tomli_w.dumps({"kernel": entries}) if entries else ""
+    path.write_text(head + text + ("\n" + "\n".join(skipped) + "\n" if skipped else ""))
 
 
 def _register(items, entries: dict, toml: Path):
@@ -165,9 +168,10 @@ def _build(items, kernels, jobs: int | None):
     for kernel, problems in results:
         if problems:
             first = problems[0]
-            lines = first.message.splitlines()
+            lines = [line.strip() for line in first.message.splitlines()]
+            error = next((line for line in lines[1:] if "error" in line), "")     # the compiler's own words
             by_name[kernel.name].skip = ("does not build" if first.key in ("source", "sources") else
-                                         "symbol problem", " ".join(lines[:3]) + (" ..." if len(lines) > 3 else ""))
+                                         "symbol problem", " ".join(filter(None, [lines[0], error])))
         else:
             built.append(kernel)
     return built
@@ -195,7 +199,7 @@ def _judge(args, kernels, toml: Path):
 def _report(args, checkout, items, rows, settings: dict, toml: Path, seconds: dict) -> int:
     from lowp.conformance import campaign, report
     from lowp.conformance.campaign import summarize
-    replay_args = f"--kernels {toml} --out {args.out}"
+    replay_args = f"--kernels {toml} --no-builtin --out {args.out}"
     paths = report.write(rows, args.out, seconds["checks"], replay_args, {**settings, "kernels": []}) if rows else {}
     summarize(items, rows)
     source = {"path": str(checkout.root), "commit": checkout.commit()}
