@@ -241,14 +241,18 @@ class Checkout:
         return self._index[folder]
 
     def commit(self) -> str | None:
-        """The checkout's git commit, where it is a git work tree."""
+        """The checkout's git commit, where it is the top of a git work tree (not a folder inside another
+        repository, whose commit would say nothing of it)."""
         import subprocess
         try:
-            out = subprocess.run(["git", "-C", str(self.root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                 timeout=10)
+            out = subprocess.run(["git", "-C", str(self.root), "rev-parse", "--show-toplevel", "HEAD"],
+                                 capture_output=True, text=True, timeout=10)
         except (OSError, subprocess.SubprocessError):
             return None
-        return out.stdout.strip() or None if out.returncode == 0 else None
+        lines = out.stdout.split()
+        if out.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != self.root:
+            return None
+        return lines[1]
 
     def extra_bytes(self) -> int:
         """XNN_EXTRA_BYTES as this checkout's include/xnnpack.h defines it (outside Hexagon): the over-read of
@@ -450,7 +454,8 @@ def _entry(item: YamlEntry, name: UkernelName, datatype: str, layout: str, packi
     x86 = isa.target == "x86-64"
     entry = {
         "name": name.name, "target": isa.target, "features": list(isa.features), "sources": [str(source)],
-        "symbol": name.name, "signature": "xnnpack-gemm", "a_type": d.a_type, "b_type": d.b_type,
+        "symbol": name.name, "signature": "xnnpack-igemm" if name.op == "igemm" else "xnnpack-gemm",
+        "a_type": d.a_type, "b_type": d.b_type,
         "c_type": d.c_type,
         # XNNPACK's build: -fno-math-errno for every ukernel (CMakeLists.txt L1042), -ffp-contract=off under GCC
         # (L411: no FMA contraction), the ISA's flags (x86; zig's AArch64/RISC-V -mcpu covers theirs), -O2.

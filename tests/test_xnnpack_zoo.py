@@ -152,6 +152,8 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert "fp32_armsimd32 not supported yet" in reasons[prefix + "1x8__neon_mlal_lane"]
     assert "lowp_undeclared_zero_point" in reasons[prefix + "1x8c8__avx2"]      # the compiler's error line
     groups = {(g["datatype"], g["op"], g["isa"]): g for g in doc["groups"]}
+    assert groups["qu8", "gemm", "?"]["skipped"] == 1          # the unreadable YAML, counted under its file's datatype
+    assert doc["source"]["commit"] is None      # the tree sits inside lowp's repository: that commit is not its own
     assert (groups["qs8-qc8w", "gemm", "scalar"]["found"], groups["qs8-qc8w", "gemm", "scalar"]["failed"]) == (3, 1)
     assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 3
     text = (out / "run" / "campaign.md").read_text()

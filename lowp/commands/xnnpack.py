@@ -91,7 +91,8 @@ def _map(checkout, args):
     from lowp.conformance.campaign import Item
     from lowp.conformance.xnnpack_zoo import Skip, parse_name, translate, xnnpack_abi_tables
     found, unreadable = checkout.entries(args.datatype)
-    items = [Item(path.name, {"datatype": "?", "op": "?", "isa": "?"}, f"test/{path.name}",
+    kinds = {path: (datatype, op) for path, datatype, op in checkout.yaml_files()}
+    items = [Item(path.name, {"datatype": kinds[path][0], "op": kinds[path][1], "isa": "?"}, f"test/{path.name}",
                   ("YAML unreadable", f"test/{path.name}: {why}")) for path, why in unreadable]
     entries, tables = {}, xnnpack_abi_tables()
     for entry in found:
