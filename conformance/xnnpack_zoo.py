@@ -411,7 +411,9 @@ def _stage(name: UkernelName, layout: str, isa: Isa):
     """The output stage model of the kernel: by params layout, then by ISA (x86 and RVV fp32), then by the scalar
     variant (fmagic, imagic, lrintf); a Skip where lowp has no model of it."""
     if layout == "minmax_f32":
-        fused = isa.target != "x86-64" or "fma" in isa.features
+        # FMLA / VFMADD where the C templates fuse (x86 with FMA, AArch64 intrinsics); the AArch64 assembly from
+        # gemm_compiler multiplies, then adds (FMUL, FADD: every qd8-f32-qc8w *-asm-aarch64-* source of @75db3c0)
+        fused = (isa.target != "x86-64" or "fma" in isa.features) and not (isa.target == "aarch64" and name.assembly)
         return "qd8-f32-fma" if fused and isa.name != "scalar" else "qd8-f32-unfused"
     if layout in LAYOUT_STAGES:
         return LAYOUT_STAGES[layout]
