@@ -412,9 +412,10 @@ def _stage(name: UkernelName, layout: str, isa: Isa):
     variant (fmagic, imagic, lrintf); a Skip where lowp has no model of it."""
     if layout == "minmax_f32":
         # FMLA / VFMADD where the C templates fuse (x86 with FMA, AArch64 intrinsics); the AArch64 assembly from
-        # gemm_compiler multiplies, then adds (FMUL, FADD: every qd8-f32-qc8w *-asm-aarch64-* source of @75db3c0)
-        fused = (isa.target != "x86-64" or "fma" in isa.features) and not (isa.target == "aarch64" and name.assembly)
-        return "qd8-f32-fma" if fused and isa.name != "scalar" else "qd8-f32-unfused"
+        # gemm_compiler multiplies, then adds (FMUL, FADD: every qd8-f32-qc8w *-asm-aarch64-* source of @75db3c0),
+        # and so do RVV (vfmul, vfadd) and the scalar kernels
+        fused = (isa.target == "x86-64" and "fma" in isa.features) or (isa.target == "aarch64" and not name.assembly)
+        return "qd8-f32-fma" if fused else "qd8-f32-unfused"
     if layout in LAYOUT_STAGES:
         return LAYOUT_STAGES[layout]
     if isa.name == "scalar":
