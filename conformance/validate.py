@@ -135,20 +135,34 @@ def validate_kernels(kernels) -> None:
         raise KernelConfigError(problems)
 
 
-def select_kernels(names, registered) -> list[Kernel]:
-    """The registered kernels named in `names`, in that order; KernelConfigError (with did-you-mean) for every
-    name that is not registered."""
+def select_kernels(names, registered, *, globs: bool = True) -> list[Kernel]:
+    """The registered kernels named in `names`, in that order, each once; a name with a shell wildcard (* ? [...])
+    selects every registered kernel it matches (globs=False: names only, for a command that runs one kernel).
+    KernelConfigError for every name that is not registered (with did-you-mean) and every glob that matches none."""
+    import fnmatch
     by_name = {k.name: k for k in registered}
-    problems = []
+    problems, selected = [], {}
     for name in names:
-        if name not in by_name:
+        if globs and _is_glob(name):
+            matched = [k for k in registered if fnmatch.fnmatchcase(k.name, name)]
+            if not matched:
+                problems.append(Problem(None, name, None, "no registered kernel matches this pattern; registered: "
+                                                          f"{', '.join(sorted(by_name))}"))
+            selected.update((k.name, k) for k in matched)
+        elif name not in by_name:
             close = did_you_mean(name, by_name)
             hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
             problems.append(Problem(None, name, None, f"no kernel of this name is registered; {hint}"
                                     f"registered: {', '.join(sorted(by_name))}"))
+        else:
+            selected[name] = by_name[name]
     if problems:
         raise KernelConfigError(problems)
-    return [by_name[n] for n in names]
+    return list(selected.values())
+
+
+def _is_glob(name: str) -> bool:
+    return any(ch in name for ch in "*?[")
 
 
 def build_problems(kernels) -> list[Problem]:

@@ -95,6 +95,7 @@ class NativeExecutor:
         self._local = threading.local()   # .work, .cdata: this thread's workspace; .shape, .size: the last call's
         self.library_path: Path | None = None
         self.artifact: Path | None = None     # the cached library (library_path may be a fresh copy of it)
+        self._addresses: dict[str, int | None] = {}     # symbol -> address of a non-exported function (address())
 
     def unavailable(self) -> str | None:
         from lowp.emulator.targets.x86_64 import NATIVE
@@ -137,11 +138,16 @@ class NativeExecutor:
         try:
             return int(ffi.cast("uintptr_t", getattr(lib, symbol)))
         except AttributeError:
+            pass
+        # The library stays where it was loaded: look it up once (reading /proc/self/maps per call cost 3 ms and
+        # more where a campaign's parent has hundreds of kernels' libraries mapped, on every ukernel call).
+        found = self._addresses.get(symbol)
+        if found is None:
             from .guard import function_address
-            address = function_address(self.library_path, symbol)
-            if address is None:
-                raise AttributeError(f"{self.library_path.name} defines no function {symbol!r}") from None
-            return address
+            found = self._addresses[symbol] = function_address(self.library_path, symbol)
+        if found is None:
+            raise AttributeError(f"{self.library_path.name} defines no function {symbol!r}")
+        return found
 
     def function(self, symbol: str, ctype: str):
         """`symbol` as a callable of the cdef'd function type `ctype`, exported or not (address())."""

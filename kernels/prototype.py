@@ -38,12 +38,27 @@ def parameters(path: str | Path, symbol: str) -> list[tuple[str, str, str]] | No
         if not elf.has_dwarf_info():
             return None
         for cu in elf.get_dwarf_info().iter_CUs():
+            assembly = _assembly(cu)
             for die in cu.iter_DIEs():
                 if die.tag != "DW_TAG_subprogram" or _name(die) != symbol or "DW_AT_low_pc" not in die.attributes:
                     continue
+                if assembly:       # GNU as 2.40 describes a .type @function symbol, with no parameters to read
+                    return None
                 return [(_name(child) or "?", *_kind(child)) for child in die.iter_children()
                         if child.tag == "DW_TAG_formal_parameter"]
     return None
+
+
+DW_LANG_MIPS_ASSEMBLER = 0x8001      # what assemblers put in DW_AT_language (DWARF 5 section 7.12)
+
+
+def _assembly(cu) -> bool:
+    """Whether the compilation unit is an assembler's: its DW_AT_language, or a producer naming an assembler."""
+    top = cu.get_top_DIE()
+    language = top.attributes.get("DW_AT_language")
+    producer = top.attributes.get("DW_AT_producer")
+    text = producer.value.decode(errors="replace") if producer and isinstance(producer.value, bytes) else ""
+    return (language is not None and language.value == DW_LANG_MIPS_ASSEMBLER) or text.startswith(("GNU AS", "AS "))
 
 
 def mismatch(kernel, path: str | Path) -> str | None:

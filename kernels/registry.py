@@ -18,7 +18,8 @@ import numpy as np
 
 from lowp.isa_models.lanes import DTYPES
 
-from .schema import KernelConfigError, Problem, specs_from_toml, validate_kernel
+from .schema import (KernelConfigError, Problem, entry_label, resolve_paths, specs_from_toml, validate_entry,
+                     validate_kernel)
 
 KERNELS_DIR = Path(__file__).parent
 
@@ -255,3 +256,22 @@ def load_toml(path: str | Path) -> list[Kernel]:
     if taken:
         raise KernelConfigError(taken)
     return [_add(spec.to_kernel(), Path(path)) for spec in specs]
+
+
+def register_entries(entries: list[dict], path: str | Path) -> tuple[list[Kernel], dict[str, list[Problem]]]:
+    """Register TOML-shaped entries (what a [[kernel]] table holds; `path` is the file they are written to, their
+    origin and the base of relative paths) one by one, each checked against the kernel schema: a campaign registers
+    what it can and reports the rest. Returns (the kernels registered, {entry name: its problems})."""
+    path = Path(path)
+    base, kernels, problems = path.resolve().parent, [], {}
+    for index, entry in enumerate(entries):
+        label = entry_label(entry, index)
+        result = validate_entry(resolve_paths(entry, base), path=path, kernel=label, toml=True)
+        if isinstance(result, list):
+            problems[label] = result
+        elif result.name in _KERNELS:
+            problems[label] = [Problem(path, label, "name", f"kernel {label!r} is already registered (by "
+                                                            f"{_ORIGINS.get(label, 'an earlier call')})")]
+        else:
+            kernels.append(_add(result.to_kernel(), path))
+    return kernels, problems

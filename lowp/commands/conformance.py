@@ -35,9 +35,12 @@ def add_run_options(p, *, out: Path, resume: str, seed: str, first_seed: int = 0
     """The options of a run of checks, shared by `lowp conformance` and `lowp fuzz`: which kernels, how hard to
     look, where to write, on what (processes, emulator, Ray), and the example database."""
     p.add_argument("--kernel", action="append", default=[], metavar="NAME",
-                   help="only these kernels (repeatable; default: all registered)")
+                   help="only these kernels: a name or a shell glob such as 'xnn_*avx2' (repeatable; default: all "
+                        "registered)")
     p.add_argument("--kernels", dest="toml", action="append", default=[], metavar="FILE.toml",
                    help="also register the kernels of this TOML file (repeatable)")
+    p.add_argument("--no-builtin", action="store_true",
+                   help="judge only the kernels of the --kernels files, not lowp's built-in ones too")
     p.add_argument("--out", type=Path, default=out, help=f"report folder (default ./{out})")
     p.add_argument("--jobs", type=int, default=None, help="parallel workers (default: one per core)")
     p.add_argument("--resume", action="store_true", help=resume)
@@ -137,6 +140,8 @@ def _kernels(args):
         except KernelConfigError as e:
             problems += e.problems
     registered = kernels()
+    if args.no_builtin:
+        registered = _from_files(args, registered)
     try:
         validate_kernels(registered)
     except KernelConfigError as e:
@@ -152,9 +157,18 @@ def _kernels(args):
     return selected
 
 
+def _from_files(args, registered):
+    """--no-builtin: the registered kernels that came from the --kernels files (a usage error without any)."""
+    from lowp.kernels.registry import origin
+    if not args.toml:
+        args.parser.error("--no-builtin judges only the kernels of --kernels files: give at least one --kernels FILE")
+    files = {Path(p).resolve() for p in args.toml}
+    return [k for k in registered if origin(k.name) is not None and Path(origin(k.name)).resolve() in files]
+
+
 def kernels_args(args) -> str:
     """The --kernels options the run was given, as a command line repeats them."""
-    return " ".join(f"--kernels {p}" for p in args.toml)
+    return " ".join([*(f"--kernels {p}" for p in args.toml), *(["--no-builtin"] if args.no_builtin else [])])
 
 
 def _replay_args(args) -> str:
@@ -210,7 +224,8 @@ def _settings(args, options: dict) -> dict:
             "shapes": [list(s) for s in options.get("shapes", ())], "shapes_file": _str(args.shapes),
             "database": describe(options["database"]), "jobs": args.jobs, "timeout": args.timeout,
             "backend": args.backend,
-            "kernels": args.kernel, "kernels_files": [str(p) for p in args.toml], "out": str(args.out),
+            "kernels": args.kernel, "kernels_files": [str(p) for p in args.toml], "no_builtin": args.no_builtin,
+            "out": str(args.out),
             "resume": args.resume, "ray": args.ray}
 
 

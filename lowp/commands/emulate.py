@@ -220,7 +220,7 @@ def _registered(args):
         for path in args.toml:
             load_toml(path)
         validate_kernels(kernels())
-        (kernel,) = select_kernels([args.kernel], kernels())
+        (kernel,) = select_kernels([args.kernel], kernels(), globs=False)
     except KernelConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return None, 2

@@ -1,0 +1,233 @@
+"""`lowp xnnpack PATH`: XNNPACK's test YAMLs and ukernel names read, each entry mapped to a lowp kernel or to the
+reason it cannot be, and the campaign over tests/xnnpack_tree (lowp's own kernels in XNNPACK's layout and naming:
+its README says what each entry must become). Also issue 23 part 5: `--kernel GLOB` and `--no-builtin`."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lowp.conformance.xnnpack_zoo import (ISAS, Checkout, NotACheckout, Skip, YamlEntry, parse_name, translate,
+                                          xnnpack_abi_tables)
+
+TREE = Path(__file__).parent / "xnnpack_tree"
+YAML = TREE / "test" / "qs8-qc8w-gemm-minmax-fp32.yaml"
+
+
+def lowp(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "lowp", *map(str, args)], capture_output=True, text=True, cwd=cwd,
+                          timeout=600)
+
+
+# ---- names and entries ---------------------------------------------------------------------------------------
+def test_names_read_as_xnnpack_reads_them():
+    n = parse_name("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_10x16c4__asm_amd64_avx512vnni")
+    assert (n.datatype, n.op, n.requantization, n.mr, n.nr, n.kr, n.sr) == ("qs8-qc8w", "gemm", "fp32", 10, 16, 4, 1)
+    assert (n.isa, n.arch, n.assembly) == ("avx512vnni", "amd64", True)
+    n = parse_name("xnn_qd8_f32_qc8w_gemm_minmax_ukernel_1x8c2s4__neon_mlal")
+    assert (n.datatype, n.requantization, n.kr, n.sr, n.isa, n.variant) == ("qd8-f32-qc8w", None, 2, 4, "neon",
+                                                                            ("mlal",))
+    n = parse_name("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_4x1v__rvv")
+    assert (n.nr, n.vector_tile, n.isa) == (1, True, "rvv")
+    n = parse_name("xnn_qu8_gemm_minmax_rndnu16_ukernel_4x16__asm_aarch64_neon_mlal_lane_cortex_a53_prfm")
+    assert (n.requantization, n.arch, n.isa, n.variant) == ("rndnu16", "aarch64", "neon",
+                                                            ("mlal", "lane", "cortex", "a53", "prfm"))
+    assert parse_name("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x2__scalar_imagic").isa == "scalar"
+    with pytest.raises(ValueError, match="does not read as xnn_<datatype>"):
+        parse_name("qs8_gemm_4x4")
+    with pytest.raises(ValueError, match="tile '4x4q' does not read"):
+        parse_name("xnn_qs8_gemm_minmax_fp32_ukernel_4x4q__avx2")
+
+
+def _entry(name, init="xnn_init_qs8_qc8w_conv_minmax_fp32_scalar_params", pack="xnn_pack_qs8_gemm_goi_w",
+           **more) -> YamlEntry:
+    return YamlEntry(YAML, 0, {"name": name, "init": init, "pack": pack, "k-block": 8, **more}, "qs8-qc8w", "gemm")
+
+
+def test_an_avx512vnni_entry_maps_to_xnnpacks_build_and_the_wrapping_stage():
+    checkout = Checkout(TREE)
+    # translate() needs the source: the 2x8c8 AVX2 source stands in under the VNNI kernel's name
+    checkout._definitions(TREE / "src" / "qs8-qc8w-gemm")[
+        "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_4x16c4__avx512vnni"] = TREE / "src/qs8-qc8w-gemm/gen/x.c"
+    mapped = translate(_entry("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_4x16c4__avx512vnni",
+                              pack="xnn_pack_qs8_to_qu8_gemm_goi_w"), checkout)
+    e = mapped.entry
+    assert e["a_shift"] == 128 and e["requires"] == ["vpdpbusd"] and e["overread"] == {"A": 16}
+    assert e["model"] == {"accumulate": "lowp.kernels.models:exact_gemm", "output": "xnnpack-fp32-avxvnni-wrap"}
+    assert "-mavx512vnni" in e["cflags"] and "-ffp-contract=off" in e["cflags"] and "avx512_vnni" in e["features"]
+    assert e["tile"] == {"mr": 4, "nr": 16, "kr": 4} and e["output"] == "xnnpack-fp32"
+    assert "XNN_ENABLE_ASSEMBLY=1" in e["defines"]
+
+
+def test_an_unknown_init_or_pack_is_a_skip_naming_it():
+    checkout = Checkout(TREE)
+    layouts, packings, datatypes, params = xnnpack_abi_tables()
+    if ("qs8-qc8w", "fp32_neonv8") not in params:
+        skip = translate(_entry("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x8__neonv8_mlal_lane",
+                                init="xnn_init_qs8_qc8w_conv_minmax_fp32_neonv8_params"), checkout)
+        assert skip == Skip("params layout not supported yet", "init xnn_init_qs8_qc8w_conv_minmax_fp32_neonv8_params: "
+                                                               "params layout fp32_neonv8 not supported yet")
+    skip = translate(_entry("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
+                            pack="xnn_qs8_packw_gemm_goi_ukernel_x16c4__neondot"), checkout)
+    assert skip.message == "pack xnn_qs8_packw_gemm_goi_ukernel_x16c4__neondot: packing not supported yet"
+    assert translate(_entry("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__wasmsdot"), checkout).category == \
+        "ISA wasmsdot not run"
+    assert "no init" in translate(YamlEntry(YAML, 3, {"name": "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_"
+                                                              "lrintf", "pack": "p", "k-block": 1},
+                                            "qs8-qc8w", "gemm"), checkout).message
+
+
+def test_the_abi_tables_of_lowp_kernels_xnnpack_come_first():
+    """LAYOUT_OF_INIT / PACKING_OF_PACK (another part of issue 23) take precedence, whatever shape their values
+    have: an init lowp.kernels.xnnpack maps is mapped here too."""
+    checkout = Checkout(TREE)
+    layouts, packings, datatypes, params = xnnpack_abi_tables()
+    layouts = {**layouts, "xnn_init_qs8_qc8w_conv_minmax_fp32_future_params": {"datatype": "qs8-qc8w",
+                                                                                "layout": "fp32_scalar"}}
+    packings = {**packings, "xnn_pack_qs8_future_goi_w": {"a_shift": 128}}
+    mapped = translate(_entry("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
+                              init="xnn_init_qs8_qc8w_conv_minmax_fp32_future_params", pack="xnn_pack_qs8_future_goi_w"),
+                       checkout, tables=(layouts, packings, datatypes, params))
+    assert mapped.entry["xnnpack"]["params"] == "fp32_scalar" and mapped.entry["a_shift"] == 128
+
+
+def test_the_isa_table_names_features_and_instructions_lowp_knows():
+    from lowp.conformance.validate import known_mnemonics
+    from lowp.kernels.features import known_features
+    import fnmatch
+    for isa in ISAS.values():
+        if isa.target is None:
+            assert isa.skip, isa.name
+            continue
+        assert set(isa.features) <= known_features(isa.target), isa.name
+        known = known_mnemonics(isa.target)
+        assert all(fnmatch.filter(known, r) for r in isa.requires), (isa.name, isa.requires)
+
+
+def test_a_path_that_is_not_a_checkout(tmp_path):
+    with pytest.raises(NotACheckout, match="no test/\\*gemm\\*.yaml, no src/ folder, no include/xnnpack.h"):
+        Checkout(tmp_path)
+    result = lowp("xnnpack", tmp_path, "--out", tmp_path / "out")
+    assert result.returncode == 2 and "is not an XNNPACK checkout" in result.stderr
+    result = lowp("xnnpack", TREE, "--datatype", "qs9", "--out", tmp_path / "out")
+    assert result.returncode == 2 and "--datatype qs9: no int8 GEMM YAML" in result.stderr and "qs8-qc8w" in \
+        result.stderr
+    result = lowp("xnnpack", TREE, "--isa", "avx3", "--out", tmp_path / "out")
+    assert result.returncode == 2 and "--isa avx3: not an XNNPACK ISA lowp knows" in result.stderr
+
+
+# ---- the campaign over the tree --------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    out = tmp_path_factory.mktemp("xnnpack")
+    result = lowp("xnnpack", TREE, "--out", out / "run", "--no-database", "--jobs", "2", "--write-toml",
+                  out / "kept.toml")
+    report = out / "run" / "report.json"
+    rows = {r["id"]: r for r in json.loads(report.read_text())["rows"]} if report.is_file() else {}
+    return out, result, rows
+
+
+def test_the_campaign_counts_and_reasons(campaign):
+    out, result, _ = campaign
+    assert result.returncode == 1, result.stderr[-2000:]
+    doc = json.loads((out / "run" / "campaign.json").read_text())
+    assert doc["totals"] == {"found": 11, "judged": 3, "passed": 2, "failed": 1, "skipped": 8, "not_run": 0}
+    status = {k["name"]: (k["status"], k["category"]) for k in doc["kernels"]}
+    prefix = "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_"
+    assert status[prefix + "2x8c8__avx2"] == ("passed", None)
+    assert status[prefix + "1x4__scalar_lrintf"] == ("passed", None)
+    assert status[prefix + "2x4__scalar_fmagic"] == ("failed", None)
+    assert status[prefix + "1x8c8__avx2"] == ("skipped", "does not build")
+    assert status[prefix + "4x4__scalar_imagic"] == ("skipped", "source not found")
+    assert status[prefix + "1x8__neon_mlal_lane"] == ("skipped", "params layout not supported yet")
+    assert status[prefix + "1x4c16__wasmsdot"] == ("skipped", "ISA wasmsdot not run")
+    assert status[prefix + "4x4__bogus"] == ("skipped", "ISA unknown")
+    assert status["qs8_gemm_4x4"] == ("skipped", "name unreadable")
+    assert status["qu8-gemm-minmax-fp32.yaml"] == ("skipped", "YAML unreadable")
+    assert status["xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_1x4__scalar_lrintf"][0] == "skipped"
+    reasons = {k["name"]: k["reason"] for k in doc["kernels"]}
+    assert "fp32_armsimd32 not supported yet" in reasons[prefix + "1x8__neon_mlal_lane"]
+    assert "lowp_undeclared_zero_point" in reasons[prefix + "1x8c8__avx2"]      # the compiler's error line
+    groups = {(g["datatype"], g["op"], g["isa"]): g for g in doc["groups"]}
+    assert groups["qu8", "gemm", "?"]["skipped"] == 1          # the unreadable YAML, counted under its file's datatype
+    assert doc["source"]["commit"] is None      # the tree sits inside lowp's repository: that commit is not its own
+    assert (groups["qs8-qc8w", "gemm", "scalar"]["found"], groups["qs8-qc8w", "gemm", "scalar"]["failed"]) == (3, 1)
+    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 3
+    text = (out / "run" / "campaign.md").read_text()
+    assert "11 kernels found: 3 judged (2 passed, 1 failed), 8 skipped" in text
+
+
+def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
+    out, _, _ = campaign
+    doc = json.loads((out / "run" / "campaign.json").read_text())
+    assert {f["check"] for f in doc["failures"]} == {
+        "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:model:full",
+        "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed"}
+    rows = {r["id"]: r for r in json.loads((out / "run" / "report.json").read_text())["rows"]}
+    cx = rows["xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed"]["counterexample"]
+    assert cx["shape"] == [1, 1, 9] and cx["kind"] == "value"       # the 9th k is the one the kernel drops
+    assert cx["A"][0][:8] == [0] * 8 and cx["B"][8][0] != 0 and cx["A"][0][8] != 0
+    text = (out / "run" / "campaign.md").read_text()
+    assert "## xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed: minimal counterexample" \
+        in text
+    repro = next(line for line in text.splitlines() if line.startswith("repro:") and ":xnnpack-fp32:claimed:" in line)
+    result = lowp(*__import__("shlex").split(repro.split("`")[1])[1:])      # the line as printed, run
+    assert result.returncode == 1 and ": FAIL" in result.stdout
+
+
+def test_the_kernels_toml_rejudges_the_same_kernels(campaign, tmp_path):
+    """--write-toml FILE holds the kernels that reached the checks; `lowp conformance --kernels FILE --no-builtin`
+    plans exactly theirs, and --kernel takes a glob (issue 23 part 5)."""
+    out, _, _ = campaign
+    kept = out / "kept.toml"
+    assert "# skipped: xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x8c8__avx2" in kept.read_text()
+    result = lowp("conformance", "--kernels", kept, "--no-builtin", "list")
+    kernels = {line.split(":")[0] for line in result.stdout.splitlines()}
+    assert result.returncode == 0 and kernels == {"xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x8c8__avx2",
+                                                  "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
+                                                  "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic"}
+    result = lowp("conformance", "--kernels", kept, "--no-builtin", "--kernel", "*__scalar_*", "list")
+    assert {line.split(":")[0] for line in result.stdout.splitlines()} == {
+        "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
+        "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic"}
+    result = lowp("conformance", "--kernels", kept, "--kernel", "*__neon_*", "list")
+    assert result.returncode == 2 and "'*__neon_*': no registered kernel matches this pattern" in result.stderr
+    result = lowp("conformance", "--no-builtin", "list")
+    assert result.returncode == 2 and "--no-builtin judges only the kernels of --kernels files" in result.stderr
+
+
+def test_isa_and_kernel_filters_and_resume(campaign):
+    out, _, first = campaign
+    result = lowp("xnnpack", TREE, "--isa", "scalar", "--kernel", "*lrintf", "--out", out / "run", "--resume",
+                  "--no-database")
+    assert result.returncode == 0, result.stderr[-2000:]
+    doc = json.loads((out / "run" / "campaign.json").read_text())
+    # a YAML lowp cannot read may hold kernels of any ISA: it is reported whatever the filters
+    assert {k["name"]: k["status"] for k in doc["kernels"]} == {
+        "qu8-gemm-minmax-fp32.yaml": "skipped", "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf": "passed",
+        "xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_1x4__scalar_lrintf": "skipped"}
+    # --resume kept the journal's rows of the first run: its checks did not run again (the same rows, seconds too)
+    again = {r["id"]: r for r in json.loads((out / "run" / "report.json").read_text())["rows"]}
+    assert set(again) == {i for i in first if "1x4__scalar_lrintf" in i}
+    assert all(again[i]["seconds"] == first[i]["seconds"] for i in again)
+
+
+def test_qd8_output_stage_follows_how_each_source_family_rounds():
+    """qd8's float output: the AArch64 assembly multiplies then adds (FMUL, FADD), the AArch64 C kernels fuse
+    (FMLA), x86 fuses where the ISA has FMA, RVV does not (vfmul, vfadd); a campaign over XNNPACK @75db3c0 found the
+    AArch64 assembly's and RVV's model checks 1 ulp off when they were taken as fused."""
+    checkout = Checkout(TREE)
+    folder = checkout._definitions(TREE / "src" / "qd8-f32-qc8w-gemm")
+    stages = {}
+    for name in ("xnn_qd8_f32_qc8w_gemm_minmax_ukernel_1x8c4__asm_aarch64_neondot_ld64_2",
+                 "xnn_qd8_f32_qc8w_gemm_minmax_ukernel_1x8c4__neondot", "xnn_qd8_f32_qc8w_gemm_minmax_ukernel_1x8c8__avx2",
+                 "xnn_qd8_f32_qc8w_gemm_minmax_ukernel_1x4c8__sse2_ld64", "xnn_qd8_f32_qc8w_gemm_minmax_ukernel_1x4v__rvv"):
+        folder[name] = TREE / "src/qd8-f32-qc8w-gemm/gen/x.c"
+        entry = YamlEntry(YAML, 0, {"name": name, "init": "xnn_init_f32_minmax_scalar_params",
+                                    "pack": "xnn_pack_qs8_gemm_goi_w", "k-block": 8}, "qd8-f32-qc8w", "gemm")
+        stages[name.split("__")[1]] = translate(entry, checkout).entry["model"]["output"]
+    assert stages == {"asm_aarch64_neondot_ld64_2": "qd8-f32-unfused", "neondot": "qd8-f32-fma",
+                      "avx2": "qd8-f32-fma", "sse2_ld64": "qd8-f32-unfused", "rvv": "qd8-f32-unfused"}
