@@ -292,10 +292,3 @@ def _elsewhere(kernel: Kernel, chosen) -> str:
             if reason:
                 notes.append(reason if t.backend in reason or "lacks" in reason else f"{t.backend}: {reason}")
     return "".join(f"; {n}" for n in notes)
-
-
-def describe_executor(kernel: Kernel, backend: str | None = None) -> str:
-    """What runs `kernel` here, as a row names it: 'CPU', 'Bochs (bochscpu-python 0.4.0), cpu model
-    sapphire_rapids', 'qemu-aarch64 -cpu max', ..."""
-    target = target_of(kernel, backend)
-    return target.describe(kernel.vector_bits, features=kernel.features)
