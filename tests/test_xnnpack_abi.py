@@ -62,8 +62,7 @@ def test_qu8_invocation_packs_as_xnnpack_qu8_loops(nr, kr, sr, K, N):
     for izp, kzp, bias in [(128, 127, rng.integers(-10000, 10000, N)), (255, 255, np.full(N, 2 ** 31 - 1))]:
         q = {"bias": np.asarray(bias, np.int32), "scale": np.full(N, 0.01, np.float32), "a_zero_point": izp,
              "b_zero_point": kzp, "output_zero_point": 3, "output_min": 0, "output_max": 255}
-        inv = xnnpack.invocation(A, B, q, datatype="qu8", layout="fp32_scalar", mr=2, nr=nr, kr=kr, sr=sr,
-                                 symbol="f")
+        inv = xnnpack.invocation(A, B, q, xnnpack.Ukernel("f", "qu8", "fp32_scalar", mr=2, nr=nr, kr=kr, sr=sr))
         assert inv.buffers["w"].tobytes() == _packed_by_loops(B, q["bias"], izp, nr, kr, sr, kzp=kzp)
         params = inv.buffers["params"].view(xnnpack.PARAMS_LAYOUTS[("qu8", "fp32_scalar")])[0]
         assert (params["kernel_zero_point"], params["scale"], params["output_zero_point"]) == (kzp, np.float32(0.01), 3)
