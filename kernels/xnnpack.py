@@ -398,7 +398,7 @@ def describe_packing(datatype: str, layout: str, *, nr: int, kr: int, sr: int = 
         "float -sum of block scale x block column sums" if d.blockwise else \
         "int32 -column sums" if d.dynamic else \
         "int32 bias - izp x column sums + K x izp x kernel_zp (padded with the kernel zero point)" \
-        if d.kernel_zero_point else f"int32 bias - (izp{' + 128' if a_shift else ''}) x column sums"
+        if d.kernel_zero_point else f"int32 bias - {'(izp + 128)' if a_shift else 'izp'} x column sums"
     blocks = f", a bf16 scale / 16 per column after each block of {bl} k" if d.blockwise else ""
     floats = f", then {nr} float32 {' and '.join(d.floats)}" if d.floats else ""
     return f"XNNPACK {datatype} ({layout}): per {nr} columns {nr} {head}, {weights}{blocks}{floats}"
@@ -564,7 +564,7 @@ def pack_qb4w(B: np.ndarray, *, nr: int, kr: int, sr: int, bl: int, scales: np.n
         chunks = packed.reshape(-1, nr * kr)
         parts.append(_column_block(ksums, b, nr, N, "<f4"))
         for j in range(0, len(chunks), per_block):
-            parts += [chunks[j:j + per_block].reshape(-1), scaled[b * nr:(b + 1) * nr, j // per_block].view(np.uint8)]
+            parts += [chunks[j:j + per_block].reshape(-1), np.ascontiguousarray(scaled[b * nr:(b + 1) * nr, j // per_block]).view(np.uint8)]
         parts.append(_column_block(bias, b, nr, N, "<f4"))
     return np.concatenate(parts)
 
