@@ -592,11 +592,13 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                    ("xnnpack-rndnu-neon-wrap", "xnnpack-fp32-lrintf"),
                    f"{XNN_REQ}; {XNN_INIT} (rndnu_scalar, rndnu_neon)", XNN_RNDNU_DOMAIN),
     OutputContract("xnnpack-fp32-qc4w", "XNNPACK fp32 requantization of the 4-bit qs8-qc4w kernels: the "
-                   "xnnpack-fp32 stages, on a 28-bit bias + accumulator (the int32 holds 16x the sum)",
-                   ("s8",), ScaleDomain.keys, ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic",
-                                               "xnnpack-fp32-x86", "xnnpack-fp32-neonv8"),
-                   ("xnnpack-fp32-avxvnni-wrap", "xnnpack-rndnu"), f"{XNN_REQ}; {XNN_INIT}; {XNN_QC4W}",
-                   XNN_FP32_QC4W_DOMAIN),
+                   "xnnpack-fp32 stages on bias + acc wrapped to 28 bits (the int32 holds 16x the sum); the bias "
+                   "itself within 28 bits (the packers multiply it by 16 in int32)",
+                   ("s8",), ScaleDomain.keys, tuple(f"{s}-acc28" for s in (
+                       "xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
+                       "xnnpack-fp32-neonv8")),
+                   ("xnnpack-fp32-lrintf", "xnnpack-fp32-avxvnni-wrap-acc28", "xnnpack-rndnu"),
+                   f"{XNN_REQ}; {XNN_INIT}; {XNN_QC4W}", XNN_FP32_QC4W_DOMAIN),
     OutputContract("xnnpack-rndnu16", "XNNPACK rndnu16 (qu8): a rounding pre-shift by the scale's exponent + 1, "
                    "saturated to int16, times a 15-bit multiplier rounded to the high half, + zp (saturating), "
                    "clamp: two roundings, not rndnu's one", ("u8",), ScaleDomain.keys, ("xnnpack-rndnu16",),
@@ -636,6 +638,13 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
     OutputContract("qd8-f32", "XNNPACK qd8 float output: f32(acc) * inv_scale[m], then * b_scale[n] + bias[n] fused "
                    "(x86, AArch64) or not (scalar, AArch32), clamp", ("f32",), Qd8Domain.keys,
                    ("qd8-f32-fma", "qd8-f32-unfused"), ("qd8-f32-scale-product",), QD8, Qd8Domain()),
+    OutputContract("qd8-f32-qc4w", "XNNPACK qd8 float output of the 4-bit qc4w kernels: the qd8 stages on the "
+                   "accumulator wrapped to 28 bits (the int32 holds 16x the sum)", ("f32",), Qd8Domain.keys,
+                   ("qd8-f32-fma-acc28", "qd8-f32-unfused-acc28"), ("qd8-f32-fma", "qd8-f32-unfused"),
+                   f"{QD8}; {XNN_QC4W}", Qd8Domain()),
+    OutputContract("qdu8-f32-qc4w", "the same with unsigned inputs (u8 A, uint8 row zero points)", ("f32",),
+                   Qd8Domain.keys, ("qd8-f32-fma-acc28", "qd8-f32-unfused-acc28"), ("qd8-f32-fma", "qd8-f32-unfused"),
+                   f"{QDU8}; {XNN_QC4W}", Qd8Domain(QDU8, (0, 255))),
     OutputContract("qdu8-f32", "XNNPACK qdu8 float output (unsigned inputs: u8 A, uint8 row zero points): the qd8 "
                    "stages", ("f32",), Qd8Domain.keys, ("qd8-f32-fma", "qd8-f32-unfused"),
                    ("qd8-f32-scale-product",), QDU8, Qd8Domain(QDU8, (0, 255))),

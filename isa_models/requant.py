@@ -541,6 +541,24 @@ def onednn_jit(acc, q, out_type):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# XNNPACK's 4-bit weights: the int32 accumulator holds 16x the sum
+
+def acc28(compute):
+    """A stage on XNNPACK's 4-bit (qc4w) accumulators: the packers multiply the int32 bias by 16 and the kernels
+    shift each nibble into a byte's high half, so the int32 holds 16 x (bias + acc), which wraps, and is shifted
+    right by 4 before the float step: the stage sees (bias + acc) sign-extended from 28 bits. The bias moves into
+    the accumulator here (then out again: the stage adds it back in int32, exactly) so that the wrapped sum is what
+    it scales. src/reference/packing.cc L459, L516-517; src/qs8-qc4w-gemm/gen/*-scalar-lrintf.c (math_asr_s32(vacc,
+    4)); float biases (qd8) stay out of it: there the 28 bits hold acc alone."""
+    def stage(acc, q, out_type):
+        a = _acc(acc)
+        bias = _row(q, "bias", a.shape[1], np.int64) if np.asarray(need(q, "bias")).dtype.kind in "iu" else 0
+        wrapped = ((a + bias + (1 << 27)) & ((1 << 28) - 1)) - (1 << 27)
+        return compute(wrapped - bias, q, out_type)
+    return stage
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # The table
 
 XQ = f"{XNNPACK} src/microparams-init.c"
@@ -626,6 +644,16 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
                 "the reference rounded half away from zero (the x64 GEMM driver's round_to_nearest)",
                 "uxlfoundation/oneDNN src/cpu/x64/gemm/gemm_driver.cpp L104-114"),
 ]}
+
+
+QC4W = f"{XNNPACK} src/reference/packing.cc L459, L516-517; src/qs8-qc4w-gemm/gen/qs8-qc4w-gemm-1x2-minmax-fp32-" \
+       "scalar-lrintf.c (math_asr_s32(vacc, 4)); src/qd8-f32-qc4w-gemm/gen/qd8-f32-qc4w-gemm-1x2-minmax-scalar.c"
+for _name in ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
+              "xnnpack-fp32-avxvnni-wrap", "xnnpack-fp32-neonv8", "qd8-f32-fma", "qd8-f32-unfused"):
+    _base = OUTPUT_STAGES[_name]
+    OUTPUT_STAGES[f"{_name}-acc28"] = OutputStage(
+        f"{_name}-acc28", acc28(_base.compute), f"{_base.description}, on XNNPACK's 4-bit accumulator: "
+        "bias + acc wraps at 28 bits (16x in int32)", f"{_base.citation}; {QC4W}", _base.out_types)
 
 
 def output_stage(name: str) -> OutputStage:

@@ -157,7 +157,7 @@ class XnnpackSpec(_Strict):
     datatype: StrictStr
     params: StrictStr
     sr: Positive = 1
-    bl: NonNegative = 0
+    bl: Annotated[NonNegative, Field(validate_default=True)] = 0
     kernel_zero_point: Literal[0, 8] = 8
 
     @field_validator("datatype")

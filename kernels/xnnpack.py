@@ -160,7 +160,7 @@ def params_blob(datatype: str, layout: str, q: dict, *, bl: int = 0, kernel_zero
             blob["blocksize"] = bl
         return blob.view(np.uint8)
     zp, lo, hi = (int(q[k]) for k in ("output_zero_point", "output_min", "output_max"))
-    if d.kernel_zero_point:
+    if d.kernel_zero_point and "kernel_zero_point" in blob.dtype.names:     # armsimd32 holds it negated
         blob["kernel_zero_point"] = int(q["b_zero_point"])
     _FILL[layout](blob, d, zp, lo, hi, q)
     return blob.view(np.uint8)
