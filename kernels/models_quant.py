@@ -69,7 +69,7 @@ def _clamped(v, q):
 
 
 def qd8_f32_qb4w_reference(A, B, q, *, bl: int, **_) -> np.ndarray:
-    """XNNPACK's tester (test/gemm-microkernel-tester.cc L2618-2650 @75db3c0): c = sum_b f32(raw_b) * s_b and
+    """XNNPACK's tester (test/gemm-microkernel-tester.cc L2626-2654 @75db3c0): c = sum_b f32(raw_b) * s_b and
     kfsum = sum_b s_b * ksum_b in float from 0, c -= zp * kfsum, c *= inv_scale, c += bias, clamp."""
     raw, ksum = qb4w_block_sums(A, B, bl)
     s = np.asarray(q["b_block_scale"], np.float32)
