@@ -16,23 +16,22 @@ from lowp.kernels import KernelConfigError, executor, load_toml, xnnpack
 from lowp.kernels.registry import kernel as registered
 
 HERE = Path(__file__).resolve().parent / "xnnpack"
-TOML = HERE / "kernels.toml"
 F32 = np.float32
 
 
-def _load():
+def _load(toml: Path):
     try:
-        return {k.name: k for k in load_toml(TOML)}
+        return {k.name: k for k in load_toml(toml)}
     except KernelConfigError as e:
         if "already registered" not in str(e):
             raise
         import tomllib
-        return {entry["name"]: registered(entry["name"]) for entry in tomllib.loads(TOML.read_text())["kernel"]}
+        return {entry["name"]: registered(entry["name"]) for entry in tomllib.loads(toml.read_text())["kernel"]}
 
 
 @pytest.fixture(scope="module")
 def ks():
-    return _load()
+    return {**_load(HERE / "kernels.toml"), **_load(HERE / "qb4w.toml")}
 
 
 def _operands(k, rng, M, N, K):
