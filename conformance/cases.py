@@ -90,8 +90,7 @@ class Case:
 def ranges(kernel, domain: str) -> tuple[tuple[int, int], tuple[int, int]]:
     if domain == "claimed":
         return kernel.domain.a, kernel.domain.b
-    ia, ib = np.iinfo(kernel.a_dtype), np.iinfo(kernel.b_dtype)
-    return (int(ia.min), int(ia.max)), (int(ib.min), int(ib.max))
+    return kernel.operand_ranges
 
 
 def _values(rng, cls: str, lo_hi: tuple[int, int], shape, dtype, role: str):

@@ -27,6 +27,8 @@ GEMMLOWP = "gemmlowp @16e8662 internal/output.h L121-148 (RoundingDivideByPOT as
 FBGEMM = "pytorch/FBGEMM @71d6f8b src/RefImplementations.cc L217-290, include/fbgemm/Fbgemm.h L1168-1260"
 QD8 = "google/XNNPACK @75db3c0 src/qs8-gemm/MRx8c8-avxvnni.c.in L432-464; include/xnnpack.h (qd8 fully connected)"
 ONEDNN = "uxlfoundation/oneDNN doc/programming_model/attributes_quantization.md"
+QDU8 = ("google/XNNPACK @75db3c0 src/configs/gemm-config.c L4043-4073 (qdu8_f32_qc8w); test/gemm-microkernel-tester.cc "
+        "L449-458 (unsigned_inputs: zero_point + 128, a ^ 0x80)")
 RVV_SPEC = "riscv/riscv-v-spec@v1.0 v-spec.adoc"
 LARGEST_BELOW_256 = np.nextafter(F32(256), F32(0))
 SMALLEST_SCALE = F32(2.0 ** -32)
@@ -95,14 +97,26 @@ class ScaleDomain:
     cite: str
     what: str
     fbgemm_clamp: bool = False
+    # bias + acc must fit this many bits: 32, or 28 where the int32 accumulator holds 16x the sum (XNNPACK's 4-bit
+    # weights: the packers multiply the bias by 16, the kernels shift the nibbles left by 4 and the sum right by 4)
+    bias_bits: int = 32
 
     keys = ("bias", "scale", "output_zero_point", "output_min", "output_max")
+
+    @property
+    def bias_range(self) -> tuple[int, int]:
+        return -(1 << (self.bias_bits - 1)), (1 << (self.bias_bits - 1)) - 1
 
     def problems(self, q, M, N, out_type):
         out = _type_problems(q, M, N, {"bias": ("i32", "N"), "scale": ("f32", "N"), "output_zero_point": ("int", ""),
                                        "output_min": ("int", ""), "output_max": ("int", "")})
         if out:
             return out
+        b = np.asarray(q["bias"], np.int64)
+        bad = (b < self.bias_range[0]) | (b > self.bias_range[1])
+        if bad.any():
+            out.append(f"bias{_first_bad(b.tolist(), bad)}: outside the {self.bias_bits}-bit range {self.bias_range} "
+                       f"({self.cite})")
         s = np.asarray(q["scale"])
         bad = ~(s >= F32(self.scale_lo)) | ~(s < F32(self.scale_hi))
         if bad.any():
@@ -124,7 +138,8 @@ class ScaleDomain:
         scale = rng.choice(np.array([LARGEST_BELOW_256, F32(self.scale_lo), F32(1), F32(0.5)], F32)
                            if self.scale_hi == 256 else np.array([F32(self.scale_lo), F32(1), F32(0.5)], F32), N)
         zp = int(rng.choice([lo, hi, lo + 1, hi - 1, 0, -1 if lo < 0 else 1]))
-        bias = rng.choice(np.array([0, -10000, 10000, I32_MIN, I32_MAX, -(1 << 24), 1 << 24], np.int64), N)
+        lo_b, hi_b = self.bias_range
+        bias = rng.choice(np.array([0, -10000, 10000, lo_b, hi_b, -(1 << 24), 1 << 24], np.int64), N)
         return {"bias": bias.astype(np.int32), "scale": scale.astype(F32), **_clamp(rng, out_type, zp,
                                                                                       self.fbgemm_clamp, ends=True)}
 
@@ -132,9 +147,10 @@ class ScaleDomain:
         lo, hi = OUT_RANGE[out_type]
         big = LARGEST_BELOW_256 if self.scale_hi == 256 else F32(self.scale_hi / 2)
         scale = np.where(rng.random(N) < 0.5, big, F32(rng.uniform(1, float(big)))).astype(F32)
-        low = np.int64(I32_MIN) - min(acc_lo, 0) + rng.integers(0, 1 << 20, N)     # acc + bias stays near INT32_MIN
-        high = np.int64(I32_MAX) - max(acc_hi, 0) - rng.integers(0, 1 << 20, N)
-        bias = np.clip(np.where(rng.random(N) < 0.5, low, high), I32_MIN, I32_MAX).astype(np.int32)
+        lo_b, hi_b = self.bias_range
+        low = np.int64(lo_b) - min(acc_lo, 0) + rng.integers(0, 1 << 20, N)     # acc + bias stays near the bottom
+        high = np.int64(hi_b) - max(acc_hi, 0) - rng.integers(0, 1 << 20, N)
+        bias = np.clip(np.where(rng.random(N) < 0.5, low, high), lo_b, hi_b).astype(np.int32)
         zp = int(rng.integers(lo, 0)) if lo < 0 and rng.random() < 0.6 else int(rng.integers(lo, hi + 1))
         return {"bias": bias, "scale": scale, **_clamp(rng, out_type, zp, self.fbgemm_clamp)}
 
@@ -329,8 +345,10 @@ SCALE_ANY = ScaleDomain(2.0 ** -32, 256.0, "", "")
 @dataclass(frozen=True)
 class Qd8Domain:
     """qd8 float output: bias float32 (N,), a_zero_point int32 (M,), a_inv_scale float32 (M,), b_scale float32
-    (N,), output_min <= output_max float32 (the values the kernel's params hold)."""
+    (N,), output_min <= output_max float32 (the values the kernel's params hold). zp_range: the row zero points'
+    type, int8 (qd8) or uint8 (qdu8: XNNPACK's unsigned inputs, A and its zero point shifted by 128)."""
     cite: str = QD8
+    zp_range: tuple[int, int] = (-128, 127)
     keys = ("bias", "a_zero_point", "a_inv_scale", "b_scale", "output_min", "output_max")
 
     def problems(self, q, M, N, out_type):
@@ -340,9 +358,11 @@ class Qd8Domain:
         if out:
             return out
         zp = np.asarray(q["a_zero_point"])
-        bad = (zp < -128) | (zp > 127)
+        zlo, zhi = self.zp_range
+        bad = (zp < zlo) | (zp > zhi)
         if bad.any():
-            out.append(f"a_zero_point{_first_bad(zp.tolist(), bad)}: outside [-128, 127] (int8 rows; {self.cite})")
+            out.append(f"a_zero_point{_first_bad(zp.tolist(), bad)}: outside [{zlo}, {zhi}] "
+                       f"({'int8' if zlo < 0 else 'uint8'} rows; {self.cite})")
         for k in ("a_inv_scale", "b_scale", "bias"):
             v = np.asarray(q[k])
             bad = ~np.isfinite(v) | ((v <= 0) if k != "bias" else False)
@@ -355,7 +375,8 @@ class Qd8Domain:
         return out
 
     def _base(self, rng, M, N, inv, bs, bias):
-        return {"a_zero_point": rng.integers(-128, 128, M).astype(np.int32), "a_inv_scale": inv.astype(F32),
+        return {"a_zero_point": rng.integers(self.zp_range[0], self.zp_range[1] + 1, M).astype(np.int32),
+                "a_inv_scale": inv.astype(F32),
                 "b_scale": bs.astype(F32), "bias": bias.astype(F32)}
 
     def typical(self, rng, M, N, out_type, acc_lo, acc_hi):
@@ -368,7 +389,8 @@ class Qd8Domain:
     def ends(self, rng, M, N, out_type, acc_lo, acc_hi):
         pick = np.array([2.0 ** -32, 1.0, 2.0 ** 32, float(np.finfo(F32).tiny)])
         q = self._base(rng, M, N, rng.choice(pick, M), rng.choice(pick, N), rng.choice([0.0, -1e30, 1e30], N))
-        q["a_zero_point"] = rng.choice(np.array([-128, 127, 0], np.int32), M).astype(np.int32)
+        q["a_zero_point"] = rng.choice(np.array([*self.zp_range, 0 if self.zp_range[0] < 0 else 128], np.int32),
+                                       M).astype(np.int32)
         v = F32(rng.uniform(-10, 10))
         return {**q, "output_min": v, "output_max": v if rng.random() < 0.5 else F32(np.inf)}
 
@@ -385,7 +407,7 @@ class Qd8Domain:
             q["b_scale"][0] = F32(0) if rng.random() < 0.5 else F32(np.inf)
         elif choice == 1:
             q["a_zero_point"] = q["a_zero_point"].copy()
-            q["a_zero_point"][0] = 128
+            q["a_zero_point"][0] = self.zp_range[1] + 1
         else:
             q["output_min"], q["output_max"] = F32(1.0), F32(-1.0)
         return q
@@ -547,6 +569,10 @@ class OutputContract:
 
 
 XNN_FP32_DOMAIN = ScaleDomain(2.0 ** -32, 256.0, f"{XNN_REQ}; {XNN_INIT}", "XNNPACK fp32 asserts 2^-32 <= scale < 256")
+XNN_QC4W = "google/XNNPACK @75db3c0 src/reference/packing.cc L459, L516-517 (packed_b = b * 16, less 16 * izp * ksum)"
+XNN_FP32_QC4W_DOMAIN = ScaleDomain(2.0 ** -32, 256.0, f"{XNN_REQ}; {XNN_INIT}; {XNN_QC4W}",
+                                   "XNNPACK fp32 asserts 2^-32 <= scale < 256", bias_bits=28)
+XNN_RNDNU16 = "google/XNNPACK @75db3c0 src/xnnpack/requantization.h L107-138; src/microparams-init.c L124-154"
 XNN_RNDNU_DOMAIN = ScaleDomain(2.0 ** -32, 256.0, f"{XNN_REQ}; {XNN_INIT}",
                                "XNNPACK rndnu: shift = 150 - exponent asserted in [16, 55], i.e. 2^-32 <= scale < 256")
 
@@ -565,6 +591,19 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                    ("xnnpack-rndnu", "xnnpack-rndnu-neon", "xnnpack-rndnu-scalar"),
                    ("xnnpack-rndnu-neon-wrap", "xnnpack-fp32-lrintf"),
                    f"{XNN_REQ}; {XNN_INIT} (rndnu_scalar, rndnu_neon)", XNN_RNDNU_DOMAIN),
+    OutputContract("xnnpack-fp32-qc4w", "XNNPACK fp32 requantization of the 4-bit qs8-qc4w kernels: the "
+                   "xnnpack-fp32 stages on bias + acc wrapped to 28 bits (the int32 holds 16x the sum); the bias "
+                   "itself within 28 bits (the packers multiply it by 16 in int32)",
+                   ("s8",), ScaleDomain.keys, tuple(f"{s}-acc28" for s in (
+                       "xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
+                       "xnnpack-fp32-neonv8")),
+                   ("xnnpack-fp32-lrintf", "xnnpack-fp32-avxvnni-wrap-acc28", "xnnpack-rndnu"),
+                   f"{XNN_REQ}; {XNN_INIT}; {XNN_QC4W}", XNN_FP32_QC4W_DOMAIN),
+    OutputContract("xnnpack-rndnu16", "XNNPACK rndnu16 (qu8): a rounding pre-shift by the scale's exponent + 1, "
+                   "saturated to int16, times a 15-bit multiplier rounded to the high half, + zp (saturating), "
+                   "clamp: two roundings, not rndnu's one", ("u8",), ScaleDomain.keys, ("xnnpack-rndnu16",),
+                   ("xnnpack-rndnu", "xnnpack-rndnu-neon", "xnnpack-fp32-lrintf"), XNN_RNDNU16,
+                   ScaleDomain(2.0 ** -32, 256.0, XNN_RNDNU16, "XNNPACK rndnu16 asserts 2^-32 <= scale < 256")),
     *[OutputContract(f"rvv-vnclip-{m}", f"lowp's RVV requantization of XNNPACK's rndnu_neon params: vsadd "
                      f"doublings, vsmul (vxrm rdn), vnclip int32 -> int16 rounded by vxrm {m}, vsadd zp, vnclip to "
                      "int8, clamp" + (" (equal to XNNPACK's NEON rndnu: tests/test_riscv64_kernels.py)"
@@ -599,6 +638,16 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
     OutputContract("qd8-f32", "XNNPACK qd8 float output: f32(acc) * inv_scale[m], then * b_scale[n] + bias[n] fused "
                    "(x86, AArch64) or not (scalar, AArch32), clamp", ("f32",), Qd8Domain.keys,
                    ("qd8-f32-fma", "qd8-f32-unfused"), ("qd8-f32-scale-product",), QD8, Qd8Domain()),
+    OutputContract("qd8-f32-qc4w", "XNNPACK qd8 float output of the 4-bit qc4w kernels: the qd8 stages on the "
+                   "accumulator wrapped to 28 bits (the int32 holds 16x the sum)", ("f32",), Qd8Domain.keys,
+                   ("qd8-f32-fma-acc28", "qd8-f32-unfused-acc28"), ("qd8-f32-fma", "qd8-f32-unfused"),
+                   f"{QD8}; {XNN_QC4W}", Qd8Domain()),
+    OutputContract("qdu8-f32-qc4w", "the same with unsigned inputs (u8 A, uint8 row zero points)", ("f32",),
+                   Qd8Domain.keys, ("qd8-f32-fma-acc28", "qd8-f32-unfused-acc28"), ("qd8-f32-fma", "qd8-f32-unfused"),
+                   f"{QDU8}; {XNN_QC4W}", Qd8Domain(QDU8, (0, 255))),
+    OutputContract("qdu8-f32", "XNNPACK qdu8 float output (unsigned inputs: u8 A, uint8 row zero points): the qd8 "
+                   "stages", ("f32",), Qd8Domain.keys, ("qd8-f32-fma", "qd8-f32-unfused"),
+                   ("qd8-f32-scale-product",), QDU8, Qd8Domain(QDU8, (0, 255))),
     OutputContract("onednn-scales", "oneDNN: f32_to_int8((src_scale * wei_scale[n] * f32(acc) + bias) / dst_scale "
                    "+ zp): the reference's orders (division, reciprocal) and the JIT's precomputed scales",
                    ("s8", "u8"), OneDNNDomain.keys, ("onednn-ref", "onednn-ref-reciprocal", "onednn-jit"),

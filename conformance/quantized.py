@@ -52,9 +52,10 @@ def input_zero_points(kern, rng, M: int, style: str) -> dict:
         v = rng.integers(lo, hi, size=shape, endpoint=True)
         return v if shape else int(v)
     datatype = (kern.xnnpack or {}).get("datatype", "")
-    if datatype.startswith("qd8"):
-        return {"a_zero_point": np.asarray(one("a", (M,)), np.int32)}
-    if kern.signature == "xnnpack-gemm" and datatype != "qu8":
+    if datatype.startswith(("qd8", "qdu8")):            # one per row; an IGEMM takes its batch's one for all rows
+        zp = np.asarray(one("a", (M,)), np.int32)
+        return {"a_zero_point": np.full_like(zp, zp[0]) if kern.signature == "xnnpack-igemm" else zp}
+    if kern.xnnpack is not None and datatype != "qu8":
         return {"a_zero_point": one("a"), "b_zero_point": 0}
     return {"a_zero_point": one("a"), "b_zero_point": one("b")}
 
@@ -74,12 +75,14 @@ def pinned(kern, q: dict) -> dict:
 
 
 def per_tensor(kern) -> bool:
-    """XNNPACK's per-tensor kinds (qs8, qu8) take one scale: a case repeats one value over the channels."""
-    return kern.signature == "xnnpack-gemm" and not kern.xnnpack["datatype"].endswith(("qc8w", "qc4w"))
+    """XNNPACK's per-tensor kinds (qs8, qu8) take one scale: a case repeats one value over the channels; a qd8
+    IGEMM takes one row of quantization parameters (its batch's) for all rows."""
+    return kern.xnnpack is not None and (kern.xnnpack["datatype"] in ("qs8", "qu8") or (
+        kern.signature == "xnnpack-igemm" and kern.xnnpack["datatype"].startswith(("qd8", "qdu8"))))
 
 
 def _tensorwise(q: dict) -> dict:
-    for key in ("scale", "multiplier", "shift"):
+    for key in ("scale", "multiplier", "shift", *ROW_KEYS):
         if key in q and np.ndim(q[key]) == 1 and len(q[key]):
             q[key] = np.full_like(q[key], q[key][0])
     return q
@@ -129,7 +132,7 @@ def _defined(kern, contract, acc, q) -> bool:
     from lowp.isa_models.requant import OUTPUT_STAGES
     try:
         OUTPUT_STAGES[contract.accepted[0]].compute(acc, q, kern.c_type)
-        if kern.signature == "xnnpack-gemm":
+        if kern.xnnpack is not None:
             from lowp.kernels.xnnpack import params_blob
             params_blob(kern.xnnpack["datatype"], kern.xnnpack["params"], q)
     except (ArithmeticError, ValueError):

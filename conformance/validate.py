@@ -48,7 +48,7 @@ def output_problem(kernel: Kernel) -> Problem | None:
         if problems:
             key, message = problems[0]
             return Problem(where, kernel.name, key, message)
-    if kernel.signature == "xnnpack-gemm":
+    if kernel.xnnpack is not None:
         from lowp.kernels.xnnpack import required_keys
         passed = set(required_keys(kernel.xnnpack["datatype"], kernel.xnnpack["params"])) | {"a_zero_point",
                                                                                               "b_zero_point"}
@@ -179,7 +179,7 @@ def build_problems(kernels) -> list[Problem]:
         if ex.unavailable():
             continue
         try:
-            wanted = (k.symbol,) if k.signature == "xnnpack-gemm" else (k.symbol, workspace_symbol(k))
+            wanted = (k.symbol,) if k.xnnpack is not None else (k.symbol, workspace_symbol(k))
             symbols, missing = _symbols(ex, wanted)
         except (BuildError, RuntimeError, OSError, ValueError) as e:
             problems.append(_build_problem(k, e))

@@ -45,7 +45,8 @@ from . import x86_faults
 from .build import Binary
 from .errors import (BudgetExceeded, BuildError, EmulationFailed, EmulatorError, OutOfBounds, Trap,
                      UndefinedInstruction, guest_death)
-from .machine import CANARY, CallResult, GuestProcess, _Buffer, canary_damage, split_arguments
+from .machine import (CANARY, CallResult, GuestProcess, _Buffer, canary_damage, pointer_tables, relocate,
+                      split_arguments)
 
 HERE = Path(__file__).resolve().parent
 RUNTIME = HERE / "runtime_x86.c"
@@ -337,9 +338,9 @@ class BochsMachine(GuestProcess):
             self._reap()
 
     # -- the call ---------------------------------------------------------------------------------------------
-    def call(self, symbol: str, *args, names=None, overread=None, seed=None, **options) -> CallResult:
-        """Call `symbol` with numpy arrays (passed as pointers to copies) and ints (64-bit scalars), as
-        Machine.call. options: budget (instructions; None: none), seconds (the time budget of a call that counts
+    def call(self, symbol: str, *args, names=None, overread=None, seed=None, memory=(), **options) -> CallResult:
+        """Call `symbol` with numpy arrays (passed as pointers to copies), Pointers and ints (64-bit scalars), and
+        place the `memory` buffers, as Machine.call. options: budget (instructions; None: none), seconds (the time budget of a call that counts
         nothing; default budget / INSTRUCTIONS_PER_SECOND), count (executed instructions), mnemonics
         (per-mnemonic counts). seed: the registers the arguments leave free start pseudo-random, as that seed
         chooses. Raises an EmulatorError (with .result) on a fault, a budget overrun, an undefined instruction or
@@ -349,8 +350,9 @@ class BochsMachine(GuestProcess):
             raise TypeError(f"unknown option(s) {', '.join(sorted(unknown))}; expected {', '.join(self.defaults)}")
         opts = {**self.defaults, **options}
         entry = self.binary.symbol(symbol)
-        names, arrays, array_names, values = split_arguments(args, names)
+        names, arrays, array_names, values = split_arguments(args, names, memory)
         buffers = _place(arrays, array_names, overread or {})
+        relocate(buffers, pointer_tables(args, memory))
         it = iter(buffers)
         values = [next(it).base if v is None else v for v in values]
         budget = opts["budget"] or None

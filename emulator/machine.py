@@ -144,7 +144,7 @@ class Machine:
     def _down(self, x):
         return x // self.page * self.page
 
-    def _place(self, arrays, names, overread):
+    def _place(self, arrays, names, overread, tables=None):
         buffers, cursor, layout = [], BUFFERS, []
         for i, (name, a) in enumerate(zip(names, arrays)):
             nbytes = a.nbytes
@@ -157,6 +157,7 @@ class Machine:
             layout.append((lo, size))
             cursor = self._up(hi + self.page + 0xFFFF) // 0x10000 * 0x10000   # guard page above, then align
         self._map(layout)
+        relocate(buffers, tables or {})
         for b in buffers:       # every byte of every mapping is written: nothing of an earlier call shows through
             data = np.ascontiguousarray(b.array).tobytes() if b.nbytes else b""
             self.uc.mem_write(b.lo, bytes([CANARY]) * (b.base - b.lo) + data + bytes([CANARY]) * b.after)
@@ -335,9 +336,11 @@ class Machine:
         return self.cc.disassemble(word, pc)
 
     # -- the call -----------------------------------------------------------------------------------------
-    def call(self, symbol: str, *args, names=None, overread=None, seed=None, **options) -> CallResult:
-        """Call `symbol` with numpy arrays (passed as pointers to copies) and ints (scalars); see the module doc.
-        options override the Machine's: budget, count, mnemonics, lockstep, trace. overread: {buffer name: bytes}
+    def call(self, symbol: str, *args, names=None, overread=None, seed=None, memory=(), **options) -> CallResult:
+        """Call `symbol` with numpy arrays (passed as pointers to copies), Pointers (tables of addresses into the
+        call's buffers) and ints (scalars); see the module doc. memory: (name, array) buffers placed like the
+        arguments' but not passed (a Pointers table is how the kernel reaches them; CallResult lists them after the
+        arguments' arrays). options override the Machine's: budget, count, mnemonics, lockstep, trace. overread: {buffer name: bytes}
         a kernel may read past that buffer's end (writes there are still caught, by a canary). seed: the CPU
         starts from the state it chooses (the other general and vector registers pseudo-random, the flags and the
         rest as created; one of REGISTER_STATES), not from the last call's, so a kernel that reads a register it
@@ -349,10 +352,10 @@ class Machine:
         opts = {**self.defaults, **options}
         count = bool(opts["count"] or opts["mnemonics"])
         entry = self.binary.symbol(symbol)
-        names, arrays, array_names, scalars = split_arguments(args, names)
+        names, arrays, array_names, scalars = split_arguments(args, names, memory)
         native_budget = bool(opts["budget"]) and not count
         self._configure(count, opts["mnemonics"], opts["lockstep"], opts["trace"], native_budget)
-        buffers = self._place(arrays, array_names, overread or {})
+        buffers = self._place(arrays, array_names, overread or {}, pointer_tables(args, memory))
         if seed is not None:
             self._seed_registers(seed, len(scalars))
         self._state = s = dict(buffers=buffers, blocks=Counter(), total=0, budget=opts["budget"] if count else None,
@@ -447,15 +450,32 @@ class GuestProcess:
             pass
 
 
-def split_arguments(args, names=None) -> tuple[list, list, list, list]:
+@dataclass(frozen=True)
+class Pointers:
+    """An array argument of 8-byte pointers into the call's own buffers (an indirection buffer: XNNPACK's IGEMM
+    takes one), given as (buffer name, byte offset) per entry: the name of an array argument or of a `memory`
+    buffer, the offset from that buffer's start (negative or past its end too: only the address is computed).
+    The machine places it like any buffer and writes the addresses once every buffer has its place: where a
+    buffer lands is the machine's business (Unicorn's and Bochs's layouts, qemu's mmap in the guest)."""
+    targets: tuple[tuple[str, int], ...]
+
+    def placeholder(self) -> np.ndarray:
+        return np.zeros(len(self.targets), np.uint64)
+
+
+def split_arguments(args, names=None, memory=()) -> tuple[list, list, list, list]:
     """A call's arguments as every machine takes them: (names, the arrays, their names, one value per argument:
-    None for an array (passed as a pointer), a 64-bit two's-complement int for an int). ValueError for anything
-    else, or a count of names that does not match."""
+    None for an array (passed as a pointer), a 64-bit two's-complement int for an int). A Pointers argument is an
+    array of uint64 (its addresses are written by relocate()); the `memory` buffers ((name, array): placed, not
+    passed) follow the arguments' arrays. ValueError for anything else, or a count of names that does not
+    match."""
     names = list(names) if names is not None else [f"arg{i}" for i in range(len(args))]
     if len(names) != len(args):
         raise ValueError(f"names: {len(names)} names for {len(args)} arguments")
     arrays, array_names, values = [], [], []
     for name, a in zip(names, args):
+        if isinstance(a, Pointers):
+            a = a.placeholder()
         if isinstance(a, np.ndarray) and a.ndim > 0:
             arrays.append(a)
             array_names.append(name)
@@ -467,7 +487,47 @@ def split_arguments(args, names=None) -> tuple[list, list, list, list]:
         else:
             raise ValueError(f"argument {name!r}: expected a numpy array (passed as a pointer) or an int, "
                              f"got {type(a).__name__}")
+    for name, a in memory:
+        if not isinstance(a, np.ndarray) or a.ndim == 0:
+            raise ValueError(f"memory buffer {name!r}: expected a numpy array, got {type(a).__name__}")
+        arrays.append(a)
+        array_names.append(name)
     return names, arrays, array_names, values
+
+
+def pointer_tables(args, memory=()) -> dict[int, Pointers]:
+    """{position among the call's arrays (split_arguments' order): its Pointers} for every Pointers argument."""
+    tables, position = {}, 0
+    for a in args:
+        if isinstance(a, Pointers):
+            tables[position] = a
+        if isinstance(a, (np.ndarray, Pointers)) and getattr(a, "ndim", 1) > 0:
+            position += 1
+    return tables
+
+
+def pointer_targets(table: Pointers, array_names: list[str]) -> list[tuple[int, int]]:
+    """(array position, offset) of each entry; ValueError naming an entry whose buffer is not one of the call's
+    arrays, or a name two arrays share (the address would be ambiguous)."""
+    out = []
+    for name, offset in table.targets:
+        where = [i for i, n in enumerate(array_names) if n == name]
+        if len(where) != 1:
+            raise ValueError(f"pointer table entry into {name!r}: "
+                             + ("no array of the call has that name" if not where else
+                                f"{len(where)} arrays of the call have that name") +
+                             f" (the call's arrays: {', '.join(array_names)})")
+        out.append((where[0], int(offset)))
+    return out
+
+
+def relocate(buffers, tables: dict[int, Pointers]) -> None:
+    """Write the addresses into the placed pointer tables: each _Buffer of `buffers` (in array order) whose
+    position has a table gets, as its array, base of the target + offset per entry (mod 2^64)."""
+    names = [b.name for b in buffers]
+    for position, table in tables.items():
+        words = [(buffers[i].base + offset) & MASK64 for i, offset in pointer_targets(table, names)]
+        buffers[position].array = np.array(words, np.uint64)
 
 
 def canary_damage(b, below: bytes, over: bytes) -> OutOfBounds | None:

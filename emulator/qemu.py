@@ -66,7 +66,7 @@ from .qemu_batch import identify
 from .errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
     describe_out_of_bounds, guest_death
 from .aapcs64 import REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, seeded_registers
-from .machine import CallResult, GuestProcess
+from .machine import CallResult, GuestProcess, Pointers, pointer_targets
 
 DRIVER = HERE / "qemu_driver.c"
 DEFAULT_SECONDS = 10.0            # time budget per call
@@ -360,9 +360,11 @@ class QemuMachine(GuestProcess):
 
     # -- the call ---------------------------------------------------------------------------------------------
     def call(self, symbol: str, *args, names=None, overread=None, seed=None, budget: int | None = None,
-             seconds: float | None = None, count: bool = False, mnemonics: bool = False, **options) -> CallResult:
-        """Call `symbol` with numpy arrays (passed as pointers to copies) and ints (64-bit scalars), as
-        Machine.call. seconds: the time budget (default the machine's); budget: an instruction budget, converted
+             seconds: float | None = None, count: bool = False, mnemonics: bool = False, memory=(),
+             **options) -> CallResult:
+        """Call `symbol` with numpy arrays (passed as pointers to copies), Pointers (whose addresses the guest
+        driver writes, once it has mapped every buffer) and ints (64-bit scalars), and place the `memory` buffers,
+        as Machine.call. seconds: the time budget (default the machine's); budget: an instruction budget, converted
         to seconds at INSTRUCTIONS_PER_SECOND (at least 1 s) when `seconds` is not given. Raises an EmulatorError
         (with .result) on a fault, a budget overrun, an undefined instruction or a dead guest."""
         if options:
@@ -375,8 +377,9 @@ class QemuMachine(GuestProcess):
         names = list(names) if names is not None else [f"arg{i}" for i in range(len(args))]
         if len(names) != len(args):
             raise ValueError(f"names: {len(names)} names for {len(args)} arguments")
-        if len(args) > MAX_ARGS:
-            raise ValueError(f"{symbol}: {len(args)} arguments; the qemu driver passes at most {MAX_ARGS}")
+        if len(args) + len(memory) > MAX_ARGS:
+            raise ValueError(f"{symbol}: {len(args)} arguments and {len(memory)} memory buffers; the qemu driver "
+                             f"places at most {MAX_ARGS}")
         overread = overread or {}
         g = self.guest
         x, v = np.zeros(g.nx, np.uint64), _ZERO_V
@@ -384,14 +387,19 @@ class QemuMachine(GuestProcess):
             x, v = _seeded(seed % REGISTER_STATES, min(len(args), 8), g.name)
         stack = np.zeros(NSTACK, np.uint64)
         kinds, arrays, array_names, data = [], [], [], []
-        for i, (name, a) in enumerate(zip(names, args)):
+        entries = [(name, a, 1) for name, a in zip(names, args)] + [(name, a, 3) for name, a in memory]
+        for i, (name, a, kind) in enumerate(entries):
+            if isinstance(a, Pointers):         # the driver writes the addresses: (slot << 48) | offset here
+                a, kind = _pointer_words(a, entries), 2
             if isinstance(a, np.ndarray) and a.ndim > 0:
                 raw = np.ascontiguousarray(a).tobytes()
                 after = int(overread.get(name, 0))
-                kinds += [1, len(raw), after]
+                kinds += [kind, len(raw), after]
                 arrays.append(a)
                 array_names.append(name)
                 data.append(raw + bytes(-len(raw) % 8))
+            elif kind == 3:
+                raise ValueError(f"memory buffer {name!r}: expected a numpy array, got {type(a).__name__}")
             elif isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)):
                 if not -(1 << 63) <= int(a) <= MASK64:
                     raise ValueError(f"argument {name!r}: {a} does not fit a 64-bit register")
@@ -403,7 +411,7 @@ class QemuMachine(GuestProcess):
         micro = max(1, int(seconds * 1e6))
         slots = np.zeros(3 * MAX_ARGS, np.uint64)
         slots[:len(kinds)] = kinds
-        request = b"".join([np.array([OP_CALL, micro, counted, len(args), entry], np.uint64).tobytes(), x.tobytes(),
+        request = b"".join([np.array([OP_CALL, micro, counted, len(entries), entry], np.uint64).tobytes(), x.tobytes(),
                             v.tobytes(), stack.tobytes(), slots.tobytes(), *data])
         reply_bytes = 8 * g.header + sum(40 + len(d) for d in data)
         what = f"calling {symbol}({', '.join(names)})"
@@ -684,6 +692,18 @@ def _access_kind(insn) -> str:
     if m.startswith(("st", "swp", "cas", "ldadd", "ldclr", "ldeor", "ldset", "ldsmax", "ldsmin", "ldumax", "ldumin")):
         return "write" if m.startswith(("st", "swp", "cas")) else "read-modify-write"
     return "read"
+
+
+def _pointer_words(table: Pointers, entries) -> np.ndarray:
+    """A pointer table as the guest driver takes it: each entry (slot of its target << 48) | (offset mod 2^48)."""
+    slot_of = [i for i, (_, a, _) in enumerate(entries) if isinstance(a, (np.ndarray, Pointers)) and
+               getattr(a, "ndim", 1) > 0]
+    words = []
+    for position, offset in pointer_targets(table, [entries[i][0] for i in slot_of]):
+        if not -(1 << 47) <= offset < (1 << 47):
+            raise ValueError(f"pointer table entry: offset {offset} does not fit the driver's 48 bits")
+        words.append((slot_of[position] << 48) | (offset & ((1 << 48) - 1)))
+    return np.array(words, np.uint64)
 
 
 def _canary_damage(buffers) -> OutOfBounds | None:

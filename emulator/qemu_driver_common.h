@@ -13,8 +13,11 @@
  * The protocol (little-endian 64-bit words, byte data padded to 8):
  *   request  op (OP_CALL, OP_HELLO or OP_EXIT), budget_us, count (1: block counts through lowp's TCG plugin),
  *            nargs, fn, x[0..NX-1], v[0..63] (32 registers' first 16 bytes), stack[0..15], per argument slot (24):
- *            kind (0 scalar, 1 buffer), size, after (a scalar's value is in x[] / stack[]); the same size whatever
- *            the op; OP_CALL then each buffer's bytes
+ *            kind (0 scalar, 1 buffer, 2 pointer table, 3 buffer placed but not passed), size, after (a scalar's
+ *            value is in x[] / stack[]); the same size whatever the op; OP_CALL then each buffer's bytes. A pointer
+ *            table's words are (slot << 48) | (offset mod 2^48): the driver replaces each, once every buffer is
+ *            mapped, by that slot's base + offset (sign-extended from 48 bits), so the table holds guest addresses
+ *            (an IGEMM's indirection buffer); a slot that is no buffer ends the driver (exit 8)
  *   reply    status (0 returned, 1 signal), signo, si_code, si_addr, pc, HEADER - 5 register words (the arch's),
  *            then per buffer: lo, base, hi, first damaged byte below base (index from lo, or -1), first damaged
  *            byte of the allowed over-read (index from its start, or -1), then its bytes
@@ -189,8 +192,8 @@ static void lowpq_serve_call(void) {
     if (nargs > MAX_ARGS) lowp_exit(7);
     int n = 0;
     for (uint64_t i = 0; i < nargs; i++) {
-        uint64_t size = request.args[i][1], after = request.args[i][2];
-        if (request.args[i][0] != 1) continue;
+        uint64_t size = request.args[i][1], after = request.args[i][2], kind = request.args[i][0];
+        if (kind == 0) continue;
         uint64_t mapped = up(size + after ? size + after : 1, page);
         lo[i] = lowpq_place((int)i, mapped);
         base[i] = lo[i] + mapped - after - size;
@@ -199,9 +202,20 @@ static void lowpq_serve_call(void) {
         iov[n++] = (struct iovec){base[i], size};
         if (size % 8) iov[n++] = (struct iovec){&pad, 8 - size % 8};
         uint64_t address = (uint64_t)base[i];
+        if (kind == 3) continue;
         if (i < 8) request.frame.x[ARG_SLOT(i)] = address; else request.frame.stack[i - 8] = address;
     }
     lowpq_transfer(SYS_READV, 0, iov, n);
+    for (uint64_t i = 0; i < nargs; i++) {
+        if (request.args[i][0] != 2) continue;
+        uint64_t *word = (uint64_t *)base[i];
+        for (uint64_t j = 0; j < request.args[i][1] / 8; j++) {
+            uint64_t slot = word[j] >> 48, offset = word[j] & 0xFFFFFFFFFFFFull;
+            if (slot >= nargs || request.args[slot][0] == 0) lowp_exit(8);
+            if (offset >> 47) offset |= 0xFFFF000000000000ull;      /* a negative offset */
+            word[j] = (uint64_t)base[slot] + offset;
+        }
+    }
     for (int i = 0; i < HEADER; i++) reply[i] = 0;
     uint64_t budget_us = request.budget_us, count = request.count;
     if (count) lowpq_sys6(LOWP_COUNTS, 1, 0, 0, 0, 0, 0);
@@ -223,7 +237,7 @@ static void lowpq_serve_call(void) {
     pad = 0;
     for (uint64_t i = 0; i < nargs; i++) {
         uint64_t size = request.args[i][1], after = request.args[i][2];
-        if (request.args[i][0] != 1) continue;
+        if (request.args[i][0] == 0) continue;
         uint64_t *t = tails[i];
         t[0] = (uint64_t)lo[i];
         t[1] = (uint64_t)base[i];

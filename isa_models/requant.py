@@ -324,6 +324,44 @@ def xnnpack_rndnu_neon_wrap(acc, q, out_type):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# XNNPACK rndnu16 (qu8 only): a 15-bit multiplier after a rounding pre-shift and a narrowing to int16
+
+def xnnpack_rndnu16_params(scale) -> dict:
+    """xnn_init_qu8_conv_minmax_rndnu16_scalar_params (src/microparams-init.c L124-154, via parse_f32 in
+    src/xnnpack/requantization.h L65-82): exp = the scale's unbiased exponent, multiplier = the 24-bit mantissa
+    rounded to 15 bits ((m + 2^8) >> 9, in [2^14, 2^15]; 2^15 becomes 2^14 with exp + 1), left_pre_shift =
+    exp + 1 (a shift count: negative is a rounding right shift)."""
+    bits = _scale_bits(scale)
+    exp = (bits >> 23) - 127
+    mult = (((bits & 0x7FFFFF) | 0x800000) + (1 << 8)) >> 9
+    carry = mult == 1 << 15
+    return {"multiplier": np.where(carry, 1 << 14, mult), "left_pre_shift": np.where(carry, exp + 1, exp) + 1}
+
+
+def _rounding_shift_left(x, shift):
+    """saturating_rounding_shift_left_s32 (src/xnnpack/math.h L154-161) = SQRSHL: a saturating left shift for
+    shift >= 0, else ((int64) x + 2^(n-1)) >> n, n = -shift (ties up)."""
+    x = np.asarray(x, np.int64)
+    n = np.maximum(-shift, 1)
+    right = (x + (np.int64(1) << (n - 1))) >> n
+    return np.where(shift >= 0, _sat(x << np.maximum(shift, 0), INT32_MIN, INT32_MAX), right)
+
+
+def xnnpack_rndnu16(acc, q, out_type):
+    """xnn_qu8_requantize_rndnu16 (src/xnnpack/requantization.h L107-138) and the rndnu16 NEON kernels (SQRSHL by
+    left_pre_shift, SQXTN to int16, SQRDMULH by the int16 multiplier, SQADD zp, SQXTUN, UMAX/UMIN:
+    src/qu8-gemm/gen/qu8-gemm-1x16-minmax-rndnu16-neon-mlal-lane.c L216-248, the same arithmetic): it rounds twice
+    (the pre-shift, then the product's high half) and saturates the pre-shifted value to int16, so it is not
+    rndnu's single rounding."""
+    x = biased(acc, q)
+    p = xnnpack_rndnu16_params(_row(q, "scale", x.shape[1], F32)[0])
+    x16 = _sat(_rounding_shift_left(x, p["left_pre_shift"]), -32768, 32767)
+    upper = (x16 * p["multiplier"] + (1 << 14)) >> 15             # multiply_2x_high_s16 (PMULHRSW, SQRDMULH)
+    s16 = sqadd_s16(upper, _int(q, "output_zero_point"))
+    return _store(np.minimum(np.maximum(s16, _int(q, "output_min")), _int(q, "output_max")), out_type)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # RVV fixed point: XNNPACK's rndnu_neon params through vsmul and vnclip, each rounded by the vxrm CSR
 
 RVV = "riscv/riscv-v-spec@v1.0 v-spec.adoc"
@@ -503,6 +541,24 @@ def onednn_jit(acc, q, out_type):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# XNNPACK's 4-bit weights: the int32 accumulator holds 16x the sum
+
+def acc28(compute):
+    """A stage on XNNPACK's 4-bit (qc4w) accumulators: the packers multiply the int32 bias by 16 and the kernels
+    shift each nibble into a byte's high half, so the int32 holds 16 x (bias + acc), which wraps, and is shifted
+    right by 4 before the float step: the stage sees (bias + acc) sign-extended from 28 bits. The bias moves into
+    the accumulator here (then out again: the stage adds it back in int32, exactly) so that the wrapped sum is what
+    it scales. src/reference/packing.cc L459, L516-517; src/qs8-qc4w-gemm/gen/*-scalar-lrintf.c (math_asr_s32(vacc,
+    4)); float biases (qd8) stay out of it: there the 28 bits hold acc alone."""
+    def stage(acc, q, out_type):
+        a = _acc(acc)
+        bias = _row(q, "bias", a.shape[1], np.int64) if np.asarray(need(q, "bias")).dtype.kind in "iu" else 0
+        wrapped = ((a + bias + (1 << 27)) & ((1 << 28) - 1)) - (1 << 27)
+        return compute(wrapped - bias, q, out_type)
+    return stage
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # The table
 
 XQ = f"{XNNPACK} src/microparams-init.c"
@@ -528,6 +584,9 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
                 "clamp", f"{XNNPACK} src/xnnpack/requantization.h L157-161; src/qs8-gemm/scalar.c.in L475-490"),
     OutputStage("xnnpack-rndnu-neon", xnnpack_rndnu_neon, "XNNPACK rndnu NEON: SQSHL, SQDMULH, SRSHL, SQXTN, SQADD",
                 f"{XNNPACK} src/qs8-gemm/c4-neondot.c.in L555-620; {XQ} (rndnu_neon)"),
+    OutputStage("xnnpack-rndnu16", xnnpack_rndnu16,
+                "XNNPACK rndnu16 (qu8): SQRSHL by exp + 1, SQXTN, SQRDMULH by a 15-bit multiplier, SQADD zp, clamp",
+                f"{XNNPACK} src/xnnpack/requantization.h L107-138; src/microparams-init.c L124-154", ("u8",)),
     OutputStage("xnnpack-rndnu-neon-wrap", xnnpack_rndnu_neon_wrap,
                 "the NEON rndnu sequence with a wrapping pre-shift (SSHL for SQSHL)",
                 f"{XNNPACK} src/qs8-gemm/c4-neondot.c.in L562 (vqshlq_s32 is the saturating one)"),
@@ -585,6 +644,16 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
                 "the reference rounded half away from zero (the x64 GEMM driver's round_to_nearest)",
                 "uxlfoundation/oneDNN src/cpu/x64/gemm/gemm_driver.cpp L104-114"),
 ]}
+
+
+QC4W = f"{XNNPACK} src/reference/packing.cc L459, L516-517; src/qs8-qc4w-gemm/gen/qs8-qc4w-gemm-1x2-minmax-fp32-" \
+       "scalar-lrintf.c (math_asr_s32(vacc, 4)); src/qd8-f32-qc4w-gemm/gen/qd8-f32-qc4w-gemm-1x2-minmax-scalar.c"
+for _name in ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
+              "xnnpack-fp32-avxvnni-wrap", "xnnpack-fp32-neonv8", "qd8-f32-fma", "qd8-f32-unfused"):
+    _base = OUTPUT_STAGES[_name]
+    OUTPUT_STAGES[f"{_name}-acc28"] = OutputStage(
+        f"{_name}-acc28", acc28(_base.compute), f"{_base.description}, on XNNPACK's 4-bit accumulator: "
+        "bias + acc wraps at 28 bits (16x in int32)", f"{_base.citation}; {QC4W}", _base.out_types)
 
 
 def output_stage(name: str) -> OutputStage:

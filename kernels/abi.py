@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .invocation import Invocation, Ref
-from .registry import Kernel
+from .registry import XNNPACK_SIGNATURES, Kernel
 
 REQUANT_HEADER = np.dtype([("a_zero_point", "<i4"), ("b_zero_point", "<i4"), ("output_zero_point", "<i4"),
                            ("output_min", "<i4"), ("output_max", "<i4"), ("n", "<i4"), ("reserved", "<i4", 2)])
@@ -29,7 +29,8 @@ def requant_blob(q: dict, N: int) -> np.ndarray:
 # The canonical parameter keys (lowp.isa_models.requant): what each holds, so a wrong one is named before a call.
 # 'N' is one per output channel, 'M' one per row of A, () a scalar; the dtype kind: i(nt) or f(loat32).
 PARAM_SHAPES = {"bias": ("N", "if"), "scale": ("N", "f"), "multiplier": ("N", "i"), "shift": ("N", "i"),
-                "b_scale": ("N", "f"), "a_inv_scale": ("M", "f"), "a_zero_point": ("M?", "i"),
+                "b_scale": ("N", "f"), "b_block_scale": ("N, blocks", "f"), "a_inv_scale": ("M", "f"),
+                "a_zero_point": ("M?", "i"),
                 "b_zero_point": ((), "i"), "output_zero_point": ((), "i"), "output_min": ((), "if"),
                 "output_max": ((), "if")}
 
@@ -47,7 +48,8 @@ def check_params(kernel: Kernel, q, M: int, N: int, required=()) -> None:
             continue
         shape, kinds = PARAM_SHAPES[key]
         a = np.asarray(value)
-        want = {"N": (N,), "M": (M,), "M?": (M,) if a.ndim else ()}.get(shape, shape)
+        want = {"N": (N,), "M": (M,), "M?": (M,) if a.ndim else (),
+                "N, blocks": (N, a.shape[1]) if a.ndim == 2 else (N, "blocks")}.get(shape, shape)
         if a.dtype.kind not in kinds or (a.dtype.kind == "f" and a.dtype != np.float32) or a.shape != want:
             kind = " or ".join({"i": "integers", "f": "float32"}[k] for k in kinds)
             problems.append(f"{key!r} must be {kind} of shape {want}, got {a.dtype} of shape {a.shape}")
@@ -56,23 +58,25 @@ def check_params(kernel: Kernel, q, M: int, N: int, required=()) -> None:
 
 
 def invocation(kernel: Kernel, A: np.ndarray, B: np.ndarray, q: dict, *, seed: int, work_seed: int | None,
-               workspace_bytes=None) -> Invocation:
+               workspace_bytes=None, strides=None, igemm=None) -> Invocation:
+    """The buffers and calls of one quantized GEMM. strides ({"a", "cm", "cn"}: bytes) and igemm ({"ks",
+    "a_offset", "zero"}) are a case's ABI options for XNNPACK ukernels (lowp.kernels.xnnpack.Strides,
+    Indirection); C, A's gaps and the workspace hold poison(seed)."""
     from .executors import poison
     M, K = A.shape
     N = B.shape[1]
     required = ()
-    if kernel.signature == "xnnpack-gemm":
+    if kernel.signature in XNNPACK_SIGNATURES:
         from .xnnpack import required_keys
         required = required_keys(kernel.xnnpack["datatype"], kernel.xnnpack["params"])
     check_params(kernel, q, M, N, required)
-    if kernel.signature == "xnnpack-gemm":
+    if kernel.signature in XNNPACK_SIGNATURES:
         from . import xnnpack
-        x = kernel.xnnpack
-        inv = xnnpack.invocation(A, B, q, datatype=x["datatype"], layout=x["params"], mr=kernel.tile.mr,
-                                 nr=kernel.tile.nr, kr=kernel.tile.kr, sr=x.get("sr", 1), symbol=kernel.symbol,
-                                 a_shift=_a_shift(kernel))
-        inv.buffers["C"] = poison((M, N), kernel.c_dtype, seed)
-        return inv
+        return xnnpack.invocation(A, B, q, ukernel(kernel), strides=strides, igemm=igemm,
+                                  fill=lambda n, salt: poison(n, np.uint8, seed + salt))
+    if strides is not None or igemm is not None:
+        raise ValueError(f"{kernel.name}: strides and igemm options are for XNNPACK ukernels (signature "
+                         f"'xnnpack-gemm' or 'xnnpack-igemm'), not {kernel.signature!r}")
     if kernel.signature == "quant-gemm":
         size = max(int(workspace_bytes(M, N, K)), 1)
         buffers = {"A": np.ascontiguousarray(A), "B": np.ascontiguousarray(B),
@@ -83,6 +87,15 @@ def invocation(kernel: Kernel, A: np.ndarray, B: np.ndarray, q: dict, *, seed: i
         names = ("M", "N", "K", "A", "B", "C", "work", "q", *kernel.params)
         return Invocation(buffers, [(kernel.symbol, args)], output="C", writable=("C", "work"), arg_names=names)
     raise ValueError(f"{kernel.name}: signature {kernel.signature!r} is not a quantized one")
+
+
+def ukernel(kernel: Kernel):
+    """The lowp.kernels.xnnpack.Ukernel of an XNNPACK-ABI kernel entry."""
+    from .xnnpack import Ukernel
+    x = kernel.xnnpack
+    return Ukernel(kernel.symbol, x["datatype"], x["params"], kernel.tile.mr, kernel.tile.nr, kernel.tile.kr,
+                   x.get("sr", 1), _a_shift(kernel), kernel.signature == "xnnpack-igemm", x.get("bl", 0),
+                   x.get("kernel_zero_point", 8))
 
 
 def _a_shift(kernel: Kernel) -> int:

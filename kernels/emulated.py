@@ -73,10 +73,12 @@ class EmulatedExecutor:
         return self._workspace[shape]
 
     def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None,
-            mnemonics: bool = False, budget: int | None = None, quant: dict | None = None) -> np.ndarray:
+            mnemonics: bool = False, budget: int | None = None, quant: dict | None = None,
+            strides: dict | None = None, igemm: dict | None = None) -> np.ndarray:
         """C and the workspace start as poison(seed), the registers as the seed chooses (Machine.call); the
-        machine's static data persists from call to call, as a loaded library's does."""
-        from .executors import poison
+        machine's static data persists from call to call, as a loaded library's does. quant, strides, igemm: as
+        NativeExecutor.run."""
+        from .executors import _no_abi_options, poison
         k = self.kernel
         k.check_operands(A, B)
         M, K = A.shape
@@ -85,7 +87,8 @@ class EmulatedExecutor:
         if budget:
             options["budget"] = budget
         if k.quantized:
-            return self._run_quantized(A, B, quant, seed, work_seed, options)
+            return self._run_quantized(A, B, quant, seed, work_seed, options, strides=strides, igemm=igemm)
+        _no_abi_options(k, strides, igemm)
         size = self.workspace_bytes(M, N, K)
         work = poison(max(int(size), 1), np.uint8, seed + 1 if work_seed is None else work_seed)
         C = poison((M, N), np.int32, seed)
@@ -94,7 +97,7 @@ class EmulatedExecutor:
                                       overread=k.overread, seed=seed, **options)
         return self.last["C"]
 
-    def _run_quantized(self, A, B, quant, seed, work_seed, options) -> np.ndarray:
+    def _run_quantized(self, A, B, quant, seed, work_seed, options, **abi_options) -> np.ndarray:
         """A quantized signature: its adapter's calls, one machine.call each (the mnemonic counts add up)."""
         from collections import Counter
 
@@ -103,7 +106,7 @@ class EmulatedExecutor:
         if quant is None:
             raise ValueError(f"{self.kernel.name}: a quantized kernel runs with the case's quantization parameters")
         inv = abi.invocation(self.kernel, A, B, quant, seed=seed, work_seed=work_seed,
-                             workspace_bytes=self.workspace_bytes)
+                             workspace_bytes=self.workspace_bytes, **abi_options)
         results, out = call_emulated(inv, self.machine, overread=self.kernel.overread, seed=seed, options=options)
         self.last = results[-1]          # counts below add up every ukernel call of the GEMM
         if self.last.instructions is not None:
@@ -113,8 +116,7 @@ class EmulatedExecutor:
             for r in results:
                 total.update(r.mnemonics or {})
             self.last.mnemonics = dict(total.most_common())
-        C = inv.buffers[inv.output]
-        return out[inv.output].view(C.dtype).reshape(C.shape).copy()
+        return inv.result(out)
 
 
 class QemuExecutor(EmulatedExecutor):

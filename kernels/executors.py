@@ -14,7 +14,7 @@ from pathlib import Path
 import cffi
 import numpy as np
 
-from .registry import SIGNATURES, Kernel, workspace_symbol
+from .registry import SIGNATURES, XNNPACK_SIGNATURES, Kernel, workspace_symbol
 
 
 class KernelUnavailable(RuntimeError):
@@ -28,7 +28,7 @@ def _prototype(kernel: Kernel) -> str:
     signature = SIGNATURES[kernel.signature]
     entry = signature.format(symbol=kernel.symbol, params=params) + ";\n"
     entry += "typedef " + signature.format(symbol="lowp_entry_fn", params=params) + ";\n"
-    if kernel.signature == "xnnpack-gemm":     # no workspace: the weights arrive packed
+    if kernel.signature in XNNPACK_SIGNATURES:     # no workspace: the weights arrive packed
         return entry
     return entry + (f"size_t {workspace_symbol(kernel)}(int64_t M, int64_t N, int64_t K);\n"
                     "typedef size_t lowp_workspace_fn(int64_t M, int64_t N, int64_t K);")
@@ -126,7 +126,7 @@ class NativeExecutor:
     @cached_property
     def _entry(self):
         ffi, lib = self._lib
-        workspace = None if self.kernel.signature == "xnnpack-gemm" else \
+        workspace = None if self.kernel.signature in XNNPACK_SIGNATURES else \
             self.function(workspace_symbol(self.kernel), "lowp_workspace_fn")
         return ffi, self.function(self.kernel.symbol, "lowp_entry_fn"), workspace
 
@@ -182,7 +182,10 @@ class NativeExecutor:
         return local.cdata
 
     def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None,
-            quant: dict | None = None) -> np.ndarray:
+            quant: dict | None = None, strides: dict | None = None, igemm: dict | None = None) -> np.ndarray:
+        """C for A x B (a quantized kernel: with the case's parameters `quant`; an XNNPACK ukernel: with the
+        case's ABI options, strides {"a", "cm", "cn"} and igemm {"ks", "a_offset", "zero"}: see
+        lowp.kernels.xnnpack)."""
         k = self.kernel
         k.check_operands(A, B)
         if not self._checked:
@@ -191,7 +194,8 @@ class NativeExecutor:
                 raise KernelUnavailable(f"{k.name} cannot run here: {reason}")
             self._checked = True
         if k.quantized:
-            return self._run_quantized(A, B, quant, seed, work_seed)
+            return self._run_quantized(A, B, quant, seed, work_seed, strides=strides, igemm=igemm)
+        _no_abi_options(k, strides, igemm)
         ffi, fn, _ = self._entry
         A, B = np.ascontiguousarray(A), np.ascontiguousarray(B)
         M, K = A.shape
@@ -215,7 +219,7 @@ class NativeExecutor:
             return c.array.copy()
 
 
-    def _run_quantized(self, A, B, quant, seed, work_seed) -> np.ndarray:
+    def _run_quantized(self, A, B, quant, seed, work_seed, **options) -> np.ndarray:
         """A quantized signature: its adapter's buffers, always behind guard pages (a ukernel call per MR rows)."""
         from . import abi, guard
         from .invocation import call_native
@@ -223,14 +227,20 @@ class NativeExecutor:
             raise ValueError(f"{self.kernel.name}: a quantized kernel runs with the case's quantization parameters")
         ffi, lib = self._lib
         inv = abi.invocation(self.kernel, A, B, quant, seed=seed, work_seed=work_seed,
-                             workspace_bytes=self.workspace_bytes)
+                             workspace_bytes=self.workspace_bytes, **options)
         allowed = self.kernel.overread
         with guard.Arena() as arena:
             regions = call_native(
                 inv, self.address,
                 lambda name, array: arena.place(name, array, allowed.get(name, 0)),
                 lambda address, args: guard.call(address, args, arena, budget=self.budget, library=self.library_path))
-            return regions[inv.output].array.copy()
+            return inv.result({name: regions[name].array.copy() for name in inv.writable})
+
+
+def _no_abi_options(kernel: Kernel, strides, igemm) -> None:
+    if strides is not None or igemm is not None:
+        raise ValueError(f"{kernel.name}: strides and igemm options are for XNNPACK ukernels (signature "
+                         f"'xnnpack-gemm' or 'xnnpack-igemm'), not {kernel.signature!r}")
 
 
 # `lowp conformance --backend qemu` (or bochs, native) sets them, so the check workers (other processes) choose

@@ -2,10 +2,20 @@
 (buffer, byte offset) references. The native executor places every buffer once behind its guard page and passes
 base + offset; the emulated one passes the buffer from that offset to its end (what the pointer would see) and
 copies the writable ones back after each call. Either way a ukernel sees exactly the memory a real driver gives it.
+
+Two things a real driver hands a ukernel that are more than a buffer:
+- a pointer table (`Invocation.pointers`): a buffer of 8-byte addresses into the other buffers (XNNPACK's IGEMM
+  indirection buffer). Its addresses exist only once every buffer has its place, which natively is the arena's
+  and emulated is the machine's (lowp.emulator.machine.Pointers: Unicorn and Bochs write them from their layouts,
+  the qemu guest driver after its own mmaps); a buffer a table points into but no call passes is placed all the
+  same (the machines' `memory`).
+- a matrix with gaps (`Invocation.layouts`, `Invocation.gaps`): C written through cm_stride / cn_stride wider
+  than its rows, A read through an a_stride wider than K. The gaps hold poison; after the calls a byte of a gap
+  that changed is an out-of-bounds write (the rows' ends are no page boundary: only the poison can tell).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,6 +27,62 @@ class Ref:
     offset: int = 0
 
 
+@dataclass(frozen=True)
+class Strided:
+    """Where an (M, N) matrix of `dtype` sits in a flat byte buffer: element (i, j) at byte
+    i * row + (j // block) * block_stride + (j % block) * itemsize, XNNPACK's cm_stride, cn_stride and nr (a
+    plain row-major matrix is row = N * itemsize, block = N)."""
+    shape: tuple[int, int]
+    dtype: str
+    row: int
+    block: int
+    block_stride: int
+
+    def offsets(self) -> np.ndarray:
+        M, N = self.shape
+        item = np.dtype(self.dtype).itemsize
+        j = np.arange(N)
+        return np.arange(M)[:, None] * self.row + ((j // self.block) * self.block_stride + (j % self.block) * item)
+
+    @property
+    def nbytes(self) -> int:
+        offsets = self.offsets()
+        return int(offsets.max()) + np.dtype(self.dtype).itemsize if offsets.size else 0
+
+    def _bytes(self) -> np.ndarray:
+        """The byte index of every byte of every element, (M, N, itemsize)."""
+        item = np.dtype(self.dtype).itemsize
+        return self.offsets()[:, :, None] + np.arange(item)
+
+    def scatter(self, matrix: np.ndarray, fill: np.ndarray) -> np.ndarray:
+        """The buffer's bytes: `fill` (bytes, at least nbytes) with the matrix's elements in their places."""
+        out = np.array(fill[:self.nbytes], np.uint8)
+        values = np.ascontiguousarray(matrix, self.dtype).view(np.uint8).reshape(*self.shape, -1)
+        out[self._bytes()] = values
+        return out
+
+    def gather(self, raw: np.ndarray) -> np.ndarray:
+        """The matrix read out of the buffer's bytes."""
+        raw = np.asarray(raw).reshape(-1).view(np.uint8)
+        return np.ascontiguousarray(raw[self._bytes()]).view(self.dtype).reshape(self.shape)
+
+    def gaps(self) -> tuple[tuple[int, int], ...]:
+        """The [start, end) byte ranges of the buffer no element covers."""
+        covered = np.zeros(self.nbytes, bool)
+        covered[self._bytes().reshape(-1)] = True
+        edges = np.flatnonzero(np.diff(np.r_[False, ~covered, False].astype(np.int8)))
+        return tuple((int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]))
+
+    def where(self, offset: int) -> str:
+        """Words for a byte of the buffer: the element it belongs to, or the gap after which element."""
+        offsets = self.offsets().reshape(-1)
+        before = np.flatnonzero(offsets <= offset)
+        if not before.size:
+            return "before element (0, 0)"
+        i, j = divmod(int(before[np.argmax(offsets[before])]), self.shape[1])
+        return f"in the gap after element ({i}, {j})"
+
+
 @dataclass
 class Invocation:
     buffers: dict[str, np.ndarray]         # name -> the array placed (writable ones are filled with poison first)
@@ -24,12 +90,54 @@ class Invocation:
     output: str = "C"
     writable: tuple[str, ...] = ("C",)
     arg_names: tuple[str, ...] = ()        # names of the argument positions, for fault messages
+    # name -> one Ref per 8-byte entry: the buffer holds their addresses (its array in `buffers` is a placeholder
+    # of the right size); every executor writes them once the buffers are placed
+    pointers: dict[str, tuple[Ref, ...]] = field(default_factory=dict)
+    # name -> where a writable buffer's matrix sits in its bytes (absent: the buffer is the matrix itself)
+    layouts: dict[str, Strided] = field(default_factory=dict)
+    # name -> [start, end) byte ranges of a writable buffer that must keep their bytes (poison) through the calls
+    gaps: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+
+    def result(self, written: dict[str, np.ndarray]) -> np.ndarray:
+        """The output matrix from the writable buffers' bytes after the calls (gathered through its layout);
+        OutOfBounds if a byte of a gap changed."""
+        for name in self.gaps:
+            damage = self.gap_damage(name, written[name])
+            if damage is not None:
+                raise damage
+        raw = np.asarray(written[self.output]).reshape(-1).view(np.uint8)
+        if self.output in self.layouts:
+            return self.layouts[self.output].gather(raw)
+        out = self.buffers[self.output]
+        return raw.view(out.dtype).reshape(out.shape).copy()
+
+    def gap_damage(self, name: str, written: np.ndarray):
+        """An OutOfBounds naming the first byte of a gap of `name` the calls changed, or None."""
+        from lowp.emulator.errors import OutOfBounds
+        before = np.asarray(self.buffers[name]).reshape(-1).view(np.uint8)
+        after = np.asarray(written).reshape(-1).view(np.uint8)
+        for start, end in self.gaps[name]:
+            changed = np.flatnonzero(before[start:end] != after[start:end])
+            if changed.size:
+                offset = start + int(changed[0])
+                layout = self.layouts.get(name)
+                where = f" ({layout.where(offset)}: row stride {layout.row} bytes, {layout.block}-column blocks " \
+                        f"{layout.block_stride} bytes apart)" if layout else ""
+                return OutOfBounds(
+                    f"out-of-bounds write into a gap of buffer {name!r}: byte offset {offset}{where} was modified "
+                    "(the gaps between a strided matrix's rows and blocks hold poison; found after the call)",
+                    buffer=name, offset=offset, nbytes=len(before), access="write", size=1)
+        return None
 
 
-def call_native(inv: Invocation, resolve_symbol, arena_place, call) -> None:
+def call_native(inv: Invocation, resolve_symbol, arena_place, call) -> dict:
     """Run `inv` natively: `arena_place(name, array)` -> region with .base, `resolve_symbol(name)` -> address,
-    `call(address, int_args)` runs one call (raising on a fault)."""
-    regions = {name: arena_place(name, array) for name, array in inv.buffers.items()}
+    `call(address, int_args)` runs one call (raising on a fault). The pointer tables are placed last, with the
+    addresses of the buffers placed before them. Returns {name: region}."""
+    regions = {name: arena_place(name, array) for name, array in inv.buffers.items() if name not in inv.pointers}
+    for name, refs in inv.pointers.items():
+        words = np.array([(regions[r.buffer].base + r.offset) & 0xFFFF_FFFF_FFFF_FFFF for r in refs], np.uint64)
+        regions[name] = arena_place(name, words)
     for symbol, args in inv.calls:
         values = [regions[a.buffer].base + a.offset if isinstance(a, Ref) else int(a) for a in args]
         call(resolve_symbol(symbol), values)
@@ -37,10 +145,12 @@ def call_native(inv: Invocation, resolve_symbol, arena_place, call) -> None:
 
 
 def call_emulated(inv: Invocation, machine, *, overread: dict, seed: int, options: dict):
-    """Run `inv` under Unicorn, one machine.call per call; returns the last CallResult. The writable buffers'
-    bytes from each pointer on are copied back, so the next call (the next MR rows) sees them as a real one would.
-    Returns (every call's CallResult, {writable name: its bytes after the last call}). A fault's byte offset is
-    counted from the pointer the faulting call was handed (a ukernel's `a` is the first of its MR rows)."""
+    """Run `inv` on an emulator's machine, one machine.call per call. The writable buffers' bytes from each pointer
+    on are copied back, so the next call (the next MR rows) sees them as a real one would. A pointer table goes as
+    lowp.emulator.machine.Pointers; a buffer it points into that the call does not pass at offset 0 is placed as
+    the call's memory. Returns (every call's CallResult, {writable name: its bytes after the last call}). A fault's
+    byte offset is counted from the pointer the faulting call was handed (a ukernel's `a` is the first of its MR
+    rows)."""
     flat = {name: np.ascontiguousarray(a).reshape(-1).view(np.uint8).copy() for name, a in inv.buffers.items()}
     results = []
     for symbol, args in inv.calls:
@@ -48,17 +158,42 @@ def call_emulated(inv: Invocation, machine, *, overread: dict, seed: int, option
         for i, a in enumerate(args):
             name = inv.arg_names[i] if i < len(inv.arg_names) else f"arg{i}"
             if isinstance(a, Ref):
-                values.append(flat[a.buffer][a.offset:].copy())
+                values.append(_pointers(inv, a, args) if a.buffer in inv.pointers else flat[a.buffer][a.offset:].copy())
                 names.append(a.buffer)
             else:
                 values.append(int(a))
                 names.append(name)
-        result = machine.call(symbol, *values, names=names, overread=overread, seed=seed, **options)
+        memory = [(name, flat[name]) for name in _unpassed(inv, args)]
+        result = machine.call(symbol, *values, names=names, overread=overread, seed=seed, memory=memory, **options)
         results.append(result)
         for i, a in enumerate(args):
             if isinstance(a, Ref) and a.buffer in inv.writable:
                 flat[a.buffer][a.offset:] = _out(result, i, args)
     return results, {name: flat[name] for name in inv.writable}
+
+
+def _passed_whole(args) -> set[str]:
+    return {a.buffer for a in args if isinstance(a, Ref) and a.offset == 0}
+
+
+def _unpassed(inv: Invocation, args) -> list[str]:
+    """The buffers a pointer table of this call points into that the call does not pass whole (at offset 0)."""
+    tables = [a.buffer for a in args if isinstance(a, Ref) and a.buffer in inv.pointers]
+    targets = dict.fromkeys(r.buffer for t in tables for r in inv.pointers[t])
+    passed = {a.buffer for a in args if isinstance(a, Ref)}
+    for name in targets:
+        if name in passed and name not in _passed_whole(args):
+            raise ValueError(f"pointer table into {name!r}: the call passes {name!r} at an offset, so its table "
+                             "entries would point into another copy of it")
+    return [name for name in targets if name not in passed]
+
+
+def _pointers(inv: Invocation, ref: Ref, args):
+    """The Pointers of a table argument: its entries from the argument's offset on."""
+    from lowp.emulator.machine import Pointers
+    if ref.offset % 8:
+        raise ValueError(f"pointer table {ref.buffer!r} passed at byte offset {ref.offset}: not a whole entry")
+    return Pointers(tuple((r.buffer, r.offset) for r in inv.pointers[ref.buffer][ref.offset // 8:]))
 
 
 def _out(result, position: int, args) -> np.ndarray:

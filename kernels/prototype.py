@@ -13,20 +13,31 @@ EXPECTED = {
     "gemm": ("int", "int", "int", "ptr", "ptr", "ptr", "ptr"),
     "quant-gemm": ("int", "int", "int", "ptr", "ptr", "ptr", "ptr", "ptr"),
     "xnnpack-gemm": ("int", "int", "int", "ptr", "int", "ptr", "ptr", "int", "int", "ptr"),
+    "xnnpack-igemm": ("int", "int", "int", "int", "ptr", "ptr", "ptr", "int", "int", "int", "ptr", "ptr"),
 }
 NAMES = {
     "gemm": "int64_t M, int64_t N, int64_t K, const A*, const B*, C*, void *work",
     "quant-gemm": "int64_t M, int64_t N, int64_t K, const A*, const B*, C*, void *work, const struct lowp_requant *q",
     "xnnpack-gemm": "size_t mr, size_t nc, size_t kc, const int8_t *a, size_t a_stride, const void *w, C *c, "
                     "size_t cm_stride, size_t cn_stride, const params *params",
+    "xnnpack-igemm": "size_t mr, size_t nc, size_t kc, size_t ks, const int8_t **a, const void *w, C *c, "
+                     "size_t cm_stride, size_t cn_stride, size_t a_offset, const int8_t *zero, "
+                     "[const int8_t *zero_data (qd8), ]const params *params",
 }
 
 
 def expected(kernel) -> tuple[str, ...]:
     base = EXPECTED[kernel.signature]
-    if kernel.signature == "xnnpack-gemm" and (kernel.xnnpack or {}).get("datatype", "").startswith("qd8"):
-        return base + ("ptr",)
+    if kernel.signature in ("xnnpack-gemm", "xnnpack-igemm") and _dynamic(kernel):
+        # qd8/qdu8: the rows' quantization parameters; an IGEMM's zero_data before its params too
+        return base[:-1] + ("ptr", "ptr", "ptr") if kernel.signature == "xnnpack-igemm" else base + ("ptr",)
     return base + ("int",) * len(kernel.params)
+
+
+def _dynamic(kernel) -> bool:
+    from .xnnpack import DATATYPES
+    d = DATATYPES.get((kernel.xnnpack or {}).get("datatype", ""))
+    return d is not None and d.dynamic
 
 
 def parameters(path: str | Path, symbol: str) -> list[tuple[str, str, str]] | None:

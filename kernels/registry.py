@@ -55,7 +55,8 @@ class Kernel:
     a_type: str                       # 'u8', 's8', ...
     b_type: str
     tile: Tile
-    packing: str                      # how A and B are laid out for the micro-kernel, in words
+    packing: str | None               # how A and B are laid out for the micro-kernel, in words (None with an
+                                      # xnnpack table: lowp.kernels.xnnpack.describe_packing says it)
     contract: str                     # the contract the kernel claims (a name lowp.conformance knows)
     domain: Domain                    # inputs on which it claims it
     model: Callable                   # behaviour model: model(A, B, **params) -> int32 C, bit for bit
@@ -99,6 +100,16 @@ class Kernel:
         return self.signature in QUANTIZED_SIGNATURES
 
     def __post_init__(self):
+        if not self.packing and isinstance(self.xnnpack, dict) and isinstance(self.tile, Tile):
+            from .xnnpack import describe_packing
+            x = self.xnnpack
+            try:
+                self.packing = describe_packing(x["datatype"], x["params"], nr=self.tile.nr, kr=self.tile.kr,
+                                                sr=x.get("sr", 1), igemm=self.signature == "xnnpack-igemm",
+                                                a_shift=self.a_shift if isinstance(self.a_shift, int) else 0,
+                                                bl=x.get("bl", 0))
+            except KeyError:          # an unknown datatype or layout: the schema names it
+                pass
         if isinstance(self.sources, (str, Path)):        # one file given as a path: the one-file form
             self.sources = (self.sources,)
         elif isinstance(self.sources, list):
@@ -112,6 +123,18 @@ class Kernel:
     def build_flags(self) -> tuple[str, ...]:
         """The compile flags of every source: `cflags`, then -I for each include dir and -D for each define."""
         return (*self.cflags, *(f"-I{d}" for d in self.include_dirs), *(f"-D{d}" for d in self.defines))
+
+    @property
+    def operand_ranges(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The values A and B can hold through the kernel's ABI: their types' ranges, B's narrowed to [-8, 7] for
+        XNNPACK's 4-bit weights (the 'full' domain of the conformance probes)."""
+        ia, ib = np.iinfo(self.a_dtype), np.iinfo(self.b_dtype)
+        b = (int(ib.min), int(ib.max))
+        if self.xnnpack:
+            from .xnnpack import DATATYPES
+            d = DATATYPES.get(self.xnnpack.get("datatype"))
+            b = d.weight_range if d is not None and d.weight_bits < 8 else b
+        return (int(ia.min), int(ia.max)), b
 
     @property
     def a_dtype(self) -> np.dtype:
@@ -158,14 +181,19 @@ class Kernel:
 #         the same with C of the output type and the case's quantization parameters (kernels/include/lowp/quant.h).
 #   xnnpack-gemm: XNNPACK's GEMM micro-kernel prototype (kernels/include/lowp/xnnpack.h); lowp packs the weights,
 #         builds the params and calls the ukernel once per MR rows (lowp.kernels.xnnpack).
+#   xnnpack-igemm: XNNPACK's IGEMM (convolution) prototype: the same, with the weights packed per tap (goki), an
+#         indirection buffer of pointers into A and a zero buffer (lowp.kernels.xnnpack.Indirection).
 SIGNATURES = {
     "gemm": "void {symbol}(int64_t M, int64_t N, int64_t K, const void *A, const void *B, int32_t *C, void *work{params})",
     "quant-gemm": "void {symbol}(int64_t M, int64_t N, int64_t K, const void *A, const void *B, void *C, void *work, "
                   "const void *q{params})",
     "xnnpack-gemm": "void {symbol}(size_t mr, size_t nc, size_t kc, const void *a, size_t a_stride, const void *w, "
                     "void *c, size_t cm_stride, size_t cn_stride, const void *params, ...)",
+    "xnnpack-igemm": "void {symbol}(size_t mr, size_t nc, size_t kc, size_t ks, const void **a, const void *w, "
+                     "void *c, size_t cm_stride, size_t cn_stride, size_t a_offset, const void *zero, ...)",
 }
-QUANTIZED_SIGNATURES = ("quant-gemm", "xnnpack-gemm")
+XNNPACK_SIGNATURES = ("xnnpack-gemm", "xnnpack-igemm")
+QUANTIZED_SIGNATURES = ("quant-gemm", *XNNPACK_SIGNATURES)
 
 
 _kernel_init = Kernel.__init__

@@ -31,7 +31,7 @@ from .features import TARGETS, did_you_mean, known_features, suggest_feature
 # Operand types a GEMM kernel can take: the 8- and 16-bit lane types (wider ones overflow an int32 C at once).
 OPERAND_TYPES = tuple(name for name, dtype in DTYPES.items() if dtype.itemsize <= 2)
 # The buffers a kernel is handed (Kernel.overread keys): the gemm signatures' and the XNNPACK ABI's.
-BUFFERS = ("A", "B", "C", "work", "q", "w", "params", "quantization_params")
+BUFFERS = ("A", "B", "C", "work", "q", "w", "params", "quantization_params", "indirection", "zero", "zero_data")
 C_TYPES = ("s32", "s8", "u8", "f32")
 # Options whose argument is a path, in the order they are matched (longest first: -isystem before -I).
 INCLUDE_OPTIONS = ("-isystem", "-idirafter", "-iquote", "-include", "-imacros", "-I")
@@ -152,10 +152,13 @@ class StageSpec(_Strict):
 
 
 class XnnpackSpec(_Strict):
-    """The XNNPACK ABI facts of a ukernel (lowp.kernels.xnnpack): its datatype, params layout and k shuffle."""
+    """The XNNPACK ABI facts of a ukernel (lowp.kernels.xnnpack): its datatype, params layout and k shuffle; a qb4w
+    kernel's block size `bl`; what a 4-bit params struct is told the weights' zero point is (0 or 8)."""
     datatype: StrictStr
     params: StrictStr
     sr: Positive = 1
+    bl: Annotated[NonNegative, Field(validate_default=True)] = 0
+    kernel_zero_point: Literal[0, 8] = 8
 
     @field_validator("datatype")
     @classmethod
@@ -171,6 +174,21 @@ class XnnpackSpec(_Strict):
         if datatype is None:
             return params
         return _known_name("unknown_params", f"params layout for {datatype.name}", params, datatype.params)
+
+    @field_validator("bl")
+    @classmethod
+    def _block_size(cls, bl, info: ValidationInfo):
+        from .xnnpack import DATATYPES, MIN_BLOCKSIZE
+        datatype = DATATYPES.get(info.data.get("datatype"))
+        if datatype is None:
+            return bl
+        if datatype.blockwise and (bl == 0 or bl % MIN_BLOCKSIZE):
+            raise _custom("bad_xnnpack", f"bl = {bl}: a {datatype.name} kernel's block size, a multiple of "
+                                         f"{MIN_BLOCKSIZE} (XNNPACK's XNN_MIN_BLOCKSIZE)")
+        if not datatype.blockwise and bl:
+            raise _custom("bad_xnnpack", f"bl = {bl}: a block size is for blockwise datatypes (qb4w), not "
+                                         f"{datatype.name}")
+        return bl
 
 
 class ModelPartsSpec(_Strict):
@@ -208,7 +226,8 @@ class KernelSpec(_Strict):
     a_type: OperandType
     b_type: OperandType
     tile: TileSpec
-    packing: StrictStr
+    # how A and B are laid out, in words; an XNNPACK ukernel's entry leaves it out (its xnnpack table says it)
+    packing: Annotated[StrictStr | None, Field(validate_default=True)] = None
     contract: Annotated[StrictStr, StringConstraints(min_length=1)]
     domain: DomainSpec
     model: Any
@@ -260,8 +279,9 @@ class KernelSpec(_Strict):
         signature = info.data.get("signature")
         if signature == "gemm" and c_type != "s32":
             raise _custom("bad_c_type", f"the gemm signature returns int32 (s32); a kernel with {c_type} output has "
-                                        "signature 'quant-gemm' (a driver of yours) or 'xnnpack-gemm' (a ukernel)")
-        if signature in ("quant-gemm", "xnnpack-gemm") and c_type == "s32":
+                                        "signature 'quant-gemm' (a driver of yours) or 'xnnpack-gemm' / "
+                                        "'xnnpack-igemm' (a ukernel)")
+        if signature in ("quant-gemm", "xnnpack-gemm", "xnnpack-igemm") and c_type == "s32":
             raise _custom("bad_c_type", f"signature {signature!r} returns the requantized output: c_type is one of "
                                         "s8, u8, f32")
         return c_type
@@ -271,17 +291,22 @@ class KernelSpec(_Strict):
     def _output_of_signature(cls, output, info: ValidationInfo):
         if output is not None and info.data.get("signature") == "gemm":
             raise _custom("bad_output", "an output-stage contract is for quantized signatures ('quant-gemm', "
-                                        "'xnnpack-gemm'); the gemm signature stops at int32")
+                                        "'xnnpack-gemm', 'xnnpack-igemm'); the gemm signature stops at int32")
         return output
 
     @field_validator("xnnpack")
     @classmethod
     def _xnnpack_types(cls, xnnpack, info: ValidationInfo):
+        from .registry import XNNPACK_SIGNATURES
         from .xnnpack import DATATYPES
         signature = info.data.get("signature")
-        if xnnpack is not None and signature not in (None, "xnnpack-gemm"):
-            raise _custom("bad_xnnpack", f"an xnnpack table is for signature 'xnnpack-gemm', not {signature!r}")
+        if xnnpack is not None and signature not in (None, *XNNPACK_SIGNATURES):
+            raise _custom("bad_xnnpack", f"an xnnpack table is for signatures 'xnnpack-gemm' and 'xnnpack-igemm', "
+                                         f"not {signature!r}")
         if xnnpack is None:
+            if signature in XNNPACK_SIGNATURES:
+                raise _custom("bad_xnnpack", f"signature {signature!r} needs an xnnpack table: xnnpack = "
+                                             "{datatype = ..., params = ...}")
             return xnnpack
         d = DATATYPES[xnnpack.datatype]
         wrong = [f"{key} = {info.data.get(key)!r}" for key, want in (("a_type", d.a_type), ("b_type", d.b_type),
@@ -290,7 +315,19 @@ class KernelSpec(_Strict):
         if wrong:
             raise _custom("bad_xnnpack", f"datatype {d.name} takes a_type {d.a_type}, b_type {d.b_type}, c_type "
                                          f"{d.c_type}; the entry says {', '.join(wrong)}")
+        for problem in (_shift_problem(d, info.data.get("a_shift")), _weights_problem(d, info.data.get("domain"))):
+            if problem:
+                raise _custom("bad_xnnpack", problem)
         return xnnpack
+
+    @field_validator("packing")
+    @classmethod
+    def _packing_said(cls, packing, info: ValidationInfo):
+        from .registry import XNNPACK_SIGNATURES
+        if packing is None and info.data.get("signature") not in XNNPACK_SIGNATURES:
+            raise _custom("missing_packing", "missing (required): how A and B are laid out, in words (an XNNPACK "
+                                             "ukernel's entry may leave it out: its xnnpack table says it)")
+        return packing
 
     @field_validator("a_shift")
     @classmethod
@@ -372,6 +409,27 @@ class KernelSpec(_Strict):
             from .models_quant import ModelParts
             fields["model"] = ModelParts(self.model.accumulate, self.model.output, self.c_type)
         return Kernel(**fields)
+
+
+def _shift_problem(d, a_shift) -> str | None:
+    """a_shift says the kernel reads A + 128 and the packing takes it off, as XNNPACK's qs8_to_qu8 packers do;
+    datatypes without such a packer would ignore it."""
+    if not a_shift or d.shiftable:
+        return None
+    why = ("XNNPACK's qd8 packers have no qs8_to_qu8 form: a kernel that reads A as u8 (VPDPBUSD) is a qdu8 kernel, "
+           f"datatype '{d.name.replace('qd8', 'qdu8')}' (u8 A, u8 zero points: XNNPACK's unsigned-inputs)"
+           if d.name.startswith("qd8") else f"{d.name} A is u8 already; no XNNPACK packer shifts it"
+           if d.a_type == "u8" else "no XNNPACK packer of it compensates a shift")
+    return f"a_shift = {a_shift!r}: datatype {d.name} takes no shift of A ({why})"
+
+
+def _weights_problem(d, domain) -> str | None:
+    """A claimed domain of B the datatype's packing cannot hold (4-bit weights: [-8, 7])."""
+    lo, hi = d.weight_range
+    if domain is None or (lo <= domain.b[0] and domain.b[1] <= hi):
+        return None
+    return (f"domain.b = [{domain.b[0]}, {domain.b[1]}]: a {d.name} weight is {d.weight_bits}-bit, in [{lo}, {hi}] "
+            "(lowp's B holds w = nibble - kernel zero point: both of XNNPACK's encodings pack to the same nibbles)")
 
 
 def _type_range(type_name: str) -> tuple[int, int]:
@@ -461,7 +519,7 @@ def _message(error: dict) -> str:
         return f"{_show(value)} is not a valid {loc[0]} entry: {rule}"
     if error["type"] in ("unknown_feature", "unknown_signature", "file_not_found", "bad_domain", "not_callable",
                          "bad_model", "unknown_datatype", "unknown_params", "unknown_stage", "bad_c_type", "bad_output",
-                         "bad_xnnpack", "bad_source", "bad_backend"):
+                         "bad_xnnpack", "bad_source", "bad_backend", "missing_packing"):
         return error["msg"]
     return f"{error['msg'][0].lower()}{error['msg'][1:]}, got {_show(value)}"
 

@@ -1,13 +1,15 @@
-"""The XNNPACK GEMM micro-kernel ABI, so a ukernel written against XNNPACK's prototype runs under lowp from a TOML
-entry alone: the weight packing (bias first, then the weights in kr/sr blocks, then the per-channel floats), the
-params blobs per requantization kind, and the calls a driver makes (one per MR rows of A; the ukernel walks all N
-columns itself, NR at a time).
+"""The XNNPACK GEMM and IGEMM micro-kernel ABI, so a ukernel written against XNNPACK's prototypes runs under lowp
+from a TOML entry alone: the weight packing (bias first, then the weights in kr/sr blocks, 4-bit weights two to a
+byte, blockwise scales between the blocks, then the per-channel floats), every params layout of the int8
+datatypes, the indirection buffer of an IGEMM, strided A and C, and the calls a driver makes (one per MR rows of A;
+the ukernel walks all N columns itself, NR at a time).
 
-Facts, not code, from XNNPACK's public sources (docs/xnnpack-abi.md has the citations): the ukernel prototype
-(src/xnnpack/gemm.h), the packing rule of xnn_pack_qs8_gemm_goi_w (src/packing.c: bias - input_zero_point * sum_k w
-per channel, k index round_down(k0, kr*sr) + ((k0 + kr_offset + n_offset*kr) & (kr*sr - 1))), the newest scalar params
-layouts (src/xnnpack/microparams.h) and the documented over-read of A (XNN_OOB_READS: up to kr*sr - 1 bytes past a
-row's K). The C side is kernels/include/lowp/xnnpack.h.
+Facts, not code, from XNNPACK's public sources (google/XNNPACK @75db3c0; docs/xnnpack-abi.md has the citations
+with lines): the prototypes (src/xnnpack/gemm.h, igemm.h), the packers (src/reference/packing.cc), the params unions
+(src/xnnpack/microparams.h) and their init functions (src/microparams-init.c), the indirection buffer and the zero
+buffer of the convolution operator (src/indirection.c, src/operators/convolution-nhwc.c, src/operator-run.c) and
+the test generator's tables (tools/generate-gemm-test.py, test/*.yaml). The C side is
+kernels/include/lowp/xnnpack.h.
 """
 from __future__ import annotations
 
@@ -17,51 +19,125 @@ import numpy as np
 
 from lowp.isa_models.lanes import S32, wrap
 
-from .invocation import Invocation, Ref
+from .invocation import Invocation, Ref, Strided
+
+XNN = "google/XNNPACK @75db3c0"
+EXTRA_QUANTIZATION_PARAMS = 15     # include/xnnpack.h L117 (10 before 0b4168b, 2024-11-19: taller kernels)
+EXTRA_BYTES = 16                   # include/xnnpack.h L31 (XNN_EXTRA_BYTES): the zero buffer's slack
+MIN_BLOCKSIZE = 32                 # include/xnnpack.h L120 (XNN_MIN_BLOCKSIZE): qb4w block sizes are multiples
 
 
+# ---- datatypes ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Datatype:
     name: str
     a_type: str
     b_type: str
     c_type: str
-    per_channel_floats: tuple[str, ...]   # the float arrays packed after each block's weights, in order
-    bias_in_packing: bool                 # int32 bias packed before the weights (qd8: its float bias follows instead)
-    params: tuple[str, ...]               # the params layouts this datatype's kernels take
+    params: tuple[str, ...]               # the params layouts its kernels take (the first: the scalar one)
+    floats: tuple[str, ...] = ()          # q keys of the float32 arrays packed after each block's weights
+    int_bias: bool = True                 # an int32 bias (less the zero-point terms) leads each packed block
     kernel_zero_point: bool = False       # qu8: the weights' zero point travels in the params and pads the packing
+    dynamic: bool = False                 # qd8/qdu8: a {zero_point, inv_scale} per row of A; packed -column sums
+    weight_bits: int = 8                  # 4: two weights a byte, the int32 accumulators carry 16x the sum
+    blockwise: bool = False               # qb4w: one bf16 scale per block of `bl` k per column
+    shiftable: bool = False               # a qs8_to_qu8 packer exists: a kernel may read A + 128 (a_shift)
+
+    @property
+    def weight_range(self) -> tuple[int, int]:
+        """The values of B the packing can hold: a 4-bit weight is w = nibble - kernel_zero_point in [-8, 7]."""
+        return (-8, 7) if self.weight_bits == 4 else (-128, 127) if self.b_type == "s8" else (0, 255)
+
+    @property
+    def planes(self) -> int:
+        """k values per packed byte position of a column (XNNPACK's test generator's `planes`: 2 nibbles)."""
+        return 2 if self.weight_bits == 4 else 1
 
 
+QC8W_PARAMS = ("fp32_scalar", "fp32_armsimd32", "fp32_neon", "fp32_neonv8")
 DATATYPES = {d.name: d for d in (
-    Datatype("qs8-qc8w", "s8", "s8", "s8", ("scale",), True, ("fp32_scalar",)),
-    Datatype("qs8", "s8", "s8", "s8", (), True, ("fp32_scalar", "rndnu_neon")),
-    Datatype("qd8-f32-qc8w", "s8", "s8", "f32", ("b_scale", "bias"), False, ("minmax_f32",)),
-    Datatype("qu8", "u8", "u8", "u8", (), True, ("fp32_scalar", "rndnu_neon"), kernel_zero_point=True),
+    Datatype("qs8-qc8w", "s8", "s8", "s8", QC8W_PARAMS, ("scale",), shiftable=True),
+    Datatype("qs8", "s8", "s8", "s8", ("fp32_scalar", "rndnu_scalar", "fp32_armsimd32", "fp32_neon", "fp32_neonv8",
+                                      "rndnu_neon"), shiftable=True),
+    Datatype("qu8", "u8", "u8", "u8", ("fp32_scalar", "rndnu_scalar", "rndnu16_scalar", "fp32_armsimd32",
+                                      "fp32_neon", "fp32_neonv8", "rndnu_neon"), kernel_zero_point=True),
+    Datatype("qd8-f32-qc8w", "s8", "s8", "f32", ("minmax_f32",), ("b_scale", "bias"), False, dynamic=True),
+    Datatype("qdu8-f32-qc8w", "u8", "s8", "f32", ("minmax_f32",), ("b_scale", "bias"), False, dynamic=True),
+    Datatype("qs8-qc4w", "s8", "s8", "s8", QC8W_PARAMS, ("scale",), weight_bits=4, shiftable=True),
+    Datatype("qd8-f32-qc4w", "s8", "s8", "f32", ("qc4w_minmax_f32",), ("b_scale", "bias"), False, dynamic=True,
+             weight_bits=4),
+    Datatype("qdu8-f32-qc4w", "u8", "s8", "f32", ("qc4w_minmax_f32",), ("b_scale", "bias"), False, dynamic=True,
+             weight_bits=4),
+    Datatype("qd8-f32-qb4w", "s8", "s8", "f32", ("qb4w_minmax_f32",), ("bias",), False, dynamic=True,
+             weight_bits=4, blockwise=True),
+    Datatype("qdu8-f32-qb4w", "u8", "s8", "f32", ("qb4w_minmax_f32",), ("bias",), False, dynamic=True,
+             weight_bits=4, blockwise=True),
 )}
 
-# The params blobs, as numpy structured dtypes laid out like the C structs of lowp/xnnpack.h (natural alignment).
+
+# ---- params layouts -----------------------------------------------------------------------------------------
+def _struct(*fields) -> np.dtype:
+    """A C struct's layout (natural alignment, as the compiler lays out microparams.h's structs)."""
+    return np.dtype(list(fields), align=True)
+
+
+ZP16, MIN16, MAX16 = ("output_zero_point", "<i2"), ("output_min", "<i2"), ("output_max", "<i2")
+SCALE, KZP8, PAD3 = ("scale", "<f4"), ("kernel_zero_point", "u1"), ("padding", "u1", 3)
+MAGIC = (("magic_bias", "<f4"), ("magic_bias_less_output_zero_point", "<i4"))
+ARMSIMD = (("magic_bias", "<f4"), ("magic_bias_less_zero_point", "<i4"), ("output_min", "<u4"),
+           ("output_max", "<u4"))
+RNDNU_NEON = (("right_pre_shift", "<i4"), ("multiplier", "<i4"), ("right_post_shift", "<i4"), ZP16)
+RNDNU_SCALAR = (("multiplier", "<i4"), ("shift", "<u4"), MIN16, MAX16, ("output_zero_point", "<i4"))
+
+
+def _qc8w_layouts(name):
+    """union xnn_qs8_qc8w_conv_minmax_params (microparams.h L228-255), shared by qs8-qc8w and qs8-qc4w."""
+    return {(name, "fp32_scalar"): _struct(ZP16, MIN16, MAX16),
+            (name, "fp32_armsimd32"): _struct(*ARMSIMD),
+            (name, "fp32_neon"): _struct(*MAGIC, ("output_min", "i1"), ("output_max", "i1")),
+            (name, "fp32_neonv8"): _struct(ZP16, ("output_min", "u1"), ("output_max", "u1"))}
+
+
+# The params structs, laid out like XNNPACK's (microparams.h @75db3c0: the unions L179-322, the float minmax structs
+# L97-132) and lowp/xnnpack.h's copies of them.
 PARAMS_LAYOUTS = {
-    ("qs8-qc8w", "fp32_scalar"): np.dtype([("output_zero_point", "<i2"), ("output_min", "<i2"), ("output_max", "<i2")]),
-    ("qs8", "fp32_scalar"): np.dtype([("scale", "<f4"), ("output_zero_point", "<i2"), ("output_min", "<i2"),
-                                      ("output_max", "<i2")], align=True),
-    ("qs8", "rndnu_neon"): np.dtype([("right_pre_shift", "<i4"), ("multiplier", "<i4"), ("right_post_shift", "<i4"),
-                                     ("output_zero_point", "<i2"), ("output_min", "i1"), ("output_max", "i1")],
-                                    align=True),
-    ("qd8-f32-qc8w", "minmax_f32"): np.dtype([("min", "<f4"), ("max", "<f4")]),
-    ("qu8", "fp32_scalar"): np.dtype([("kernel_zero_point", "<i4"), ("scale", "<f4"), ("output_zero_point", "<i2"),
-                                      ("output_min", "<i2"), ("output_max", "<i2")], align=True),
-    ("qu8", "rndnu_neon"): np.dtype([("kernel_zero_point", "u1"), ("padding", "u1", 3), ("right_pre_shift", "<i4"),
-                                     ("multiplier", "<i4"), ("right_post_shift", "<i4"), ("output_zero_point", "<i2"),
-                                     ("output_min", "u1"), ("output_max", "u1")], align=True),
+    **_qc8w_layouts("qs8-qc8w"), **_qc8w_layouts("qs8-qc4w"),
+    # union xnn_qs8_conv_minmax_params, L179-226
+    ("qs8", "fp32_scalar"): _struct(SCALE, ZP16, MIN16, MAX16),
+    ("qs8", "rndnu_scalar"): _struct(*RNDNU_SCALAR, ("rounding", "<i8")),
+    ("qs8", "fp32_armsimd32"): _struct(SCALE, *ARMSIMD),
+    ("qs8", "fp32_neon"): _struct(SCALE, *MAGIC, ("output_min", "i1"), ("output_max", "i1")),
+    ("qs8", "fp32_neonv8"): _struct(SCALE, ZP16, ("output_min", "i1"), ("output_max", "i1")),
+    ("qs8", "rndnu_neon"): _struct(*RNDNU_NEON, ("output_min", "i1"), ("output_max", "i1")),
+    # union xnn_qu8_conv_minmax_params, L257-322
+    ("qu8", "fp32_scalar"): _struct(("kernel_zero_point", "<i4"), SCALE, ZP16, MIN16, MAX16),
+    ("qu8", "rndnu_scalar"): _struct(*RNDNU_SCALAR, ("kernel_zero_point", "<i4"), ("rounding", "<i8")),
+    ("qu8", "rndnu16_scalar"): _struct(KZP8, PAD3, ("left_pre_shift", "<i4"), ("multiplier", "<i2"), ZP16,
+                                       ("output_min", "u1"), ("output_max", "u1")),
+    ("qu8", "fp32_armsimd32"): _struct(SCALE, ("magic_bias", "<f4"), ("minus_kernel_zero_point", "<u4"),
+                                       ("magic_bias_less_zero_point", "<i4"), ("output_min", "<u4"),
+                                       ("output_max", "<u4")),
+    ("qu8", "fp32_neon"): _struct(KZP8, PAD3, SCALE, *MAGIC, ("output_min", "u1"), ("output_max", "u1")),
+    ("qu8", "fp32_neonv8"): _struct(KZP8, PAD3, SCALE, ZP16, ("output_min", "u1"), ("output_max", "u1")),
+    ("qu8", "rndnu_neon"): _struct(KZP8, PAD3, *RNDNU_NEON, ("output_min", "u1"), ("output_max", "u1")),
+    # struct xnn_f32_minmax_params L97-102, xnn_f32_qc4w_minmax_params L118-124, xnn_f32_qb4w_minmax_params
+    # L126-132 (blocksize a size_t)
+    **{(d, "minmax_f32"): _struct(("min", "<f4"), ("max", "<f4")) for d in ("qd8-f32-qc8w", "qdu8-f32-qc8w")},
+    **{(d, "qc4w_minmax_f32"): _struct(("min", "<f4"), ("max", "<f4"), ("kernel_zero_point", "<i4"))
+       for d in ("qd8-f32-qc4w", "qdu8-f32-qc4w")},
+    **{(d, "qb4w_minmax_f32"): _struct(("min", "<f4"), ("max", "<f4"), ("blocksize", "<u8"))
+       for d in ("qd8-f32-qb4w", "qdu8-f32-qb4w")},
 }
-QD8_ROW = np.dtype([("zero_point", "<i4"), ("inv_scale", "<f4")])
-EXTRA_QUANTIZATION_PARAMS = 15     # include/xnnpack.h @75db3c0 (10 before 0b4168b, 2024-11-19: taller kernels)
+QD8_ROW = np.dtype([("zero_point", "<i4"), ("inv_scale", "<f4")])     # struct xnn_qd8_quantization_params L174
+MAGIC_BIAS, MAGIC_BIAS_BITS = np.float32(12582912.0), 0x4B400000      # microparams-init.c: 1.5 * 2^23 and its bits
+
 # What each layout needs from a case's quantization parameters (lowp.isa_models.requant's q keys).
-LAYOUT_KEYS = {
-    "fp32_scalar": ("bias", "scale", "output_zero_point", "output_min", "output_max"),
-    "rndnu_neon": ("bias", "scale", "output_zero_point", "output_min", "output_max"),
-    "minmax_f32": ("bias", "a_zero_point", "a_inv_scale", "b_scale", "output_min", "output_max"),
-}
+REQUANT_KEYS = ("bias", "scale", "output_zero_point", "output_min", "output_max")
+FLOAT_KEYS = ("a_zero_point", "a_inv_scale", "output_min", "output_max")
+LAYOUT_KEYS = {**{layout: REQUANT_KEYS for layout in ("fp32_scalar", "fp32_armsimd32", "fp32_neon", "fp32_neonv8",
+                                                      "rndnu_scalar", "rndnu16_scalar", "rndnu_neon")},
+               "minmax_f32": ("bias", "b_scale", *FLOAT_KEYS), "qc4w_minmax_f32": ("bias", "b_scale", *FLOAT_KEYS),
+               "qb4w_minmax_f32": ("bias", "b_block_scale", *FLOAT_KEYS)}
 
 
 def required_keys(datatype: str, layout: str) -> tuple[str, ...]:
@@ -70,41 +146,426 @@ def required_keys(datatype: str, layout: str) -> tuple[str, ...]:
     return LAYOUT_KEYS[layout] + (("b_zero_point",) if DATATYPES[datatype].kernel_zero_point else ())
 
 
-def packed_k(K: int, kr: int, sr: int) -> int:
-    """K rounded up to kr*sr: the depth a ukernel reads (XNNPACK round_up_po2(kc, kr * sr))."""
-    skr = kr * sr
+def params_blob(datatype: str, layout: str, q: dict, *, bl: int = 0, kernel_zero_point: int = 8) -> np.ndarray:
+    """The params struct a ukernel of `datatype` with `layout` is handed, from a case's q, filled as XNNPACK's
+    init function for that layout fills it (src/microparams-init.c @75db3c0). bl: a qb4w kernel's block size;
+    kernel_zero_point: what a 4-bit params struct is told (0 or 8: XNNPACK's two nibble encodings)."""
+    blob = np.zeros(1, PARAMS_LAYOUTS[(datatype, layout)])
+    d = DATATYPES[datatype]
+    if d.dynamic:
+        blob["min"], blob["max"] = np.float32(q["output_min"]), np.float32(q["output_max"])
+        if layout == "qc4w_minmax_f32":
+            blob["kernel_zero_point"] = kernel_zero_point
+        if layout == "qb4w_minmax_f32":
+            blob["blocksize"] = bl
+        return blob.view(np.uint8)
+    zp, lo, hi = (int(q[k]) for k in ("output_zero_point", "output_min", "output_max"))
+    if d.kernel_zero_point and "kernel_zero_point" in blob.dtype.names:     # armsimd32 holds it negated
+        blob["kernel_zero_point"] = int(q["b_zero_point"])
+    _FILL[layout](blob, d, zp, lo, hi, q)
+    return blob.view(np.uint8)
+
+
+def _scale(d: Datatype, q) -> np.float32:
+    """The per-tensor scale of a qs8/qu8 params struct (qc8w/qc4w carry theirs in the packed weights)."""
+    return np.float32(_per_tensor(q["scale"], "scale"))
+
+
+def _fill_fp32_scalar(blob, d, zp, lo, hi, q):
+    blob["output_zero_point"], blob["output_min"], blob["output_max"] = zp, lo, hi
+    if "scale" in blob.dtype.names:
+        blob["scale"] = _scale(d, q)
+
+
+def _fill_fp32_neonv8(blob, d, zp, lo, hi, q):
+    # qs8-qc8w's struct holds the int8 clamp in uint8 fields: the bits (init_..._fp32_neonv8_params L62-73)
+    blob["output_zero_point"] = zp
+    blob["output_min"], blob["output_max"] = np.array([lo, hi]).astype(blob.dtype["output_min"])
+    if "scale" in blob.dtype.names:
+        blob["scale"] = _scale(d, q)
+
+
+def _fill_fp32_neon(blob, d, zp, lo, hi, q):
+    blob["magic_bias"], blob["magic_bias_less_output_zero_point"] = MAGIC_BIAS, MAGIC_BIAS_BITS - zp
+    blob["output_min"], blob["output_max"] = np.array([lo, hi]).astype(blob.dtype["output_min"])
+    if "scale" in blob.dtype.names:
+        blob["scale"] = _scale(d, q)
+
+
+def _fill_fp32_armsimd32(blob, d, zp, lo, hi, q):
+    # the clamp's byte repeated four times (a SIMD32 word); qu8 adds -kernel_zero_point as two uint16 halves
+    blob["magic_bias"], blob["magic_bias_less_zero_point"] = MAGIC_BIAS, MAGIC_BIAS_BITS - zp
+    blob["output_min"], blob["output_max"] = ((v & 0xFF) * 0x01010101 for v in (lo, hi))
+    if "scale" in blob.dtype.names:
+        blob["scale"] = _scale(d, q)
+    if "minus_kernel_zero_point" in blob.dtype.names:
+        blob["minus_kernel_zero_point"] = ((-int(q["b_zero_point"])) & 0xFFFF) * 0x00010001
+
+
+def _fill_rndnu_scalar(blob, d, zp, lo, hi, q):
+    from lowp.isa_models.requant import xnnpack_rndnu_scalar_params
+    p = xnnpack_rndnu_scalar_params(_scale(d, q))
+    for name in ("multiplier", "shift", "rounding"):
+        blob[name] = int(np.asarray(p[name]).reshape(-1)[0])
+    blob["output_zero_point"], blob["output_min"], blob["output_max"] = zp, lo, hi
+
+
+def _fill_rndnu_neon(blob, d, zp, lo, hi, q):
+    from lowp.isa_models.requant import xnnpack_rndnu_neon_params
+    p = xnnpack_rndnu_neon_params(_scale(d, q))
+    for name in ("right_pre_shift", "multiplier", "right_post_shift"):
+        blob[name] = int(np.asarray(p[name]).reshape(-1)[0])
+    blob["output_zero_point"], blob["output_min"], blob["output_max"] = zp, lo, hi
+
+
+def _fill_rndnu16_scalar(blob, d, zp, lo, hi, q):
+    from lowp.isa_models.requant import xnnpack_rndnu16_params
+    p = xnnpack_rndnu16_params(_scale(d, q))
+    blob["left_pre_shift"], blob["multiplier"] = int(p["left_pre_shift"][0]), int(p["multiplier"][0])
+    blob["output_zero_point"], blob["output_min"], blob["output_max"] = zp, lo, hi
+
+
+_FILL = {"fp32_scalar": _fill_fp32_scalar, "fp32_neonv8": _fill_fp32_neonv8, "fp32_neon": _fill_fp32_neon,
+         "fp32_armsimd32": _fill_fp32_armsimd32, "rndnu_scalar": _fill_rndnu_scalar,
+         "rndnu_neon": _fill_rndnu_neon, "rndnu16_scalar": _fill_rndnu16_scalar}
+
+
+def _per_tensor(values, name: str):
+    v = np.asarray(values).reshape(-1)
+    if v.size and not (v == v[0]).all():
+        raise ValueError(f"{name}: a per-tensor ABI takes one value, the case has {len(np.unique(v))} per channel")
+    return v[0]
+
+
+# ---- XNNPACK's names: init functions, packers, test entries ---------------------------------------------------
+def _init_name(family: str, layout: str) -> str:
+    return f"xnn_init_{family}_conv_minmax_{layout}_params"
+
+
+# The params init function a test YAML entry names (`init:`) -> (datatype, layout). The qc8w union is also the
+# params of qs8-qc4w kernels and f32_minmax those of every qd8/qdu8-f32-qc8w kernel: the datatype here is the
+# union's own; from_test_entry() takes the kernel's from its name.
+LAYOUT_OF_INIT: dict[str, tuple[str, str]] = {
+    **{_init_name("qs8_qc8w", layout): ("qs8-qc8w", layout) for layout in QC8W_PARAMS},
+    **{_init_name("qs8", layout): ("qs8", layout) for layout in DATATYPES["qs8"].params},
+    **{_init_name("qu8", layout): ("qu8", layout) for layout in DATATYPES["qu8"].params},
+    "xnn_init_f32_minmax_scalar_params": ("qd8-f32-qc8w", "minmax_f32"),
+    "xnn_init_f32_qc4w_minmax_scalar_params": ("qd8-f32-qc4w", "qc4w_minmax_f32"),
+    "xnn_init_f32_qb4w_minmax_scalar_params": ("qd8-f32-qb4w", "qb4w_minmax_f32"),
+}
+# Init functions of the int8 families lowp does not take, and why.
+UNSUPPORTED_INITS = {
+    "xnn_init_f16_minmax_scalar_params": "an f16 output (qd8-f16-*): lowp has no f16 C type",
+    "xnn_init_f16_qc4w_minmax_scalar_params": "an f16 output (qd8-f16-qc4w): lowp has no f16 C type",
+    "xnn_init_f16_qb4w_minmax_scalar_params": "an f16 output (qd8-f16-qb4w): lowp has no f16 C type",
+    "xnn_init_bf16_qb4w_minmax_scalar_params": "a bf16 output (qd8-bf16-qb4w): lowp has no bf16 C type",
+}
+
+
+def layout_of_init(name: str) -> tuple[str, str]:
+    """(datatype, layout) of an XNNPACK params init function; ValueError naming why lowp does not take it."""
+    if name in LAYOUT_OF_INIT:
+        return LAYOUT_OF_INIT[name]
+    if name in UNSUPPORTED_INITS:
+        raise ValueError(f"{name}: {UNSUPPORTED_INITS[name]}")
+    raise ValueError(f"{name}: not an init function of XNNPACK's int8 GEMM params lowp knows "
+                     f"({', '.join(LAYOUT_OF_INIT)})")
+
+
+@dataclass(frozen=True)
+class Packing:
+    """What an XNNPACK packer does, as lowp reproduces it: the datatypes it packs, the shift of A its bias
+    compensates (128: the qs8_to_qu8 packers, for kernels that read A + 128 as u8), whether it packs a
+    convolution's ks taps (goki: IGEMM) and where XNNPACK defines it."""
+    kind: str
+    datatypes: tuple[str, ...]
+    a_shift: int = 0
+    conv: bool = False
+    source: str = ""
+
+
+_QD8 = ("qd8-f32-qc8w", "qdu8-f32-qc8w")
+PACKINGS = {p.kind: p for p in (
+    Packing("qs8-goi", ("qs8-qc8w", "qs8", *_QD8), 0, False, "src/reference/packing.cc L329-377"),
+    Packing("qs8-to-qu8-goi", ("qs8-qc8w", "qs8"), 128, False, "src/reference/packing.cc L379-427"),
+    Packing("qu8-goi", ("qu8",), 0, False, "src/reference/packing.cc L278-327"),
+    Packing("qs8-goki", ("qs8-qc8w", "qs8", *_QD8), 0, True, "src/reference/packing.cc L3682-3735"),
+    Packing("qs8-to-qu8-goki", ("qs8-qc8w", "qs8"), 128, True, "src/reference/packing.cc L3628-3680"),
+    Packing("qu8-goki", ("qu8",), 0, True, "src/reference/packing.cc L3571-3626"),
+    Packing("qc4w-goi", ("qs8-qc4w", "qd8-f32-qc4w", "qdu8-f32-qc4w"), 0, False,
+            "src/reference/packing.cc L434-546"),
+    Packing("qs8-to-qu8-qc4w-goi", ("qs8-qc4w",), 128, False, "src/reference/packing.cc L548-558"),
+    Packing("qb4w-goi", ("qd8-f32-qb4w", "qdu8-f32-qb4w"), 0, False, "src/reference/packing.cc L1306-1420"),
+)}
+# The pack function a test YAML entry names (`pack:`) -> the packing kind lowp reproduces. XNNPACK's packw
+# micro-kernels write the reference packer's layout (test/packw-microkernel-tester.h L112-165 compares them with
+# xnn_pack_qs8_gemm_goi_w / xnn_pack_qs8_to_qu8_gemm_goi_w).
+PACKING_OF_PACK: dict[str, str] = {
+    "xnn_pack_qs8_gemm_goi_w": "qs8-goi", "xnn_pack_qs8_to_qu8_gemm_goi_w": "qs8-to-qu8-goi",
+    "xnn_pack_qu8_gemm_goi_w": "qu8-goi", "xnn_pack_qs8_conv_goki_w": "qs8-goki",
+    "xnn_pack_qs8_to_qu8_conv_goki_w": "qs8-to-qu8-goki", "xnn_pack_qu8_conv_goki_w": "qu8-goki",
+    "xnn_pack_qs8_qc4w_gemm_goi_w": "qc4w-goi", "xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w": "qs8-to-qu8-qc4w-goi",
+    "xnn_pack_qs8_qb4w_gemm_goi_w": "qb4w-goi",
+    "xnn_qs8_packw_gemm_goi_ukernel_x16c4__neondot": "qs8-goi",
+    "xnn_qs8_packw_gemm_goi_ukernel_x8c4__neondot": "qs8-goi",
+}
+# Packers of the int8 families lowp does not reproduce, and why.
+UNSUPPORTED_PACKS = {
+    **{name: "KleidiAI's own packed layout (src/reference/packing.cc xnn_pack_kai_*)" for name in (
+        "xnn_pack_kai_qb4_weights_and_biases", "xnn_pack_kai_qs4_weights_and_biases",
+        "xnn_pack_kai_qs4_weights_and_biases_sme", "xnn_pack_kai_qs8_conv_goki_w_sme",
+        "xnn_pack_kai_qs8_qc8w_weights_and_biases_sme", "xnn_pack_kai_qs8_weights_and_biases")},
+    **{name: "2-bit weights (qc2w): not modelled" for name in (
+        "xnn_pack_qd8_qc2w_gemm_goi_w", "xnn_pack_qs8_qc2w_gemm_goi_w", "xnn_pack_qs8_to_qu8_qc2w_gemm_goi_w")},
+    **{name: "unsigned 4-bit weights kept unsigned for madd kernels (qc4uw): not modelled" for name in (
+        "xnn_pack_qs8_qc4uw_gemm_goi_w", "xnn_pack_qs8_to_qu8_qc4uw_gemm_goi_w")},
+    **{name: "a non-planar 4-bit layout: not modelled" for name in (
+        "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_aarch64", "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_avx512",
+        "xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w_non_planar_avx512")},
+}
+
+
+def packing_of_pack(name: str) -> Packing:
+    """The Packing an XNNPACK pack function reproduces; ValueError naming why lowp does not take it."""
+    if name in PACKING_OF_PACK:
+        return PACKINGS[PACKING_OF_PACK[name]]
+    if name in UNSUPPORTED_PACKS:
+        raise ValueError(f"{name}: {UNSUPPORTED_PACKS[name]}")
+    raise ValueError(f"{name}: not a packer of XNNPACK's int8 GEMMs lowp knows ({', '.join(PACKING_OF_PACK)})")
+
+
+def parse_ukernel_name(name: str) -> dict:
+    """The facts XNNPACK's test generator takes from a ukernel's name (tools/generate-gemm-test.py
+    split_ukernel_name L43-96 and its token loop L780-810): {datatype (XNNPACK's spelling, e.g. 'qd8_f32_qc8w'),
+    kind ('gemm' or 'igemm'), requantization ('fp32', 'rndnu', 'rndnu16' or None), mr, nr, kr, sr}."""
+    common, sep, _ = name.partition("__")
+    parts = common.split("_")
+    if not sep or parts[0] != "xnn" or not any(p in ("gemm", "igemm") for p in parts):
+        raise ValueError(f"{name!r}: not an XNNPACK GEMM/IGEMM ukernel name (xnn_<types>_<gemm|igemm>_..._"
+                         "<MR>x<NR>[c<KR>][s<SR>]__<isa>)")
+    kind = next(p for p in parts if p in ("gemm", "igemm"))
+    spec = parts[-1]
+    spec, _, sr = spec.partition("s")
+    spec, _, kr = spec.partition("c")
+    spec = spec.split("v")[0]
+    mr, _, nr = spec.partition("x")
+    if not (mr.isdigit() and nr.isdigit() and (kr or "1").isdigit() and (sr or "1").isdigit()):
+        raise ValueError(f"{name!r}: cannot read MRxNR[cKR][sSR] from {parts[-1]!r}")
+    requant = next((p for p in parts if p in ("fp32", "rndnu", "rndnu16")), None)
+    return {"datatype": "_".join(parts[1:parts.index(kind)]), "kind": kind, "requantization": requant,
+            "mr": int(mr), "nr": int(nr), "kr": int(kr or 1), "sr": int(sr or 1)}
+
+
+def from_test_entry(entry: dict) -> dict:
+    """What a kernel entry of lowp says for one entry of an XNNPACK test YAML (test/<family>.yaml: name, init,
+    pack, k-block, optional unsigned-inputs): {symbol, signature, tile {mr, nr, kr}, xnnpack {datatype, params,
+    sr}, a_shift, a_type, b_type, c_type}. The datatype is the name's, made qdu8 by `unsigned-inputs: True` (the
+    qd8 kernels XNNPACK registers as qdu8 in src/configs/gemm-config.c take u8 A with a u8 zero point); the
+    layout is the init function's, the a_shift the packer's. ValueError naming what lowp does not take."""
+    facts = parse_ukernel_name(entry["name"])
+    datatype = facts["datatype"].replace("_", "-")
+    if entry.get("unsigned-inputs"):
+        if not datatype.startswith("qd8-"):
+            raise ValueError(f"{entry['name']}: unsigned-inputs on a {datatype} kernel (only qd8 has a qdu8 form)")
+        datatype = "qdu8-" + datatype[4:]
+    if datatype not in DATATYPES:
+        raise ValueError(f"{entry['name']}: datatype {datatype!r} is not one lowp takes ({', '.join(DATATYPES)})")
+    _, layout = layout_of_init(entry["init"])
+    if layout not in DATATYPES[datatype].params:
+        raise ValueError(f"{entry['name']}: init {entry['init']} gives layout {layout!r}, not one of {datatype}'s "
+                         f"({', '.join(DATATYPES[datatype].params)})")
+    packing = packing_of_pack(entry["pack"])
+    if datatype not in packing.datatypes or packing.conv != (facts["kind"] == "igemm"):
+        raise ValueError(f"{entry['name']}: pack {entry['pack']} ({packing.kind}) does not pack a {datatype} "
+                         f"{facts['kind']}")
+    d = DATATYPES[datatype]
+    return {"symbol": entry["name"], "signature": f"xnnpack-{facts['kind']}",
+            "tile": {"mr": facts["mr"], "nr": facts["nr"], "kr": facts["kr"]},
+            "xnnpack": {"datatype": datatype, "params": layout, "sr": facts["sr"]},
+            "a_shift": packing.a_shift, "a_type": d.a_type, "b_type": d.b_type, "c_type": d.c_type}
+
+
+def describe_packing(datatype: str, layout: str, *, nr: int, kr: int, sr: int = 1, igemm: bool = False,
+                     a_shift: int = 0, bl: int = 0) -> str:
+    """The packed weights in words, for a kernel entry that leaves `packing` to the xnnpack table."""
+    d = DATATYPES[datatype]
+    taps = "per tap (ks of them, goki) " if igemm else ""
+    weights = f"{'4-bit weights two to a byte' if d.weight_bits == 4 else 'int8 weights'} in {kr}-deep k blocks " \
+              f"{taps}(sr {sr})"
+    head = "int32 16 x (bias - (izp + 128) x column sums)" if d.weight_bits == 4 and a_shift else \
+        "int32 16 x (bias - izp x column sums)" if d.weight_bits == 4 and d.int_bias else \
+        "int32 -16 x column sums" if d.weight_bits == 4 and not d.blockwise else \
+        "float -sum of block scale x block column sums" if d.blockwise else \
+        "int32 -column sums" if d.dynamic else \
+        "int32 bias - izp x column sums + K x izp x kernel_zp (padded with the kernel zero point)" \
+        if d.kernel_zero_point else f"int32 bias - {'(izp + 128)' if a_shift else 'izp'} x column sums"
+    blocks = f", a bf16 scale / 16 per column after each block of {bl} k" if d.blockwise else ""
+    floats = f", then {nr} float32 {' and '.join(d.floats)}" if d.floats else ""
+    return f"XNNPACK {datatype} ({layout}): per {nr} columns {nr} {head}, {weights}{blocks}{floats}"
+
+
+# ---- packing --------------------------------------------------------------------------------------------------
+def packed_k(K: int, kr: int, sr: int, planes: int = 1) -> int:
+    """K rounded up to kr*sr*planes: the depth a ukernel reads (XNNPACK round_up_po2(kc, kr * sr * planes))."""
+    skr = kr * sr * planes
     return -(-K // skr) * skr
 
 
-def pack_weights(B: np.ndarray, *, nr: int, kr: int, sr: int, column_ints: np.ndarray,
-                 column_floats: tuple[np.ndarray, ...] = (), pad: int = 0) -> np.ndarray:
-    """XNNPACK's packed weights for B (K x N): per block of nr columns, nr int32 (`column_ints`: the bias less the
-    input zero point times the column sums), the weights k-block by k-block (kr values per column, the sr shuffle),
-    then each of `column_floats` as nr float32. Padding (past N, past K) is `pad`: zero, or qu8's kernel zero
-    point, so that a padded weight less the zero point is zero (xnn_pack_qs8_gemm_goi_w, xnn_pack_qu8_gemm_goi_w)."""
-    K, N = B.shape
+def _check_blocks(kr: int, sr: int) -> None:
     if (kr & (kr - 1)) or (sr & (sr - 1)):
         raise ValueError(f"kr={kr}, sr={sr}: XNNPACK's packing needs powers of two")
-    skr, kp = kr * sr, packed_k(K, kr, sr)
-    blocks = -(-N // nr)
-    Bp = np.full((kp, blocks * nr), pad, np.uint8).view(np.int8)
-    Bp[:K, :N] = B.view(np.int8)
-    # k index of (k-block start k0, column offset n, element j): round_down(k0, skr) + ((k0 + j + n*kr) & (skr-1))
-    k0 = np.arange(0, kp, kr)[:, None, None]
+
+
+def _k_index(kp: int, kr: int, sr: int, nr: int, step: int) -> np.ndarray:
+    """The k of each packed weight (chunk start k0 a multiple of `step`, column n, element j):
+    round_down(k0, kr*sr) + ((k0 + n*kr) & (kr*sr - 1)) + j, as every goi packer of packing.cc computes kc_begin."""
+    skr = kr * sr
+    k0 = np.arange(0, kp, step)[:, None, None]
     n = np.arange(nr)[None, :, None]
     j = np.arange(kr)[None, None, :]
-    kidx = (k0 // skr) * skr + ((k0 + j + n * kr) & (skr - 1))              # (kp/kr, nr, kr)
+    return (k0 // skr) * skr + ((k0 + n * kr) & (skr - 1)) + j          # (kp/step, nr, kr)
+
+
+def _weights_8bit(Bb: np.ndarray, nr: int, kr: int, sr: int, pad: int) -> np.ndarray:
+    """One block of nr columns of one tap (kc x nr, padded) as the goi/goki packers lay it: kr values per column
+    per k block, the sr shuffle (packing.cc L346-364)."""
+    kc = Bb.shape[0]
+    kp = packed_k(kc, kr, sr)
+    kidx = _k_index(kp, kr, sr, nr, kr)
+    cols = np.broadcast_to(np.arange(nr)[None, :, None], kidx.shape)
+    padded = np.full((kp + kr * sr, nr), pad, np.int64)
+    padded[:kc] = Bb
+    return padded[kidx, cols].reshape(-1)
+
+
+def pack_weights(B: np.ndarray, *, nr: int, kr: int, sr: int, column_ints: np.ndarray,
+                 column_floats: tuple[np.ndarray, ...] = (), pad: int = 0, ks: int = 1) -> np.ndarray:
+    """XNNPACK's packed int8 weights for B (K x N, K = ks * kc): per block of nr columns, nr int32
+    (`column_ints`), the weights tap by tap (ks of them: the conv goki packers; 1: goi) in k blocks of kr with the
+    sr shuffle, then each of `column_floats` as nr float32. Padding (past N, past kc) is `pad`: zero, or qu8's
+    kernel zero point, so that a padded weight less the zero point is zero."""
+    _check_blocks(kr, sr)
+    K, N = B.shape
+    if K % ks:
+        raise ValueError(f"K={K} is not ks={ks} taps of equal depth")
+    kc = K // ks
+    blocks = -(-N // nr)
+    Bn = np.full((K, blocks * nr), pad, np.int64)
+    Bn[:, :N] = B
     parts = []
     for b in range(blocks):
         cols = slice(b * nr, (b + 1) * nr)
-        ints = np.zeros(nr, "<i4")
-        ints[:min(nr, N - b * nr)] = column_ints[cols]
-        weights = Bp[:, cols][kidx, np.broadcast_to(n, kidx.shape)]          # (kp/kr, nr, kr)
-        parts += [ints.view(np.uint8), weights.reshape(-1).view(np.uint8)]
-        for f in column_floats:
-            block = np.zeros(nr, "<f4")
-            block[:min(nr, N - b * nr)] = f[cols]
-            parts.append(block.view(np.uint8))
+        parts.append(_column_block(column_ints, b, nr, N, "<i4"))
+        for p in range(ks):
+            parts.append(_weights_8bit(Bn[p * kc:(p + 1) * kc, cols], nr, kr, sr, pad).astype(B.dtype)
+                         .view(np.uint8))
+        parts += [_column_block(f, b, nr, N, "<f4") for f in column_floats]
+    return np.concatenate(parts)
+
+
+def _column_block(values, b: int, nr: int, N: int, dtype) -> np.ndarray:
+    """Block b's nr entries of a per-column array (zeros past N), as bytes."""
+    out = np.zeros(nr, dtype)
+    out[:min(nr, N - b * nr)] = np.asarray(values)[b * nr:(b + 1) * nr]
+    return out.view(np.uint8)
+
+
+def _nibbles(Bb: np.ndarray, nr: int, kr: int, sr: int) -> np.ndarray:
+    """One block of nr columns of 4-bit weights (K x nr) as XNNPACK's planar 4-bit packers lay them: per chunk
+    of 2*kr k per column, kr bytes, byte j holding k = kc_begin + j in its low nibble and kc_begin + j + kr in its
+    high nibble, each the weight's two's complement nibble (0 past K); packing.cc L434-534 (both encodings of the
+    input, kernel_zero_point 0 and 8, pack to these nibbles). Returns (values (chunks, nr, 2, kr), bytes)."""
+    K = Bb.shape[0]
+    kp = packed_k(K, kr, sr, 2)
+    kidx = _k_index(kp, kr, sr, nr, 2 * kr)                               # low nibbles' k
+    kidx = np.stack([kidx, kidx + kr], axis=2)                            # (chunks, nr, 2, kr)
+    cols = np.broadcast_to(np.arange(nr)[None, :, None, None], kidx.shape)
+    padded = np.zeros((kp + 2 * kr * sr + kr, nr), np.int64)
+    padded[:K] = Bb
+    values = padded[kidx, cols]
+    packed = (values[:, :, 0, :] & 0xF) | ((values[:, :, 1, :] & 0xF) << 4)
+    return values, packed.astype(np.uint8).reshape(-1)
+
+
+def pack_qc4w(B: np.ndarray, *, nr: int, kr: int, sr: int, bias, izp: int,
+              column_floats: tuple[np.ndarray, ...] = ()) -> np.ndarray:
+    """xnn_pack_qs8_qc4w_gemm_goi_w (and its qs8_to_qu8 form with izp + 128): per block of nr columns, nr int32
+    16 * bias - 16 * izp * (the sum of the packed weights), int32 wrapping as the packer's arithmetic does (the
+    kernels shift each nibble into the high half of a byte, so their accumulators hold 16x the sum and shift right
+    by 4 at the end), the nibbles, then the floats. bias None: zero (qd8 packs with izp = 1 and no bias)."""
+    _check_blocks(kr, sr)
+    K, N = B.shape
+    blocks = -(-N // nr)
+    Bn = np.zeros((K, blocks * nr), np.int64)
+    Bn[:, :N] = B
+    bias = np.zeros(N, np.int64) if bias is None else np.asarray(bias, np.int64)
+    parts = []
+    for b in range(blocks):
+        values, packed = _nibbles(Bn[:, b * nr:(b + 1) * nr], nr, kr, sr)
+        sums = values.sum(axis=(0, 2, 3))[:min(nr, N - b * nr)]
+        ints = wrap(16 * bias[b * nr:b * nr + len(sums)] - 16 * izp * sums, S32)
+        parts += [_column_block(ints, 0, nr, len(sums), "<i4"), packed]
+        parts += [_column_block(f, b, nr, N, "<f4") for f in column_floats]
+    return np.concatenate(parts)
+
+
+def bf16_bits(x: np.ndarray) -> np.ndarray:
+    """float32 -> bf16 bits, rounding to nearest even (math_cvt_bf16_fp32, src/xnnpack/math.h L467-483; no NaN
+    here: scales are finite and positive)."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def check_bf16(scales: np.ndarray, name: str = "b_block_scale") -> np.ndarray:
+    """scales as float32 that are bf16 values (XNNPACK takes qb4w scales as bf16): ValueError otherwise."""
+    s = np.asarray(scales)
+    if s.dtype != np.float32:
+        raise ValueError(f"{name}: expected float32 values that are bf16 numbers, got {s.dtype}")
+    if (s.view(np.uint32) & 0xFFFF).any():
+        raise ValueError(f"{name}: {s.reshape(-1)[np.argmax((s.view(np.uint32) & 0xFFFF).reshape(-1) != 0)]!r} is "
+                         "not a bf16 number (XNNPACK takes blockwise scales as bf16: the low 16 bits are zero)")
+    return s
+
+
+def qb4w_ksums(B: np.ndarray, scales: np.ndarray, *, kr: int, sr: int, bl: int, izp: int = 1) -> np.ndarray:
+    """The float32 each packed qb4w column starts with, as xnn_pack_qs8_qb4w_gemm_goi_w accumulates it: from 0,
+    minus float(ksum) * izp * scale[block] for every chunk of 2*kr packed weights in packing order, each step
+    rounded to float32 (packing.cc L1353-1409). izp is 1 for qd8 (the kernel multiplies by the row's zero point)."""
+    K, N = B.shape
+    out = np.zeros(N, np.float32)
+    for n in range(N):
+        values, _ = _nibbles(B[:, n:n + 1], 1, kr, sr)                      # one column: (chunks, 1, 2, kr)
+        k0 = np.arange(0, values.shape[0]) * 2 * kr
+        for c, ksum in enumerate(values.sum(axis=(1, 2, 3))):
+            t = np.float32(np.float32(ksum) * np.float32(izp)) * scales[n, k0[c] // bl]
+            out[n] = np.float32(out[n] - np.float32(t))
+    return out
+
+
+def pack_qb4w(B: np.ndarray, *, nr: int, kr: int, sr: int, bl: int, scales: np.ndarray, bias: np.ndarray,
+              izp: int = 1) -> np.ndarray:
+    """xnn_pack_qs8_qb4w_gemm_goi_w then the operator's scale and bias fills: per block of nr columns, nr float32
+    (qb4w_ksums), then per block of bl k the nibbles of its chunks and nr bf16 scales / 16 (the kernels shift the
+    nibbles left by 4: xnn_init_blockwise_scale_bf16_params, src/microparams-init.c L462-487), then nr float32
+    biases (xnn_init_qs8_qc8w_scale_fp32_params)."""
+    _check_blocks(kr, sr)
+    K, N = B.shape
+    check_bf16(scales)
+    blocks = -(-N // nr)
+    Bn = np.zeros((K, blocks * nr), np.int64)
+    Bn[:, :N] = B
+    ksums = qb4w_ksums(B, scales, kr=kr, sr=sr, bl=bl, izp=izp)
+    scaled = np.zeros((blocks * nr, scales.shape[1]), np.uint16)
+    scaled[:N] = bf16_bits(scales / np.float32(16))
+    per_block = bl // (2 * kr)                                            # chunks of 2*kr k in a block
+    parts = []
+    for b in range(blocks):
+        _, packed = _nibbles(Bn[:, b * nr:(b + 1) * nr], nr, kr, sr)
+        chunks = packed.reshape(-1, nr * kr)
+        parts.append(_column_block(ksums, b, nr, N, "<f4"))
+        for j in range(0, len(chunks), per_block):
+            parts += [chunks[j:j + per_block].reshape(-1), np.ascontiguousarray(scaled[b * nr:(b + 1) * nr, j // per_block]).view(np.uint8)]
+        parts.append(_column_block(bias, b, nr, N, "<f4"))
     return np.concatenate(parts)
 
 
@@ -117,68 +578,240 @@ def _int32(x) -> np.ndarray:
     return wrap(np.asarray(x, np.int64), S32)
 
 
-def params_blob(datatype: str, layout: str, q: dict) -> np.ndarray:
-    """The params struct a ukernel of `datatype` with requantization `layout` is handed, from a case's q."""
-    dtype = PARAMS_LAYOUTS[(datatype, layout)]
-    blob = np.zeros(1, dtype)
-    if layout == "minmax_f32":
-        blob["min"], blob["max"] = np.float32(q["output_min"]), np.float32(q["output_max"])
-    else:
-        blob["output_zero_point"], blob["output_min"], blob["output_max"] = \
-            q["output_zero_point"], q["output_min"], q["output_max"]
-    if DATATYPES[datatype].kernel_zero_point:
-        blob["kernel_zero_point"] = q["b_zero_point"]
-    if layout == "fp32_scalar" and datatype in ("qs8", "qu8"):
-        blob["scale"] = _per_tensor(q["scale"], "scale")
-    if layout == "rndnu_neon":
-        from lowp.isa_models.requant import xnnpack_rndnu_neon_params
-        fields = xnnpack_rndnu_neon_params(np.float32(_per_tensor(q["scale"], "scale")))
-        for name in ("right_pre_shift", "multiplier", "right_post_shift"):
-            blob[name] = int(np.asarray(fields[name]).reshape(-1)[0])
-    return blob.view(np.uint8)
+# ---- the ukernel and its calls ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Ukernel:
+    """What lowp needs to know of a ukernel to call it as XNNPACK does (from its kernel entry)."""
+    symbol: str
+    datatype: str
+    layout: str
+    mr: int
+    nr: int
+    kr: int
+    sr: int = 1
+    a_shift: int = 0                 # what the kernel adds to A before multiplying: the packing takes it off
+    igemm: bool = False              # signature 'xnnpack-igemm': an indirection buffer, ks taps, a zero buffer
+    bl: int = 0                      # qb4w: the block size
+    kernel_zero_point: int = 8       # 4-bit: what the params struct is told (0 or 8; the nibbles are the same)
+
+    @property
+    def d(self) -> Datatype:
+        return DATATYPES[self.datatype]
 
 
-def _per_tensor(values, name: str):
-    v = np.asarray(values).reshape(-1)
-    if v.size and not (v == v[0]).all():
-        raise ValueError(f"{name}: a per-tensor ABI takes one value, the case has {len(np.unique(v))} per channel")
-    return v[0]
+def _weights(u: Ukernel, B: np.ndarray, q: dict, ks: int) -> np.ndarray:
+    """The packed weights of B for u with the case's parameters (the zero-point terms folded into the bias)."""
+    d = u.d
+    floats = tuple(np.asarray(q[name], np.float32) for name in d.floats)
+    izp = 1 if d.dynamic else int(q.get("a_zero_point", 0)) + u.a_shift      # qd8 packs with 1 (the row's zp later)
+    if d.blockwise:
+        return pack_qb4w(B, nr=u.nr, kr=u.kr, sr=u.sr, bl=u.bl, scales=np.asarray(q["b_block_scale"]),
+                         bias=floats[0])
+    if d.weight_bits == 4:
+        return pack_qc4w(B, nr=u.nr, kr=u.kr, sr=u.sr, bias=q["bias"] if d.int_bias else None, izp=izp,
+                         column_floats=floats)
+    K = B.shape[0]
+    kzp = int(q.get("b_zero_point", 0)) if d.kernel_zero_point else 0
+    if d.dynamic:               # -sum_k w: the ukernel multiplies it by each row's zero point
+        ints = _int32(-column_sums(B))
+    else:                       # qu8 adds K * izp * kzp: the ukernel multiplies A by (w - kzp) (packing.cc L290)
+        ints = _int32(np.asarray(q["bias"], np.int64) - izp * column_sums(B) + K * izp * kzp)
+    return pack_weights(B, nr=u.nr, kr=u.kr, sr=u.sr, column_ints=ints, column_floats=floats, pad=kzp, ks=ks)
 
 
-def invocation(A: np.ndarray, B: np.ndarray, q: dict, *, datatype: str, layout: str, mr: int, nr: int, kr: int,
-               sr: int, symbol: str, a_shift: int = 0) -> Invocation:
-    """The buffers and the ukernel calls for C = requantize(A x B) under the XNNPACK ABI. a_shift: what the ukernel
-    adds to A before multiplying (128 for a VPDPBUSD kernel that reads s8 A as u8): the packed bias takes it off
-    with the zero point, as XNNPACK's qs8-to-qu8 packing does (input_zero_point + 128)."""
-    d = DATATYPES[datatype]
+def _check_operands(u: Ukernel, A: np.ndarray, B: np.ndarray) -> None:
+    lo, hi = u.d.weight_range
+    if B.size and (B.min() < lo or B.max() > hi):
+        raise ValueError(f"{u.symbol}: B holds {int(B.min())}..{int(B.max())}; a {u.datatype} weight is in "
+                         f"[{lo}, {hi}] ({u.d.weight_bits}-bit)")
+    if u.d.blockwise:
+        if u.bl <= 0 or u.bl % MIN_BLOCKSIZE:
+            raise ValueError(f"{u.symbol}: block size bl={u.bl}: XNNPACK takes multiples of {MIN_BLOCKSIZE} "
+                             "(include/xnnpack.h XNN_MIN_BLOCKSIZE; fully-connected-nc.c check_block_size)")
+        if u.bl % (2 * u.kr * u.sr):
+            raise ValueError(f"{u.symbol}: block size bl={u.bl} is not a whole number of packed chunks of "
+                             f"2*kr*sr={2 * u.kr * u.sr} k (src/reference/packing.cc L1331-1338 asserts it)")
+        if A.shape[1] % u.bl:
+            raise ValueError(f"{u.symbol}: K={A.shape[1]} is not a whole number of blocks of bl={u.bl}: XNNPACK's "
+                             "fully connected operator refuses input_channels % block_size != 0 "
+                             "(src/operators/fully-connected-nc.c check_block_size)")
+
+
+@dataclass(frozen=True)
+class Strides:
+    """The byte strides of a call: a (rows of A, >= K), cm (rows of C, >= N * sizeof(out)), cn (blocks of nr
+    columns of C, >= nr * sizeof(out)); None: XNNPACK's operator's defaults for a dense GEMM."""
+    a: int | None = None
+    cm: int | None = None
+    cn: int | None = None
+
+    @classmethod
+    def of(cls, strides) -> "Strides":
+        if strides is None or isinstance(strides, Strides):
+            return strides or cls()
+        if not isinstance(strides, dict) or set(strides) - {"a", "cm", "cn"}:
+            raise ValueError(f"strides: expected a dict with keys among 'a', 'cm', 'cn' (bytes), got {strides!r}")
+        for key, value in strides.items():
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"strides[{key!r}]: expected a byte count (a non-negative int), got {value!r}")
+        return cls(**{k: int(v) for k, v in strides.items()})
+
+
+def _layouts(u: Ukernel, M: int, K: int, N: int, strides: Strides, item: int, c_dtype) -> tuple[int, Strided]:
+    """(a_stride, C's layout) of a call, checked: a stride below a row's bytes is no stride XNNPACK passes."""
+    a_stride = K if strides.a is None else strides.a
+    cn = u.nr * item if strides.cn is None else strides.cn
+    blocks = -(-N // u.nr)
+    row = (blocks - 1) * cn + (N - (blocks - 1) * u.nr) * item if N else 0     # the bytes a row of C spans
+    cm = N * item if strides.cm is None and cn == u.nr * item else row if strides.cm is None else strides.cm
+    for name, value, least in (("a", a_stride, K), ("cn", cn, u.nr * item), ("cm", cm, row)):
+        if value < least:
+            raise ValueError(f"strides[{name!r}]={value}: below the {least} bytes "
+                             f"{'a row of A' if name == 'a' else 'nr columns' if name == 'cn' else 'a row of C'} "
+                             "takes; rows and blocks would overlap")
+    return a_stride, Strided((M, N), np.dtype(c_dtype).str, cm, u.nr, cn)
+
+
+def _qd8_rows(u: Ukernel, q: dict, M: int) -> np.ndarray:
+    """The {zero_point, inv_scale} rows a qd8/qdu8 ukernel reads: M of them and XNN_EXTRA_QUANTIZATION_PARAMS
+    copies of the last (src/operator-run.c xnn_compute_pad_qd8_params); an IGEMM reads one for all its rows (the
+    batch's: src/operator-run.c xnn_compute_hmp_dqigemm passes &quantization_params[batch_index])."""
+    zp, inv = np.broadcast_to(q["a_zero_point"], (M,)), np.broadcast_to(q["a_inv_scale"], (M,))
+    if u.igemm:
+        if len(np.unique(zp)) > 1 or len(np.unique(inv)) > 1:
+            raise ValueError(f"{u.symbol}: a qd8 IGEMM takes one {{zero_point, inv_scale}} for all its rows (the "
+                             "batch's); the case has one per row that differ")
+        M = 1
+    rows = np.zeros(M + EXTRA_QUANTIZATION_PARAMS, QD8_ROW)
+    rows["zero_point"][:M], rows["inv_scale"][:M] = zp[:M], inv[:M]
+    rows[M:] = rows[M - 1]
+    return rows.view(np.uint8)
+
+
+def invocation(A: np.ndarray, B: np.ndarray, q: dict, u: Ukernel, *, strides=None, igemm=None,
+               fill=None) -> Invocation:
+    """The buffers and the ukernel calls for C = the output stage of A x B under the XNNPACK ABI.
+    strides: {"a", "cm", "cn"} in bytes (Strides); the gaps hold poison and C's must keep it. igemm: {"ks",
+    "a_offset", "zero"} for an IGEMM (Indirection.of). fill(nbytes, salt) -> poison bytes (default: a fixed
+    pattern); C's elements get fill's first M*N*size bytes, so a contiguous C is the poison it always was."""
+    d = u.d
     M, K = A.shape
     N = B.shape[1]
-    kzp = int(q.get("b_zero_point", 0)) if d.kernel_zero_point else 0
-    if d.bias_in_packing:       # qu8 adds K * izp * kzp: the ukernel multiplies A by (w - kzp) (packing.cc qu8)
-        izp = int(q.get("a_zero_point", 0)) + a_shift
-        ints = _int32(np.asarray(q["bias"], np.int64) - izp * column_sums(B) + K * izp * kzp)
-    else:       # qd8: -sum_k w, which the ukernel multiplies by each row's zero point (a shift of A is its own
-        ints = _int32(-column_sums(B))         # business there: XNNPACK's VNNI qd8 kernels add 128 to the zero point)
-    floats = tuple(np.asarray(q[name], np.float32) for name in d.per_channel_floats)
-    w = pack_weights(B, nr=nr, kr=kr, sr=sr, column_ints=ints, column_floats=floats, pad=kzp)
-    c_dtype = np.float32 if d.c_type == "f32" else np.int8 if d.c_type == "s8" else np.uint8
+    _check_operands(u, A, B)
+    fill = fill or (lambda n, salt: np.full(n, 0xA5 ^ salt, np.uint8))
+    c_dtype = {"f32": np.float32, "s8": np.int8, "u8": np.uint8}[d.c_type]
     item = np.dtype(c_dtype).itemsize
-    buffers = {"A": np.ascontiguousarray(A), "w": w, "C": np.zeros((M, N), c_dtype),
-               "params": params_blob(datatype, layout, q)}
-    if d.name.startswith("qd8"):
-        # XNNPACK's qd8 ukernels read MR rows of these whatever mr is: the operator allocates
-        # XNN_EXTRA_QUANTIZATION_PARAMS (15) more and fills them with copies of the last row
-        # (include/xnnpack.h; src/operator-run.c xnn_compute_pad_qd8_params).
-        rows = np.zeros(M + EXTRA_QUANTIZATION_PARAMS, QD8_ROW)
-        rows["zero_point"][:M], rows["inv_scale"][:M] = q["a_zero_point"], q["a_inv_scale"]
-        rows[M:] = rows[M - 1]
-        buffers["quantization_params"] = rows.view(np.uint8)
-    calls = []
-    for m0 in range(0, M, mr):
-        args = [min(mr, M - m0), N, K, Ref("A", m0 * K), K, Ref("w", 0), Ref("C", m0 * N * item), N * item,
-                nr * item, Ref("params", 0)]
-        if "quantization_params" in buffers:
-            args.append(Ref("quantization_params", m0 * QD8_ROW.itemsize))
-        calls.append((symbol, args))
-    names = ["mr", "nc", "kc", "a", "a_stride", "w", "c", "cm_stride", "cn_stride", "params", "quantization_params"]
-    return Invocation(buffers, calls, output="C", writable=("C",), arg_names=tuple(names))
+    s = Strides.of(strides)
+    a_stride, c_layout = _layouts(u, M, K, N, s, item, c_dtype)
+    a_layout = Strided((M, K), np.dtype(A.dtype).str, a_stride, K, 0)
+    poisoned_c = c_layout.scatter(fill(M * N * item, 0).view(c_dtype).reshape(M, N), fill(c_layout.nbytes, 3))
+    if igemm is not None and not u.igemm:
+        raise ValueError(f"{u.symbol}: igemm options {igemm!r} for a GEMM ukernel (signature 'xnnpack-gemm')")
+    ind = Indirection.of(igemm, K) if u.igemm else None
+    buffers = {"A": a_layout.scatter(A, fill(a_layout.nbytes, 2)) if a_stride != K else np.ascontiguousarray(A),
+               "w": _weights(u, B, q, ind.ks if ind else 1), "C": poisoned_c,
+               "params": params_blob(u.datatype, u.layout, q, bl=u.bl, kernel_zero_point=u.kernel_zero_point)}
+    if d.dynamic:
+        buffers["quantization_params"] = _qd8_rows(u, q, M)
+    inv = Invocation(buffers, [], output="C", writable=("C",), layouts={"C": c_layout},
+                     gaps={"C": c_layout.gaps()} if c_layout.gaps() else {})
+    if ind is None:
+        _gemm_calls(inv, u, M, K, N, a_stride, c_layout)
+    else:
+        _igemm_calls(inv, u, A, q, ind, a_stride, c_layout)
+    return inv
+
+
+def _gemm_calls(inv: Invocation, u: Ukernel, M, K, N, a_stride, c: Strided) -> None:
+    qp = "quantization_params" in inv.buffers
+    for m0 in range(0, M, u.mr):
+        args = [min(u.mr, M - m0), N, K, Ref("A", m0 * a_stride), a_stride, Ref("w", 0), Ref("C", m0 * c.row),
+                c.row, c.block_stride, Ref("params", 0)]
+        inv.calls.append((u.symbol, args + ([Ref("quantization_params", m0 * QD8_ROW.itemsize)] if qp else [])))
+    inv.arg_names = ("mr", "nc", "kc", "a", "a_stride", "w", "c", "cm_stride", "cn_stride", "params",
+                     "quantization_params")[:len(inv.calls[0][1]) if inv.calls else 10]
+
+
+# ---- IGEMM: the indirection buffer -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Indirection:
+    """How an IGEMM call gathers its rows: K = ks taps of kc; row m's tap p is A[m, p*kc:(p+1)*kc], reached
+    through a pointer the indirection buffer holds less a_offset (the ukernel adds a_offset to every pointer that
+    is not the zero pointer, as XNNPACK's operator passes the input's offset from where the buffer was built).
+    zero: the taps read from the zero buffer instead: 'auto' (every tap whose kc values all equal the zero
+    buffer's, the input zero point: convolution padding), or a list of (p, m) (each must hold those values)."""
+    ks: int
+    a_offset: int
+    zero: str | tuple[tuple[int, int], ...]
+
+    @classmethod
+    def of(cls, options, K: int) -> "Indirection":
+        """From a case's igemm={"ks", "a_offset", "zero"}: ks defaults to the largest of 3, 2, 1 that divides K
+        (XNNPACK's tester uses 3 for its small_kernel cases), a_offset to 64 (nonzero, so a ukernel that drops
+        it reads the wrong bytes), zero to 'auto'."""
+        options = dict(options or {})
+        unknown = set(options) - {"ks", "a_offset", "zero"}
+        if unknown:
+            raise ValueError(f"igemm: unknown key(s) {', '.join(sorted(unknown))} (known: ks, a_offset, zero)")
+        ks = options.get("ks") or next(k for k in (3, 2, 1) if K % k == 0)
+        if not isinstance(ks, (int, np.integer)) or ks < 1 or K % ks:
+            raise ValueError(f"igemm: ks={ks!r} taps do not split K={K} into taps of equal depth")
+        zero = options.get("zero", "auto")
+        if zero != "auto":
+            zero = tuple((int(p), int(m)) for p, m in zero)
+        return cls(int(ks), int(options.get("a_offset", 64)), zero)
+
+    def zero_taps(self, A: np.ndarray, fill_value) -> np.ndarray:
+        """(ks, M) bools: the taps the indirection buffer points at the zero buffer."""
+        M, K = A.shape
+        kc = K // self.ks
+        taps = (np.asarray(A).reshape(M, self.ks, kc).astype(np.int64) == np.asarray(fill_value).reshape(-1, 1, 1)
+                ).all(axis=2).T
+        if self.zero == "auto":
+            return taps
+        chosen = np.zeros_like(taps)
+        for p, m in self.zero:
+            if not (0 <= p < self.ks and 0 <= m < M):
+                raise ValueError(f"igemm zero tap {(p, m)}: outside ks={self.ks} taps x M={M} rows")
+            if not taps[p, m]:
+                raise ValueError(f"igemm zero tap {(p, m)}: A[{m}, {p * kc}:{(p + 1) * kc}] is not all the zero "
+                                 f"buffer's value {fill_value!r} (the input zero point): reading the zero buffer "
+                                 "there would not compute the same GEMM")
+            chosen[p, m] = True
+        return chosen
+
+
+def _igemm_calls(inv: Invocation, u: Ukernel, A, q, ind: Indirection, a_stride, c: Strided) -> None:
+    """The indirection buffer (per block of mr rows, ks groups of MR pointers: src/indirection.c L118-148; rows
+    past M repeat the last, as the operator clamps them), the zero buffer (XNN_EXTRA_BYTES past the packed depth,
+    filled with the input zero point: convolution-nhwc.c L841; a qd8 IGEMM compares with a sentinel and reads a
+    zero_data buffer of its batch's zero point: operator-run.c L782-787), and one call per mr rows with
+    ks = ks * MR * sizeof(void *) (convolution-nhwc.c L2980)."""
+    d = u.d
+    M, K = A.shape
+    kc = K // ind.ks
+    zp = int(np.asarray(q.get("a_zero_point", 0)).reshape(-1)[0])
+    zero_bytes = packed_k(kc, u.kr, u.sr, d.planes) + EXTRA_BYTES
+    zero_value = np.array([zp]).astype(A.dtype)
+    taps = ind.zero_taps(A, zp)
+    if d.dynamic:       # the sentinel is never read: one poison byte at a page's end, a read there faults
+        inv.buffers["zero"] = np.full(1, 0x5A, np.uint8)
+        inv.buffers["zero_data"] = np.full(zero_bytes, zero_value.view(np.uint8)[0], np.uint8)
+    else:
+        inv.buffers["zero"] = np.full(zero_bytes, zero_value.view(np.uint8)[0], np.uint8)
+    refs = []
+    for m0 in range(0, M, u.mr):
+        for p in range(ind.ks):
+            for r in range(u.mr):
+                m = min(m0 + r, M - 1)
+                refs.append(Ref("zero") if taps[p, m] else Ref("A", m * a_stride + p * kc - ind.a_offset))
+    inv.pointers["indirection"] = tuple(refs)
+    inv.buffers["indirection"] = np.zeros(len(refs), np.uint64)
+    zero_args = [Ref("zero"), Ref("zero_data")] if d.dynamic else [Ref("zero")]
+    for i, m0 in enumerate(range(0, M, u.mr)):
+        args = [min(u.mr, M - m0), c.shape[1], kc, ind.ks * u.mr * 8, Ref("indirection", i * ind.ks * u.mr * 8),
+                Ref("w", 0), Ref("C", m0 * c.row), c.row, c.block_stride, ind.a_offset & 0xFFFF_FFFF_FFFF_FFFF,
+                *zero_args, Ref("params", 0)]
+        inv.calls.append((u.symbol, args + ([Ref("quantization_params", 0)] if d.dynamic else [])))
+    inv.arg_names = ("mr", "nc", "kc", "ks", "a", "w", "c", "cm_stride", "cn_stride", "a_offset", "zero",
+                     *(["zero_data"] if d.dynamic else []), "params", *(["quantization_params"] if d.dynamic else []))

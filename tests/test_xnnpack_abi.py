@@ -62,8 +62,7 @@ def test_qu8_invocation_packs_as_xnnpack_qu8_loops(nr, kr, sr, K, N):
     for izp, kzp, bias in [(128, 127, rng.integers(-10000, 10000, N)), (255, 255, np.full(N, 2 ** 31 - 1))]:
         q = {"bias": np.asarray(bias, np.int32), "scale": np.full(N, 0.01, np.float32), "a_zero_point": izp,
              "b_zero_point": kzp, "output_zero_point": 3, "output_min": 0, "output_max": 255}
-        inv = xnnpack.invocation(A, B, q, datatype="qu8", layout="fp32_scalar", mr=2, nr=nr, kr=kr, sr=sr,
-                                 symbol="f")
+        inv = xnnpack.invocation(A, B, q, xnnpack.Ukernel("f", "qu8", "fp32_scalar", mr=2, nr=nr, kr=kr, sr=sr))
         assert inv.buffers["w"].tobytes() == _packed_by_loops(B, q["bias"], izp, nr, kr, sr, kzp=kzp)
         params = inv.buffers["params"].view(xnnpack.PARAMS_LAYOUTS[("qu8", "fp32_scalar")])[0]
         assert (params["kernel_zero_point"], params["scale"], params["output_zero_point"]) == (kzp, np.float32(0.01), 3)
@@ -92,12 +91,28 @@ def _c_layout(text: str, function: str, nfields: int):
 
 @pytest.mark.native
 def test_params_layouts_are_the_c_structs():
-    fields = {("qs8-qc8w", "fp32_scalar"): "lowp_xnn_qs8_qc8w_fp32_params",
+    fields = {**{(d, f"fp32_{x}"): f"lowp_xnn_qs8_qc8w_fp32_{x}_params"
+                 for d in ("qs8-qc8w", "qs8-qc4w") for x in ("armsimd32", "neon", "neonv8")},
+              **{(d, "fp32_scalar"): "lowp_xnn_qs8_qc8w_fp32_params" for d in ("qs8-qc8w", "qs8-qc4w")},
               ("qs8", "fp32_scalar"): "lowp_xnn_qs8_fp32_params",
+              ("qs8", "rndnu_scalar"): "lowp_xnn_qs8_rndnu_scalar_params",
+              ("qs8", "fp32_armsimd32"): "lowp_xnn_qs8_fp32_armsimd32_params",
+              ("qs8", "fp32_neon"): "lowp_xnn_qs8_fp32_neon_params",
+              ("qs8", "fp32_neonv8"): "lowp_xnn_qs8_fp32_neonv8_params",
               ("qs8", "rndnu_neon"): "lowp_xnn_qs8_rndnu_neon_params",
-              ("qd8-f32-qc8w", "minmax_f32"): "lowp_xnn_f32_minmax_params",
               ("qu8", "fp32_scalar"): "lowp_xnn_qu8_fp32_params",
-              ("qu8", "rndnu_neon"): "lowp_xnn_qu8_rndnu_neon_params"}
+              ("qu8", "rndnu_scalar"): "lowp_xnn_qu8_rndnu_scalar_params",
+              ("qu8", "rndnu16_scalar"): "lowp_xnn_qu8_rndnu16_scalar_params",
+              ("qu8", "fp32_armsimd32"): "lowp_xnn_qu8_fp32_armsimd32_params",
+              ("qu8", "fp32_neon"): "lowp_xnn_qu8_fp32_neon_params",
+              ("qu8", "fp32_neonv8"): "lowp_xnn_qu8_fp32_neonv8_params",
+              ("qu8", "rndnu_neon"): "lowp_xnn_qu8_rndnu_neon_params",
+              **{(d, "minmax_f32"): "lowp_xnn_f32_minmax_params" for d in ("qd8-f32-qc8w", "qdu8-f32-qc8w")},
+              **{(d, "qc4w_minmax_f32"): "lowp_xnn_f32_qc4w_minmax_params" for d in ("qd8-f32-qc4w",
+                                                                                     "qdu8-f32-qc4w")},
+              **{(d, "qb4w_minmax_f32"): "lowp_xnn_f32_qb4w_minmax_params" for d in ("qd8-f32-qb4w",
+                                                                                     "qdu8-f32-qb4w")}}
+    assert set(fields) == set(xnnpack.PARAMS_LAYOUTS)       # every layout lowp builds has its C struct
     body = []
     for i, (key, struct) in enumerate(fields.items()):
         dtype = xnnpack.PARAMS_LAYOUTS[key]
