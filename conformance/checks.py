@@ -148,26 +148,19 @@ def _judge(check, kern, call: Call, out: Outcome) -> tuple[bool, str | None]:
     return ok, matched
 
 
-def diagnose(check: Check, kern, rec: Recorder, failure: Failure) -> tuple[str, str]:
+def diagnose(check: Check, kern, rec: Recorder, failure: Failure, *, also=(), name: bool = True) -> tuple[str, str]:
     """(kind, cause): why the case failed, in the words a kernel author acts on. Faults name themselves; a wrong C
     is examined for poison left in it or added to it, re-run to tell a non-deterministic kernel, re-run with other
     initial contents of C and of the workspace, and re-run on a fresh copy of the kernel (new static state) to tell
-    one that depends on earlier calls; what remains is a wrong value, named by the variant families it matches."""
+    one that depends on earlier calls; what remains is a wrong value, named by the variant families it matches
+    (`also`: other failures, (call, C), that narrow the names; name=False: plain "wrong value", not named). Every
+    word of the cause is about `failure` itself: the report shows the case it was computed from."""
     call, out = failure.call, failure.outcome
-    if out.fault is not None:
-        return "fault", f"{type(out.fault).__name__}: {out.fault}"
+    seen = _at_sight(check, kern, call, out)
+    if seen is not None:
+        return seen
     C = out.C
     expected = reference(check, kern, call.A, call.B, call.quant)
-    poisoned = poison(C.shape, C.dtype, call.seed)
-    wrong = _differs(C, expected)
-    if C.dtype == np.int32 and _accumulates(C, expected, poisoned, wrong):
-        return "poison-C", ("accumulates into C: C = (C before the call) + A*B, the kernel reads C before writing it "
-                            "(lowp fills C with poison, not zeros)")
-    unwritten = wrong & ~_differs(C, poisoned)
-    if unwritten.any():
-        first = [int(x) for x in np.argwhere(unwritten)[0]]
-        return "unwritten", (f"{int(unwritten.sum())} of {C.size} elements of C never written (they still hold the "
-                             f"poison C was filled with before the call), the first at {first}")
     findings = []
     again = rec.run(call)
     fresh = Recorder(rec.ex.with_fresh_state())
@@ -194,7 +187,28 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure) -> tuple[str, 
                                   f"{out.describe()}"))
     if findings:
         return findings[0][0], "; ".join(text for _, text in findings)
-    return "value", "wrong value" + _variants(check, kern, call, C)
+    return "value", "wrong value" + (_variants(check, kern, call, C, also) if name else "")
+
+
+def _at_sight(check: Check, kern, call: Call, out: Outcome) -> tuple[str, str] | None:
+    """(kind, cause) of what one outcome shows without running anything again: a fault, C accumulated into, elements
+    of C never written; None for anything else. Shrinking keeps this the same, so a shrunk case that would read
+    otherwise (all of A zeroed: an accumulating kernel's C is then all poison, "never written") is not taken."""
+    if out.fault is not None:
+        return "fault", f"{type(out.fault).__name__}: {out.fault}"
+    C = out.C
+    expected = reference(check, kern, call.A, call.B, call.quant)
+    poisoned = poison(C.shape, C.dtype, call.seed)
+    wrong = _differs(C, expected)
+    if C.dtype == np.int32 and _accumulates(C, expected, poisoned, wrong):
+        return "poison-C", ("accumulates into C: C = (C before the call) + A*B, the kernel reads C before writing it "
+                            "(lowp fills C with poison, not zeros)")
+    unwritten = wrong & ~_differs(C, poisoned)
+    if unwritten.any():
+        first = [int(x) for x in np.argwhere(unwritten)[0]]
+        return "unwritten", (f"{int(unwritten.sum())} of {C.size} elements of C never written (they still hold the "
+                             f"poison C was filled with before the call), the first at {first}")
+    return None
 
 
 def _accumulates(C, expected, poisoned, wrong) -> bool:
@@ -222,10 +236,12 @@ def _right(out: Outcome, expected) -> str:
 
 
 def _variants(check, kern, call: Call, C, also=()) -> str:
-    """The names of what the kernel computed: the contract's own known variant when C is one, then the
+    """The names of what the kernel computed on `call`: the contract's own known variant when C is one, then the
     parametrised families C belongs to (on a counterexample at the first overflowing depth two readings can
-    coincide: both are named). `also`: (call, C) of other failures (the shrunk case, another failing case): only
-    the readings every case shares are kept, since several coincide on a small case."""
+    coincide: both are named). `also`: (call, C) of other failures (the case the shrunk one came from, another
+    failing case): of `call`'s readings, those whose family every case shares are kept, since several coincide on
+    a small case; the names stay `call`'s own (a deep case's "N=300" is not what a shrunk 1x1x271 shows), and
+    where the others share none, `call`'s readings all stay."""
     names = _readings(check, kern, call, C)
     for other in also:
         shared = {key for key, _ in _readings(check, kern, *other)}
@@ -273,6 +289,9 @@ def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure):
             getattr(out.fault, "buffer", None) == getattr(fault, "buffer", None) and \
             getattr(out.fault, "access", None) == getattr(fault, "access", None)
 
+    seen = _at_sight(check, kern, failure.call, failure.outcome)
+    seen = seen and seen[0]
+
     def fails(A, B, quant=None) -> bool:
         call = Call(A, B, failure.call.seed, quant=quant)
         if kind == "fault":
@@ -284,7 +303,14 @@ def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure):
             out = fresh.run(call)
         else:
             out = rec.run(call)
-        return not _judge(check, kern, call, out)[0]
+        if _judge(check, kern, call, out)[0]:
+            return False
+        if kind == "state":
+            return True
+        # what the case shows at sight stays what the found case showed (a wrong value stays a wrong value, not a
+        # fault nor C left unwritten)
+        now = _at_sight(check, kern, call, out)
+        return (now and now[0]) == seen
     return fails
 
 
@@ -495,10 +521,18 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
 def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: bool = True,
             witness: Failure | None = None):
     """(kind, cause, minimal failure): diagnose the failure, then shrink it keeping the same kind of failure
-    (not a non-deterministic one, nor a runaway loop, whose every try costs the budget); a wrong value is named
-    by the readings the found case, the shrunk case and `witness` (another failing case, if any) share."""
-    kind, cause = diagnose(check, kern, rec, failure)
-    if kind == "nondeterministic" or not shrinking:
+    (not a non-deterministic one, nor a runaway loop, whose every try costs the budget), and diagnose the shrunk
+    case again: the cause is the counterexample's own (its fault, its C, its variants), never the found case's. A
+    wrong value is named by the shrunk case's readings, narrowed to the families the found case and `witness`
+    (another failing case, if any) share. Where the shrunk case diagnoses as another kind of failure than the found
+    one, the found case is the counterexample, with its own cause."""
+    def readings_of(f):
+        return [] if f is None or f.outcome.C is None else [(f.call, f.outcome.C)]
+    if not shrinking:
+        kind, cause = diagnose(check, kern, rec, failure, also=readings_of(witness))
+        return kind, cause, failure
+    kind, cause = diagnose(check, kern, rec, failure, name=False)      # named below, from the case shown
+    if kind == "nondeterministic":
         return kind, cause, failure
     A, B, quant = _shrunk(still_fails(check, kern, rec, kind, failure), failure, kern,
                           STATE_SHRINK_TRIES if kind == "state" else SHRINK_TRIES)
@@ -507,10 +541,12 @@ def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: b
     if kind == "state" and failure.previous is not None:
         runner.run(failure.previous)
     shrunk = Failure(call, runner.run(call), failure.previous)
-    if kind == "value" and shrunk.outcome.C is not None and failure.outcome.C is not None:
-        others = [(f.call, f.outcome.C) for f in (shrunk, witness) if f is not None and f.outcome.C is not None]
-        cause = "wrong value" + _variants(check, kern, failure.call, failure.outcome.C, also=others)
-    return kind, cause, shrunk
+    shrunk_kind, shrunk_cause = diagnose(check, kern, runner, shrunk, also=readings_of(failure) + readings_of(witness))
+    if shrunk_kind == kind:
+        return kind, shrunk_cause, shrunk
+    if kind == "value":
+        cause += _variants(check, kern, failure.call, failure.outcome.C, readings_of(witness))
+    return kind, cause, failure
 
 
 def _shrunk(fails, failure: Failure, kern, tries: int):
