@@ -181,10 +181,12 @@ def _neon_tail(i, q, out_type, bug):
     zp, mn, mx = _ints(q)
     tlo, thi = OUT_RANGE[out_type]
     mode, zmode = bug.clamp or "right", bug.zp or "sat16"
-    s = np.clip(i, -32768, 32767)
+    s = np.clip(wrap32(i + zp) if zmode == "wrap32" else i, -32768, 32767)     # ADD .4S before SQXTN
     if mode == "before_zp":                                     # SMAX / SMIN on the int16 values, before SQADD
         s = np.clip(s, mn, mx)
-    if zmode == "wrap16":                                       # ADD .8H
+    if zmode == "wrap32":
+        pass
+    elif zmode == "wrap16":                                     # ADD .8H
         s = (s + zp + 32768) % 65536 - 32768
     elif zmode not in ("wrap8", "sat8"):
         for _ in range(abs(_zp_times(zmode))):                  # SQADD (twice), SQSUB, none
@@ -340,10 +342,14 @@ def _path(name, isa, run, channels, **members):
     return Path(name, isa, run, {k: tuple(v) for k, v in members.items()}, channels)
 
 
-def _fixed(**how):
+def _fixed_path(name, isa, channels, members, **how):
+    """A fixed-point path: `fixed` with its steps (`how`); its members, less the doubling high multiply and the
+    rounding shift it has itself."""
     def run(acc, q, out_type, bug=Bug()):
         return fixed(acc, q, out_type, bug, **how)
-    return run
+    members = {**members, "dhm": tuple(v for v in members.get("dhm", ()) if v != how["dhm"]),
+               "shift": tuple(v for v in members.get("shift", ()) if v != how["shift"])}
+    return _path(name, isa, run, channels, **{k: v for k, v in members.items() if v})
 
 
 _FLOAT_CH, _FIXED_CH = ("bias", "scale"), ("bias", "multiplier", "shift")
@@ -351,36 +357,33 @@ _C = _path("scalar", "c", float_c, _FLOAT_CH, convert=CONVERTS, order=("fused",)
 _X86 = _path("x86", "x86", float_x86, _FLOAT_CH, convert=CONVERTS, zp=ZPS_SIMD, clamp=CLAMPS)
 _ARM = _path("neon", "arm", float_arm, _FLOAT_CH, convert=CONVERTS, zp=ZPS_SIMD,
              clamp=tuple(c for c in CLAMPS if c != "type"))        # SQXTN already clamps to the type
-_FIXED = dict(dhm=("floor", "round"), shift=SHIFTS, shift_by=(-1, 1), clamp=CLAMPS)
-_NEON_FIXED = dict(_FIXED, zp=ZPS_SIMD, clamp=_ARM.members["clamp"])
+_FIXED = dict(dhm=("floor", "round"), shift=SHIFTS, shift_by=(-1, 1), zp=ZPS_C, clamp=CLAMPS)
+# SRSHL's result is at most 2^30 in magnitude (post-shift >= 1): adding the zero point in int32 never wraps there
+_NEON_FIXED = dict(_FIXED, zp=tuple(z for z in ZPS_SIMD if z != "wrap32"), clamp=_ARM.members["clamp"])
+_RNDNU = dict(split=split_rndnu, pre="exact", dhm="floor", shift="up", tail="xnnpack")
 
 # Each accepted stage of a contract, as the path(s) that compute it (a stage missing here has no families yet).
 PATHS: dict[str, tuple[Path, ...]] = {
     "xnnpack-fp32-lrintf": (_C,), "xnnpack-fp32-fmagic": (_C,), "xnnpack-fp32-imagic": (_C,),
     "xnnpack-fp32-x86": (_X86,), "xnnpack-fp32-neonv8": (_ARM,),
-    "xnnpack-rndnu": (_path("scalar", "c", _fixed(split=split_rndnu, pre="exact", dhm="floor", shift="up",
-                                                  narrow="exact", tail="xnnpack"), ("bias", "scale"),
-                            zp=ZPS_C, **_FIXED),),
-    "xnnpack-rndnu-scalar": (_path("scalar", "c", _fixed(split=split_rndnu, pre="exact", dhm="floor", shift="up",
-                                                         narrow="wrap32", tail="xnnpack"), ("bias", "scale"),
-                                   zp=ZPS_C, **_FIXED),),
-    "xnnpack-rndnu-neon": (_path("neon", "arm", _fixed(split=split_rndnu, pre="sat", dhm="floor", shift="up",
-                                                       narrow="exact", tail="neon"), ("bias", "scale"),
-                                 **_NEON_FIXED),),
-    "tflite-S": (_path("scalar", "c", _fixed(split=split_tflite_single, pre="exact", dhm="floor", shift="up",
-                                             narrow="wrap32", tail="int"), _FIXED_CH, zp=ZPS_C, **_FIXED),),
-    "tflite-G": (_path("scalar", "c", _fixed(split=split_tflite_double, pre="wrap", dhm="round", shift="away",
-                                             narrow="exact", tail="int"), _FIXED_CH, zp=ZPS_C, **_FIXED),),
-    "gemmlowp-fixedpoint": (_path("scalar", "c", _fixed(split=split_tflite_double, pre="sat", dhm="round",
-                                                        shift="away", narrow="exact", tail="int"), _FIXED_CH,
-                                  zp=ZPS_C, **_FIXED),),
+    "xnnpack-rndnu": (_fixed_path("scalar", "c", _FLOAT_CH, _FIXED, **_RNDNU, narrow="exact"),),
+    "xnnpack-rndnu-scalar": (_fixed_path("scalar", "c", _FLOAT_CH, _FIXED, **_RNDNU, narrow="wrap32"),),
+    "xnnpack-rndnu-neon": (_fixed_path("neon", "arm", _FLOAT_CH, _NEON_FIXED, split=split_rndnu, pre="sat",
+                                       dhm="floor", shift="up", narrow="exact", tail="neon"),),
+    "tflite-S": (_fixed_path("scalar", "c", _FIXED_CH, _FIXED, split=split_tflite_single, pre="exact", dhm="floor",
+                             shift="up", narrow="wrap32", tail="int"),),
+    "tflite-G": (_fixed_path("scalar", "c", _FIXED_CH, _FIXED, split=split_tflite_double, pre="wrap", dhm="round",
+                             shift="away", narrow="exact", tail="int"),),
+    "gemmlowp-fixedpoint": (_fixed_path("scalar", "c", _FIXED_CH, _FIXED, split=split_tflite_double, pre="sat",
+                                        dhm="round", shift="away", narrow="exact", tail="int"),),
     "fbgemm-float-generic": (_path("scalar", "c", lambda a, q, t, bug=Bug(): float_c(a, q, t, bug, clamp_at="int"),
                                    _FLOAT_CH, convert=CONVERTS, zp=ZPS_C, clamp=("no_min", "before_zp")),),
     "fbgemm-float-avx2": (_path("x86", "x86", lambda a, q, t, bug=Bug(): float_x86(a, q, t, bug, minps=False),
                                 _FLOAT_CH, convert=CONVERTS, zp=ZPS_SIMD, clamp=("no_min",)),),
-    "fbgemm-fixed": (_path("scalar", "c", _fixed(split=split_fbgemm, pre="exact", dhm="floor", shift="fbgemm",
-                                                 narrow="exact", tail="fbgemm"), ("bias",),
-                           shift=("up", "trunc", "even"), shift_by=(-1, 1), zp=ZPS_C, clamp=("no_min", "before_zp")),),
+    "fbgemm-fixed": (_fixed_path("scalar", "c", ("bias",), dict(shift=("up", "trunc", "even"), shift_by=(-1, 1),
+                                                                 zp=ZPS_C, clamp=("no_min", "before_zp")),
+                                 split=split_fbgemm, pre="exact", dhm="floor", shift="fbgemm", narrow="exact",
+                                 tail="fbgemm"),),
     "qd8-f32-fma": (replace(_path("fma", "x86", qd8, ("bias", "b_scale"), order=("b_first",),
                                   clamp=("no_min", "no_max", "none", "swapped")),
                             rows=("a_inv_scale", "a_zero_point")),),
