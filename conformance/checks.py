@@ -588,7 +588,12 @@ def _most_read(check, kern, failure: Failure, witnesses: list[Failure]):
     if not counts:
         return failure, witnesses, None
     keep = {key for key, n in counts.items() if n == max(counts.values())}
-    start = min((f for f, k in zip(cases, keys) if k & keep), key=lambda f: f.call.A.size + f.call.B.size)
+    # the start is a wrong value like the found case (not a witness with C left unwritten)
+    starts = [f for f, k in zip(cases, keys) if k & keep and (f is failure or _at_sight(check, kern, f.call, f.outcome)
+                                                              is None)]
+    if not starts:
+        return failure, witnesses, None
+    start = min(starts, key=lambda f: f.call.A.size + f.call.B.size)
     return start, [f for f in cases if f is not start], keep
 
 

@@ -460,6 +460,7 @@ FAMILIES: tuple[StageFamily, ...] = (
 )
 _BY_KNOB = {f.knob: f for f in FAMILIES}
 CHANNEL_FAMILY = "per-channel"
+ZERO_POINTS = ("a_zero_point", "b_zero_point")
 _MAP_WORDS = {"first": "column 0 for every column", "next": "the next column (n + 1)",
               "prev": "the previous column (n - 1)", "pairs": "the other column of its pair (n xor 1)"}
 
@@ -476,11 +477,12 @@ def _mapped(n: int, mapping: str, block: int | None = None, rows: bool = False) 
     i = np.arange(n)
     first = i // block * block if block else np.zeros_like(i)
     src = {"first": first, "next": i + 1, "prev": i - 1, "pairs": i ^ 1}[mapping]
-    known = (src >= 0) & (src < n)
     if block and rows:
         known, src = src >= 0, np.minimum(src, n - 1)
     elif block:
         known, src = (src >= 0) & (src // block == i // block), np.minimum(src, n)
+    else:
+        known = (src >= 0) & (src < n)
     return np.where(known, src, i), known
 
 
@@ -535,8 +537,7 @@ def matches(contract_name: str, A, B, q: dict, C, out_type: str, *, acc_variants
     path of the kernel's ISA (x86, arm, c) where several paths give C. acc_variants: the accumulation contract's
     accepted variants (the stage's input is their product with the zero points); blocks: (mr, nr) of a kernel
     called per mr rows whose per-channel values are packed per block of nr columns, zero past N (XNNPACK's ABI),
-    None for plain arrays;
-    keys: only these members (a shrink keeping a reading asks about its own)."""
+    None for plain arrays; keys: only these members (a shrink keeping a reading asks about its own)."""
     from .output_contracts import output_contract
     from .quantized import accumulators
     contract = output_contract(contract_name)
@@ -563,7 +564,8 @@ def matches(contract_name: str, A, B, q: dict, C, out_type: str, *, acc_variants
             if remap is not None:
                 q2, ok = _remapped(q, *remap, B, blocks)
                 known = np.broadcast_to(ok.reshape((1, -1) if remap[0] else (-1, 1)), C.shape)
-                inputs = [accumulators(v, A, B, q2) for v in acc_variants]
+                if remap[1] in ZERO_POINTS:             # the only parameters the accumulator itself depends on
+                    inputs = [accumulators(v, A, B, q2) for v in acc_variants]
             if not known.any():
                 continue
             for acc in inputs:
