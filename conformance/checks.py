@@ -149,26 +149,19 @@ def _judge(check, kern, call: Call, out: Outcome) -> tuple[bool, str | None]:
     return ok, matched
 
 
-def diagnose(check: Check, kern, rec: Recorder, failure: Failure) -> tuple[str, str]:
+def diagnose(check: Check, kern, rec: Recorder, failure: Failure, *, also=(), name: bool = True) -> tuple[str, str]:
     """(kind, cause): why the case failed, in the words a kernel author acts on. Faults name themselves; a wrong C
     is examined for poison left in it or added to it, re-run to tell a non-deterministic kernel, re-run with other
     initial contents of C and of the workspace, and re-run on a fresh copy of the kernel (new static state) to tell
-    one that depends on earlier calls; what remains is a wrong value, named by the variant families it matches."""
+    one that depends on earlier calls; what remains is a wrong value, named by the variant families it matches
+    (`also`: other failures, (call, C), that narrow the names; name=False: plain "wrong value", not named). Every
+    word of the cause is about `failure` itself: the report shows the case it was computed from."""
     call, out = failure.call, failure.outcome
-    if out.fault is not None:
-        return "fault", f"{type(out.fault).__name__}: {out.fault}"
+    seen = _at_sight(check, kern, call, out)
+    if seen is not None:
+        return seen
     C = out.C
     expected = reference(check, kern, call.A, call.B, call.quant)
-    poisoned = poison(C.shape, C.dtype, call.seed)
-    wrong = _differs(C, expected)
-    if C.dtype == np.int32 and _accumulates(C, expected, poisoned, wrong):
-        return "poison-C", ("accumulates into C: C = (C before the call) + A*B, the kernel reads C before writing it "
-                            "(lowp fills C with poison, not zeros)")
-    unwritten = wrong & ~_differs(C, poisoned)
-    if unwritten.any():
-        first = [int(x) for x in np.argwhere(unwritten)[0]]
-        return "unwritten", (f"{int(unwritten.sum())} of {C.size} elements of C never written (they still hold the "
-                             f"poison C was filled with before the call), the first at {first}")
     findings = []
     again = rec.run(call)
     fresh = Recorder(rec.ex.with_fresh_state())
@@ -195,7 +188,28 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure) -> tuple[str, 
                                   f"{out.describe()}"))
     if findings:
         return findings[0][0], "; ".join(text for _, text in findings)
-    return "value", "wrong value" + _variants(check, kern, call, C)
+    return "value", "wrong value" + (_variants(check, kern, call, C, also) if name else "")
+
+
+def _at_sight(check: Check, kern, call: Call, out: Outcome) -> tuple[str, str] | None:
+    """(kind, cause) of what one outcome shows without running anything again: a fault, C accumulated into, elements
+    of C never written; None for anything else. Shrinking keeps this the same, so a shrunk case that would read
+    otherwise (all of A zeroed: an accumulating kernel's C is then all poison, "never written") is not taken."""
+    if out.fault is not None:
+        return "fault", f"{type(out.fault).__name__}: {out.fault}"
+    C = out.C
+    expected = reference(check, kern, call.A, call.B, call.quant)
+    poisoned = poison(C.shape, C.dtype, call.seed)
+    wrong = _differs(C, expected)
+    if C.dtype == np.int32 and _accumulates(C, expected, poisoned, wrong):
+        return "poison-C", ("accumulates into C: C = (C before the call) + A*B, the kernel reads C before writing it "
+                            "(lowp fills C with poison, not zeros)")
+    unwritten = wrong & ~_differs(C, poisoned)
+    if unwritten.any():
+        first = [int(x) for x in np.argwhere(unwritten)[0]]
+        return "unwritten", (f"{int(unwritten.sum())} of {C.size} elements of C never written (they still hold the "
+                             f"poison C was filled with before the call), the first at {first}")
+    return None
 
 
 def _accumulates(C, expected, poisoned, wrong) -> bool:
@@ -223,10 +237,12 @@ def _right(out: Outcome, expected) -> str:
 
 
 def _variants(check, kern, call: Call, C, also=()) -> str:
-    """The names of what the kernel computed: the contract's own known variant when C is one, then the
+    """The names of what the kernel computed on `call`: the contract's own known variant when C is one, then the
     parametrised families C belongs to (on a counterexample at the first overflowing depth two readings can
-    coincide: both are named). `also`: (call, C) of other failures (the shrunk case, another failing case): only
-    the readings every case shares are kept, since several coincide on a small case."""
+    coincide: both are named). `also`: (call, C) of other failures (the case the shrunk one came from, another
+    failing case): of `call`'s readings, those whose family every case shares are kept, since several coincide on
+    a small case; the names stay `call`'s own (a deep case's "N=300" is not what a shrunk 1x1x271 shows), and
+    where the others share none, `call`'s readings all stay."""
     names = _readings(check, kern, call, C)
     for other in also:
         shared = {key for key, _ in _readings(check, kern, *other)}
@@ -239,7 +255,7 @@ def _variants(check, kern, call: Call, C, also=()) -> str:
 def _readings(check, kern, call: Call, C) -> list[tuple[str, str]]:
     """(key, name) of every known variant and family member C equals; the key is the variant or the family."""
     if kern.quantized:
-        return [(name, name) for name in quantized.readings(check.check, kern, call.A, call.B, call.quant, C)]
+        return quantized.named_readings(check.check, kern, call.A, call.B, call.quant, C)
     from .variants import matches
     judge = contract("exact" if check.check == "model" else check.check).judge(C, call.A, call.B)
     out = [(judge.matched, judge.matched)] if judge.matched and not judge.ok else []
@@ -263,16 +279,22 @@ def _wrap32(x):
     return ((x + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int64)
 
 
-def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure):
+def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure, readings: set | None = None):
     """The predicate a shrink keeps true: the same kind of failure as the one found. A fault must stay the same
     fault (class, buffer, access) so shrinking does not drift to another bug; a failure that depends on earlier
-    calls is replayed on a fresh copy of the kernel after the same earlier call."""
+    calls is replayed on a fresh copy of the kernel after the same earlier call; what a case shows at sight (a
+    wrong value, C accumulated into, elements never written) stays what the found case showed; a requantizing
+    kernel's wrong value keeps one of `readings` (keys of quantized.named_readings), so the shrunk case still
+    shows the bug named (not a 1x1 case where any of a dozen readings fits)."""
     fault = failure.outcome.fault
 
     def same_fault(out: Outcome) -> bool:
         return out.fault is not None and type(out.fault) is type(fault) and \
             getattr(out.fault, "buffer", None) == getattr(fault, "buffer", None) and \
             getattr(out.fault, "access", None) == getattr(fault, "access", None)
+
+    seen = _at_sight(check, kern, failure.call, failure.outcome)
+    seen = seen and seen[0]
 
     def fails(A, B, quant=None) -> bool:
         call = Call(A, B, failure.call.seed, quant=quant)
@@ -285,7 +307,17 @@ def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure):
             out = fresh.run(call)
         else:
             out = rec.run(call)
-        return not _judge(check, kern, call, out)[0]
+        if _judge(check, kern, call, out)[0]:
+            return False
+        if kind == "state":
+            return True
+        # what the case shows at sight stays what the found case showed (a wrong value stays a wrong value, not a
+        # fault nor C left unwritten)
+        now = _at_sight(check, kern, call, out)
+        if (now and now[0]) != seen:
+            return False
+        # asked only about these readings: a few stage evaluations a try
+        return not readings or bool(quantized.named_readings(check.check, kern, A, B, quant, out.C, keys=readings))
     return fails
 
 
@@ -437,7 +469,7 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     start = time.perf_counter()
     path_ok, row["path"] = claimed_path(kern, ex)
     rec = Recorder(ex)
-    first, first_fault, earliest = _run_cases(check, kern, rec, cases, row, emit, start)
+    first, first_fault, early = _run_cases(check, kern, rec, cases, row, emit, start)
     hung = first_fault is not None and isinstance(first_fault.outcome.fault, BudgetExceeded)
     found, searched, replayed = search(check, kern, rec, examples, seed, database) if not hung else (None, 0, 0)
     row["searched"] = searched if examples > 0 and not hung else None      # None: the search did not run
@@ -451,8 +483,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     # A fault says the most; then a generated case, whose richer values tell causes apart; shrinking follows.
     failure = first_fault or first or found
     if failure is not None:
-        kind, row["cause"], failure = explain(check, kern, rec, failure, shrinking=not hung,
-                                              witness=earliest if earliest is not failure else None)
+        witnesses = [f for f in early if f.call is not failure.call][:WITNESSES[kern.quantized]]
+        kind, row["cause"], failure = explain(check, kern, rec, failure, shrinking=not hung, witnesses=witnesses)
         row["counterexample"] = counterexample(check, kern, failure, kind, row["cause"])
     if not path_ok and check.claimed:
         row["cause"] = "; ".join(filter(None, [row["cause"], "the claimed path never ran: " + row["path"]]))
@@ -464,12 +496,14 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
 
 
 def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start: float):
-    """Run the generated cases, counting into `row`; (smallest failure, first fault). The smallest failing case
-    (fewest elements) is where shrinking starts: the ladder's all-extreme case at the first overflowing depth beats
-    a tile edge case that overflows later by chance; the earliest (usually random values) helps name the variant,
-    which tiny cases cannot tell apart. A runaway loop ends the loop: it would cost the budget on
+    """Run the generated cases, counting into `row`; (smallest failure, first fault, witnesses). The smallest
+    failing case (fewest elements) is where shrinking starts: the ladder's all-extreme case at the first
+    overflowing depth beats a tile edge case that overflows later by chance; the witnesses help name the variant,
+    which tiny cases cannot tell apart: the earliest failure (usually random values), and the failures with the
+    most elements of C (where a reading that fits by chance, every element at output_min, does not). A runaway loop ends the loop: it would cost the budget on
     every case, and one is proof enough."""
-    first = first_fault = earliest = None
+    first = first_fault = None
+    early = []
     for case in cases:
         emit({"event": "start", "check": check.id, "case": case.id})
         A, B = operands(case, kern)
@@ -482,7 +516,11 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
             row["failed"] += 1
             if first is None:
                 row["first_failure_seconds"] = round(time.perf_counter() - start, 3)
-                earliest = Failure(call, out, previous)
+            if not early or (out.C is not None and len(early) < 1 + LARGE_WITNESSES):
+                early.append(Failure(call, out, previous))
+            elif out.C is not None and out.C.size > min(f.outcome.C.size for f in early[1:]):
+                smallest = min(range(1, len(early)), key=lambda i: early[i].outcome.C.size)
+                early[smallest] = Failure(call, out, previous)               # the earliest stays first
             if first is None or A.size + B.size < first.call.A.size + first.call.B.size:
                 first = Failure(call, out, previous)
             if out.fault is not None and first_fault is None:
@@ -490,28 +528,74 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
         emit({"event": "case", "check": check.id, "case": case.id, "ok": ok, "matched": matched})
         if isinstance(out.fault, BudgetExceeded):
             break
-    return first, first_fault, earliest
+    return first, first_fault, early
 
 
-def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: bool = True,
-            witness: Failure | None = None):
+# Failing cases besides the one shrunk that narrow a wrong value's names: the earliest, then the largest. A
+# requantizing kernel's readings cost a few stage evaluations each; an int32 kernel's family search up to variants'
+# budget, so it takes the earliest only, as it always did.
+LARGE_WITNESSES = 3
+WITNESSES = {True: 1 + LARGE_WITNESSES, False: 1}
+
+
+def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: bool = True, witnesses=()):
     """(kind, cause, minimal failure): diagnose the failure, then shrink it keeping the same kind of failure
-    (not a non-deterministic one, nor a runaway loop, whose every try costs the budget); a wrong value is named
-    by the readings the found case, the shrunk case and `witness` (another failing case, if any) share."""
-    kind, cause = diagnose(check, kern, rec, failure)
-    if kind == "nondeterministic" or not shrinking:
+    (not a non-deterministic one, nor a runaway loop, whose every try costs the budget), and diagnose the shrunk
+    case again: the cause is the counterexample's own (its fault, its C, its variants), never the found case's. A
+    wrong value is named by the shrunk case's readings, narrowed to the families the found case and `witnesses`
+    (other failing cases) share. A requantizing kernel's wrong value is shrunk from the smallest of these cases
+    that shows the reading most of them show, keeping it: the counterexample shows the bug named. Where the shrunk
+    case diagnoses as another kind of failure than the found one, the found case is the counterexample, with its
+    own cause."""
+    witnesses = [f for f in witnesses if f.outcome.C is not None]
+    if not shrinking:
+        kind, cause = diagnose(check, kern, rec, failure, also=[(f.call, f.outcome.C) for f in witnesses])
         return kind, cause, failure
-    A, B, quant = _shrunk(still_fails(check, kern, rec, kind, failure), failure, kern,
+    kind, cause = diagnose(check, kern, rec, failure, name=False)      # named below, from the case shown
+    if kind == "nondeterministic":
+        return kind, cause, failure
+    keep = None
+    if kind == "value" and kern.quantized:
+        failure, witnesses, keep = _most_read(check, kern, failure, witnesses)
+    others = [(f.call, f.outcome.C) for f in witnesses]
+    A, B, quant = _shrunk(still_fails(check, kern, rec, kind, failure, keep), failure, kern,
                           STATE_SHRINK_TRIES if kind == "state" else SHRINK_TRIES)
     call = Call(A, B, failure.call.seed, failure.call.case, quant)
     runner = Recorder(rec.ex.with_fresh_state()) if kind == "state" else rec
     if kind == "state" and failure.previous is not None:
         runner.run(failure.previous)
     shrunk = Failure(call, runner.run(call), failure.previous)
-    if kind == "value" and shrunk.outcome.C is not None and failure.outcome.C is not None:
-        others = [(f.call, f.outcome.C) for f in (shrunk, witness) if f is not None and f.outcome.C is not None]
-        cause = "wrong value" + _variants(check, kern, failure.call, failure.outcome.C, also=others)
-    return kind, cause, shrunk
+    found = [(failure.call, failure.outcome.C)] if failure.outcome.C is not None else []
+    shrunk_kind, shrunk_cause = diagnose(check, kern, runner, shrunk, also=found + others)
+    if shrunk_kind == kind:
+        return kind, shrunk_cause, shrunk
+    if kind == "value":
+        cause += _variants(check, kern, failure.call, failure.outcome.C, others)
+    return kind, cause, failure
+
+
+def _most_read(check, kern, failure: Failure, witnesses: list[Failure]):
+    """(where to shrink from, the other failures, the readings to keep) for a requantizing kernel's wrong value:
+    the readings (keys of quantized.named_readings) most of the failing cases share (a tiny case fits a dozen; the
+    bug is the one every case fits), and the smallest case with one of them, which the shrink starts from. None to
+    keep where no case has a reading."""
+    cases = [failure, *witnesses]
+    keys = [{k for k, _ in quantized.named_readings(check.check, kern, f.call.A, f.call.B, f.call.quant,
+                                                      f.outcome.C)} for f in cases]
+    counts: dict[str, int] = {}
+    for k in keys:
+        for key in k:
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return failure, witnesses, None
+    keep = {key for key, n in counts.items() if n == max(counts.values())}
+    # the start is a wrong value like the found case (not a witness with C left unwritten)
+    starts = [f for f, k in zip(cases, keys) if k & keep and (f is failure or _at_sight(check, kern, f.call, f.outcome)
+                                                              is None)]
+    if not starts:
+        return failure, witnesses, None
+    start = min(starts, key=lambda f: f.call.A.size + f.call.B.size)
+    return start, [f for f in cases if f is not start], keep
 
 
 def _shrunk(fails, failure: Failure, kern, tries: int):

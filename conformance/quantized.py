@@ -214,6 +214,30 @@ def readings(check_name: str, kern, A, B, q, C) -> list[str]:
     return names
 
 
+ISA_OF_TARGET = {"x86-64": "x86", "aarch64": "arm"}
+
+
+def kernel_isa(kern) -> str:
+    """The instructions a kernel's output stage is named in: its target's SIMD where it declares CPU features, C
+    where it declares none (a scalar kernel)."""
+    return ISA_OF_TARGET.get(kern.target, "c") if kern.features else "c"
+
+
+def named_readings(check_name: str, kern, A, B, q, C, keys=None) -> list[tuple[str, str]]:
+    """(key, name) of everything C reads as: the known variants (`readings`; the key is the name), then the members
+    of the output-stage families (conformance/stage_families.py) of the claimed contract's stage, e.g. "xnnpack-fp32
+    with the float->int conversion truncating (cvttps2dq for cvtps2dq)", named in the kernel's ISA's instructions;
+    the key is the family and its parameter, so another case's reading of the same bug shares it. keys: only
+    these readings."""
+    from .stage_families import matches
+    named = [(name, name) for name in readings(check_name, kern, A, B, q, C) if keys is None or name in keys]
+    contract = kern.output if check_name == "model" else check_name
+    named += matches(contract, A, B, q, C, kern.c_type, acc_variants=accumulation_contract(kern.contract).accepted,
+                     isa=kernel_isa(kern), keys=keys,
+                     blocks=(kern.tile.mr, kern.tile.nr) if kern.signature == "xnnpack-gemm" else None)
+    return named
+
+
 def domain_problems(kern, q: dict, M: int, N: int) -> list[str]:
     return output_contract(kern.output).domain_problems(q, M, N, kern.c_type)
 
