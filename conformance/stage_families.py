@@ -512,7 +512,7 @@ def _members(path: Path, q: dict, blocks):
                 yield (f"{CHANNEL_FAMILY}:{key}:{mapping}", f"{key} read from {where}", Bug(), (axis, key, mapping))
 
 
-def _remapped(q: dict, axis: int, key: str, mapping: str, B, blocks) -> tuple[dict, np.ndarray]:
+def _remapped(q: dict, axis: int, key: str, mapping: str, B, blocks) -> tuple[dict, np.ndarray, np.ndarray]:
     """q with `key` read through the mapping, and where the result is determined. XNNPACK's packed int32 (blocks
     given) is not the bias but bias - a_zp * colsum(B) + K * a_zp * b_zp (xnnpack.pack_weights): a kernel reading
     another column's gets that column's zero-point terms too, which the effective bias carries."""
@@ -527,7 +527,11 @@ def _remapped(q: dict, axis: int, key: str, mapping: str, B, blocks) -> tuple[di
         values = wrap32(moved).astype(values.dtype)
     else:
         values = np.append(values, np.zeros(1, values.dtype))[src]
-    return {**q, key: values}, ok
+    # Where another real column (row) is read: a member is named only if it differs from the contract there, not
+    # just where it reads the padding's 0 (a 1-column counterexample whose scale "is read from column n + 1" is any
+    # bug that gives 0: naming it would send its reader after the wrong bug).
+    real = ok & (src < len(values)) & (src != np.arange(len(values)))
+    return {**q, key: values}, ok, real
 
 
 def matches(contract_name: str, A, B, q: dict, C, out_type: str, *, acc_variants, isa: str = "c",
@@ -559,11 +563,13 @@ def matches(contract_name: str, A, B, q: dict, C, out_type: str, *, acc_variants
         for key, text, bug, remap in _members(path, q, blocks):
             if key in found or (keys is not None and key not in keys):
                 continue
-            known = np.ones(C.shape, bool)
+            known = evidence = np.ones(C.shape, bool)
             q2, inputs = q, accs
             if remap is not None:
-                q2, ok = _remapped(q, *remap, B, blocks)
-                known = np.broadcast_to(ok.reshape((1, -1) if remap[0] else (-1, 1)), C.shape)
+                q2, ok, real = _remapped(q, *remap, B, blocks)
+                along = (1, -1) if remap[0] else (-1, 1)
+                known = np.broadcast_to(ok.reshape(along), C.shape)
+                evidence = np.broadcast_to(real.reshape(along), C.shape)
                 if remap[1] in ZERO_POINTS:             # the only parameters the accumulator itself depends on
                     inputs = [accumulators(v, A, B, q2) for v in acc_variants]
             if not known.any():
@@ -573,7 +579,7 @@ def matches(contract_name: str, A, B, q: dict, C, out_type: str, *, acc_variants
                     out = path.run(acc, q2, out_type, bug)
                 except (ArithmeticError, ValueError):
                     continue
-                if _same(out, C, known) and not any(_same(out, r, known) for r in rights):
+                if _same(out, C, known) and not any(_same(out, r, evidence) for r in rights):
                     found[key] = f"{contract_name} with {text}"
                     break
     return list(found.items())

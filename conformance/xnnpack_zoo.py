@@ -90,8 +90,7 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
 ARCH_TOKENS = ("aarch32", "aarch64", "amd64", "x86", "wasm32")     # tools/xnncommon.py _ARCH_TO_MACRO_MAP
 # The output-stage models lowp knows for each params layout that is not per ISA.
 LAYOUT_STAGES = {"fp32_neonv8": "xnnpack-fp32-neonv8", "rndnu_neon": "xnnpack-rndnu-neon",
-                 "rndnu_scalar": "xnnpack-rndnu-scalar"}
-CONTRACT_OF_REQUANTIZATION = {"fp32": "xnnpack-fp32", "rndnu": "xnnpack-rndnu", None: "qd8-f32"}
+                 "rndnu_scalar": "xnnpack-rndnu-scalar", "rndnu16_scalar": "xnnpack-rndnu16"}
 
 
 # ---- names ---------------------------------------------------------------------------------------------------
@@ -266,53 +265,27 @@ _DEFINITION = re.compile(r"^(?:void\s+|XNN_\w+\s+void\s+)(xnn_\w+_ukernel_\w+)\s
                          re.M)
 
 
-# ---- lowp's knowledge of the ABI: init -> params layout, pack -> packing ----------------------------------------
-# What lowp maps today; lowp.kernels.xnnpack's LAYOUT_OF_INIT and PACKING_OF_PACK, where that module has them,
-# come first (xnnpack_abi_tables).
-LOCAL_LAYOUT_OF_INIT = {
-    "xnn_init_qs8_qc8w_conv_minmax_fp32_scalar_params": ("qs8-qc8w", "fp32_scalar"),
-    "xnn_init_qs8_conv_minmax_fp32_scalar_params": ("qs8", "fp32_scalar"),
-    "xnn_init_qs8_conv_minmax_rndnu_neon_params": ("qs8", "rndnu_neon"),
-    "xnn_init_qu8_conv_minmax_fp32_scalar_params": ("qu8", "fp32_scalar"),
-    "xnn_init_qu8_conv_minmax_rndnu_neon_params": ("qu8", "rndnu_neon"),
-    "xnn_init_f32_minmax_scalar_params": (None, "minmax_f32"),      # qd8-f32-*: the datatype is the name's
-}
-# a_shift: what the packing assumes the kernel adds to A (xnn_pack_qs8_to_qu8_*: the VNNI kernels' A XOR 0x80).
-LOCAL_PACKING_OF_PACK = {
-    "xnn_pack_qs8_gemm_goi_w": {"a_shift": 0},
-    "xnn_pack_qs8_to_qu8_gemm_goi_w": {"a_shift": 128},
-    "xnn_pack_qu8_gemm_goi_w": {"a_shift": 0},
-}
-
-
-def xnnpack_abi_tables():
-    """(layout of init, packing of pack, datatypes, params layouts): lowp.kernels.xnnpack's tables, over the local
-    ones where that module has them."""
+# ---- lowp's knowledge of the ABI ------------------------------------------------------------------------------
+# lowp.kernels.xnnpack knows XNNPACK's init and pack functions (LAYOUT_OF_INIT, PACKING_OF_PACK) and turns a test
+# YAML entry into a kernel entry's ABI facts (from_test_entry). This module asks it, step by step, so a skip names
+# the step that failed (datatype, params layout, packing) and the campaign counts it under that reason.
+def abi_skip(datatype: str, data: dict) -> "Skip | None":
+    """Why lowp.kernels.xnnpack cannot call the entry's kernel, or None."""
     from lowp.kernels import xnnpack
-    layouts = {**LOCAL_LAYOUT_OF_INIT, **getattr(xnnpack, "LAYOUT_OF_INIT", {})}
-    packings = {**LOCAL_PACKING_OF_PACK, **getattr(xnnpack, "PACKING_OF_PACK", {})}
-    return layouts, packings, xnnpack.DATATYPES, xnnpack.PARAMS_LAYOUTS
-
-
-def _field(value, name: str, position: int):
-    """A field of an ABI table's value, whichever shape it has: an attribute, a dict key or a tuple position."""
-    if isinstance(value, dict):
-        return value.get(name)
-    if isinstance(value, (tuple, list)):
-        return value[position] if len(value) > position else None
-    return getattr(value, name, None)
-
-
-def layout_of(init: str, name_datatype: str, layouts) -> tuple[str | None, str | None]:
-    """(datatype, params layout) an init function gives, or (None, the layout its name says) when lowp does not
-    know it. A table value may be a layout name, a (datatype, layout) pair or anything with those fields."""
-    value = layouts.get(init)
-    if value is None:
-        m = re.match(r"xnn_init_\w+?_minmax_(\w+)_params$", init)
-        return None, m[1] if m else None
-    if isinstance(value, str):
-        return name_datatype, value
-    return _field(value, "datatype", 0) or name_datatype, _field(value, "layout", 1)
+    if datatype not in xnnpack.DATATYPES:
+        return Skip("datatype not supported yet", f"datatype {datatype}: not supported yet (lowp knows "
+                                                  f"{', '.join(xnnpack.DATATYPES)})")
+    for category, lookup, key in (("params layout not supported yet", xnnpack.layout_of_init, "init"),
+                                  ("packing not supported yet", xnnpack.packing_of_pack, "pack")):
+        try:
+            lookup(str(data[key]))
+        except ValueError as e:
+            return Skip(category, f"{key} {e}")
+    planes = data.get("planes")
+    if planes is not None and planes != xnnpack.DATATYPES[datatype].planes:
+        return Skip("packing not supported yet", f"planes {planes}: lowp packs {datatype} in "
+                                                 f"{xnnpack.DATATYPES[datatype].planes} plane(s)")
+    return None
 
 
 # ---- one entry -> a kernel entry, or why not ---------------------------------------------------------------------
@@ -332,7 +305,7 @@ class Mapped:
     notes: list[str] = field(default_factory=list)
 
 
-def translate(item: YamlEntry, checkout: Checkout, *, tables=None) -> Mapped | Skip:
+def translate(item: YamlEntry, checkout: Checkout) -> Mapped | Skip:
     """The lowp kernel entry of one YAML entry, or the Skip saying what lowp lacks to make it."""
     data = item.data
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
@@ -344,10 +317,10 @@ def translate(item: YamlEntry, checkout: Checkout, *, tables=None) -> Mapped | S
     missing = [key for key in ("init", "pack", "k-block") if key not in data]
     if missing:
         return Skip("entry unreadable", f"{item.where}: no {', '.join(missing)}")
-    return _unsupported(name, data, checkout) or _mapped(item, name, data, checkout, tables or xnnpack_abi_tables())
+    return _unsupported(name, data) or _mapped(item, name, data, checkout)
 
 
-def _unsupported(name: UkernelName, data: dict, checkout: Checkout) -> Skip | None:
+def _unsupported(name: UkernelName, data: dict) -> Skip | None:
     """What the name or the entry's extra keys ask for that lowp does not run, before the ABI is consulted."""
     if name.arch == "aarch32":
         return Skip("AArch32 not run", "AArch32 kernel: lowp has no AArch32 target")
@@ -363,54 +336,74 @@ def _unsupported(name: UkernelName, data: dict, checkout: Checkout) -> Skip | No
                                          "checkout does not carry")
     if check and not re.fullmatch(r"[A-Za-z_]\w*", check):
         return Skip("entry unreadable", f"cpp-check {check!r}: lowp defines one macro name, not an expression")
-    for key, why in (("pack-lh-fn", "a packed-LHS kernel (pack-lh-fn)"), ("planes", "4-bit weights in planes"),
+    for key, why in (("pack-lh-fn", "a packed-LHS kernel (pack-lh-fn)"),
                      ("packed-stride", "a custom packed stride (packed-stride)")):
         if key in data:
             return Skip("not supported yet", f"{why}: not supported yet")
     if name.mstep:
         return Skip("not supported yet", f"a packed-LHS kernel (mstep{name.mstep}): not supported yet")
-    if name.requantization == "rndnu16":
-        return Skip("params layout not supported yet", "requantization rndnu16: params layout rndnu16_scalar not "
-                                                       "supported yet")
     return None
 
 
-def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout, tables) -> Mapped | Skip:
-    layouts, packings, datatypes, params_layouts = tables
+def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) -> Mapped | Skip:
+    from lowp.kernels import xnnpack
     datatype = name.datatype
     if data.get("unsigned-inputs") and datatype.startswith("qd8"):
         datatype = "qdu8" + datatype[3:]       # the caller flips A's sign bit and adds 128 to the zero point
-    if name.op == "igemm":
-        from lowp.kernels.registry import SIGNATURES
-        if "xnnpack-igemm" not in SIGNATURES:
-            return Skip("IGEMM not supported yet", "IGEMM (indirect GEMM): lowp has no xnnpack-igemm signature yet")
-    if datatype not in datatypes:
-        return Skip("datatype not supported yet", f"datatype {datatype}: not supported yet (lowp knows "
-                                                  f"{', '.join(datatypes)})")
-    init = str(data["init"])
-    init_datatype, layout = layout_of(init, datatype, layouts)
-    if init_datatype is None or (datatype, layout) not in params_layouts:
-        what = f"params layout {layout}" if layout else "an init lowp cannot read"
-        return Skip("params layout not supported yet", f"init {init}: {what} not supported yet")
-    pack = str(data["pack"])
-    packing = packings.get(pack)
-    if packing is None:
-        return Skip("packing not supported yet", f"pack {pack}: packing not supported yet")
-    stage = _stage(name, layout, ISAS[name.isa])
-    if isinstance(stage, Skip):
-        return stage
+    skip = abi_skip(datatype, data)
+    if skip:
+        return skip
+    try:
+        abi = xnnpack.from_test_entry({**data, "name": name.name})
+    except ValueError as e:
+        return Skip("entry inconsistent", str(e))
+    d = xnnpack.DATATYPES[datatype]
+    output = _output_contract(d, name.requantization)
+    stage = _stage(name, abi["xnnpack"]["params"], ISAS[name.isa], d)
+    for result in (output, stage):
+        if isinstance(result, Skip):
+            return result
     source = checkout.source(name)
     if source is None:
         return Skip("source not found", f"no definition of {name.name} under {checkout.root / 'src'} (a C "
                                         f"'void {name.name}(' or an assembly 'BEGIN_FUNCTION {name.name}')")
-    entry = _entry(item, name, datatype, layout, packing, stage, source, checkout, datatypes[datatype])
+    entry = _entry(item, name, abi, d, output, stage, source, checkout)
     return entry if isinstance(entry, Skip) else Mapped(entry, name, ISAS[name.isa])
 
 
-def _stage(name: UkernelName, layout: str, isa: Isa):
+# The output-stage contract of each datatype's kernels (the requantizing ones: by their requantization token).
+FLOAT_CONTRACTS = {"qd8-f32-qc8w": "qd8-f32", "qdu8-f32-qc8w": "qdu8-f32", "qd8-f32-qc4w": "qd8-f32-qc4w",
+                   "qdu8-f32-qc4w": "qdu8-f32-qc4w"}
+REQUANTIZED_CONTRACTS = {"fp32": "xnnpack-fp32", "rndnu": "xnnpack-rndnu", "rndnu16": "xnnpack-rndnu16"}
+
+
+def _output_contract(d, requantization: str | None) -> str | Skip:
+    if d.blockwise:
+        return Skip("output stage not modelled", f"{d.name}: a blockwise (qb4w) kernel has no output-stage contract "
+                                                 "yet (lowp checks the scalar kernels' float orders only: "
+                                                 "docs/xnnpack-abi.md)")
+    if d.c_type == "f32":
+        return FLOAT_CONTRACTS[d.name]
+    if d.weight_bits == 4:
+        return "xnnpack-fp32-qc4w"
+    return REQUANTIZED_CONTRACTS[requantization]
+
+
+def _stage(name: UkernelName, layout: str, isa: Isa, d) -> str | Skip:
     """The output stage model of the kernel: by params layout, then by ISA (x86 and RVV fp32), then by the scalar
-    variant (fmagic, imagic, lrintf); a Skip where lowp has no model of it."""
-    if layout == "minmax_f32":
+    variant (fmagic, imagic, lrintf); on 4-bit weights its -acc28 form (the int32 holds 16x the sum); a Skip where
+    lowp has no model of it."""
+    from lowp.isa_models.requant import OUTPUT_STAGES
+    stage = _base_stage(name, layout, isa)
+    if isinstance(stage, Skip) or d.weight_bits != 4:
+        return stage
+    if f"{stage}-acc28" not in OUTPUT_STAGES:
+        return Skip("output stage not modelled", f"{name.name}: no 4-bit (-acc28) form of the output stage {stage}")
+    return f"{stage}-acc28"
+
+
+def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
+    if layout in ("minmax_f32", "qc4w_minmax_f32"):
         # FMLA / VFMADD where the C templates fuse (x86 with FMA, AArch64 intrinsics); the AArch64 assembly from
         # gemm_compiler multiplies, then adds (FMUL, FADD: every qd8-f32-qc8w *-asm-aarch64-* source of @75db3c0),
         # and so do RVV (vfmul, vfadd) and the scalar kernels
@@ -439,27 +432,28 @@ def _accumulation(name: UkernelName, isa: Isa) -> tuple[str, tuple[int, int] | N
     return "lowp.kernels.models:exact_gemm", None
 
 
-def _entry(item: YamlEntry, name: UkernelName, datatype: str, layout: str, packing, stage: str, source: Path,
-           checkout: Checkout, d) -> dict | Skip:
+def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage: str, source: Path,
+           checkout: Checkout) -> dict | Skip:
+    """The kernel entry: the ABI facts lowp.kernels.xnnpack read from the test entry (signature, tile, the xnnpack
+    table, a_shift, types; its packing follows from them, no free text), XNNPACK's build of the source, the
+    contracts and the models."""
     isa = ISAS[name.isa]
     accumulation = _accumulation(name, isa)
     if isinstance(accumulation, Skip):
         return accumulation
     model, b_domain = accumulation
-    nr, vector_bits = name.nr, None
+    tile, vector_bits = dict(abi["tile"]), None
     if name.vector_tile:           # RVV: NR vectors of vlenb / sizeof(output) lanes; lowp runs VLEN 128
         vector_bits = 128
-        nr = name.nr * (vector_bits // 8) // (4 if d.c_type == "f32" else 1)
-    a_shift = int(_field(packing, "a_shift", 0) or 0) if not isinstance(packing, str) else \
-        (128 if "to_qu8" in item.data["pack"] else 0)
-    lo_a, hi_a = (0, 255) if d.a_type == "u8" else (-128, 127)
-    lo_b, hi_b = b_domain or ((0, 255) if d.b_type == "u8" else (-128, 127))
+        tile["nr"] = name.nr * (vector_bits // 8) // (4 if d.c_type == "f32" else 1)
+    lo_b, hi_b = d.weight_range
+    if b_domain:
+        lo_b, hi_b = max(lo_b, b_domain[0]), min(hi_b, b_domain[1])
     x86 = isa.target == "x86-64"
     entry = {
         "name": name.name, "target": isa.target, "features": list(isa.features), "sources": [str(source)],
-        "symbol": name.name, "signature": "xnnpack-igemm" if name.op == "igemm" else "xnnpack-gemm",
-        "a_type": d.a_type, "b_type": d.b_type,
-        "c_type": d.c_type,
+        "symbol": abi["symbol"], "signature": abi["signature"],
+        "a_type": abi["a_type"], "b_type": abi["b_type"], "c_type": abi["c_type"],
         # XNNPACK's build: -fno-math-errno for every ukernel (CMakeLists.txt L1042), -ffp-contract=off under GCC
         # (L411: no FMA contraction), the ISA's flags (x86; zig's AArch64/RISC-V -mcpu covers theirs), -O2.
         "cflags": ["-O2", "-fno-math-errno", *(("-ffp-contract=off", *isa.copts) if x86 else ())],
@@ -467,13 +461,11 @@ def _entry(item: YamlEntry, name: UkernelName, datatype: str, layout: str, packi
         # what XNNPACK's build defines (CMakeLists.txt L345-384, L1226): assembly on, the ISA on, no logging
         "defines": ["XNN_ENABLE_ASSEMBLY=1", "XNN_LOG_LEVEL=0", f"XNN_ENABLE_{isa.name.upper()}=1",
                     *([f"{item.data['cpp-check']}=1"] if item.data.get("cpp-check") else [])],
-        "tile": {"mr": name.mr, "nr": nr, "kr": name.kr},
-        "packing": f"XNNPACK {item.data['pack']} (kr {name.kr}, sr {name.sr}"
-                   + (f", A + {a_shift}" if a_shift else "") + ")",
-        "xnnpack": {"datatype": datatype, "params": layout, "sr": name.sr},
+        "tile": tile,
+        "xnnpack": abi["xnnpack"],
         "contract": "exact",
-        "output": CONTRACT_OF_REQUANTIZATION.get(name.requantization, "xnnpack-fp32"),
-        "domain": {"a": [lo_a, hi_a], "b": [lo_b, hi_b]},
+        "output": output,
+        "domain": {"a": [0, 255] if d.a_type == "u8" else [-128, 127], "b": [lo_b, hi_b]},
         "model": {"accumulate": model, "output": stage},
         "overread": {"A": checkout.extra_bytes()},
         "description": f"XNNPACK {item.where}: init {item.data['init']}, pack {item.data['pack']}, k-block "
@@ -481,8 +473,8 @@ def _entry(item: YamlEntry, name: UkernelName, datatype: str, layout: str, packi
     }
     if isa.requires:
         entry["requires"] = list(isa.requires)
-    if a_shift:
-        entry["a_shift"] = a_shift
+    if abi["a_shift"]:
+        entry["a_shift"] = abi["a_shift"]
     if vector_bits:
         entry["vector_bits"] = vector_bits
     return entry
@@ -493,5 +485,5 @@ def _short(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-__all__ = ["ISAS", "Checkout", "Isa", "Mapped", "NotACheckout", "Skip", "UkernelName", "YamlEntry", "parse_name",
-           "translate", "xnnpack_abi_tables"]
+__all__ = ["ISAS", "Checkout", "Isa", "Mapped", "NotACheckout", "Skip", "UkernelName", "YamlEntry", "abi_skip",
+           "parse_name", "translate"]

@@ -89,12 +89,12 @@ def cmd_xnnpack(args) -> int:
 def _map(checkout, args):
     """The campaign's items (one per selected YAML entry) and the kernel entries lowp made, by name."""
     from lowp.conformance.campaign import Item
-    from lowp.conformance.xnnpack_zoo import Skip, parse_name, translate, xnnpack_abi_tables
+    from lowp.conformance.xnnpack_zoo import Skip, parse_name, translate
     found, unreadable = checkout.entries(args.datatype)
     kinds = {path: (datatype, op) for path, datatype, op in checkout.yaml_files()}
     items = [Item(path.name, {"datatype": kinds[path][0], "op": kinds[path][1], "isa": "?"}, f"test/{path.name}",
                   ("YAML unreadable", f"test/{path.name}: {why}")) for path, why in unreadable]
-    entries, tables = {}, xnnpack_abi_tables()
+    entries = {}
     for entry in found:
         try:
             isa = parse_name(entry.name).isa or "?"
@@ -108,7 +108,7 @@ def _map(checkout, args):
         if entry.name in entries:
             item.skip = ("duplicate", f"{entry.where} repeats a kernel of an earlier entry")
             continue
-        result = translate(entry, checkout, tables=tables)
+        result = translate(entry, checkout)
         if isinstance(result, Skip):
             item.skip = (result.category, result.message)
         else:
