@@ -273,3 +273,13 @@ def test_qd8_output_stage_follows_how_each_source_family_rounds():
         stages[name.split("__")[1]] = translate(entry, checkout).entry["model"]["output"]
     assert stages == {"asm_aarch64_neondot_ld64_2": "qd8-f32-unfused", "neondot": "qd8-f32-fma",
                       "avx2": "qd8-f32-fma", "sse2_ld64": "qd8-f32-unfused", "rvv": "qd8-f32-unfused"}
+
+
+def test_the_campaign_benchmark_times_one_datatype():
+    """`lowp bench xnnpack` (issue 23's performance target): the wall time against 60 minutes and the per-kernel
+    median and p90, read from the campaign it runs."""
+    result = lowp("bench", "xnnpack", "--checkout", TREE, "--datatype", "qs8-qc4w", "--jobs", "1")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "2 kernels found, 1 judged (1 passed, 0 failed), 1 skipped" in result.stdout
+    assert "within 60 min" in result.stdout and "per judged kernel: p90" in result.stdout
+    assert lowp("bench", "xnnpack").returncode == 2

@@ -14,7 +14,7 @@ HEADLINE = ("_mm512_maddubs_epi16", "_mm256_maddubs_epi16", "_mm_maddubs_epi16",
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks (ratios side by side in one run)")
     bench.add_argument("suite", nargs="?", default="gemm",
-                       choices=("gemm", "isa", "emulator", "mutants", "conformance"),
+                       choices=("gemm", "isa", "emulator", "mutants", "conformance", "xnnpack"),
                        help="gemm (default): seed 004's GEMM grid, ns per multiply-accumulate of numpy float32, the "
                             "x86 kernels and FBGEMM, side by side; isa: model vs native lanes/s; "
                             "emulator: the AArch64 executors' per-call cost, Unicorn vs qemu-user, on the SDOT GEMM at 64x64x256 and "
@@ -58,6 +58,11 @@ def add_parser(sub) -> None:
                             "pool and by the Ray backend side by side (issue 14: Ray within 10%%), --rounds times "
                             "each, alternating which goes first; on the Ray cluster at ADDRESS, else on one of this "
                             "machine")
+    bench.add_argument("--checkout", type=Path, default=None, metavar="PATH",
+                       help="xnnpack: the XNNPACK checkout whose kernels `lowp xnnpack` judges (issue 23: every "
+                            "kernel of one datatype this machine can run, quick profile, within 60 minutes)")
+    bench.add_argument("--datatype", default="qs8-qc8w", metavar="D",
+                       help="xnnpack: the datatype (default qs8-qc8w)")
     bench.set_defaults(func=cmd_bench)
 
 
@@ -68,6 +73,8 @@ def cmd_bench(args) -> int:
         return bench_mutants(args)
     if args.suite == "conformance":
         return bench_conformance(args)
+    if args.suite == "xnnpack":
+        return bench_xnnpack(args)
     if args.suite == "emulator":
         from lowp.conformance.bench.emulator import (HOOK_REPEATS, ROUNDS, emulator_benchmark, hook_modes,  # noqa: PLC0415
                                                      x86_benchmark)
@@ -278,6 +285,49 @@ def bench_conformance(args) -> int:
                     for e in s["entries"]],
                    headers=("entry", "backend", "checks", "seconds", "claimed check", "median of its copies",
                             "all within 2 s", "claimed within 2 s", "note"), tablefmt="github"))
+    return 0
+
+
+XNNPACK_TARGET_SECONDS = 3600      # issue 23: one datatype's kernels, quick profile, within 60 minutes
+
+
+def bench_xnnpack(args) -> int:
+    """`lowp xnnpack --checkout PATH --datatype D --profile quick` in a child, timed: the wall time against the 60
+    minutes, per kernel the median and p90 seconds, the CPU share the run had. A cold run (an empty build cache)
+    counts its builds; run it twice to see both. Exits 0 whatever the verdicts; 2 without a checkout."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    if args.checkout is None:
+        print("error: lowp bench xnnpack needs --checkout PATH (an XNNPACK checkout)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="lowp-bench-xnnpack-") as out:
+        command = [sys.executable, "-m", "lowp", "xnnpack", str(args.checkout), "--datatype", args.datatype,
+                   "--profile", "quick", "--out", out, "--no-database",
+                   *(["--jobs", str(args.jobs)] if args.jobs else [])]
+        cpu = os.times()
+        done = subprocess.run(command, capture_output=True, text=True)
+        used = os.times()
+        if done.returncode == 2:
+            print(done.stderr.strip(), file=sys.stderr)
+            return 2
+        doc = json.loads((Path(out) / "campaign.json").read_text())
+    t, s, k = doc["totals"], doc["seconds"], doc["per_kernel_seconds"]
+    jobs = doc["settings"].get("jobs") or os.cpu_count()
+    share = (used.children_user - cpu.children_user + used.children_system - cpu.children_system) / \
+        max(1e-9, jobs * s["wall"])
+    print(f"lowp xnnpack {args.checkout} --datatype {args.datatype} --profile quick: {t['found']} kernels found, "
+          f"{t['judged']} judged ({t['passed']} passed, {t['failed']} failed), {t['skipped']} skipped; {jobs} jobs "
+          f"on {os.cpu_count()} cores, {100 * share:.0f}% of their CPU time\n")
+    print(tabulate([("wall time", f"{s['wall']:.1f}", f"{'within' if s['wall'] <= XNNPACK_TARGET_SECONDS else 'OVER'}"
+                     f" {XNNPACK_TARGET_SECONDS // 60} min"),
+                    ("  mapping", f"{s['mapping']:.1f}", ""), ("  builds", f"{s['build']:.1f}", "cold or cached"),
+                    ("  checks", f"{s['checks']:.1f}", ""),
+                    ("per judged kernel: median", _s(k["median"]), f"{k['kernels']} kernels"),
+                    ("per judged kernel: p90", _s(k["p90"]), ""), ("per judged kernel: max", _s(k["max"]), "")],
+                   headers=("", "seconds", "target"), tablefmt="github"))
     return 0
 
 
