@@ -163,8 +163,13 @@ def _build(items, kernels, jobs: int | None):
         problems = build_problems([kernel])
         by_name[kernel.name].build_seconds = time.perf_counter() - start
         return kernel, problems
+    results = []
+    print(f"building {len(kernels)} kernels (cached builds are instant)", file=sys.stderr, flush=True)
     with ThreadPoolExecutor(max(1, jobs or os.cpu_count() or 1)) as pool:
-        results = list(pool.map(one, kernels))
+        for done, result in enumerate(pool.map(one, kernels), 1):
+            results.append(result)
+            if done % 100 == 0 or done == len(kernels):      # a cold build of a datatype takes minutes: say so
+                print(f"  built {done}/{len(kernels)}", file=sys.stderr, flush=True)
     built = []
     for kernel, problems in results:
         if problems:
