@@ -232,9 +232,34 @@ def named_readings(check_name: str, kern, A, B, q, C, keys=None) -> list[tuple[s
     from .stage_families import matches
     named = [(name, name) for name in readings(check_name, kern, A, B, q, C) if keys is None or name in keys]
     contract = kern.output if check_name == "model" else check_name
-    named += matches(contract, A, B, q, C, kern.c_type, acc_variants=accumulation_contract(kern.contract).accepted,
-                     isa=kernel_isa(kern), keys=keys,
+    accepted = accumulation_contract(kern.contract).accepted
+    named += matches(contract, A, B, q, C, kern.c_type, acc_variants=accepted, isa=kernel_isa(kern), keys=keys,
                      blocks=(kern.tile.mr, kern.tile.nr) if kern.signature == "xnnpack-gemm" else None)
+    return named + accumulation_readings(contract, kern, A, B, q, C, accepted, keys=keys)
+
+
+def accumulation_readings(contract_name: str, kern, A, B, q, C, accepted, keys=None) -> list[tuple[str, str]]:
+    """(key, name) of the accumulation bugs C reads as through the contract's own stages: a requantizing kernel
+    whose remainder loop drops the last k shows it only after the stage (variants.py solves an int32 C, not this);
+    named only where it differs from every accepted accumulator's output."""
+    from lowp.isa_models.requant import OUTPUT_STAGES
+
+    from .variants import listed_variants
+    stages = [OUTPUT_STAGES[s] for s in output_contract(contract_name).accepted]
+
+    def outputs(variant):
+        acc = accumulators(variant, A, B, q)
+        for stage in stages:
+            try:
+                yield stage.compute(acc, q, kern.c_type)
+            except (ArithmeticError, ValueError):
+                continue
+    rights = [out for variant in accepted for out in outputs(variant)]
+    named = []
+    for variant in listed_variants(A, B):
+        if (keys is None or variant.key in keys) and variant.key not in dict(named):
+            if any(same(out, C) and not any(same(out, r) for r in rights) for out in outputs(variant)):
+                named.append((variant.key, f"{contract_name} on an accumulator with {variant.name}"))
     return named
 
 

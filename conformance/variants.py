@@ -1014,6 +1014,31 @@ def _byte_range(dtype) -> tuple[int, int]:
     return -(1 << (bits - 1)), (1 << bits) - 1
 
 
+@dataclass(frozen=True)
+class ListedVariant:
+    """A family member named from the shape alone (not solved from C): what a requantizing kernel's output stage
+    can be fed, to name an accumulation bug through it (conformance/quantized.py accumulation_readings)."""
+    key: str            # the family and the part of its parameter every case of one bug shares
+    name: str
+    family: Family
+    param: Any
+
+    def compute(self, A, B):
+        return self.family.compute(A, B, self.param)
+
+
+LISTED_MAX_R = 16       # dropped k values listed without C: a remainder loop loses fewer than a vector's depth
+
+
+def listed_variants(A, B) -> list[ListedVariant]:
+    """The members whose parameter the shape bounds: the last or first r k values dropped, r = 1..16."""
+    family = next(f for f in FAMILIES if isinstance(f, DroppedK))
+    K = A.shape[1]
+    return [ListedVariant(f"{family.name}:{end}", f"the {end} {r} k value{'s' if r > 1 else ''} dropped", family,
+                          (end, r))
+            for end in ("last", "first") for r in range(1, min(LISTED_MAX_R, K - 1) + 1)]
+
+
 FAMILIES: tuple[Family, ...] = (
     PoisonKept(), Permuted(), Layout(), Signedness(), ValueReadAs(), Compensation(), Int16Sums(), DroppedK(),
     OverwritingBlocks(), RestartingBlocks("B"), RestartingBlocks("A"), LanesFlush(signed=True),

@@ -202,10 +202,10 @@ def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
     cx = rows["xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed"]["counterexample"]
     assert cx["shape"] == [1, 1, 9] and cx["kind"] == "value"       # the 9th k is the one the kernel drops
     assert cx["A"][0][:8] == [0] * 8 and cx["B"][8][0] != 0 and cx["A"][0][8] != 0
-    # a 1-column counterexample reads no other column: "scale read from column n + 1" (the padding's 0) would name
-    # any bug that gives 0, and is not named
+    # the accumulation bug is named through the output stage; a 1-column counterexample reads no other column, so
+    # "scale read from column n + 1" (the padding's 0, which any bug giving 0 matches) is not named
     assert rows["xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed"]["cause"] == \
-        "wrong value (no known variant)"
+        "wrong value: the result matches xnnpack-fp32 on an accumulator with the last 1 k value dropped"
     text = (out / "run" / "campaign.md").read_text()
     assert "## xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed: minimal counterexample" \
         in text
