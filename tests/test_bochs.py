@@ -281,6 +281,46 @@ def test_amx_faults_as_hardware_would(amx):
     assert (e.value.buffer, e.value.access, e.value.offset) == ("a", "read", 960)
 
 
+STACK_TILE = r"""
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+struct cfg { uint8_t palette, start, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; };
+// XNNPACK's qc4w AMX kernels' pattern: a local buffer written by vector stores and read only by a tile load
+void stack_tile(const int8_t *b, int32_t *out) {
+    struct cfg cfg; memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1; cfg.rows[0] = 16; cfg.colsb[0] = 64;
+    _tile_loadconfig(&cfg);
+    __attribute__((aligned(64))) int8_t buffer[16 * 64];
+    __attribute__((aligned(64))) int32_t res[16 * 16];
+    for (int r = 0; r < 16; r++)
+        _mm512_store_si512(buffer + 64 * r, _mm512_add_epi8(_mm512_loadu_si512(b + 64 * r), _mm512_set1_epi8(1)));
+    _tile_loadd(0, buffer, 64);
+    _tile_stored(0, res, 64);
+    memcpy(out, res, sizeof res);
+    _tile_release();
+}
+"""
+
+
+def test_amx_sources_are_built_where_the_tile_intrinsics_see_memory(tmp_path):
+    """GCC 12's _tile_loadd is an asm statement with no memory operand: a buffer only a tile load reads has its
+    stores dropped or moved (XNNPACK's qd8-f32-qc4w AMX kernels returned stale stack bytes). lowp builds
+    -mamx-tile sources with zig's clang where the host's header is of that kind; the tile then holds the stores."""
+    source = tmp_path / "stack_tile.c"
+    source.write_text(STACK_TILE)
+    binary = bochs.build_for_bochs(source, flags=("-O2", "-mavx512f", "-mavx512bw", "-mamx-tile"))
+    header = __import__("subprocess").run(["cc", "-print-file-name=include/amxtileintrin.h"], capture_output=True,
+                                          text=True).stdout.strip()
+    text = Path(header).read_text() if Path(header).is_file() else ""
+    assert bochs.host_amx_intrinsics_unsafe() == ("tileloadd\\t(%0,%1,1)" in text and '"memory"' not in text[
+        text.find("#define _tile_loadd_internal"):][:400])
+    b = np.random.default_rng(9).integers(-128, 127, (16, 64), dtype=np.int8)
+    with bochs.BochsMachine(binary) as m:
+        out = m.call("stack_tile", b, np.zeros(256, np.int32), names=["b", "out"])["out"]
+    assert np.array_equal(out.view(np.int8).reshape(16, 64), b + 1)
+
+
 # -- kernels judged on Bochs ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["u8s8s32_avx512vnni", "u8s8s32_avxvnni", "acc16_avx512bw", "u8s8s32_amx"])
