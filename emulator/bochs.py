@@ -179,6 +179,7 @@ def build_for_bochs(*sources, flags=(), depends=(), compiler: str = "auto") -> B
     Debian 12's GCC does not know: the row's `build` then names zig). Raises BuildError naming the file, with the
     compiler's message."""
     if compiler == "auto":
+        from .native import host_amx_intrinsics_unsafe
         if "-mamx-tile" in flags and host_amx_intrinsics_unsafe():
             return build_for_bochs(*sources, flags=flags, depends=depends, compiler="zig")
         try:
@@ -213,27 +214,6 @@ def build_for_bochs(*sources, flags=(), depends=(), compiler: str = "auto") -> B
     except buildcache.BuildFailed as e:
         raise BuildError(f"x86-64 for Bochs: {e}", source=e.source) from None
     return Binary(out, "x86-64-static", tuple(str(p) for p in paths))
-
-
-@lru_cache(maxsize=None)
-def host_amx_intrinsics_unsafe() -> bool:
-    """Whether the host compiler's AMX intrinsics hide their memory accesses from it. GCC 12's amxtileintrin.h
-    (L59-65, L75-80) makes _tile_loadd and _tile_stored `asm volatile` statements whose only operands are the
-    address and the stride: the compiler does not know they read or write memory, so it drops or moves the stores
-    of a buffer that only a tile load reads. XNNPACK's qd8-f32-qc4w AMX kernels unpack their nibbles into such a
-    stack buffer: built by GCC 12 their tiles load stale stack bytes (wrong results that depend on earlier calls);
-    built by clang, whose intrinsics are builtins, they are right. So lowp builds -mamx-tile sources with zig's
-    clang where the host header is of that kind."""
-    from .native import NativeUnavailable, compiler
-    try:
-        cc = compiler()
-        found = subprocess.run([*cc, "-print-file-name=include/amxtileintrin.h"], capture_output=True, text=True,
-                               timeout=30).stdout.strip()
-        text = Path(found).read_text(errors="replace") if found and Path(found).is_file() else ""
-    except (NativeUnavailable, OSError, subprocess.SubprocessError):
-        return False
-    loadd = text[text.find("#define _tile_loadd_internal"):][:400]
-    return "__asm__" in loadd and "memory" not in loadd and '"m"' not in loadd
 
 
 def _unknown_option(message: str) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import subprocess
 from functools import cached_property
 from pathlib import Path
 from typing import Sequence
@@ -106,6 +107,26 @@ def toolchain(cxx: bool = False) -> buildcache.Toolchain:
     return buildcache.Toolchain(cc, buildcache.compiler_identity(cc))
 
 
+@functools.lru_cache(maxsize=None)
+def host_amx_intrinsics_unsafe() -> bool:
+    """Whether the host compiler's AMX intrinsics hide their memory accesses from it. GCC 12's amxtileintrin.h
+    (L59-65, L75-80) makes _tile_loadd and _tile_stored `asm volatile` statements whose only operands are the
+    address and the stride: the compiler does not know they read or write memory, so it drops or moves the stores
+    of a buffer that only a tile load reads. XNNPACK's qd8-f32-qc4w AMX kernels unpack their nibbles into such a
+    stack buffer: built by GCC 12 their tiles load stale stack bytes (wrong results that depend on earlier calls);
+    built by clang, whose intrinsics are builtins, they are right. So lowp builds -mamx-tile sources with zig's
+    clang where the host header is of that kind (natively and for Bochs)."""
+    try:
+        cc = compiler()
+        found = subprocess.run([*cc, "-print-file-name=include/amxtileintrin.h"], capture_output=True, text=True,
+                               timeout=30).stdout.strip()
+        text = Path(found).read_text(errors="replace") if found and Path(found).is_file() else ""
+    except (NativeUnavailable, OSError, subprocess.SubprocessError):
+        return False
+    loadd = text[text.find("#define _tile_loadd_internal"):][:400]
+    return "__asm__" in loadd and "memory" not in loadd and '"m"' not in loadd
+
+
 def build_shared_library(sources: Sequence[str | os.PathLike], flags: Sequence[str] = ("-O2",),
                          stem: str | None = None, depends: Sequence[str | os.PathLike] = ()) -> Path:
     """Compile C, C++ (.cc, .cpp, .cxx) and assembly (.S, .s) sources with `flags` into a shared object in the
@@ -115,10 +136,14 @@ def build_shared_library(sources: Sequence[str | os.PathLike], flags: Sequence[s
     directory, so relative -I and -include paths resolve there.
     Raises lowp.buildcache.BuildFailed naming the file, with the compiler's message."""
     sources = list(sources)
-    cxx = toolchain(cxx=True) if any(buildcache.language(s) == "c++" for s in sources) else None
-    return buildcache.build(toolchain(), sources, directory=cache_dir(), stem=stem or Path(sources[0]).stem,
-                            suffix=".so", compile_flags=(*flags, "-fPIC"), link_flags=("-shared",), inputs=depends,
-                            cxx=cxx)
+    cxx = any(buildcache.language(s) == "c++" for s in sources)
+    tools, target = (toolchain(), toolchain(cxx=True) if cxx else None), ()
+    if "-mamx-tile" in flags and host_amx_intrinsics_unsafe():
+        from .build import zig
+        tools, target = (zig(cache_dir()), zig(cache_dir(), "c++") if cxx else None), ("-target", "x86_64-linux-gnu")
+    return buildcache.build(tools[0], sources, directory=cache_dir(), stem=stem or Path(sources[0]).stem,
+                            suffix=".so", compile_flags=(*target, *flags, "-fPIC"), link_flags=("-shared",),
+                            inputs=depends, cxx=tools[1])
 
 
 def build_shared_object(source: str, stem: str = "x86-wrappers", flags: Sequence[str] = ("-O2",)) -> Path:

@@ -313,12 +313,20 @@ def test_amx_sources_are_built_where_the_tile_intrinsics_see_memory(tmp_path):
     header = __import__("subprocess").run(["cc", "-print-file-name=include/amxtileintrin.h"], capture_output=True,
                                           text=True).stdout.strip()
     text = Path(header).read_text() if Path(header).is_file() else ""
-    assert bochs.host_amx_intrinsics_unsafe() == ("tileloadd\\t(%0,%1,1)" in text and '"memory"' not in text[
+    from lowp.emulator.native import host_amx_intrinsics_unsafe
+    assert host_amx_intrinsics_unsafe() == ("tileloadd\\t(%0,%1,1)" in text and '"memory"' not in text[
         text.find("#define _tile_loadd_internal"):][:400])
     b = np.random.default_rng(9).integers(-128, 127, (16, 64), dtype=np.int8)
     with bochs.BochsMachine(binary) as m:
         out = m.call("stack_tile", b, np.zeros(256, np.int32), names=["b", "out"])["out"]
     assert np.array_equal(out.view(np.int8).reshape(16, 64), b + 1)
+    # the native build (an AMX host runs it there) is made the same way: all 16 rows stored before the tile load
+    from lowp.emulator.native import build_shared_library
+    so = build_shared_library([source], ("-O2", "-mavx512f", "-mavx512bw", "-mamx-tile"))
+    listing = __import__("subprocess").run(["objdump", "-d", "--no-show-raw-insn", f"--disassemble=stack_tile",
+                                            str(so)], capture_output=True, text=True).stdout
+    code = [line.split("\t")[1].split()[0] for line in listing.splitlines() if line.count("\t") >= 1 and ":\t" in line]
+    assert "tileloadd" in code and sum(m.startswith("vmovdqa") for m in code[:code.index("tileloadd")]) >= 16
 
 
 # -- kernels judged on Bochs ---------------------------------------------------------------------------------------
