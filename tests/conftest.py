@@ -77,6 +77,19 @@ domain = {{a = [0, 255], b = [-128, 127]}}
 """
 
 
+def load_kernels(toml: Path) -> dict:
+    """The kernels of a TOML by name, registering them once per test process (another module may have already)."""
+    from lowp.kernels import KernelConfigError, load_toml
+    from lowp.kernels.registry import kernel as registered
+    try:
+        return {k.name: k for k in load_toml(toml)}
+    except KernelConfigError as e:
+        if "already registered" not in str(e):
+            raise
+        import tomllib
+        return {entry["name"]: registered(entry["name"]) for entry in tomllib.loads(toml.read_text())["kernel"]}
+
+
 def scalar_kernels_toml(prefix: str, source: str, whats) -> str:
     """[[kernel]] tables for test kernels `<what>_gemm` in `source`: u8 x s8, 1x1x1 tile, claiming exact."""
     return "".join(SCALAR_KERNEL_TOML.format(prefix=prefix, source=source, what=w) for w in whats)

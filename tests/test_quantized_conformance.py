@@ -14,26 +14,17 @@ from lowp.conformance import check
 from lowp.conformance.checks import Check, replay, run_check
 from lowp.conformance.quantized import from_json
 from lowp.kernels import KernelConfigError, executor, load_toml
-from lowp.kernels.registry import kernel as registered
+
+from .conftest import load_kernels
 
 QUANTIZED = Path(__file__).resolve().parents[1] / "kernels" / "quantized"
 VNNI, AVX2 = "qs8_qc8w_gemm_4x16c4_fp32_avx512vnni", "qs8_qc8w_gemm_4x8c8_fp32_avx2"
 NEON_C = "xnn_qs8_rndnu_4x8_neon_mlal_lane"
 
 
-def _load(toml: Path):
-    try:
-        return {k.name: k for k in load_toml(toml)}
-    except KernelConfigError as e:
-        if "already registered" not in str(e):
-            raise
-        import tomllib
-        return {entry["name"]: registered(entry["name"]) for entry in tomllib.loads(toml.read_text())["kernel"]}
-
-
 @pytest.fixture(scope="module")
 def kernels():
-    return {**_load(QUANTIZED / "x86.toml"), **_load(QUANTIZED / "aarch64.toml")}
+    return {**load_kernels(QUANTIZED / "x86.toml"), **load_kernels(QUANTIZED / "aarch64.toml")}
 
 
 def _runnable(k):

@@ -12,26 +12,17 @@ import pytest
 
 from tests.conftest import runner
 
-from lowp.kernels import KernelConfigError, executor, load_toml, xnnpack
-from lowp.kernels.registry import kernel as registered
+from lowp.kernels import executor, xnnpack
+
+from .conftest import load_kernels
 
 HERE = Path(__file__).resolve().parent / "xnnpack"
 F32 = np.float32
 
 
-def _load(toml: Path):
-    try:
-        return {k.name: k for k in load_toml(toml)}
-    except KernelConfigError as e:
-        if "already registered" not in str(e):
-            raise
-        import tomllib
-        return {entry["name"]: registered(entry["name"]) for entry in tomllib.loads(toml.read_text())["kernel"]}
-
-
 @pytest.fixture(scope="module")
 def ks():
-    return {**_load(HERE / "kernels.toml"), **_load(HERE / "qb4w.toml")}
+    return {**load_kernels(HERE / "kernels.toml"), **load_kernels(HERE / "qb4w.toml")}
 
 
 def _operands(k, rng, M, N, K):
