@@ -6,6 +6,7 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -141,6 +142,8 @@ BENCH_SMOKE = {
     "emulator --hooks": (lambda tmp: ["--quick", "--hooks"], "lockstep"),
     "mutants": (_mutation_suite, "killed 1 of 1 mutants (100%), 0 false alarms in 1 controls"),
     "conformance": (lambda tmp: ["--copies", "1", "--examples", "5", "--jobs", "1"], "lowp conformance over 1 kernels"),
+    "xnnpack": (lambda tmp: ["--checkout", str(Path(__file__).parent / "xnnpack_tree"), "--datatype", "qs8-qc4w",
+                             "--jobs", "1"], "within 60 min"),
 }
 
 
