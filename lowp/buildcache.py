@@ -79,6 +79,9 @@ class CacheError(OSError):
     """The cache folder, or a file in it, cannot be used safely or at all; the message names it and says what to
     do (a file where the folder should be, another user's folder, a folder others can write, a write that fails)."""
 
+    def __str__(self):                 # the message alone, without OSError's "[Errno N]"
+        return self.strerror or super().__str__()
+
 
 class CacheWarning(UserWarning):
     """A cached file that is not what lowp wrote (its checksum differs, its manifest does not parse): named, not
