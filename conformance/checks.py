@@ -809,7 +809,11 @@ def replay(case_id: str, journal_rows: dict | None = None) -> dict:
     previous = None
     if journal_rows and case_id in journal_rows:
         row = journal_rows[case_id]
-        cx = row["counterexample"]
+        cx = row.get("counterexample")
+        if not cx:        # a PASS (or SKIPPED, CRASH) row: nothing failed, so there is no call to repeat
+            raise ValueError(f"{case_id}: the check is {row.get('verdict', 'not finished')} and has no "
+                             "counterexample to replay; replay one of its cases by id (`lowp conformance list "
+                             "--case '*'` lists them)")
         kern = get_kernel(row["kernel"])
         call = _call_from(cx, kern)
         previous = _call_from(cx["previous"], kern) if cx.get("previous") else None

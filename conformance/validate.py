@@ -170,6 +170,7 @@ def build_problems(kernels) -> list[Problem]:
     entry and workspace symbols: a source that does not compile (named, with the compiler's message), a link that
     fails or a symbol that is missing is a configuration error named before any case runs, not a CRASH row per
     check."""
+    from lowp.buildcache import CacheError
     from lowp.emulator.errors import BuildError
     from lowp.kernels import executor
     from lowp.kernels.registry import workspace_symbol
@@ -181,6 +182,8 @@ def build_problems(kernels) -> list[Problem]:
         try:
             wanted = (k.symbol,) if k.xnnpack is not None else (k.symbol, workspace_symbol(k))
             symbols, missing = _symbols(ex, wanted)
+        except CacheError:
+            raise             # the cache folder, not the kernel: the command names it (lowp.cli.main)
         except (BuildError, RuntimeError, OSError, ValueError) as e:
             problems.append(_build_problem(k, e))
             continue

@@ -78,6 +78,15 @@ class Binary:
 
     @cached_property
     def _elf(self):
+        try:
+            return self._read_elf()
+        except BuildError:
+            raise
+        except Exception as e:  # noqa: BLE001 - pyelftools raises many kinds on a damaged file; none names it
+            raise BuildError(f"{self.path}: not a readable ELF ({type(e).__name__}: {e}); if it is in lowp's cache, "
+                             "delete it and it is built again") from None
+
+    def _read_elf(self):
         from elftools.elf.elffile import ELFFile
         with open(self.path, "rb") as f:
             elf = ELFFile(f)

@@ -20,7 +20,10 @@ One emu_start per call. Modes (per Machine, or per call):
   budget     instruction budget (default 500 M); without `count` it is Unicorn's own emu_start(count=...),
              which costs a C callback per instruction, no Python.
   count      exact instruction count via a Python UC_HOOK_BLOCK (one call per executed block, adding the
-             block's size / 4); the budget is then enforced by that hook.
+             block's size / 4); the budget is then enforced by that hook, at Python's speed: a two-instruction
+             loop takes minutes to spend 500 M. Give `seconds` too for a call that must stop soon.
+  seconds    a wall-clock limit (Unicorn's own emu_start timeout, no Python): BudgetExceeded when it runs out,
+             with the instructions counted so far (None: none).
   mnemonics  per-mnemonic counts (implies count): each executed block is disassembled once with capstone.
   lockstep   for every instruction lowp models (lowp.emulator.a64) compare Unicorn's Vd with the model's,
              stopping at the first disagreement (LockstepMismatch): code hooks only at those addresses.
@@ -40,7 +43,7 @@ import numpy as np
 from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_UNMAPPED, UC_HOOK_MEM_PROT,
                      UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE_UNMAPPED, UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED,
                      UC_MEM_READ_PROT, UC_MEM_READ_UNMAPPED, UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UC_PROT_ALL,
-                     UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, UcError)
+                     UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, UC_QUERY_TIMEOUT, UcError)
 
 from .aapcs64 import AAPCS64, REGISTER_STATES
 from .build import Binary
@@ -106,12 +109,14 @@ class Machine:
     registers, disassembly and exceptions."""
 
     def __init__(self, binary: Binary, *, budget: int | None = DEFAULT_BUDGET, count: bool = False,
-                 mnemonics: bool = False, lockstep: bool = False, trace=None, convention=AAPCS64):
+                 mnemonics: bool = False, lockstep: bool = False, trace=None, seconds: float | None = None,
+                 convention=AAPCS64):
         if binary.target != "bare":
             raise ValueError(f"Machine runs 'bare' builds; {binary.path.name} is a {binary.target!r} build")
         self.binary = binary
         self.cc = convention
-        self.defaults = dict(budget=budget, count=count, mnemonics=mnemonics, lockstep=lockstep, trace=trace)
+        self.defaults = dict(budget=budget, count=count, mnemonics=mnemonics, lockstep=lockstep, trace=trace,
+                             seconds=seconds)
         self.uc = convention.create()
         self.page = self.uc.ctl_get_page_size()
         self._code = []
@@ -328,6 +333,12 @@ class Machine:
         return BudgetExceeded(f"instruction budget of {budget:,} exhausted (a runaway loop?); stopped at {pc:#x}: {text}",
                               budget=budget, pc=pc, instruction=text)
 
+    def _time_error(self, seconds, pc, counted):
+        text = self._disasm(pc)
+        ran = f" after {counted:,} instructions" if counted is not None else ""
+        return BudgetExceeded(f"time budget of {seconds:g} s exhausted{ran} (a runaway loop?); stopped at {pc:#x}: "
+                              f"{text}", budget=seconds, pc=pc, instruction=text)
+
     def _disasm(self, pc):
         try:
             word = bytes(self.uc.mem_read(pc, self.cc.instruction_bytes))
@@ -340,7 +351,7 @@ class Machine:
         """Call `symbol` with numpy arrays (passed as pointers to copies), Pointers (tables of addresses into the
         call's buffers) and ints (scalars); see the module doc. memory: (name, array) buffers placed like the
         arguments' but not passed (a Pointers table is how the kernel reaches them; CallResult lists them after the
-        arguments' arrays). options override the Machine's: budget, count, mnemonics, lockstep, trace. overread: {buffer name: bytes}
+        arguments' arrays). options override the Machine's: budget, count, mnemonics, lockstep, trace, seconds. overread: {buffer name: bytes}
         a kernel may read past that buffer's end (writes there are still caught, by a canary). seed: the CPU
         starts from the state it chooses (the other general and vector registers pseudo-random, the flags and the
         rest as created; one of REGISTER_STATES), not from the last call's, so a kernel that reads a register it
@@ -368,7 +379,8 @@ class Machine:
         t0 = time.perf_counter()
         try:
             try:
-                self.uc.emu_start(entry, RETURN, count=0 if count or not opts["budget"] else opts["budget"])
+                self.uc.emu_start(entry, RETURN, timeout=int(opts["seconds"] * 1e6) if opts["seconds"] else 0,
+                                  count=0 if count or not opts["budget"] else opts["budget"])
             except UcError as e:
                 error = s["error"] or EmulationFailed(f"Unicorn stopped: {e} at pc {self.uc.reg_read(self.cc.pc):#x}")
             seconds = time.perf_counter() - t0
@@ -377,6 +389,8 @@ class Machine:
             if error is None and s["pending"] is not None:
                 self._check(s["pending"])
                 error = s["error"]
+            if error is None and pc != RETURN and opts["seconds"] and self.uc.query(UC_QUERY_TIMEOUT):
+                error = self._time_error(opts["seconds"], pc, s["total"] if count else None)
             if error is None and pc != RETURN:
                 error = self._budget_error(opts["budget"], pc) if opts["budget"] else \
                     EmulationFailed(f"emulation stopped at {pc:#x} before the function returned")

@@ -214,6 +214,9 @@ def add_intrinsic(intr: Intrinsic) -> Intrinsic:
 
 def intrinsic(name: str) -> Intrinsic:
     """The model of a C intrinsic, by its exact name: `intrinsic('_mm512_mask_dpbusd_epi32')(src, k, a, b)`."""
+    if not isinstance(name, str):
+        raise TypeError(f"intrinsic() takes an intrinsic's name as a str (e.g. '_mm256_maddubs_epi16'), "
+                        f"not {name!r}")
     try:
         return _INTRINSICS[name]
     except KeyError:
@@ -223,6 +226,8 @@ def intrinsic(name: str) -> Intrinsic:
 
 
 def instruction(mnemonic: str, arch: str | None = None, extension: str | None = None) -> Instruction:
+    if not isinstance(mnemonic, str):
+        raise TypeError(f"instruction() takes a mnemonic as a str (e.g. 'vpmaddubsw'), not {mnemonic!r}")
     hits = [i for (a, m, e), i in _INSTRUCTIONS.items()
             if m == mnemonic.lower() and arch in (None, a) and extension in (None, e)]
     if not hits:

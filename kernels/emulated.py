@@ -69,7 +69,9 @@ class EmulatedExecutor:
         each call is a round trip to the emulator (the native executor caches its last shape likewise)."""
         shape = (M, N, K)
         if shape not in self._workspace:
-            self._workspace[shape] = int(self.machine.call(workspace_symbol(self.kernel), M, N, K).ret)
+            from .executors import checked_workspace
+            size = int(self.machine.call(workspace_symbol(self.kernel), M, N, K).ret) & (2 ** 64 - 1)   # a size_t
+            self._workspace[shape] = checked_workspace(self.kernel, M, N, K, size)
         return self._workspace[shape]
 
     def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None,

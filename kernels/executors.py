@@ -21,6 +21,25 @@ class KernelUnavailable(RuntimeError):
     pass
 
 
+class WorkspaceTooLarge(RuntimeError):
+    """A kernel's workspace function asked for more than MAX_WORKSPACE_BYTES."""
+
+
+# Every call maps the workspace between guard pages and fills it with poison: a request beyond 1 GiB, at the shapes
+# lowp runs, is a size computed wrongly (garbage, a sign error through size_t), not memory to find.
+MAX_WORKSPACE_BYTES = 1 << 30
+
+
+def checked_workspace(kernel: Kernel, M: int, N: int, K: int, size: int) -> int:
+    """`size`, the bytes `kernel`'s workspace function gave for (M, N, K), if lowp can give them; else
+    WorkspaceTooLarge naming the function, the shape and the size (instead of a MemoryError with no words)."""
+    if size > MAX_WORKSPACE_BYTES:
+        raise WorkspaceTooLarge(f"{kernel.name}: {workspace_symbol(kernel)}({M}, {N}, {K}) asks for {size:,} bytes "
+                                f"of workspace; lowp gives a kernel at most {MAX_WORKSPACE_BYTES:,} (1 GiB) per call: "
+                                "is the size computed right?")
+    return size
+
+
 def _prototype(kernel: Kernel) -> str:
     """The entry's (and workspace function's) declarations for cffi, and their function types (lowp_entry_fn,
     lowp_workspace_fn), through which a function the library does not export is called by its address."""
@@ -169,7 +188,7 @@ class NativeExecutor:
     def workspace_bytes(self, M: int, N: int, K: int) -> int:
         local = self._local
         if getattr(local, "shape", None) != (M, N, K):
-            local.size = int(self._entry[2](M, N, K))
+            local.size = checked_workspace(self.kernel, M, N, K, int(self._entry[2](M, N, K)))
             local.shape = (M, N, K)
         return local.size
 

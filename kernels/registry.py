@@ -165,10 +165,24 @@ class Kernel:
         case's quantization parameters `quant`)."""
         self.check_operands(A, B)
         if not self.quantized:
-            return self.model(A, B, **self.params)
+            return self._checked_prediction(self.model(A, B, **self.params), A, B)
         if quant is None:
             raise ValueError(f"{self.name}: a quantized kernel's prediction needs the quantization parameters")
-        return self.model(A, B, quant, **self.params)
+        return self._checked_prediction(self.model(A, B, quant, **self.params), A, B)
+
+    def _checked_prediction(self, C, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """The model's result if it is what a kernel writes: an (M, N) numpy array of integers (of floats for an
+        f32 output). ModelResultError naming the model otherwise, where it was returned, not an AttributeError
+        deep in the comparison."""
+        shape = (A.shape[0], B.shape[1])
+        kinds = "f" if self.c_dtype.kind == "f" else "iu"
+        what = "float" if kinds == "f" else "integer"
+        if isinstance(C, np.ndarray) and C.shape == shape and C.dtype.kind in kinds:
+            return C
+        got = f"a {C.dtype} array of shape {C.shape}" if isinstance(C, np.ndarray) else \
+            f"{type(C).__name__} {C!r}"[:120] if C is not None else "None"
+        raise ModelResultError(f"kernel {self.name!r}: its model {model_name(self.model)} returned {got}; a model "
+                               f"returns C as an {what} numpy array of shape (M, N) = {shape}")
 
 
 # Signature kinds: the C prototype the entry symbol has, and how the executors call it.
@@ -194,6 +208,16 @@ SIGNATURES = {
 }
 XNNPACK_SIGNATURES = ("xnnpack-gemm", "xnnpack-igemm")
 QUANTIZED_SIGNATURES = ("quant-gemm", *XNNPACK_SIGNATURES)
+
+
+class ModelResultError(TypeError):
+    """A behaviour model returned something that is not C (None, a scalar, a list, the wrong shape or type)."""
+
+
+def model_name(model) -> str:
+    """How a model is named where it is configured: 'module:function' (a TOML entry's spelling), else its repr."""
+    module, name = getattr(model, "__module__", None), getattr(model, "__qualname__", None)
+    return f"{module}:{name}" if module and name else repr(model)
 
 
 _kernel_init = Kernel.__init__

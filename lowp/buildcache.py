@@ -22,24 +22,37 @@ directory and moved into place with os.replace, so parallel workers see a whole 
 after the compile started is not trusted: the artifact is returned but no manifest is written (ccache does the
 same), so the next lookup builds again.
 
+What the cache holds is loaded and run (dlopen, Unicorn, qemu, Bochs), so it is checked, not trusted:
+- the manifest records the SHA-256 of the artifact as built; a lookup re-hashes the artifact and uses it only if
+  the digest matches. An artifact that differs (a flipped bit, a truncated file, a file planted under its name) is
+  not loaded: a CacheWarning names it, it is removed and built again. An artifact without a manifest is never
+  looked up at all: only what lowp built and recorded is reused.
+- the cache folder (and the subfolders builds write into) is created 0700 and refused, with a CacheError naming
+  it, when it is not a folder, belongs to another user or can be written by other users: whoever can write
+  there can put code into every later run. A generated source found in it is used only if its bytes are the text.
+- every failure to read or write the cache is a CacheError (an OSError) naming the folder or file and what to do.
+
 This module imports nothing from lowp: both builders depend on it, not the other way round.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-FORMAT = "lowp-buildcache-3"        # bump when the key, the manifest or the command lines change meaning
+FORMAT = "lowp-buildcache-4"        # bump when the key, the manifest or the command lines change meaning
 MANIFEST_SUFFIX = ".manifest"
 KEY_CHARS = 24                      # of key 1 in file names (the manifest holds the whole key)
 RESULT_CHARS = 12                   # of the result key (key 1 plus the headers' hashes) in file names
@@ -62,6 +75,19 @@ class BuildFailed(RuntimeError):
         return type(self), (str(self), self.source)
 
 
+class CacheError(OSError):
+    """The cache folder, or a file in it, cannot be used safely or at all; the message names it and says what to
+    do (a file where the folder should be, another user's folder, a folder others can write, a write that fails)."""
+
+    def __str__(self):                 # the message alone, without OSError's "[Errno N]"
+        return self.strerror or super().__str__()
+
+
+class CacheWarning(UserWarning):
+    """A cached file that is not what lowp wrote (its checksum differs, its manifest does not parse): named, not
+    used, and built again."""
+
+
 @dataclass(frozen=True)
 class Toolchain:
     """How to run a compiler driver: its argv prefix, the identity that joins the key, and its environment."""
@@ -78,6 +104,75 @@ def cache_dir() -> Path:
     if env:
         return Path(env)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lowp"
+
+
+# Folders this process has already created or checked (ready_folder): a check per build would be a stat per build.
+_READY: set[str] = set()
+
+
+def ready_folder(directory: str | os.PathLike) -> Path:
+    """`directory` made ready for artifacts: every missing folder created 0700, and it (with every folder between
+    it and the cache folder) checked: a folder, this user's, writable by no one else. CacheError naming the folder
+    otherwise, since what is in it is loaded and run."""
+    directory = Path(directory)
+    for folder in _folders_to_check(directory):
+        if str(folder) in _READY:
+            continue
+        _create_private(folder)
+        _check_private(folder)
+        _READY.add(str(folder))
+    return directory
+
+
+def _folders_to_check(directory: Path) -> list[Path]:
+    """The cache folder and each folder from it down to `directory`; `directory` alone if it is elsewhere (a
+    build(cache=...) of its own)."""
+    root = cache_dir()
+    try:
+        parts = directory.relative_to(root).parts
+    except ValueError:
+        return [directory]
+    return [root, *(root.joinpath(*parts[:i + 1]) for i in range(len(parts)))]
+
+
+def _create_private(folder: Path) -> None:
+    """mkdir -m 0700 of `folder` and of its missing parents (Path.mkdir's mode covers the last one only)."""
+    missing = []
+    for p in (folder, *folder.parents):
+        if p.exists() or p.is_symlink():
+            break
+        missing.append(p)
+    for p in reversed(missing):
+        try:
+            p.mkdir(mode=0o700)
+        except FileExistsError:
+            pass                # another process made it first: checked below like any folder
+        except OSError as e:
+            raise CacheError(e.errno, f"cannot create the cache folder {p}: {e.strerror}; set LOWP_CACHE_DIR to a "
+                                      "folder you can write") from None
+
+
+def _check_private(folder: Path) -> None:
+    try:
+        st = folder.stat()
+    except OSError as e:
+        raise CacheError(e.errno, f"cannot use the cache folder {folder}: {e.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise CacheError(errno.ENOTDIR, f"the cache folder {folder} is a file, not a folder: remove it, or set "
+                                        "LOWP_CACHE_DIR to a folder")
+    if st.st_uid != os.geteuid():
+        raise CacheError(errno.EPERM, f"the cache folder {folder} belongs to another user (uid {st.st_uid}): lowp "
+                                      "loads and runs what is in it, so it only uses a folder of its own; set "
+                                      "LOWP_CACHE_DIR to one")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise CacheError(errno.EPERM, f"the cache folder {folder} can be written by other users (mode "
+                                      f"{stat.S_IMODE(st.st_mode):04o}): lowp loads and runs what is in it; "
+                                      f"`chmod go-w {folder}`, or set LOWP_CACHE_DIR to a folder of your own")
+
+
+def _cache_write_error(path: Path, e: OSError) -> CacheError:
+    return CacheError(e.errno, f"cannot write {path} into the cache: {e.strerror}; make {path.parent} writable "
+                               "or set LOWP_CACHE_DIR to a folder you can write")
 
 
 def compiler_identity(command: tuple[str, ...]) -> str:
@@ -143,10 +238,23 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def source_file(text: str, directory: Path, name: str, suffix: str = ".c") -> Path:
-    """Generated source text as a file named by its content under `directory`, so it builds like any source."""
-    path = Path(directory) / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}{suffix}"
-    if not path.is_file():
-        write_atomic(path, text.encode())
+    """Generated source text as a file named by its content under `directory`, so it builds like any source. A
+    file of that name whose bytes are not the text (damaged, or put there) is written again, with a CacheWarning."""
+    path = ready_folder(directory) / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}{suffix}"
+    data = text.encode()
+    try:
+        if path.read_bytes() == data:
+            return path
+        warnings.warn(f"{path}: the generated source is not the text it is named after (damaged or replaced): "
+                      "writing it again", CacheWarning, stacklevel=2)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise CacheError(e.errno, f"cannot read {path} in the cache: {e.strerror}") from None
+    try:
+        write_atomic(path, data)
+    except OSError as e:
+        raise _cache_write_error(path, e) from None
     return path
 
 
@@ -219,21 +327,55 @@ def _headers_match(headers: Mapping[str, str], seen: dict[str, str | None]) -> b
 
 
 def lookup(directory: Path, prefix: str, key1: str) -> Path | None:
-    """The artifact of a manifest for key 1 whose headers all still hash as recorded, newest manifest first."""
+    """The artifact of a manifest for key 1 whose headers all still hash as recorded and whose own bytes hash as
+    the manifest recorded when lowp built it (_intact), newest manifest first."""
     pattern = f"{_glob_escape(prefix)}-*{MANIFEST_SUFFIX}"
     manifests = sorted(directory.glob(pattern), key=_mtime, reverse=True)
     seen: dict[str, str | None] = {}
     for manifest in manifests:
-        try:
-            entry = json.loads(manifest.read_text())
-        except (OSError, ValueError):
+        entry = _read_manifest(manifest)
+        if entry is None or entry.get("format") != FORMAT or entry.get("key") != key1:
             continue
-        if entry.get("format") != FORMAT or entry.get("key") != key1:
+        name = entry.get("artifact")
+        if not isinstance(name, str) or Path(name).name != name:     # a manifest names a file beside it, no path
             continue
-        artifact = directory / entry["artifact"]
-        if artifact.is_file() and _headers_match(entry["headers"], seen):
+        artifact = directory / name
+        if artifact.is_file() and _headers_match(entry.get("headers", {}), seen) and _intact(artifact, entry, manifest):
             return artifact
     return None
+
+
+def _read_manifest(manifest: Path) -> dict | None:
+    """A manifest's entry; None, with a CacheWarning naming it, if it does not parse (it is then ignored, and the
+    artifact built again): manifests are written whole (write_atomic), so a broken one was damaged."""
+    try:
+        entry = json.loads(manifest.read_text())
+    except FileNotFoundError:
+        return None                 # removed since the glob (another process found it damaged)
+    except (OSError, ValueError) as e:
+        warnings.warn(f"{manifest}: unreadable build manifest ({e}): ignored, the artifact is built again",
+                      CacheWarning, stacklevel=3)
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
+def _intact(artifact: Path, entry: dict, manifest: Path) -> bool:
+    """Whether the artifact's bytes still hash as recorded when lowp built it. If not, it is not loaded: a
+    CacheWarning names it, and it and its manifest are removed so that the caller builds it again."""
+    try:
+        digest = sha256_file(artifact)
+    except OSError as e:
+        raise CacheError(e.errno, f"cannot read the cached {artifact}: {e.strerror}") from None
+    if digest == entry.get("sha256"):
+        return True
+    warnings.warn(f"{artifact}: its SHA-256 is not the one {manifest.name} recorded when lowp built it (the file "
+                  "was damaged or replaced since): not loaded; building it again", CacheWarning, stacklevel=4)
+    for path in (manifest, artifact):
+        try:
+            path.unlink()
+        except OSError:
+            pass                   # gone already, or not ours to remove: the rebuild replaces it
+    return False
 
 
 def _glob_escape(text: str) -> str:
@@ -316,33 +458,42 @@ def build(toolchain: Toolchain, sources: Iterable[str | os.PathLike], *, directo
         if not p.is_file():
             raise FileNotFoundError(f"{'source' if p in sources else 'input'} {p} does not exist")
     compile_flags, link_flags = tuple(compile_flags), tuple(link_flags)
-    directory = Path(directory)
+    directory = ready_folder(directory)
     cwd = sources[0].parent
     key1 = _key1(toolchain, compile_flags, link_flags, cwd, sources, inputs, cxx, language_flags)
     prefix = f"{stem}-{key1[:KEY_CHARS]}"
-    if directory.is_dir():
-        hit = lookup(directory, prefix, key1)
-        if hit is not None:
-            stats["hits"] += 1
-            return hit
-    directory.mkdir(parents=True, exist_ok=True)
+    hit = lookup(directory, prefix, key1)
+    if hit is not None:
+        stats["hits"] += 1
+        return hit
     stats["builds"] += 1
     started = time.time_ns()
-    work = Path(tempfile.mkdtemp(dir=directory, prefix=".build-"))
+    try:
+        work = Path(tempfile.mkdtemp(dir=directory, prefix=".build-"))
+    except OSError as e:
+        raise _cache_write_error(directory / ".build-*", e) from None
     try:
         output = work / f"out{suffix}"
         headers = _compile_and_link(toolchain, sources, compile_flags, link_flags, cwd, work, output, cxx,
                                     language_flags)
         digests = {str(h): sha256_file(h) for h in sorted(headers)}
         artifact = directory / f"{prefix}-{_result_key(key1, digests)[:RESULT_CHARS]}{suffix}"
-        os.replace(output, artifact)
+        built = sha256_file(output)          # recorded in the manifest: what a lookup checks before reuse
+        try:
+            os.replace(output, artifact)
+        except OSError as e:
+            raise _cache_write_error(artifact, e) from None
         # A header written after the compile started may not be what the compiler read: keep no manifest for it.
         if all(h.stat().st_mtime_ns < started for h in headers):
-            manifest = {"format": FORMAT, "key": key1, "artifact": artifact.name, "headers": digests,
+            manifest = {"format": FORMAT, "key": key1, "artifact": artifact.name, "sha256": built, "headers": digests,
                         "sources": [str(s) for s in sources], "inputs": [str(p) for p in inputs],
                         "compiler": compiler_name(toolchain.identity), "compile_flags": list(compile_flags),
                         "link_flags": list(link_flags)}
-            write_atomic(artifact.with_name(artifact.name + MANIFEST_SUFFIX), json.dumps(manifest, indent=1).encode())
+            path = artifact.with_name(artifact.name + MANIFEST_SUFFIX)
+            try:
+                write_atomic(path, json.dumps(manifest, indent=1).encode())
+            except OSError as e:
+                raise _cache_write_error(path, e) from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return artifact

@@ -12,6 +12,7 @@ import importlib
 import os
 import re
 import sys
+import warnings
 
 COMMANDS = ("isa", "emulate", "conformance", "fuzz", "bounds", "bench", "docs", "study", "peers", "xnnpack")
 # argparse takes '-127:127' for an option unless it looks like a negative number: ranges are values too.
@@ -33,6 +34,11 @@ class Parser(argparse.ArgumentParser):
     def usage_error(self, message: str):
         """Print the usage and `message`, exit 2: for a command's own checks of its arguments."""
         self.error(message)
+
+    def input_error(self, message: str):
+        """One line, `message` naming the input and what is wrong with its value, exit 2: the option was understood,
+        its value cannot be used (the usage would only bury the line that matters)."""
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
     # A repeatable positional (dest) that takes values after options too: argparse fills `nargs="*"` once, so
     # `lowp conformance replay --kernels my.toml ID` would leave ID unrecognised.
@@ -75,6 +81,17 @@ class Parser(argparse.ArgumentParser):
                                                  f"(choose from {choices})")
 
 
+def environment_problem() -> str | None:
+    """What is wrong with lowp's environment variables (checked once, before any command runs), or None:
+    LOWP_DISABLE_FEATURES naming a feature no target knows would otherwise disable nothing, silently."""
+    from lowp.emulator.targets import disabled_features
+    try:
+        disabled_features()
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 def build_parser() -> Parser:
     lowp = importlib.import_module("lowp")
     parser = Parser(prog="lowp", description=lowp.__doc__)
@@ -101,11 +118,33 @@ def _give_commands_their_parser(parser: argparse.ArgumentParser) -> None:
                 _give_commands_their_parser(sub)
 
 
+def _warning_line(message, category, filename, lineno, line=None) -> str:
+    """lowp's own warnings (a cached file rebuilt, ...) as one line naming what they are about; others as Python
+    prints them."""
+    from lowp.buildcache import CacheWarning
+    if issubclass(category, CacheWarning):
+        return f"lowp: warning: {message}\n"
+    return _python_formatwarning(message, category, filename, lineno, line)
+
+
+_python_formatwarning = warnings.formatwarning
+
+
 def main(argv=None) -> int:
+    from lowp.buildcache import CacheError
+    warnings.formatwarning = _warning_line
     args = build_parser().parse_args(argv)
+    problem = environment_problem()
+    if problem:
+        print(f"lowp: {problem}", file=sys.stderr)
+        return 2
     try:
         status = int(args.func(args) or 0)
         sys.stdout.flush()
+    except CacheError as e:
+        # The cache folder, or a file in it, cannot be used: one line naming it, before or instead of CRASH rows.
+        print(f"lowp: {e}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader went away (`| head`): no traceback, and no second error when Python flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

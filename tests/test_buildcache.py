@@ -83,7 +83,9 @@ def cache(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("LOWP_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("ZIG_GLOBAL_CACHE_DIR", raising=False)
     monkeypatch.delenv("ZIG_LOCAL_CACHE_DIR", raising=False)
-    return tmp_path / "cache"
+    buildcache.cache_dir.cache_clear()          # read once a process: this test's folder, not the last one's
+    yield tmp_path / "cache"
+    buildcache.cache_dir.cache_clear()
 
 
 @pytest.fixture

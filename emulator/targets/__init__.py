@@ -159,8 +159,25 @@ def recipe(name: str) -> Recipe:
 
 
 def disabled_features() -> frozenset[str]:
-    """The names in LOWP_DISABLE_FEATURES (comma-separated): lowp acts as if the CPU lacked them."""
-    return frozenset(f.strip() for f in os.environ.get("LOWP_DISABLE_FEATURES", "").split(",") if f.strip())
+    """The names in LOWP_DISABLE_FEATURES (comma-separated): lowp acts as if the CPU lacked them. ValueError naming
+    the variable and the name for one that no target knows (a misspelling would disable nothing, silently)."""
+    return _disabled(os.environ.get("LOWP_DISABLE_FEATURES", ""))
+
+
+@cache
+def _disabled(value: str) -> frozenset[str]:
+    names = frozenset(f.strip() for f in value.split(",") if f.strip())
+    if not names:
+        return names
+    from lowp.kernels.features import COMPILER_NAMES, TARGETS, did_you_mean, known_features
+    known = frozenset().union(*(known_features(t) for t in TARGETS))
+    aliases = {k: v for names_of in COMPILER_NAMES.values() for k, v in names_of.items()}
+    for name in sorted(names - known):
+        close = did_you_mean(name, known, aliases=aliases)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        raise ValueError(f"LOWP_DISABLE_FEATURES: unknown feature {name!r}{hint}; it takes the feature names Linux "
+                         "prints in /proc/cpuinfo, comma-separated (e.g. avx512_vnni,avx_vnni)")
+    return names
 
 
 # -- the host ---------------------------------------------------------------------------------------------------
@@ -236,9 +253,12 @@ def host() -> Host:
     model = info.get("model name") or platform.processor() or platform.machine()
     x86, error = frozenset(), None
     if arch == "x86-64":
+        from lowp.buildcache import CacheError
         try:
             from lowp.emulator.native import detected_x86_features
             x86 = detected_x86_features()
+        except CacheError:
+            raise                 # an unusable cache folder is the user's to fix, not a CPU without features
         except Exception as e:  # noqa: BLE001 - no C compiler: the report says why instead of failing
             error = str(e)
     return Host(platform.machine(), arch, model, flags, x86, error)

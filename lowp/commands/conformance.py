@@ -272,12 +272,21 @@ def _check_patterns(args, cases) -> None:
                               f"case's name or its whole id, e.g. 'k_*' or '*:4x8x*')")
 
 
+def check_out(args) -> None:
+    """--out names the report folder: a file there is an input error (exit 2) before anything runs, not a
+    traceback when the journal is opened."""
+    if args.out.exists() and not args.out.is_dir():
+        args.parser.input_error(f"--out {args.out}: is a file; --out names the report folder (it is created if "
+                                "missing)")
+
+
 def cmd_conformance(args) -> int:
     from lowp.conformance import report, runner
     from lowp.conformance.checks import plan, probe_share
     from lowp.kernels import KernelConfigError
     if args.action == "schema":
         return _schema(args)
+    check_out(args)
     set_backend(args)
     try:
         selected = _kernels(args)

@@ -8,7 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from .conformance import _kernels, _options, _settings, add_run_options, database_note, kernels_args, set_backend
+from .conformance import (_kernels, _options, _settings, add_run_options, check_out, database_note, kernels_args,
+                          set_backend)
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 LINE_SECONDS = 10.0
@@ -57,6 +58,7 @@ def cmd_fuzz(args) -> int:
     from lowp.kernels import KernelConfigError
     if args.budget <= 0 or (args.rounds is not None and args.rounds < 1):
         args.parser.error("--budget must be more than 0 s and --rounds at least 1")
+    check_out(args)
     set_backend(args)
     try:
         selected = _kernels(args)

@@ -173,6 +173,10 @@ def modelled_not_proven(v):
 
 
 def cmd_verify(args) -> int:
+    if args.registers < 1:
+        args.parser.input_error(f"--registers {args.registers}: the random registers per intrinsic must be 1 or more")
+    if any(v < 1 for v in args.vlen):
+        args.parser.input_error(f"--vlen {' '.join(map(str, args.vlen))}: a VLEN is a positive number of bits")
     selected = select(args.names, args.arch)
     amx = select_amx(args.names, args.arch)
     sme2 = select_sme2(args.names, args.arch)
