@@ -428,7 +428,8 @@ def _accumulation(name: UkernelName, isa: Isa) -> tuple[str, tuple[int, int] | N
         if name.kr not in (8, 16):
             return Skip("accumulation not modelled", f"{name.name}: no model of the int16 pair sums of a c{name.kr} "
                                                      "MLAL kernel yet (lowp models the c8/c16 pairs k, k+8)")
-        return "lowp.kernels.models_arm:smlal_sadalp_gemm", (-127, 127)
+        op = "igemm" if name.op == "igemm" else "gemm"      # an IGEMM's pairs restart at every tap
+        return f"lowp.kernels.models_arm:smlal_sadalp_{op}", (-127, 127)
     return "lowp.kernels.models:exact_gemm", None
 
 

@@ -38,6 +38,18 @@ def smlal_sadalp_gemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return wrap(total, S32)
 
 
+def smlal_sadalp_igemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """An XNNPACK IGEMM of MLAL pairs (k, k+8): each tap's kc values are paired from the tap's own first k (the
+    kernel walks each tap's pointer anew), so the int16 pairs restart at every tap; K is split in the taps an IGEMM
+    case uses unless it names its own (lowp.kernels.xnnpack.default_taps)."""
+    from .xnnpack import default_taps
+    ks = default_taps(A.shape[1])
+    kc = A.shape[1] // ks
+    total = sum(smlal_sadalp_gemm(A[:, p * kc:(p + 1) * kc], B[p * kc:(p + 1) * kc]).astype(np.int64)
+                for p in range(ks))
+    return wrap(total, S32)
+
+
 def sdot_gemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """sdot_s8.c: SDOT of each 4-k group of an A row against 4 columns of a B panel, int32 accumulation."""
     M, K = A.shape

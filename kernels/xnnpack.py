@@ -733,6 +733,11 @@ def _gemm_calls(inv: Invocation, u: Ukernel, M, K, N, a_stride, c: Strided) -> N
 
 
 # ---- IGEMM: the indirection buffer -------------------------------------------------------------------------------
+def default_taps(K: int) -> int:
+    """The taps (ks) an IGEMM case splits K into unless it names them: the largest of 3, 2, 1 that divides K."""
+    return next(k for k in (3, 2, 1) if K % k == 0)
+
+
 @dataclass(frozen=True)
 class Indirection:
     """How an IGEMM call gathers its rows: K = ks taps of kc; row m's tap p is A[m, p*kc:(p+1)*kc], reached
@@ -753,7 +758,7 @@ class Indirection:
         unknown = set(options) - {"ks", "a_offset", "zero"}
         if unknown:
             raise ValueError(f"igemm: unknown key(s) {', '.join(sorted(unknown))} (known: ks, a_offset, zero)")
-        ks = options.get("ks") or next(k for k in (3, 2, 1) if K % k == 0)
+        ks = options.get("ks") or default_taps(K)
         if not isinstance(ks, (int, np.integer)) or ks < 1 or K % ks:
             raise ValueError(f"igemm: ks={ks!r} taps do not split K={K} into taps of equal depth")
         zero = options.get("zero", "auto")

@@ -283,3 +283,19 @@ def test_the_campaign_benchmark_times_one_datatype():
     assert "2 kernels found, 1 judged (1 passed, 0 failed), 1 skipped" in result.stdout
     assert "within 60 min" in result.stdout and "per judged kernel: p90" in result.stdout
     assert lowp("bench", "xnnpack").returncode == 2
+
+
+def test_an_igemm_mlal_kernels_pairs_restart_at_every_tap():
+    """A campaign over XNNPACK @75db3c0 found the neonv8 MLAL IGEMMs' model check off where an int16 pair (k,
+    k + 8) straddles two taps (K = 63: 3 taps of 21): the kernel pairs within a tap, so its model does too."""
+    import numpy as np
+
+    from lowp.kernels.models_arm import smlal_sadalp_gemm, smlal_sadalp_igemm
+    A = np.zeros((1, 63), np.int8)
+    B = np.zeros((63, 1), np.int8)
+    A[0, [51, 59]] = B[[51, 59], 0] = -128           # one GEMM pair of two 16384 products: wraps in int16
+    assert smlal_sadalp_gemm(A, B)[0, 0] == -32768 and smlal_sadalp_igemm(A, B)[0, 0] == 32768
+    e = _mapped_as("xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_2x8c8__neonv8_mlal",
+                   "src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x4-minmax-fp32-scalar-lrintf.c",
+                   init="xnn_init_qs8_qc8w_conv_minmax_fp32_neonv8_params", pack="xnn_pack_qs8_conv_goki_w").entry
+    assert e["model"]["accumulate"] == "lowp.kernels.models_arm:smlal_sadalp_igemm" and e["domain"]["b"] == [-127, 127]
