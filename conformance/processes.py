@@ -30,9 +30,13 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
+_received: list[int] = []      # the stop signals the handler took (a library may re-raise them as KeyboardInterrupt)
+
+
 def signal_of(interrupt: BaseException) -> int:
-    """The signal behind a KeyboardInterrupt (Ctrl-C: SIGINT)."""
-    return getattr(interrupt, "signum", signal.SIGINT)
+    """The signal behind a KeyboardInterrupt: its own, else the last SIGTERM or SIGHUP taken (Ray's blocking calls
+    turn any exception of a signal handler into a plain KeyboardInterrupt), else SIGINT (Ctrl-C)."""
+    return getattr(interrupt, "signum", None) or (_received[-1] if _received else signal.SIGINT)
 
 
 def exit_status(interrupt: BaseException) -> int:
@@ -41,6 +45,7 @@ def exit_status(interrupt: BaseException) -> int:
 
 
 def _raise_interrupted(signum, frame):
+    _received.append(signum)
     raise Interrupted(signum)
 
 
@@ -52,6 +57,7 @@ def interruptible():
         yield
         return
     before = {s: signal.signal(s, _raise_interrupted) for s in STOP_SIGNALS}
+    _received.clear()
     try:
         yield
     finally:

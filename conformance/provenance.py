@@ -36,8 +36,19 @@ def producers(checks, options: dict | None) -> dict[str, dict]:
 
 
 def case_options(options: dict) -> dict:
-    """The options that change the cases, as JSON has them (tuples become lists: a journal row compares equal)."""
-    return json.loads(json.dumps({k: options.get(k) for k in CASE_OPTIONS}))
+    """The options that change the cases, run_check's defaults where not given (options {} and the defaults spelt
+    out are the same run), as JSON has them (tuples become lists: a journal row compares equal)."""
+    defaults = _run_check_defaults()
+    return json.loads(json.dumps({k: options.get(k, defaults.get(k)) for k in CASE_OPTIONS}))
+
+
+@functools.cache
+def _run_check_defaults() -> dict:
+    import inspect
+
+    from .checks import run_check
+    return {name: p.default for name, p in inspect.signature(run_check).parameters.items()
+            if p.default is not inspect.Parameter.empty}
 
 
 def backend_choices() -> dict[str, str]:
