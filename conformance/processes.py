@@ -52,11 +52,13 @@ def _raise_interrupted(signum, frame):
 @contextmanager
 def interruptible():
     """SIGTERM and SIGHUP raise Interrupted inside the block (Ctrl-C raises KeyboardInterrupt anyway); the handlers
-    before it come back after. Only the main thread can set handlers: elsewhere the block changes nothing."""
+    before it come back after. A signal ignored before stays ignored (`nohup lowp fuzz ...` goes on after a
+    hangup). Only the main thread can set handlers: elsewhere the block changes nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = {s: signal.signal(s, _raise_interrupted) for s in STOP_SIGNALS}
+    before = {s: signal.signal(s, _raise_interrupted) for s in STOP_SIGNALS
+              if signal.getsignal(s) is not signal.SIG_IGN}
     _received.clear()
     try:
         yield
@@ -74,7 +76,8 @@ def become_child_of(parent_pid: int) -> None:
     except OSError:
         pass                # already a group leader (the parent set it first)
     for s in (signal.SIGINT, *STOP_SIGNALS):
-        signal.signal(s, signal.SIG_DFL)
+        if signal.getsignal(s) is not signal.SIG_IGN:     # nohup's ignored SIGHUP stays ignored
+            signal.signal(s, signal.SIG_DFL)
     die_with_parent(parent_pid)
 
 
