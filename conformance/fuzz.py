@@ -28,6 +28,10 @@ from .runner import run, stopped
 LOG = "campaign.jsonl"
 
 
+class LogUnwritable(OSError):
+    """The campaign's log could not be written (a full disk): the campaign stops; --resume goes on from the log."""
+
+
 def round_folder(out: Path, seed: int) -> Path:
     return out / "rounds" / f"seed-{seed}"
 
@@ -86,9 +90,12 @@ class Campaign:
 
     def write(self, event: dict) -> None:
         from .runner import append_handle
-        self.out.mkdir(parents=True, exist_ok=True)
-        with append_handle(self.out / LOG) as f:      # on a new line, after a line a kill cut short
-            f.write(json.dumps(event) + "\n")
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            with append_handle(self.out / LOG) as f:      # on a new line, after a line a kill cut short
+                f.write(json.dumps(event) + "\n")
+        except OSError as e:
+            raise LogUnwritable(e.errno, f"cannot write the campaign log {self.out / LOG}: {e.strerror or e}") from e
         self._replay(event)
 
     def in_play(self) -> list[Check]:

@@ -122,8 +122,8 @@ def _fuzz(args, held) -> int:
         stop = (f"interrupted by {signal.Signals(signal_of(e)).name}", exit_status(e))
     except RunStopped as e:
         stop = (e.why, e.status)
-    except OSError as e:                # the campaign's log cannot be written
-        stop = (f"cannot write the campaign log {args.out / fuzz.LOG}: {e.strerror or e}", 1)
+    except fuzz.LogUnwritable as e:     # a full disk
+        stop = (str(e), 1)
     finally:
         if started_ray:
             import ray
