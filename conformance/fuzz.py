@@ -28,6 +28,10 @@ from .runner import run, stopped
 LOG = "campaign.jsonl"
 
 
+class LogUnwritable(OSError):
+    """The campaign's log could not be written (a full disk): the campaign stops; --resume goes on from the log."""
+
+
 def round_folder(out: Path, seed: int) -> Path:
     return out / "rounds" / f"seed-{seed}"
 
@@ -53,18 +57,21 @@ class Campaign:
     rounds: list[dict] = field(default_factory=list)  # {"round", "seed", "checks", "finished", "seconds", "executed"}
     found: list[dict] = field(default_factory=list)       # {"round", "seed", "row"}
     retired: dict[str, str] = field(default_factory=dict)  # check id -> why it left
+    unreadable: list[int] = field(default_factory=list)    # numbers of the log's lines that could not be read
 
     @classmethod
     def load(cls, out: Path, checks: list[Check]) -> Campaign:
-        """The campaign in `out` (a new one if it has no log)."""
+        """The campaign in `out` (a new one if it has no log). A line that cannot be read (cut by a kill, not
+        UTF-8, not an event this log writes) is skipped and counted, not an error."""
         c = cls(out, checks)
         log = out / LOG
-        for line in log.read_text().splitlines() if log.is_file() else ():
+        for number, raw in enumerate(log.read_bytes().split(b"\n") if log.is_file() else (), 1):
+            if not raw.strip():
+                continue
             try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue            # a line cut by a kill
-            c._replay(event)
+                c._replay(json.loads(raw.decode("utf-8")))
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+                c.unreadable.append(number)
         return c
 
     def _replay(self, event: dict) -> None:
@@ -82,9 +89,13 @@ class Campaign:
             self.retired[event["id"]] = event["why"]
 
     def write(self, event: dict) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
-        with (self.out / LOG).open("a") as f:
-            f.write(json.dumps(event) + "\n")
+        from .runner import append_handle
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            with append_handle(self.out / LOG) as f:      # on a new line, after a line a kill cut short
+                f.write(json.dumps(event) + "\n")
+        except OSError as e:
+            raise LogUnwritable(e.errno, f"cannot write the campaign log {self.out / LOG}: {e.strerror or e}") from e
         self._replay(event)
 
     def in_play(self) -> list[Check]:
@@ -240,8 +251,10 @@ def document(c: Campaign, settings: dict, seconds: float) -> dict:
 
 
 def write(c: Campaign, settings: dict, seconds: float, kernels_args: str = "") -> dict[str, Path]:
+    """fuzz.md and fuzz.json, each written whole and renamed into place (outfolder.write_text)."""
+    from .outfolder import write_text
     paths = {"markdown": c.out / "fuzz.md", "json": c.out / "fuzz.json"}
     c.out.mkdir(parents=True, exist_ok=True)
-    paths["markdown"].write_text(markdown(c, kernels_args))
-    paths["json"].write_text(json.dumps(document(c, settings, seconds), indent=1))
+    write_text(paths["markdown"], markdown(c, kernels_args))
+    write_text(paths["json"], json.dumps(document(c, settings, seconds), indent=1))
     return paths

@@ -42,7 +42,8 @@ from pathlib import Path
 
 from .checks import Check
 from .rows import check_row
-from .runner import RunLog, Tracked, child_events, stopped
+from .processes import interruptible
+from .runner import JournalUnwritable, RunLog, Tracked, child_events, stopped
 
 ARCH = "lowp-arch:"           # a node runs native kernels of this architecture
 FEATURE = "lowp-feature:"     # ... using this CPU feature
@@ -190,6 +191,7 @@ def serve(fd: int) -> None:
     from multiprocessing.connection import Connection
 
     from lowp.kernels import kernels
+    _end_with(os.getppid())
     conn = Connection(fd)
     kernels()       # the built-in kernels, registered once for every child
     ctx = mp.get_context("fork")
@@ -200,6 +202,19 @@ def serve(fd: int) -> None:
             return      # the Ray worker is gone
         for event in child_events(check, ctx=ctx, timeout=timeout, options=options, args=(prepare,)):
             conn.send(event)
+
+
+def _end_with(parent_pid: int, every: float = 1.0) -> None:
+    """The check server ends, with the check it runs, when the Ray worker that started it is gone (a cancelled
+    task's worker is killed): a thread looks every `every` s. (Not PR_SET_PDEATHSIG: that follows the thread that
+    started the server, and a Ray worker's threads come and go.) The check's child has its own death signal."""
+    import threading
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(every)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True, name="lowp-parent-watch").start()
 
 
 def _prepare(kernel: str, origin: str | None, env: dict) -> None:
@@ -284,18 +299,36 @@ def run(checks: list[Check], journal: Path, *, address: str = "local", jobs: int
     ray = import_ray()
     started_here = connect(address, jobs)       # first: a cluster that is not there leaves the journal as it was
     try:
-        return _run(ray, RunLog(checks, journal, resume, progress, on_row), jobs=jobs, timeout=timeout,
-                    options=options or {}, stop_at=stop_at)
+        with interruptible():
+            run_log = RunLog(checks, journal, resume, progress, on_row, options)
+            flights: dict = {}
+            try:
+                return _run(ray, run_log, flights, jobs=jobs, timeout=timeout, options=options or {},
+                            stop_at=stop_at)
+            except (KeyboardInterrupt, JournalUnwritable) as e:
+                _cancel(ray, flights)
+                raise run_log.stopped(e) from None
     finally:
         if started_here:
             ray.shutdown()
 
 
-def _run(ray, run_log: RunLog, *, jobs, timeout, options, stop_at=None) -> list[dict]:
+def _cancel(ray, flights: dict) -> None:
+    """Stop the tasks in flight: Ray kills their workers (force), whose check servers and children follow
+    (serve's watch on its parent; the children's death signal)."""
+    for gen in flights:
+        try:
+            ray.cancel(gen, force=True)
+        except Exception:   # noqa: BLE001 - a task that already ended, or a cluster going away: nothing to stop
+            pass
+
+
+def _run(ray, run_log: RunLog, flights: dict, *, jobs, timeout, options, stop_at=None) -> list[dict]:
+    """Submit the checks, journal their events as they come; `flights`: generator -> [Tracked, its node once the
+    task started, whether its row came] (the caller cancels what is left in it if the run is interrupted)."""
     from lowp.kernels.executors import BACKEND_ENVS
     task = ray.remote(num_cpus=1, max_retries=0, num_returns="streaming")(check_task)
     env = {name: os.environ[name] for name in BACKEND_ENVS.values() if os.environ.get(name)}
-    flights: dict = {}      # generator -> [Tracked, its node once the task started, whether its row came]
     queue, skipped = route(run_log.pending, ray.nodes())
     for row in skipped:
         run_log.record(row)

@@ -326,10 +326,13 @@ def document(rows: list[dict], seconds: float | None, settings: dict) -> dict:
 
 def write(rows: list[dict], out: Path, seconds: float | None = None, replay_args: str = "",
           settings: dict | None = None) -> dict[str, Path]:
+    """report.md, report.json and junit.xml in `out`, each written whole under a temporary name and renamed into
+    place (outfolder.write_text): a reader or a kill mid-write never sees half a report."""
+    from .outfolder import write_text
     out.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": out / "report.md", "json": out / "report.json", "junit": out / "junit.xml"}
     doc = document(rows, seconds, settings or {})
-    paths["markdown"].write_text(markdown(rows, seconds, replay_args))
-    paths["json"].write_text(json.dumps(doc, indent=1))
-    paths["junit"].write_text(junit(rows, settings, doc["created"], replay_args))
+    write_text(paths["markdown"], markdown(rows, seconds, replay_args))
+    write_text(paths["json"], json.dumps(doc, indent=1))
+    write_text(paths["junit"], junit(rows, settings, doc["created"], replay_args))
     return paths

@@ -79,6 +79,16 @@ class Node(TypedDict):
     python: str
 
 
+class Producer(TypedDict):
+    """What produced a journal row (lowp.conformance.provenance): `--resume` keeps a row only if this run's would
+    be the same."""
+    __pydantic_config__ = STRICT
+    lowp: str                   # lowp's version
+    kernel: str                 # SHA-256 of the kernel's entry and its build (the build cache's key: sources, headers)
+    options: dict[str, Any]     # the options that change the cases: seed, examples, grid, --case, --shapes
+    backend: dict[str, str]     # backends chosen by environment (--backend): LOWP_X86_BACKEND, ...
+
+
 class CheckRow(TypedDict):
     """One check: a kernel against its behaviour model or a contract, on a domain, through one backend."""
     __pydantic_config__ = STRICT
@@ -110,6 +120,7 @@ class CheckRow(TypedDict):
     traceback: NotRequired[str]
     test: NotRequired[str]      # the pytest node that made the check (pytest --lowp-report)
     node: NotRequired[Node]     # the machine that ran it (the Ray backend; otherwise the report's `machine`)
+    producer: NotRequired[Producer]     # what produced it (the runner's rows; `--resume` compares it)
 
 
 def check_row(check, **fields) -> CheckRow:

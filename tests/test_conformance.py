@@ -162,8 +162,8 @@ def test_runner_turns_crashes_and_hangs_into_rows_and_goes_on(bad_kernels, tmp_p
     checks = [Check("test_crasher", "model", "full", True), Check("test_hanger", "model", "full", True),
               Check("test_offbyone", "exact", "claimed", True), Check("u8s8s32_ssse3", "exact", "claimed", True),
               Check("test_aborter", "model", "full", True)]
-    rows = runner.run(checks, tmp_path / "journal.jsonl", jobs=2, timeout=8, progress=False,
-                      options={"examples": 40, "grid": False, "budget": 1.0})
+    options = {"examples": 40, "grid": False, "budget": 1.0}
+    rows = runner.run(checks, tmp_path / "journal.jsonl", jobs=2, timeout=8, progress=False, options=options)
     by = {r["id"]: r for r in rows}
     # A segfault inside the kernel is caught by the guard: a FAIL naming the fault, shrunk to the first K that does it.
     segv = by["test_crasher:model:full"]
@@ -180,11 +180,11 @@ def test_runner_turns_crashes_and_hangs_into_rows_and_goes_on(bad_kernels, tmp_p
     assert off["verdict"] == "FAIL" and off["counterexample"]["shape"] == [1, 1, 1]
     assert off["counterexample"]["nonzero"] == 2
     assert by["u8s8s32_ssse3:exact:claimed"]["verdict"] in ("PASS", "SKIPPED")
-    # The journal has every case and row; resume keeps what was done and runs nothing twice.
+    # The journal has every case and row; resume with the same options keeps what was done and runs nothing twice.
     events = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
     assert sum(e["event"] == "row" for e in events) == 5
     assert sum(e["event"] == "case" for e in events) >= off["executed"] - 40
-    again = runner.run(checks, tmp_path / "journal.jsonl", resume=True, progress=False)
+    again = runner.run(checks, tmp_path / "journal.jsonl", resume=True, progress=False, options=options)
     assert [r["verdict"] for r in again] == [r["verdict"] for r in rows]
     assert len((tmp_path / "journal.jsonl").read_text().splitlines()) == len(events)
     # Reports: a claimed failure and a crash show, with executed counts, in every format.

@@ -182,8 +182,8 @@ def test_crashes_and_hangs_stay_rows_and_the_journal_resumes(cluster, bad_kernel
     checks = [Check("ray_aborter", "model", "full", True), Check("ray_offbyone", "exact", "claimed", True),
               Check("u8s8s32_ssse3", "exact", "claimed", True)]
     journal = tmp_path / "out" / "journal.jsonl"
-    rows = runner.run(checks, journal, timeout=120, progress=False, ray="local",
-                      options={"examples": 20, "grid": False, "budget": 1.0})
+    options = {"examples": 20, "grid": False, "budget": 1.0}
+    rows = runner.run(checks, journal, timeout=120, progress=False, ray="local", options=options)
     by = {r["id"]: r for r in rows}
     crash = by["ray_aborter:model:full"]          # abort() killed the check's process, not the node's server
     assert crash["verdict"] == "CRASH" and "signal 6" in crash["reason"] and "while running case" in crash["reason"]
@@ -192,7 +192,8 @@ def test_crashes_and_hangs_stay_rows_and_the_journal_resumes(cluster, bad_kernel
     assert off["verdict"] == "FAIL" and off["counterexample"]["shape"] == [1, 1, 1]
     assert off["origin"].endswith("bad.toml")
     assert by["u8s8s32_ssse3:exact:claimed"]["verdict"] == "PASS"
-    # The journal has every case of every finished check, as the process pool's does; resume runs nothing twice.
+    # The journal has every case of every finished check, as the process pool's does; resume (with the same options)
+    # runs nothing twice.
     events = [json.loads(line) for line in journal.read_text().splitlines()]
     assert not {"node"} & {e["event"] for e in events}
     def count(kind, check_id):
@@ -201,7 +202,7 @@ def test_crashes_and_hangs_stay_rows_and_the_journal_resumes(cluster, bad_kernel
         cases = count("case", r["id"])
         assert cases > 0 and count("start", r["id"]) == cases + (r is crash)    # the case it died in: started
     assert count("case", crash["id"]) == crash["executed"]
-    again = runner.run(checks, journal, resume=True, progress=False, ray="local")
+    again = runner.run(checks, journal, resume=True, progress=False, ray="local", options=options)
     assert [r["verdict"] for r in again] == [r["verdict"] for r in rows]
     assert len(journal.read_text().splitlines()) == len(events)
     # The reports take the rows with their node (report.json is validated against the row's type).
@@ -270,3 +271,47 @@ def test_lowp_fuzz_ray_uses_the_cluster_that_is_there(cluster, tmp_path, capsys)
     doc = json.loads((out / "fuzz.json").read_text())
     assert doc["settings"]["ray"] == "local" and [r["seed"] for r in doc["rounds"]] == [1, 2]
     assert ray.is_initialized()            # not started by the command: left running
+
+
+def test_sigterm_cancels_the_tasks_and_no_check_process_outlives_the_run(cluster, tmp_path, forget_kernels):
+    """A run on Ray stopped by SIGTERM (or Ctrl-C) cancels its tasks; the check servers of their workers end, and
+    with them the check processes: no kernel loops on after the run (docs/reliability.md)."""
+    import os
+    import shutil
+    import signal
+    import threading
+    import time
+    from pathlib import Path
+
+    from .test_reliability import HERE, KERNELS_TOML, all_gone, children, events
+    for name in ("kernels.c", "offset.h"):
+        shutil.copy(HERE / name, tmp_path / name)
+    (tmp_path / "kernels.toml").write_text(KERNELS_TOML)
+    load_toml(tmp_path / "kernels.toml")
+    journal, found = tmp_path / "journal.jsonl", []
+
+    def servers() -> list[int]:
+        return [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/cmdline")
+                if b"ray_runner import serve" in _read(p)]
+
+    def interrupt_once_spinning():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not found:
+            if any(e.get("event") == "start" for e in events(journal)):
+                found.extend(pid for server in servers() for pid in children(server))
+            time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGTERM)
+    threading.Thread(target=interrupt_once_spinning, daemon=True).start()
+    with pytest.raises(runner.RunStopped) as stop:
+        runner.run([Check("rel_spin", "model", "full", True)], journal, timeout=300, progress=False, ray="local",
+                   options={"examples": 0, "grid": False})
+    assert stop.value.status == 143 and [r["verdict"] for r in stop.value.rows] == ["NOT RUN"]
+    assert found, "no check process was seen spinning"
+    all_gone(found, seconds=30)
+
+
+def _read(path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""

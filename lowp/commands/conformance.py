@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 # What --profile sets (explicit --examples and --grid/--no-grid override it): the hypothesis search's examples per
@@ -281,8 +282,17 @@ def check_out(args) -> None:
 
 
 def cmd_conformance(args) -> int:
-    from lowp.conformance import report, runner
-    from lowp.conformance.checks import plan, probe_share
+    from lowp.conformance.processes import interruptible
+    try:
+        with interruptible():
+            return _conformance(args)
+    except KeyboardInterrupt as e:  # before any check ran, or while the reports were written (they are whole)
+        return interrupted(e)
+
+
+def _conformance(args) -> int:
+    from lowp.conformance import runner
+    from lowp.conformance.checks import plan
     from lowp.kernels import KernelConfigError
     if args.action == "schema":
         return _schema(args)
@@ -306,22 +316,81 @@ def cmd_conformance(args) -> int:
             for line in lines:
                 print(line)
         return 0
+    with ExitStack() as held:
+        if not hold_out(held, args.out):
+            return 2
+        return _run(args, checks, options)
+
+
+def hold_out(held: ExitStack, out: Path) -> bool:
+    """Take OUT's lock until `held` closes (lowp.conformance.outfolder): False, after saying why, where another
+    run holds it (refused before its journal is touched) or the folder cannot be made."""
+    from lowp.conformance.outfolder import OutLocked, command_line, exclusive
+    try:
+        held.enter_context(exclusive(out, command_line()))
+    except OutLocked as e:
+        print(f"error: {e}", file=sys.stderr)
+        return False
+    except OSError as e:
+        print(f"error: --out {out}: cannot write there: {e.strerror or e}", file=sys.stderr)
+        return False
+    return True
+
+
+def _run(args, checks, options: dict) -> int:
+    """Run the checks and write the reports; a run stopped by Ctrl-C, SIGTERM or a full disk reports what
+    finished and exits 128 + the signal, or 1."""
+    from lowp.conformance import report, runner
+    from lowp.conformance.checks import probe_share
+    from lowp.conformance.ray_runner import RayUnavailable
     start = time.perf_counter()
     database_note(args, options["database"])
     options["probe_examples"] = probe_share(options["examples"])
     settings = _settings(args, options)
-    from lowp.conformance.ray_runner import RayUnavailable
+    stop = None
     try:
         rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume,
                           timeout=args.timeout, options=options, ray=args.ray)
     except RayUnavailable as e:          # --ray ADDRESS where no cluster answers: exit 2 before any check ran
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except runner.RunStopped as e:
+        rows, stop = e.rows, e
     seconds = time.perf_counter() - start
-    paths = report.write(rows, args.out, seconds, _replay_args(args), settings)
+    written = write_reports(lambda: report.write(rows, args.out, seconds, _replay_args(args), settings), args.out)
     print(report.terminal(rows, seconds, _replay_args(args)))
-    print(f"reports: {', '.join(str(p) for p in paths.values())}; journal: {args.out / 'journal.jsonl'}")
+    if written:
+        print(f"reports: {', '.join(str(p) for p in written.values())}; journal: {args.out / 'journal.jsonl'}")
+    if stop is not None:
+        return stopped(stop, rows)
     failures = report.summary(rows)["claimed_failures"]
     if failures:
         print(f"FAILED: {len(failures)} claimed check(s) broken: {', '.join(failures)}", file=sys.stderr)
-    return 1 if failures else 0
+    return 1 if failures or not written else 0
+
+
+def write_reports(write, out: Path) -> dict | None:
+    """write() (the reports, each written whole or not at all); None, after saying why, where the disk refuses."""
+    try:
+        return write()
+    except OSError as e:
+        print(f"error: cannot write the reports in {out}: {e}", file=sys.stderr)
+        return None
+
+
+def interrupted(e: KeyboardInterrupt) -> int:
+    """Ctrl-C or SIGTERM outside the checks' run: a line, no traceback; 128 + the signal."""
+    import signal
+
+    from lowp.conformance.processes import exit_status, signal_of
+    print(f"interrupted by {signal.Signals(signal_of(e)).name}", file=sys.stderr)
+    return exit_status(e)
+
+
+def stopped(stop, rows: list[dict]) -> int:
+    """Say why the run stopped and how to go on; its exit status (130 Ctrl-C, 143 SIGTERM, 1 a full disk)."""
+    finished = sum(r["verdict"] != "NOT RUN" for r in rows)
+    print(f"{'error: ' if stop.status == 1 else ''}{stop.why}; the reports have the {finished} of {len(rows)} "
+          "check(s) that finished", file=sys.stderr)
+    print("interrupted: --resume continues", file=sys.stderr)
+    return stop.status

@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from .conformance import (_kernels, _options, _settings, add_run_options, check_out, database_note, kernels_args,
-                          set_backend)
+from .conformance import (_kernels, _options, _settings, add_run_options, check_out, database_note, hold_out,
+                          interrupted, kernels_args, set_backend, write_reports)
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 LINE_SECONDS = 10.0
@@ -53,8 +53,20 @@ def add_parser(sub) -> None:
 
 
 def cmd_fuzz(args) -> int:
+    from contextlib import ExitStack
+
+    from lowp.conformance.processes import interruptible
+    try:
+        with interruptible(), ExitStack() as held:
+            return _fuzz(args, held)
+    except KeyboardInterrupt as e:      # before the campaign started, or while its reports were written
+        return interrupted(e)
+
+
+def _fuzz(args, held) -> int:
     from lowp.conformance import fuzz, report
     from lowp.conformance.checks import plan, probe_share
+    from lowp.conformance.runner import RunStopped
     from lowp.kernels import KernelConfigError
     if args.budget <= 0 or (args.rounds is not None and args.rounds < 1):
         args.parser.error("--budget must be more than 0 s and --rounds at least 1")
@@ -67,6 +79,8 @@ def cmd_fuzz(args) -> int:
         return 2
     checks = [c for c in plan(selected) if c.claimed or args.probes]
     options = _options(args, checks)
+    if not hold_out(held, args.out):     # one campaign at a time in OUT: refused before its log is touched
+        return 2
     options["probe_examples"] = probe_share(options["examples"])
     kernels = kernels_args(args)
     started_ray = _connect(args)
@@ -97,32 +111,47 @@ def cmd_fuzz(args) -> int:
               + ("" if len(ran) == len(rows) else "; the budget ran out (--resume finishes the round)"), flush=True)
         shown[:] = [time.monotonic(), 0, 0]
     start = time.perf_counter()
-    interrupted = False
+    stop = None          # (why, exit status) of a campaign stopped before its budget
     try:
         campaign = fuzz.campaign(checks, args.out, options=options, budget=args.budget, rounds=args.rounds,
                                  first_seed=args.seed, resume=args.resume, jobs=args.jobs, timeout=args.timeout,
                                  ray=args.ray, on_found=found, on_round=finished)
-    except KeyboardInterrupt:
-        interrupted = True
-        campaign = fuzz.Campaign.load(args.out, checks)
+    except KeyboardInterrupt as e:      # between rounds (within one, the runner's RunStopped)
+        import signal
+
+        from lowp.conformance.processes import exit_status, signal_of
+        stop = (f"interrupted by {signal.Signals(signal_of(e)).name}", exit_status(e))
+    except RunStopped as e:
+        stop = (e.why, e.status)
+    except fuzz.LogUnwritable as e:     # a full disk
+        stop = (str(e), 1)
     finally:
         if started_ray:
             import ray
             ray.shutdown()
+    if stop is not None:
+        campaign = fuzz.Campaign.load(args.out, checks)
+    if campaign.unreadable:
+        print(f"resume: skipped {len(campaign.unreadable)} unreadable line(s) of {args.out / fuzz.LOG} (lines "
+              f"{', '.join(map(str, campaign.unreadable[:5]))}{', ...' if len(campaign.unreadable) > 5 else ''})",
+              file=sys.stderr)
     seconds = time.perf_counter() - start
     settings = {**_settings(args, options), "budget": args.budget, "rounds": args.rounds, "probes": args.probes}
-    paths = fuzz.write(campaign, settings, seconds, kernels)
+    paths = write_reports(lambda: fuzz.write(campaign, settings, seconds, kernels), args.out)
     s = fuzz.summary(campaign)
     print(f"\n{s['rounds']} round(s), {s['executed']:,} cases executed on {s['checks']} checks; "
           f"{len(s['claimed_counterexamples'])} claimed check(s) with a counterexample, {s['probe_failure_modes']} "
           f"probe failure mode(s); {s['in_play']} check(s) still in play.")
-    print(f"reports: {paths['markdown']}, {paths['json']}; campaign log: {args.out / fuzz.LOG}")
-    if interrupted or (s["in_play"] and not args.rounds):
+    if paths:
+        print(f"reports: {paths['markdown']}, {paths['json']}; campaign log: {args.out / fuzz.LOG}")
+    if stop is not None or (s["in_play"] and not args.rounds):
         print(f"go on: lowp fuzz --resume --out {args.out}{' ' + kernels if kernels else ''} "
               "[--budget TIME]")
-    if interrupted:
-        return 130
-    return 1 if s["claimed_counterexamples"] else 0
+    if stop is not None:
+        print(f"{'error: ' if stop[1] == 1 else ''}{stop[0]}", file=sys.stderr)
+        print("interrupted: --resume continues", file=sys.stderr)
+        return stop[1]
+    return 1 if s["claimed_counterexamples"] or not paths else 0
 
 
 def _connect(args):

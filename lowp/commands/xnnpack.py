@@ -15,7 +15,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .conformance import BACKENDS, PROFILES, add_database_options, database, set_backend
+from .conformance import (BACKENDS, PROFILES, add_database_options, database, hold_out, interrupted, set_backend,
+                          stopped)
 
 
 def add_parser(sub) -> None:
@@ -54,6 +55,17 @@ def _fail(message: str) -> int:
 
 
 def cmd_xnnpack(args) -> int:
+    from contextlib import ExitStack
+
+    from lowp.conformance.processes import interruptible
+    try:
+        with interruptible(), ExitStack() as held:
+            return _xnnpack(args, held)
+    except KeyboardInterrupt as e:      # while mapping or building, or while the reports were written
+        return interrupted(e)
+
+
+def _xnnpack(args, held) -> int:
     from lowp.conformance.xnnpack_zoo import ISAS, Checkout, NotACheckout
     try:
         checkout = Checkout(args.path)
@@ -68,6 +80,8 @@ def cmd_xnnpack(args) -> int:
     if bad_isas:
         return _fail(f"--isa {', '.join(bad_isas)}: not an XNNPACK ISA lowp knows; known: {', '.join(ISAS)}")
     set_backend(args)
+    if not hold_out(held, args.out):     # one run at a time in OUT: refused before its journal is touched
+        return 2
     started = time.perf_counter()
     items, entries = _map(checkout, args)
     if not items:
@@ -80,10 +94,11 @@ def cmd_xnnpack(args) -> int:
     build = time.perf_counter() - build_started
     for path in filter(None, (toml, args.write_toml)):
         _write_toml(path, [entries[k.name] for k in kernels], items, checkout)
-    rows, checks_seconds, settings = _judge(args, kernels, toml)
-    return _report(args, checkout, items, rows, settings, toml,
-                   {"wall": round(time.perf_counter() - started, 1), "mapping": round(mapping, 1),
-                    "build": round(build, 1), "checks": round(checks_seconds, 1)})
+    rows, checks_seconds, settings, stop = _judge(args, kernels, toml)
+    status = _report(args, checkout, items, rows, settings, toml,
+                     {"wall": round(time.perf_counter() - started, 1), "mapping": round(mapping, 1),
+                      "build": round(build, 1), "checks": round(checks_seconds, 1)})
+    return stopped(stop, rows) if stop is not None else status
 
 
 def _map(checkout, args):
@@ -126,7 +141,8 @@ def _write_toml(path: Path, entries: list[dict], items, checkout) -> None:
             f"# `lowp conformance --kernels {path} --no-builtin` judges them again.\n\n")
     skipped = [f"# skipped: {i.name} ({i.where}): {' '.join(i.skip[1].split())}" for i in items if i.skip]
     text = tomli_w.dumps({"kernel": entries}) if entries else ""
-    path.write_text(head + text + ("\n" + "\n".join(skipped) + "\n" if skipped else ""))
+    from lowp.conformance.outfolder import write_text      # whole or not at all: a later --resume reads it
+    write_text(path, head + text + ("\n" + "\n".join(skipped) + "\n" if skipped else ""))
 
 
 def _register(items, entries: dict, toml: Path):
@@ -184,7 +200,8 @@ def _build(items, kernels, jobs: int | None):
 
 
 def _judge(args, kernels, toml: Path):
-    """The ordinary checks of the built kernels on the process pool; (rows, seconds, settings)."""
+    """The ordinary checks of the built kernels on the process pool; (rows, seconds, settings, the RunStopped of a
+    run that Ctrl-C, SIGTERM or a full disk stopped, else None)."""
     from lowp.conformance import runner
     from lowp.conformance.checks import plan, probe_share
     profile = PROFILES[args.profile]
@@ -193,13 +210,17 @@ def _judge(args, kernels, toml: Path):
                "probe_examples": probe_share(examples)}
     checks = plan(kernels)
     start = time.perf_counter()
-    rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume, timeout=args.timeout,
-                      options=options) if checks else []
+    stop = None
+    try:
+        rows = runner.run(checks, args.out / "journal.jsonl", jobs=args.jobs, resume=args.resume,
+                          timeout=args.timeout, options=options) if checks else []
+    except runner.RunStopped as e:
+        rows, stop = e.rows, e
     settings = {"profile": args.profile, "examples": examples, "probe_examples": options["probe_examples"],
                 "seed": args.seed, "grid": options["grid"], "jobs": args.jobs, "timeout": args.timeout,
                 "backend": args.backend, "datatypes": args.datatype, "isas": args.isa, "kernels": args.kernel,
                 "kernels_files": [str(toml)], "out": str(args.out), "resume": args.resume}
-    return rows, time.perf_counter() - start, settings
+    return rows, time.perf_counter() - start, settings, stop
 
 
 def _report(args, checkout, items, rows, settings: dict, toml: Path, seconds: dict) -> int:
