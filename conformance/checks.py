@@ -99,7 +99,7 @@ class Call:
     seed: int
     case: str | None = None
     quant: dict | None = None      # a requantizing kernel's parameters (lowp.conformance.quantized)
-    options: dict | None = None    # an XNNPACK ukernel's ABI options, {"strides": ..., "igemm": ...} (cases.abi_options)
+    options: dict | None = None    # an XNNPACK ukernel's ABI options {"strides", "igemm"} (cases.abi_options)
 
 
 @dataclass

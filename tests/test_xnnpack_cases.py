@@ -57,13 +57,14 @@ def test_next_prime_is_xnnpacks():
 
 def test_gemm_cases_and_their_strides_follow_from_the_tile(ks):
     """A 2x4 (kr 1) GEMM: strided_a with a_stride = NextPrime(K + 1) bytes, strided_cm with cm_stride =
-    NextPrime(max(N, nr) + 1) bytes, strided_cn with cn_stride = NextPrime(nr + 1) bytes over two or more blocks;
-    subtiles within the tile; every id parses back to its case and its options."""
+    NextPrime(max(N, nr) + 1) bytes, strided_cn (the outside probe's) with cn_stride = NextPrime(nr + 1) bytes over
+    two or more blocks; subtiles within the tile; every id parses back to its case and its options."""
     k = ks[GEMM]
-    cases = _new(k)
-    names = {c.name for c in cases}
-    assert names == {*STRIDED, *(f"{s}_subtile" for s in STRIDED), "qmin", "qmax", "zero_points_min",
+    claimed = _new(k)
+    names = {c.name for c in claimed}
+    assert names == {*STRIDED[:2], *(f"{s}_subtile" for s in STRIDED[:2]), "qmin", "qmax", "zero_points_min",
                      "zero_points_max", "scale_max"}
+    cases = claimed + [c for c in _new(k, "outside") if c.name.startswith("strided_cn")]
     for case in cases:
         assert Case.from_id(case.id) == case and case.values == "uniform"
         options = abi_options(Case.from_id(case.id), k)
@@ -85,7 +86,7 @@ def test_float_output_strides_are_bytes_of_c(ks):
     cases = _new(k)
     cm = next(c for c in cases if c.name == "strided_cm" and c.n == 16)
     assert abi_options(cm, k) == {"strides": {"cm": 19 * 4}}
-    cn = next(c for c in cases if c.name == "strided_cn")
+    cn = next(c for c in _new(k, "outside") if c.name == "strided_cn")
     assert abi_options(cn, k) == {"strides": {"cn": 19 * 4}}
     assert {c.m for c in cases if c.name.endswith("_subtile")} == {1}
     assert {(c.m, c.n, c.k) for c in cases if c.name == "strided_a"} == {(1, 16, 4), (1, 16, 9), (1, 33, 13)}
@@ -150,13 +151,14 @@ def test_problem_ids_carry_the_options():
         decode("k:model:full:1x1x1:A=1:B=1:seed=0:abi=rows=3")
 
 
-# ---- the parameters the names fix ---------------------------------------------------------------------------------------
+# ---- the parameters the names fix -------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", [GEMM, IGEMM, QU8, QD8_IGEMM, QDU8, "xnn_qs8_qc4w_gemm_2x4_scalar"])
 def test_named_parameters_are_in_the_documented_domain_and_bite(ks, name):
     """Every new case's parameters are inside the output contract's documented domain (the claimed check draws
     nothing else). qmin / qmax: output_min / output_max at the tester's 128 on a uint8 scale, and the clamp clamps
-    a good share of the outputs; min / max (float output): 0.0; zero_points_*: every zero point the ABI takes at
-    its type's end; scale_max: the largest scale below 256; the rest of the named cases with the clamp open."""
+    outputs in every case, a fifth or more of them on the whole (the outputs span the type); min / max (float
+    output): 0.0; zero_points_*: every zero point the ABI takes at its type's end; scale_max: the largest scale
+    below 256; the rest of the named cases with the clamp open."""
     k = ks[name]
     lo, hi = (-np.inf, np.inf) if k.c_type == "f32" else (int(np.iinfo(k.c_dtype).min), int(np.iinfo(k.c_dtype).max))
     clamped = {}
@@ -185,21 +187,33 @@ def test_named_parameters_are_in_the_documented_domain_and_bite(ks, name):
         if case.name == "scale_max":
             assert (q["scale"] == np.nextafter(np.float32(256), np.float32(0))).all()
     assert set(clamped) == ({"min", "max"} if k.c_type == "f32" else {"qmin", "qmax"})
-    assert all(np.mean(shares) >= 0.25 for shares in clamped.values()), clamped
+    assert all(min(shares) > 0 and np.mean(shares) >= 0.2 for shares in clamped.values()), clamped
 
 
-def test_the_outside_probe_gets_no_named_parameters(ks):
+def test_the_outside_probe_gets_no_named_parameters_and_the_cn_strides(ks):
     """The not-claimed probe draws parameters past the domain's edge itself: no qmin, scale_max, ... there; the
-    ABI cases stay (their options do not depend on the parameters)."""
+    ABI cases stay (their options do not depend on the parameters), and it alone has strided_cn: XNNPACK stopped
+    testing cn_stride (fa9add0cfd) and its newer assembly kernels ignore it, so a cn_stride beyond nr columns is
+    outside what the ABI promises."""
     names = {c.name for c in _new(ks[GEMM], "outside")}
     assert names == {*STRIDED, *(f"{s}_subtile" for s in STRIDED)}
 
 
-# ---- through the conformance suite ----------------------------------------------------------------------------------------
+@pytest.mark.native
+def test_a_cn_stride_is_judged_in_the_outside_probe_only(ks):
+    """The correct kernel passes its strided_cn cases; the one writing row 1 of C at c0 + nc fails them there, in a
+    check that is not claimed."""
+    for name, ok in ((GEMM, True), ("xnn_qs8_qc8w_gemm_2x4_scalar_bug_c_stride", False)):
+        runner(ks[name])
+        row = run_check(Check(name, "xnnpack-fp32", "outside", False), lambda e: None, examples=0, grid=False,
+                        only=["strided_cn*"])
+        assert row["executed"] == 7 and (row["failed"] == 0) == ok and not row["claimed"], row["cause"]
+
+
+# ---- through the conformance suite ------------------------------------------------------------------------------
 BUGS = [("xnn_qs8_qc8w_gemm_2x4_scalar_bug_a_stride", "strided_a", {"strided_a", "strided_a_subtile"},
          "wrong only through the XNNPACK ABI: the stride of A's rows, a_stride="),
-        ("xnn_qs8_qc8w_gemm_2x4_scalar_bug_c_stride", "strided_cm",
-         {"strided_cm", "strided_cm_subtile", "strided_cn", "strided_cn_subtile"},
+        ("xnn_qs8_qc8w_gemm_2x4_scalar_bug_c_stride", "strided_cm", {"strided_cm", "strided_cm_subtile"},
          "OutOfBounds: out-of-bounds write into a gap of buffer 'C'"),
         ("xnn_qs8_qc8w_igemm_2x4_scalar_no_a_offset", "a_offset", {"a_offset", "zero_index_0", "zero_index_1"},
          "wrong only through the XNNPACK ABI: a_offset=11 (with a_offset 0")]
@@ -243,5 +257,5 @@ def test_the_correct_kernels_pass_every_new_case(ks):
         row = run_check(Check(name, "xnnpack-fp32", "claimed", True), events.append, examples=0, grid=False)
         ran = {e["case"].split(":")[3] for e in events if e.get("event") == "case"}
         assert row["verdict"] == "PASS" and row["failed"] == 0, row["cause"]
-        assert {"strided_cm", "strided_cn_subtile", "qmin", "scale_max"} <= ran
+        assert {"strided_cm", "strided_cm_subtile", "qmin", "scale_max"} <= ran and "strided_cn" not in ran
         assert ("a_offset" in ran) == (name == IGEMM) and ("strided_a" in ran) == (name == GEMM)
