@@ -13,7 +13,14 @@ Case names (the fourth field of a case id; docs/verdicts.md#case-names lists the
   `depth_rowsum_int16_wrap`, `depth_int32_wrap` at the depth where that accumulator overflows, with `_minus1` and
   `_plus1` a step either side; `k_block_256` .. `k_block_4096` and `k_vector_16` .. `k_vector_128` (also `_minus1`,
   `_plus1`) where blockings switch and vectors end;
-- `grid`: the seeds' grid shapes; `shape_file`: a shape of the user's `--shapes` file.
+- `grid`: the seeds' grid shapes; `shape_file`: a shape of the user's `--shapes` file;
+- XNNPACK ukernels only (signature xnnpack-gemm or xnnpack-igemm), as XNNPACK's test generator names them
+  (tools/generate-gemm-test.py @75db3c0), each with its ABI options (`abi_options`): `strided_a` (GEMM),
+  `strided_cm` and their `_subtile` forms (m < mr or n < nr), `strided_cn` and `strided_cn_subtile` (in the
+  not-claimed `outside` probe only: XNNPACK no longer promises a cn_stride beyond nr columns); IGEMM: `small_kernel`,
+  `small_kernel_subtile`, `a_offset`, `zero_index_0` .. `zero_index_<mr-1>`; and the parameters the tester pins
+  or never draws (lowp.conformance.quantized.case_pins): `qmin`, `qmax` (`min`, `max` for a float output),
+  `no_zero_point` (qu8), `zero_points_min`, `zero_points_max`, `scale_max`.
 The value class (the sixth field) is one of VALUE_CLASSES, or for the ladder's all-ends cases one of END_CLASSES:
 `a_min_b_max` is every element of A at the low end of its range and every element of B at the high end."""
 from __future__ import annotations
@@ -29,6 +36,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from lowp.kernels.cases import edge_cases, edge_name
+from lowp.kernels.registry import XNNPACK_SIGNATURES
 
 VALUE_CLASSES = ("uniform", "extremes", "realistic", "adversarial")
 # Every element at one end of its range: "a_min_b_max" is A all at its low end, B all at its high end.
@@ -207,10 +215,171 @@ def _filled(dtype, shape, fill, spots) -> np.ndarray:
     return x.astype(dtype).reshape(shape)
 
 
+# ---- XNNPACK's own cases: the ABI's strides and indirection buffer, and the parameters its tester pins -----------
+# What tools/generate-gemm-test.py @75db3c0 generates beside the tile edges, with lowp's shapes: a few where
+# XNNPACK loops (every m < mr and n < nr, every k of a range), so each name costs tens of calls, not hundreds. A
+# case's ABI options follow from its name, shape and kernel alone (`abi_options`): its id reproduces them.
+STRIDED_NAMES = ("strided_a", "strided_cm", "strided_cn")
+SUBTILE = "_subtile"
+SMALL_KERNEL, A_OFFSET, ZERO_INDEX = "small_kernel", "a_offset", "zero_index_"
+SMALL_KERNEL_TAPS = 3           # the tester's ks(3) of small_kernel, a_offset and zero
+XNNPACK_VALUES = "uniform"      # values spread over the range (a read of poison shows); one class: the options matter
+
+
+def next_prime(n: int) -> int:
+    """The smallest prime above n: XNNPACK's NextPrime (test/next_prime.cc @75db3c0), which the tester's strides and
+    a_offset come from, so a stride is no multiple of a vector, a tile or a cache line."""
+    p = n + 1
+    while p < 2 or any(p % d == 0 for d in range(2, int(p ** 0.5) + 1)):
+        p += 1
+    return p
+
+
+def k_block(kernel) -> int:
+    """XNNPACK's k-block for lowp's purposes: kr * sr, the depth one packed block of a column holds."""
+    return kernel.tile.kr * int((kernel.xnnpack or {}).get("sr", 1))
+
+
+def _subtiles(kernel) -> list[tuple[int, int]]:
+    """(m, n) within the tile but not all of it: m in 1, mr - 1, mr and n in 1, nr - 1, nr (XNNPACK's `_subtile`
+    tests loop over every m <= mr and n <= nr; these are its ends)."""
+    mr, nr = kernel.tile.mr, kernel.tile.nr
+    ms, ns = sorted({1, max(1, mr - 1), mr}), sorted({1, max(1, nr - 1), nr})
+    return [(m, n) for m in ms for n in ns if (m, n) != (mr, nr)]
+
+
+def _abi_shapes(kernel, domain: str) -> list[tuple[str, tuple[int, int, int]]]:
+    """(name, shape) of the ABI cases of an XNNPACK ukernel: strides (an IGEMM takes no a_stride: its rows come
+    through the indirection buffer) and, for an IGEMM, taps, a_offset and the zero buffer. strided_cn only in the
+    not-claimed `outside` probe: XNNPACK stopped testing cn_stride (commit fa9add0cfd, 2024-12-04, "the first step
+    towards removing this parameter entirely") and its operators pass nr * sizeof(C) only, so kernels written
+    since may ignore it (the amd64 assembly ones at 75db3c0 never load it): a cn_stride beyond nr columns is
+    outside the ABI's documented domain, where a failure shows a limit and fails nothing."""
+    mr, nr, kb = kernel.tile.mr, kernel.tile.nr, k_block(kernel)
+    igemm = kernel.signature == "xnnpack-igemm"
+    tails = [(m, n, 2 * kb + 1) for m, n in _subtiles(kernel)]
+    out = []
+    for name in STRIDED_NAMES:
+        if (igemm and name == "strided_a") or (name == "strided_cn" and domain != "outside"):
+            continue
+        if name == "strided_cn":        # cn only places a second block of nr columns: n > nr
+            main, sub = [(mr, 2 * nr, kb), (mr, 2 * nr + 1, 2 * kb + 1)], [(m, n + nr, k) for m, n, k in tails]
+        else:
+            main, sub = [(mr, nr, kb), (mr, nr, 2 * kb + 1), (mr, 2 * nr + 1, 3 * kb + 1)], tails
+        out += [(name, s) for s in main] + [(name + SUBTILE, s) for s in sub]
+    if igemm:
+        taps = SMALL_KERNEL_TAPS
+        depths = [taps * kc for kc in sorted({1, kb, 2 * kb + 1})]       # kc per tap, as the tester's loop_k
+        out += [(SMALL_KERNEL, (mr, nr, k)) for k in depths] + [(SMALL_KERNEL, (mr, 2 * nr + 1, taps * (kb + 1)))]
+        out += [(SMALL_KERNEL + SUBTILE, (m, n, taps * (2 * kb + 1))) for m, n in _subtiles(kernel)]
+        out += [(A_OFFSET, (mr, nr, k)) for k in depths]
+        out += [(f"{ZERO_INDEX}{i}", (mr, nr, k)) for i in range(mr) for k in depths]
+    return out
+
+
+def _param_shapes(kernel, domain: str) -> list[tuple[str, tuple[int, int, int]]]:
+    """(name, shape) of the cases whose name fixes quantization parameters (quantized.case_pins): a full tile at
+    the k-block, as the tester's qmin/qmax, and a tile and a half with a k remainder. Not for the `outside`
+    probe, which draws its own parameters past the domain's edge."""
+    if domain == "outside" or not kernel.quantized:
+        return []
+    from .quantized import pinned_names
+    mr, nr, kb = kernel.tile.mr, kernel.tile.nr, k_block(kernel)
+    return [(name, s) for name in pinned_names(kernel) for s in ((mr, nr, kb), (2 * mr + 1, 2 * nr + 1, 2 * kb + 1))]
+
+
+def xnnpack_cases(kernel, domain: str) -> list[tuple[str, tuple[int, int, int]]]:
+    """(name, shape) of the cases an XNNPACK ukernel gets beside the tile edges and the ladder; none for other
+    kernels (lowp's driver ABI has no strides, taps or offsets)."""
+    if kernel.signature not in XNNPACK_SIGNATURES:
+        return []
+    return _abi_shapes(kernel, domain) + _param_shapes(kernel, domain)
+
+
+def abi_name(name: str) -> bool:
+    """Whether a case name is one of the ABI cases' (its options are not the defaults)."""
+    base = name.removesuffix(SUBTILE)
+    return base in STRIDED_NAMES or base in (SMALL_KERNEL, A_OFFSET) or zero_row(base) is not None
+
+
+def zero_row(name: str) -> int | None:
+    """The row whose every tap a `zero_index_<i>` case points at the zero buffer (XNNPACK's zero_index); None for
+    other names."""
+    tail = name.removeprefix(ZERO_INDEX)
+    return int(tail) if tail != name and tail.isdigit() else None
+
+
+def with_zero_row(case: Case, A: np.ndarray, zero_point) -> np.ndarray:
+    """A with a `zero_index_<i>` case's row i at the input zero point, so that every tap of it is padding and the
+    indirection buffer points it at the zero buffer (lowp.kernels.xnnpack.Indirection, zero='auto'): the GEMM is
+    the same whether the kernel reads the zero buffer or A. Other cases' A unchanged."""
+    row = zero_row(case.name)
+    if row is None or row >= A.shape[0]:
+        return A
+    A = A.copy()
+    A[row] = np.asarray(zero_point).reshape(-1)[0]
+    return A
+
+
+def abi_options(case: Case, kernel) -> dict:
+    """The ABI options a case passes to the executor ({"strides": {...}, "igemm": {...}}, lowp.kernels.xnnpack's
+    Strides and Indirection), from its name, shape and kernel alone; {} for a kernel that is no XNNPACK ukernel.
+    ValueError for an id whose depth cannot be split into its taps."""
+    options = options_at(case.name, case.m, case.n, case.k, kernel)
+    if options is None:
+        raise ValueError(f"case {case.id}: K={case.k} is not {SMALL_KERNEL_TAPS} taps of equal depth, as a "
+                         f"{case.name} case needs")
+    return options
+
+
+def options_at(name: str, m: int, n: int, k: int, kernel) -> dict | None:
+    """The ABI options of a case named `name` at the shape m x n x k: what `abi_options` gives, and what a shrunk
+    case keeps (the same strides, taps and a_offset, computed for the smaller shape as the name says, so shrinking
+    never drops the option that made a case fail); None where the shape cannot carry them (a depth that is not
+    3 taps). Sizes in bytes, as XNNPACK passes them (its tester's strides are in elements):
+    - strided_a: a_stride = NextPrime(K + 1) elements of A (the tester's NextPrime(k_block + 1) at K = k_block);
+    - strided_cm: cm_stride = NextPrime(max(N, nr) + 1) elements of C (the tester's NextPrime(nr + 1) at N <= nr);
+    - strided_cn: cn_stride = NextPrime(nr + 1) elements of C (older generators' strided_cn, removed in fa9add0cfd;
+      this snapshot passes nr * sizeof(C) always);
+    - an IGEMM: ks = 3 taps for small_kernel, a_offset and zero_index_<i>, and a_offset = NextPrime(mr * k_block *
+      3 + 1) elements for a_offset and zero_index_<i> (the tester's), 0 for every other case (the tester's
+      default), so a kernel that mishandles a_offset fails the cases named for it. The search keeps the executor's
+      default a_offset (64)."""
+    if kernel.signature not in XNNPACK_SIGNATURES:
+        return {}
+    a_item, c_item, nr = np.dtype(kernel.a_dtype).itemsize, np.dtype(kernel.c_dtype).itemsize, kernel.tile.nr
+    base = name.removesuffix(SUBTILE)
+    strides = {"strided_a": {"a": next_prime(k + 1) * a_item},
+               "strided_cm": {"cm": next_prime(max(n, nr) + 1) * c_item},
+               "strided_cn": {"cn": next_prime(nr + 1) * c_item}}.get(base)
+    out = {"strides": strides} if strides else {}
+    if kernel.signature == "xnnpack-igemm":
+        taps = _taps(base, k, kernel)
+        if taps is None:
+            return None
+        out["igemm"] = taps
+    return out
+
+
+def _taps(base: str, k: int, kernel) -> dict | None:
+    """An IGEMM case's igemm options (lowp.kernels.xnnpack.Indirection.of), by its name; None: K is not 3 taps."""
+    offset = next_prime(kernel.tile.mr * k_block(kernel) * SMALL_KERNEL_TAPS + 1) * np.dtype(kernel.a_dtype).itemsize
+    if base == SMALL_KERNEL:
+        taps = {"ks": SMALL_KERNEL_TAPS, "a_offset": 0}
+    elif base == A_OFFSET:
+        taps = {"ks": SMALL_KERNEL_TAPS, "a_offset": offset}
+    elif zero_row(base) is not None:
+        taps = {"ks": SMALL_KERNEL_TAPS, "a_offset": offset, "zero": "auto"}
+    else:
+        return {"a_offset": 0}          # the taps the executor chooses (the largest of 3, 2, 1 dividing K)
+    return taps if k % SMALL_KERNEL_TAPS == 0 else None
+
+
 def cases_for(kernel, check: str, domain: str, *, grid: bool = True, seed: int = 0, shapes=(),
               only=()) -> list[Case]:
     """The generated cases of one check: the tile edges (and the seed grid's shapes, with `grid`) in every value
-    class, the depth ladder, and the user's `shapes` ((m, n, k) of `--shapes`) in every value class; `only`: the
+    class, the depth ladder, the user's `shapes` ((m, n, k) of `--shapes`) in every value class, and an XNNPACK
+    ukernel's strides, taps and pinned parameters (`xnnpack_cases`); `only`: the
     `--case` globs, of which one must match a case's name or id for it to be kept. Every case's seed follows from
     `seed` and its place here, and its id carries it: a case replays from its id alone."""
     named = edge_cases(kernel) + ([(GRID_NAME, s) for s in SEED_GRID[:2]] if grid else [])
@@ -224,6 +393,8 @@ def cases_for(kernel, check: str, domain: str, *, grid: bool = True, seed: int =
         for j, values in enumerate(VALUE_CLASSES):
             out.append(Case(kernel.name, check, domain, SHAPE_FILE_NAME, m, n, k, values,
                             seed * 100003 + 70000 + i * 7 + j))
+    for i, (name, (m, n, k)) in enumerate(xnnpack_cases(kernel, domain)):
+        out.append(Case(kernel.name, check, domain, name, m, n, k, XNNPACK_VALUES, seed * 100003 + 80000 + i))
     return [c for c in out if c.matches(only)] if only else out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from random import Random
 from typing import Callable
 
@@ -21,7 +21,7 @@ from lowp.kernels import executor, kernel as get_kernel
 from lowp.kernels.executors import poison
 
 from . import quantized
-from .cases import Case, cases_for, operands, problems
+from .cases import Case, abi_options, cases_for, operands, options_at, problems, with_zero_row
 from .contracts import contract
 from .example_database import ExampleStore, operands_from_json
 from .problem import decode, is_problem
@@ -99,6 +99,7 @@ class Call:
     seed: int
     case: str | None = None
     quant: dict | None = None      # a requantizing kernel's parameters (lowp.conformance.quantized)
+    options: dict | None = None    # an XNNPACK ukernel's ABI options {"strides", "igemm"} (cases.abi_options)
 
 
 @dataclass
@@ -115,7 +116,7 @@ class Recorder:
         self.ex, self.last = ex, None
 
     def run(self, call: Call, work_seed: int | None = None) -> Outcome:
-        options = {} if call.quant is None else {"quant": call.quant}
+        options = {**({} if call.quant is None else {"quant": call.quant}), **(call.options or {})}
         try:
             out = Outcome(self.ex.run(call.A, call.B, seed=call.seed, work_seed=work_seed, **options))
         except EmulatorError as e:
@@ -173,8 +174,11 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure, *, also=(), na
         findings.append(("state", f"depends on earlier calls: two identical calls gave different results "
                                   f"({out.describe()}, then {again.describe()}), while a fresh copy of the kernel "
                                   f"gives {first_fresh.describe()}{_right(first_fresh, expected)} every time"))
-    if _changes_with(rec, call, lambda: rec.run(Call(call.A, call.B, call.seed + 7777, quant=call.quant),
-                                                   work_seed=call.seed + 1)):
+    abi = _abi_cause(rec, call, expected)
+    if abi:         # (C's poison, and the poison in A's and C's gaps, follow one seed: poison-C would be confounded)
+        findings.append(("abi", abi))
+    elif _changes_with(rec, call, lambda: rec.run(replace(call, seed=call.seed + 7777, case=None),
+                                                     work_seed=call.seed + 1)):
         findings.append(("poison-C", "reads C before writing it: the result changes with C's contents before the call"))
     if _changes_with(rec, call, lambda: rec.run(call, work_seed=call.seed + 7777)):
         findings.append(("poison-work", "reads workspace it did not write: the result changes with the workspace's "
@@ -189,6 +193,40 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure, *, also=(), na
     if findings:
         return findings[0][0], "; ".join(text for _, text in findings)
     return "value", "wrong value" + (_variants(check, kern, call, C, also) if name else "")
+
+
+def _abi_cause(rec: Recorder, call: Call, expected) -> str | None:
+    """What an XNNPACK ukernel's wrong C owes to the case's ABI options: each option the call gives is replaced by
+    the plain one (dense rows, blocks nr columns apart, a_offset 0, one tap, no zero buffer), one at a time; the
+    options without which the same call gives the right C are named (a kernel that reads row 1 of A at a0 + kc is
+    right on dense rows). None where no option is to blame (or the call has none)."""
+    named = []
+    for label, plain, options in _plainer(call):
+        out = rec.run(replace(call, case=None, options=options))
+        if out.fault is None and quantized.same(out.C, expected):
+            named.append(f"{label} ({plain}, the same call gives the right C)")
+    return "wrong only through the XNNPACK ABI: " + "; ".join(named) if named else None
+
+
+def _plainer(call: Call):
+    """(what the option is, the plain alternative, the call's options with it) for each ABI option of `call` that
+    is not the plain one already."""
+    options = call.options or {}
+    strides, igemm = dict(options.get("strides") or {}), dict(options.get("igemm") or {})
+    K = call.A.shape[1]
+    texts = {"a": ("the stride of A's rows, a_stride={} bytes at K=" + str(K), "with dense rows"),
+             "cm": ("the stride of C's rows, cm_stride={} bytes", "with dense rows"),
+             "cn": ("the stride of C's blocks of nr columns, cn_stride={} bytes", "with blocks nr columns apart")}
+    for key, value in strides.items():
+        label, plain = texts[key]
+        rest = {k: v for k, v in strides.items() if k != key}
+        yield label.format(value), plain, {**options, "strides": rest or None}
+    for key, value, default, label, plain in (
+            ("a_offset", igemm.get("a_offset", 64), 0, "a_offset={}", "with a_offset 0"),
+            ("ks", igemm.get("ks"), 1, "ks={} taps", "with one tap"),
+            ("zero", igemm.get("zero", "auto"), [], "the zero buffer{}", "reading the padding taps from A")):
+        if value is not None and value != default and "igemm" in options:
+            yield label.format("" if key == "zero" else value), plain, {**options, "igemm": {**igemm, key: default}}
 
 
 def _at_sight(check: Check, kern, call: Call, out: Outcome) -> tuple[str, str] | None:
@@ -297,7 +335,10 @@ def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure, reading
     seen = seen and seen[0]
 
     def fails(A, B, quant=None) -> bool:
-        call = Call(A, B, failure.call.seed, quant=quant)
+        options = shrunk_options(failure.call, kern, A, B)
+        if options is None:         # a shape the case's ABI options do not fit (a depth that is not 3 taps)
+            return False
+        call = Call(A, B, failure.call.seed, quant=quant, options=options)
         if kind == "fault":
             return same_fault(rec.run(call))
         if kind == "state":
@@ -321,6 +362,20 @@ def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure, reading
     return fails
 
 
+def shrunk_options(call: Call, kern, A, B) -> dict | None:
+    """The ABI options of `call`'s case at A and B's shape: the same strides, taps and a_offset, computed for the
+    new shape from the case's name (cases.options_at), so a shrunk strided case is still strided; None where the
+    shape cannot carry them. A call with none keeps none; one whose case has no id to read a name from keeps its
+    options at its own shape only."""
+    if not call.options:
+        return {}
+    try:
+        name = Case.from_id(call.case or "").name
+    except ValueError:
+        return call.options if (A.shape, B.shape) == (call.A.shape, call.B.shape) else None
+    return options_at(name, A.shape[0], B.shape[1], A.shape[1], kern)
+
+
 def counterexample(check: Check, kern, failure: Failure, kind: str, cause: str) -> dict:
     call, out = failure.call, failure.outcome
     A, B, C = call.A, call.B, out.C
@@ -336,12 +391,13 @@ def counterexample(check: Check, kern, failure: Failure, kind: str, cause: str) 
           "expected_at_first": expected[tuple(first)].item() if first else None,
           "matched": "fault" if C is None else verdict_of(check, kern, A, B, C, call.quant)[1], "kind": kind,
           "cause": cause, "fault": None if out.fault is None else f"{type(out.fault).__name__}: {out.fault}",
-          "previous": None, "quant": quantized.to_json(call.quant), "tile": [kern.tile.mr, kern.tile.nr]}
+          "previous": None, "quant": quantized.to_json(call.quant), "tile": [kern.tile.mr, kern.tile.nr],
+          "options": call.options or None}
     if kind == "state" and failure.previous is not None:
         p = failure.previous
         cx["previous"] = {"A": p.A.tolist(), "B": p.B.tolist(), "seed": p.seed, "case": p.case,
                           "shape": [int(p.A.shape[0]), int(p.B.shape[1]), int(p.A.shape[1])],
-                          "quant": quantized.to_json(p.quant)}
+                          "quant": quantized.to_json(p.quant), "options": p.options or None}
     return cx
 
 
@@ -506,8 +562,8 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
     early = []
     for case in cases:
         emit({"event": "start", "check": check.id, "case": case.id})
-        A, B = operands(case, kern)
-        call, previous = Call(A, B, case.seed, case.id, case_quant(case, kern, A, B)), rec.last
+        call, previous = case_call(case, kern), rec.last
+        A, B = call.A, call.B
         out = rec.run(call)
         ok, matched = _judge(check, kern, call, out)
         row["executed"] += 1
@@ -560,7 +616,7 @@ def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: b
     others = [(f.call, f.outcome.C) for f in witnesses]
     A, B, quant = _shrunk(still_fails(check, kern, rec, kind, failure, keep), failure, kern,
                           STATE_SHRINK_TRIES if kind == "state" else SHRINK_TRIES)
-    call = Call(A, B, failure.call.seed, failure.call.case, quant)
+    call = Call(A, B, failure.call.seed, failure.call.case, quant, shrunk_options(failure.call, kern, A, B))
     runner = Recorder(rec.ex.with_fresh_state()) if kind == "state" else rec
     if kind == "state" and failure.previous is not None:
         runner.run(failure.previous)
@@ -822,13 +878,12 @@ def replay(case_id: str, journal_rows: dict | None = None) -> dict:
         spec = decode(case_id)
         kern = get_kernel(spec["kernel"])
         call = Call(spec["A"].astype(kern.a_dtype), spec["B"].astype(kern.b_dtype), spec["seed"], None,
-                    quantized.from_json(spec["quant"]))
+                    quantized.from_json(spec["quant"]), spec["options"])
         check = Check(kern.name, spec["check"], spec["domain"], True)
     else:
         case = Case.from_id(case_id)
         kern = get_kernel(case.kernel)
-        A, B = operands(case, kern)
-        call = Call(A, B, case.seed, case_id, case_quant(case, kern, A, B))
+        call = case_call(case, kern)
         check = Check(case.kernel, case.check, case.domain, True)
     ex = executor(kern)
     reason = ex.unavailable()
@@ -844,13 +899,27 @@ def replay(case_id: str, journal_rows: dict | None = None) -> dict:
             "verdict": "PASS" if ok else "FAIL", **counterexample(check, kern, failure, kind, cause)}
 
 
+def case_call(case: Case, kern) -> Call:
+    """The call a generated case makes, from its id alone: operands, parameters and ABI options. A `zero_index_<i>`
+    case's row i is its input zero point (padding the indirection buffer points at the zero buffer); its
+    parameters are drawn again for that A (the same zero points: they are drawn first, from the seed)."""
+    A, B = operands(case, kern)
+    quant = case_quant(case, kern, A, B)
+    padded = with_zero_row(case, A, quant["a_zero_point"]) if quant and "a_zero_point" in quant else A
+    if padded is not A:
+        A, quant = padded, case_quant(case, kern, padded, B)
+    return Call(A, B, case.seed, case.id, quant, abi_options(case, kern))
+
+
 def case_quant(case: Case, kern, A, B) -> dict | None:
-    """A requantizing kernel's parameters for a generated case, from its seed (None for an int32 kernel)."""
+    """A requantizing kernel's parameters for a generated case, from its seed and what its name pins (None for an
+    int32 kernel)."""
     if not kern.quantized:
         return None
-    return quantized.draw_params(kern, A, B, case.seed, quantized.case_style(case.values), case.domain)
+    return quantized.draw_params(kern, A, B, case.seed, quantized.case_style(case.values), case.domain,
+                                 quantized.case_pins(kern, case.name))
 
 
 def _call_from(cx: dict, kern) -> Call:
     A, B, quant = operands_from_json(cx, kern)
-    return Call(A, B, cx.get("seed", 0), cx.get("case"), quant)
+    return Call(A, B, cx.get("seed", 0), cx.get("case"), quant, cx.get("options"))

@@ -63,7 +63,12 @@ def input_zero_points(kern, rng, M: int, style: str) -> dict:
 def pinned(kern, q: dict) -> dict:
     """q with the kernel's pinned parameters (its entry's `quant` table) in place: a per-channel or per-row key
     takes the value everywhere; float keys are float32, as the kernel is handed them."""
-    for key, value in kern.quant.items():
+    return _with(q, kern.quant)
+
+
+def _with(q: dict, values: dict) -> dict:
+    """q with `values` in place (pinned's rule: arrays take a value everywhere, floats are float32)."""
+    for key, value in values.items():
         old = q.get(key)
         if np.ndim(old):
             q[key] = np.full_like(old, value)
@@ -97,19 +102,100 @@ def exact_accumulators(A, B, q) -> np.ndarray:
     return accumulators(EXACT, A, B, q)
 
 
-def draw_params(kern, A: np.ndarray, B: np.ndarray, seed: int, style: str, domain: str = "claimed") -> dict:
+def draw_params(kern, A: np.ndarray, B: np.ndarray, seed: int, style: str, domain: str = "claimed",
+                pins: dict | None = None) -> dict:
     """The quantization parameters of one case, from `seed`: zero points, then the output contract's draw given the
-    accumulators' range (or its `outside` draw for the not-claimed probe beyond the documented domain)."""
+    accumulators' range (or its `outside` draw for the not-claimed probe beyond the documented domain). pins: what
+    the case's name fixes (`case_pins`): its input zero points before the accumulators are formed (the draw fits
+    the scale to them), the rest over the draw; the kernel's own pins win. The `outside` probe takes none."""
     rng = np.random.default_rng([seed, 0x0A7])
     M, N = A.shape[0], B.shape[1]
-    zps = input_zero_points(kern, rng, M, style)
+    pins = {} if domain == "outside" else pins or {}
+    zps = _with(input_zero_points(kern, rng, M, style), {k: v for k, v in pins.items() if k in INPUT_ZERO_POINTS})
     acc = exact_accumulators(A, B, zps)
     lo, hi = (int(acc.min()), int(acc.max())) if acc.size else (0, 0)
     contract = output_contract(kern.output)
     if domain == "outside":
         return _outside(kern, contract, rng, acc, zps)
-    q = pinned(kern, {**contract.draw(rng, M, N, kern.c_type, style, lo, hi), **zps})
+    drawn = _with(contract.draw(rng, M, N, kern.c_type, style, lo, hi), {k: v for k, v in pins.items()
+                                                                         if k not in INPUT_ZERO_POINTS})
+    q = pinned(kern, {**drawn, **zps})
     return _tensorwise(q) if per_tensor(kern) else q
+
+
+# ---- parameters a case's name fixes ---------------------------------------------------------------------------------
+# XNNPACK's tester pins some parameters by test name (tools/generate-gemm-test.py @75db3c0: qmin, qmax, min, max,
+# no_zero_point) and never draws others (test/gemm-microkernel-tester.cc: weights in [-127, 127], a_zero_point and
+# b_zero_point 127 unless a test sets them, output zero point -1 (qs8) or centred (qu8), the scale from the data);
+# lowp's draws reach those ends at random ('ends', 'limits'), these names reach them every run.
+INPUT_ZERO_POINTS = ("a_zero_point", "b_zero_point")
+PIN_NAMES = ("qmin", "qmax", "min", "max", "no_zero_point", "zero_points_min", "zero_points_max", "scale_max")
+TESTER_QMIN_QMAX = 128      # the tester's qmin(128) / qmax(128), on a uint8 scale (qs8 subtracts 0x80)
+
+
+def case_pins(kern, name: str) -> dict:
+    """The parameters a case named `name` fixes for an XNNPACK ukernel ({} where the name fixes nothing for it):
+    - qmin / qmax (int8 or uint8 output): output_min (or output_max) at the middle of the type, the tester's 128 on
+      a uint8 scale (0 for int8), the other end open: with outputs drawn to span the type, about half are clamped;
+    - min / max (float output: XNNPACK's names there): output_min (or output_max) 0.0, the other end infinite;
+    - no_zero_point (qu8): input and kernel zero points 0 (the tester's a_zero_point(0).b_zero_point(0));
+    - zero_points_min / zero_points_max: every zero point the ABI takes (the input's, per row for qd8; qu8's
+      kernel zero point; the output's) at the low / high end of its type;
+    - scale_max: every channel's scale the largest the output contract documents (just below 256 for XNNPACK's
+      fp32, rndnu and rndnu16; none for a float output, whose scales are documented as finite only);
+    - every name but qmin, qmax, min and max, and the ABI cases' (strided_*, small_kernel*, a_offset,
+      zero_index_*): the clamp open (the output type's ends, or infinite), so what the case is about shows in C: a
+      drawn clamp as narrow as one value would hide a read of the wrong bytes."""
+    from .cases import abi_name
+    if kern.xnnpack is None or not kern.quantized:
+        return {}
+    pins = _named_pins(kern, name)
+    if name in ("qmin", "qmax", "min", "max") or not (pins or abi_name(name)):
+        return pins
+    return {**_open_clamp(kern), **pins}
+
+
+def _open_clamp(kern) -> dict:
+    if kern.c_type == "f32":
+        return {"output_min": np.float32(-np.inf), "output_max": np.float32(np.inf)}
+    lo, hi = _ends(kern.c_dtype)
+    return {"output_min": lo, "output_max": hi}
+
+
+def _named_pins(kern, name: str) -> dict:
+    """case_pins of PIN_NAMES, before the clamp is opened."""
+    datatype, out = kern.xnnpack["datatype"], kern.c_type
+    if name in ("qmin", "qmax") and out != "f32":
+        lo, hi = (int(x) for x in (np.iinfo(kern.c_dtype).min, np.iinfo(kern.c_dtype).max))
+        middle = lo + TESTER_QMIN_QMAX
+        return {"output_min": middle, "output_max": hi} if name == "qmin" else {"output_min": lo, "output_max": middle}
+    if name in ("min", "max") and out == "f32":
+        return {"output_min": np.float32(0), "output_max": np.float32(np.inf)} if name == "min" else \
+            {"output_min": np.float32(-np.inf), "output_max": np.float32(0)}
+    if name == "no_zero_point" and datatype == "qu8":
+        return {"a_zero_point": 0, "b_zero_point": 0}
+    if name in ("zero_points_min", "zero_points_max"):
+        end = 0 if name.endswith("min") else 1
+        pins = {"a_zero_point": _ends(kern.a_dtype)[end]}
+        if datatype == "qu8":
+            pins["b_zero_point"] = _ends(kern.b_dtype)[end]
+        if out != "f32":
+            pins["output_zero_point"] = _ends(kern.c_dtype)[end]
+        return pins
+    if name == "scale_max":
+        hi = getattr(output_contract(kern.output).domain, "scale_hi", None)
+        return {} if hi is None else {"scale": np.nextafter(np.float32(hi), np.float32(0))}
+    return {}
+
+
+def _ends(dtype) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def pinned_names(kern) -> list[str]:
+    """The names of PIN_NAMES that fix something for this kernel: the cases conformance/cases.py generates."""
+    return [name for name in PIN_NAMES if kern.xnnpack is not None and kern.quantized and _named_pins(kern, name)]
 
 
 OUTSIDE_TRIES = 50

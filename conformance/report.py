@@ -149,6 +149,10 @@ def counterexample_lines(r: dict, cx: dict, replay_args: str | None = "") -> lis
     if cx.get("quant"):
         from .quantized import describe, from_json
         body += [f"with {describe(from_json(cx['quant']))}"]
+    if cx.get("options"):
+        from .problem import abi_text
+        body += [f"through the XNNPACK ABI with {abi_text(cx['options']).replace(',', ', ')} "
+                 "(strides and a_offset in bytes)"]
     if cx.get("fault"):
         body += [f"the call faulted: {cx['fault']}"]
     else:
@@ -193,7 +197,8 @@ def commands(r: dict, cx: dict, replay_args: str | None = "") -> list[str]:
     if cx.get("previous"):
         out.append("repro: none on one line: the failure depends on the call before it (replay by id)")
     else:
-        problem = encode(r["kernel"], r["check"], r["domain"], cx["A"], cx["B"], cx.get("seed", 0), cx.get("quant"))
+        problem = encode(r["kernel"], r["check"], r["domain"], cx["A"], cx["B"], cx.get("seed", 0), cx.get("quant"),
+                         cx.get("options"))
         kernels = _kernels_option(r)
         if kernels is None:
             out.append(f"repro: the kernel was registered from Python ({r.get('origin')}): "

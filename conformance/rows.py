@@ -34,6 +34,7 @@ class Call(TypedDict):
     seed: int
     case: str | None
     quant: dict[str, Any] | None
+    options: NotRequired[dict[str, Any] | None]   # its ABI options, as the counterexample's
 
 
 class Counterexample(TypedDict):
@@ -51,12 +52,14 @@ class Counterexample(TypedDict):
     actual_at_first: int | float | None
     expected_at_first: int | float | None
     matched: str | None         # the variant the actual C matched, 'fault', or None
-    kind: str                   # value, fault, poison-C, unwritten, state, nondeterministic, ...
+    kind: str                   # value, fault, poison-C, unwritten, state, nondeterministic, abi, ...
     cause: str
     fault: str | None
     previous: Call | None
     quant: dict[str, Any] | None  # a requantizing kernel's parameters (lowp.conformance.quantized)
     tile: list[int]             # the kernel's [mr, nr]: the report shows the first differing tile lane by lane
+    # an XNNPACK ukernel's ABI options, {"strides": {...}, "igemm": {...}} (lowp.conformance.cases.abi_options)
+    options: NotRequired[dict[str, Any] | None]
 
 
 class Build(TypedDict):
