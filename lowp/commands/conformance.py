@@ -378,6 +378,19 @@ def write_reports(write, out: Path) -> dict | None:
         return None
 
 
+def run_held(body, args) -> int:
+    """body(args, held) with Ctrl-C and SIGTERM turned into an interrupt that ends in one line (no traceback) and
+    an ExitStack `held` for what the run holds (the lock on --out), released however it ends."""
+    from contextlib import ExitStack
+
+    from lowp.conformance.processes import interruptible
+    try:
+        with interruptible(), ExitStack() as held:
+            return body(args, held)
+    except KeyboardInterrupt as e:      # before the run started, or while its reports were written
+        return interrupted(e)
+
+
 def interrupted(e: KeyboardInterrupt) -> int:
     """Ctrl-C or SIGTERM outside the checks' run: a line, no traceback; 128 + the signal."""
     import signal

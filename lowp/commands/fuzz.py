@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from .conformance import (_kernels, _options, _settings, add_run_options, check_out, database_note, hold_out,
-                          interrupted, kernels_args, set_backend, write_reports)
+                          kernels_args, run_held, set_backend, write_reports)
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 LINE_SECONDS = 10.0
@@ -53,14 +53,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_fuzz(args) -> int:
-    from contextlib import ExitStack
-
-    from lowp.conformance.processes import interruptible
-    try:
-        with interruptible(), ExitStack() as held:
-            return _fuzz(args, held)
-    except KeyboardInterrupt as e:      # before the campaign started, or while its reports were written
-        return interrupted(e)
+    return run_held(_fuzz, args)
 
 
 def _fuzz(args, held) -> int:

@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .conformance import (BACKENDS, PROFILES, add_database_options, database, hold_out, interrupted, set_backend,
+from .conformance import (BACKENDS, PROFILES, add_database_options, database, hold_out, run_held, set_backend,
                           stopped)
 
 
@@ -55,14 +55,7 @@ def _fail(message: str) -> int:
 
 
 def cmd_xnnpack(args) -> int:
-    from contextlib import ExitStack
-
-    from lowp.conformance.processes import interruptible
-    try:
-        with interruptible(), ExitStack() as held:
-            return _xnnpack(args, held)
-    except KeyboardInterrupt as e:      # while mapping or building, or while the reports were written
-        return interrupted(e)
+    return run_held(_xnnpack, args)
 
 
 def _xnnpack(args, held) -> int:
