@@ -158,7 +158,7 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure, *, also=(), na
     (`also`: other failures, (call, C), that narrow the names; name=False: plain "wrong value", not named). Every
     word of the cause is about `failure` itself: the report shows the case it was computed from."""
     call, out = failure.call, failure.outcome
-    seen = _at_sight(check, kern, call, out)
+    seen = _at_sight(check, kern, call, out, rec)
     if seen is not None:
         return seen
     C = out.C
@@ -229,10 +229,12 @@ def _plainer(call: Call):
             yield label.format("" if key == "zero" else value), plain, {**options, "igemm": {**igemm, key: default}}
 
 
-def _at_sight(check: Check, kern, call: Call, out: Outcome) -> tuple[str, str] | None:
-    """(kind, cause) of what one outcome shows without running anything again: a fault, C accumulated into, elements
-    of C never written; None for anything else. Shrinking keeps this the same, so a shrunk case that would read
-    otherwise (all of A zeroed: an accumulating kernel's C is then all poison, "never written") is not taken."""
+def _at_sight(check: Check, kern, call: Call, out: Outcome, rec: "Recorder | None" = None) -> tuple[str, str] | None:
+    """(kind, cause) of what one outcome shows: a fault, C accumulated into, elements of C never written; None for
+    anything else. Shrinking keeps this the same, so a shrunk case that would read otherwise (all of A zeroed: an
+    accumulating kernel's C is then all poison, "never written") is not taken. With `rec`, an element that holds
+    its poison counts as never written only if it follows another poison too: an 8-bit output's wrong value can
+    equal its poison byte (a wrapping zero-point add's 127 where the poison was 127), and is a wrong value."""
     if out.fault is not None:
         return "fault", f"{type(out.fault).__name__}: {out.fault}"
     C = out.C
@@ -243,6 +245,11 @@ def _at_sight(check: Check, kern, call: Call, out: Outcome) -> tuple[str, str] |
         return "poison-C", ("accumulates into C: C = (C before the call) + A*B, the kernel reads C before writing it "
                             "(lowp fills C with poison, not zeros)")
     unwritten = wrong & ~_differs(C, poisoned)
+    if unwritten.any() and rec is not None:
+        other = Call(call.A, call.B, call.seed + 7777, call.case, call.quant, call.options)
+        again = rec.run(other)
+        if again.fault is None and again.C.shape == C.shape:
+            unwritten &= ~_differs(again.C, poison(C.shape, C.dtype, other.seed))
     if unwritten.any():
         first = [int(x) for x in np.argwhere(unwritten)[0]]
         return "unwritten", (f"{int(unwritten.sum())} of {C.size} elements of C never written (they still hold the "
@@ -331,7 +338,7 @@ def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure, reading
             getattr(out.fault, "buffer", None) == getattr(fault, "buffer", None) and \
             getattr(out.fault, "access", None) == getattr(fault, "access", None)
 
-    seen = _at_sight(check, kern, failure.call, failure.outcome)
+    seen = _at_sight(check, kern, failure.call, failure.outcome, rec)
     seen = seen and seen[0]
 
     def fails(A, B, quant=None) -> bool:
@@ -354,7 +361,7 @@ def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure, reading
             return True
         # what the case shows at sight stays what the found case showed (a wrong value stays a wrong value, not a
         # fault nor C left unwritten)
-        now = _at_sight(check, kern, call, out)
+        now = _at_sight(check, kern, call, out, rec)
         if (now and now[0]) != seen:
             return False
         # asked only about these readings: a few stage evaluations a try

@@ -70,3 +70,28 @@ def test_variant_names_are_the_shrunk_cases(kernels):
     assert "int16-lanes-flush(N=300)" not in cause, cause
     assert named and all(name in shown for name in named), (cause, shown)
     assert any(name.startswith("int16-lanes-flush") for name in named), cause
+
+
+def test_a_wrong_value_equal_to_its_poison_is_not_called_unwritten(monkeypatch):
+    """An 8-bit output's wrong value can equal the poison byte of its element (the campaign over XNNPACK @75db3c0:
+    a wrapping zero-point add gave 127 where seed 17's poison was 127): an element counts as never written only if
+    it follows another poison too."""
+    from lowp.conformance.checks import Outcome, _at_sight, poison
+
+    class Kernel:          # what _at_sight reads of a kernel: a plain exact int8 "kernel" through reference()
+        quantized = False
+    C = poison((1, 5), np.int8, 17)          # [[124, -77, 14, 19, 127]]: every element holds its poison ...
+
+    class Same:                              # ... and a rerun with another poison gives the same bytes: written
+        def run(self, call, work_seed=None):
+            return Outcome(C.copy())
+
+    class Follows:                           # ... or follows the new poison: never written
+        def run(self, call, work_seed=None):
+            return Outcome(poison((1, 5), np.int8, call.seed))
+    check = Check("k", "exact", "claimed", True)
+    call = Call(np.zeros((1, 1), np.int8), np.zeros((1, 5), np.int8), 17)
+    monkeypatch.setattr("lowp.conformance.checks.reference", lambda *a: np.zeros((1, 5), np.int8))  # all 5 wrong
+    assert _at_sight(check, Kernel(), call, Outcome(C))[0] == "unwritten"          # without a rerun: at sight
+    assert _at_sight(check, Kernel(), call, Outcome(C), Same()) is None            # the rerun says: written
+    assert _at_sight(check, Kernel(), call, Outcome(C), Follows())[0] == "unwritten"
