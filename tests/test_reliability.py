@@ -45,10 +45,19 @@ def lowp(*args, env=None):
                           timeout=180, env=env)
 
 
+def _as_a_terminal_job():
+    """In the child: SIGINT and SIGHUP as a terminal's foreground job has them. A test run started in the
+    background of a non-interactive shell (`bash .ci/run &`, nohup) inherits them ignored, and lowp keeps an
+    ignored signal ignored, as it should; the tests are about a run that can be interrupted."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def start(*args, env=None):
     """lowp in a session of its own (as a shell's job: Ctrl-C goes to its whole process group)."""
     return subprocess.Popen([sys.executable, "-m", "lowp", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=env,
+                            preexec_fn=_as_a_terminal_job)
 
 
 def conformance(toml, out, *more):
@@ -211,7 +220,7 @@ def test_ctrl_c_kills_the_checks_and_writes_the_partial_report(toml, tmp_path):
     workers = spinning(proc, out / "journal.jsonl")
     assert all(os.getpgid(w) == w for w in workers)           # each child leads a group of its own
     os.killpg(proc.pid, signal.SIGINT)                         # the terminal's Ctrl-C: to the foreground group
-    _, stderr = proc.communicate(timeout=60)
+    _, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted: --resume continues" in stderr
     assert report_rows(out) == {"rel_right:model:full": "PASS", "rel_right:exact:claimed": "PASS",
@@ -231,7 +240,7 @@ def test_a_second_run_on_the_same_out_is_refused_and_sigterm_reports(toml, tmp_p
     assert f"is in use by another lowp run (pid {first.pid}: lowp conformance" in second.stderr
     assert (out / "journal.jsonl").read_bytes().startswith(before)        # untouched by the refused run
     first.send_signal(signal.SIGTERM)
-    _, stderr = first.communicate(timeout=60)
+    _, stderr = first.communicate(timeout=180)
     assert first.returncode == 143 and "interrupted: --resume continues" in stderr, stderr
     assert sorted(report_rows(out).values()) == ["NOT RUN", "NOT RUN", "PASS", "PASS"]
     all_gone(workers)
@@ -291,7 +300,7 @@ def test_fuzz_is_locked_interruptible_and_reports(toml, tmp_path):
     refused = lowp(*args)
     assert refused.returncode == 2 and "is in use by another lowp run" in refused.stderr
     os.killpg(proc.pid, signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
+    _, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
     assert "interrupted: --resume continues" in stderr
     assert (out / "fuzz.md").is_file() and json.loads((out / "fuzz.json").read_text())["summary"]["rounds"] == 1
