@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, operand, result_lanes
+from .lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, is_lanes, operand, result_lanes
 
 D, Q = (64,), (128,)
 DQ = (64, 128)
@@ -40,11 +40,11 @@ _UNSIGNED_OF = dict(zip(SIGNED, UNSIGNED))
 
 def _vec(x, name, allowed, widths=DQ, group=1):
     """An operand whose element type is one of `allowed` (the arrangement picks it), in a 64/128-bit register."""
-    if isinstance(x, np.ndarray) and x.dtype not in allowed and len(allowed) > 1:
+    if is_lanes(x) and x.dtype not in allowed and len(allowed) > 1:
         names = ", ".join(TYPE_NAMES[d] for d in allowed)
         raise ValueError(f"operand {name!r}: expected lanes of one of {names}, got dtype {x.dtype}; "
                          "lowp never casts an operand")
-    dtype = x.dtype if isinstance(x, np.ndarray) and x.dtype in allowed else allowed[0]
+    dtype = x.dtype if is_lanes(x) and x.dtype in allowed else allowed[0]
     return operand(x, name, dtype, widths, group)
 
 
@@ -94,7 +94,7 @@ def _elements(a, b, name_b, index):
     if index is None:
         b = _same(name_b, b, a.dtype, a.shape[-1])
         return b
-    b = operand(b, name_b, a.dtype, DQ) if isinstance(b, np.ndarray) and b.dtype == a.dtype \
+    b = operand(b, name_b, a.dtype, DQ) if is_lanes(b) and b.dtype == a.dtype \
         else _same(name_b, b, a.dtype, a.shape[-1])
     i = _index(index, b.shape[-1])
     return b[..., i:i + 1]

@@ -3,6 +3,10 @@
 Registers are numpy arrays whose last axis holds the lanes (lane 0 = least significant element = lowest
 address on x86 and AArch64); any leading axes are a batch of registers. Nothing here casts an operand the
 caller passed: a wrong dtype is an error, never a conversion.
+
+Two backends run the same models: numpy arrays (the concrete one: what every check and proof against hardware
+uses) and lowp.isa_models.bitvec.SymArray (bit-vector terms for `lowp prove`), which has the numpy interface the
+models use. The operations below are the only places where the two differ in how they compute.
 """
 from __future__ import annotations
 
@@ -17,11 +21,21 @@ TYPE_NAMES = {U8: "u8", S8: "s8", U16: "u16", S16: "s16", U32: "u32", S32: "s32"
 DTYPES = {name: dtype for dtype, name in TYPE_NAMES.items()}
 
 
+def symbolic(x) -> bool:
+    """Lanes of the bit-vector backend (lowp.isa_models.bitvec.SymArray), without importing it (or z3)."""
+    return type(x).__name__ == "SymArray"
+
+
+def is_lanes(x) -> bool:
+    """A register of either backend: a numpy array or symbolic lanes."""
+    return isinstance(x, np.ndarray) or symbolic(x)
+
+
 def operand(x, name: str, dtype, widths=(64, 128, 256, 512), group: int = 1) -> np.ndarray:
     """Check one register operand: exact dtype, a lane count that fills one of `widths` bits, and
     divisible by `group` (the lanes one result lane reads). Returns x as an ndarray, never converted."""
     dtype = np.dtype(dtype)
-    if not isinstance(x, np.ndarray):
+    if not isinstance(x, np.ndarray) and not symbolic(x):
         raise ValueError(f"operand {name!r}: expected a numpy array of {TYPE_NAMES[dtype]} lanes, got {type(x).__name__}")
     if x.dtype != dtype:
         raise ValueError(f"operand {name!r}: expected dtype {dtype} ({TYPE_NAMES[dtype]} lanes), got {x.dtype}; "
@@ -63,6 +77,8 @@ def saturate(x: np.ndarray, dtype) -> np.ndarray:
 def wrap(x: np.ndarray, dtype) -> np.ndarray:
     """Keep the low bits of an exact integer (x<N-1:0> in the Arm ASL; the truncation the SDM implies)."""
     dtype = np.dtype(dtype)
+    if symbolic(x):
+        return x.astype(dtype)     # the backend keeps the low bits where the exact value does not fit
     bits = dtype.itemsize * 8
     unsigned = np.dtype(f"u{dtype.itemsize}")
     low = np.asarray(x).astype(np.int64, copy=False) & ((1 << bits) - 1) if bits < 64 else np.asarray(x)
@@ -72,6 +88,16 @@ def wrap(x: np.ndarray, dtype) -> np.ndarray:
 def widen(x: np.ndarray) -> np.ndarray:
     """Exact arithmetic room: every model computes in int64 before it saturates or wraps."""
     return x.astype(np.int64)
+
+
+def pairs(x):
+    """Sum of adjacent lanes 2j and 2j+1: the horizontal step of PMADDUBSW/PMADDWD, SADALP, ADDP."""
+    return x[..., 0::2] + x[..., 1::2]
+
+
+def quads(x):
+    """Sum of lanes 4j..4j+3, in that order: the four products of a VNNI dword or an SDOT lane."""
+    return x[..., 0::4] + x[..., 1::4] + x[..., 2::4] + x[..., 3::4]
 
 
 def mask_bits(mask, lanes: int) -> np.ndarray:

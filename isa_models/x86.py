@@ -13,20 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lanes import S8, S16, S32, U8, U32, operand, same_register, result_lanes, saturate, widen, wrap, writemask
+from .lanes import (S8, S16, S32, U8, U32, operand, pairs, quads, result_lanes, same_register, saturate, widen, wrap,
+                    writemask)
 
 W = (128, 256, 512)          # SSE/AVX/AVX-512 register widths
 W_MMX = (64, 128, 256, 512)  # PMADDUBSW and friends also have an MMX form
-
-
-def _pairs(x: np.ndarray) -> np.ndarray:
-    """Sum of adjacent lanes 2j and 2j+1: the horizontal step of PMADDUBSW/PMADDWD."""
-    return x[..., 0::2] + x[..., 1::2]
-
-
-def _quads(x: np.ndarray) -> np.ndarray:
-    """tmp1 + tmp2 + tmp3 + tmp4 of the VNNI byte forms: lanes 4j..4j+3."""
-    return x[..., 0::4] + x[..., 1::4] + x[..., 2::4] + x[..., 3::4]
 
 
 def vpmaddubsw(a, b, *, mask=None, zeroing=False, merge=None):
@@ -36,7 +27,7 @@ def vpmaddubsw(a, b, *, mask=None, zeroing=False, merge=None):
     a, b = operand(a, "a", U8, W_MMX, 2), operand(b, "b", S8, W_MMX, 2)
     same_register(("a", a), ("b", b))
     # int32 is exact here (|pair sum| <= 65280) and keeps the 2^32-input proof fast.
-    return writemask(saturate(_pairs(a.astype(np.int32) * b), S16), mask, zeroing, merge)
+    return writemask(saturate(pairs(a.astype(np.int32) * b), S16), mask, zeroing, merge)
 
 
 def vpmaddwd(a, b, *, mask=None, zeroing=False, merge=None):
@@ -45,7 +36,7 @@ def vpmaddwd(a, b, *, mask=None, zeroing=False, merge=None):
     overflow, four words of 0x8000, gives 0x80000000. Intel SDM Vol. 2B, PMADDWD."""
     a, b = operand(a, "a", S16, W, 2), operand(b, "b", S16, W, 2)
     same_register(("a", a), ("b", b))
-    return writemask(wrap(_pairs(widen(a) * widen(b)), S32), mask, zeroing, merge)
+    return writemask(wrap(pairs(widen(a) * widen(b)), S32), mask, zeroing, merge)
 
 
 def _byte_dot(src, a, b, a_type, b_type, acc_type, saturating, mask, zeroing, widths=W):
@@ -54,7 +45,7 @@ def _byte_dot(src, a, b, a_type, b_type, acc_type, saturating, mask, zeroing, wi
     same_register(("a", a), ("b", b))
     src = result_lanes("src", src, acc_type, a.shape[-1] // 4)
     # The four products and their sum are exact in int32 (|sum| < 2^18); the accumulation is exact in int64.
-    total = widen(src) + _quads(a.astype(np.int32) * b.astype(np.int32))
+    total = widen(src) + quads(a.astype(np.int32) * b.astype(np.int32))
     r = saturate(total, acc_type) if saturating else wrap(total, acc_type)
     return writemask(r, mask, zeroing, None if mask is None or zeroing else src)
 
@@ -75,7 +66,7 @@ def _word_dot(src, a, b, saturating, mask, zeroing):
     a, b = operand(a, "a", S16, W, 2), operand(b, "b", S16, W, 2)
     same_register(("a", a), ("b", b))
     src = result_lanes("src", src, S32, a.shape[-1] // 2)
-    total = widen(src) + _pairs(widen(a) * widen(b))
+    total = widen(src) + pairs(widen(a) * widen(b))
     r = saturate(total, S32) if saturating else wrap(total, S32)
     return writemask(r, mask, zeroing, None if mask is None or zeroing else src)
 
