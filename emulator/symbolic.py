@@ -136,6 +136,7 @@ class Region:
     writable: bool = False
     overread: int = 0
     fresh: bool = True
+    backing: bytes | None = None      # constant content (the image's code and read-only data)
 
     @property
     def end(self) -> int:
@@ -186,6 +187,8 @@ class Memory:
         out = []
         for a in range(address, address + size):
             b = self.data.get(a)
+            if b is None and region.backing is not None and region.holds(a, 1):
+                b = Byte(SymInt.const(region.backing[a - region.base]), 1, 0)
             if b is None:
                 if region.holds(a, 1) and not region.fresh:
                     raise Unsupported(f"read of {region.name}[{a - region.base}] with no known content", pc, insn)
@@ -246,6 +249,11 @@ class Image:
                 chunk = data[off:off + size]
                 return chunk + bytes(max(0, min(size, memsz - off) - len(chunk)))
         raise KeyError(f"{address:#x} is in no loaded segment of {self.path.name}")
+
+    def regions(self) -> list[Region]:
+        """The loaded segments as read-only regions of a call's memory (constants the code loads)."""
+        return [Region(f"{self.path.name}@{vaddr:#x}", vaddr, memsz, fresh=False,
+                       backing=data + bytes(memsz - len(data))) for vaddr, data, memsz in self.segments if memsz]
 
     def symbol(self, name: str) -> int:
         try:

@@ -24,6 +24,9 @@ import z3
 _EXACT = np.dtype(object)      # numpy's object lanes: the models' Python-integer arithmetic for 64-bit lanes
 
 
+SUM_BITS = 32     # the width every sum is formed at (an int32 accumulator's): see SymInt._binary
+
+
 def _bits_for(lo: int, hi: int) -> int:
     """Fewest bits of a signed integer holding every value in [lo, hi]."""
     return max(max(lo.bit_length(), (-lo - 1).bit_length() if lo < 0 else 0, hi.bit_length(),
@@ -88,13 +91,14 @@ class SymInt:
 
     # -- exact arithmetic ---------------------------------------------------------------------------------------------
     def _binary(self, other, lo, hi, op):
+        """x + y or x - y, exact. Sums are formed at SUM_BITS (or wider if the interval needs it) and never
+        trimmed below it: the same products then meet in one flat bvadd on both sides of a query, however a
+        kernel orders or groups its additions, and z3's normal form of the sum makes them equal on sight."""
         other = _as_symint(other)
         if self.value is not None and other.value is not None:
             return SymInt.const(op(self.value, other.value))
-        w = _bits_for(lo, hi)
-        w = max(w, self.width, other.width) if op is operator.mul else w
-        term = op(self.at(max(w, self.width, other.width)), other.at(max(w, self.width, other.width)))
-        return SymInt(term, lo, hi)._trimmed(w)
+        w = max(_bits_for(lo, hi), SUM_BITS)
+        return SymInt(op(self.at(w), other.at(w)), lo, hi)
 
     def _trimmed(self, w: int) -> "SymInt":
         # The value fits w bits (its interval says so): drop the redundant high bits the wider operation kept.
@@ -132,8 +136,10 @@ class SymInt:
             return SymInt.const(0)
         corners = [a * b for a in (self.lo, self.hi) for b in (other.lo, other.hi)]
         lo, hi = min(corners), max(corners)
-        w = max(_bits_for(lo, hi), self.width, other.width)
-        return SymInt(self.at(w) * other.at(w), lo, hi)._trimmed(_bits_for(lo, hi))
+        # At SUM_BITS, as sums are: a product then has one spelling wherever it is formed (a kernel's VPDPBUSD,
+        # the contract's matmul), so the two sides of a query share their monomials.
+        w = max(_bits_for(lo, hi), SUM_BITS, self.width, other.width)
+        return SymInt(self.at(w) * other.at(w), lo, hi)
 
     __rmul__ = __mul__
 
@@ -271,6 +277,22 @@ def select(cond, x, y) -> SymInt:
     return SymInt(z3.If(cond.term, x.at(w), y.at(w)), min(x.lo, y.lo), max(x.hi, y.hi))
 
 
+# lowp prove's local lemmas: a callable (x, lo, hi) -> bool that proves lo <= x <= hi over x's inputs alone (a small
+# solver query, cached), tried where the interval cannot decide a saturation or a narrowing. None: no lemmas.
+LEMMAS = None
+
+
+def _within(x: SymInt, lo: int, hi: int) -> SymInt | None:
+    """x itself (its interval narrowed) when it provably lies in [lo, hi]: by its interval, else by a lemma."""
+    if lo <= x.lo and x.hi <= hi:
+        return x
+    if x.hi < lo or x.lo > hi or LEMMAS is None:
+        return None
+    if LEMMAS(x, lo, hi):
+        return SymInt(x.term, max(x.lo, lo), min(x.hi, hi))._trimmed(_bits_for(max(x.lo, lo), min(x.hi, hi)))
+    return None
+
+
 def fit(x: SymInt, dtype) -> SymInt:
     """The value numpy's fixed-width `dtype` keeps of an exact integer: itself if it fits, else its low bits
     (wrap-around), as astype, view and fixed-width arithmetic do."""
@@ -280,6 +302,10 @@ def fit(x: SymInt, dtype) -> SymInt:
     lo, hi = _range(dtype)
     if lo <= x.lo and x.hi <= hi:
         return x
+    if dtype.itemsize <= 2:               # a narrow intermediate (int16 lanes): worth a lemma
+        kept = _within(x, lo, hi)
+        if kept is not None:
+            return kept
     n = dtype.itemsize * 8
     if x.value is not None:
         v = x.value & ((1 << n) - 1)
@@ -421,6 +447,28 @@ class SymArray:
     def __rshift__(self, n):
         return SymArray(self.data >> int(n), self.dtype)
 
+    def __mod__(self, m):
+        """x % 2^n: the low n bits, as numpy's floor modulo gives them (contracts wrap with it)."""
+        m = int(m)
+        if m <= 0 or m & (m - 1):
+            raise NotImplementedError(f"the bit-vector backend takes x % 2**n only, not x % {m}")
+        return SymArray(self.data & (m - 1), self.dtype)
+
+    def __matmul__(self, other):
+        """(M, K) @ (K, N): every sum over k in ascending k, exact in the promoted dtype (as a contract's int64)."""
+        dtype = _promote(self, other)
+        a, b = self.data, _cells(other)
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+            raise ValueError(f"matmul of shapes {a.shape} and {b.shape}")
+        out = np.empty((a.shape[0], b.shape[1]), dtype=object)
+        for i in range(a.shape[0]):
+            for j in range(b.shape[1]):
+                total = SymInt.const(0)
+                for k in range(a.shape[1]):
+                    total = total + a[i, k] * b[k, j]
+                out[i, j] = fit(total, dtype)
+        return SymArray(out, dtype)
+
     def __lshift__(self, n):
         return self._arith(1 << int(n), operator.mul)
 
@@ -479,6 +527,13 @@ def _maximum(x, y):
 
 
 def _clip(x, lo, hi):
+    """Saturation: where a lane provably lies in [lo, hi] (interval or lemma) it is kept as it is."""
+    if isinstance(x, SymArray) and isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer)):
+        cells = np.empty(x.shape, dtype=object)
+        for index, cell in np.ndenumerate(x.data):
+            kept = _within(cell, int(lo), int(hi))
+            cells[index] = kept if kept is not None else select(cell < lo, lo, select(cell > hi, hi, cell))
+        return SymArray(cells, x.dtype)
     return _minimum(_maximum(x, lo), hi)
 
 

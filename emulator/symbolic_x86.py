@@ -1,0 +1,824 @@
+"""Symbolic execution of x86-64 code (System V calls) for `lowp prove`: capstone decodes, the models execute.
+
+The vector instructions whose arithmetic matters (VPMADDUBSW, VPMADDWD, VPDPBUSD and its family, VPADDD, VPADDSW,
+VPMOVSX...) run through lowp.isa_models.x86 on symbolic lanes (lowp.isa_models.bitvec): there is no second copy
+of their semantics here. What is here is the plumbing a compiled kernel needs around them: moves, broadcasts,
+loads and stores, the general registers and flags of its address arithmetic and loops, calls and returns.
+
+General registers hold a concrete Python int (addresses, counters: the shape fixes them) or 8 symbolic bytes
+(data a packing loop moves through them). Flags are concrete, or None after an operation on symbolic data: a
+branch or cmov on such flags is a data-dependent branch, and the run stops with Unsupported.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+
+import capstone
+import numpy as np
+from capstone import x86_const as X
+
+from lowp.isa_models import x86 as models
+from lowp.isa_models.bitvec import SymArray, SymInt, fit
+
+from .symbolic import (LIBC, Byte, Image, Memory, MemoryViolation, Region, StepLimit, Unsupported, concrete,
+                       const_bytes, int_bytes, integer, lane_bytes, lanes)
+
+RETURN = 0x7FFF_FFFF_0000      # where the top-level call returns to: the run ends there
+CANARY = 0x2F8B_3C4D_5E6F_7081  # fs:0x28, the stack protector's value (any constant does)
+MASK64 = (1 << 64) - 1
+
+_GPR64 = ["rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp"] + [f"r{i}" for i in range(8, 16)]
+
+
+def _gpr_table() -> dict[str, tuple[str, int, int]]:
+    """Register name -> (64-bit register, byte offset, size)."""
+    table = {}
+    for full in _GPR64:
+        table[full] = (full, 0, 8)
+        if full.startswith("r") and full[1:].isdigit():
+            table[full + "d"], table[full + "w"], table[full + "b"] = (full, 0, 4), (full, 0, 2), (full, 0, 1)
+        else:
+            stem = full[1:]                      # ax, bx, si, bp, ...
+            table["e" + stem] = (full, 0, 4)
+            table[stem] = (full, 0, 2)
+            if stem in ("ax", "bx", "cx", "dx"):
+                table[stem[0] + "l"], table[stem[0] + "h"] = (full, 0, 1), (full, 1, 1)
+            else:
+                table[stem + "l"] = (full, 0, 1)
+    return table
+
+
+GPR = _gpr_table()
+VSIZE = {"xmm": 16, "ymm": 32, "zmm": 64}
+
+
+@lru_cache(maxsize=None)
+def _disassembler():
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    md.detail = True
+    return md
+
+
+class X86:
+    """One call's machine state and its run."""
+
+    def __init__(self, image: Image, memory: Memory, *, max_steps: int):
+        self.image, self.memory, self.max_steps = image, memory, max_steps
+        self.gpr: dict[str, int | list[Byte]] = {name: 0 for name in _GPR64}
+        self.vec = [const_bytes(0, 64) for _ in range(32)]
+        self.flags: dict[str, bool] | None = {"cf": False, "zf": False, "sf": False, "of": False, "pf": False}
+        self.mnemonics: Counter = Counter()
+        self._decoded: dict[int, object] = {}
+        self.insn = None
+
+    # -- decoding -------------------------------------------------------------------------------------------------------
+    def decode(self, pc: int):
+        got = self._decoded.get(pc)
+        if got is None:
+            try:
+                code = self.image.read(pc, 16)
+            except KeyError:
+                raise Unsupported("a jump outside the loaded code", pc) from None
+            got = next(_disassembler().disasm(code, pc, 1), None)
+            if got is None:
+                raise Unsupported("an instruction capstone cannot decode", pc, code.hex())
+            self._decoded[pc] = got
+        return got
+
+    def fail(self, reason: str):
+        i = self.insn
+        raise Unsupported(reason, i.address, f"{i.mnemonic} {i.op_str}".strip())
+
+    # -- general registers ------------------------------------------------------------------------------------------------
+    def get(self, name: str):
+        """A general register's value: an int (unsigned, its size) or its symbolic bytes."""
+        full, off, size = GPR[name]
+        v = self.gpr[full]
+        if isinstance(v, int):
+            return (v >> (8 * off)) & ((1 << (8 * size)) - 1)
+        part = v[off:off + size]
+        c = concrete(part)
+        return part if c is None else c
+
+    def set(self, name: str, value) -> None:
+        full, off, size = GPR[name]
+        if size == 4:                     # a 32-bit write zero-extends to 64 bits
+            off, size, value = 0, 8, self._extend(value, 4, 8)
+        if size == 8:
+            self.gpr[full] = value if isinstance(value, int) else list(value)
+            return
+        old = self.gpr[full]
+        if isinstance(old, int) and isinstance(value, int):
+            m = ((1 << (8 * size)) - 1) << (8 * off)
+            self.gpr[full] = (old & ~m) | ((value << (8 * off)) & m)
+            return
+        data = const_bytes(old, 8) if isinstance(old, int) else list(old)
+        data[off:off + size] = const_bytes(value, size) if isinstance(value, int) else value
+        self.gpr[full] = data
+
+    @staticmethod
+    def _extend(value, size: int, to: int, signed: bool = False):
+        if isinstance(value, int):
+            if signed and value >> (8 * size - 1):
+                value -= 1 << (8 * size)
+            return value & ((1 << (8 * to)) - 1)
+        if not signed:
+            return list(value) + const_bytes(0, to - size)
+        x = integer(value, signed=True)
+        return int_bytes(fit(x, np.dtype(f"i{to}")), to)
+
+    def address(self, op) -> int:
+        m = op.mem
+        if m.segment == X.X86_REG_FS:
+            return ("fs", m.disp)
+        total = m.disp
+        if m.base:
+            base = self.insn.reg_name(m.base)
+            total += self.insn.address + self.insn.size if base == "rip" else self._concrete_gpr(base)
+        if m.index:
+            total += m.scale * self._concrete_gpr(self.insn.reg_name(m.index))
+        return total & MASK64
+
+    def _concrete_gpr(self, name: str) -> int:
+        v = self.get(name)
+        if not isinstance(v, int):
+            self.fail("a data-dependent address")
+        return v
+
+    # -- operands --------------------------------------------------------------------------------------------------------
+    def read(self, op, size: int | None = None):
+        """An operand's value: an int (register or immediate, when concrete) or bytes."""
+        size = size or op.size
+        if op.type == X.X86_OP_IMM:
+            return op.imm & ((1 << (8 * size)) - 1)
+        if op.type == X.X86_OP_REG:
+            name = self.insn.reg_name(op.reg)
+            if name[:3] in VSIZE:
+                return self.vec[int(name[3:])][:size]
+            return self.get(name)
+        addr = self.address(op)
+        if isinstance(addr, tuple):
+            if addr == ("fs", 0x28) and size == 8:
+                return CANARY
+            self.fail("a segment-relative load lowp does not model")
+        data = self.load(addr, size)
+        c = concrete(data)
+        return data if c is None else c
+
+    def load(self, addr: int, size: int) -> list[Byte]:
+        i = self.insn
+        return self.memory.load(addr, size, i.address, f"{i.mnemonic} {i.op_str}")
+
+    def store(self, addr: int, data: list[Byte]) -> None:
+        i = self.insn
+        self.memory.store(addr, data, i.address, f"{i.mnemonic} {i.op_str}")
+
+    def write(self, op, value, size: int | None = None) -> None:
+        size = size or op.size
+        if op.type == X.X86_OP_REG:
+            name = self.insn.reg_name(op.reg)
+            if name[:3] in VSIZE:
+                self.write_vec(op, _as_bytes(value, size))
+                return
+            self.set(name, value)
+            return
+        addr = self.address(op)
+        if isinstance(addr, tuple):
+            self.fail("a segment-relative store")
+        self.store(addr, _as_bytes(value, size))
+
+    def vreg(self, op) -> int:
+        return int(self.insn.reg_name(op.reg)[3:])
+
+    def write_vec(self, op, data: list[Byte], legacy: bool | None = None) -> None:
+        """A vector register write: VEX/EVEX forms zero the bits above it up to 512, legacy SSE keeps them."""
+        n = self.vreg(op)
+        legacy = not self.insn.mnemonic.startswith("v") if legacy is None else legacy
+        rest = self.vec[n][len(data):] if legacy else const_bytes(0, 64 - len(data))
+        self.vec[n] = list(data) + rest
+
+    def vlanes(self, op, dtype, size: int | None = None) -> SymArray:
+        value = self.read(op, size or op.size)
+        return lanes(_as_bytes(value, size or op.size), dtype)
+
+    # -- the run ---------------------------------------------------------------------------------------------------------
+    def call(self, symbol: str, args: list[int], stack: Region) -> dict:
+        for name, value in zip(("rdi", "rsi", "rdx", "rcx", "r8", "r9"), args):
+            self.gpr[name] = value & MASK64
+        rsp = stack.end - 64
+        extra = args[6:]
+        rsp -= 8 * len(extra) + (8 if len(extra) % 2 else 0)
+        for i, value in enumerate(extra):
+            self.memory.store(rsp + 8 * i, const_bytes(value & MASK64, 8))
+        rsp -= 8
+        self.memory.store(rsp, const_bytes(RETURN, 8))
+        self.gpr["rsp"] = rsp
+        pc, steps = self.image.symbol(symbol), 0
+        while pc != RETURN:
+            steps += 1
+            if steps > self.max_steps:
+                raise StepLimit(f"more than {self.max_steps} instructions (a loop the shape does not bound?)", pc)
+            self.insn = insn = self.decode(pc)
+            self.mnemonics[insn.mnemonic] += 1
+            handler = HANDLERS.get(insn.mnemonic) or _family(insn.mnemonic)
+            if handler is None:
+                self.fail(f"an instruction lowp prove does not model ({insn.mnemonic})")
+            nxt = handler(self, insn, insn.operands)
+            pc = insn.address + insn.size if nxt is None else nxt
+        return {"steps": steps, "mnemonics": self.mnemonics, "result": self.get("rax")}
+
+
+def _as_bytes(value, size: int) -> list[Byte]:
+    return const_bytes(value, size) if isinstance(value, int) else list(value)[:size]
+
+
+def _sym(value, size: int, signed: bool) -> SymInt:
+    if isinstance(value, int):
+        if signed and value >> (8 * size - 1):
+            value -= 1 << (8 * size)
+        return SymInt.const(value)
+    return integer(value, signed)
+
+
+# -- integer instructions -----------------------------------------------------------------------------------------------
+
+def _setflags(m: X86, result: int, size: int, cf: bool, of: bool) -> None:
+    bits = 8 * size
+    r = result & ((1 << bits) - 1)
+    m.flags = {"cf": cf, "zf": r == 0, "sf": bool(r >> (bits - 1)), "of": of, "pf": bin(r & 0xFF).count("1") % 2 == 0}
+
+
+def _signed(v: int, size: int) -> int:
+    return v - (1 << (8 * size)) if v >> (8 * size - 1) else v
+
+
+def _arith(op_name: str, keep: bool = True):
+    def run(m: X86, insn, ops):
+        size = ops[0].size
+        a, b = m.read(ops[0], size), m.read(ops[1], size) if len(ops) > 1 else None
+        if op_name in ("xor", "sub") and len(ops) == 2 and ops[0].type == ops[1].type == X.X86_OP_REG \
+                and ops[0].reg == ops[1].reg:
+            a = b = 0                           # xor r, r / sub r, r: zero whatever r held
+        if isinstance(a, int) and isinstance(b, int):
+            r = _concrete_op(m, op_name, a, b, size)
+        else:
+            r = _symbolic_op(m, op_name, a, b, size)
+        if keep:
+            m.write(ops[0], r, size)
+    return run
+
+
+def _concrete_op(m: X86, name: str, a: int, b: int, size: int) -> int:
+    bits, mask = 8 * size, (1 << (8 * size)) - 1
+    sa, sb = _signed(a, size), _signed(b, size)
+    if name == "add":
+        r = a + b
+        _setflags(m, r, size, r > mask, not -(1 << (bits - 1)) <= sa + sb < (1 << (bits - 1)))
+    elif name == "sub":
+        r = a - b
+        _setflags(m, r, size, a < b, not -(1 << (bits - 1)) <= sa - sb < (1 << (bits - 1)))
+    elif name in ("and", "or", "xor"):
+        r = {"and": a & b, "or": a | b, "xor": a ^ b}[name]
+        _setflags(m, r, size, False, False)
+    else:
+        raise AssertionError(name)
+    return r & mask
+
+
+def _symbolic_op(m: X86, name: str, a, b, size: int):
+    m.flags = _decided_flags(name, a, b, size)  # None where the inputs' intervals do not decide them
+    if name in ("and", "or", "xor"):
+        if name == "xor" and isinstance(b, int) and size == 4 and b == 0x80808080:
+            return _flip_sign_bytes(a)
+        merged = _bytewise(name, _as_bytes(a, size), _as_bytes(b, size))
+        if merged is None:
+            m.fail(f"{name} on symbolic data (not a byte-wise merge or mask)")
+        return merged
+    x, y = _sym(a, size, True), _sym(b, size, True)
+    r = x + y if name == "add" else x - y
+    return int_bytes(fit(r, np.dtype(f"i{size}")), size)
+
+
+def _bytewise(name: str, a: list[Byte], b: list[Byte]) -> list[Byte] | None:
+    """and/or/xor that only move whole bytes: a mask of 0x00 and 0xFF bytes, or two values where each byte is 0
+    on one side (packing two bytes into a word). None for anything else."""
+    out = []
+    for x, y in zip(a, b):
+        vx, vy = x.value, y.value
+        if name == "and":
+            if vx is not None and vy is not None:
+                out.append(Byte(SymInt.const(vx & vy), 1, 0))
+            elif vx in (0, 0xFF) or vy in (0, 0xFF):
+                keep, mask = (y, vx) if vx is not None else (x, vy)
+                out.append(keep if mask == 0xFF else Byte(SymInt.const(0), 1, 0))
+            else:
+                return None
+        else:
+            if vx == 0:
+                out.append(y)
+            elif vy == 0:
+                out.append(x)
+            elif vx is not None and vy is not None:
+                out.append(Byte(SymInt.const(vx | vy if name == "or" else vx ^ vy), 1, 0))
+            else:
+                return None
+    return out
+
+
+def _decided_flags(name: str, a, b, size: int):
+    """cmp/sub/test on symbolic data: the exact difference (signed and unsigned) as intervals, from which a
+    condition may still be decided (a driver testing a weight against a range the domain already excludes);
+    a condition the intervals do not decide is a data-dependent branch."""
+    if name == "sub":
+        return Compared(_sym(a, size, True) - _sym(b, size, True), _sym(a, size, False) - _sym(b, size, False))
+    if name == "and" and not isinstance(b, int) and [id(v) for v in a] == [id(v) for v in b]:
+        x = _sym(a, size, True)                 # test x, x: x against 0
+        return Compared(x, _sym(a, size, False))
+    return None
+
+
+class Compared:
+    """Flags of a comparison whose operands are symbolic: the intervals of a - b, signed (d) and unsigned (du)."""
+
+    def __init__(self, d, du):
+        self.d, self.du = d, du
+
+    def decide(self, cc: str) -> bool | None:
+        d, du = self.d, self.du
+        tests = {"e": (d.lo == d.hi == 0, d.lo > 0 or d.hi < 0), "g": (d.lo > 0, d.hi <= 0),
+                 "ge": (d.lo >= 0, d.hi < 0), "l": (d.hi < 0, d.lo >= 0), "le": (d.hi <= 0, d.lo > 0),
+                 "a": (du.lo > 0, du.hi <= 0), "ae": (du.lo >= 0, du.hi < 0), "b": (du.hi < 0, du.lo >= 0),
+                 "be": (du.hi <= 0, du.lo > 0)}
+        alias = {"z": "e", "nle": "g", "nl": "ge", "nge": "l", "ng": "le", "nbe": "a", "nb": "ae", "nc": "ae",
+                 "nae": "b", "c": "b", "na": "be"}
+        negate = {"ne": "e", "nz": "e"}
+        if cc in negate:
+            got = self.decide(negate[cc])
+            return None if got is None else not got
+        yes, no = tests.get(alias.get(cc, cc), (False, False))
+        return True if yes else False if no else None
+
+
+def _flip_sign_bytes(data: list[Byte]) -> list[Byte]:
+    """XOR 0x80 on each byte: an s8 read as u8 after adding 128 (oneDNN's s8s8 shift), as exact lanes."""
+    out = []
+    for b in data:
+        s = fit(SymInt.from_bits(b.term(), True) if b.size != 1 else fit(b.lane, np.int8), np.int8)
+        out.append(Byte(s + 128, 1, 0))
+    return out
+
+
+def _cmp(m, insn, ops):
+    _arith("sub", keep=False)(m, insn, ops)
+
+
+def _test(m, insn, ops):
+    _arith("and", keep=False)(m, insn, ops)
+
+
+def _mov(m, insn, ops):
+    size = ops[0].size
+    m.write(ops[0], m.read(ops[1], size), size)
+
+
+def _movx(signed: bool):
+    def run(m, insn, ops):
+        value = m.read(ops[1], ops[1].size)
+        m.write(ops[0], m._extend(value, ops[1].size, ops[0].size, signed), ops[0].size)
+    return run
+
+
+def _lea(m, insn, ops):
+    m.write(ops[0], m.address(ops[1]) & ((1 << (8 * ops[0].size)) - 1), ops[0].size)
+
+
+def _concrete_operands(m, ops, size):
+    values = [m.read(op, size) for op in ops]
+    if not all(isinstance(v, int) for v in values):
+        return None
+    return values
+
+
+def _unary(name):
+    def run(m, insn, ops):
+        size = ops[0].size
+        v = m.read(ops[0], size)
+        mask = (1 << (8 * size)) - 1
+        if not isinstance(v, int):
+            if name == "neg":
+                m.flags = None
+                m.write(ops[0], int_bytes(fit(-_sym(v, size, True), np.dtype(f"i{size}")), size), size)
+                return
+            m.fail(f"{name} on symbolic data")
+        cf = m.flags["cf"] if m.flags else False
+        r = {"neg": -v, "inc": v + 1, "dec": v - 1, "not": ~v}[name] & mask
+        if name != "not":
+            sv = _signed(v, size)
+            of = {"neg": sv == -(1 << (8 * size - 1)), "inc": sv == (1 << (8 * size - 1)) - 1,
+                  "dec": sv == -(1 << (8 * size - 1))}[name]
+            _setflags(m, r, size, v != 0 if name == "neg" else cf, of)
+        m.write(ops[0], r, size)
+    return run
+
+
+def _shift(name):
+    def run(m, insn, ops):
+        size = ops[0].size
+        v = m.read(ops[0], size)
+        count = m.read(ops[1], 1) if len(ops) > 1 else 1
+        if not isinstance(count, int):
+            m.fail("a data-dependent shift count")
+        count &= 63 if size == 8 else 31
+        if count == 0:
+            return
+        bits, mask = 8 * size, (1 << (8 * size)) - 1
+        if not isinstance(v, int):
+            m.flags = None
+            if count % 8 == 0 and name in ("shl", "shr"):     # whole bytes move: keep them as they are
+                data, k = _as_bytes(v, size), count // 8
+                zero = const_bytes(0, k)
+                moved = (zero + data)[:size] if name == "shl" else (data + zero)[k:]
+                m.write(ops[0], moved, size)
+                return
+            x = _sym(v, size, name == "sar")
+            if name == "shl":
+                r = fit(x * (1 << count), np.dtype(f"i{size}"))
+            elif name == "sar":
+                r = x >> count
+            else:
+                m.fail("shr on symbolic data")
+            m.write(ops[0], int_bytes(fit(r, np.dtype(f"i{size}")), size), size)
+            return
+        if name == "shl":
+            r, cf = (v << count) & mask, bool((v >> (bits - count)) & 1)
+        elif name == "shr":
+            r, cf = v >> count, bool((v >> (count - 1)) & 1)
+        else:
+            r, cf = (_signed(v, size) >> count) & mask, bool((_signed(v, size) >> (count - 1)) & 1)
+        _setflags(m, r, size, cf, False)
+        m.write(ops[0], r, size)
+    return run
+
+
+def _imul(m, insn, ops):
+    size = ops[0].size
+    if len(ops) == 1:
+        m.fail("one-operand imul")
+    a, b = (m.read(ops[0], size), m.read(ops[1], size)) if len(ops) == 2 else \
+        (m.read(ops[1], size), m.read(ops[2], size))
+    if isinstance(a, int) and isinstance(b, int):
+        exact = _signed(a, size) * _signed(b, size)
+        r = exact & ((1 << (8 * size)) - 1)
+        over = exact != _signed(r, size)
+        _setflags(m, r, size, over, over)
+        m.write(ops[0], r, size)
+        return
+    m.flags = None
+    r = fit(_sym(a, size, True) * _sym(b, size, True), np.dtype(f"i{size}"))
+    m.write(ops[0], int_bytes(r, size), size)
+
+
+CONDITIONS = {
+    "o": lambda f: f["of"], "no": lambda f: not f["of"], "b": lambda f: f["cf"], "c": lambda f: f["cf"],
+    "nae": lambda f: f["cf"], "ae": lambda f: not f["cf"], "nb": lambda f: not f["cf"], "nc": lambda f: not f["cf"],
+    "e": lambda f: f["zf"], "z": lambda f: f["zf"], "ne": lambda f: not f["zf"], "nz": lambda f: not f["zf"],
+    "be": lambda f: f["cf"] or f["zf"], "na": lambda f: f["cf"] or f["zf"],
+    "a": lambda f: not f["cf"] and not f["zf"], "nbe": lambda f: not f["cf"] and not f["zf"],
+    "s": lambda f: f["sf"], "ns": lambda f: not f["sf"], "p": lambda f: f["pf"], "np": lambda f: not f["pf"],
+    "l": lambda f: f["sf"] != f["of"], "nge": lambda f: f["sf"] != f["of"],
+    "ge": lambda f: f["sf"] == f["of"], "nl": lambda f: f["sf"] == f["of"],
+    "le": lambda f: f["zf"] or f["sf"] != f["of"], "ng": lambda f: f["zf"] or f["sf"] != f["of"],
+    "g": lambda f: not f["zf"] and f["sf"] == f["of"], "nle": lambda f: not f["zf"] and f["sf"] == f["of"],
+}
+
+
+def _condition(m: X86, cc: str) -> bool:
+    if isinstance(m.flags, Compared):
+        got = m.flags.decide(cc)
+        if got is None:
+            m.fail("a data-dependent branch (flags computed from the inputs)")
+        return got
+    try:
+        if m.flags is None:
+            raise KeyError
+        return bool(CONDITIONS[cc](_Known(m.flags)))
+    except KeyError:
+        m.fail("a data-dependent branch (flags computed from the inputs)")
+
+
+class _Known(dict):
+    """Flags as a condition reads them: a flag the intervals left undecided (None) is a data-dependent one."""
+
+    def __getitem__(self, key):
+        value = dict.__getitem__(self, key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+
+def _jcc(cc):
+    def run(m, insn, ops):
+        return ops[0].imm if _condition(m, cc) else None
+    return run
+
+
+def _setcc(cc):
+    def run(m, insn, ops):
+        m.write(ops[0], int(_condition(m, cc)), 1)
+    return run
+
+
+def _cmovcc(cc):
+    def run(m, insn, ops):
+        size = ops[0].size
+        if _condition(m, cc):
+            m.write(ops[0], m.read(ops[1], size), size)
+        elif size == 4:
+            m.write(ops[0], m.read(ops[0], 4), 4)        # a 32-bit cmov zero-extends even when it does not move
+    return run
+
+
+def _jmp(m, insn, ops):
+    if ops[0].type != X.X86_OP_IMM:
+        m.fail("an indirect jump")
+    if ops[0].imm in m.image.imports:          # a tail call into libc: its model, then our caller's return
+        _libc(m, insn, m.image.imports[ops[0].imm])
+        return _ret(m, insn, ())
+    return ops[0].imm
+
+
+def _libc(m, insn, name: str) -> None:
+    model = LIBC.get(name)
+    if model is None:
+        m.fail(f"a call to {name}, which lowp prove does not model")
+    args = [m.get(r) for r in ("rdi", "rsi", "rdx")]
+    if not all(isinstance(a, int) for a in args):
+        m.fail(f"a call to {name} with data-dependent arguments")
+    model(m.memory, *args, pc=insn.address)
+    m.gpr["rax"] = args[0]
+
+
+def _push(m, insn, ops):
+    rsp = m.gpr["rsp"] - 8
+    m.store(rsp, _as_bytes(m.read(ops[0], 8), 8))
+    m.gpr["rsp"] = rsp
+
+
+def _pop(m, insn, ops):
+    rsp = m.gpr["rsp"]
+    data = m.load(rsp, 8)
+    c = concrete(data)
+    m.write(ops[0], data if c is None else c, 8)
+    m.gpr["rsp"] = rsp + 8
+
+
+def _ret(m, insn, ops):
+    rsp = m.gpr["rsp"]
+    target = concrete(m.load(rsp, 8))
+    if target is None:
+        m.fail("a return to a data-dependent address")
+    m.gpr["rsp"] = rsp + 8 + (ops[0].imm if ops else 0)
+    return target
+
+
+def _call(m, insn, ops):
+    if ops[0].type != X.X86_OP_IMM:
+        m.fail("an indirect call")
+    target = ops[0].imm
+    name = m.image.imports.get(target)
+    if name is not None:
+        _libc(m, insn, name)
+        return None
+    rsp = m.gpr["rsp"] - 8
+    m.store(rsp, const_bytes(insn.address + insn.size, 8))
+    m.gpr["rsp"] = rsp
+    return target
+
+
+def _rep(unit: int, store_only: bool):
+    def run(m, insn, ops):
+        count, rdi = m.get("rcx"), m.get("rdi")
+        if not isinstance(count, int) or not isinstance(rdi, int):
+            m.fail("a data-dependent string length")
+        if store_only:
+            fill = m.read_reg_bytes("rax", unit)
+            for i in range(count):
+                m.store(rdi + unit * i, fill)
+        else:
+            rsi = m.get("rsi")
+            for i in range(count):
+                m.store(rdi + unit * i, m.load(rsi + unit * i, unit))
+            m.gpr["rsi"] = rsi + unit * count
+        m.gpr["rdi"] = rdi + unit * count
+        m.gpr["rcx"] = 0
+    return run
+
+
+def _read_reg_bytes(self: X86, name: str, size: int) -> list[Byte]:
+    return _as_bytes(self.get({8: "rax", 4: "eax", 2: "ax", 1: "al"}[size] if name == "rax" else name), size)
+
+
+X86.read_reg_bytes = _read_reg_bytes
+
+
+def _nop(m, insn, ops):
+    return None
+
+
+def _cdqe(m, insn, ops):
+    m.set("rax", m._extend(m.get("eax"), 4, 8, True))
+
+
+def _cqo(m, insn, ops):
+    v = m.get("rax")
+    if not isinstance(v, int):
+        m.fail("cqo on symbolic data")
+    m.set("rdx", MASK64 if v >> 63 else 0)
+
+
+# -- vector instructions --------------------------------------------------------------------------------------------
+
+def _width(ops) -> int:
+    return max(op.size for op in ops if op.type != X.X86_OP_IMM)
+
+
+def _vmov(m, insn, ops):
+    """VMOVDQA/U[8,16,32,64], VMOVAPS/UPS, MOVDQA/U, and the 32/64-bit MOVD/MOVQ forms."""
+    dst, src = ops
+    size = min(dst.size, src.size)
+    value = m.read(src, size)
+    if dst.type == X.X86_OP_REG and m.insn.reg_name(dst.reg)[:3] in VSIZE:
+        data = _as_bytes(value, size)
+        if insn.mnemonic in ("movd", "movq", "vmovd", "vmovq") or insn.mnemonic.startswith("v") \
+                or dst.size > size:
+            m.write_vec(dst, data + const_bytes(0, dst.size - size) if dst.size > size else data,
+                        legacy=False if insn.mnemonic in ("movd", "movq") else None)
+        else:
+            m.write_vec(dst, data)
+        return
+    m.write(dst, value, size)
+
+
+def _vxor_like(name):
+    def run(m, insn, ops):
+        width = ops[0].size
+        srcs = ops[1:] if len(ops) == 3 else ops
+        same = len({(o.type, o.reg) for o in srcs}) == 1 and srcs[0].type == X.X86_OP_REG
+        if same and name in ("xor", "andn", "sub"):
+            m.write_vec(ops[0], const_bytes(0, width))
+            return
+        a, b = (m.read(o, width) for o in srcs)
+        if isinstance(a, int) and isinstance(b, int):
+            r = {"xor": a ^ b, "and": a & b, "or": a | b, "andn": ~a & b}[name] & ((1 << (8 * width)) - 1)
+            m.write_vec(ops[0], const_bytes(r, width))
+            return
+        if name == "xor" and isinstance(b, int) and b == int.from_bytes(b"\x80" * width, "little"):
+            m.write_vec(ops[0], _flip_sign_bytes(a))
+            return
+        m.fail(f"p{name} on symbolic data")
+    return run
+
+
+def _broadcast(unit: int):
+    def run(m, insn, ops):
+        dst, src = ops
+        value = _as_bytes(m.read(src, unit), unit)
+        m.write_vec(dst, value * (dst.size // unit))
+    return run
+
+
+def _pshufd(m, insn, ops):
+    dst, src, imm = ops
+    data = _as_bytes(m.read(src, dst.size), dst.size)
+    order = [(imm.imm >> (2 * j)) & 3 for j in range(4)]
+    out = []
+    for lane in range(0, dst.size, 16):
+        for j in order:
+            out += data[lane + 4 * j: lane + 4 * j + 4]
+    m.write_vec(dst, out)
+
+
+def _extract(unit: int):
+    def run(m, insn, ops):
+        dst, src, imm = ops
+        data = _as_bytes(m.read(src, src.size), src.size)
+        part = data[unit * imm.imm: unit * (imm.imm + 1)]
+        if dst.type == X.X86_OP_REG:
+            m.write_vec(dst, part)
+        else:
+            m.write(dst, part, unit)
+    return run
+
+
+def _insert(unit: int):
+    def run(m, insn, ops):
+        dst, src1, src2, imm = ops
+        data = _as_bytes(m.read(src1, dst.size), dst.size)
+        piece = _as_bytes(m.read(src2, unit), unit)
+        k = imm.imm % (dst.size // unit)
+        data[unit * k: unit * (k + 1)] = piece
+        m.write_vec(dst, data)
+    return run
+
+
+def _vmovd_gpr(m, insn, ops):
+    """VMOVD/VMOVQ from a vector register to a general register or memory."""
+    dst, src = ops
+    m.write(dst, m.read(src, dst.size), dst.size)
+
+
+def _model(fn, types, accumulate=False):
+    """A model-backed vector instruction: VEX/EVEX `dst, src1, src2` (accumulate: dst is also the first model
+    operand, as VPDPBUSD's accumulator), or legacy SSE `dst, src` (dst is src1)."""
+    def run(m, insn, ops):
+        sources = ([ops[0]] if accumulate else []) + list(ops[1:]) if insn.mnemonic.startswith("v") else list(ops)
+        width = ops[0].size
+        result = fn(*[m.vlanes(op, dtype, width) for op, dtype in zip(sources, types)])
+        m.write_vec(ops[0], lane_bytes(result))
+    return run
+
+
+def _extend_model(fn, from_type):
+    """VPMOVSX/ZX: the source is the low half of a register (or half as many bytes of memory)."""
+    def run(m, insn, ops):
+        dst, src = ops
+        m.write_vec(dst, lane_bytes(fn(m.vlanes(src, from_type, dst.size // 2))))
+    return run
+
+
+S8, U8, S16, S32 = np.int8, np.uint8, np.int16, np.int32
+
+HANDLERS = {
+    "mov": _mov, "movabs": _mov, "movzx": _movx(False), "movsx": _movx(True), "movsxd": _movx(True),
+    "lea": _lea, "add": _arith("add"), "sub": _arith("sub"), "and": _arith("and"), "or": _arith("or"),
+    "xor": _arith("xor"), "cmp": _cmp, "test": _test, "neg": _unary("neg"), "inc": _unary("inc"),
+    "dec": _unary("dec"), "not": _unary("not"), "shl": _shift("shl"), "sal": _shift("shl"), "sar": _shift("sar"),
+    "shr": _shift("shr"), "imul": _imul, "jmp": _jmp, "call": _call, "ret": _ret, "push": _push, "pop": _pop,
+    "nop": _nop, "endbr64": _nop, "vzeroupper": _nop, "cdqe": _cdqe, "cqo": _cqo,
+    "rep movsq": _rep(8, False), "rep movsd": _rep(4, False), "rep movsb": _rep(1, False),
+    "rep stosq": _rep(8, True), "rep stosd": _rep(4, True), "rep stosb": _rep(1, True),
+    # vector moves
+    **{name: _vmov for name in ("vmovdqa", "vmovdqu", "vmovdqa32", "vmovdqa64", "vmovdqu8", "vmovdqu16",
+                                "vmovdqu32", "vmovdqu64", "vmovaps", "vmovups", "vmovapd", "vmovupd",
+                                "movdqa", "movdqu", "movaps", "movups", "movapd", "movupd")},
+    "vmovd": None, "vmovq": None, "movd": None, "movq": None,
+    "vpxor": _vxor_like("xor"), "vpxord": _vxor_like("xor"), "vpxorq": _vxor_like("xor"), "pxor": _vxor_like("xor"),
+    "vxorps": _vxor_like("xor"), "xorps": _vxor_like("xor"),
+    "vpbroadcastb": _broadcast(1), "vpbroadcastw": _broadcast(2), "vpbroadcastd": _broadcast(4),
+    "vpbroadcastq": _broadcast(8), "vbroadcasti128": _broadcast(16), "vbroadcasti32x4": _broadcast(16),
+    "vbroadcastss": _broadcast(4),
+    "pshufd": _pshufd, "vpshufd": _pshufd,
+    "vextracti128": _extract(16), "vextracti32x4": _extract(16), "vextracti64x4": _extract(32),
+    "vinserti128": _insert(16), "vinserti32x4": _insert(16), "vinserti64x4": _insert(32),
+    # the models
+    "vpmaddubsw": _model(models.vpmaddubsw, (U8, S8)), "pmaddubsw": _model(models.vpmaddubsw, (U8, S8)),
+    "vpmaddwd": _model(models.vpmaddwd, (S16, S16)), "pmaddwd": _model(models.vpmaddwd, (S16, S16)),
+    "vpaddd": _model(models.vpaddd, (S32, S32)), "paddd": _model(models.vpaddd, (S32, S32)),
+    "vpaddw": _model(models.vpaddw, (S16, S16)), "paddw": _model(models.vpaddw, (S16, S16)),
+    "vpaddsw": _model(models.vpaddsw, (S16, S16)), "paddsw": _model(models.vpaddsw, (S16, S16)),
+    "vpdpbusd": _model(models.vpdpbusd, (S32, U8, S8), accumulate=True),
+    "vpdpbusds": _model(models.vpdpbusds, (S32, U8, S8), accumulate=True),
+    "vpdpwssd": _model(models.vpdpwssd, (S32, S16, S16), accumulate=True),
+    "vpdpwssds": _model(models.vpdpwssds, (S32, S16, S16), accumulate=True),
+    "vpdpbssd": _model(models.vpdpbssd, (S32, S8, S8), accumulate=True),
+    "vpdpbsud": _model(models.vpdpbsud, (S32, S8, U8), accumulate=True),
+    "vpdpbuud": _model(models.vpdpbuud, (np.uint32, U8, U8), accumulate=True),
+    "vpmovsxwd": _extend_model(models.vpmovsxwd, S16), "pmovsxwd": _extend_model(models.vpmovsxwd, S16),
+    "vpmovsxbw": _extend_model(models.vpmovsxbw, S8), "pmovsxbw": _extend_model(models.vpmovsxbw, S8),
+    "vpmovzxbw": _extend_model(models.vpmovzxbw, U8), "pmovzxbw": _extend_model(models.vpmovzxbw, U8),
+}
+
+
+def _movd_family(m, insn, ops):
+    dst = ops[0]
+    if dst.type == X.X86_OP_REG and m.insn.reg_name(dst.reg)[:3] in VSIZE:
+        src = ops[1]
+        size = src.size if src.type != X.X86_OP_REG or m.insn.reg_name(src.reg)[:3] not in VSIZE else \
+            (4 if insn.mnemonic.endswith("d") else 8)
+        value = _as_bytes(m.read(src, size), size)
+        m.write_vec(dst, value + const_bytes(0, 16 - size), legacy=False)
+        return
+    _vmovd_gpr(m, insn, ops)
+
+
+for _name in ("vmovd", "vmovq", "movd", "movq"):
+    HANDLERS[_name] = _movd_family
+
+
+def _family(mnemonic: str):
+    """Condition-code families: jcc, setcc, cmovcc."""
+    for prefix, make in (("cmov", _cmovcc), ("set", _setcc), ("j", _jcc)):
+        if mnemonic.startswith(prefix) and mnemonic[len(prefix):] in CONDITIONS:
+            handler = HANDLERS[mnemonic] = make(mnemonic[len(prefix):])
+            return handler
+    return None
+
+
+def call(image: Image, memory: Memory, symbol: str, args: list[int], *, stack: Region,
+         max_steps: int = 2_000_000) -> dict:
+    """Run `symbol(*args)` (integer and pointer arguments) symbolically to its return."""
+    return X86(image, memory, max_steps=max_steps).call(symbol, args, stack)
+
+
+__all__ = ["call", "X86", "MemoryViolation", "Unsupported"]
