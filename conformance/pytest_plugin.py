@@ -98,6 +98,23 @@ def lowp_check(request):
     return lambda *args, **kwargs: _check(request.config, request.node.nodeid, *args, **kwargs)
 
 
+@pytest.fixture
+def lowp_prove():
+    """`lowp_prove(kernel, shape, domain='claimed', **options)`: lowp prove's Proof (lowp.conformance.prove). A
+    REFUTED proof fails the test with its counterexample, an UNKNOWN one skips it with the reason; PROVED returns it."""
+    def prove(kernel, shape, domain="claimed", **options):
+        from lowp.conformance.prove import PROVED, REFUTED, prove as run
+        from lowp.kernels.registry import kernel as registered
+        proof = run(registered(kernel) if isinstance(kernel, str) else kernel, tuple(shape), domain=domain,
+                    **options)
+        if proof.verdict == REFUTED:
+            pytest.fail(f"lowp prove: {proof.summary()}", pytrace=False)
+        if proof.verdict != PROVED:
+            pytest.skip(f"lowp prove: {proof.summary()}")
+        return proof
+    return prove
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item):
     marker = item.get_closest_marker("lowp")

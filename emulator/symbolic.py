@@ -155,7 +155,7 @@ class Memory:
 
     def add(self, region: Region, content: list[Byte] | None = None) -> Region:
         for other in self.regions:
-            if region.base < other.end + max(other.overread, 64) and other.base < region.end + 64:
+            if region.base < other.end + other.overread and other.base < region.end + region.overread:
                 raise ValueError(f"regions {region.name} and {other.name} overlap")
         self.regions.append(region)
         if content is not None:
@@ -217,7 +217,7 @@ class Memory:
 class Image:
     """A loaded ELF's bytes and symbols (a shared object at its link addresses, or a static executable)."""
     path: Path
-    segments: list[tuple[int, bytes, int]]               # (vaddr, file bytes, memsz)
+    segments: list[tuple[int, bytes, int, int]]          # (vaddr, file bytes, memsz, p_flags)
     symbols: dict[str, tuple[int, int]]                  # function -> (address, size)
     imports: dict[int, str]                              # PLT slot address -> imported function
 
@@ -229,7 +229,7 @@ class Image:
         try:
             with open(path, "rb") as f:
                 elf = ELFFile(f)
-                segments = [(s["p_vaddr"], s.data(), s["p_memsz"]) for s in elf.iter_segments()
+                segments = [(s["p_vaddr"], s.data(), s["p_memsz"], s["p_flags"]) for s in elf.iter_segments()
                             if s["p_type"] == "PT_LOAD"]
                 symbols = {}
                 for name in (".symtab", ".dynsym"):
@@ -243,7 +243,7 @@ class Image:
         return Image(path, segments, symbols, imports)
 
     def read(self, address: int, size: int) -> bytes:
-        for vaddr, data, memsz in self.segments:
+        for vaddr, data, memsz, _ in self.segments:
             if vaddr <= address < vaddr + memsz:
                 off = address - vaddr
                 chunk = data[off:off + size]
@@ -251,9 +251,11 @@ class Image:
         raise KeyError(f"{address:#x} is in no loaded segment of {self.path.name}")
 
     def regions(self) -> list[Region]:
-        """The loaded segments as read-only regions of a call's memory (constants the code loads)."""
-        return [Region(f"{self.path.name}@{vaddr:#x}", vaddr, memsz, fresh=False,
-                       backing=data + bytes(memsz - len(data))) for vaddr, data, memsz in self.segments if memsz]
+        """The loaded segments as regions of a call's memory: code and constants read-only, .data/.bss writable
+        (a kernel's static state, at its initial values: what a first call in a fresh process sees)."""
+        return [Region(f"{self.path.name}@{vaddr:#x}", vaddr, memsz, writable=bool(flags & 2), fresh=False,
+                       backing=data + bytes(memsz - len(data))) for vaddr, data, memsz, flags in self.segments
+                if memsz]
 
     def symbol(self, name: str) -> int:
         try:

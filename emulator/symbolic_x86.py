@@ -67,6 +67,7 @@ class X86:
         self.image, self.memory, self.max_steps = image, memory, max_steps
         self.gpr: dict[str, int | list[Byte]] = {name: 0 for name in _GPR64}
         self.vec = [const_bytes(0, 64) for _ in range(32)]
+        self.k = [0] * 8                      # AVX-512 opmask registers: concrete (tail masks from the shape)
         self.flags: dict[str, bool] | None = {"cf": False, "zf": False, "sf": False, "of": False, "pf": False}
         self.mnemonics: Counter = Counter()
         self._decoded: dict[int, object] = {}
@@ -264,6 +265,10 @@ def _arith(op_name: str, keep: bool = True):
             r = _concrete_op(m, op_name, a, b, size)
         else:
             r = _symbolic_op(m, op_name, a, b, size)
+            known = concrete(r) if op_name in ("and", "or", "xor") else None
+            if known is not None:                # a bit-field test whose bits are all known
+                _setflags(m, known, size, False, False)
+                r = known
         if keep:
             m.write(ops[0], r, size)
     return run
@@ -292,12 +297,27 @@ def _symbolic_op(m: X86, name: str, a, b, size: int):
         if name == "xor" and isinstance(b, int) and size == 4 and b == 0x80808080:
             return _flip_sign_bytes(a)
         merged = _bytewise(name, _as_bytes(a, size), _as_bytes(b, size))
-        if merged is None:
-            m.fail(f"{name} on symbolic data (not a byte-wise merge or mask)")
-        return merged
+        return merged if merged is not None else _bitwise(name, a, b, size)
     x, y = _sym(a, size, True), _sym(b, size, True)
     r = x + y if name == "add" else x - y
     return int_bytes(fit(r, np.dtype(f"i{size}")), size)
+
+
+def _bitwise(name: str, a, b, size: int) -> list[Byte]:
+    """and/or/xor on the raw bits (a bit-field update, a flag word): correct, but the result is a new value of
+    its full type's range, no longer the exact lanes it came from."""
+    import z3
+    x, y = (_bits_term(v, size) for v in (a, b))
+    term = z3.simplify({"and": x & y, "or": x | y, "xor": x ^ y, "andn": ~x & y}[name])
+    return int_bytes(SymInt.from_bits(term, False), size)
+
+
+def _bits_term(value, size: int):
+    import z3
+    if isinstance(value, int):
+        return z3.BitVecVal(value, 8 * size)
+    parts = [b.term() for b in reversed(_as_bytes(value, size))]
+    return z3.Concat(*parts) if len(parts) > 1 else parts[0]
 
 
 def _bytewise(name: str, a: list[Byte], b: list[Byte]) -> list[Byte] | None:
@@ -441,13 +461,8 @@ def _shift(name):
                 moved = (zero + data)[:size] if name == "shl" else (data + zero)[k:]
                 m.write(ops[0], moved, size)
                 return
-            x = _sym(v, size, name == "sar")
-            if name == "shl":
-                r = fit(x * (1 << count), np.dtype(f"i{size}"))
-            elif name == "sar":
-                r = x >> count
-            else:
-                m.fail("shr on symbolic data")
+            x = _sym(v, size, name != "shl")
+            r = fit(x * (1 << count), np.dtype(f"i{size}")) if name == "shl" else x >> count
             m.write(ops[0], int_bytes(fit(r, np.dtype(f"i{size}")), size), size)
             return
         if name == "shl":
@@ -643,8 +658,68 @@ def _width(ops) -> int:
     return max(op.size for op in ops if op.type != X.X86_OP_IMM)
 
 
+def _mask_of(m, ops):
+    """An EVEX {k} operand (capstone lists it after the operand it masks): (mask bits, the other operands)."""
+    for n, op in enumerate(ops):
+        if op.type == X.X86_OP_REG and m.insn.reg_name(op.reg).startswith("k"):
+            return m.k[int(m.insn.reg_name(op.reg)[1:])], ops[:n] + ops[n + 1:]
+    return None, ops
+
+
+ELEMENT = {"vmovdqu8": 1, "vmovdqu16": 2, "vmovdqu32": 4, "vmovdqa32": 4, "vmovdqu64": 8, "vmovdqa64": 8,
+           "vmovups": 4, "vmovaps": 4, "vmovupd": 8, "vmovapd": 8}
+
+
+def _masked_move(m, insn, mask: int, dst, src):
+    """A masked load, store or move: only the selected elements are read and written (a masked-off element past
+    a buffer's end is never touched); a register destination keeps (merge) or zeroes ({z}) the others."""
+    unit = ELEMENT.get(insn.mnemonic)
+    if unit is None:
+        m.fail("a masked form lowp prove does not model")
+    width = max(dst.size, src.size)
+    selected = [(mask >> e) & 1 for e in range(width // unit)]
+    if dst.type == X.X86_OP_MEM:
+        data = _as_bytes(m.read(src, width), width)
+        base = m.address(dst)
+        for e, on in enumerate(selected):
+            if on:
+                m.store(base + e * unit, data[e * unit:(e + 1) * unit])
+        return
+    zeroing = "{z}" in insn.op_str
+    old = m.vec[m.vreg(dst)][:width]
+    out = []
+    for e, on in enumerate(selected):
+        if on:
+            part = m.load(m.address(src) + e * unit, unit) if src.type == X.X86_OP_MEM else \
+                m.vec[m.vreg(src)][e * unit:(e + 1) * unit]
+        else:
+            part = const_bytes(0, unit) if zeroing else old[e * unit:(e + 1) * unit]
+        out += part
+    m.write_vec(dst, out)
+
+
+def _kmov(m, insn, ops):
+    dst, src = ops
+    bits = {"kmovb": 8, "kmovw": 16, "kmovd": 32, "kmovq": 64}[insn.mnemonic]
+    if src.type == X.X86_OP_REG and m.insn.reg_name(src.reg).startswith("k"):
+        value = m.k[int(m.insn.reg_name(src.reg)[1:])]
+    else:
+        value = m.read(src, min(src.size, bits // 8))
+        if not isinstance(value, int):
+            m.fail("a data-dependent mask")
+    value &= (1 << bits) - 1
+    if dst.type == X.X86_OP_REG and m.insn.reg_name(dst.reg).startswith("k"):
+        m.k[int(m.insn.reg_name(dst.reg)[1:])] = value
+    else:
+        m.write(dst, value, dst.size)
+
+
 def _vmov(m, insn, ops):
     """VMOVDQA/U[8,16,32,64], VMOVAPS/UPS, MOVDQA/U, and the 32/64-bit MOVD/MOVQ forms."""
+    mask, ops = _mask_of(m, ops)
+    if mask is not None:
+        _masked_move(m, insn, mask, *ops)
+        return
     dst, src = ops
     size = min(dst.size, src.size)
     value = m.read(src, size)
@@ -676,7 +751,10 @@ def _vxor_like(name):
         if name == "xor" and isinstance(b, int) and b == int.from_bytes(b"\x80" * width, "little"):
             m.write_vec(ops[0], _flip_sign_bytes(a))
             return
-        m.fail(f"p{name} on symbolic data")
+        a, b = _as_bytes(a, width), _as_bytes(b, width)
+        merged = _bytewise(name, a, b) if name != "andn" else None
+        m.write_vec(ops[0], merged if merged is not None else
+                    [x for i in range(0, width, 8) for x in _bitwise(name, a[i:i + 8], b[i:i + 8], 8)])
     return run
 
 
@@ -732,6 +810,8 @@ def _model(fn, types, accumulate=False):
     """A model-backed vector instruction: VEX/EVEX `dst, src1, src2` (accumulate: dst is also the first model
     operand, as VPDPBUSD's accumulator), or legacy SSE `dst, src` (dst is src1)."""
     def run(m, insn, ops):
+        if _mask_of(m, ops)[0] is not None:
+            m.fail("a masked form lowp prove does not model")
         sources = ([ops[0]] if accumulate else []) + list(ops[1:]) if insn.mnemonic.startswith("v") else list(ops)
         width = ops[0].size
         result = fn(*[m.vlanes(op, dtype, width) for op, dtype in zip(sources, types)])
@@ -755,6 +835,7 @@ HANDLERS = {
     "xor": _arith("xor"), "cmp": _cmp, "test": _test, "neg": _unary("neg"), "inc": _unary("inc"),
     "dec": _unary("dec"), "not": _unary("not"), "shl": _shift("shl"), "sal": _shift("shl"), "sar": _shift("sar"),
     "shr": _shift("shr"), "imul": _imul, "jmp": _jmp, "call": _call, "ret": _ret, "push": _push, "pop": _pop,
+    "kmovb": _kmov, "kmovw": _kmov, "kmovd": _kmov, "kmovq": _kmov,
     "nop": _nop, "endbr64": _nop, "vzeroupper": _nop, "cdqe": _cdqe, "cqo": _cqo,
     "rep movsq": _rep(8, False), "rep movsd": _rep(4, False), "rep movsb": _rep(1, False),
     "rep stosq": _rep(8, True), "rep stosd": _rep(4, True), "rep stosb": _rep(1, True),

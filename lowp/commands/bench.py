@@ -14,13 +14,15 @@ HEADLINE = ("_mm512_maddubs_epi16", "_mm256_maddubs_epi16", "_mm_maddubs_epi16",
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks (ratios side by side in one run)")
     bench.add_argument("suite", nargs="?", default="gemm",
-                       choices=("gemm", "isa", "emulator", "mutants", "conformance", "xnnpack"),
+                       choices=("gemm", "isa", "emulator", "mutants", "conformance", "xnnpack", "prove"),
                        help="gemm (default): seed 004's GEMM grid, ns per multiply-accumulate of numpy float32, the "
                             "x86 kernels and FBGEMM, side by side; isa: model vs native lanes/s; "
                             "emulator: the AArch64 executors' per-call cost, Unicorn vs qemu-user, on the SDOT GEMM at 64x64x256 and "
                             "1x1x1; mutants: the mutation suite's kill rate, time to "
                             "the first counterexample and counterexample sizes; conformance: `lowp conformance` "
-                            "over 100 copies of real kernels (issue 11's targets: 10 minutes for 100, 2 s per kernel)")
+                            "over 100 copies of real kernels (issue 11's targets: 10 minutes for 100, 2 s per kernel); "
+                            "prove: lowp prove's targets (VNNI and SDOT kernels at 4x8x64 within 10 s, VPMADDUBSW on "
+                            "u7 x s8 within 30 s) and the largest K each proves in 5 minutes")
     bench.add_argument("--quick", action="store_true",
                        help="gemm: 8 corner shapes of the grid, fewer rounds; emulator: one round (a smoke test, "
                             "not a measurement); conformance: 10 kernels")
@@ -75,6 +77,11 @@ def cmd_bench(args) -> int:
         return bench_conformance(args)
     if args.suite == "xnnpack":
         return bench_xnnpack(args)
+    if args.suite == "prove":
+        from lowp.conformance.bench.prove import prove_targets  # noqa: PLC0415
+        rows = prove_targets(args.kernel or None, budget=30.0 if args.quick else 300.0)
+        print(tabulate(rows, headers="keys"))
+        return 0 if all(r["within"] for r in rows) else 1
     if args.suite == "emulator":
         from lowp.conformance.bench.emulator import (HOOK_REPEATS, ROUNDS, emulator_benchmark, hook_modes,  # noqa: PLC0415
                                                      x86_benchmark)
