@@ -410,7 +410,15 @@ def _movx(signed: bool):
 
 
 def _lea(m, insn, ops):
-    m.write(ops[0], m.address(ops[1]) & ((1 << (8 * ops[0].size)) - 1), ops[0].size)
+    """lea is arithmetic too (x - 128, 3x): on symbolic registers it computes base + index*scale + disp exactly."""
+    size, mem = ops[0].size, ops[1].mem
+    parts = [m.get(insn.reg_name(r)) if r else 0 for r in (mem.base, mem.index)]
+    if all(isinstance(p, int) for p in parts) or mem.base and insn.reg_name(mem.base) == "rip":
+        m.write(ops[0], m.address(ops[1]) & ((1 << (8 * size)) - 1), size)
+        return
+    base, index = (_sym(p, 8, True) if not isinstance(p, int) else SymInt.const(_signed(p, 8)) for p in parts)
+    total = base + index * mem.scale + mem.disp
+    m.write(ops[0], int_bytes(fit(total, np.dtype(f"i{size}")), size), size)
 
 
 def _concrete_operands(m, ops, size):
@@ -800,6 +808,59 @@ def _insert(unit: int):
     return run
 
 
+def _unpack(unit: int, high: bool):
+    """PUNPCKL/H[BW,WD,DQ,QDQ]: per 128-bit lane, interleave the low (or high) halves of the two sources."""
+    def run(m, insn, ops):
+        dst = ops[0]
+        a_op, b_op = (ops[1], ops[2]) if len(ops) == 3 else (ops[0], ops[1])
+        width = dst.size
+        a, b = _as_bytes(m.read(a_op, width), width), _as_bytes(m.read(b_op, width), width)
+        out = []
+        for lane in range(0, width, 16):
+            start = lane + (8 if high else 0)
+            for e in range(0, 8, unit):
+                out += a[start + e:start + e + unit] + b[start + e:start + e + unit]
+        m.write_vec(dst, out)
+    return run
+
+
+def _pinsr(unit: int):
+    def run(m, insn, ops):
+        dst, src1, src2, imm = ops if len(ops) == 4 else (ops[0], ops[0], ops[1], ops[2])
+        data = _as_bytes(m.read(src1, 16), 16)
+        k = imm.imm % (16 // unit)
+        data[unit * k:unit * (k + 1)] = _as_bytes(m.read(src2, unit), unit)
+        m.write_vec(dst, data)
+    return run
+
+
+def _pextr(unit: int):
+    def run(m, insn, ops):
+        dst, src, imm = ops
+        data = _as_bytes(m.read(src, 16), 16)
+        k = imm.imm % (16 // unit)
+        part = data[unit * k:unit * (k + 1)]
+        if dst.type == X.X86_OP_REG and dst.size > unit:
+            part = part + const_bytes(0, dst.size - unit)       # zero-extended into the general register
+        m.write(dst, part, max(dst.size, unit) if dst.type == X.X86_OP_REG else unit)
+    return run
+
+
+def _pshufb(m, insn, ops):
+    """VPSHUFB with concrete control bytes (a shuffle pattern from the code's constants): the model itself says
+    where each byte comes from, run on the byte numbers 1..n (0 = zeroed)."""
+    dst = ops[0]
+    a_op, b_op = (ops[1], ops[2]) if len(ops) == 3 else (ops[0], ops[1])
+    width = dst.size
+    control = m.read(b_op, width)
+    if not isinstance(control, int):
+        m.fail("a shuffle by data-dependent control bytes")
+    b = np.frombuffer(control.to_bytes(width, "little"), np.uint8)
+    source = models.vpshufb(np.arange(1, width + 1, dtype=np.uint8), b)
+    a = _as_bytes(m.read(a_op, width), width)
+    m.write_vec(dst, [a[s - 1] if s else Byte(SymInt.const(0), 1, 0) for s in source.tolist()])
+
+
 def _vmovd_gpr(m, insn, ops):
     """VMOVD/VMOVQ from a vector register to a general register or memory."""
     dst, src = ops
@@ -852,6 +913,11 @@ HANDLERS = {
     "pshufd": _pshufd, "vpshufd": _pshufd,
     "vextracti128": _extract(16), "vextracti32x4": _extract(16), "vextracti64x4": _extract(32),
     "vinserti128": _insert(16), "vinserti32x4": _insert(16), "vinserti64x4": _insert(32),
+    **{f"{v}punpck{h}{n}": _unpack(u, h == "h") for v in ("", "v") for h in ("l", "h")
+       for n, u in (("bw", 1), ("wd", 2), ("dq", 4), ("qdq", 8))},
+    **{f"{v}pinsr{n}": _pinsr(u) for v in ("", "v") for n, u in (("b", 1), ("w", 2), ("d", 4), ("q", 8))},
+    **{f"{v}pextr{n}": _pextr(u) for v in ("", "v") for n, u in (("b", 1), ("w", 2), ("d", 4), ("q", 8))},
+    "pshufb": _pshufb, "vpshufb": _pshufb,
     # the models
     "vpmaddubsw": _model(models.vpmaddubsw, (U8, S8)), "pmaddubsw": _model(models.vpmaddubsw, (U8, S8)),
     "vpmaddwd": _model(models.vpmaddwd, (S16, S16)), "pmaddwd": _model(models.vpmaddwd, (S16, S16)),
