@@ -203,7 +203,7 @@ def _check_bitwuzla(constraints, goal, timeout):
         values = {}
         for term in parser.get_declared_funs():
             text = bw.get_value(term).value(2)
-            values[term.symbol()] = int(text, 2)
+            values[term.symbol().strip("|")] = int(text, 2)
         return "sat", values
     return "unknown", {}
 
@@ -390,6 +390,8 @@ def prove(kernel: Kernel, shape: tuple[int, int, int], *, domain: str = "claimed
             lemmas.save()
     except Unprovable as e:
         proof.verdict, proof.reason = UNKNOWN, str(e)
+    except (KeyError, ValueError) as e:       # a missing symbol, an unreadable ELF: named, never a crash
+        proof.verdict, proof.reason = UNKNOWN, str(e.args[0] if isinstance(e, KeyError) and e.args else e)
     except MemoryViolation as e:
         proof.verdict, proof.reason = REFUTED, f"{e.kind} outside the buffers: {e.where}"
         proof.address, proof.instruction = e.pc, e.instruction

@@ -127,6 +127,7 @@ signature = "gemm"
 a_type = "u8"
 b_type = "s8"
 tile = {{mr = 1, nr = 1, kr = 1}}
+packing = "A and B row-major, unpacked"
 contract = "exact"
 domain = {{a = [0, 255], b = [-128, 127]}}
 model = "lowp.conformance.contracts:exact"

@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <x86intrin.h>
 
-size_t rdtsc_gemm_workspace(int64_t M, int64_t N, int64_t K) { (void)M; (void)N; (void)K; return 64; }
+size_t rdtsc_workspace(int64_t M, int64_t N, int64_t K) { (void)M; (void)N; (void)K; return 64; }
 
 void rdtsc_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *work) {
     (void)work;
