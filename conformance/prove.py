@@ -238,13 +238,13 @@ class Lemmas:
         import z3
         if _too_big(x.term, self.max_nodes):
             return False                         # a long chain, not a local fact: left to the final query
-        variables = z3.z3util.get_vars(x.term)
-        if len(variables) > self.max_inputs or any(str(v) not in self.inputs.bounds for v in variables):
+        found = variables(x.term)
+        if len(found) > self.max_inputs or any(str(v) not in self.inputs.bounds for v in found):
             return False                         # not local, or depends on free symbols (no domain to use)
-        key, shape = self._key(x, variables, lo, hi)
+        key, shape = self._key(x, found, lo, hi)
         kind = self.kinds.get(key)
         if kind is None:
-            kind = self.kinds[key] = Lemma(shape, (lo, hi), len(variables))
+            kind = self.kinds[key] = Lemma(shape, (lo, hi), len(found))
         kind.count += 1
         if key in self.known:
             kind.cached += key in self._loaded
@@ -253,7 +253,7 @@ class Lemmas:
         goal = z3.Or(x.term < z3.BitVecVal(lo, w) if lo >= -(1 << (w - 1)) else z3.BoolVal(False),
                      x.term > z3.BitVecVal(hi, w) if hi < (1 << (w - 1)) else z3.BoolVal(False))
         start = time.perf_counter()
-        result, model = check(self.inputs.constraints(variables), goal, self.timeout, self.solver)
+        result, model = check(self.inputs.constraints(found), goal, self.timeout, self.solver)
         kind.seconds += time.perf_counter() - start
         proved = result == "unsat"
         kind.proved = kind.proved and proved
@@ -263,10 +263,10 @@ class Lemmas:
             self.known[key] = proved
         return proved
 
-    def _key(self, x, variables, lo, hi):
+    def _key(self, x, found, lo, hi):
         """The term with its inputs renamed in order of appearance, and their domains: equal keys, equal facts."""
         import z3
-        ordered = sorted(variables, key=lambda v: str(v))
+        ordered = sorted(found, key=lambda v: str(v))
         renamed = [(v, z3.BitVec(f"v{i}", v.size())) for i, v in enumerate(ordered)]
         text = z3.substitute(x.term, *renamed).sexpr() if renamed else x.term.sexpr()
         doms = [self.inputs.bounds[str(v)] for v in ordered]
@@ -281,6 +281,24 @@ class Lemmas:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.known, sort_keys=True))
         tmp.replace(self.path)
+
+
+def variables(term) -> list:
+    """The free constants of a term (its inputs and free symbols), by one walk of its DAG: z3.z3util.get_vars
+    prints every node it visits and takes minutes on a K = 64 sum."""
+    import z3
+    seen, found, todo = set(), {}, [term]
+    while todo:
+        t = todo.pop()
+        key = t.get_id()
+        if key in seen:
+            continue
+        seen.add(key)
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            found[key] = t
+        else:
+            todo.extend(t.children())
+    return list(found.values())
 
 
 def _too_big(term, limit: int) -> bool:
@@ -444,8 +462,7 @@ def _judge(proof: Proof, kernel: Kernel, inputs: Inputs, C, lemmas: Lemmas, solv
                     result, model = "unsat", {}
                 else:
                     goal = difference != 0
-                    variables = z3.z3util.get_vars(difference)
-                    result, model = check(inputs.constraints(variables), goal, timeout, solver)
+                    result, model = check(inputs.constraints(variables(difference)), goal, timeout, solver)
                 dt = time.perf_counter() - t0
                 solver_time, slowest = solver_time + dt, max(slowest, dt)
                 if result != "unsat":

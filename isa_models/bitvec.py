@@ -728,7 +728,7 @@ def _clip(x, lo, hi):
         cells = np.empty(x.shape, dtype=object)
         for index, cell in np.ndenumerate(x.data):
             kept = _within(cell, int(lo), int(hi))
-            cells[index] = kept if kept is not None else select(cell < lo, lo, select(cell > hi, hi, cell))
+            cells[index] = kept if kept is not None else minimum(maximum(cell, int(lo)), int(hi))
         return SymArray(cells, x.dtype)
     return _minimum(_maximum(x, lo), hi)
 
