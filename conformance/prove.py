@@ -283,37 +283,28 @@ class Lemmas:
         tmp.replace(self.path)
 
 
-def variables(term) -> list:
-    """The free constants of a term (its inputs and free symbols), by one walk of its DAG: z3.z3util.get_vars
-    prints every node it visits and takes minutes on a K = 64 sum."""
-    import z3
-    seen, found, todo = set(), {}, [term]
-    while todo:
-        t = todo.pop()
-        key = t.get_id()
-        if key in seen:
-            continue
-        seen.add(key)
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            found[key] = t
-        else:
-            todo.extend(t.children())
-    return list(found.values())
-
-
-def _too_big(term, limit: int) -> bool:
-    """More than `limit` distinct subterms (counted until the limit: cheap on the big ones)."""
+def _nodes(term):
+    """Each distinct subterm of a term once (its DAG, not its tree)."""
     seen, todo = set(), [term]
     while todo:
         t = todo.pop()
         key = t.get_id()
-        if key in seen:
-            continue
-        seen.add(key)
-        if len(seen) > limit:
-            return True
-        todo.extend(t.children())
-    return False
+        if key not in seen:
+            seen.add(key)
+            yield t
+            todo.extend(t.children())
+
+
+def variables(term) -> list:
+    """The free constants of a term (its inputs and free symbols), by one walk of its DAG: z3.z3util.get_vars
+    prints every node it visits and takes minutes on a K = 64 sum."""
+    import z3
+    return [t for t in _nodes(term) if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED]
+
+
+def _too_big(term, limit: int) -> bool:
+    """More than `limit` distinct subterms (counted until the limit: cheap on the big ones)."""
+    return any(count > limit for count, _ in enumerate(_nodes(term), 1))
 
 
 # -- the run -----------------------------------------------------------------------------------------------------------

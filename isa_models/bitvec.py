@@ -259,25 +259,22 @@ class SymBool:
     def __init__(self, term, known: bool | None = None):
         self.term, self.known = term, known
 
-    def __and__(self, other):
+    def _connective(self, other, absorbing: bool, op):
+        """and (absorbing False) / or (absorbing True), decided where either side is known."""
         other = _as_symbool(other)
-        if self.known is False or other.known is False:
-            return SymBool(z3.BoolVal(False), False)
-        if self.known is True:
+        if absorbing in (self.known, other.known):
+            return SymBool(z3.BoolVal(absorbing), absorbing)
+        if self.known is not None:
             return other
-        if other.known is True:
+        if other.known is not None:
             return self
-        return SymBool(z3.And(self.term, other.term))
+        return SymBool(op(self.term, other.term))
+
+    def __and__(self, other):
+        return self._connective(other, False, z3.And)
 
     def __or__(self, other):
-        other = _as_symbool(other)
-        if self.known is True or other.known is True:
-            return SymBool(z3.BoolVal(True), True)
-        if self.known is False:
-            return other
-        if other.known is False:
-            return self
-        return SymBool(z3.Or(self.term, other.term))
+        return self._connective(other, True, z3.Or)
 
     def __invert__(self):
         return SymBool(z3.Not(self.term), None if self.known is None else not self.known)
