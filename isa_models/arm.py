@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, is_lanes, operand, result_lanes
+from .lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, is_lanes, operand, result_lanes, symbolic, wrap
 
 D, Q = (64,), (128,)
 DQ = (64, 128)
@@ -63,6 +63,8 @@ def _int(*xs):
 def _bits(x, dtype):
     """x<N-1:0>: the low N bits of an exact integer, as lanes of `dtype`."""
     dtype = np.dtype(dtype)
+    if symbolic(x):
+        return wrap(x, dtype)              # the exact value where it fits, its low bits where not
     n = dtype.itemsize * 8
     if n == 64 and x.dtype != object:      # an exact int64 already is its own low 64 bits
         return x.astype(np.int64).view(dtype)

@@ -22,6 +22,8 @@ import numpy as np
 import z3
 
 _EXACT = np.dtype(object)      # numpy's object lanes: the models' Python-integer arithmetic for 64-bit lanes
+_BOOL = np.dtype(np.bool_)     # lanes of conditions (SymBool cells): comparisons, predicates
+_MAX_SHIFT = 256               # a symbolic shift amount must be capped below this (the models cap at esize + 1)
 
 
 def _bits_for(lo: int, hi: int) -> int:
@@ -137,39 +139,80 @@ class SymInt:
 
     __rmul__ = __mul__
 
+    def _amount(self, n):
+        """A shift amount: a Python int, or a lane whose interval is clamped below at 0 (numpy, like C, defines
+        no negative shift; a model shifts by a negative amount only in a lane whose result it then discards)."""
+        n = _as_symint(n)
+        if n.value is not None:
+            return int(n.value), None
+        if n.hi > _MAX_SHIFT:
+            raise NotImplementedError(f"the bit-vector backend shifts by at most {_MAX_SHIFT}, not by up to {n.hi}: "
+                                      "cap the amount first (np.minimum), as the models do")
+        return None, SymInt(n.term, max(n.lo, 0), max(n.hi, 0))
+
     def __rshift__(self, n):
-        """Arithmetic shift right (floor division by 2^n), as numpy's >> on signed lanes."""
-        n = int(n)
-        if n == 0:
-            return self
-        if self.value is not None:
-            return SymInt.const(self.value >> n)
-        return SymInt(self.term >> n, self.lo >> n, self.hi >> n)._trimmed(_bits_for(self.lo >> n, self.hi >> n))
+        """Arithmetic shift right (floor division by 2^n), as numpy's >> on signed lanes; n may be a lane."""
+        k, s = self._amount(n)
+        if s is None:
+            if k == 0:
+                return self
+            if self.value is not None:
+                return SymInt.const(self.value >> k)
+            return SymInt(self.term >> k, self.lo >> k, self.hi >> k)._trimmed(_bits_for(self.lo >> k, self.hi >> k))
+        lo, hi = min(self.lo >> s.lo, self.lo >> s.hi), max(self.hi >> s.lo, self.hi >> s.hi)
+        w = max(self.width, s.width)
+        # z3's >> is arithmetic: shifting by w or more leaves the sign bits, floor(x / 2^n) as exact integers.
+        return SymInt(self.at(w) >> s.at(w), lo, hi)._trimmed(_bits_for(lo, hi))
 
     def __lshift__(self, n):
-        return self * (1 << int(n))
+        k, s = self._amount(n)
+        if s is None:
+            return self * (1 << k)
+        corners = [x << y for x in (self.lo, self.hi) for y in (s.lo, s.hi)]
+        lo, hi = min(corners), max(corners)
+        w = max(_bits_for(lo, hi), self.width, s.width)
+        return SymInt(self.at(w) << s.at(w), lo, hi)._trimmed(_bits_for(lo, hi))
+
+    def __rrshift__(self, other):
+        return _as_symint(other) >> self
+
+    def __rlshift__(self, other):
+        return _as_symint(other) << self
+
+    def _bitwise(self, other, op, name):
+        """&, |, ^ on exact integers (two's complement of unbounded width, as Python's): the same op on both
+        terms sign-extended to one width is exact."""
+        other = _as_symint(other)
+        if self.value is not None and other.value is not None:
+            return SymInt.const(op(self.value, other.value))
+        w = max(self.width, other.width)
+        full = (-(1 << (w - 1)), (1 << (w - 1)) - 1)
+        if name == "&":
+            if other.value is not None and other.value >= 0 and 0 <= self.lo and self.hi <= other.value \
+                    and other.value & (other.value + 1) == 0:
+                return self                                   # x & (2^n - 1) with x already in [0, 2^n - 1]
+            nonneg = [x.hi for x in (self, other) if x.lo >= 0]
+            lo, hi = (0, min(nonneg)) if nonneg else full
+        elif self.lo >= 0 and other.lo >= 0:                  # | and ^ of non-negative values stay below 2^bits
+            lo, hi = 0, (1 << max(self.hi, other.hi).bit_length()) - 1
+        else:
+            lo, hi = full
+        w = max(w, _bits_for(lo, hi))
+        return SymInt(op(self.at(w), other.at(w)), lo, hi)._trimmed(_bits_for(lo, hi))
 
     def __and__(self, other):
-        """x & (2^n - 1), the one mask the models apply (the low n bits, as an unsigned value)."""
-        mask = _concrete(other, "&")
-        if mask & (mask + 1) or mask < 0:
-            raise NotImplementedError(f"the bit-vector backend takes x & (2**n - 1) only, not x & {mask}")
-        n = mask.bit_length()
-        if 0 <= self.lo and self.hi <= mask:
-            return self
-        if self.value is not None:
-            return SymInt.const(self.value & mask)
-        low = self.at(max(n, self.width))
-        low = z3.Extract(n - 1, 0, low) if low.size() > n else low
-        return SymInt(z3.ZeroExt(1, low), 0, mask)
+        return self._bitwise(other, operator.and_, "&")
 
-    __rand__ = __and__
+    def __or__(self, other):
+        return self._bitwise(other, operator.or_, "|")
 
     def __xor__(self, other):
-        value = _concrete(other, "^")
-        if self.value is not None:
-            return SymInt.const(self.value ^ value)
-        raise NotImplementedError("the bit-vector backend has no ^ on symbolic lanes")
+        return self._bitwise(other, operator.xor, "^")
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __invert__(self):
+        return -self - 1
 
     # -- comparisons: SymBool, for where / minimum / maximum -------------------------------------------------------
     def _compare(self, other, op, decided):
@@ -193,14 +236,12 @@ class SymInt:
         return self._compare(other, operator.le, lambda a, b: True if a.hi <= b.lo else False if a.lo > b.hi else None)
 
     def __ne__(self, other):
-        other = _as_symint(other)
-        w = max(self.width, other.width)
-        return SymBool(self.at(w) != other.at(w))
+        return ~(self == other)
 
     def __eq__(self, other):
-        other = _as_symint(other)
-        w = max(self.width, other.width)
-        return SymBool(self.at(w) == other.at(w))
+        return self._compare(other, operator.eq, lambda a, b: (a.value == b.value if a.value is not None
+                                                                and b.value is not None else
+                                                                False if a.hi < b.lo or b.hi < a.lo else None))
 
     __hash__ = None
 
@@ -235,10 +276,37 @@ class SymBool:
     def __invert__(self):
         return SymBool(z3.Not(self.term), None if self.known is None else not self.known)
 
+    def __xor__(self, other):
+        other = _as_symbool(other)
+        if self.known is not None and other.known is not None:
+            return _as_symbool(self.known != other.known)
+        return SymBool(z3.Xor(self.term, other.term))
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __eq__(self, other):
+        return ~(self ^ other)
+
+    def __ne__(self, other):
+        return self ^ other
+
+    __hash__ = None
+
+    def __bool__(self):
+        if self.known is None:
+            raise TypeError("a symbolic lane condition has no truth value here: the model branches on lanes "
+                            "(use np.where / lanes.select)")
+        return self.known
+
+    def __repr__(self):
+        return f"SymBool({self.term}{'' if self.known is None else f', {self.known}'})"
+
 
 def _as_symbool(x) -> SymBool:
     if isinstance(x, SymBool):
         return x
+    if isinstance(x, SymInt):                 # numpy's truth of an integer lane: nonzero
+        return x != 0
     return SymBool(z3.BoolVal(bool(x)), bool(x))
 
 
@@ -253,6 +321,8 @@ def _concrete(x, what: str) -> int:
 def _as_symint(x) -> SymInt:
     if isinstance(x, SymInt):
         return x
+    if isinstance(x, SymBool):                # a condition used as a number: 1 or 0
+        return select(x, 1, 0)
     if isinstance(x, (bool, np.bool_)):
         return SymInt.const(int(x))
     if isinstance(x, (int, np.integer)):
@@ -271,10 +341,38 @@ def select(cond, x, y) -> SymInt:
     return SymInt(z3.If(cond.term, x.at(w), y.at(w)), min(x.lo, y.lo), max(x.hi, y.hi))
 
 
-def fit(x: SymInt, dtype) -> SymInt:
+def minimum(x, y) -> SymInt:
+    """min(x, y) on one lane, with the interval of the minimum (tighter than either arm's)."""
+    x, y = _as_symint(x), _as_symint(y)
+    if x.hi <= y.lo:
+        return x
+    if y.hi <= x.lo:
+        return y
+    lo, hi = min(x.lo, y.lo), min(x.hi, y.hi)
+    picked = select(x < y, x, y)
+    return SymInt(picked.term, lo, hi)._trimmed(_bits_for(lo, hi))
+
+
+def maximum(x, y) -> SymInt:
+    """max(x, y) on one lane, with the interval of the maximum."""
+    x, y = _as_symint(x), _as_symint(y)
+    if x.lo >= y.hi:
+        return x
+    if y.lo >= x.hi:
+        return y
+    lo, hi = max(x.lo, y.lo), max(x.hi, y.hi)
+    picked = select(x > y, x, y)
+    return SymInt(picked.term, lo, hi)._trimmed(_bits_for(lo, hi))
+
+
+def fit(x, dtype):
     """The value numpy's fixed-width `dtype` keeps of an exact integer: itself if it fits, else its low bits
-    (wrap-around), as astype, view and fixed-width arithmetic do."""
+    (wrap-around), as astype, view and fixed-width arithmetic do. Boolean lanes hold conditions (nonzero)."""
     dtype = np.dtype(dtype)
+    if dtype == _BOOL:
+        return _as_symbool(x)
+    if isinstance(x, SymBool):
+        x = _as_symint(x)
     if dtype == _EXACT:
         return x
     lo, hi = _range(dtype)
@@ -289,34 +387,75 @@ def fit(x: SymInt, dtype) -> SymInt:
 
 # -- arrays -----------------------------------------------------------------------------------------------------------
 
-def _promote(a, b) -> np.dtype:
-    da = a.dtype if isinstance(a, (SymArray, np.ndarray, np.generic)) else None
-    db = b.dtype if isinstance(b, (SymArray, np.ndarray, np.generic)) else None
-    if da is None:
-        return db
-    if db is None:
-        return da
-    if _EXACT in (da, db):
+def _dtype_of(x):
+    return x.dtype if isinstance(x, (SymArray, np.ndarray, np.generic)) else None
+
+
+def _promote(*xs) -> np.dtype:
+    """numpy's result dtype of an operation on these operands (NEP 50: a Python int takes the array's type; with
+    boolean lanes it is numpy's default int)."""
+    dtypes = [d for d in map(_dtype_of, xs) if d is not None]
+    if _EXACT in dtypes:
         return _EXACT
-    return np.result_type(da, db)
+    out = np.result_type(*dtypes)
+    if out == _BOOL and any(isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in xs):
+        out = np.dtype(np.int64)
+    if out.kind not in "iub":
+        raise NotImplementedError(f"the bit-vector backend has integer lanes only; numpy would compute this in {out}")
+    return out
+
+
+def _const(v):
+    return _as_symbool(bool(v)) if isinstance(v, (bool, np.bool_)) else SymInt.const(int(v))
+
+
+_consts = np.vectorize(_const, otypes=[object])
 
 
 def _cells(x) -> np.ndarray:
-    """An operand as an object array of SymInt (numpy arrays and Python ints become constants)."""
+    """An operand as an object array of SymInt / SymBool (numpy arrays and Python ints become constants)."""
     if isinstance(x, SymArray):
         return x.data
     if isinstance(x, np.ndarray):
-        return np.vectorize(lambda v: SymInt.const(int(v)), otypes=[object])(x) if x.size else x.astype(object)
+        return _consts(x) if x.size else x.astype(object)
     if isinstance(x, (int, np.integer, bool, np.bool_)):
-        return np.array(SymInt.const(int(x)), dtype=object)
+        return np.array(_const(x), dtype=object)
     raise TypeError(f"the bit-vector backend cannot take {type(x).__name__} as lanes")
 
 
 _fit_all = np.vectorize(fit, otypes=[object], excluded={1})
+_as_ints = np.vectorize(_as_symint, otypes=[object])
+_as_bools = np.vectorize(_as_symbool, otypes=[object])
+
+
+def _typed_cells(x, dtype) -> np.ndarray:
+    """x's cells as the kind of value `dtype` computes with: SymBool for boolean lanes, else SymInt (numpy reads
+    a condition as 0/1 in integer arithmetic)."""
+    cells = _cells(x)
+    if dtype == _BOOL:
+        return cells if _dtype_of(x) == _BOOL or not isinstance(x, SymArray) else _as_bools(cells)
+    return _as_ints(cells) if _dtype_of(x) == _BOOL or isinstance(x, (bool, np.bool_)) else cells
+
+
+def _elementwise(op, dtype, *xs) -> "SymArray":
+    """op lane by lane over broadcast operands, kept to `dtype` as numpy keeps it."""
+    out = np.vectorize(op, otypes=[object])(*[_typed_cells(x, dtype) for x in xs])
+    return SymArray(_fit_all(np.asarray(out, dtype=object), dtype), dtype)
+
+
+def _binary(op, a, b) -> "SymArray":
+    return _elementwise(op, _promote(a, b), a, b)
+
+
+def _compare(op, a, b) -> "SymArray":
+    dtype = _promote(a, b)
+    out = np.vectorize(op, otypes=[object])(_typed_cells(a, dtype), _typed_cells(b, dtype))
+    return SymArray(out, _BOOL)
 
 
 class SymArray:
-    """Symbolic lanes with numpy's interface, as far as the instruction models use it."""
+    """Symbolic lanes with numpy's interface, as far as the instruction models use it: integer lanes (SymInt
+    cells, fixed-width like numpy's dtype) and boolean lanes (SymBool cells: comparisons, predicates)."""
     __array_priority__ = 1000
 
     def __init__(self, data: np.ndarray, dtype):
@@ -327,10 +466,17 @@ class SymArray:
     @staticmethod
     def of(values, dtype) -> "SymArray":
         """From SymInt (or Python int) cells; values are taken as already in `dtype`'s range."""
+        dtype = np.dtype(dtype)
         cells = np.empty(np.shape(values), dtype=object)
         for index, v in np.ndenumerate(np.asarray(values, dtype=object)):
-            cells[index] = _as_symint(v)
+            cells[index] = _as_symbool(v) if dtype == _BOOL else _as_symint(v)
         return SymArray(cells, dtype)
+
+    @staticmethod
+    def const(x) -> "SymArray":
+        """Constant lanes: a numpy array (or scalar) as the bit-vector backend holds it."""
+        x = np.asarray(x)
+        return SymArray(_cells(x), x.dtype)
 
     @staticmethod
     def from_register(term, dtype) -> "SymArray":
@@ -347,6 +493,13 @@ class SymArray:
         n = self.dtype.itemsize * 8
         parts = [cell.bits(n) for cell in self.data.reshape(-1)[::-1]]
         return parts[0] if len(parts) == 1 else z3.Concat(*parts)
+
+    def values(self) -> np.ndarray | None:
+        """The lanes as a numpy array of `dtype` when every lane is a known constant, else None."""
+        flat = [c.known if isinstance(c, SymBool) else c.value for c in self.data.reshape(-1)]
+        if any(v is None for v in flat):
+            return None
+        return np.array(flat, dtype=object).reshape(self.shape).astype(self.dtype)
 
     @property
     def shape(self):
@@ -367,93 +520,141 @@ class SymArray:
         return f"SymArray({self.dtype}, shape={self.shape})"
 
     def __getitem__(self, index):
-        got = self.data[index]
+        got = self.data[_plain_index(index)]
         return SymArray(got, self.dtype) if isinstance(got, np.ndarray) else got
+
+    def __setitem__(self, index, value):
+        self.data[_plain_index(index)] = _fit_all(_typed_cells(value, self.dtype), self.dtype)
+
+    def copy(self):
+        return SymArray(self.data.copy(), self.dtype)
 
     def reshape(self, *shape):
         return SymArray(self.data.reshape(*shape), self.dtype)
 
+    def swapaxes(self, a, b):
+        return SymArray(self.data.swapaxes(a, b), self.dtype)
+
     def sum(self, axis=None):
-        total = np.add.reduce(self.data, axis=axis)
+        total = np.add.reduce(_typed_cells(self, self.dtype), axis=axis)
         return SymArray(_fit_all(np.asarray(total, dtype=object), self.dtype), self.dtype)
+
+    def any(self, axis=None):
+        return SymArray(np.asarray(np.bitwise_or.reduce(_as_bools(self.data), axis=axis), dtype=object), _BOOL)
+
+    def all(self, axis=None):
+        return SymArray(np.asarray(np.bitwise_and.reduce(_as_bools(self.data), axis=axis), dtype=object), _BOOL)
 
     def astype(self, dtype, copy=True):
         dtype = np.dtype(dtype)
-        if dtype == np.bool_:
-            raise NotImplementedError("the bit-vector backend has no boolean lanes from astype")
         return SymArray(_fit_all(self.data, dtype), dtype)
 
     def view(self, dtype):
         dtype = np.dtype(dtype)
-        if dtype.itemsize != self.dtype.itemsize:
+        if dtype.itemsize != self.dtype.itemsize or _BOOL in (dtype, self.dtype):
             raise NotImplementedError(f"view from {self.dtype} to {dtype}: the bit-vector backend reinterprets "
-                                      "lanes of the same size only")
+                                      "integer lanes of the same size only")
         return self.astype(dtype)
 
-    # -- arithmetic -------------------------------------------------------------------------------------------------
-    def _arith(self, other, op, reverse=False):
-        dtype = _promote(self, other)
-        a, b = self.data, _cells(other)
-        out = op(b, a) if reverse else op(a, b)
-        return SymArray(_fit_all(np.asarray(out, dtype=object), dtype), dtype)
-
+    # -- arithmetic: numpy's operators and ufuncs, lane by lane ------------------------------------------------------
     def __add__(self, other):
-        return self._arith(other, operator.add)
+        return _binary(operator.add, self, other)
 
     def __radd__(self, other):
-        return self._arith(other, operator.add, True)
+        return _binary(operator.add, other, self)
 
     def __sub__(self, other):
-        return self._arith(other, operator.sub)
+        return _binary(operator.sub, self, other)
 
     def __rsub__(self, other):
-        return self._arith(other, operator.sub, True)
+        return _binary(operator.sub, other, self)
 
     def __mul__(self, other):
-        return self._arith(other, operator.mul)
+        return _binary(operator.mul, self, other)
 
     def __rmul__(self, other):
-        return self._arith(other, operator.mul, True)
+        return _binary(operator.mul, other, self)
 
     def __neg__(self):
-        return SymArray(_fit_all(-self.data, self.dtype), self.dtype)
+        return _elementwise(operator.neg, self.dtype, self)
+
+    def __invert__(self):
+        return _elementwise(operator.invert, self.dtype, self)
 
     def __rshift__(self, n):
-        return SymArray(self.data >> int(n), self.dtype)
+        return _binary(operator.rshift, self, n)
+
+    def __rrshift__(self, other):
+        return _binary(operator.rshift, other, self)
 
     def __lshift__(self, n):
-        return self._arith(1 << int(n), operator.mul)
+        return _binary(operator.lshift, self, n)
+
+    def __rlshift__(self, other):
+        return _binary(operator.lshift, other, self)
 
     def __and__(self, other):
-        return SymArray(self.data & _concrete(other, "&"), _promote(self, other))
+        return _binary(operator.and_, self, other)
 
-    def _compare(self, other, op):
-        return SymArray(op(self.data, _cells(other)), np.bool_)
+    def __rand__(self, other):
+        return _binary(operator.and_, other, self)
+
+    def __or__(self, other):
+        return _binary(operator.or_, self, other)
+
+    def __ror__(self, other):
+        return _binary(operator.or_, other, self)
+
+    def __xor__(self, other):
+        return _binary(operator.xor, self, other)
+
+    def __rxor__(self, other):
+        return _binary(operator.xor, other, self)
 
     def __gt__(self, other):
-        return self._compare(other, operator.gt)
+        return _compare(operator.gt, self, other)
 
     def __lt__(self, other):
-        return self._compare(other, operator.lt)
+        return _compare(operator.lt, self, other)
 
     def __ge__(self, other):
-        return self._compare(other, operator.ge)
+        return _compare(operator.ge, self, other)
 
     def __le__(self, other):
-        return self._compare(other, operator.le)
+        return _compare(operator.le, self, other)
+
+    def __eq__(self, other):
+        return _compare(operator.eq, self, other)
+
+    def __ne__(self, other):
+        return _compare(operator.ne, self, other)
+
+    __hash__ = None
+
+    def __bool__(self):
+        raise TypeError("the truth value of symbolic lanes is not defined: the models compute lane by lane")
 
     # -- the numpy functions the models call --------------------------------------------------------------------------
     def __array_function__(self, func, types, args, kwargs):
         handler = _FUNCTIONS.get(func)
         if handler is None:
-            return NotImplemented
+            raise NotImplementedError(f"the bit-vector backend has no np.{func.__name__} (a model calls it on "
+                                      "symbolic lanes): add it to lowp.isa_models.bitvec or the lane layer")
         return handler(*args, **kwargs)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         handler = _UFUNCS.get(ufunc) if method == "__call__" and not kwargs else None
         if handler is None:
-            return NotImplemented
+            raise NotImplementedError(f"the bit-vector backend has no np.{ufunc.__name__}.{method} on symbolic lanes")
         return handler(*inputs)
+
+
+def _plain_index(index):
+    """An index into the cells: SymArray indices (symbolic gathers) are not plain indexing."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(p, SymArray) for p in parts):
+        raise NotImplementedError("indexing by symbolic lanes: use np.take_along_axis")
+    return index
 
 
 _select_all = np.vectorize(select, otypes=[object])
@@ -461,29 +662,42 @@ _select_all = np.vectorize(select, otypes=[object])
 
 def _where(cond, x, y):
     dtype = _promote(x, y)
-    if isinstance(cond, SymArray):
-        cells = cond.data
-    else:
-        cells = np.vectorize(_as_symbool, otypes=[object])(np.asarray(cond))
-    return SymArray(_fit_all(_select_all(cells, _cells(x), _cells(y)), dtype), dtype)
+    return SymArray(_fit_all(_select_all(_as_bools(_cells(cond)), _typed_cells(x, dtype), _typed_cells(y, dtype)),
+                             dtype), dtype)
 
 
 def _minimum(x, y):
-    cx, cy = _cells(x), _cells(y)
-    return SymArray(_select_all(np.vectorize(operator.lt, otypes=[object])(cx, cy), cx, cy), _promote(x, y))
+    return _binary(minimum, x, y)
 
 
 def _maximum(x, y):
-    cx, cy = _cells(x), _cells(y)
-    return SymArray(_select_all(np.vectorize(operator.gt, otypes=[object])(cx, cy), cx, cy), _promote(x, y))
+    return _binary(maximum, x, y)
 
 
 def _clip(x, lo, hi):
     return _minimum(_maximum(x, lo), hi)
 
 
+def _like(x, value, dtype=None):
+    dtype = np.dtype(dtype) if dtype is not None else x.dtype
+    return SymArray(np.full(x.shape, _const(np.array(value, dtype).item() if dtype != _EXACT else value),
+                            dtype=object), dtype)
+
+
+def _ones_like(x, dtype=None):
+    return _like(x, 1, dtype)
+
+
+def _zeros_like(x, dtype=None):
+    return _like(x, 0, dtype)
+
+
 def _tile(x, reps):
     return SymArray(np.tile(x.data, reps), x.dtype)
+
+
+def _broadcast_to(x, shape):
+    return SymArray(np.broadcast_to(x.data, shape), x.dtype)
 
 
 def _broadcast_arrays(*xs):
@@ -491,18 +705,80 @@ def _broadcast_arrays(*xs):
     return [SymArray(d, x.dtype) if isinstance(x, SymArray) else d for d, x in zip(datas, xs)]
 
 
+def _joined(join, xs, axis):
+    dtype = _promote(*xs)
+    return SymArray(_fit_all(join([_typed_cells(x, dtype) for x in xs], axis=axis), dtype), dtype)
+
+
 def _concatenate(xs, axis=0):
-    dtype = xs[0].dtype
-    return SymArray(np.concatenate([_cells(x) for x in xs], axis=axis), dtype)
+    return _joined(np.concatenate, xs, axis)
+
+
+def _stack(xs, axis=0):
+    return _joined(np.stack, xs, axis)
+
+
+def _moveaxis(x, source, destination):
+    return SymArray(np.moveaxis(x.data, source, destination), x.dtype)
+
+
+def _einsum(spec, *operands):
+    """Sums of products over the spec's summed indices, exact (object einsum over SymInt), then numpy's dtype."""
+    dtype = _promote(*operands)
+    total = np.einsum(spec, *[_typed_cells(x, dtype) for x in operands])
+    return SymArray(_fit_all(np.asarray(total, dtype=object), dtype), dtype)
+
+
+def _gather(row, index: SymInt):
+    """row[index] for a lane index: the candidates its interval allows, chosen by If(index == k, ...)."""
+    if index.value is not None:
+        return row[index.value]
+    if index.lo < 0 or index.hi >= len(row):
+        raise NotImplementedError(f"a symbolic index in [{index.lo}, {index.hi}] may leave the {len(row)} lanes")
+    picked = row[index.hi]
+    for k in range(index.hi - 1, index.lo - 1, -1):
+        picked = select(index == k, row[k], picked)
+    return picked
 
 
 def _take_along_axis(x, index, axis):
-    return SymArray(np.take_along_axis(x.data, index, axis=axis), x.dtype)
+    if axis not in (-1, index.ndim - 1):
+        raise NotImplementedError("the bit-vector backend gathers along the last axis only")
+    if not isinstance(index, SymArray):
+        return SymArray(np.take_along_axis(_cells(x), index, axis=axis), x.dtype)
+    cells, idx = np.broadcast_arrays(_cells(x), index.data)
+    out = np.empty(idx.shape, dtype=object)
+    for pos in np.ndindex(idx.shape):
+        out[pos] = _gather(cells[pos[:-1]], idx[pos])
+    return SymArray(out, x.dtype)
+
+
+def _any(x, axis=None):
+    return x.any(axis=axis)
+
+
+def _all(x, axis=None):
+    return x.all(axis=axis)
 
 
 _FUNCTIONS = {np.where: _where, np.clip: _clip, np.tile: _tile, np.broadcast_arrays: _broadcast_arrays,
-              np.concatenate: _concatenate, np.take_along_axis: _take_along_axis}
-_UFUNCS = {np.minimum: _minimum, np.maximum: _maximum}
+              np.broadcast_to: _broadcast_to, np.concatenate: _concatenate, np.stack: _stack,
+              np.take_along_axis: _take_along_axis, np.einsum: _einsum, np.ones_like: _ones_like,
+              np.zeros_like: _zeros_like, np.moveaxis: _moveaxis, np.any: _any, np.all: _all,
+              np.minimum: _minimum, np.maximum: _maximum}
+_UFUNCS = {np.minimum: _minimum, np.maximum: _maximum,
+           np.add: lambda a, b: _binary(operator.add, a, b), np.subtract: lambda a, b: _binary(operator.sub, a, b),
+           np.multiply: lambda a, b: _binary(operator.mul, a, b),
+           np.right_shift: lambda a, b: _binary(operator.rshift, a, b),
+           np.left_shift: lambda a, b: _binary(operator.lshift, a, b),
+           np.bitwise_and: lambda a, b: _binary(operator.and_, a, b),
+           np.bitwise_or: lambda a, b: _binary(operator.or_, a, b),
+           np.bitwise_xor: lambda a, b: _binary(operator.xor, a, b),
+           np.greater: lambda a, b: _compare(operator.gt, a, b), np.less: lambda a, b: _compare(operator.lt, a, b),
+           np.greater_equal: lambda a, b: _compare(operator.ge, a, b),
+           np.less_equal: lambda a, b: _compare(operator.le, a, b),
+           np.equal: lambda a, b: _compare(operator.eq, a, b), np.not_equal: lambda a, b: _compare(operator.ne, a, b),
+           np.negative: lambda a: -a, np.invert: lambda a: ~a}
 
 
 def is_symbolic(x) -> bool:

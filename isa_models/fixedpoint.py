@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from .lanes import numpy_only
+
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 
@@ -73,6 +75,8 @@ def check_domain(mask, corner: str, what: str) -> None:
 def ints(x, name: str, lo: int = INT32_MIN, hi: int = INT32_MAX) -> np.ndarray:
     """An integer operand as exact int64 values, checked to lie in [lo, hi] (int32 by default). Python ints,
     integer numpy scalars and arrays are accepted; floats and bools are refused (lowp never casts silently)."""
+    numpy_only(f"lowp.isa_models.fixedpoint ({name})", x, why="the gemmlowp/TFLite fixed-point reference functions "
+               "are numpy only; the instruction models (SQRDMULH, SRSHL, ...) run on both backends")
     a = np.asarray(x)
     if a.dtype == object:
         if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in a.ravel()):

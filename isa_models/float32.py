@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .fixedpoint import INT32_MAX, INT32_MIN, check_domain
+from .lanes import numpy_only
 
 F32 = np.float32
 MAGIC_BIAS = F32(12582912.0)            # 1.5 * 2^23: x + MAGIC_BIAS has x's nearest integer in its low mantissa bits
@@ -20,6 +21,7 @@ MAGIC_BIAS_BITS = 0x4B400000            # its bit pattern
 def f32(x) -> np.ndarray:
     """Round to float32 (nearest even). Integers (any size that float64 holds exactly, i.e. |x| <= 2^53) are
     converted through float64, which is exact, so this is one correct rounding, like cvtsi2ss/cvtdq2ps."""
+    numpy_only("lowp.isa_models.float32.f32", x)
     a = np.asarray(x)
     if a.dtype.kind in "iu":
         if a.size and np.abs(a.astype(np.int64)).max() > (1 << 53):
@@ -30,6 +32,7 @@ def f32(x) -> np.ndarray:
 
 def floats32(x, name) -> np.ndarray:
     """x as float32, refusing any other dtype (lowp never casts silently)."""
+    numpy_only(f"lowp.isa_models.float32 ({name})", x)
     a = np.asarray(x)
     if a.dtype != F32:
         raise ValueError(f"{name}: expected float32 values (np.float32), got {a.dtype}; lowp never casts silently -- "
@@ -72,6 +75,7 @@ def fma_f32(a, b, c) -> np.ndarray:
 def rne_int(x) -> np.ndarray:
     """nearbyint/lrintf of float values under the default rounding mode (ties to even), as exact int64; NaN,
     infinity and |x| >= 2^63 are undefined in C: OutOfDomain."""
+    numpy_only("lowp.isa_models.float32.rne_int", x)
     x = np.asarray(x, np.float64)
     check_domain(~np.isfinite(x) | (np.abs(x) >= 2.0 ** 63), "float_to_int_range",
                  "lrintf/nearbyint of NaN, infinity or |x| >= 2^63 is undefined")

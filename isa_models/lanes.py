@@ -26,6 +26,13 @@ def symbolic(x) -> bool:
     return type(x).__name__ == "SymArray"
 
 
+def numpy_only(model: str, *xs, why: str = "float32 arithmetic has no bit-vector model") -> None:
+    """Refuse symbolic lanes in a model the bit-vector backend does not cover, naming it, rather than compute a
+    wrong answer (or fail deep inside numpy)."""
+    if any(symbolic(x) for x in xs):
+        raise NotImplementedError(f"{model}: numpy only, not on the bit-vector backend (lowp prove): {why}")
+
+
 def is_lanes(x) -> bool:
     """A register of either backend: a numpy array or symbolic lanes."""
     return isinstance(x, np.ndarray) or symbolic(x)
@@ -85,6 +92,17 @@ def wrap(x: np.ndarray, dtype) -> np.ndarray:
     return low.astype(unsigned).view(dtype)
 
 
+def add_wrapping(acc, total):
+    """acc + an exact integer total, kept to acc's width: bits(N) + integer in the Arm ASL, vd + product in RVV.
+    numpy: both as two's-complement uint64, whose sum wraps mod 2^64, a multiple of 2^N (an exact int64 sum could
+    leave int64). Symbolic lanes: the exact sum, wrapped only where its interval leaves acc's type."""
+    if symbolic(acc) or symbolic(total):
+        return wrap(acc.astype(object) + total.astype(object), acc.dtype)
+    unsigned = np.dtype(f"u{acc.dtype.itemsize}")
+    s = acc.astype(np.uint64) + total.astype(np.uint64)    # both casts are modulo 2^64, as is the sum
+    return s.astype(unsigned).view(acc.dtype)
+
+
 def widen(x: np.ndarray) -> np.ndarray:
     """Exact arithmetic room: every model computes in int64 before it saturates or wraps."""
     return x.astype(np.int64)
@@ -98,6 +116,20 @@ def pairs(x):
 def quads(x):
     """Sum of lanes 4j..4j+3, in that order: the four products of a VNNI dword or an SDOT lane."""
     return x[..., 0::4] + x[..., 1::4] + x[..., 2::4] + x[..., 3::4]
+
+
+def dot(x, y):
+    """Sum over the last axis of x[..., r, k] * y[..., c, k], for every (r, c): the row-by-column sums of the
+    outer-product and tile instructions (SMOPA, TDPB*D), exact in x's and y's dtype (int64 or wider)."""
+    if symbolic(x) or symbolic(y):
+        return (x[..., :, None, :] * y[..., None, :, :]).sum(axis=-1)
+    return np.einsum("...rk,...ck->...rc", x, y)
+
+
+def interleave(even, odd):
+    """Lanes 2e from `even`, 2e+1 from `odd`: the SVE2 bottom/top (B/T) narrowing forms' destinations."""
+    both = np.stack(np.broadcast_arrays(even, odd), axis=-1)
+    return both.reshape(both.shape[:-2] + (2 * both.shape[-2],))
 
 
 def mask_bits(mask, lanes: int) -> np.ndarray:

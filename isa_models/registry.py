@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from .lanes import TYPE_NAMES, operand
+from .lanes import TYPE_NAMES, is_lanes, operand, symbolic
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,16 @@ def _same_vl(where: str, pairs) -> None:
 def check_argument(where: str, p: Param, value):
     if p.kind in REGISTERS:
         return _check_register(where, p, value)
+    if symbolic(value):
+        # A run-time scalar may be symbolic (lanes of its C type, over the batch axes); masks and immediates are
+        # encoded or set before the instruction runs, so the models take them as numbers.
+        if p.kind != "scalar":
+            raise ValueError(f"{where}: argument {p.name!r} is a {p.kind}; the models take it as a concrete int, "
+                             "not symbolic lanes")
+        if value.dtype != p.dtype:
+            raise ValueError(f"{where}: argument {p.name!r}: expected a {TYPE_NAMES[p.dtype]} scalar, got symbolic "
+                             f"lanes of {value.dtype}; lowp never casts an operand")
+        return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, np.ndarray)):
         raise ValueError(f"{where}: argument {p.name!r} is a {p.kind}; expected an int, got {type(value).__name__}")
     v = np.asarray(value)
@@ -167,9 +177,9 @@ def _check_register(where: str, p: Param, value):
     if p.kind == "vec":
         return operand(value, p.name, p.dtype, widths=widths)
     esize = p.dtype.itemsize * 8
-    if not isinstance(value, np.ndarray) or value.ndim < (2 if p.kind == "tile" else 1):
+    if not is_lanes(value) or value.ndim < (2 if p.kind == "tile" else 1):
         raise ValueError(f"{where}: argument {p.name!r} is a {p.kind}; expected a numpy array, got "
-                         f"{type(value).__name__ if not isinstance(value, np.ndarray) else f'{value.ndim}-d array'}")
+                         f"{type(value).__name__ if not is_lanes(value) else f'{value.ndim}-d array'}")
     if p.kind == "tile":
         if value.dtype != p.dtype:
             raise ValueError(f"{where}: ZA tile {p.name!r}: expected dtype {p.dtype}, got {value.dtype}; "
@@ -185,10 +195,18 @@ def _check_register(where: str, p: Param, value):
     if value.shape[-1] * esize not in widths:
         raise ValueError(f"{where}: predicate {p.name!r}: {value.shape[-1]} entries govern "
                          f"{value.shape[-1] * esize} bits, not a vector length here")
-    if p.kind == "ptrue" and not value.all():
+    if p.kind == "ptrue" and not _all_true(value):
         raise ValueError(f"{where}: predicate {p.name!r} must be all-true: the _x form leaves inactive lanes "
                          "unspecified (ACLE), so lowp models it with svptrue only; use the _m or _z form")
     return value
+
+
+def _all_true(pred) -> bool:
+    """Every element active; a symbolic predicate only if each of its lanes is known to be."""
+    if symbolic(pred):
+        known = pred.values()
+        return known is not None and bool(known.all())
+    return bool(pred.all())
 
 
 # Keyed by (arch, mnemonic, extension): SVE SDOT and Advanced SIMD SDOT are one mnemonic, two instructions.

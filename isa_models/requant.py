@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from .fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, wrap32
+from .lanes import numpy_only
 from .float32 import (F32, MAGIC_BIAS, MAGIC_BIAS_BITS, cvtps2dq, f32, fcvtns, floats32, fma_f32, lrintf,
                       magic_bias_bits, rne_int)
 
@@ -47,6 +48,9 @@ class OutputStage:
     def __call__(self, acc, q, out_type):
         if out_type not in self.out_types:
             raise ValueError(f"output stage {self.name!r}: out_type {out_type!r} is not one of {self.out_types}")
+        numpy_only(f"output stage {self.name!r}", acc, why="the output-stage reference models (lowp.isa_models."
+                   "requant, fixedpoint, float32) are numpy only; prove a kernel's requantization with the "
+                   "instruction models it is made of")
         return self.compute(acc, q, out_type)
 
 
@@ -114,6 +118,7 @@ def need(q: dict, key: str):
 
 
 def _acc(acc) -> np.ndarray:
+    numpy_only("lowp.isa_models.requant (output stage)", acc, why="the output-stage reference models are numpy only")
     a = np.asarray(acc)
     if a.ndim != 2 or a.dtype.kind not in "iu":
         raise ValueError(f"acc: expected an (M, N) int32 matrix, got {a.dtype} with shape {a.shape}")

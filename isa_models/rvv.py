@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64
+from .lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, add_wrapping, is_lanes, symbolic, wrap
 
 SPEC = "RISC-V V extension 1.0 (riscv/riscv-v-spec@v1.0 v-spec.adoc)"
 VXRM = ("rnu", "rne", "rdn", "rod")          # vxrm[1:0] = 0, 1, 2, 3 (section 3.8, table 'vxrm encoding')
@@ -37,7 +37,7 @@ class Fixed(NamedTuple):
 # -- operand checks --------------------------------------------------------------------------------------------
 
 def _vector(x, name, allowed):
-    if not isinstance(x, np.ndarray):
+    if not is_lanes(x):
         raise ValueError(f"operand {name!r}: expected a numpy array of elements, got {type(x).__name__}")
     if x.dtype not in allowed:
         names = ", ".join(TYPE_NAMES[d] for d in allowed)
@@ -58,7 +58,13 @@ def _like(x, name, dtype, other):
 
 
 def _scalar(x, name, dtype):
-    """x[rs1] as the intrinsic's C type: an int or an integer array over the leading axes, within the range."""
+    """x[rs1] as the intrinsic's C type: an int or an integer array over the leading axes, within the range
+    (or symbolic lanes of that type)."""
+    if symbolic(x):
+        if x.dtype != np.dtype(dtype):
+            raise ValueError(f"operand {name!r}: expected a {TYPE_NAMES[np.dtype(dtype)]} scalar, got symbolic "
+                             f"lanes of {x.dtype}; lowp never casts an operand")
+        return x[..., None]
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer, np.ndarray)):
         raise ValueError(f"operand {name!r}: expected an int (x[rs1]), got {type(x).__name__}")
     v = np.asarray(x)
@@ -79,20 +85,25 @@ def _rounding(vxrm):
 
 
 def _exact(x):
-    """The element's value as an exact integer: int64, or uint64 for unsigned 64-bit elements (always >= 0)."""
+    """The element's value as an exact integer: int64, or uint64 for unsigned 64-bit elements (always >= 0);
+    symbolic lanes as unbounded integers (numpy's object lanes), so a u32 x u32 product stays exact too."""
+    if symbolic(x):
+        return x.astype(object)
     return x.astype(np.uint64 if x.dtype == U64 else np.int64)
 
 
 def _low_bits(x, dtype):
     """The low SEW bits of an integer (the destination element)."""
     dtype = np.dtype(dtype)
+    if symbolic(x):
+        return wrap(x, dtype)
     return x.astype(np.dtype(f"u{dtype.itemsize}")).view(dtype)
 
 
 def _wrapping_sum(product, vd):
     """product + vd kept to vd's width: both as two's-complement uint64, whose addition wraps mod 2^64, a
     multiple of 2^SEW (an exact int64 sum could leave int64, and int64 + uint64 would make a float)."""
-    return _low_bits(product.astype(np.uint64) + vd.astype(np.uint64), vd.dtype)
+    return add_wrapping(vd, product)
 
 
 # -- rounding and clipping (section 3.8 and chapter 12) ---------------------------------------------------------
@@ -103,7 +114,7 @@ def roundoff(v, d, vxrm):
     off when d = 0 (r = 0). v exact (int64, or uint64 >= 0); d per element, 0 <= d < 64."""
     vxrm = _rounding(vxrm)
     one = v.dtype.type(1)
-    d = np.asarray(d).astype(v.dtype)
+    d = (d if is_lanes(d) else np.asarray(d)).astype(v.dtype)
     shifted = v >> d
     if vxrm == "rdn":
         return shifted

@@ -25,7 +25,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import rvv
-from .lanes import DTYPES
+from .lanes import DTYPES, is_lanes
 from .registry import Instruction, Intrinsic, Param, add_instruction, add_intrinsic
 
 INTRINSICS_DOC = "riscv-non-isa/rvv-intrinsic-doc@v1.0-ratified"
@@ -72,7 +72,7 @@ class RvvIntrinsic(Intrinsic):
     def vlen_of(self, args) -> int:
         """VLEN from the first vector argument's element count."""
         for p, lmul, a in zip(self.params, self.lmuls, args):
-            if p.kind == "vec" and isinstance(a, np.ndarray) and a.ndim:
+            if p.kind == "vec" and is_lanes(a) and a.ndim:
                 bits = Fraction(a.shape[-1] * p.dtype.itemsize * 8) / lmul
                 if bits.denominator == 1 and VLEN_MIN <= bits <= VLEN_MAX and not int(bits) & (int(bits) - 1):
                     return int(bits)

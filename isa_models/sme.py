@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from .arm import _bits
-from .lanes import S8, S32, TYPE_NAMES, U8, U32, result_lanes
+from .lanes import S8, S32, TYPE_NAMES, U8, U32, dot, is_lanes, result_lanes
 from .sve import _z
 
 
 def _pred(p, name, lanes):
-    if not isinstance(p, np.ndarray) or p.dtype != np.bool_:
+    if not is_lanes(p) or p.dtype != np.bool_:
         raise ValueError(f"predicate {name!r}: expected a bool array, one entry per byte of the vector, got "
                          f"{getattr(p, 'dtype', type(p).__name__)}")
     if p.shape[-1] != lanes:
@@ -28,8 +28,8 @@ def _pred(p, name, lanes):
 
 
 def _tile(za, dtype, dim):
-    if not isinstance(za, np.ndarray) or za.dtype != dtype or za.ndim < 2 or za.shape[-2:] != (dim, dim):
-        got = f"{za.dtype}{list(za.shape)}" if isinstance(za, np.ndarray) else type(za).__name__
+    if not is_lanes(za) or za.dtype != dtype or za.ndim < 2 or za.shape[-2:] != (dim, dim):
+        got = f"{za.dtype}{list(za.shape)}" if is_lanes(za) else type(za).__name__
         raise ValueError(f"za: expected the ZA tile as a ({dim}, {dim}) array of {TYPE_NAMES[np.dtype(dtype)]} "
                          f"(SVL/32 rows of SVL/32 elements for these {4 * dim}-byte vectors), got {got}; lowp never "
                          "casts an operand")
@@ -49,7 +49,7 @@ def _mopa(za, zn, zm, pn, pm, n_t, m_t, za_t):
     # drops exactly those products.
     x = np.where(pn, zn, 0).astype(np.int64).reshape(zn.shape[:-1] + (dim, 4))     # Elem[operand1, 4*row + k]
     y = np.where(pm, zm, 0).astype(np.int64).reshape(zm.shape[:-1] + (dim, 4))     # Elem[operand2, 4*col + k]
-    prods = np.einsum("...rk,...ck->...rc", x, y)           # exact: |sum| <= 4 * 255 * 255
+    prods = dot(x, y)                                       # [row, col], exact: |sum| <= 4 * 255 * 255
     return _bits(za.astype(np.int64) + prods, za_t)         # sum: bits(32) + integer, wraps mod 2^32
 
 
@@ -100,6 +100,6 @@ def sdot_za(za, zn, zm, slice_index, offset=0):
     rows = (int(slice_index) + offset) % vstride + vstride * np.arange(nreg)
     p = zn.astype(np.int64) * zm.astype(np.int64)
     dots = p.reshape(p.shape[:-1] + (-1, 4)).sum(axis=-1)   # (nreg, SVL/32)
-    out = np.array(np.broadcast_to(za, np.broadcast_shapes(za.shape[:-2], dots.shape[:-2]) + za.shape[-2:]))
+    out = np.broadcast_to(za, np.broadcast_shapes(za.shape[:-2], dots.shape[:-2]) + za.shape[-2:]).copy()
     out[..., rows, :] = _bits(out[..., rows, :].astype(np.int64) + dots, S32)
     return out

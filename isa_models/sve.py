@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .arm import _bits, _int, _sat, smmla as _neon_smmla, ummla as _neon_ummla, usmmla as _neon_usmmla
-from .lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, result_lanes
+from .lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, add_wrapping, interleave, is_lanes, result_lanes
 
 SIGNED = (S8, S16, S32, S64)
 _NARROWER = {S16: S8, S32: S16, S64: S32}
@@ -26,7 +26,7 @@ _DOT_ACC = {S8: S32, S16: S64, U8: U32, U16: U64}      # 4-way dot products: 8 -
 
 def _z(x, name, allowed, group=1):
     """A Z register of one of the `allowed` element types, VL a multiple of 128 bits (at most 2048)."""
-    if not isinstance(x, np.ndarray):
+    if not is_lanes(x):
         raise ValueError(f"operand {name!r}: expected a numpy array of lanes, got {type(x).__name__}")
     if x.dtype not in allowed:
         names = ", ".join(TYPE_NAMES[d] for d in allowed)
@@ -63,7 +63,7 @@ def _predicate(pg, lanes):
     """None (all-true, svptrue) or a bool array with one entry per element."""
     if pg is None:
         return None
-    if not isinstance(pg, np.ndarray) or pg.dtype != np.bool_:
+    if not is_lanes(pg) or pg.dtype != np.bool_:
         raise ValueError(f"pg: expected a bool array (one entry per element) or None for all-true, got "
                          f"{getattr(pg, 'dtype', type(pg).__name__)}")
     if pg.shape[-1] != lanes:
@@ -73,9 +73,7 @@ def _predicate(pg, lanes):
 
 def _add_wrapping(acc, total):
     """Elem[operand3, e, esize] + the exact integer total, kept to esize bits (bits(esize) + integer wraps)."""
-    unsigned = np.dtype(f"u{acc.dtype.itemsize}")
-    s = acc.astype(np.uint64) + total.astype(np.uint64)    # both casts are modulo 2^64, as is the sum
-    return s.astype(unsigned).view(acc.dtype)
+    return add_wrapping(acc, total)
 
 
 # -- dot products and matrix multiply-accumulate --------------------------------------------------------------
@@ -123,7 +121,7 @@ def _mmla(acc, a, b, neon, a_t, acc_t):
     # each 128-bit segment is the Advanced SIMD instruction's whole register.
     a = _z(a, "a", (a_t,))
     acc = result_lanes("acc", acc, acc_t, a.shape[-1] // 4)
-    b = result_lanes("b", b, b.dtype if isinstance(b, np.ndarray) else a_t, a.shape[-1])
+    b = result_lanes("b", b, b.dtype if is_lanes(b) else a_t, a.shape[-1])
     segments = a.shape[-1] // 16
     per_segment = lambda x, n: x.reshape(x.shape[:-1] + (segments, n))  # noqa: E731
     return neon(per_segment(acc, 4), per_segment(a, 16), per_segment(b, 16)).reshape(acc.shape)
@@ -191,19 +189,14 @@ def srshl(a, b, *, pg=None):
 
 def _narrow_bottom(narrow):
     """The B forms: Elem[result, 2e, esize] = the narrowed element, Elem[result, 2e+1, esize] = Zeros."""
-    out = np.zeros(narrow.shape[:-1] + (2 * narrow.shape[-1],), narrow.dtype)
-    out[..., 0::2] = narrow
-    return out
+    return interleave(narrow, np.zeros_like(narrow))
 
 
 def _narrow_top(even, narrow):
     """The T forms: result = Z[d] (`even`), then Elem[result, 2e+1, esize] = the narrowed element: the even
     elements keep the destination's."""
     even = result_lanes("even", even, narrow.dtype, 2 * narrow.shape[-1])
-    batch = np.broadcast_shapes(even.shape[:-1], narrow.shape[:-1])
-    out = np.array(np.broadcast_to(even, batch + even.shape[-1:]))
-    out[..., 1::2] = narrow
-    return out
+    return interleave(even[..., 0::2], narrow)
 
 
 def _qrshrn(a, shift):

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lanes import (S8, S16, S32, U8, U32, operand, pairs, quads, result_lanes, same_register, saturate, widen, wrap,
-                    writemask)
+from .lanes import (S8, S16, S32, U8, U32, dot, is_lanes, operand, pairs, quads, result_lanes, same_register, saturate,
+                    widen, wrap, writemask)
 
 W = (128, 256, 512)          # SSE/AVX/AVX-512 register widths
 W_MMX = (64, 128, 256, 512)  # PMADDUBSW and friends also have an MMX form
@@ -135,7 +135,7 @@ TILE_ROWS, TILE_COLSB = 16, 64
 
 
 def _tile(x, name, dtype):
-    if not isinstance(x, np.ndarray):
+    if not is_lanes(x):
         raise ValueError(f"tile {name!r}: expected a numpy array (rows, bytes per row), got {type(x).__name__}")
     if x.dtype != np.dtype(dtype):
         raise ValueError(f"tile {name!r}: expected dtype {np.dtype(dtype)}, got {x.dtype}; lowp never casts a tile")
@@ -162,11 +162,11 @@ def _tdpb(c, a, b, a_type, b_type):
         raise ValueError(f"tiles: b has {b.shape[-1]} bytes per row but c has {4 * c.shape[-1]}; tsrc2.colsb must "
                          "equal tsrcdest.colsb (#UD)")
     n = c.shape[-1]
-    x = a.astype(np.int64).reshape(a.shape[:-1] + (k // 4, 4))                # [m, kk, byte]
-    y = b.astype(np.int64).reshape(b.shape[:-1] + (n, 4))                     # [kk, n, byte]
-    # DPBD(tmp.dword[n], tsrc1.row[m].dword[kk], tsrc2.row[kk].dword[n]) over kk, then over the 4 bytes: exact
-    # (|sum| < 2^23), then the dword accumulate keeps the low 32 bits.
-    return wrap(widen(c) + np.einsum("...mkj,...knj->...mn", x, y), S32)
+    x = a.astype(np.int64)                                                    # [m, 4*kk + byte]
+    y = b.astype(np.int64).reshape(b.shape[:-1] + (n, 4)).swapaxes(-3, -2)   # [n, kk, byte]
+    # DPBD(tmp.dword[n], tsrc1.row[m].dword[kk], tsrc2.row[kk].dword[n]) over kk and the 4 bytes of each dword:
+    # exact (|sum| < 2^23), then the dword accumulate keeps the low 32 bits.
+    return wrap(widen(c) + dot(x, y.reshape(y.shape[:-3] + (n, k))), S32)
 
 
 def tdpbssd(c, a, b):
