@@ -270,3 +270,109 @@ def test_bytes_move_unchanged_through_general_registers():
     call(assembled(body), memory, "f", [A_BASE, C_BASE], stack=stack())
     for k in (0, 2, 5, 6, 7, 8, 9, 10, 11, 12):          # C[k] = A[k]: the same term, not an equal one
         assert lanes(memory.load(C_BASE + k, 1), np.int8)[0].term.eq(xs[k].term), k
+
+
+# -- the handlers against Unicorn, on concrete inputs -------------------------------------------------------------------
+
+FORMS = """
+mov x9, #-0x5555555555555556
+movk x9, #0x1234, lsl #16
+str x9, [x0], #8
+adds x10, x1, x2
+csinc x11, x1, x2, hs
+cset w12, mi
+stp x10, x11, [x0], #16
+str w12, [x0], #8
+subs w10, w1, w2
+csel w11, w1, w2, lt
+ccmp x1, #3, #4, ne
+cneg x12, x2, gt
+stp x10, x11, [x0, #8]!
+str x12, [x0, #16]
+add x0, x0, #24
+lsl x10, x1, #7
+asr x11, x2, #3
+ubfiz x12, x1, #3, #5
+stp x10, x11, [x0], #16
+sbfx x10, x2, #4, #9
+bfi x11, x1, #6, #12
+bfxil x12, x2, #2, #7
+stp x10, x11, [x0], #16
+str x12, [x0], #8
+sxtw x10, w2
+uxtb w11, w2
+madd x12, x1, x2, x10
+stp x10, x11, [x0], #16
+str x12, [x0], #8
+smulh x10, x1, x2
+umulh x11, x1, x2
+msub x12, x1, x2, x11
+stp x10, x11, [x0], #16
+str x12, [x0], #8
+eor x10, x1, x2, ror #13
+bic x11, x2, x1, lsr #2
+orr w12, w1, #0xff00
+stp x10, x11, [x0], #16
+str x12, [x0], #8
+sdiv x10, x2, x1
+udiv x11, x2, x1
+neg x12, x2, lsl #1
+stp x10, x11, [x0], #16
+str x12, [x0], #8
+add x10, x1, w2, sxtw #2
+sub x11, x1, w2, uxtb
+lsr x12, x2, x1
+stp x10, x11, [x0], #16
+str x12, [x0], #8
+ld1 {v0.16b, v1.16b}, [x3], #32
+ld1r {v2.4s}, [x3]
+movi v3.16b, #0
+ld1 {v3.h}[5], [x3], x4
+ldr q4, [x3, #-16]
+zip1 v5.4s, v0.4s, v1.4s
+zip2 v6.8h, v0.8h, v1.8h
+uzp1 v7.16b, v0.16b, v1.16b
+trn2 v16.4s, v0.4s, v1.4s
+ext v17.16b, v0.16b, v1.16b, #5
+mov v0.s[1], w1
+mov v1.d[0], v4.d[1]
+dup v18.8h, v2.h[3]
+dup v19.4s, w2
+movi v20.4s, #0x12, lsl #8
+mvni v21.8h, #0x34
+umov w10, v0.h[3]
+smov x11, v1.b[9]
+fmov d22, x2
+add v23.4s, v0.4s, v1.4s
+sub v24.8h, v1.8h, v0.8h
+addv h25, v0.8h
+eor v26.16b, v0.16b, v1.16b
+stp x10, x11, [x0], #16
+st1 {v0.16b, v1.16b, v2.16b, v3.16b}, [x0], #64
+st1 {v4.16b, v5.16b, v6.16b, v7.16b}, [x0], #64
+st1 {v16.16b, v17.16b, v18.16b, v19.16b}, [x0], #64
+st1 {v20.16b, v21.16b, v22.16b, v23.16b}, [x0], #64
+st1 {v24.16b, v25.16b, v26.16b}, [x0], #48
+st1 {v0.s}[2], [x0], #4
+ret
+"""
+
+
+@pytest.mark.emulated
+@pytest.mark.parametrize("x1,x2", [(5, -77), (-3, 0x7FFF_FFFF_1234), (1 << 63, 1), (0x1234_5678_9ABC, -(1 << 40))])
+def test_handlers_match_unicorn(x1, x2):
+    from lowp.emulator import Machine
+    source = ".text\n.globl f\n.type f, %function\nf:\n" + FORMS + ".size f, .-f\n"
+    binary = build_text(source, suffix=".S", name="symbolic_a64_forms")
+    data = np.arange(64, dtype=np.uint8) * 37 % 251
+    out = Machine(binary).call("f", np.zeros(1024, np.uint8), x1, x2, data, 6,
+                               names=["out", "x1", "x2", "data", "x4"]).named["out"]
+    memory = Memory()
+    memory.add(Region("out", C_BASE, 1024, writable=True))
+    memory.add(Region("data", A_BASE, 64), [b for v in data.tolist() for b in lane_bytes(SymArray.of([v], np.uint8))])
+    call(Image.load(binary.path), memory, "f", [C_BASE, x1, x2, A_BASE, 6], stack=stack())
+    used = max(memory.written) - C_BASE + 1
+    symbolic = [k for k in range(used) if C_BASE + k in memory.written and memory.data[C_BASE + k].value is None]
+    assert not symbolic, (symbolic, [memory.data[C_BASE + k] for k in symbolic[:2]])
+    got = bytes(memory.data[C_BASE + k].value if C_BASE + k in memory.written else 0 for k in range(used))
+    assert used > 400 and got == out[:used].tobytes()
