@@ -12,9 +12,10 @@ exact term as an integer polynomial (each addition and product checked to fit it
 domain; anything else, e.g. a wrap, and it gives up) and z3's polynomial normal form decides it. Where that route
 does not apply, the bit-vector query decides.
 
-Measured here (2 shared cores; emulation + proof of every element): sdot_s8_neon 4x8x16 0.2 s + 0.3 s,
-smmla_s8_neon 4x4x8 0.05 s + 0.03 s, gemmlowp_s8_neon 4x4x16 0.1 s + see PROOF_TIMES, q46_mlal_24x8_neon 3x8x4
-0.1 s + 0.06 s.
+Measured here (2 shared cores; emulation, then the proof of every element): sdot_s8_neon 4x8x16 0.2 s + 0.3 s,
+8x16x64 1.5 s + 4.4 s; smmla_s8_neon 4x4x8 0.05 s + 0.03 s, 8x8x32 0.4 s + 0.8 s; gemmlowp_s8_neon 4x4x16 0.1 s +
+0.1 s, 8x8x64 1.2 s + 1.7 s; q46_mlal_24x8_neon 3x8x4 0.1 s + 0.02 s, 24x8x32 1.3 s + 1.7 s, 4x8x300 (past one
+flush of 258) 5.2 s + 2.7 s.
 """
 from __future__ import annotations
 
