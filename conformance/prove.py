@@ -330,10 +330,7 @@ def _architecture(kernel: Kernel):
     if kernel.target == "x86-64":
         from lowp.emulator import symbolic_x86
         return symbolic_x86
-    try:
-        from lowp.emulator import symbolic_a64
-    except ImportError:  # pragma: no cover - until the AArch64 executor lands
-        raise Unprovable("AArch64 symbolic execution is not available") from None
+    from lowp.emulator import symbolic_a64
     return symbolic_a64
 
 

@@ -29,10 +29,14 @@ NOT_YET = {
 }
 
 
-def _x86_builtins():
+def _builtins(target):
     from lowp.kernels.registry import KERNELS_DIR, origin
-    return sorted(k.name for k in kernels("x86-64") if P.provable(k) is None
+    return sorted(k.name for k in kernels(target) if P.provable(k) is None
                   and KERNELS_DIR in Path(origin(k.name) or "/").parents)
+
+
+def _x86_builtins():
+    return _builtins("x86-64")
 
 
 def _shapes(k):
@@ -49,6 +53,22 @@ def test_builtin_x86_kernel_proved(name):
         assert proof.verdict == P.PROVED, proof.summary()
         assert proof.outputs == shape[0] * shape[1] and proof.steps > 0
         assert proof.variant == ("fbgemm-acc16" if k.contract == "fbgemm-acc16" else "exact")
+
+
+@pytest.mark.parametrize("name", _builtins("aarch64"))
+def test_builtin_aarch64_kernel_proved(name):
+    """NEON SDOT, SMMLA, gemmlowp's SMULL+SMLAL+SADALP and seed 004's int16 SMLAL chains: on this x86 host."""
+    k = kernel(name)
+    for shape in _shapes(k):
+        proof = P.prove(k, shape, lemma_cache=False)
+        assert proof.verdict == P.PROVED and proof.variant == "exact", proof.summary()
+
+
+def test_aarch64_full_domain_refuted_on_unicorn():
+    """gemmlowp's kernel with -128 allowed in A: two (-128)^2 products wrap an int16 lane; Unicorn agrees."""
+    proof = P.prove(kernel("gemmlowp_s8_neon"), (2, 2, 16), domain="full", lemma_cache=False)
+    assert proof.verdict == P.REFUTED and "confirmed on unicorn" in proof.replay, proof.summary()
+    assert proof.counterexample["matched"] == "int16-pair-wrap"
 
 
 @pytest.mark.parametrize("name", sorted(NOT_YET))
