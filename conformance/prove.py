@@ -312,9 +312,8 @@ def _too_big(term, limit: int) -> bool:
 def binary_path(kernel: Kernel) -> Path:
     """The kernel's compiled code as lowp builds it to run it: the x86-64 shared library, or the AArch64 ELF."""
     if kernel.target == "x86-64":
-        from lowp.emulator.native import build_shared_library
-        return Path(build_shared_library(kernel.sources, (*kernel.build_flags(), "-g"),
-                                         f"kernel-{Path(kernel.source).stem}", depends=kernel.depends))
+        from lowp.kernels.executors import native_library
+        return native_library(kernel)
     if kernel.target == "aarch64":
         from lowp.emulator.build import build
         return Path(build(*kernel.sources, target="bare", flags=(*kernel.build_flags(), "-g"),

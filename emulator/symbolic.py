@@ -68,8 +68,11 @@ class Byte:
         return None if v is None else (v >> (8 * self.index)) & 0xFF
 
 
+_CONST = [Byte(SymInt.const(v), 1, 0) for v in range(256)]    # Byte is immutable: one per value, shared
+
+
 def const_bytes(value: int, n: int) -> list[Byte]:
-    return [Byte(SymInt.const((value >> (8 * i)) & 0xFF), 1, 0) for i in range(n)]
+    return [_CONST[(value >> (8 * i)) & 0xFF] for i in range(n)]
 
 
 def lane_bytes(lanes: SymArray) -> list[Byte]:
@@ -303,3 +306,13 @@ def memset(memory: Memory, dst: int, value: int, n: int, pc=None) -> None:
 
 
 LIBC = {"memcpy": memcpy, "memmove": memcpy, "memset": memset}
+
+
+def call_libc(memory: Memory, name: str, args: list, pc: int, instruction: str = "") -> None:
+    """A kernel's call into libc: its model on concrete arguments; anything else stops the run (UNKNOWN)."""
+    model = LIBC.get(name)
+    if model is None:
+        raise Unsupported(f"a call to {name}, which lowp prove does not model", pc, instruction)
+    if not all(isinstance(a, int) for a in args):
+        raise Unsupported(f"a call to {name} with data-dependent arguments", pc, instruction)
+    model(memory, *args, pc=pc)

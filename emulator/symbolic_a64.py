@@ -30,17 +30,14 @@ from capstone import arm64 as cs
 from lowp.isa_models.bitvec import SymArray, SymInt
 
 from . import a64
-from .symbolic import (LIBC, Byte, Image, Memory, Region, StepLimit, Unsupported, concrete, int_bytes, integer,
-                       lane_bytes, lanes)
+from .symbolic import (LIBC, Byte, Image, Memory, Region, StepLimit, Unsupported, call_libc, concrete, const_bytes,
+                       int_bytes, integer, lane_bytes, lanes)
 
 MASK64 = (1 << 64) - 1
 SENTINEL = 0x7FFF_DEAD_0000        # the return address: the call is over when the pc reaches it
-_BYTES = [Byte(SymInt.const(k), 1, 0) for k in range(256)]      # shared constant bytes (Byte is immutable)
 
 
-def const(value: int, n: int) -> list[Byte]:
-    """symbolic.const_bytes, from a table: registers and the image move many constant bytes."""
-    return [_BYTES[(value >> (8 * k)) & 0xFF] for k in range(n)]
+const = const_bytes     # registers and the image move many constant bytes: one shared Byte per value
 
 
 ZERO = const(0, 16)
@@ -1053,10 +1050,7 @@ def _libc_entries(image: Image) -> dict[int, str]:
 
 def _intercept(st: State, name: str) -> int:
     """A call of memcpy/memmove/memset: symbolic.LIBC's model on the concrete arguments, then return."""
-    args = [st.x[k] for k in range(3)]
-    if not all(isinstance(a, int) for a in args):
-        raise Unsupported(f"{name} with symbolic arguments", st.pc)
-    LIBC[name](st.memory, *args, pc=st.pc)
+    call_libc(st.memory, name, [st.x[k] for k in range(3)], st.pc)
     if not isinstance(st.x[30], int):
         raise Unsupported("data-dependent return address", st.pc)
     return st.x[30]

@@ -21,7 +21,7 @@ from capstone import x86_const as X
 from lowp.isa_models import x86 as models
 from lowp.isa_models.bitvec import SymArray, SymInt, fit
 
-from .symbolic import (LIBC, Byte, Image, Memory, MemoryViolation, Region, StepLimit, Unsupported, concrete,
+from .symbolic import (Byte, call_libc, Image, Memory, MemoryViolation, Region, StepLimit, Unsupported, concrete,
                        const_bytes, int_bytes, integer, lane_bytes, lanes)
 
 RETURN = 0x7FFF_FFFF_0000      # where the top-level call returns to: the run ends there
@@ -421,13 +421,6 @@ def _lea(m, insn, ops):
     m.write(ops[0], int_bytes(fit(total, np.dtype(f"i{size}")), size), size)
 
 
-def _concrete_operands(m, ops, size):
-    values = [m.read(op, size) for op in ops]
-    if not all(isinstance(v, int) for v in values):
-        return None
-    return values
-
-
 def _unary(name):
     def run(m, insn, ops):
         size = ops[0].size
@@ -572,13 +565,8 @@ def _jmp(m, insn, ops):
 
 
 def _libc(m, insn, name: str) -> None:
-    model = LIBC.get(name)
-    if model is None:
-        m.fail(f"a call to {name}, which lowp prove does not model")
     args = [m.get(r) for r in ("rdi", "rsi", "rdx")]
-    if not all(isinstance(a, int) for a in args):
-        m.fail(f"a call to {name} with data-dependent arguments")
-    model(m.memory, *args, pc=insn.address)
+    call_libc(m.memory, name, args, insn.address, f"{insn.mnemonic} {insn.op_str}")
     m.gpr["rax"] = args[0]
 
 
@@ -625,7 +613,7 @@ def _rep(unit: int, store_only: bool):
         if not isinstance(count, int) or not isinstance(rdi, int):
             m.fail("a data-dependent string length")
         if store_only:
-            fill = m.read_reg_bytes("rax", unit)
+            fill = _as_bytes(m.get({8: "rax", 4: "eax", 2: "ax", 1: "al"}[unit]), unit)
             for i in range(count):
                 m.store(rdi + unit * i, fill)
         else:
@@ -636,13 +624,6 @@ def _rep(unit: int, store_only: bool):
         m.gpr["rdi"] = rdi + unit * count
         m.gpr["rcx"] = 0
     return run
-
-
-def _read_reg_bytes(self: X86, name: str, size: int) -> list[Byte]:
-    return _as_bytes(self.get({8: "rax", 4: "eax", 2: "ax", 1: "al"}[size] if name == "rax" else name), size)
-
-
-X86.read_reg_bytes = _read_reg_bytes
 
 
 def _nop(m, insn, ops):
@@ -904,7 +885,6 @@ HANDLERS = {
     **{name: _vmov for name in ("vmovdqa", "vmovdqu", "vmovdqa32", "vmovdqa64", "vmovdqu8", "vmovdqu16",
                                 "vmovdqu32", "vmovdqu64", "vmovaps", "vmovups", "vmovapd", "vmovupd",
                                 "movdqa", "movdqu", "movaps", "movups", "movapd", "movupd")},
-    "vmovd": None, "vmovq": None, "movd": None, "movq": None,
     "vpxor": _vxor_like("xor"), "vpxord": _vxor_like("xor"), "vpxorq": _vxor_like("xor"), "pxor": _vxor_like("xor"),
     "vxorps": _vxor_like("xor"), "xorps": _vxor_like("xor"),
     "vpbroadcastb": _broadcast(1), "vpbroadcastw": _broadcast(2), "vpbroadcastd": _broadcast(4),

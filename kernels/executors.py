@@ -94,6 +94,14 @@ def poison(shape, dtype, seed: int) -> np.ndarray:
 _POISON_POOL = np.random.default_rng(0x9015_0A).integers(1, 256, size=1 << 20, dtype=np.uint8)
 
 
+def native_library(kernel: Kernel) -> Path:
+    """The kernel's x86-64 shared library as lowp builds it (cached): what runs natively and what lowp prove reads.
+    -g: the entry's DWARF lets lowp check its prototype (lowp.kernels.prototype); the code is the same."""
+    from lowp.emulator.native import build_shared_library
+    return Path(build_shared_library(kernel.sources, (*kernel.build_flags(), "-g"), f"kernel-{Path(kernel.source).stem}",
+                                     depends=kernel.depends))
+
+
 class NativeExecutor:
     """Runs an x86-64 kernel in this process: the conformance runner puts it in a child process.
 
@@ -126,13 +134,9 @@ class NativeExecutor:
 
     @cached_property
     def _lib(self):
-        from lowp.emulator.native import build_shared_library
         ffi = cffi.FFI()
         ffi.cdef(_prototype(self.kernel))
-        # -g: the entry's DWARF lets lowp check its prototype (lowp.kernels.prototype); the code is the same.
-        path = build_shared_library(self.kernel.sources, (*self.kernel.build_flags(), "-g"),
-                                    f"kernel-{Path(self.kernel.source).stem}", depends=self.kernel.depends)
-        return ffi, self._open(ffi, path)
+        return ffi, self._open(ffi, native_library(self.kernel))
 
     def _open(self, ffi, path: Path):
         self.artifact = Path(path)
