@@ -31,7 +31,9 @@ import numpy as np
 
 from lowp.kernels.registry import Kernel, workspace_symbol
 
-PROVED, REFUTED, UNKNOWN = "PROVED", "REFUTED", "UNKNOWN"
+from .prove_quantized import NotFactored
+from .solver import PROVED, REFUTED, UNKNOWN, subterms, too_big, check, variables
+
 BASES = {"A": 0x1000_0000, "B": 0x2000_0000, "C": 0x3000_0000, "work": 0x4000_0000, "stack": 0x5000_0000}
 STACK_BYTES = 1 << 20
 TYPE_RANGES = {"u8": (0, 255), "s8": (-128, 127)}
@@ -71,6 +73,8 @@ class Proof:
     counterexample: dict | None = None
     replay: str = ""                   # what confirmed (or could not confirm) a counterexample
     solver: str = "z3"
+    params: dict | None = None         # a requantizing kernel's fixed quantization parameters
+    sweep_values: int = 0              # accumulator values its output stage was checked on
 
     @property
     def shape_text(self) -> str:
@@ -165,49 +169,6 @@ class Inputs:
         return out[0], out[1]
 
 
-# -- the solver ---------------------------------------------------------------------------------------------------------
-
-def check(constraints: list, goal, timeout: float, solver: str = "z3"):
-    """('unsat' | 'sat' | 'unknown', {variable: value}) for `goal` under `constraints`."""
-    import z3
-    if solver == "bitwuzla":
-        return _check_bitwuzla(constraints, goal, timeout)
-    s = z3.SolverFor("QF_BV")
-    s.set("timeout", max(1, int(timeout * 1000)))
-    s.add(*constraints, goal)
-    result = s.check()
-    if result == z3.unsat:
-        return "unsat", {}
-    if result == z3.sat:
-        m = s.model()
-        return "sat", {str(d): m[d].as_long() for d in m.decls()}
-    return "unknown", {}
-
-
-def _check_bitwuzla(constraints, goal, timeout):
-    import bitwuzla
-    import z3
-    s = z3.Solver()
-    s.add(*constraints, goal)
-    tm = bitwuzla.TermManager()
-    opts = bitwuzla.Options()
-    opts.set(bitwuzla.Option.PRODUCE_MODELS, True)
-    opts.set(bitwuzla.Option.TIME_LIMIT_PER, max(1, int(timeout * 1000)))
-    parser = bitwuzla.Parser(tm, opts)
-    parser.parse(s.to_smt2().replace("(check-sat)", ""), True, False)
-    bw = parser.bitwuzla()
-    result = bw.check_sat()
-    if result == bitwuzla.Result.UNSAT:
-        return "unsat", {}
-    if result == bitwuzla.Result.SAT:
-        values = {}
-        for term in parser.get_declared_funs():
-            text = bw.get_value(term).value(2)
-            values[term.symbol().strip("|")] = int(text, 2)
-        return "sat", values
-    return "unknown", {}
-
-
 # -- local lemmas ------------------------------------------------------------------------------------------------------
 
 def lemma_cache_path() -> Path:
@@ -236,7 +197,7 @@ class Lemmas:
 
     def __call__(self, x, lo: int, hi: int) -> bool:
         import z3
-        if _too_big(x.term, self.max_nodes):
+        if too_big(x.term, self.max_nodes):
             return False                         # a long chain, not a local fact: left to the final query
         found = variables(x.term)
         if len(found) > self.max_inputs or any(str(v) not in self.inputs.bounds for v in found):
@@ -283,30 +244,6 @@ class Lemmas:
         tmp.replace(self.path)
 
 
-def _nodes(term):
-    """Each distinct subterm of a term once (its DAG, not its tree)."""
-    seen, todo = set(), [term]
-    while todo:
-        t = todo.pop()
-        key = t.get_id()
-        if key not in seen:
-            seen.add(key)
-            yield t
-            todo.extend(t.children())
-
-
-def variables(term) -> list:
-    """The free constants of a term (its inputs and free symbols), by one walk of its DAG: z3.z3util.get_vars
-    prints every node it visits and takes minutes on a K = 64 sum."""
-    import z3
-    return [t for t in _nodes(term) if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED]
-
-
-def _too_big(term, limit: int) -> bool:
-    """More than `limit` distinct subterms (counted until the limit: cheap on the big ones)."""
-    return any(count > limit for count, _ in enumerate(_nodes(term), 1))
-
-
 # -- the run -----------------------------------------------------------------------------------------------------------
 
 def binary_path(kernel: Kernel) -> Path:
@@ -334,9 +271,14 @@ def _architecture(kernel: Kernel):
 
 
 def _check_supported(kernel: Kernel) -> None:
-    if kernel.signature != "gemm":
+    if kernel.quantized:
+        from .prove_quantized import supported
+        why = supported(kernel)
+        if why:
+            raise Unprovable(why)
+    elif kernel.signature != "gemm":
         raise Unprovable(f"signature {kernel.signature!r}: lowp prove takes int32 GEMM kernels (signature 'gemm') "
-                         "so far; requantizing and XNNPACK-ABI kernels are not yet covered")
+                         "and XNNPACK GEMM ukernels ('xnnpack-gemm')")
     if kernel.vector_bits or kernel.backend == "qemu":
         raise Unprovable("SVE/SME kernels (vector-length agnostic, qemu-only) are not covered by lowp prove")
 
@@ -362,7 +304,8 @@ def _memory(kernel, image, arch, inputs: Inputs, M, N, K, max_steps):
 
 def prove(kernel: Kernel, shape: tuple[int, int, int], *, domain: str = "claimed", solver: str = "z3",
           timeout: float = 60.0, lemma_timeout: float = 10.0, max_steps: int = 5_000_000,
-          lemma_cache: Path | None | bool = True, replay: bool = True) -> Proof:
+          lemma_cache: Path | None | bool = True, replay: bool = True, quant: dict | str = "typical",
+          quant_seed: int = 0) -> Proof:
     """The proof (or refutation) that `kernel` computes its contract for every input of `domain` at `shape`."""
     from lowp.emulator.symbolic import Image, MemoryViolation, Unsupported, lanes
     from lowp.isa_models import bitvec
@@ -379,16 +322,20 @@ def prove(kernel: Kernel, shape: tuple[int, int, int], *, domain: str = "claimed
         lemmas = Lemmas(inputs, lemma_timeout, solver, path)
         bitvec.LEMMAS = lemmas
         try:
-            memory, stack = _memory(kernel, image, arch, inputs, M, N, K, max_steps)
-            run_start = time.perf_counter()
-            ran = arch.call(image, memory, kernel.symbol,
-                            [M, N, K, BASES["A"], BASES["B"], BASES["C"], BASES["work"], *kernel.params.values()],
-                            stack=stack, max_steps=max_steps)
-            proof.run_seconds = time.perf_counter() - run_start
-            proof.steps, proof.instructions = ran["steps"], dict(Counter(ran["mnemonics"]).most_common())
-            C = lanes(memory.load(BASES["C"], M * N * 4), np.int32).reshape(M, N)
-            if not (replay and _lemma_counterexample(proof, kernel, inputs, lemmas)):
-                _judge(proof, kernel, inputs, C, lemmas, solver, timeout)
+            if kernel.quantized:
+                _prove_quantized(proof, kernel, image, arch, inputs, (M, N, K), max_steps, solver, timeout, quant,
+                                 quant_seed)
+            else:
+                memory, stack = _memory(kernel, image, arch, inputs, M, N, K, max_steps)
+                run_start = time.perf_counter()
+                ran = arch.call(image, memory, kernel.symbol,
+                                [M, N, K, BASES["A"], BASES["B"], BASES["C"], BASES["work"],
+                                 *kernel.params.values()], stack=stack, max_steps=max_steps)
+                proof.run_seconds = time.perf_counter() - run_start
+                proof.steps, proof.instructions = ran["steps"], dict(Counter(ran["mnemonics"]).most_common())
+                C = lanes(memory.load(BASES["C"], M * N * 4), np.int32).reshape(M, N)
+                if not (replay and _lemma_counterexample(proof, kernel, inputs, lemmas)):
+                    _judge(proof, kernel, inputs, C, lemmas, solver, timeout)
         finally:
             bitvec.LEMMAS = None
             proof.lemmas = list(lemmas.kinds.values())
@@ -406,13 +353,36 @@ def prove(kernel: Kernel, shape: tuple[int, int, int], *, domain: str = "claimed
     except Unsupported as e:
         proof.verdict, proof.reason = UNKNOWN, e.reason
         proof.address, proof.instruction = e.address, e.instruction
+    except NotFactored as e:
+        proof.verdict, proof.reason = UNKNOWN, str(e)
     if proof.verdict == "candidate":
         _confirm(proof, kernel, replay)
         if proof.verdict == REFUTED:
             proof.reason = f"C[{proof.counterexample['element'][0]}][{proof.counterexample['element'][1]}] " \
-                           f"differs from {kernel.contract}"
+                           f"differs from {kernel.output if kernel.quantized else kernel.contract}"
     proof.seconds = time.perf_counter() - start
     return proof
+
+
+def _prove_quantized(proof: Proof, kernel: Kernel, image, arch, inputs: Inputs, shape, max_steps: int, solver: str,
+                     timeout: float, quant: dict | str, quant_seed: int) -> None:
+    """A requantizing kernel: its fixed parameters, the symbolic ukernel calls, the split judgement
+    (lowp.conformance.prove_quantized)."""
+    from . import prove_quantized as pq
+    M, N, K = shape
+    q = quant if isinstance(quant, dict) else pq.fixed_params(kernel, M, N, K, proof.domain, quant, quant_seed)
+    proof.params = pq.json_params(q)
+    run_start = time.perf_counter()
+    C, proof.steps, mnemonics = pq.run(kernel, image, arch, inputs, q, shape, max_steps)
+    proof.run_seconds = time.perf_counter() - run_start
+    proof.instructions = dict(Counter(mnemonics).most_common())
+    pq.judge(proof, kernel, inputs, q, C, solver, timeout)
+
+
+def quant_of(proof: Proof) -> dict | None:
+    """The proof's quantization parameters as the executors take them."""
+    from .prove_quantized import params_from_json
+    return None if proof.params is None else params_from_json(proof.params)
 
 
 def _variants(kernel: Kernel):
@@ -508,18 +478,21 @@ def _confirm(proof: Proof, kernel: Kernel, replay: bool) -> None:
     if why:
         proof.verdict, proof.replay = UNKNOWN, f"counterexample not confirmed: no executor here ({why})"
         return
+    quant = quant_of(proof)
     try:
-        got = ex.run(A, B)
+        got = ex.run(A, B, quant=quant) if quant is not None else ex.run(A, B)
     except KernelUnavailable as e:
         proof.verdict, proof.replay = UNKNOWN, f"counterexample not confirmed: {e}"
         return
     except Exception as e:  # noqa: BLE001 - a fault on replay confirms a wrong kernel as well
         proof.verdict, proof.replay = REFUTED, f"confirmed on {ex.backend}: the call faults ({type(e).__name__}: {e})"
         return
-    judgement = contract(kernel.contract).judge(got, A, B)
-    if proof.counterexample.get("from") == "lemma" and not judgement.ok:
+    judgement = _judgement(kernel, got, A, B, quant)
+    i, j = proof.counterexample["element"]
+    if not judgement.ok and got[i, j] == judgement.expected[i, j]:
+        # the inputs were solved for one element (or a lemma's few bytes); name one that does differ
         bad = np.argwhere(got != judgement.expected)
-        proof.counterexample["element"] = [int(bad[0][0]), int(bad[0][1])]
+        proof.counterexample["element"] = [int(bad[0][0]), int(bad[0][1])] if bad.size else [i, j]
     i, j = proof.counterexample["element"]
     proof.counterexample.update(C=got.tolist(), expected=judgement.expected.tolist(), matched=judgement.matched)
     if judgement.ok:
@@ -532,6 +505,24 @@ def _confirm(proof: Proof, kernel: Kernel, replay: bool) -> None:
                     + (f" (C equals the known variant {judgement.matched})" if judgement.matched else ""))
 
 
+@dataclass
+class _Judgement:
+    ok: bool
+    matched: str | None
+    expected: np.ndarray
+
+
+def _judgement(kernel: Kernel, C, A, B, quant):
+    """The checks' own judgement of a replayed C: the accumulation contract's, or for a requantizing kernel its
+    output contract's on the accepted accumulators (lowp.conformance.quantized.judge)."""
+    from .contracts import contract
+    if quant is None:
+        return contract(kernel.contract).judge(C, A, B)
+    from .quantized import judge
+    ok, matched, expected = judge(kernel.output, kernel, A, B, quant, C)
+    return _Judgement(ok, matched, np.asarray(expected))
+
+
 def _replay_fault(proof: Proof, kernel: Kernel, M: int, N: int, K: int) -> None:
     """A memory violation holds for every input (control flow is concrete): replay zeros on a guarded executor."""
     from lowp.kernels.executors import executor
@@ -542,8 +533,9 @@ def _replay_fault(proof: Proof, kernel: Kernel, M: int, N: int, K: int) -> None:
         return
     A = np.zeros((M, K), np.int8 if kernel.a_type.startswith("s") else np.uint8)
     B = np.zeros((K, N), np.int8 if kernel.b_type.startswith("s") else np.uint8)
+    quant = quant_of(proof)
     try:
-        ex.run(A, B)
+        ex.run(A, B, quant=quant) if quant is not None else ex.run(A, B)
     except Exception as e:  # noqa: BLE001 - the fault is the confirmation
         proof.replay = f"confirmed on {ex.backend}: {type(e).__name__}: {e}"
         return

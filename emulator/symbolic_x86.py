@@ -856,9 +856,98 @@ def _model(fn, types, accumulate=False):
             m.fail("a masked form lowp prove does not model")
         sources = ([ops[0]] if accumulate else []) + list(ops[1:]) if insn.mnemonic.startswith("v") else list(ops)
         width = ops[0].size
-        result = fn(*[m.vlanes(op, dtype, width) for op, dtype in zip(sources, types)])
+        result = fn(*[_vector_lanes(m, op, dtype, width) for op, dtype in zip(sources, types)])
         m.write_vec(ops[0], lane_bytes(result))
     return run
+
+
+def _vector_lanes(m, op, dtype, width):
+    """An operand's lanes; float32 lanes are read as their bits (int32) and viewed as floats, as the models take."""
+    if np.dtype(dtype) == F32:
+        return m.vlanes(op, S32, width).view(F32)
+    return m.vlanes(op, dtype, width)
+
+
+def _convert_model(fn, from_type):
+    """VCVTDQ2PS / VCVTPS2DQ: dst, src (a register or memory of the destination's size)."""
+    def run(m, insn, ops):
+        if _mask_of(m, ops)[0] is not None:
+            m.fail("a masked form lowp prove does not model")
+        dst, src = ops[0], ops[-1]
+        m.write_vec(dst, lane_bytes(fn(_vector_lanes(m, src, from_type, dst.size))))
+    return run
+
+
+def _vpermq(m, insn, ops):
+    """VPERMQ ymm, ymm/m256, imm8: DEST.qword[i] := SRC.qword[imm8 >> 2i & 3] (a byte move)."""
+    dst, src, imm = ops
+    data = _as_bytes(m.read(src, dst.size), dst.size)
+    out = []
+    for lane in range(0, dst.size, 32):
+        for i in range(4):
+            j = (imm.imm >> (2 * i)) & 3
+            out += data[lane + 8 * j: lane + 8 * j + 8]
+    m.write_vec(dst, out)
+
+
+def _vshift_imm(direction: str, unit: int):
+    """VPSRLQ/VPSLLQ/... by an immediate: each lane shifted as an unsigned integer (a count >= its bits gives 0)."""
+    dtype = np.dtype(f"u{unit}")
+
+    def run(m, insn, ops):
+        dst, src, count = (ops[0], ops[1], ops[2]) if len(ops) == 3 else (ops[0], ops[0], ops[1])
+        if count.type != X.X86_OP_IMM:
+            m.fail("a vector shift by a register count lowp prove does not model")
+        x = m.vlanes(src, dtype, dst.size)
+        n = count.imm
+        if n >= 8 * unit:
+            m.write_vec(dst, const_bytes(0, dst.size))
+            return
+        m.write_vec(dst, lane_bytes(x >> n if direction == "right" else x << n))
+    return run
+
+
+def _vmovddup(m, insn, ops):
+    """VMOVDDUP: per 128 bits, the even qword twice (an xmm destination reads 8 bytes of memory)."""
+    dst, src = ops
+    data = _as_bytes(m.read(src, 8 if dst.size == 16 and src.type != X.X86_OP_REG else dst.size),
+                     8 if dst.size == 16 and src.type != X.X86_OP_REG else dst.size)
+    out = []
+    for lane in range(0, dst.size, 16):
+        out += data[lane:lane + 8] * 2
+    m.write_vec(dst, out)
+
+
+def _vmovhps(m, insn, ops):
+    """VMOVHPS xmm1, xmm2, m64 (the low qword of xmm2, then 8 bytes of memory) or VMOVHPS m64, xmm (the high qword)."""
+    if len(ops) == 2:
+        dst, src = ops
+        m.write(dst, _as_bytes(m.read(src, 16), 16)[8:16], 8)
+        return
+    dst, low, high = ops
+    m.write_vec(dst, _as_bytes(m.read(low, 16), 16)[:8] + _as_bytes(m.read(high, 8), 8))
+
+
+def _vcvtsi2ss(m, insn, ops):
+    """VCVTSI2SS xmm1, xmm2, r/m32: the low float of xmm1 := the integer rounded to nearest even (MXCSR), the rest
+    from xmm2. A parameter lowp keeps concrete (an output bound less a zero point); symbolic: not modelled."""
+    dst, keep, src = ops
+    value = m.read(src, src.size)
+    if not isinstance(value, int):
+        m.fail("an integer-to-float conversion of symbolic data outside the models")
+    signed = value - (1 << (8 * src.size)) if value >> (8 * src.size - 1) else value
+    bits = int(np.array([signed], np.float64).astype(np.float32).view(np.uint32)[0])
+    m.write_vec(dst, const_bytes(bits, 4) + _as_bytes(m.read(keep, 16), 16)[4:16])
+
+
+def _xchg(m, insn, ops):
+    """XCHG: two general registers swap (XCHG AX, AX is a 2-byte nop)."""
+    a, b = ops
+    if a.type != X.X86_OP_REG or b.type != X.X86_OP_REG:
+        m.fail("an exchange with memory (a lock) lowp prove does not model")
+    va, vb = m.read(a), m.read(b)
+    m.write(a, vb)
+    m.write(b, va)
 
 
 def _extend_model(fn, from_type):
@@ -869,7 +958,7 @@ def _extend_model(fn, from_type):
     return run
 
 
-S8, U8, S16, S32 = np.int8, np.uint8, np.int16, np.int32
+S8, U8, S16, S32, F32 = np.int8, np.uint8, np.int16, np.int32, np.float32
 
 HANDLERS = {
     "mov": _mov, "movabs": _mov, "movzx": _movx(False), "movsx": _movx(True), "movsxd": _movx(True),
@@ -914,6 +1003,27 @@ HANDLERS = {
     "vpmovsxwd": _extend_model(models.vpmovsxwd, S16), "pmovsxwd": _extend_model(models.vpmovsxwd, S16),
     "vpmovsxbw": _extend_model(models.vpmovsxbw, S8), "pmovsxbw": _extend_model(models.vpmovsxbw, S8),
     "vpmovzxbw": _extend_model(models.vpmovzxbw, U8), "pmovzxbw": _extend_model(models.vpmovzxbw, U8),
+    # the fp32 requantization
+    "vpackssdw": _model(models.vpackssdw, (S32, S32)), "packssdw": _model(models.vpackssdw, (S32, S32)),
+    "vpacksswb": _model(models.vpacksswb, (S16, S16)), "packsswb": _model(models.vpacksswb, (S16, S16)),
+    "vpackuswb": _model(models.vpackuswb, (S16, S16)), "packuswb": _model(models.vpackuswb, (S16, S16)),
+    "vpmaxsb": _model(models.vpmaxsb, (S8, S8)), "pmaxsb": _model(models.vpmaxsb, (S8, S8)),
+    "vpmaxub": _model(models.vpmaxub, (U8, U8)), "pmaxub": _model(models.vpmaxub, (U8, U8)),
+    "vphaddd": _model(models.vphaddd, (S32, S32)), "phaddd": _model(models.vphaddd, (S32, S32)),
+    "vpermd": _model(lambda idx, a: models.vpermd(a, idx), (S32, S32)),     # Intel order: indices first
+    "vpsubw": _model(models.vpsubw, (S16, S16)), "psubw": _model(models.vpsubw, (S16, S16)),
+    "vmulps": _model(models.vmulps, (F32, F32)), "mulps": _model(models.vmulps, (F32, F32)),
+    "vaddps": _model(models.vaddps, (F32, F32)), "addps": _model(models.vaddps, (F32, F32)),
+    "vsubps": _model(models.vsubps, (F32, F32)), "subps": _model(models.vsubps, (F32, F32)),
+    "vminps": _model(models.vminps, (F32, F32)), "minps": _model(models.vminps, (F32, F32)),
+    "vcvtdq2ps": _convert_model(models.vcvtdq2ps, S32), "cvtdq2ps": _convert_model(models.vcvtdq2ps, S32),
+    "vcvtps2dq": _convert_model(models.vcvtps2dq, F32), "cvtps2dq": _convert_model(models.vcvtps2dq, F32),
+    "vcvttps2dq": _convert_model(models.vcvttps2dq, F32), "cvttps2dq": _convert_model(models.vcvttps2dq, F32),
+    "vpsubsw": _model(models.vpsubsw, (S16, S16)), "psubsw": _model(models.vpsubsw, (S16, S16)),
+    "vpaddb": _model(models.vpaddb, (S8, S8)), "paddb": _model(models.vpaddb, (S8, S8)),
+    "vpermq": _vpermq, "vmovddup": _vmovddup, "vmovhps": _vmovhps, "vcvtsi2ss": _vcvtsi2ss, "xchg": _xchg,
+    **{f"{v}ps{d}l{u}": _vshift_imm("right" if d == "r" else "left", {"w": 2, "d": 4, "q": 8}[u])
+       for v in ("", "v") for d in ("r", "l") for u in ("w", "d", "q")},
 }
 
 

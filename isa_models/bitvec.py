@@ -23,6 +23,7 @@ import z3
 
 _EXACT = np.dtype(object)      # numpy's object lanes: the models' Python-integer arithmetic for 64-bit lanes
 _BOOL = np.dtype(np.bool_)     # lanes of conditions (SymBool cells): comparisons, predicates
+_F32 = np.dtype(np.float32)    # IEEE binary32 lanes: SymInt cells holding the float's bits (as int32), z3 FP terms
 _MAX_SHIFT = 256               # a symbolic shift amount must be capped below this (the models cap at esize + 1)
 
 
@@ -577,6 +578,10 @@ class SymArray:
         if dtype.itemsize != self.dtype.itemsize or _BOOL in (dtype, self.dtype):
             raise NotImplementedError(f"view from {self.dtype} to {dtype}: the bit-vector backend reinterprets "
                                       "integer lanes of the same size only")
+        if dtype == _F32:           # float lanes hold their IEEE bits, as an int32 reads them
+            return SymArray(_fit_all(self.data, np.int32), _F32)
+        if self.dtype == _F32:
+            return SymArray(_fit_all(self.data, dtype), dtype)
         return self.astype(dtype)
 
     # -- arithmetic: numpy's operators and ufuncs, lane by lane ------------------------------------------------------
@@ -835,3 +840,77 @@ _UFUNCS = {np.minimum: _minimum, np.maximum: _maximum,
 
 def is_symbolic(x) -> bool:
     return isinstance(x, SymArray)
+
+
+# -- IEEE binary32 lanes ---------------------------------------------------------------------------------------------
+# A float lane is its 32 bits (a SymInt read as int32, interval the whole type); each operation is z3's IEEE
+# floating-point term on fpBVToFP of those bits, rounded to nearest even (lanes.py's numpy side computes the same
+# with numpy float32). Constant lanes are folded by numpy itself, so a requantization's parameters stay numbers.
+# NaN results are whatever bits z3's fpToIEEEBV picks: the fp32 requantizations never make one from finite inputs.
+
+_FLOAT32 = z3.Float32()
+_RNE = z3.RNE()
+
+
+def _float_bits(term) -> SymInt:
+    return SymInt(z3.fpToIEEEBV(term), -(1 << 31), (1 << 31) - 1)
+
+
+def _fp(cell: SymInt):
+    return z3.fpBVToFP(cell.bits(32), _FLOAT32)
+
+
+def _folded(numpy_op, cells, dtype):
+    """numpy's own result on constant lanes (as the SymInt of its bits), None if any lane is symbolic."""
+    values = [c.value for c in cells]
+    if any(v is None for v in values):
+        return None
+    arrays = [np.array([v], np.int64).astype(np.int32).view(d) for v, d in zip(values, dtype)]
+    out = numpy_op(*arrays)
+    return SymInt.const(int(out.view(np.int32)[0]) if out.dtype == _F32 else int(out[0]))
+
+
+def _float_lanes(op, numpy_op, dtypes, out_dtype, *xs) -> SymArray:
+    cells = np.broadcast_arrays(*[x.data if isinstance(x, SymArray) else _cells(np.asarray(x).view(np.int32)
+                                                                                 if np.asarray(x).dtype == _F32
+                                                                                 else np.asarray(x)) for x in xs])
+    out = np.empty(cells[0].shape, dtype=object)
+    for index in np.ndindex(out.shape):
+        lane = [c[index] for c in cells]
+        folded = _folded(numpy_op, lane, dtypes)
+        out[index] = op(*lane) if folded is None else folded
+    return SymArray(out, out_dtype)
+
+
+def f32_from_int32(x) -> SymArray:
+    from . import lanes
+    return _float_lanes(lambda c: _float_bits(z3.fpSignedToFP(_RNE, c.bits(32), _FLOAT32)),
+                        lanes.f32_from_int32, (np.int32,), _F32, x)
+
+
+def f32_arith(op: str, a, b) -> SymArray:
+    from . import lanes
+    build = {"add": z3.fpAdd, "sub": z3.fpSub, "mul": z3.fpMul}[op]
+    return _float_lanes(lambda x, y: _float_bits(build(_RNE, _fp(x), _fp(y))),
+                        lambda x, y: lanes.f32_arith(op, x, y), (_F32, _F32), _F32, a, b)
+
+
+def f32_pick_less(a, b) -> SymArray:
+    from . import lanes
+    return _float_lanes(lambda x, y: SymInt(z3.If(z3.fpLT(_fp(x), _fp(y)), x.bits(32), y.bits(32)),
+                                            -(1 << 31), (1 << 31) - 1),
+                        lanes.f32_pick_less, (_F32, _F32), _F32, a, b)
+
+
+def f32_to_int32(x, rounding: str, invalid: int) -> SymArray:
+    from . import lanes
+    mode = {"nearest": _RNE, "zero": z3.RTZ()}[rounding]
+
+    def convert(c):
+        f = _fp(c)
+        r = z3.fpRoundToIntegral(mode, f)
+        bad = z3.Or(z3.fpIsNaN(f), z3.fpGEQ(r, z3.FPVal(2.0 ** 31, _FLOAT32)),
+                    z3.fpLT(r, z3.FPVal(-(2.0 ** 31), _FLOAT32)))
+        return SymInt(z3.If(bad, z3.BitVecVal(invalid, 32), z3.fpToSBV(mode, f, z3.BitVecSort(32))),
+                      -(1 << 31), (1 << 31) - 1)
+    return _float_lanes(convert, lambda v: lanes.f32_to_int32(v, rounding, invalid), (_F32,), np.dtype(np.int32), x)

@@ -16,8 +16,9 @@ U8, S8 = np.dtype(np.uint8), np.dtype(np.int8)
 U16, S16 = np.dtype(np.uint16), np.dtype(np.int16)
 U32, S32 = np.dtype(np.uint32), np.dtype(np.int32)
 U64, S64 = np.dtype(np.uint64), np.dtype(np.int64)
+F32 = np.dtype(np.float32)
 
-TYPE_NAMES = {U8: "u8", S8: "s8", U16: "u16", S16: "s16", U32: "u32", S32: "s32", U64: "u64", S64: "s64"}
+TYPE_NAMES = {U8: "u8", S8: "s8", U16: "u16", S16: "s16", U32: "u32", S32: "s32", U64: "u64", S64: "s64", F32: "f32"}
 DTYPES = {name: dtype for dtype, name in TYPE_NAMES.items()}
 
 
@@ -163,3 +164,46 @@ def writemask(result: np.ndarray, mask, zeroing: bool, merge) -> np.ndarray:
             raise ValueError("merge-masking (mask= without zeroing=True) needs the merge source: the old destination")
         other = result_lanes("merge", merge, result.dtype, result.shape[-1])
     return np.where(keep, result, other).astype(result.dtype, copy=False)
+
+
+# -- IEEE binary32 lanes (the fp32 requantization) -------------------------------------------------------------------
+# numpy float32 arithmetic is IEEE binary32 with round to nearest even, the MXCSR / FPCR default every library here
+# runs under; the bit-vector backend builds the same operations as z3 floating-point terms on the lanes' bits.
+
+def f32_from_int32(x):
+    """int32 -> float32, one rounding to nearest even (through float64, which holds every int32 exactly)."""
+    if symbolic(x):
+        from . import bitvec
+        return bitvec.f32_from_int32(x)
+    return x.astype(np.float64).astype(F32)
+
+
+def f32_arith(op: str, a, b):
+    """a op b for op in 'add', 'sub', 'mul': IEEE binary32, rounded to nearest even."""
+    if symbolic(a) or symbolic(b):
+        from . import bitvec
+        return bitvec.f32_arith(op, a, b)
+    with np.errstate(all="ignore"):
+        return {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op](a, b).astype(F32)
+
+
+def f32_pick_less(a, b):
+    """(a < b) ? a : b lane by lane, comparing as IEEE floats and moving bits: an unordered pair (a NaN) or equal
+    values (+0 and -0) give b."""
+    if symbolic(a) or symbolic(b):
+        from . import bitvec
+        return bitvec.f32_pick_less(a, b)
+    return np.where(a < b, a, b).astype(F32)
+
+
+def f32_to_int32(x, rounding: str, invalid: int):
+    """float32 -> int32 rounding to nearest even ('nearest') or toward zero ('zero'); NaN or a rounded value outside
+    int32 gives `invalid` (x86's integer indefinite 0x80000000)."""
+    if symbolic(x):
+        from . import bitvec
+        return bitvec.f32_to_int32(x, rounding, invalid)
+    a = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        r = {"nearest": np.rint, "zero": np.trunc}[rounding](np.where(np.isfinite(a), a, 0.0))
+        bad = ~np.isfinite(a) | (r < -(1 << 31)) | (r > (1 << 31) - 1)
+    return np.where(bad, invalid, r).astype(np.int32)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lanes import (S8, S16, S32, U8, U32, dot, is_lanes, operand, pairs, quads, result_lanes, same_register, saturate,
-                    widen, wrap, writemask)
+from .lanes import (F32, S8, S16, S32, U8, U32, dot, f32_arith, f32_from_int32, f32_pick_less, f32_to_int32,
+                    is_lanes, operand, pairs, quads, result_lanes, same_register, saturate, widen, wrap, writemask)
 
 W = (128, 256, 512)          # SSE/AVX/AVX-512 register widths
 W_MMX = (64, 128, 256, 512)  # PMADDUBSW and friends also have an MMX form
@@ -213,6 +213,19 @@ def vpaddw(a, b, *, mask=None, zeroing=False, merge=None):
     return _lanewise(a, b, S16, False, mask, zeroing, merge)
 
 
+def vpsubsw(a, b, *, mask=None, zeroing=False, merge=None):
+    """PSUBSW / VPSUBSW, Subtract Packed Signed Integers with Signed Saturation (words):
+    DEST.word[j] := SaturateToSignedWord(SRC1.word[j] - SRC2.word[j]). Intel SDM Vol. 2B, PSUBSB/PSUBSW."""
+    a, b = operand(a, "a", S16, W), operand(b, "b", S16, W)
+    same_register(("a", a), ("b", b))
+    return writemask(saturate(widen(a) - widen(b), S16), mask, zeroing, merge)
+
+
+def vpaddb(a, b, *, mask=None, zeroing=False, merge=None):
+    """PADDB / VPADDB, Add Packed Integers (bytes), wrapping mod 2^8. Intel SDM Vol. 2B, PADDB/PADDW/PADDD/PADDQ."""
+    return _lanewise(a, b, S8, False, mask, zeroing, merge)
+
+
 def vpaddd(a, b, *, mask=None, zeroing=False, merge=None):
     """PADDD / VPADDD, Add Packed Integers (dwords), wrapping mod 2^32. Intel SDM Vol. 2B, PADDB/PADDW/PADDD/PADDQ."""
     return _lanewise(a, b, S32, False, mask, zeroing, merge)
@@ -260,3 +273,142 @@ def vpmovzxbw(a, *, mask=None, zeroing=False, merge=None):
 # The operand types TDPB[SU][SU]D read from A and B (the mnemonic's letters: s = int8, u = uint8).
 AMX_TYPES = {"tdpbssd": (np.int8, np.int8), "tdpbsud": (np.int8, np.uint8), "tdpbusd": (np.uint8, np.int8),
              "tdpbuud": (np.uint8, np.uint8)}
+
+
+# -- the fp32 requantization's instructions (XNNPACK's fp32 x86 output stage) -------------------------------------------
+# Packs, shuffles and clamps are integer models like the ones above; the float ones compute IEEE binary32 with the
+# MXCSR default (round to nearest even), through lanes.f32_* (numpy float32, or z3 floating-point terms).
+
+INT32_INDEFINITE = -(1 << 31)        # 80000000H, what CVTPS2DQ gives for NaN and out-of-range values
+
+
+def _by_128(x, per):
+    """x's lanes as (..., 128-bit lanes, lanes per 128 bits): the packs and horizontal adds never cross them."""
+    return x.reshape(x.shape[:-1] + (x.shape[-1] // per, per))
+
+
+def _pack(a, b, from_type, to_type):
+    a, b = operand(a, "a", from_type, W), operand(b, "b", from_type, W)
+    same_register(("a", a), ("b", b))
+    per = 16 // np.dtype(from_type).itemsize
+    both = np.concatenate([_by_128(a, per), _by_128(b, per)], axis=-1)
+    return saturate(widen(both.reshape(a.shape[:-1] + (2 * a.shape[-1],))), to_type)
+
+
+def vpackssdw(a, b):
+    """PACKSSDW / VPACKSSDW, Pack with Signed Saturation (dwords to words): per 128-bit lane,
+    DEST.word[0..3] := SaturateSignedDwordToSignedWord(SRC1.dword[0..3]), DEST.word[4..7] := the same of
+    SRC2.dword[0..3]. Intel SDM Vol. 2B, PACKSSWB/PACKSSDW."""
+    return _pack(a, b, S32, S16)
+
+
+def vpacksswb(a, b):
+    """PACKSSWB / VPACKSSWB, Pack with Signed Saturation (words to bytes): per 128-bit lane, SRC1's 8 words then
+    SRC2's, each SaturateSignedWordToSignedByte. Intel SDM Vol. 2B, PACKSSWB/PACKSSDW."""
+    return _pack(a, b, S16, S8)
+
+
+def vpackuswb(a, b):
+    """PACKUSWB / VPACKUSWB, Pack with Unsigned Saturation: per 128-bit lane, SRC1's 8 signed words then SRC2's,
+    each SaturateSignedWordToUnsignedByte. Intel SDM Vol. 2B, PACKUSWB."""
+    return _pack(a, b, S16, U8)
+
+
+def _max(a, b, dtype):
+    a, b = operand(a, "a", dtype, W), operand(b, "b", dtype, W)
+    same_register(("a", a), ("b", b))
+    return np.maximum(a, b)
+
+
+def vpmaxsb(a, b):
+    """PMAXSB / VPMAXSB, Maximum of Packed Signed Integers (bytes): DEST.byte[j] := MAX(SRC1.byte[j], SRC2.byte[j]).
+    Intel SDM Vol. 2B, PMAXSB/PMAXSW/PMAXSD/PMAXSQ."""
+    return _max(a, b, S8)
+
+
+def vpmaxub(a, b):
+    """PMAXUB / VPMAXUB, Maximum of Packed Unsigned Integers (bytes): DEST.byte[j] := MAX(SRC1.byte[j],
+    SRC2.byte[j]). Intel SDM Vol. 2B, PMAXUB/PMAXUW."""
+    return _max(a, b, U8)
+
+
+def vphaddd(a, b):
+    """PHADDD / VPHADDD, Packed Horizontal Add (dwords): per 128-bit lane, DEST.dword[0] := SRC1.dword[1] +
+    SRC1.dword[0], [1] := SRC1[3] + SRC1[2], [2] := SRC2[1] + SRC2[0], [3] := SRC2[3] + SRC2[2], wrapping mod
+    2^32. Intel SDM Vol. 2B, PHADDW/PHADDD."""
+    a, b = operand(a, "a", S32, (128, 256)), operand(b, "b", S32, (128, 256))
+    same_register(("a", a), ("b", b))
+    both = np.concatenate([pairs(widen(_by_128(a, 4))), pairs(widen(_by_128(b, 4)))], axis=-1)
+    return wrap(both.reshape(a.shape), S32)
+
+
+def vpermd(a, idx):
+    """VPERMD, Permute Packed Doubleword Elements (_mm256_permutevar8x32_epi32(a, idx): a the table, idx the
+    indices): DEST.dword[i] := SRC2.dword[SRC1.dword[i] & 7] (the index's low 3 bits; 4 with 16 lanes). Intel SDM
+    Vol. 2B, VPERMD/VPERMW."""
+    a, idx = operand(a, "a", S32, (256, 512)), operand(idx, "idx", S32, (256, 512))
+    same_register(("a", a), ("idx", idx))
+    a, idx = np.broadcast_arrays(a, idx)
+    lanes = a.shape[-1]
+    return np.take_along_axis(a, (idx & np.int32(lanes - 1)).astype(np.intp), axis=-1)
+
+
+def vpsubw(a, b):
+    """PSUBW / VPSUBW, Subtract Packed Integers (words), wrapping mod 2^16: DEST.word[j] := SRC1.word[j] -
+    SRC2.word[j]. Intel SDM Vol. 2B, PSUBB/PSUBW/PSUBD."""
+    a, b = operand(a, "a", S16, W), operand(b, "b", S16, W)
+    same_register(("a", a), ("b", b))
+    return wrap(widen(a) - widen(b), S16)
+
+
+def vcvtdq2ps(a):
+    """CVTDQ2PS / VCVTDQ2PS, Convert Packed Doubleword Integers to Packed Single Precision Floating-Point Values:
+    DEST[i] := Convert_Integer_To_Single_Precision_Floating_Point(SRC[i]), rounded as MXCSR says (nearest even).
+    Intel SDM Vol. 2A, CVTDQ2PS."""
+    return f32_from_int32(operand(a, "a", S32, W))
+
+
+def vcvtps2dq(a):
+    """CVTPS2DQ / VCVTPS2DQ, Convert Packed Single Precision Floating-Point Values to Packed Signed Doubleword
+    Integer Values: DEST[i] := Convert_Single_Precision_Floating_Point_To_Integer(SRC[i]), rounded as MXCSR says
+    (nearest even); NaN or out of range gives the integer indefinite 80000000H. Intel SDM Vol. 2A, CVTPS2DQ."""
+    return f32_to_int32(operand(a, "a", F32, W), "nearest", INT32_INDEFINITE)
+
+
+def vcvttps2dq(a):
+    """CVTTPS2DQ / VCVTTPS2DQ, Convert with Truncation Packed Single Precision Floating-Point Values to Packed
+    Signed Doubleword Integer Values: DEST[i] := Convert_Single_Precision_Floating_Point_To_Integer_Truncate(SRC[i]);
+    NaN or out of range gives the integer indefinite 80000000H. Intel SDM Vol. 2A, CVTTPS2DQ."""
+    return f32_to_int32(operand(a, "a", F32, W), "zero", INT32_INDEFINITE)
+
+
+def _float_binary(op, a, b):
+    a, b = operand(a, "a", F32, W), operand(b, "b", F32, W)
+    same_register(("a", a), ("b", b))
+    return f32_arith(op, a, b)
+
+
+def vmulps(a, b):
+    """MULPS / VMULPS, Multiply Packed Single Precision Floating-Point Values: DEST[i] := SRC1[i] * SRC2[i], IEEE
+    binary32 rounded as MXCSR says (nearest even). Intel SDM Vol. 2B, MULPS."""
+    return _float_binary("mul", a, b)
+
+
+def vaddps(a, b):
+    """ADDPS / VADDPS, Add Packed Single Precision Floating-Point Values: DEST[i] := SRC1[i] + SRC2[i], IEEE
+    binary32 rounded to nearest even. Intel SDM Vol. 2A, ADDPS."""
+    return _float_binary("add", a, b)
+
+
+def vsubps(a, b):
+    """SUBPS / VSUBPS, Subtract Packed Single Precision Floating-Point Values: DEST[i] := SRC1[i] - SRC2[i], IEEE
+    binary32 rounded to nearest even. Intel SDM Vol. 2B, SUBPS."""
+    return _float_binary("sub", a, b)
+
+
+def vminps(a, b):
+    """MINPS / VMINPS, Minimum of Packed Single Precision Floating-Point Values: MIN(SRC1, SRC2) := IF (SRC1 <
+    SRC2) THEN SRC1 ELSE SRC2, so a NaN in either or two zeros of either sign give SRC2. Intel SDM Vol. 2B, MINPS."""
+    a, b = operand(a, "a", F32, W), operand(b, "b", F32, W)
+    same_register(("a", a), ("b", b))
+    return f32_pick_less(a, b)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lowp.isa_models.lanes import S32, wrap
+from lowp.isa_models.lanes import S32, symbolic, wrap
 
 from .invocation import Invocation, Ref, Strided
 
@@ -444,23 +444,31 @@ def pack_weights(B: np.ndarray, *, nr: int, kr: int, sr: int, column_ints: np.nd
     (`column_ints`), the weights tap by tap (ks of them: the conv goki packers; 1: goi) in k blocks of kr with the
     sr shuffle, then each of `column_floats` as nr float32. Padding (past N, past kc) is `pad`: zero, or qu8's
     kernel zero point, so that a padded weight less the zero point is zero."""
-    _check_blocks(kr, sr)
     K, N = B.shape
+    values = np.append(B.reshape(-1).astype(np.int64), pad)          # index -1 (padding) reads `pad`
+    parts = []
+    for b, taps in weight_blocks(K, N, nr=nr, kr=kr, sr=sr, ks=ks):
+        parts.append(_column_block(column_ints, b, nr, N, "<i4"))
+        parts.append(values[taps].astype(B.dtype).view(np.uint8))
+        parts += [_column_block(f, b, nr, N, "<f4") for f in column_floats]
+    return np.concatenate(parts)
+
+
+def weight_blocks(K: int, N: int, *, nr: int, kr: int, sr: int, ks: int = 1):
+    """The blocks of nr columns of the packed weights, in order: (block, the index k * N + n into B of each weight
+    byte of the block, tap by tap, -1 for padding). pack_weights lays the bytes out from it, and lowp prove lays
+    out symbolic ones the same way."""
+    _check_blocks(kr, sr)
     if K % ks:
         raise ValueError(f"K={K} is not ks={ks} taps of equal depth")
     kc = K // ks
     blocks = -(-N // nr)
-    Bn = np.full((K, blocks * nr), pad, np.int64)
-    Bn[:, :N] = B
-    parts = []
+    index = np.full((K, blocks * nr), -1, np.int64)
+    index[:, :N] = np.arange(K * N).reshape(K, N)
     for b in range(blocks):
         cols = slice(b * nr, (b + 1) * nr)
-        parts.append(_column_block(column_ints, b, nr, N, "<i4"))
-        for p in range(ks):
-            parts.append(_weights_8bit(Bn[p * kc:(p + 1) * kc, cols], nr, kr, sr, pad).astype(B.dtype)
-                         .view(np.uint8))
-        parts += [_column_block(f, b, nr, N, "<f4") for f in column_floats]
-    return np.concatenate(parts)
+        yield b, np.concatenate([_weights_8bit(index[p * kc:(p + 1) * kc, cols], nr, kr, sr, -1)
+                                 for p in range(ks)])
 
 
 def _column_block(values, b: int, nr: int, N: int, dtype) -> np.ndarray:
@@ -575,7 +583,7 @@ def column_sums(B: np.ndarray) -> np.ndarray:
 
 def _int32(x) -> np.ndarray:
     """The int32 a packed bias holds: exact integers wrapped as the int32 arithmetic of the packing wraps them."""
-    return wrap(np.asarray(x, np.int64), S32)
+    return wrap(x if symbolic(x) else np.asarray(x, np.int64), S32)
 
 
 # ---- the ukernel and its calls ----------------------------------------------------------------------------------
@@ -602,21 +610,40 @@ class Ukernel:
 def _weights(u: Ukernel, B: np.ndarray, q: dict, ks: int) -> np.ndarray:
     """The packed weights of B for u with the case's parameters (the zero-point terms folded into the bias)."""
     d = u.d
-    floats = tuple(np.asarray(q[name], np.float32) for name in d.floats)
-    izp = 1 if d.dynamic else int(q.get("a_zero_point", 0)) + u.a_shift      # qd8 packs with 1 (the row's zp later)
+    floats = column_floats(u, q)
     if d.blockwise:
         return pack_qb4w(B, nr=u.nr, kr=u.kr, sr=u.sr, bl=u.bl, scales=np.asarray(q["b_block_scale"]),
                          bias=floats[0])
     if d.weight_bits == 4:
-        return pack_qc4w(B, nr=u.nr, kr=u.kr, sr=u.sr, bias=q["bias"] if d.int_bias else None, izp=izp,
-                         column_floats=floats)
-    K = B.shape[0]
-    kzp = int(q.get("b_zero_point", 0)) if d.kernel_zero_point else 0
-    if d.dynamic:               # -sum_k w: the ukernel multiplies it by each row's zero point
-        ints = _int32(-column_sums(B))
-    else:                       # qu8 adds K * izp * kzp: the ukernel multiplies A by (w - kzp) (packing.cc L290)
-        ints = _int32(np.asarray(q["bias"], np.int64) - izp * column_sums(B) + K * izp * kzp)
-    return pack_weights(B, nr=u.nr, kr=u.kr, sr=u.sr, column_ints=ints, column_floats=floats, pad=kzp, ks=ks)
+        return pack_qc4w(B, nr=u.nr, kr=u.kr, sr=u.sr, bias=q["bias"] if d.int_bias else None,
+                         izp=_packing_zero_point(u, q), column_floats=floats)
+    return pack_weights(B, nr=u.nr, kr=u.kr, sr=u.sr, column_ints=column_ints(u, B, q), column_floats=floats,
+                        pad=weight_padding(u, q), ks=ks)
+
+
+def column_floats(u: Ukernel, q: dict) -> tuple[np.ndarray, ...]:
+    """The float32 arrays packed after each block's weights (per-channel scales, qd8's scales and biases)."""
+    return tuple(np.asarray(q[name], np.float32) for name in u.d.floats)
+
+
+def _packing_zero_point(u: Ukernel, q: dict) -> int:
+    # qd8 packs with 1 (the ukernel multiplies by the row's zero point later)
+    return 1 if u.d.dynamic else int(q.get("a_zero_point", 0)) + u.a_shift
+
+
+def weight_padding(u: Ukernel, q: dict) -> int:
+    """The byte padding weights hold: 0, or qu8's kernel zero point (a padded weight less it is zero)."""
+    return int(q.get("b_zero_point", 0)) if u.d.kernel_zero_point else 0
+
+
+def column_ints(u: Ukernel, B, q: dict):
+    """The int32 packed before each block's 8-bit weights: the bias less the input zero point times the column sums
+    (qu8 adds K * izp * kzp: the ukernel multiplies A by (w - kzp), packing.cc L290); qd8: minus the column sums
+    (the ukernel multiplies it by each row's zero point). B may be symbolic lanes (lowp prove)."""
+    izp, kzp = _packing_zero_point(u, q), weight_padding(u, q)
+    if u.d.dynamic:
+        return _int32(-column_sums(B))
+    return _int32(np.asarray(q["bias"], np.int64) - izp * column_sums(B) + B.shape[0] * izp * kzp)
 
 
 def _check_operands(u: Ukernel, A: np.ndarray, B: np.ndarray) -> None:

@@ -24,6 +24,11 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per solver query (default 60)")
     p.add_argument("--no-replay", action="store_true",
                    help="do not run counterexamples on an executor (they are then UNKNOWN, never REFUTED)")
+    p.add_argument("--params", default="typical", metavar="STYLE|FILE.json",
+                   help="a requantizing kernel's fixed quantization parameters: a draw of the conformance style "
+                        "'typical' (default), 'ends' or 'limits', or a JSON object of them (bias, scale, zero points, "
+                        "clamp)")
+    p.add_argument("--params-seed", type=int, default=0, metavar="N", help="the seed of the parameter draw")
     p.add_argument("--out", metavar="DIR", help="write prove.md, prove.json and junit.xml there")
     p.set_defaults(func=cmd_prove)
 
@@ -33,6 +38,20 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
         raise ValueError(f"--shape {text!r}: expected MxNxK with positive integers, e.g. 4x8x64")
     return tuple(int(p) for p in parts)
+
+
+def parse_params(text: str):
+    """A draw style, or the parameters of a JSON file."""
+    from lowp.conformance.prove_quantized import STYLES, params_from_json
+    if text in STYLES:
+        return text
+    path = Path(text)
+    if not path.is_file():
+        raise ValueError(f"--params {text!r}: not one of {', '.join(STYLES)} and not a file")
+    try:
+        return params_from_json(json.loads(path.read_text()))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--params {text}: not a JSON object of quantization parameters ({e})") from None
 
 
 def default_shape(kernel) -> tuple[int, int, int]:
@@ -46,6 +65,7 @@ def cmd_prove(args) -> int:
     from lowp.kernels import KernelConfigError, kernels, load_toml
     try:
         shapes = [parse_shape(s) for s in args.shape]
+        args.quant = parse_params(args.params)
     except ValueError as e:
         args.parser.error(str(e))
     try:
@@ -78,7 +98,7 @@ def cmd_prove(args) -> int:
 def _prove(kernel, shape, args):
     from lowp.conformance.prove import prove
     return prove(kernel, shape, domain=args.domain, solver=args.solver, timeout=args.timeout,
-                 replay=not args.no_replay)
+                 replay=not args.no_replay, quant=args.quant, quant_seed=args.params_seed)
 
 
 def _detail(p) -> str:
