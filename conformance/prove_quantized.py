@@ -224,6 +224,7 @@ class Stages:
 
 def judge(proof, kernel: Kernel, inputs, q: dict, C, solver: str, timeout: float) -> None:
     """Steps 2 and 3 for every element; sets the proof's verdict (or a 'candidate' counterexample)."""
+    from lowp.isa_models.sweep import canonical, post_order
     from .contracts import contract as accumulation_contract
     from .quantized import accumulators
     from .solver import PROVED, UNKNOWN
@@ -251,10 +252,11 @@ def judge(proof, kernel: Kernel, inputs, q: dict, C, solver: str, timeout: float
                 if X is not None and not _same_accumulator(proof, kernel, inputs, X, target, solver, timeout,
                                                            (i, j)):
                     return
-                key = (F.get_id(), j)         # z3 shares equal terms: equal F, one id
+                order = post_order(F)
+                key = (canonical(order), j)       # the rows of a column usually compute one F
                 if key not in outputs:
                     width = 32 if X is None else X.size()
-                    outputs[key], where[key] = _sweep(F, width, values + int(bias[j])), (i, j)
+                    outputs[key], where[key] = _sweep(F, order, width, values + int(bias[j])), (i, j)
         stages = Stages(kernel, q, values, N)
         first_bad = None
         for name in stages.names:
@@ -300,10 +302,9 @@ def _same_accumulator(proof, kernel, inputs, X, target, solver, timeout, element
     return False
 
 
-def _sweep(F, width: int, xs: np.ndarray) -> np.ndarray:
-    """Step 3: F on every accumulator value, in chunks (each node of F holds one chunk's values)."""
-    from lowp.isa_models.sweep import evaluate, post_order
-    order = post_order(F)
+def _sweep(F, order, width: int, xs: np.ndarray) -> np.ndarray:
+    """Step 3: F (walked: `order`) on every accumulator value, in chunks (each node holds one chunk's values)."""
+    from lowp.isa_models.sweep import evaluate
     out = np.empty(xs.size, np.dtype(f"u{max(1, F.size() // 8)}"))
     mask = np.int64((1 << width) - 1) if width < 64 else None
     for start in range(0, xs.size, CHUNK):

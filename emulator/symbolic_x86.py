@@ -733,12 +733,15 @@ def _vxor_like(name):
             m.write_vec(ops[0], const_bytes(0, width))
             return
         a, b = (m.read(o, width) for o in srcs)
+        # a register of constant bytes (a mask loaded once) is a number here
+        a, b = (v if isinstance(v, int) or concrete(v) is None else concrete(v) for v in (a, b))
         if isinstance(a, int) and isinstance(b, int):
             r = {"xor": a ^ b, "and": a & b, "or": a | b, "andn": ~a & b}[name] & ((1 << (8 * width)) - 1)
             m.write_vec(ops[0], const_bytes(r, width))
             return
-        if name == "xor" and isinstance(b, int) and b == int.from_bytes(b"\x80" * width, "little"):
-            m.write_vec(ops[0], _flip_sign_bytes(a))
+        signs = int.from_bytes(b"\x80" * width, "little")
+        if name == "xor" and signs in (a, b):             # either operand may be the mask of sign bits
+            m.write_vec(ops[0], _flip_sign_bytes(b if a == signs else a))
             return
         a, b = _as_bytes(a, width), _as_bytes(b, width)
         merged = _bytewise(name, a, b) if name != "andn" else None

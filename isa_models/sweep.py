@@ -276,6 +276,26 @@ def post_order(term) -> list[tuple[_Node, int, list[int]]]:
     return [(_Node(t), t.get_id(), kids) for t, kids in walk(term)]
 
 
+_COMMUTATIVE = {z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_BAND, z3.Z3_OP_BOR, z3.Z3_OP_BXOR, z3.Z3_OP_AND, z3.Z3_OP_OR,
+                z3.Z3_OP_XOR, z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT}
+
+
+def canonical(order) -> str:
+    """A digest of a term (its post_order) equal for terms that differ only in the order of a commutative
+    operation's arguments: z3 orders them by when their subterms were made, so two outputs computed alike can
+    differ there. Equal digests, equal functions."""
+    import hashlib
+    digest = {}
+    for node, key, kids in order:
+        parts = [digest[k] for k in kids]
+        if node.op in _COMMUTATIVE:
+            parts.sort()
+        value = node.value.view(np.uint32) if isinstance(node.value, np.float32) else node.value
+        text = f"{node.name}|{node.width}|{node.params}|{value}|{','.join(parts)}"
+        digest[key] = hashlib.sha1(text.encode()).hexdigest()
+    return digest[order[-1][1]]
+
+
 def evaluate(term, env: dict[str, np.ndarray], order=None) -> np.ndarray:
     """term's value for every entry of the arrays in `env` (variable name -> values, broadcast together): uint64
     for a bit-vector, bool, or float32. `order`: the term's post_order, if the caller has it."""
