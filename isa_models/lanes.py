@@ -202,8 +202,8 @@ def f32_to_int32(x, rounding: str, invalid: int):
     if symbolic(x):
         from . import bitvec
         return bitvec.f32_to_int32(x, rounding, invalid)
-    a = x.astype(np.float64)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):           # a signalling NaN is a value here, not an event
+        a = x.astype(np.float64)
         r = {"nearest": np.rint, "zero": np.trunc}[rounding](np.where(np.isfinite(a), a, 0.0))
         bad = ~np.isfinite(a) | (r < -(1 << 31)) | (r > (1 << 31) - 1)
     return np.where(bad, invalid, r).astype(np.int32)

@@ -186,6 +186,23 @@ def _register():
            overflow="none (a byte move): control bit 7 gives 0; indices stay within each 128-bit lane",
            kind="binary", plain={"_mm_shuffle_pi8": (64, ("ssse3",)), **_widths("shuffle_epi8", "ssse3")},
            masked="shuffle_epi8", masked_features=("avx512bw",))
+    # the fp32 requantization's integer steps (XNNPACK's x86 output stage)
+    for mnemonic, stem, legacy, types, overflow in (
+            ("vpackssdw", "packs_epi32", "sse2", ("s32", "s32", "s16"), "saturates to int16"),
+            ("vpacksswb", "packs_epi16", "sse2", ("s16", "s16", "s8"), "saturates to int8"),
+            ("vpackuswb", "packus_epi16", "sse2", ("s16", "s16", "u8"), "saturates to uint8"),
+            ("vpmaxsb", "max_epi8", "sse4_1", ("s8", "s8", "s8"), "none"),
+            ("vpmaxub", "max_epu8", "sse2", ("u8", "u8", "u8"), "none"),
+            ("vpsubw", "sub_epi16", "sse2", ("s16", "s16", "s16"), "wraps mod 2^16"),
+            ("vpsubsw", "subs_epi16", "sse2", ("s16", "s16", "s16"), "saturates to int16"),
+            ("vpaddb", "add_epi8", "sse2", ("s8", "s8", "s8"), "wraps mod 2^8")):
+        family(mnemonic, getattr(x86, mnemonic), extension="SSE2 / SSE4.1 / AVX2 / AVX512BW", types=types,
+               overflow=overflow, kind="binary", plain=_widths(stem, legacy))
+    family("vphaddd", x86.vphaddd, extension="SSSE3 / AVX2", types=("s32", "s32", "s32"), overflow="wraps mod 2^32",
+           kind="binary", plain={"_mm_hadd_epi32": (128, ("ssse3",)), "_mm256_hadd_epi32": (256, ("avx2",))})
+    family("vpermd", x86.vpermd, extension="AVX2", types=("s32", "s32", "s32"),
+           overflow="none (a move): the index's low 3 bits pick the lane", kind="binary",
+           plain={"_mm256_permutevar8x32_epi32": (256, ("avx2",))})
     for mnemonic, stem, types, f512 in (("vpmovsxwd", "cvtepi16_epi32", ("s16", None, "s32"), "avx512f"),
                                         ("vpmovsxbw", "cvtepi8_epi16", ("s8", None, "s16"), "avx512bw"),
                                         ("vpmovzxbw", "cvtepu8_epi16", ("u8", None, "s16"), "avx512bw")):
