@@ -179,7 +179,8 @@ def factor(term):
     candidates = sorted((t for t, _ in order if reach[t.get_id()] == everything and t.get_id() not in leaves),
                         key=lambda t: height[t.get_id()])
     for X in candidates:
-        if z3.is_bv(X) and X.size() <= 64 and not _reach(order, leaves, cut=X.get_id())[term.get_id()]:
+        # at least the int32 accumulator's width: a narrower cut is a requantized value, not the accumulator
+        if z3.is_bv(X) and 32 <= X.size() <= 64 and not _reach(order, leaves, cut=X.get_id())[term.get_id()]:
             return X, z3.substitute(term, (X, z3.BitVec("x", X.size())))
     raise NotFactored("the output element does not factor through one accumulator (it depends on its inputs by "
                       "more than one path)")
