@@ -419,6 +419,15 @@ class Machine:
             raise error
         return result
 
+    def call_many(self, symbol: str, calls, *, names=None, overread=None, seeds=None, **options) -> list:
+        """call(symbol, *args, names=, overread=, seed=, **options) for each `args` of `calls` (and seed of
+        `seeds`), in order: a CallResult per call, or the EmulatorError call() raised for it (returned, not
+        raised). Nothing is rebuilt between the calls: the CPU, the loaded program and its translated code, the
+        hooks and, while the array sizes repeat (a batch of one shape), the buffers' mappings stay; each call
+        writes every byte of its mappings (poison, data, canaries), restores its seed's saved registers, passes
+        its arguments and runs, exactly as call() does."""
+        return call_each(self, symbol, calls, names=names, overread=overread, seeds=seeds, **options)
+
     def _seed_registers(self, seed: int, nargs: int) -> None:
         """The CPU as created, with the registers past the arguments pseudo-random (the convention's seeded():
         X8 .. X28 and V0 .. V31 on AArch64): one of REGISTER_STATES states, chosen by `seed`, each saved as a
@@ -462,6 +471,21 @@ class GuestProcess:
                 self.close()
         except Exception:
             pass
+
+
+def call_each(machine, symbol: str, calls, *, seeds=None, **options) -> list:
+    """machine.call(symbol, *args, seed=seed, **options) for each call, in order: its CallResult, or the
+    EmulatorError it raised (a machine's call_many where a batch has nothing to share but the loop)."""
+    seeds = list(seeds) if seeds is not None else [None] * len(calls)
+    if len(seeds) != len(calls):
+        raise ValueError(f"seeds: {len(seeds)} seeds for {len(calls)} calls")
+    outcomes = []
+    for args, seed in zip(calls, seeds):
+        try:
+            outcomes.append(machine.call(symbol, *args, seed=seed, **options))
+        except EmulatorError as e:
+            outcomes.append(e)
+    return outcomes
 
 
 @dataclass(frozen=True)

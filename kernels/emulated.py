@@ -99,6 +99,70 @@ class EmulatedExecutor:
                                       overread=k.overread, seed=seed, **options)
         return self.last["C"]
 
+    def run_many(self, As: list, Bs: list, *, seeds: list[int]) -> list:
+        """run(A, B, seed=seed) for each case, in order, as one batch on this executor's machine: per case C, or
+        the exception run() would have raised for it (a fault, an out-of-bounds access, a budget, canary damage,
+        bad operands), never raised here; raised only when the machine cannot run at all (qemu missing). All
+        cases have one (M, N, K). The machine is the one run() uses and its static data persists from case to
+        case as from call to call, so the outcomes are those of the same run() calls in the same order.
+        A `gemm` kernel's cases go to machine.call_many (qemu-user: pipelined requests; Unicorn: one layout, per
+        case only the memory refresh and the call). A quantized or XNNPACK-ABI kernel stays per case (its
+        adapter makes several ukernel calls per case, with their own buffers): run() in a loop."""
+        if not len(As) == len(Bs) == len(seeds):
+            raise ValueError(f"run_many: {len(As)} A, {len(Bs)} B and {len(seeds)} seeds")
+        if not As:
+            return []
+        shapes = {(A.shape[0], B.shape[1] if B.ndim == 2 else None, A.shape[1]) for A, B in zip(As, Bs)}
+        if len(shapes) != 1:
+            raise ValueError(f"run_many: the cases of one batch have one (M, N, K), got {sorted(shapes)}")
+        self._check_machine()
+        if self.kernel.quantized:
+            return [_outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
+        return self._run_gemm_many(As, Bs, seeds)
+
+    def _check_machine(self) -> None:
+        """An infrastructure failure (no qemu-aarch64 here) is the batch's, not its cases': raise it."""
+        reason = self.target.unavailable()
+        if reason:
+            from lowp.emulator.errors import EmulatorError
+            raise EmulatorError(f"{self.kernel.name}: {reason}")
+
+    def _run_gemm_many(self, As, Bs, seeds) -> list:
+        from .executors import poison
+        k = self.kernel
+        outcomes: list = [None] * len(As)
+        calls, positions = [], []
+        for i, (A, B) in enumerate(zip(As, Bs)):
+            try:
+                k.check_operands(A, B)
+            except Exception as e:          # noqa: BLE001 - run() raises it for this case alone
+                outcomes[i] = e
+                continue
+            positions.append(i)
+        if not positions:
+            return outcomes
+        M, K = As[positions[0]].shape
+        N = Bs[positions[0]].shape[1]
+        try:
+            size = max(int(self.workspace_bytes(M, N, K)), 1)
+        except Exception as e:              # noqa: BLE001 - every case's run() would raise it
+            for i in positions:
+                outcomes[i] = e
+            return outcomes
+        params = list(k.params.values())
+        for i in positions:
+            calls.append((M, N, K, np.ascontiguousarray(As[i]), np.ascontiguousarray(Bs[i]),
+                          poison((M, N), np.int32, seeds[i]), poison(size, np.uint8, seeds[i] + 1), *params))
+        results = self.machine.call_many(k.symbol, calls, names=["M", "N", "K", "A", "B", "C", "work", *k.params],
+                                         overread=k.overread, seeds=[seeds[i] for i in positions])
+        for i, r in zip(positions, results):
+            if isinstance(r, BaseException):
+                outcomes[i] = r
+            else:
+                outcomes[i] = r["C"]
+                self.last = r
+        return outcomes
+
     def _run_quantized(self, A, B, quant, seed, work_seed, options, **abi_options) -> np.ndarray:
         """A quantized signature: its adapter's calls, one machine.call each (the mnemonic counts add up)."""
         from collections import Counter
@@ -119,6 +183,14 @@ class EmulatedExecutor:
                 total.update(r.mnemonics or {})
             self.last.mnemonics = dict(total.most_common())
         return inv.result(out)
+
+
+def _outcome(run):
+    """run()'s result, or the exception it raised (a case's outcome in run_many)."""
+    try:
+        return run()
+    except Exception as e:                  # noqa: BLE001 - the case's, returned in its place
+        return e
 
 
 class QemuExecutor(EmulatedExecutor):
