@@ -199,3 +199,32 @@ class QemuExecutor(EmulatedExecutor):
     Budgets are time (an instruction budget is converted); counts come from lowp's TCG plugin. The kernel's
     vector_bits choose qemu's SVE/SME vector length (the target's cpu)."""
     default_backend = "qemu"
+
+
+def bench_cases_per_second(kernel: Kernel, n: int, seed: int = 0, *, backend: str | None = None, batch: int = 100,
+                           largest: tuple[int, int, int] = (9, 17, 64)) -> float:
+    """Cases per second of `kernel`'s executor (executors.executor(kernel, backend)) through run_many: n random
+    cases drawn from `seed` in batches of `batch` cases of one random shape M x N x K up to `largest` (issue 26's
+    4x8 SDOT target: M <= 9, N <= 17, K <= 64), operands over the kernel's domain. Only run_many is timed
+    (execution and transfer, the machine's start and the kernel's build left out): the model comparison is the
+    engine's. A case that faults counts as run."""
+    import time
+
+    from .executors import executor
+    ex = executor(kernel, backend)
+    rng = np.random.default_rng(seed)
+    (alo, ahi), (blo, bhi) = kernel.domain.a, kernel.domain.b
+    batches = []
+    for start in range(0, n, batch):
+        size = min(batch, n - start)
+        M, N, K = (int(rng.integers(1, top + 1)) for top in largest)
+        As = [rng.integers(alo, ahi, (M, K), endpoint=True).astype(kernel.a_dtype) for _ in range(size)]
+        Bs = [rng.integers(blo, bhi, (K, N), endpoint=True).astype(kernel.b_dtype) for _ in range(size)]
+        batches.append((As, Bs, list(range(start, start + size))))
+    ex.run_many(batches[0][0][:1], batches[0][1][:1], seeds=[0])       # build, start the machine
+    elapsed = 0.0
+    for As, Bs, seeds in batches:
+        t0 = time.perf_counter()
+        ex.run_many(As, Bs, seeds=seeds)
+        elapsed += time.perf_counter() - t0
+    return n / elapsed if elapsed else float("inf")
