@@ -88,7 +88,8 @@ INSTALL = "apt-get install qemu-user (Debian/Ubuntu), or set LOWP_QEMU_AARCH64 t
 COMMON = HERE / "qemu_driver_common.h"
 RISCV64_VLENS = (128, 256, 512, 1024)
 PIPE_BYTES = 1 << 20              # the pipes' size for pipelined calls (call_many)
-WRITE_BYTES = 64 << 10            # requests gathered into one write (call_many)     # what qemu-riscv64 7.2 accepts (as lowp.emulator.rvv.VLENS)
+WRITE_BYTES = 64 << 10            # requests gathered into one write (call_many)
+BATCH_BYTES = 16 << 20            # call_batch's requests laid out at once     # what qemu-riscv64 7.2 accepts (as lowp.emulator.rvv.VLENS)
 
 
 def vector_length_cpu(bits: int) -> str:
@@ -451,18 +452,21 @@ class QemuMachine(GuestProcess):
                 raise ValueError(f"argument {name!r}: expected a numpy array (passed as a pointer) or an int, "
                                  f"got {type(a).__name__}")
         state = None if seed is None else (seed % REGISTER_STATES, min(len(args), 8))
-        fixed = self._fixed_words(entry, state, tuple(scalars), tuple(kinds), max(1, int(seconds * 1e6)), counted)
+        frame = (entry, tuple(scalars), tuple(kinds), max(1, int(seconds * 1e6)), counted)
+        fixed = self._fixed_words(frame, state)
         reply_bytes = 8 * self.guest.header + sum(40 + len(d) for d in data)
         return _Request(b"".join([fixed, *data]), reply_bytes, arrays, array_names,
-                        f"calling {symbol}({', '.join(names)})")
+                        f"calling {symbol}({', '.join(names)})", frame)
 
-    def _fixed_words(self, entry, state, scalars, kinds, micro, counted) -> bytes:
-        """A request's fixed words (op .. the argument slots) as bytes: the same for every call of a batch of one
-        shape and one register state, so kept (a few hundred keys at most: REGISTER_STATES x the shapes)."""
-        key = (entry, state, scalars, kinds, micro, counted)
+    def _fixed_words(self, frame: tuple, state: tuple | None) -> bytes:
+        """A request's fixed words (op .. the argument slots) as bytes, from its frame (entry, the scalar arguments
+        by position, the argument slots' words, the budget in us, whether counted) and its seed's register state:
+        the same for every call of a batch of one shape and one state, so kept (REGISTER_STATES x the shapes)."""
+        key = (frame, state)
         words = self._fixed.get(key)
         if words is not None:
             return words
+        entry, scalars, kinds, micro, counted = frame
         g = self.guest
         x, v = _seeded_words(*state, g.name) if state is not None else ((0,) * g.nx, bytes(8 * NV))
         x, stack = list(x), [0] * NSTACK
@@ -500,9 +504,72 @@ class QemuMachine(GuestProcess):
         requests = _Built(lambda i: self._request(symbol, calls[i], names, overread, seeds[i], (), seconds, False),
                           len(calls))
         results = [None] * len(calls)
+
+        def parse(i, reply, elapsed):
+            r = requests[i]
+            results[i] = self._outcome(lambda: self._result(symbol, reply, r.arrays, r.names, seconds, elapsed))
+
         done = 0
         while done < len(calls):
-            done = self._pipeline(symbol, requests, done, results, seconds)
+            done = self._pipeline(requests, done, results, seconds, parse)
+        return results
+
+    def call_batch(self, symbol: str, args, *, names, seeds, varying: dict, overread=None,
+                   seconds: float | None = None, budget: int | None = None) -> list:
+        """call_many's outcomes for calls that differ only in their seeds and in the contents of some array
+        arguments: call i is call(symbol, *args, seed=seeds[i]) with each array argument named in `varying`
+        replaced by varying[name][i] (an array of len(seeds) rows of that argument's shape and dtype). Every
+        request then has the same size and layout, so they are laid out with numpy for many calls at once (the
+        fixed words per register state, each array's bytes per call: the bytes call() would send), and so are
+        the replies of the calls that returned with every canary intact; a reply reporting a signal or a damaged
+        canary is parsed by call()'s own _result, so its error is the one call() raises."""
+        n = len(seeds)
+        names = list(names)
+        if self._log is not None:
+            calls = [tuple(varying[name][i] if name in varying else a for name, a in zip(names, args))
+                     for i in range(n)]
+            return self.call_many(symbol, calls, names=names, overread=overread, seeds=seeds, seconds=seconds,
+                                  budget=budget)
+        seconds = self._seconds(seconds, budget)
+        template = self._request(symbol, args, names, overread, None, (), seconds, False)
+        chunk = max(1, BATCH_BYTES // len(template.data))      # requests laid out at once, at most BATCH_BYTES
+        results = []
+        for start in range(0, n, chunk):
+            part = {name: rows[start:start + chunk] for name, rows in varying.items()}
+            results += self._call_rows(symbol, template, seeds[start:start + chunk], part, seconds)
+        return results
+
+    def _call_rows(self, symbol, template: "_Request", seeds, varying: dict, seconds: float) -> list:
+        rows = _Rows(self, template, seeds, varying)
+        replies, times = [None] * len(rows), [0.0] * len(rows)
+        results = [None] * len(rows)
+
+        def keep(i, reply, elapsed):
+            replies[i], times[i] = reply, elapsed
+
+        done = 0
+        while done < len(rows):
+            done = self._pipeline(rows, done, results, seconds, keep)
+        returned = [i for i, r in enumerate(replies) if r is not None]
+        if not returned:
+            return results
+        block = np.frombuffer(b"".join(replies[i] for i in returned), np.uint8).reshape(len(returned), -1)
+        words = block.view(np.uint64)
+        clean = words[:, 0] == 0                              # status: returned, no signal
+        stacked, at = [], 8 * self.guest.header
+        for a in template.arrays:                             # each buffer: lo, base, hi, below, over, its bytes
+            clean &= (words[:, at // 8 + 3] == MASK64) & (words[:, at // 8 + 4] == MASK64)
+            n = a.nbytes
+            stacked.append(block[:, at + 40:at + 40 + n].copy().view(a.dtype).reshape(len(returned), *a.shape))
+            at += 40 + n + (-n % 8)
+        ret = words[:, 5 + self.guest.ret_index]         # the return register (status 0: it returned)
+        ret = ret.view(np.int64).tolist()
+        for k, i in enumerate(returned):
+            if clean[k]:
+                results[i] = CallResult([s[k] for s in stacked], template.names, ret=ret[k], seconds=times[i])
+            else:
+                results[i] = self._outcome(lambda: self._result(symbol, replies[i], template.arrays, template.names,
+                                                                seconds, times[i]))
         return results
 
     @staticmethod
@@ -512,10 +579,11 @@ class QemuMachine(GuestProcess):
         except EmulatorError as e:
             return e
 
-    def _pipeline(self, symbol, requests, first, results, seconds) -> int:
-        """Send requests[first:] to the process while reading their replies into results; the index after the
-        last call that has its outcome (all of them, unless the process died or hung: then it was reaped, and the
-        caller goes on from there with a new one)."""
+    def _pipeline(self, requests, first, results, seconds, on_reply) -> int:
+        """Send requests[first:] to the process while reading their replies: on_reply(i, reply, seconds) for each;
+        a call in which the guest died or stopped answering gets its error in results. The index after the last
+        call answered or failed (all of them, unless the process died or hung: then it was reaped, and the caller
+        goes on from there with a new one)."""
         proc = self._process()
         to_guest, from_guest = proc.stdin.fileno(), proc.stdout.fileno()
         _widen(to_guest, from_guest)
@@ -552,8 +620,7 @@ class QemuMachine(GuestProcess):
                     reply = received[at:at + r.reply_bytes]
                     at += r.reply_bytes
                     now = time.perf_counter()
-                    results[i] = self._outcome(lambda: self._result(symbol, reply, r.arrays, r.names, seconds,
-                                                                    now - t0))
+                    on_reply(i, reply, now - t0)
                     t0, i = now, i + 1
                     deadline = time.monotonic() + seconds + self.grace
             return i
@@ -754,6 +821,53 @@ def _widen(*pipes: int) -> None:
             pass
 
 
+class _Rows:
+    """call_batch's requests: row i is call i's request, as call() would build it, laid out with numpy for all the
+    calls at once (they differ only in their seeds' fixed words and the varying arrays' bytes)."""
+
+    def __init__(self, machine: "QemuMachine", template: "_Request", seeds, varying: dict):
+        self.template, n = template, len(seeds)
+        fixed = len(template.data) - sum(a.nbytes + (-a.nbytes % 8) for a in template.arrays)
+        rows = np.empty((n, len(template.data)), np.uint8)
+        rows[:] = np.frombuffer(template.data, np.uint8)      # the arrays that do not vary, the padding
+        self._seed(rows, machine.guest, seeds)
+        at = fixed
+        for a, name in zip(template.arrays, template.names):
+            if name in varying:
+                value = np.ascontiguousarray(varying[name])
+                if value.shape != (n, *a.shape) or value.dtype != a.dtype:
+                    raise ValueError(f"varying[{name!r}]: expected {n} rows of {a.dtype}{list(a.shape)}, got "
+                                     f"{value.dtype}{list(value.shape)}")
+                rows[:, at:at + a.nbytes] = value.reshape(n, -1).view(np.uint8)
+            at += a.nbytes + (-a.nbytes % 8)
+        self.rows = rows
+
+    def _seed(self, rows: np.ndarray, guest: QemuGuest, seeds) -> None:
+        """The x and v words of each seeded call: its state's registers (_seeded_state), the scalar arguments in
+        theirs, as _fixed_words writes them (the template's are a call without a seed: zeros and the scalars)."""
+        seeded = [k for k, s in enumerate(seeds) if s is not None]
+        if not seeded:
+            return
+        entry, scalars, kinds, micro, counted = self.template.frame
+        xs, vs = _seeded_table(min(len(kinds) // 3, 8), guest.name)
+        states = np.array([seeds[k] % REGISTER_STATES for k in seeded], np.int64)
+        x = xs[states]
+        for i, value in scalars:
+            if i < 8:
+                x[:, guest.arg_base + i] = value
+        at = 8 * 5                                  # op, budget_us, count, nargs, fn; then x[], v[]
+        rows[seeded, at:at + 8 * guest.nx] = x.view(np.uint8)
+        at += 8 * guest.nx
+        rows[seeded, at:at + 8 * NV] = vs[states].view(np.uint8)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> "_Request":
+        t = self.template
+        return _Request(memoryview(self.rows[i]), t.reply_bytes, t.arrays, t.names, t.what, t.frame)
+
+
 class _Built:
     """requests[i], built when first asked for (by the writer, as the pipe takes it: building call i + k's request
     overlaps with the guest running call i) and kept (its reply is read later; a new process is sent it again)."""
@@ -811,6 +925,7 @@ class _Request:
     arrays: list
     names: list
     what: str
+    frame: tuple = ()       # what its fixed words are made of (QemuMachine._fixed_words)
 
 
 def _temporary(prefix: str) -> Path:
@@ -840,6 +955,13 @@ def _seeded_state(state: int, nargs: int, guest: str = "aarch64") -> tuple[np.nd
     x = np.zeros(RISCV64.nx if riscv else NX, np.uint64)
     x[list(xs)] = list(xs.values())
     return x, np.frombuffer(vs, np.uint64)
+
+
+@lru_cache(maxsize=None)
+def _seeded_table(nargs: int, guest: str = "aarch64") -> tuple[np.ndarray, np.ndarray]:
+    """Every register state's x words and v words, one row per state (call_batch's requests)."""
+    states = [_seeded_state(state, nargs, guest) for state in range(REGISTER_STATES)]
+    return np.stack([x for x, _ in states]), np.stack([v for _, v in states])
 
 
 @lru_cache(maxsize=None)

@@ -150,11 +150,21 @@ class EmulatedExecutor:
                 outcomes[i] = e
             return outcomes
         params = list(k.params.values())
-        for i in positions:
-            calls.append((M, N, K, np.ascontiguousarray(As[i]), np.ascontiguousarray(Bs[i]),
-                          poison((M, N), np.int32, seeds[i]), poison(size, np.uint8, seeds[i] + 1), *params))
-        results = self.machine.call_many(k.symbol, calls, names=["M", "N", "K", "A", "B", "C", "work", *k.params],
-                                         overread=k.overread, seeds=[seeds[i] for i in positions])
+        names = ["M", "N", "K", "A", "B", "C", "work", *k.params]
+        chosen = [seeds[i] for i in positions]
+        if hasattr(self.machine, "call_batch"):         # qemu-user: the requests laid out for many cases at once
+            first = positions[0]
+            varying = {"A": np.stack([As[i] for i in positions]), "B": np.stack([Bs[i] for i in positions]),
+                       "C": poison_rows((M, N), np.int32, chosen), "work": poison_rows(size, np.uint8,
+                                                                                   [s + 1 for s in chosen])}
+            template = (M, N, K, As[first], Bs[first], varying["C"][0], varying["work"][0], *params)
+            results = self.machine.call_batch(k.symbol, template, names=names, seeds=chosen, varying=varying,
+                                              overread=k.overread)
+        else:
+            for i in positions:
+                calls.append((M, N, K, np.ascontiguousarray(As[i]), np.ascontiguousarray(Bs[i]),
+                              poison((M, N), np.int32, seeds[i]), poison(size, np.uint8, seeds[i] + 1), *params))
+            results = self.machine.call_many(k.symbol, calls, names=names, overread=k.overread, seeds=chosen)
         for i, r in zip(positions, results):
             if isinstance(r, BaseException):
                 outcomes[i] = r
@@ -183,6 +193,24 @@ class EmulatedExecutor:
                 total.update(r.mnemonics or {})
             self.last.mnemonics = dict(total.most_common())
         return inv.result(out)
+
+
+def poison_rows(shape, dtype, seeds) -> np.ndarray:
+    """np.stack([executors.poison(shape, dtype, s) for s in seeds]), in a few numpy operations: byte j of
+    poison(seed) is the pool's byte (seed * 7919 + j) mod its size (a window into it, wrapping around)."""
+    from .executors import _POISON_POOL, poison
+    dtype = np.dtype(dtype)
+    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if len(seeds) * nbytes > POISON_ROWS_BYTES:       # the index array would be large: one window at a time
+        return np.stack([poison(shape, dtype, s) for s in seeds]).reshape(len(seeds), *shape)
+    size = _POISON_POOL.size
+    starts = np.array([(s * 7919) % size for s in seeds], np.int64)
+    rows = _POISON_POOL[(starts[:, None] + np.arange(nbytes, dtype=np.int64)) % size]
+    return rows.view(dtype).reshape(len(seeds), *shape)
+
+
+POISON_ROWS_BYTES = 1 << 24
 
 
 def _outcome(run):

@@ -12,7 +12,8 @@ import pytest
 from lowp.emulator.errors import BudgetExceeded, EmulatorError, OutOfBounds, Trap
 from lowp.emulator.qemu import QemuDied, unavailable
 from lowp.kernels import kernel
-from lowp.kernels.emulated import EmulatedExecutor, QemuExecutor, bench_cases_per_second
+from lowp.kernels.emulated import EmulatedExecutor, QemuExecutor, bench_cases_per_second, poison_rows
+from lowp.kernels.executors import poison
 
 pytestmark = pytest.mark.emulated
 BACKENDS = [pytest.param("unicorn"),
@@ -153,8 +154,33 @@ def test_untouched_elements_keep_the_seeds_poison(backend, source):
     As, Bs = cases(5, (2, 3, 4))
     batched = make(backend, k).run_many(As, Bs, seeds=[11, 12, 13, 14, 15])
     assert_same(batched, per_case(make(backend, k), As, Bs, [11, 12, 13, 14, 15]))
-    from lowp.kernels.executors import poison
     assert np.array_equal(batched[2], poison((2, 3), np.int32, 13))
+
+
+def test_poison_rows_are_the_seeds_poison_windows_wrapping_ones_too():
+    pool = 1 << 20
+    wrapping = [s for s in range(400_000) if (s * 7919) % pool > pool - 4000][:4]
+    seeds = [0, 1, 13, 2 ** 40 + 3, *wrapping]
+    for shape, dtype in (((7, 143), np.int32), (3999, np.uint8), ((1,), np.uint8)):
+        rows = poison_rows(shape, dtype, seeds)
+        assert np.array_equal(rows, np.stack([poison(shape, dtype, s) for s in seeds]))
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+def test_a_batchs_requests_are_the_bytes_call_sends(source):
+    """call_batch lays out many requests with numpy: each is, byte for byte, the request call() builds."""
+    from lowp.emulator.qemu import _Rows
+    ex = QemuExecutor(variant(source, "good"))
+    m = ex.machine
+    As, Bs = cases(6, (2, 3, 5))
+    seeds = [0, 1, 64, 65, 1000, 7]
+    C, W = poison_rows((2, 3), np.int32, seeds), poison_rows(64, np.uint8, [s + 1 for s in seeds])
+    names = ["M", "N", "K", "A", "B", "C", "work"]
+    template = m._request("bb_good_gemm", (2, 3, 5, As[0], Bs[0], C[0], W[0]), names, {}, None, (), 10.0, False)
+    rows = _Rows(m, template, seeds, {"A": np.stack(As), "B": np.stack(Bs), "C": C, "work": W})
+    for i, seed in enumerate(seeds):
+        single = m._request("bb_good_gemm", (2, 3, 5, As[i], Bs[i], C[i], W[i]), names, {}, seed, (), 10.0, False)
+        assert bytes(rows[i].data) == single.data and rows[i].reply_bytes == single.reply_bytes
 
 
 # ---- faults: each is its own case's, the others get their C -------------------------------------------------------
