@@ -499,7 +499,8 @@ class QemuMachine(GuestProcess):
         if self._log is not None:
             # a logging process restarts after LOG_IDLE uncounted calls: call() one by one keeps that as it is
             return [self._outcome(lambda: self.call(symbol, *args, names=names, overread=overread, seed=seed,
-                                                    seconds=seconds, budget=budget)) for args, seed in zip(calls, seeds)]
+                                                    seconds=seconds, budget=budget))
+                    for args, seed in zip(calls, seeds)]
         seconds = self._seconds(seconds, budget)
         requests = _Built(lambda i: self._request(symbol, calls[i], names, overread, seeds[i], (), seconds, False),
                           len(calls))

@@ -105,15 +105,17 @@ class EmulatedExecutor:
         bad operands), never raised here; raised only when the machine cannot run at all (qemu missing). All
         cases have one (M, N, K). The machine is the one run() uses and its static data persists from case to
         case as from call to call, so the outcomes are those of the same run() calls in the same order.
-        A `gemm` kernel's cases go to machine.call_many (qemu-user: pipelined requests; Unicorn: one layout, per
-        case only the memory refresh and the call). A quantized or XNNPACK-ABI kernel stays per case (its
-        adapter makes several ukernel calls per case, with their own buffers): run() in a loop."""
+        A `gemm` kernel's cases go to the machine as one batch (qemu-user: call_batch, pipelined requests laid
+        out with numpy; Unicorn and Bochs: call_many, one layout, per case the memory refresh and the call). A
+        quantized or XNNPACK-ABI kernel stays per case (its adapter makes several ukernel calls per case, with
+        their own buffers and parameters): run() in a loop. docs/batch-emulated.md says why."""
         if not len(As) == len(Bs) == len(seeds):
             raise ValueError(f"run_many: {len(As)} A, {len(Bs)} B and {len(seeds)} seeds")
         if not As:
             return []
-        shapes = {(A.shape[0], B.shape[1] if B.ndim == 2 else None, A.shape[1]) for A, B in zip(As, Bs)}
-        if len(shapes) != 1:
+        shapes = {(np.shape(A)[0], np.shape(B)[1], np.shape(A)[1]) for A, B in zip(As, Bs)
+                  if np.ndim(A) == 2 and np.ndim(B) == 2}         # the others: check_operands names them per case
+        if len(shapes) > 1:
             raise ValueError(f"run_many: the cases of one batch have one (M, N, K), got {sorted(shapes)}")
         self._check_machine()
         if self.kernel.quantized:
@@ -128,10 +130,10 @@ class EmulatedExecutor:
             raise EmulatorError(f"{self.kernel.name}: {reason}")
 
     def _run_gemm_many(self, As, Bs, seeds) -> list:
-        from .executors import poison
+        """run_many of a `gemm` kernel: the cases whose operands pass check_operands, as one batch."""
         k = self.kernel
         outcomes: list = [None] * len(As)
-        calls, positions = [], []
+        positions = []
         for i, (A, B) in enumerate(zip(As, Bs)):
             try:
                 k.check_operands(A, B)
@@ -152,18 +154,18 @@ class EmulatedExecutor:
         params = list(k.params.values())
         names = ["M", "N", "K", "A", "B", "C", "work", *k.params]
         chosen = [seeds[i] for i in positions]
+        # C and the workspace start as each case's poison, as in run()
+        Cs, works = poison_rows((M, N), np.int32, chosen), poison_rows(size, np.uint8, [s + 1 for s in chosen])
         if hasattr(self.machine, "call_batch"):         # qemu-user: the requests laid out for many cases at once
             first = positions[0]
             varying = {"A": np.stack([As[i] for i in positions]), "B": np.stack([Bs[i] for i in positions]),
-                       "C": poison_rows((M, N), np.int32, chosen), "work": poison_rows(size, np.uint8,
-                                                                                   [s + 1 for s in chosen])}
-            template = (M, N, K, As[first], Bs[first], varying["C"][0], varying["work"][0], *params)
+                       "C": Cs, "work": works}
+            template = (M, N, K, As[first], Bs[first], Cs[0], works[0], *params)
             results = self.machine.call_batch(k.symbol, template, names=names, seeds=chosen, varying=varying,
                                               overread=k.overread)
         else:
-            for i in positions:
-                calls.append((M, N, K, np.ascontiguousarray(As[i]), np.ascontiguousarray(Bs[i]),
-                              poison((M, N), np.int32, seeds[i]), poison(size, np.uint8, seeds[i] + 1), *params))
+            calls = [(M, N, K, np.ascontiguousarray(As[i]), np.ascontiguousarray(Bs[i]), Cs[j], works[j], *params)
+                     for j, i in enumerate(positions)]
             results = self.machine.call_many(k.symbol, calls, names=names, overread=k.overread, seeds=chosen)
         for i, r in zip(positions, results):
             if isinstance(r, BaseException):
