@@ -49,8 +49,8 @@ struct frame {
 struct buffer {               /* one argument's mapping, kept while its size repeats */
     char *map;                /* the whole mapping: guard page, [lo, hi), guard page */
     uint64_t total;           /* bytes of the whole mapping */
-    char *intact_base;        /* the base of the last call whose canaries (below base and over-read) were found */
-    uint64_t intact_size;     /* intact after it, with its size; 0 (no base): fill them before the next call */
+    char *intact_base;        /* the base and size of this slot's buffer if the last call found its canaries */
+    uint64_t intact_size;     /* (below the base, the over-read) intact after it; base 0: fill them this call */
 };
 
 static struct buffer buffers[MAX_ARGS];
@@ -205,16 +205,24 @@ static void lowpq_serve_call(void) {
     static struct iovec iov[MAX_IOV];
     uint64_t nargs = request.nargs;
     if (nargs > MAX_ARGS) lowp_exit(7);
+    /* what the last call's check found holds for the next call only: a slot that is no buffer in this call is
+       not checked after it, and its mapping (still there) could be written meanwhile */
+    for (uint64_t i = nargs; i < MAX_ARGS; i++) buffers[i].intact_base = 0;
     int n = 0;
     for (uint64_t i = 0; i < nargs; i++) {
         uint64_t size = request.args[i][1], after = request.args[i][2], kind = request.args[i][0];
-        if (kind == 0) continue;
+        if (kind == 0) {
+            buffers[i].intact_base = 0;
+            continue;
+        }
         uint64_t mapped = up(size + after ? size + after : 1, page);
         lo[i] = lowpq_place((int)i, mapped);
         base[i] = lo[i] + mapped - after - size;
-        struct buffer *b = &buffers[i];
-        if (b->intact_base != base[i] || b->intact_size != size) {
-            /* a batch of one shape skips this: the last call's check found the same canaries intact */
+        struct buffer *b = &buffers[i];       /* (a new mapping has no intact canaries: lowpq_place) */
+        int intact = b->intact_base == base[i] && b->intact_size == size;
+        b->intact_base = 0;                   /* until this call's check finds them intact */
+        if (!intact) {
+            /* a batch of one shape skips this: the last call's check found these canaries intact */
             lowpq_fill((unsigned char *)lo[i], (uint64_t)(base[i] - lo[i]));
             lowpq_fill((unsigned char *)base[i] + size, after);
         }
