@@ -99,7 +99,7 @@ class EmulatedExecutor:
                                       overread=k.overread, seed=seed, **options)
         return self.last["C"]
 
-    def run_many(self, As: list, Bs: list, *, seeds: list[int]) -> list:
+    def run_many(self, As: list, Bs: list, *, seeds: list[int], quants: list[dict] | None = None) -> list:
         """run(A, B, seed=seed) for each case, in order, as one batch on this executor's machine: per case C, or
         the exception run() would have raised for it (a fault, an out-of-bounds access, a budget, canary damage,
         bad operands), never raised here; raised only when the machine cannot run at all (qemu missing). All
@@ -108,9 +108,13 @@ class EmulatedExecutor:
         A `gemm` kernel's cases go to the machine as one batch (qemu-user: call_batch, pipelined requests laid
         out with numpy; Unicorn and Bochs: call_many, one layout, per case the memory refresh and the call). A
         quantized or XNNPACK-ABI kernel stays per case (its adapter makes several ukernel calls per case, with
-        their own buffers and parameters): run() in a loop. docs/batch-emulated.md says why."""
+        their own buffers and parameters): run(A, B, seed=seed, quant=quant) in a loop, `quants` giving each
+        case's parameters (without them, each case is run()'s ValueError). docs/batch-emulated.md says why."""
         if not len(As) == len(Bs) == len(seeds):
             raise ValueError(f"run_many: {len(As)} A, {len(Bs)} B and {len(seeds)} seeds")
+        quants = list(quants) if quants is not None else [None] * len(As)
+        if len(quants) != len(As):
+            raise ValueError(f"run_many: {len(quants)} quants for {len(As)} cases")
         if not As:
             return []
         shapes = {(np.shape(A)[0], np.shape(B)[1], np.shape(A)[1]) for A, B in zip(As, Bs)
@@ -119,7 +123,8 @@ class EmulatedExecutor:
             raise ValueError(f"run_many: the cases of one batch have one (M, N, K), got {sorted(shapes)}")
         self._check_machine()
         if self.kernel.quantized:
-            return [_outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
+            return [_outcome(lambda: self.run(A, B, seed=seed, quant=quant))
+                    for A, B, seed, quant in zip(As, Bs, seeds, quants)]
         return self._run_gemm_many(As, Bs, seeds)
 
     def _check_machine(self) -> None:

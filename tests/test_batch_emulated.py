@@ -303,3 +303,27 @@ def test_no_qemu_is_the_batchs_failure_not_its_cases(monkeypatch):
 def test_bench_cases_per_second_runs_and_counts(backend):
     rate = bench_cases_per_second(kernel("sdot_s8_neon"), 200, seed=1, backend=backend, batch=50)
     assert rate > 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_quantized_kernel_runs_case_by_case_with_each_cases_parameters(backend):
+    """An XNNPACK-ABI kernel stays per case (several ukernel calls a case): run_many is run() with `quants`."""
+    from pathlib import Path
+
+    import lowp.kernels
+    from lowp.conformance import quantized
+    from lowp.kernels import load_toml
+    from lowp.kernels.registry import _KERNELS
+    name = "xnn_qs8_rndnu_4x8_neon_mlal_lane"
+    toml = Path(lowp.kernels.__file__).parent / "quantized" / "aarch64.toml"
+    k = _KERNELS[name] if name in _KERNELS else {k.name: k for k in load_toml(toml)}[name]
+    rng = np.random.default_rng(3)
+    As = [rng.integers(-128, 128, (5, 13), dtype=np.int8) for _ in range(3)]
+    Bs = [rng.integers(-128, 128, (13, 11), dtype=np.int8) for _ in range(3)]
+    quants = [quantized.draw_params(k, A, B, i, "typical") for i, (A, B) in enumerate(zip(As, Bs))]
+    got = make(backend, k).run_many(As, Bs, seeds=[0, 1, 2], quants=quants)
+    single = make(backend, k)
+    for i, (A, B, q) in enumerate(zip(As, Bs, quants)):
+        assert np.array_equal(got[i], single.run(A, B, seed=i, quant=q))
+    missing = make(backend, k).run_many(As[:1], Bs[:1], seeds=[0])
+    assert isinstance(missing[0], ValueError) and "quantization parameters" in str(missing[0])
