@@ -327,3 +327,16 @@ def test_a_quantized_kernel_runs_case_by_case_with_each_cases_parameters(backend
         assert np.array_equal(got[i], single.run(A, B, seed=i, quant=q))
     missing = make(backend, k).run_many(As[:1], Bs[:1], seeds=[0])
     assert isinstance(missing[0], ValueError) and "quantization parameters" in str(missing[0])
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+def test_a_batch_longer_than_the_pipes_hold_survives_deaths_in_its_middle(source):
+    """1,500 requests of ~1.6 KiB fill the 1 MiB pipes twice over: the guest dies at cases 400 and 1100, with
+    requests written past them; each death is its case's, and every other case gets its C."""
+    ex = QemuExecutor(variant(source, "die"))
+    As, Bs = cases(1500, (2, 3, 4), trigger_at=(400, 1100))
+    got = ex.run_many(As, Bs, seeds=list(range(1500)))
+    assert [i for i, o in enumerate(got) if isinstance(o, BaseException)] == [400, 1100]
+    assert all(isinstance(got[i], QemuDied) for i in (400, 1100))
+    expected = np.einsum("imk,ikn->imn", np.stack(As).astype(np.int32), np.stack(Bs).astype(np.int32))
+    assert all(np.array_equal(got[i], expected[i]) for i in range(1500) if i not in (400, 1100))
