@@ -340,3 +340,17 @@ def test_a_batch_longer_than_the_pipes_hold_survives_deaths_in_its_middle(source
     assert all(isinstance(got[i], QemuDied) for i in (400, 1100))
     expected = np.einsum("imk,ikn->imn", np.stack(As).astype(np.int32), np.stack(Bs).astype(np.int32))
     assert all(np.array_equal(got[i], expected[i]) for i in range(1500) if i not in (400, 1100))
+
+
+def test_bochs_runs_a_batch_call_by_call_with_the_same_outcomes():
+    """Bochs stays one call at a time (BochsMachine.call_many is call() in a loop): the same outcomes as run()."""
+    from lowp.emulator.bochs import unavailable as bochs_unavailable
+    from lowp.kernels import executor
+    if bochs_unavailable():
+        pytest.skip(bochs_unavailable())
+    k = kernel("u8s8s32_avx512vnni")
+    rng = np.random.default_rng(5)
+    As = [rng.integers(0, 256, (3, 9), dtype=np.uint8) for _ in range(3)]
+    Bs = [rng.integers(-128, 128, (9, 5), dtype=np.int8) for _ in range(3)]
+    got = executor(k, "bochs").run_many(As, Bs, seeds=[4, 5, 6])
+    assert_same(got, per_case(executor(k, "bochs"), As, Bs, [4, 5, 6]))
