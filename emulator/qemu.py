@@ -86,10 +86,10 @@ SIGNAL_NAMES = {4: "SIGILL", 5: "SIGTRAP", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEG
 KEEP = ("-Wl,--no-gc-sections",)
 INSTALL = "apt-get install qemu-user (Debian/Ubuntu), or set LOWP_QEMU_AARCH64 to a qemu-aarch64 binary"
 COMMON = HERE / "qemu_driver_common.h"
-RISCV64_VLENS = (128, 256, 512, 1024)
-PIPE_BYTES = 1 << 20              # the pipes' size for pipelined calls (call_many)
-WRITE_BYTES = 64 << 10            # requests gathered into one write (call_many)
-BATCH_BYTES = 16 << 20            # call_batch's requests laid out at once     # what qemu-riscv64 7.2 accepts (as lowp.emulator.rvv.VLENS)
+RISCV64_VLENS = (128, 256, 512, 1024)     # what qemu-riscv64 7.2 accepts (as lowp.emulator.rvv.VLENS)
+PIPE_BYTES = 1 << 20              # the pipes' size for pipelined calls (call_many, call_batch)
+WRITE_BYTES = 64 << 10            # requests gathered into one write (call_many, call_batch)
+BATCH_BYTES = 16 << 20            # call_batch's requests laid out at once
 
 
 def vector_length_cpu(bits: int) -> str:
@@ -849,7 +849,7 @@ class _Rows:
         seeded = [k for k, s in enumerate(seeds) if s is not None]
         if not seeded:
             return
-        entry, scalars, kinds, micro, counted = self.template.frame
+        _, scalars, kinds, _, _ = self.template.frame
         xs, vs = _seeded_table(min(len(kinds) // 3, 8), guest.name)
         states = np.array([seeds[k] % REGISTER_STATES for k in seeded], np.int64)
         x = xs[states]
@@ -890,7 +890,7 @@ class _Writer:
     """The requests from `first` on not yet written to the guest, written as far as its pipe takes them, up to
     WRITE_BYTES at a time in one writev (a write per request would wake the guest once per call)."""
 
-    def __init__(self, requests: _Built, first: int):
+    def __init__(self, requests: "_Built | _Rows", first: int):
         self.requests, self.next, self.views = requests, first, []
 
     def pending(self) -> bool:
