@@ -5,7 +5,7 @@ Faults (out-of-bounds access, runaway loops, undefined instructions) come back a
 buffer, offset and instruction."""
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -203,21 +203,26 @@ class EmulatedExecutor:
 
 
 def poison_rows(shape, dtype, seeds) -> np.ndarray:
-    """np.stack([executors.poison(shape, dtype, s) for s in seeds]), in a few numpy operations: byte j of
-    poison(seed) is the pool's byte (seed * 7919 + j) mod its size (a window into it, wrapping around)."""
+    """np.stack([executors.poison(shape, dtype, s) for s in seeds]), in a few numpy operations: poison(seed) is
+    the window of the poison pool that starts at seed * 7919 (mod its size) and wraps around, so each row is a
+    window of the pool laid twice end to end."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
     from .executors import _POISON_POOL, poison
     dtype = np.dtype(dtype)
     shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if len(seeds) * nbytes > POISON_ROWS_BYTES:       # the index array would be large: one window at a time
+    if nbytes > _POISON_POOL.size:         # more than the pool: poison repeats it; one window at a time
         return np.stack([poison(shape, dtype, s) for s in seeds]).reshape(len(seeds), *shape)
-    size = _POISON_POOL.size
-    starts = np.array([(s * 7919) % size for s in seeds], np.int64)
-    rows = _POISON_POOL[(starts[:, None] + np.arange(nbytes, dtype=np.int64)) % size]
+    starts = np.array([(s * 7919) % _POISON_POOL.size for s in seeds], np.int64)
+    rows = sliding_window_view(_doubled_pool(), max(nbytes, 1))[starts, :nbytes]
     return rows.view(dtype).reshape(len(seeds), *shape)
 
 
-POISON_ROWS_BYTES = 1 << 24
+@lru_cache(maxsize=1)
+def _doubled_pool() -> np.ndarray:
+    from .executors import _POISON_POOL
+    return np.concatenate([_POISON_POOL, _POISON_POOL])
 
 
 def _outcome(run):
