@@ -414,7 +414,8 @@ class Machine:
                 out.append(np.frombuffer(data, b.array.dtype).reshape(b.array.shape).copy())
                 if below == _canary(len(below)) and over == _canary(len(over)):
                     self._intact.add((b.lo, b.base, b.hi))
-                error = error or canary_damage(b, below, over)
+                elif error is None:
+                    error = canary_damage(b, below, over)
         finally:
             self._state = None
         instructions = s["total"] if count else None
