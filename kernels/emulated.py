@@ -5,7 +5,7 @@ Faults (out-of-bounds access, runaway loops, undefined instructions) come back a
 buffer, offset and instruction."""
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -99,6 +99,87 @@ class EmulatedExecutor:
                                       overread=k.overread, seed=seed, **options)
         return self.last["C"]
 
+    def run_many(self, As: list, Bs: list, *, seeds: list[int], quants: list[dict] | None = None) -> list:
+        """run(A, B, seed=seed) for each case, in order, as one batch on this executor's machine: per case C, or
+        the exception run() would have raised for it (a fault, an out-of-bounds access, a budget, canary damage,
+        bad operands), never raised here; raised only when the machine cannot run at all (qemu missing). All
+        cases have one (M, N, K). The machine is the one run() uses and its static data persists from case to
+        case as from call to call, so the outcomes are those of the same run() calls in the same order.
+        A `gemm` kernel's cases go to the machine as one batch (qemu-user: call_batch, pipelined requests laid
+        out with numpy; Unicorn and Bochs: call_many, one layout, per case the memory refresh and the call). A
+        quantized or XNNPACK-ABI kernel stays per case (its adapter makes several ukernel calls per case, with
+        their own buffers and parameters): run(A, B, seed=seed, quant=quant) in a loop, `quants` giving each
+        case's parameters (without them, each case is run()'s ValueError). docs/batch-emulated.md says why."""
+        if not len(As) == len(Bs) == len(seeds):
+            raise ValueError(f"run_many: {len(As)} A, {len(Bs)} B and {len(seeds)} seeds")
+        quants = list(quants) if quants is not None else [None] * len(As)
+        if len(quants) != len(As):
+            raise ValueError(f"run_many: {len(quants)} quants for {len(As)} cases")
+        if not As:
+            return []
+        shapes = {(np.shape(A)[0], np.shape(B)[1], np.shape(A)[1]) for A, B in zip(As, Bs)
+                  if np.ndim(A) == 2 and np.ndim(B) == 2}         # the others: check_operands names them per case
+        if len(shapes) > 1:
+            raise ValueError(f"run_many: the cases of one batch have one (M, N, K), got {sorted(shapes)}")
+        self._check_machine()
+        if self.kernel.quantized:
+            return [_outcome(lambda: self.run(A, B, seed=seed, quant=quant))
+                    for A, B, seed, quant in zip(As, Bs, seeds, quants)]
+        return self._run_gemm_many(As, Bs, seeds)
+
+    def _check_machine(self) -> None:
+        """An infrastructure failure (no qemu-aarch64 here) is the batch's, not its cases': raise it."""
+        reason = self.target.unavailable()
+        if reason:
+            from lowp.emulator.errors import EmulatorError
+            raise EmulatorError(f"{self.kernel.name}: {reason}")
+
+    def _run_gemm_many(self, As, Bs, seeds) -> list:
+        """run_many of a `gemm` kernel: the cases whose operands pass check_operands, as one batch."""
+        k = self.kernel
+        outcomes: list = [None] * len(As)
+        positions = []
+        for i, (A, B) in enumerate(zip(As, Bs)):
+            try:
+                k.check_operands(A, B)
+            except Exception as e:          # noqa: BLE001 - run() raises it for this case alone
+                outcomes[i] = e
+                continue
+            positions.append(i)
+        if not positions:
+            return outcomes
+        M, K = As[positions[0]].shape
+        N = Bs[positions[0]].shape[1]
+        try:
+            size = max(int(self.workspace_bytes(M, N, K)), 1)
+        except Exception as e:              # noqa: BLE001 - every case's run() would raise it
+            for i in positions:
+                outcomes[i] = e
+            return outcomes
+        params = list(k.params.values())
+        names = ["M", "N", "K", "A", "B", "C", "work", *k.params]
+        chosen = [seeds[i] for i in positions]
+        # C and the workspace start as each case's poison, as in run()
+        Cs, works = poison_rows((M, N), np.int32, chosen), poison_rows(size, np.uint8, [s + 1 for s in chosen])
+        if hasattr(self.machine, "call_batch"):         # qemu-user: the requests laid out for many cases at once
+            first = positions[0]
+            varying = {"A": np.stack([As[i] for i in positions]), "B": np.stack([Bs[i] for i in positions]),
+                       "C": Cs, "work": works}
+            template = (M, N, K, As[first], Bs[first], Cs[0], works[0], *params)
+            results = self.machine.call_batch(k.symbol, template, names=names, seeds=chosen, varying=varying,
+                                              overread=k.overread)
+        else:
+            calls = [(M, N, K, np.ascontiguousarray(As[i]), np.ascontiguousarray(Bs[i]), Cs[j], works[j], *params)
+                     for j, i in enumerate(positions)]
+            results = self.machine.call_many(k.symbol, calls, names=names, overread=k.overread, seeds=chosen)
+        for i, r in zip(positions, results):
+            if isinstance(r, BaseException):
+                outcomes[i] = r
+            else:
+                outcomes[i] = r["C"]
+                self.last = r
+        return outcomes
+
     def _run_quantized(self, A, B, quant, seed, work_seed, options, **abi_options) -> np.ndarray:
         """A quantized signature: its adapter's calls, one machine.call each (the mnemonic counts add up)."""
         from collections import Counter
@@ -121,9 +202,69 @@ class EmulatedExecutor:
         return inv.result(out)
 
 
+def poison_rows(shape, dtype, seeds) -> np.ndarray:
+    """np.stack([executors.poison(shape, dtype, s) for s in seeds]), in a few numpy operations: poison(seed) is
+    the window of the poison pool that starts at seed * 7919 (mod its size) and wraps around, so each row is a
+    window of the pool laid twice end to end."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    from .executors import _POISON_POOL, poison
+    dtype = np.dtype(dtype)
+    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes > _POISON_POOL.size:         # more than the pool: poison repeats it; one window at a time
+        return np.stack([poison(shape, dtype, s) for s in seeds]).reshape(len(seeds), *shape)
+    starts = np.array([(s * 7919) % _POISON_POOL.size for s in seeds], np.int64)
+    rows = sliding_window_view(_doubled_pool(), max(nbytes, 1))[starts, :nbytes]
+    return rows.view(dtype).reshape(len(seeds), *shape)
+
+
+@lru_cache(maxsize=1)
+def _doubled_pool() -> np.ndarray:
+    from .executors import _POISON_POOL
+    return np.concatenate([_POISON_POOL, _POISON_POOL])
+
+
+def _outcome(run):
+    """run()'s result, or the exception it raised (a case's outcome in run_many)."""
+    try:
+        return run()
+    except Exception as e:                  # noqa: BLE001 - the case's, returned in its place
+        return e
+
+
 class QemuExecutor(EmulatedExecutor):
     """The same calls under qemu-user (lowp.emulator.qemu.QemuMachine): one long-lived process per executor serves
     every call, so SVE, SME and FEAT_I8MM kernels run on qemu's own implementation (Unicorn 2.1.4 lacks them).
     Budgets are time (an instruction budget is converted); counts come from lowp's TCG plugin. The kernel's
     vector_bits choose qemu's SVE/SME vector length (the target's cpu)."""
     default_backend = "qemu"
+
+
+def bench_cases_per_second(kernel: Kernel, n: int, seed: int = 0, *, backend: str | None = None, batch: int = 100,
+                           largest: tuple[int, int, int] = (9, 17, 64)) -> float:
+    """Cases per second of `kernel`'s executor (executors.executor(kernel, backend)) through run_many: n random
+    cases drawn from `seed` in batches of `batch` cases of one random shape M x N x K up to `largest` (issue 26's
+    4x8 SDOT target: M <= 9, N <= 17, K <= 64), operands over the kernel's domain. Only run_many is timed
+    (execution and transfer, the machine's start and the kernel's build left out): the model comparison is the
+    engine's. A case that faults counts as run."""
+    import time
+
+    from .executors import executor
+    ex = executor(kernel, backend)
+    rng = np.random.default_rng(seed)
+    (alo, ahi), (blo, bhi) = kernel.domain.a, kernel.domain.b
+    batches = []
+    for start in range(0, n, batch):
+        size = min(batch, n - start)
+        M, N, K = (int(rng.integers(1, top + 1)) for top in largest)
+        As = [rng.integers(alo, ahi, (M, K), endpoint=True).astype(kernel.a_dtype) for _ in range(size)]
+        Bs = [rng.integers(blo, bhi, (K, N), endpoint=True).astype(kernel.b_dtype) for _ in range(size)]
+        batches.append((As, Bs, list(range(start, start + size))))
+    ex.run_many(batches[0][0][:1], batches[0][1][:1], seeds=[0])       # build, start the machine
+    elapsed = 0.0
+    for As, Bs, seeds in batches:
+        t0 = time.perf_counter()
+        ex.run_many(As, Bs, seeds=seeds)
+        elapsed += time.perf_counter() - t0
+    return n / elapsed if elapsed else float("inf")
