@@ -60,6 +60,48 @@ def _disassembler():
     return md
 
 
+@lru_cache(maxsize=1)
+def _vex_to_evex() -> dict:
+    """iced-x86 codes of the VEX-encoded AVX-VNNI dot products, and their EVEX twins (AVX512_VNNI), which capstone
+    5 decodes: the same operation on the same operands."""
+    import iced_x86
+    out = {}
+    for name in ("VPDPBUSD", "VPDPBUSDS", "VPDPWSSD", "VPDPWSSDS"):
+        for reg, mem in (("XMM", "XMMM128"), ("YMM", "YMMM256")):
+            out[getattr(iced_x86.Code, f"VEX_{name}_{reg}_{reg}_{mem}")] = \
+                getattr(iced_x86.Code, f"EVEX_{name}_{reg}_K1Z_{reg}_{mem}B32")
+    return out
+
+
+class _Transcoded:
+    """A capstone instruction decoded from another encoding of the same instruction; `next_address` is where the
+    original one ends (RIP-relative operands were re-encoded for the new length, so they address the same bytes)."""
+
+    def __init__(self, insn, next_address: int):
+        self._insn, self.next_address = insn, next_address
+
+    def __getattr__(self, name):
+        return getattr(self._insn, name)
+
+
+def _transcoded(code: bytes, pc: int):
+    """What capstone cannot decode but iced-x86 can and has an EVEX twin for (VEX AVX-VNNI), as that twin."""
+    try:
+        import iced_x86
+    except ImportError:
+        return None
+    insn = iced_x86.Decoder(64, code, ip=pc).decode()
+    twin = _vex_to_evex().get(insn.code)
+    if insn.is_invalid or twin is None:
+        return None
+    end = pc + insn.len
+    insn.code = twin
+    encoder = iced_x86.Encoder(64)
+    encoder.encode(insn, pc)
+    got = next(_disassembler().disasm(bytes(encoder.take_buffer()), pc, 1), None)
+    return None if got is None else _Transcoded(got, end)
+
+
 class X86:
     """One call's machine state and its run."""
 
@@ -81,7 +123,7 @@ class X86:
                 code = self.image.read(pc, 16)
             except KeyError:
                 raise Unsupported("a jump outside the loaded code", pc) from None
-            got = next(_disassembler().disasm(code, pc, 1), None)
+            got = next(_disassembler().disasm(code, pc, 1), None) or _transcoded(code, pc)
             if got is None:
                 raise Unsupported("an instruction capstone cannot decode", pc, code.hex())
             self._decoded[pc] = got
@@ -226,7 +268,7 @@ class X86:
             if handler is None:
                 self.fail(f"an instruction lowp prove does not model ({insn.mnemonic})")
             nxt = handler(self, insn, insn.operands)
-            pc = insn.address + insn.size if nxt is None else nxt
+            pc = getattr(insn, "next_address", insn.address + insn.size) if nxt is None else nxt
         return {"steps": steps, "mnemonics": self.mnemonics, "result": self.get("rax")}
 
 

@@ -20,7 +20,6 @@ HERE = Path(__file__).parent
 # Built-in kernels lowp prove does not prove yet, and why: each must stay UNKNOWN with this reason (a test fails
 # when one starts to prove, so the list cannot go stale).
 NOT_YET = {
-    "u8s8s32_avxvnni": "capstone cannot decode",               # VEX-encoded VPDPBUSD (AVX-VNNI): capstone 5
     "u8s8s32_amx": "capstone cannot decode|does not model",     # AMX tiles: capstone 5, and no symbolic tile state
     # seed 004's q4.6 and q8 drivers quantize on the fly: VPMULLD, VPCMPGTD and VPSHUFB by computed control
     "q46_avx2": "does not model|data-dependent", "q46_avx512bw": "does not model|data-dependent",
