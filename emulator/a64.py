@@ -95,6 +95,14 @@ def decode(word: int) -> Op | None:
             return op("urshl" if u else "srshl", (rn, T[size], half), (rm, S[size], half))
         if opcode == 0b10110 and size in (1, 2):
             return op("sqrdmulh" if u else "sqdmulh", (rn, S[size], half), (rm, S[size], half))
+        if opcode in (0b01000, 0b01001):
+            name = ("u" if u else "s") + ("qshl" if opcode & 1 else "shl")
+            return op(name, (rn, T[size], half), (rm, S[size], half))
+        if opcode in (0b01100, 0b01101) and size < 3:
+            name = ("u" if u else "s") + ("min" if opcode & 1 else "max")
+            return op(name, (rn, T[size], half), (rm, T[size], half))
+        if opcode == 0b10111 and not u:
+            return op("addp", (rn, S[size], half), (rm, S[size], half))
         return None
     # Advanced SIMD three same (extra): 0 Q U 01110 size 0 Rm 1 opcode 1 Rn Rd
     if word & 0x9F208400 == 0x0E008400:
@@ -135,6 +143,11 @@ def decode(word: int) -> Op | None:
             if esize_log == 3 and not q:
                 return None
             return op("urshr" if u else "srshr", (rn, T[esize_log], half), shift=2 * esize - immhb)
+        if opcode == 0b10100:                      # SSHLL/USHLL(2), SXTL/UXTL(2) at shift 0
+            if esize_log == 3:
+                return None
+            return op(("u" if u else "s") + "shll" + ("2" if q else ""), (rn, T[esize_log], half),
+                      shift=immhb - esize)
         name = {(0b10011, 0): "sqrshrn", (0b10011, 1): "uqrshrn", (0b10001, 1): "sqrshrun"}.get((opcode, u))
         if name is None or esize_log == 3:
             return None

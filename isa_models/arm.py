@@ -232,6 +232,75 @@ def uaddw2(a, b):
     return _addw(a, b, UNSIGNED[:3], 1)
 
 
+def _shll(a, shift, types, part):
+    a = _vec(a, "a", types, Q if part else D)
+    half = _upper(a) if part else a
+    n = _shift_count(shift, a.dtype.itemsize * 8 - 1, lo=0)
+    (x,) = _int(half)
+    return _bits(x << n, _WIDER[a.dtype])   # exact: an esize-bit element shifted by < esize fits 2*esize bits
+
+
+def sshll(a, shift):
+    """SSHLL: Elem[result, e, 2*esize] = (SInt(Elem[Vpart[n, 0], e, esize]) << shift)<2*esize-1:0>, shift 0..esize-1
+    (SXTL is SSHLL #0). Arm ARM DDI 0487, C7.2 SSHLL, SSHLL2."""
+    return _shll(a, shift, SIGNED[:3], 0)
+
+
+def sshll2(a, shift):
+    """SSHLL2: as SSHLL on Vpart[n, 1], the upper half of a 128-bit a (SXTL2 is SSHLL2 #0).
+    Arm ARM DDI 0487, C7.2 SSHLL, SSHLL2."""
+    return _shll(a, shift, SIGNED[:3], 1)
+
+
+def ushll(a, shift):
+    """USHLL: as SSHLL with UInt(element) (UXTL is USHLL #0). Arm ARM DDI 0487, C7.2 USHLL, USHLL2."""
+    return _shll(a, shift, UNSIGNED[:3], 0)
+
+
+def ushll2(a, shift):
+    """USHLL2: as USHLL on the upper half of a (UXTL2 is USHLL2 #0). Arm ARM DDI 0487, C7.2 USHLL, USHLL2."""
+    return _shll(a, shift, UNSIGNED[:3], 1)
+
+
+def addp(a, b):
+    """ADDP: concat = operand2:operand1; Elem[result, e, esize] = (Elem[concat, 2e, esize] +
+    Elem[concat, 2e+1, esize])<esize-1:0>: the pair sums of a, then of b, wrapping (signed or unsigned lanes alike).
+    Arm ARM DDI 0487, C7.2 ADDP (vector)."""
+    a = _vec(a, "a", SIGNED + UNSIGNED, DQ, 2)
+    b = _same("b", b, a.dtype, a.shape[-1])
+    x, y = _int(a, b)
+    concat = np.concatenate([x, y], axis=-1)           # lane 0 = operand1's lane 0
+    return _bits(concat[..., 0::2] + concat[..., 1::2], a.dtype)
+
+
+def _minmax(a, b, types, pick):
+    a = _vec(a, "a", types, DQ)
+    b = _same("b", b, a.dtype, a.shape[-1])
+    x, y = _int(a, b)
+    return _bits(pick(x, y), a.dtype)      # one of the two elements: it fits
+
+
+def smax(a, b):
+    """SMAX: Elem[result, e, esize] = Max(SInt(element1), SInt(element2))<esize-1:0>, 8/16/32-bit lanes.
+    Arm ARM DDI 0487, C7.2 SMAX."""
+    return _minmax(a, b, SIGNED[:3], np.maximum)
+
+
+def smin(a, b):
+    """SMIN: Elem[result, e, esize] = Min(SInt(element1), SInt(element2))<esize-1:0>. Arm ARM DDI 0487, C7.2 SMIN."""
+    return _minmax(a, b, SIGNED[:3], np.minimum)
+
+
+def umax(a, b):
+    """UMAX: Elem[result, e, esize] = Max(UInt(element1), UInt(element2))<esize-1:0>. Arm ARM DDI 0487, C7.2 UMAX."""
+    return _minmax(a, b, UNSIGNED[:3], np.maximum)
+
+
+def umin(a, b):
+    """UMIN: Elem[result, e, esize] = Min(UInt(element1), UInt(element2))<esize-1:0>. Arm ARM DDI 0487, C7.2 UMIN."""
+    return _minmax(a, b, UNSIGNED[:3], np.minimum)
+
+
 # -- dot products and matrix multiply-accumulate --------------------------------------------------------------
 
 def _dot(acc, a, b, a_t, b_t, index, acc_t=S32):
@@ -361,6 +430,47 @@ def urshl(a, b):
     """URSHL: as SRSHL with UInt(element); the shift (b) is still signed and only its low byte counts.
     Arm ARM DDI 0487, C7.2 URSHL."""
     return _rshl(a, b, UNSIGNED)
+
+
+def _shl(a, b, types, saturating):
+    a = _vec(a, "a", types, DQ)
+    b = _same("b", b, SIGNED[types.index(a.dtype)], a.shape[-1])
+    esize = a.dtype.itemsize * 8
+    shift = b.astype(np.uint8).view(np.int8).astype(np.int64)    # SInt(Elem[operand2, e, esize]<7:0>)
+    (x,) = _int(a)
+    if esize >= 32:                        # u32 << 32 leaves int64: Python integers
+        x, shift = x.astype(object), shift.astype(object)
+    left = shift >= 0
+    # A left shift of esize or more saturates every nonzero element (and leaves no low bits), a right shift of
+    # esize or more gives 0 or -1: capping the amount at esize changes no result and keeps the lanes exact.
+    shifted = x << np.where(left, np.minimum(shift, esize), 0)
+    floored = x >> np.where(left, 0, np.minimum(-shift, esize))
+    element = np.where(left, shifted, floored)
+    return _sat(element, a.dtype) if saturating else _bits(element, a.dtype)
+
+
+def sshl(a, b):
+    """SSHL: (register) shift = SInt(Elem[operand2, e, esize]<7:0>); element = SInt(Elem[operand1, e, esize]) << shift
+    (a negative shift is an arithmetic right shift, truncating); Elem[result, e, esize] = element<esize-1:0>: left
+    shifts wrap. Arm ARM DDI 0487, C7.2 SSHL."""
+    return _shl(a, b, SIGNED, False)
+
+
+def ushl(a, b):
+    """USHL: (register) as SSHL with UInt(element); the shift (b) is signed, its low byte counts.
+    Arm ARM DDI 0487, C7.2 USHL."""
+    return _shl(a, b, UNSIGNED, False)
+
+
+def sqshl(a, b):
+    """SQSHL: (register) element = SInt(Elem[operand1, e, esize]) << SInt(Elem[operand2, e, esize]<7:0>) (negative:
+    right, truncating); Elem[result, e, esize] = SignedSatQ(element, esize). Arm ARM DDI 0487, C7.2 SQSHL (register)."""
+    return _shl(a, b, SIGNED, True)
+
+
+def uqshl(a, b):
+    """UQSHL: (register) as SQSHL with UInt(element) and UnsignedSatQ. Arm ARM DDI 0487, C7.2 UQSHL (register)."""
+    return _shl(a, b, UNSIGNED, True)
 
 
 def _rshr_imm(a, shift, types):

@@ -162,6 +162,48 @@ def _register():
                 _add(f"vqadd{q}_{s}{e}", f"{sm}qadd", BASE, a, [f"a:{a}", f"b:{a}"], lambda a, b, m=getattr(arm, f"{sm}qadd"): m(a, b),
                      operands=f"{s}{e} + {s}{e} -> {s}{e}", overflow="saturates to the element type")
 
+    # SSHL/USHL, SQSHL/UQSHL (register): the shift is each lane's low byte, signed
+    for s in ("s", "u"):
+        for e in (8, 16, 32, 64):
+            for q, width in (("", 64), ("q", 128)):
+                a, sh = _t(s, e, width // e), _t("s", e, width // e)
+                _add(f"vshl{q}_{s}{e}", f"{s}shl", BASE, a, [f"a:{a}", f"b:{sh}"],
+                     lambda a, b, m=getattr(arm, f"{s}shl"): m(a, b), operands=f"{s}{e} << s{e}<7:0> -> {s}{e}",
+                     overflow="left shifts wrap; right shifts truncate")
+                _add(f"vqshl{q}_{s}{e}", f"{s}qshl", BASE, a, [f"a:{a}", f"b:{sh}"],
+                     lambda a, b, m=getattr(arm, f"{s}qshl"): m(a, b), operands=f"{s}{e} << s{e}<7:0> -> {s}{e}",
+                     overflow="left shifts saturate to the element type; right shifts truncate")
+
+    # SSHLL/USHLL(2), and SXTL/UXTL(2) = the shift 0 (vmovl)
+    for s in ("s", "u"):
+        for e in (8, 16, 32):
+            w = 2 * e
+            ops = dict(operands=f"{s}{e} << n -> {s}{w}", overflow="none (the widened shift is exact)")
+            narrow, upper, wide = _t(s, e, 64 // e), _t(s, e, 128 // e), _t(s, w, 64 // e)
+            for name, mnemonic, src in ((f"vshll_n_{s}{e}", f"{s}shll", narrow),
+                                        (f"vshll_high_n_{s}{e}", f"{s}shll2", upper)):
+                _add(name, mnemonic, BASE, wide, [f"a:{src}", f"n:0..{e - 1}"],
+                     lambda a, n, m=getattr(arm, mnemonic): m(a, n), **ops)
+            for name, mnemonic, src in ((f"vmovl_{s}{e}", f"{s}shll", narrow),
+                                        (f"vmovl_high_{s}{e}", f"{s}shll2", upper)):
+                _add(name, mnemonic, BASE, wide, [f"a:{src}"], lambda a, m=getattr(arm, mnemonic): m(a, 0), **ops)
+
+    # ADDP (vector: one instruction for signed and unsigned lanes), SMAX/SMIN/UMAX/UMIN
+    for s in ("s", "u"):
+        for e in (8, 16, 32, 64):
+            for q, width in (("", 64), ("q", 128)):
+                if e == 64 and not q:
+                    continue                   # ADDP has no 1D form (the scalar ADDP Dd, Vn.2D is another)
+                a = _t(s, e, width // e)
+                _add(f"vpadd{q}_{s}{e}", "addp", BASE, a, [f"a:{a}", f"b:{a}"], lambda a, b: arm.addp(a, b),
+                     operands=f"{s}{e} pairs of a:b -> {s}{e}", overflow=WRAP.format(e))
+                if e == 64:
+                    continue
+                for stem, mnemonic in (("vmax", f"{s}max"), ("vmin", f"{s}min")):
+                    _add(f"{stem}{q}_{s}{e}", mnemonic, BASE, a, [f"a:{a}", f"b:{a}"],
+                         lambda a, b, m=getattr(arm, mnemonic): m(a, b), operands=f"{s}{e}, {s}{e} -> {s}{e}",
+                         overflow="none")
+
     # SQRSHRN/UQRSHRN/SQRSHRUN(2), SQXTN/UQXTN/SQXTUN(2)
     narrows = (("vqrshrn", "s", "s", "sqrshrn"), ("vqrshrn", "u", "u", "uqrshrn"), ("vqrshrun", "s", "u", "sqrshrun"))
     moves = (("vqmovn", "s", "s", "sqxtn"), ("vqmovn", "u", "u", "uqxtn"), ("vqmovun", "s", "u", "sqxtun"))

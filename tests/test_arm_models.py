@@ -231,6 +231,33 @@ def test_sqxtn2_sqxtun_lanes(a, lo):
     assert arm.sqxtun(a).tolist() == [sat(int(x), 32, False) for x in a]
 
 
+@settings(max_examples=60, deadline=None)
+@given(lanes(S32, 4), lanes(S32, 4), lanes(U32, 4))
+def test_sqshl_sshl_uqshl_lanes(a, b, u):
+    def shifted(x, s):                      # SInt(shift<7:0>); a negative shift is a truncating right shift
+        s = wrap(s, 8)
+        return x << s if s >= 0 else x >> -s
+    assert arm.sqshl(a, b).tolist() == [sat(shifted(int(x), int(s)), 32) for x, s in zip(a, b)]
+    assert arm.sshl(a, b).tolist() == [wrap(shifted(int(x), int(s)), 32) for x, s in zip(a, b)]
+    assert arm.uqshl(u, b).tolist() == [sat(shifted(int(x), int(s)), 32, False) for x, s in zip(u, b)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(lanes(S16, 8), st.integers(0, 15), lanes(U8, 8))
+def test_sshll2_ushll_lanes(a, n, u):
+    assert arm.sshll2(a, n).tolist() == [int(x) << n for x in a[4:]]
+    assert arm.ushll(u, n % 8).tolist() == [int(x) << (n % 8) for x in u]
+
+
+@settings(max_examples=40, deadline=None)
+@given(lanes(S32, 4), lanes(S32, 4), lanes(S8, 8), lanes(S8, 8))
+def test_addp_smax_smin_lanes(a, b, c, d):
+    both = [int(x) for x in a] + [int(x) for x in b]
+    assert arm.addp(a, b).tolist() == [wrap(both[2 * e] + both[2 * e + 1], 32) for e in range(4)]
+    assert arm.smax(c, d).tolist() == [max(int(x), int(y)) for x, y in zip(c, d)]
+    assert arm.smin(a, b).tolist() == [min(int(x), int(y)) for x, y in zip(a, b)]
+
+
 def test_models_vectorize_over_leading_axes():
     rng = np.random.default_rng(0)
     acc = rng.integers(-2**15, 2**15, (5, 3, 8), dtype=S16)

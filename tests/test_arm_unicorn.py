@@ -96,7 +96,8 @@ def test_qemu_backend_unavailable_reason():
 
 
 @pytest.mark.parametrize("intr", [i for i in ARM if i.mnemonic in I8MM] +
-                         [i for i in ARM if i.name in {"vmlal_s8", "vqrdmulhq_s32", "vrshlq_s32", "vdotq_s32"}],
+                         [i for i in ARM if i.name in {"vmlal_s8", "vqrdmulhq_s32", "vrshlq_s32", "vdotq_s32", "vqshlq_s32",
+                                                  "vshll_high_n_s16", "vpaddq_s32", "vmax_s8"}],
                          ids=lambda i: i.name)
 def test_model_matches_qemu(qemu, intr):
     rng = np.random.default_rng(sum(map(ord, intr.name)) + 1)
@@ -136,6 +137,10 @@ sqrshrun v23.4h, v24.4s, #16 | sqrshrun2 v25.16b, v26.8h, #1 | smlal v1.4s, v2.4
 smull2 v6.4s, v7.8h, v15.h[7] | sqrdmulh v8.4s, v9.4s, v30.s[2] | sqdmulh v10.4h, v11.4h, v12.h[1]
 sdot v13.4s, v14.16b, v29.4b[3] | udot v15.2s, v16.8b, v17.4b[1] | usdot v18.4s, v19.16b, v20.4b[2]
 sudot v21.2s, v22.8b, v23.4b[0] | add v1.4s, v2.4s, v3.4s | sqrdmlah v1.4s, v2.4s, v3.s[1] | xtn v1.8b, v2.8h
+sshll v1.8h, v2.8b, #0 | sshll2 v3.4s, v4.8h, #15 | ushll v5.2d, v6.2s, #31 | ushll2 v7.8h, v8.16b, #3
+addp v9.4s, v10.4s, v11.4s | addp v12.8b, v13.8b, v14.8b | addp v15.2d, v16.2d, v17.2d
+sqshl v18.4s, v19.4s, v20.4s | uqshl v21.8h, v22.8h, v23.8h | sshl v24.2d, v25.2d, v26.2d | ushl v27.8b, v28.8b, v29.8b
+smax v1.8b, v2.8b, v3.8b | smin v4.4s, v5.4s, v6.4s | umax v7.8h, v8.8h, v9.8h | umin v10.16b, v11.16b, v12.16b
 """
 
 

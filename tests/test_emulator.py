@@ -143,7 +143,8 @@ def test_lockstep_agrees_on_sdot(sdot):
     m, n, k = 4, 8, 32
     a, b, exact = operands(m, n, k, seed=5)
     r = sdot.call("gemm_sdot", a, np.ascontiguousarray(b.T), np.zeros((m, n), np.int32), m, n, k, lockstep=True)
-    assert (r[2] == exact).all() and r.lockstep_checked == m * (n // 4) * (k // 16) * 4
+    tiles = m * (n // 4)                                    # per 4 columns: 4 SDOT per 16 k, then 3 ADDP (vpaddq)
+    assert (r[2] == exact).all() and r.lockstep_checked == tiles * ((k // 16) * 4 + 3)
 
 
 def test_lockstep_catches_a_wrong_model(monkeypatch):
