@@ -151,11 +151,12 @@ def run(kernel: Kernel, image, arch, inputs, q: dict, shape, max_steps: int):
         mnemonics += ran["mnemonics"]
     layout = inv.layouts["C"]
     item = np.dtype(layout.dtype).itemsize
-    unsigned = np.dtype(f"u{item}")
     offsets = layout.offsets()
     C = np.empty((M, N), dtype=object)
     for (i, j), off in np.ndenumerate(offsets):
-        C[i, j] = lanes(mem.load(bases["C"] + int(off), item), unsigned).data[0].bits(8 * item)
+        # read as its own type: the stored lane's exact value comes back (an s8 read as u8 would be a new term, and
+        # a narrowing the lemmas would try to prove)
+        C[i, j] = lanes(mem.load(bases["C"] + int(off), item), layout.dtype).data[0].bits(8 * item)
     return C, steps, mnemonics
 
 
