@@ -84,9 +84,10 @@ class Proof:
         head = f"{self.kernel} {self.shape_text} [{self.domain['name']}]: {self.verdict}"
         if self.verdict == PROVED:
             used = sum(lm.count for lm in self.lemmas)
+            swept = f", the output stage on {self.sweep_values} accumulator values" if self.sweep_values else ""
             return (f"{head} ({self.variant}) in {self.seconds:.2f} s: {self.outputs} outputs, {self.steps} "
-                    f"instructions, solver {self.solver_seconds:.2f} s, {used} lemma uses of {len(self.lemmas)} "
-                    f"kinds")
+                    f"instructions, solver {self.solver_seconds:.2f} s{swept}, {used} lemma uses of "
+                    f"{len(self.lemmas)} kinds")
         where = f" at {self.address:#x}" if self.address is not None else ""
         text = f"{head}: {self.reason}{where}" + (f" ({self.instruction})" if self.instruction else "")
         if self.counterexample:
@@ -572,12 +573,18 @@ def markdown(proofs: list[Proof]) -> str:
                      p.summary().split(": ", 1)[-1] if p.verdict != PROVED else p.variant))
     lines.append(tabulate(rows, headers=("kernel", "shape", "domain", "verdict", "seconds", "solver s",
                                          "instructions", "lemmas", "detail"), tablefmt="github"))
+    with_params = [p for p in proofs if p.params is not None]
+    if with_params:
+        lines += ["", "## Quantization parameters", "",
+                  "A requantizing kernel's proof holds for these parameters (A and B range over the domain):", ""]
+        lines += [f"- {p.kernel} {p.shape_text}: `{json.dumps(p.params)}`" for p in with_params]
     for p in proofs:
         if p.counterexample and "A" in p.counterexample:
             i, j = p.counterexample["element"]
             lines += ["", f"## {p.kernel} {p.shape_text}: counterexample", "", p.replay, "",
                       f"- A = {p.counterexample['A']}", f"- B = {p.counterexample['B']}",
-                      f"- repro: `lowp prove --kernel {p.kernel} --shape {p.shape_text} --domain {p.domain['name']}`"]
+                      f"- repro: `lowp prove --kernel {p.kernel} --shape {p.shape_text} --domain {p.domain['name']}"
+                      + (" --params q.json` (q.json: the parameters above)" if p.params is not None else "`")]
             if "C" in p.counterexample:
                 lines.append(f"- C[{i}][{j}] = {p.counterexample['C'][i][j]}, contract "
                              f"{p.counterexample['expected'][i][j]}")

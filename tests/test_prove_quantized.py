@@ -178,6 +178,8 @@ def test_command_takes_parameters_from_a_file(quantized, tmp_path, capsys):
     assert code == 0, capsys.readouterr().out
     [row] = json.loads((out / "prove.json").read_text())
     assert row["verdict"] == "PROVED" and row["params"]["bias"] == [100] * 8
+    assert "accumulator values" in row["summary"]
+    assert '"bias": [100, 100' in (out / "prove.md").read_text().split("## Quantization parameters")[1]
 
 
 def test_bad_parameters_are_named(quantized, tmp_path, capsys):
