@@ -8,7 +8,7 @@ kernels/guard.c lowp_call_batch), else to `run` case by case; the readings the c
 whole batch (`readings`: exact and pair-saturating accumulations as batched matrix products, any other model or
 variant case by case); and each case's C is compared with them. A batch whose every case returned a C the check
 accepts is clean: each case's verdict is that reading's name, as the per-case judge would give it. A batch with
-one case that differs, faults or raises is discarded whole (`screen` returns None), and the caller runs its cases
+one case that differs, faults or raises is discarded whole (`screen` says so), and the caller runs its cases
 through today's per-case path, which judges, diagnoses and shrinks them unchanged: a kernel that corrupts the
 batch (writes its inputs, keeps state between calls, damages a canary) gets the per-case verdict and
 counterexample. docs/batch.md says why it is built so.
@@ -19,11 +19,18 @@ kernel or an XNNPACK ukernel goes case by case (`batchable`).
 from __future__ import annotations
 
 import functools
+import os
 import zlib
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
+from lowp.emulator.errors import BudgetExceeded
+
+# LOWP_BATCH=0 turns the batched path off: every case goes through the per-case path (the draws too, one by one),
+# which is what the batched path must agree with (tests/test_batch.py).
+ENABLED = os.environ.get("LOWP_BATCH", "1") != "0"
 
 # A batch holds at most this many operand and result elements (its temporaries are a few times more), and at most
 # MAX_CASES cases: big enough that one native call amortises Python's, small enough that a failing batch's per-case
@@ -36,6 +43,12 @@ def batchable(kern) -> bool:
     """Whether `kern`'s cases can go through the batched path: the plain gemm signature (int32 C, no parameters
     per case, no ABI options)."""
     return kern.signature == "gemm" and not kern.quantized
+
+
+def drawable(kern) -> bool:
+    """Whether `kern`'s check can draw cases (`lowp fuzz`'s draws): the batchable ones; with the batched path off
+    they are drawn all the same and run case by case."""
+    return batchable(kern)
 
 
 def cases_per_batch(m: int, n: int, k: int) -> int:
@@ -59,16 +72,26 @@ def run_many(ex, As, Bs, seeds) -> list:
     return out
 
 
-def screen(check, kern, ex, A3: np.ndarray, B3: np.ndarray, seeds) -> list[str] | None:
-    """The matched reading of every case of a clean batch (A3 (n, M, K), B3 (n, K, N), all of one shape), or None
-    when any case differs from every reading the check accepts, faults or raised: the caller reruns the batch
-    case by case."""
+@dataclass
+class Screen:
+    """A batch's screening: the matched reading of every case if the batch was clean, else None (the caller
+    reruns it case by case); hung: a case overran its budget (a runaway loop: no more batches are worth it)."""
+    matched: list[str] | None
+    hung: bool = False
+
+
+def screen(check, kern, ex, A3: np.ndarray, B3: np.ndarray, seeds) -> Screen:
+    """Run a batch (A3 (n, M, K), B3 (n, K, N), all of one shape) and compare every case's C with the readings the
+    check accepts: clean when each case equals one of them; not clean when any case differs from every one,
+    faulted or raised. Not clean without running anything where the batched path is off (ENABLED)."""
+    if not ENABLED:
+        return Screen(None)
     results = run_many(ex, A3, B3, [int(s) for s in seeds])
     if not all(isinstance(C, np.ndarray) for C in results):
-        return None
+        return Screen(None, any(isinstance(r, BudgetExceeded) for r in results))
     C3 = np.stack(results)
     if C3.shape != (len(A3), A3.shape[1], B3.shape[2]) or C3.dtype != np.int32:
-        return None
+        return Screen(None)
     matched = np.full(len(A3), -1)
     names = []
     for index, (name, expected) in enumerate(readings(check, kern, A3, B3)):
@@ -76,8 +99,8 @@ def screen(check, kern, ex, A3: np.ndarray, B3: np.ndarray, seeds) -> list[str] 
         same = (C3 == expected).reshape(len(A3), -1).all(axis=1) & (matched < 0)
         matched[same] = index
         if (matched >= 0).all():
-            return [names[i] for i in matched]
-    return None
+            return Screen([names[i] for i in matched])
+    return Screen(None)
 
 
 # -- the readings a check accepts, for a whole batch ---------------------------------------------------------------

@@ -617,7 +617,7 @@ def _screened(check: Check, kern, ex, cases, calls: list[Call], emit) -> dict[in
     """{index: matched reading} of the generated cases whose batch was clean (conformance/batch.py): the cases of
     one shape, as many as a batch holds, run together; the others (a batch with a case that is not clean, a shape
     no other case has, a kernel that is not batchable) go through the per-case path."""
-    if not batch.batchable(kern):
+    if not (batch.ENABLED and batch.batchable(kern)):
         return {}
     by_shape: dict[tuple, list[int]] = {}
     for index, call in enumerate(calls):
@@ -632,10 +632,12 @@ def _screened(check: Check, kern, ex, cases, calls: list[Call], emit) -> dict[in
             if len(chunk) < 2:        # alone, a case costs the per-case path what a batch would
                 continue
             emit({"event": "start", "check": check.id, "case": cases[chunk[0]].id})     # a crash names the batch
-            names = batch.screen(check, kern, ex, np.stack([calls[i].A for i in chunk]),
-                                 np.stack([calls[i].B for i in chunk]), [calls[i].seed for i in chunk])
-            if names is not None:
-                clean.update(zip(chunk, names))
+            done = batch.screen(check, kern, ex, np.stack([calls[i].A for i in chunk]),
+                                np.stack([calls[i].B for i in chunk]), [calls[i].seed for i in chunk])
+            if done.hung:           # a runaway loop: the per-case path meets it and stops, as it always did
+                return clean
+            if done.matched is not None:
+                clean.update(zip(chunk, done.matched))
     return clean
 
 
@@ -644,7 +646,7 @@ def _draws(check: Check, kern, rec: Recorder, row: dict, seed: int, count: int, 
     (batch.draw_batch), for at most `seconds`, run in batches. A clean batch's cases count into `row`; a batch that
     is not is rerun case by case through the per-case path, in order, and its first failing case is the failure
     (then the draws stop)."""
-    if count <= 0 or not batch.batchable(kern):
+    if count <= 0 or not batch.drawable(kern):
         return None, 0
     rng, shapes = batch.draw_rng(check.id, seed), batch.Shapes.of(kern, check.domain)
     stop = time.perf_counter() + seconds if seconds else float("inf")
@@ -656,7 +658,7 @@ def _draws(check: Check, kern, rec: Recorder, row: dict, seed: int, count: int, 
         name = f"{check.id}:draw:{seed}"
         emit({"event": "start", "check": check.id, "case": f"{name}:batch-{number}"})     # a crash names the batch
         number += 1
-        names = batch.screen(check, kern, rec.ex, A3, B3, seeds)
+        names = batch.screen(check, kern, rec.ex, A3, B3, seeds).matched
         if names is not None:
             done += len(A3)
             for matched, times in zip(*np.unique(names, return_counts=True)):

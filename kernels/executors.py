@@ -21,6 +21,10 @@ class KernelUnavailable(RuntimeError):
     pass
 
 
+class BatchStopped(RuntimeError):
+    """run_many did not run this case: an earlier case of the batch overran its budget (a runaway loop)."""
+
+
 class WorkspaceTooLarge(RuntimeError):
     """A kernel's workspace function asked for more than MAX_WORKSPACE_BYTES."""
 
@@ -253,8 +257,10 @@ class NativeExecutor:
         """Per case, C exactly as run(A, B, seed=seed) gives it, or the exception run would raise for that case
         (never raised here): the cases (all of one shape) go through the guard library's batch entry, in one set
         of guarded buffers laid out once (guard.call_batch). Where the batch's evidence cannot be pinned on one
-        case (a canary damaged, a kernel that wrote its inputs), every case is rerun by run() instead. A quantized
-        kernel, or guard=False, runs case by case (conformance/batch.py says why)."""
+        case (a canary damaged, a kernel that wrote its inputs), every case is rerun by run() instead. After a
+        case overran its budget (a runaway loop) the rest are not run, each would cost the budget again: they
+        come back as BatchStopped. A quantized kernel, or guard=False, runs case by case (conformance/batch.py
+        says why)."""
         if not len(As):
             return []
         k = self.kernel
@@ -272,7 +278,12 @@ class NativeExecutor:
             return [e] * len(As)
         if done.canary is not None or done.inputs_changed.any():
             return [_outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
-        return [done.faults.get(i, C) for i, C in enumerate(done.C)]
+        out = [done.faults.get(i, C) for i, C in enumerate(done.C)]
+        if done.stopped is not None:
+            hang = done.faults[done.stopped - 1]
+            out[done.stopped:] = [BatchStopped(f"not run: case {done.stopped - 1} of the batch overran its budget "
+                                               f"({hang})")] * (len(out) - done.stopped)
+        return out
 
     def _batch(self, A3: np.ndarray, B3: np.ndarray, seeds: list[int]):
         from . import guard

@@ -176,12 +176,14 @@ def call(fn_address: int, args, arena: Arena, *, budget: float | None, library: 
 @dataclass
 class BatchOutcome:
     """What a batch of guarded calls did: every case's C (rows of a faulting case hold whatever the kernel left),
-    the fault of each case that faulted (by index), the cases whose kernel call changed A or B, and the first
-    canary found damaged after the batch (which case did it is not known: the caller reruns the batch)."""
+    the fault of each case that faulted (by index), the cases whose kernel call changed A or B, the first
+    canary found damaged after the batch (which case did it is not known: the caller reruns the batch), and where
+    the batch stopped after a case overran its budget (None: every case ran)."""
     C: np.ndarray
     faults: dict[int, Exception]
     inputs_changed: np.ndarray
     canary: OutOfBounds | None
+    stopped: int | None = None
 
 
 def call_batch(fn_address: int, args, arena: Arena, regions: dict[str, Region], A: np.ndarray, B: np.ndarray,
@@ -227,8 +229,11 @@ def call_batch(fn_address: int, args, arena: Arena, regions: dict[str, Region], 
             break
         faults[at] = _exception(fault, arena, budget, library)
         first = at + 1
+        if isinstance(faults[at], BudgetExceeded):      # a runaway loop: the next cases would cost the budget too
+            break
+    stopped = first if first < n and isinstance(faults.get(first - 1), BudgetExceeded) else None
     canary = next((d for d in (r.canary_damage() for r in arena.regions) if d is not None), None)
-    return BatchOutcome(C, faults, changed.astype(bool), canary)
+    return BatchOutcome(C, faults, changed.astype(bool), canary, stopped)
 
 
 def _exception(fault, arena: Arena, budget, library):
