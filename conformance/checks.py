@@ -579,13 +579,13 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
     first = first_fault = None
     early = []
     calls = [case_call(case, kern) for case in cases]
-    clean = _screened(check, kern, rec.ex, cases, calls, emit)
-    for index, (case, call) in enumerate(zip(cases, calls)):
-        if index in clean:      # its batch was clean: the verdict the per-case judge would give
+    for index, clean in _screened(check, kern, rec.ex, cases, calls, emit):
+        case, call = cases[index], calls[index]
+        if clean is not None:       # its batch was clean: the verdict the per-case judge would give
             row["executed"] += 1
-            row["matched"][clean[index]] = row["matched"].get(clean[index], 0) + 1
+            row["matched"][clean] = row["matched"].get(clean, 0) + 1
             rec.last = call
-            emit({"event": "case", "check": check.id, "case": case.id, "ok": True, "matched": clean[index]})
+            emit({"event": "case", "check": check.id, "case": case.id, "ok": True, "matched": clean})
             continue
         emit({"event": "start", "check": check.id, "case": case.id})
         previous = rec.last
@@ -613,32 +613,41 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
     return first, first_fault, early
 
 
-def _screened(check: Check, kern, ex, cases, calls: list[Call], emit) -> dict[int, str]:
-    """{index: matched reading} of the generated cases whose batch was clean (conformance/batch.py): the cases of
-    one shape, as many as a batch holds, run together; the others (a batch with a case that is not clean, a shape
-    no other case has, a kernel that is not batchable) go through the per-case path."""
-    if not (batch.ENABLED and batch.batchable(kern)):
-        return {}
-    by_shape: dict[tuple, list[int]] = {}
-    for index, call in enumerate(calls):
-        if call.quant is None and not call.options:
-            by_shape.setdefault((call.A.shape, call.B.shape), []).append(index)
-    clean = {}
-    for (m, k), (_, n) in by_shape:
-        group = by_shape[(m, k), (k, n)]
-        size = batch.cases_per_batch(m, n, k)
-        for start in range(0, len(group), size):
-            chunk = group[start:start + size]
-            if len(chunk) < 2:        # alone, a case costs the per-case path what a batch would
-                continue
-            emit({"event": "start", "check": check.id, "case": cases[chunk[0]].id})     # a crash names the batch
-            done = batch.screen(check, kern, ex, np.stack([calls[i].A for i in chunk]),
-                                np.stack([calls[i].B for i in chunk]), [calls[i].seed for i in chunk])
-            if done.hung:           # a runaway loop: the per-case path meets it and stops, as it always did
-                return clean
-            if done.matched is not None:
-                clean.update(zip(chunk, done.matched))
-    return clean
+def _screened(check: Check, kern, ex, cases, calls: list[Call], emit):
+    """(index, matched reading or None) of every generated case, in order: a run of consecutive cases of one shape
+    (the value classes of a tile edge, the end classes of a ladder step), as many as a batch holds, is screened
+    in one batch (conformance/batch.py) when it comes, so the kernel sees the calls in the per-case path's order and
+    a crash leaves the cases before the batch counted; a case with None (its batch was not clean, it is alone, the
+    kernel is not batchable) goes through the per-case path. After a runaway loop nothing more is batched: the
+    per-case path meets it and stops, as it always did."""
+    batching = batch.ENABLED and batch.batchable(kern)
+    index = 0
+    while index < len(calls):
+        run = _same_shape_run(calls, index) if batching else [index]
+        matched = None
+        if len(run) > 1:
+            emit({"event": "start", "check": check.id, "case": cases[index].id})       # a crash names the batch
+            done = batch.screen(check, kern, ex, np.stack([calls[i].A for i in run]),
+                                np.stack([calls[i].B for i in run]), [calls[i].seed for i in run])
+            batching = not done.hung
+            matched = done.matched
+        for j, i in enumerate(run):
+            yield i, None if matched is None else matched[j]
+        index += len(run)
+
+
+def _same_shape_run(calls: list[Call], first: int) -> list[int]:
+    """The indices of the consecutive calls from `first` on with its shape and no per-case parameters, up to a
+    batch's worth."""
+    A, B = calls[first].A, calls[first].B
+    if calls[first].quant is not None or calls[first].options:
+        return [first]
+    size = batch.cases_per_batch(A.shape[0], B.shape[1], A.shape[1])
+    end = first + 1
+    while end < len(calls) and end - first < size and calls[end].A.shape == A.shape and \
+            calls[end].B.shape == B.shape and calls[end].quant is None and not calls[end].options:
+        end += 1
+    return list(range(first, end))
 
 
 def _draws(check: Check, kern, rec: Recorder, row: dict, seed: int, count: int, seconds: float | None, emit):
