@@ -541,6 +541,7 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     if drawn:
         row["drawn"] = drawn
     if found is not None:       # the search's roles stay: its example database keeps what the draws found
+        hung = isinstance(found.outcome.fault, BudgetExceeded)      # each shrinking try would cost the budget
         if database:
             ExampleStore(database, check, kern).save(found.call.A, found.call.B, found.call.quant)
         searched, replayed = 0, 0
