@@ -42,7 +42,8 @@ def misbehaving():
 def _cases(kern, n, shape=(3, 5, 7), seed=0):
     rng = np.random.default_rng(seed)
     M, N, K = shape
-    return (rng.integers(0, 256, (n, M, K)).astype(kern.a_dtype), rng.integers(-128, 128, (n, K, N)).astype(kern.b_dtype))
+    return (rng.integers(0, 256, (n, M, K)).astype(kern.a_dtype),
+            rng.integers(-128, 128, (n, K, N)).astype(kern.b_dtype))
 
 
 def _row(check, monkeypatch, batched: bool, **options) -> dict:
