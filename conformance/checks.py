@@ -20,7 +20,7 @@ from lowp.emulator.errors import BudgetExceeded, EmulatorError
 from lowp.kernels import executor, kernel as get_kernel
 from lowp.kernels.executors import poison
 
-from . import quantized
+from . import batch, quantized
 from .cases import Case, abi_options, cases_for, operands, options_at, problems, with_zero_row
 from .contracts import contract
 from .example_database import ExampleStore, operands_from_json
@@ -504,11 +504,14 @@ def probe_share(examples: int) -> int:
 
 def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150, seed: int = 0,
               grid: bool = True, budget: float | None = 2.0, probe_examples: int | None = None,
-              shapes=(), only=(), database: str | None = None) -> dict:
+              shapes=(), only=(), database: str | None = None, draws: int = 0,
+              draw_seconds: float | None = None) -> dict:
     """Execute one check and return its row (also emitted). probe_examples: the search budget of a not-claimed
     check, if not `examples`; shapes: the user's (m, n, k) (`--shapes`), added to the generated cases; only: the
     `--case` globs the generated cases are restricted to; database: the example database (a folder or a Redis
-    URL; None: none), whose counterexamples of this check the search replays first."""
+    URL; None: none), whose counterexamples of this check the search replays first; draws: at most this many
+    cases drawn from the search's distribution and run batched (conformance/batch.py), for at most draw_seconds
+    (`lowp fuzz`; 0: none), before the search, which then runs only if they found nothing."""
     if not check.claimed and probe_examples is not None:
         examples = probe_examples
     kern = get_kernel(check.kernel)
@@ -534,12 +537,21 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     rec = Recorder(ex)
     first, first_fault, early = _run_cases(check, kern, rec, cases, row, emit, start)
     hung = first_fault is not None and isinstance(first_fault.outcome.fault, BudgetExceeded)
-    found, searched, replayed = search(check, kern, rec, examples, seed, database) if not hung else (None, 0, 0)
+    found, drawn = _draws(check, kern, rec, row, seed, draws, draw_seconds, emit) if not hung else (None, 0)
+    if drawn:
+        row["drawn"] = drawn
+    if found is not None:       # the search's roles stay: its example database keeps what the draws found
+        hung = isinstance(found.outcome.fault, BudgetExceeded)      # each shrinking try would cost the budget
+        if database:
+            ExampleStore(database, check, kern).save(found.call.A, found.call.B, found.call.quant)
+        searched, replayed = 0, 0
+    else:
+        found, searched, replayed = search(check, kern, rec, examples, seed, database) if not hung else (None, 0, 0)
     row["searched"] = searched if examples > 0 and not hung else None      # None: the search did not run
     if replayed:
         row["replayed"] = replayed
-    row["executed"] += searched
-    row["cases"] = len(cases) + searched      # the search ran this many (it stops when it has found and shrunk)
+    row["executed"] += searched + drawn
+    row["cases"] = len(cases) + searched + drawn     # the search ran this many (it stops when it has found and shrunk)
     if found is not None:
         row["failed"] += 1
         row.setdefault("first_failure_seconds", round(time.perf_counter() - start, 3))
@@ -567,9 +579,17 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
     every case, and one is proof enough."""
     first = first_fault = None
     early = []
-    for case in cases:
+    calls = [case_call(case, kern) for case in cases]
+    for index, clean in _screened(check, kern, rec.ex, cases, calls, emit):
+        case, call = cases[index], calls[index]
+        if clean is not None:       # its batch was clean: the verdict the per-case judge would give
+            row["executed"] += 1
+            row["matched"][clean] = row["matched"].get(clean, 0) + 1
+            rec.last = call
+            emit({"event": "case", "check": check.id, "case": case.id, "ok": True, "matched": clean})
+            continue
         emit({"event": "start", "check": check.id, "case": case.id})
-        call, previous = case_call(case, kern), rec.last
+        previous = rec.last
         A, B = call.A, call.B
         out = rec.run(call)
         ok, matched = _judge(check, kern, call, out)
@@ -592,6 +612,77 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
         if isinstance(out.fault, BudgetExceeded):
             break
     return first, first_fault, early
+
+
+def _screened(check: Check, kern, ex, cases, calls: list[Call], emit):
+    """(index, matched reading or None) of every generated case, in order: a run of consecutive cases of one shape
+    (the value classes of a tile edge, the end classes of a ladder step), as many as a batch holds, is screened
+    in one batch (conformance/batch.py) when it comes, so the kernel sees the calls in the per-case path's order and
+    a crash leaves the cases before the batch counted; a case with None (its batch was not clean, it is alone, the
+    kernel is not batchable) goes through the per-case path. After a runaway loop nothing more is batched: the
+    per-case path meets it and stops, as it always did."""
+    batching = batch.ENABLED and batch.batchable(kern)
+    index = 0
+    while index < len(calls):
+        run = _same_shape_run(calls, index) if batching else [index]
+        matched = None
+        if len(run) > 1:
+            emit({"event": "start", "check": check.id, "case": cases[index].id})       # a crash names the batch
+            done = batch.screen(check, kern, ex, np.stack([calls[i].A for i in run]),
+                                np.stack([calls[i].B for i in run]), [calls[i].seed for i in run])
+            batching = not done.hung
+            matched = done.matched
+        for j, i in enumerate(run):
+            yield i, None if matched is None else matched[j]
+        index += len(run)
+
+
+def _same_shape_run(calls: list[Call], first: int) -> list[int]:
+    """The indices of the consecutive calls from `first` on with its shape and no per-case parameters, up to a
+    batch's worth."""
+    A, B = calls[first].A, calls[first].B
+    if calls[first].quant is not None or calls[first].options:
+        return [first]
+    size = batch.cases_per_batch(A.shape[0], B.shape[1], A.shape[1])
+    end = first + 1
+    while end < len(calls) and end - first < size and calls[end].A.shape == A.shape and \
+            calls[end].B.shape == B.shape and calls[end].quant is None and not calls[end].options:
+        end += 1
+    return list(range(first, end))
+
+
+def _draws(check: Check, kern, rec: Recorder, row: dict, seed: int, count: int, seconds: float | None, emit):
+    """(first failure or None, cases run): up to `count` cases drawn from the search's distribution
+    (batch.draw_batch), for at most `seconds`, run in batches. A clean batch's cases count into `row`; a batch that
+    is not is rerun case by case through the per-case path, in order, and its first failing case is the failure
+    (then the draws stop)."""
+    if count <= 0 or not batch.drawable(kern):
+        return None, 0
+    rng, shapes = batch.draw_rng(check.id, seed), batch.Shapes.of(kern, check.domain)
+    stop = time.perf_counter() + seconds if seconds else float("inf")
+    done = number = 0
+    while done < count and time.perf_counter() < stop:
+        A3, B3 = batch.draw_batch(kern, check.domain, shapes, rng)
+        A3, B3 = A3[:count - done], B3[:count - done]
+        seeds = batch.draw_seeds(number, len(A3))
+        name = f"{check.id}:draw:{seed}"
+        emit({"event": "start", "check": check.id, "case": f"{name}:batch-{number}"})     # a crash names the batch
+        number += 1
+        names = batch.screen(check, kern, rec.ex, A3, B3, seeds).matched
+        if names is not None:
+            done += len(A3)
+            for matched, times in zip(*np.unique(names, return_counts=True)):
+                row["matched"][str(matched)] = row["matched"].get(str(matched), 0) + int(times)
+            continue
+        for A, B, case_seed in zip(A3, B3, seeds):      # discarded: the per-case path judges, in order
+            call, previous = Call(A.copy(), B.copy(), int(case_seed), name), rec.last
+            out = rec.run(call)
+            ok, matched = _judge(check, kern, call, out)
+            done += 1
+            row["matched"][matched or "none"] = row["matched"].get(matched or "none", 0) + 1
+            if not ok:
+                return Failure(call, out, previous), done
+    return None, done
 
 
 # Failing cases besides the one shrunk that narrow a wrong value's names: the earliest, then the largest. A

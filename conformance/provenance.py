@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 # run_check's options that change the cases a check runs (the profile is its examples and grid)
-CASE_OPTIONS = ("seed", "examples", "probe_examples", "grid", "only", "shapes")
+CASE_OPTIONS = ("seed", "examples", "probe_examples", "grid", "only", "shapes", "draws", "draw_seconds")
 
 
 def producers(checks, options: dict | None) -> dict[str, dict]:

@@ -118,6 +118,7 @@ class CheckRow(TypedDict):
     seconds: float
     build: NotRequired[Build | None]
     searched: NotRequired[int | None]   # examples the hypothesis search tried; None: it did not run (--case)
+    drawn: NotRequired[int]     # cases drawn from the search's distribution and run batched (`lowp fuzz`)
     replayed: NotRequired[int]  # of them, counterexamples kept in the example database, replayed first
     first_failure_seconds: NotRequired[float]
     traceback: NotRequired[str]

@@ -21,6 +21,10 @@ class KernelUnavailable(RuntimeError):
     pass
 
 
+class BatchStopped(RuntimeError):
+    """run_many did not run this case: an earlier case of the batch overran its budget (a runaway loop)."""
+
+
 class WorkspaceTooLarge(RuntimeError):
     """A kernel's workspace function asked for more than MAX_WORKSPACE_BYTES."""
 
@@ -92,6 +96,14 @@ def poison(shape, dtype, seed: int) -> np.ndarray:
 
 
 _POISON_POOL = np.random.default_rng(0x9015_0A).integers(1, 256, size=1 << 20, dtype=np.uint8)
+
+
+def _poison_start(seeds) -> np.ndarray:
+    """Where poison(..., seed) starts in the pool, for each seed (in numpy where seed * 7919 fits 63 bits)."""
+    seeds = np.asarray(seeds, np.int64)
+    if len(seeds) and np.abs(seeds).max() < 1 << 48:
+        return (seeds * 7919) % _POISON_POOL.size
+    return np.array([(int(s) * 7919) % _POISON_POOL.size for s in seeds], np.int64)
 
 
 def native_library(kernel: Kernel) -> Path:
@@ -241,6 +253,56 @@ class NativeExecutor:
                        budget=self.budget, library=self.library_path)
             return c.array.copy()
 
+    def run_many(self, As, Bs, *, seeds) -> list:
+        """Per case, C exactly as run(A, B, seed=seed) gives it, or the exception run would raise for that case
+        (never raised here): the cases (all of one shape) go through the guard library's batch entry, in one set
+        of guarded buffers laid out once (guard.call_batch). Where the batch's evidence cannot be pinned on one
+        case (a canary damaged, a kernel that wrote its inputs), every case is rerun by run() instead. After a
+        case overran its budget (a runaway loop) the rest are not run, each would cost the budget again: they
+        come back as BatchStopped. A quantized kernel, or guard=False, runs case by case (conformance/batch.py
+        says why)."""
+        if not len(As):
+            return []
+        k = self.kernel
+        if k.quantized or not self.guard:
+            return [_outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
+        try:
+            A3, B3 = _stacked(k, As, Bs)
+            if not self._checked:
+                reason = self.unavailable()
+                if reason:
+                    raise KernelUnavailable(f"{k.name} cannot run here: {reason}")
+                self._checked = True
+            done = self._batch(A3, B3, np.asarray(seeds, np.int64))
+        except Exception as e:        # what every case of the batch would raise alike (a bad shape, no CPU feature)
+            return [e] * len(As)
+        if done.canary is not None or done.inputs_changed.any():
+            return [_outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
+        out = [done.faults.get(i, C) for i, C in enumerate(done.C)]
+        if done.stopped is not None:
+            hang = done.faults[done.stopped - 1]
+            out[done.stopped:] = [BatchStopped(f"not run: case {done.stopped - 1} of the batch overran its budget "
+                                               f"({hang})")] * (len(out) - done.stopped)
+        return out
+
+    def _batch(self, A3: np.ndarray, B3: np.ndarray, seeds: list[int]):
+        from . import guard
+        k = self.kernel
+        ffi, fn, _ = self._entry
+        _, M, K = A3.shape
+        N = B3.shape[2]
+        size = self.workspace_bytes(M, N, K)
+        allowed = k.overread
+        with guard.Arena() as arena:      # laid out as run() lays out one case's
+            regions = {name: arena.place(name, x, allowed.get(name, 0)) for name, x in (("A", A3[0]), ("B", B3[0]))}
+            regions["C"] = arena.place("C", poison((M, N), np.int32, int(seeds[0])), allowed.get("C", 0))
+            regions["work"] = arena.place("work", poison(size, np.uint8, int(seeds[0]) + 1), allowed.get("work", 0))
+            r = regions
+            starts, work_starts = _poison_start(seeds), _poison_start(seeds + 1)
+            address = int(ffi.cast("uintptr_t", fn))
+            return guard.call_batch(address, [M, N, K, r["A"].base, r["B"].base, r["C"].base, r["work"].base,
+                                              *k.params.values()], arena, regions, A3, B3, starts, work_starts,
+                                    _POISON_POOL, budget=self.budget, library=self.library_path)
 
     def _run_quantized(self, A, B, quant, seed, work_seed, **options) -> np.ndarray:
         """A quantized signature: its adapter's buffers, always behind guard pages (a ukernel call per MR rows)."""
@@ -258,6 +320,24 @@ class NativeExecutor:
                 lambda name, array: arena.place(name, array, allowed.get(name, 0)),
                 lambda address, args: guard.call(address, args, arena, budget=self.budget, library=self.library_path))
             return inv.result({name: regions[name].array.copy() for name in inv.writable})
+
+
+def _outcome(call):
+    """call()'s result, or the exception it raised (run_many's per-case answer)."""
+    try:
+        return call()
+    except Exception as e:
+        return e
+
+
+def _stacked(kernel: Kernel, As, Bs) -> tuple[np.ndarray, np.ndarray]:
+    """As and Bs as (n, M, K) and (n, K, N) arrays (as given where they are: conformance/batch.py passes its
+    batches so), after the checks run() makes of one case's operands."""
+    kernel.check_operands(As[0], Bs[0])
+    A3, B3 = (X if isinstance(X, np.ndarray) and X.ndim == 3 else np.stack(X) for X in (As, Bs))
+    if A3.shape[1:] != As[0].shape or B3.shape[1:] != Bs[0].shape:
+        raise ValueError(f"{kernel.name}: run_many takes cases of one shape")
+    return A3, B3
 
 
 def _no_abi_options(kernel: Kernel, strides, igemm) -> None:

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -36,6 +37,10 @@ static sigjmp_buf jump;
 static volatile sig_atomic_t in_call;
 static lowp_fault *fault_out;
 static char altstack[1 << 16];   /* the handler must run even when the kernel overflowed its stack */
+/* A batch (lowp_call_batch) arms one periodic timer for all its cases: each tick compares the running case's
+ * time with its budget, instead of a setitimer per case. 0 outside a batch. */
+static volatile int64_t batch_budget_ns;
+static volatile int64_t case_started_ns;
 
 /* One-shot breakpoints (INT3) at the instructions of a kernel's claimed path: a hit is counted, the original byte
  * put back and execution resumes at that instruction, so the kernel computes as it would have. Used on a private
@@ -64,6 +69,14 @@ static int breakpoint_at(uint64_t address) {
     return -1;
 }
 
+static int64_t now_ns(void) {       /* clock_gettime is async-signal-safe */
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static int over_budget(void) { return now_ns() - case_started_ns >= batch_budget_ns; }
+
 static void on_signal(int signo, siginfo_t *info, void *context) {
     if (signo == SIGTRAP) {
         ucontext_t *uc = (ucontext_t *)context;
@@ -76,6 +89,7 @@ static void on_signal(int signo, siginfo_t *info, void *context) {
             return;
         }
     }
+    if (signo == SIGALRM && in_call && batch_budget_ns > 0 && !over_budget()) return;   /* a batch's tick */
     if (!in_call) {
         if (signo == SIGALRM) return;               /* a budget timer that fired just after the call: ignore */
         signal(signo, SIG_DFL);                     /* not ours: the fault repeats and ends the process as usual */
@@ -104,13 +118,17 @@ static void install(void) {
     for (size_t i = 0; i < NSIGNALS; ++i) sigaction(SIGNALS[i], &sa, NULL);
 }
 
-static void set_timer(int64_t microseconds) {
+static void set_periodic_timer(int64_t microseconds, int64_t interval_us) {
     struct itimerval t;
     memset(&t, 0, sizeof t);
     t.it_value.tv_sec = microseconds / 1000000;
     t.it_value.tv_usec = microseconds % 1000000;
+    t.it_interval.tv_sec = interval_us / 1000000;
+    t.it_interval.tv_usec = interval_us % 1000000;
     setitimer(ITIMER_REAL, &t, NULL);
 }
+
+static void set_timer(int64_t microseconds) { set_periodic_timer(microseconds, 0); }
 
 typedef void (*kernel16)(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                          int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
@@ -146,6 +164,74 @@ int lowp_breakpoints(const uint64_t *addresses, int32_t n) {
         bp_count = i + 1;
     }
     return bp_count;
+}
+
+/* Many cases of one shape through one kernel, in the same guarded buffers lowp_call's caller laid out (A, B, C and
+ * the workspace each end at a guard page): per case, A and B are copied in from the batch's packed inputs, C and
+ * the workspace are filled with their poison (a window into the pool, as executors.poison), the kernel is called,
+ * A and B are compared with what was copied in (a kernel that writes its inputs is flagged in inputs_changed), and
+ * C is copied out. Canaries are not rewritten between cases, so the caller checks them once, after the batch.
+ * The batch stops at the first fault: it returns the index of the faulting case with *out filled (the caller
+ * names the buffer and instruction from the same regions, and goes on with the next case in a new call), or -1
+ * when every case of [first, first + count) returned. One sigsetjmp and one timer for the whole batch: the timer
+ * ticks at a quarter of the budget and the handler stops the case that has run past it. */
+typedef struct {
+    uint8_t *a, *b, *c, *work;                  /* the guarded buffers */
+    size_t a_bytes, b_bytes, c_bytes, work_bytes;
+    const uint8_t *a_in, *b_in;                 /* case i's inputs at a_in + i * a_bytes, b_in + i * b_bytes */
+    uint8_t *c_out;                             /* case i's C goes to c_out + i * c_bytes */
+    const uint8_t *pool;                        /* the poison pool, and each case's window start into it */
+    size_t pool_bytes;
+    const int64_t *c_poison, *work_poison;
+    int32_t *inputs_changed;
+    int32_t first, count;
+} lowp_batch;
+
+static void fill_poison(uint8_t *dst, size_t nbytes, const uint8_t *pool, size_t pool_bytes, size_t start) {
+    while (nbytes) {                            /* pool[(start + j) % pool_bytes]: np.resize(np.roll(...)) */
+        size_t run = pool_bytes - start < nbytes ? pool_bytes - start : nbytes;
+        memcpy(dst, pool + start, run);
+        dst += run;
+        nbytes -= run;
+        start = 0;
+    }
+}
+
+static int32_t batch_case;      /* volatile across siglongjmp: read through this static, not a local */
+
+int lowp_call_batch(void *fn, const int64_t *args, int64_t budget_us, lowp_batch *batch, lowp_fault *out) {
+    install();
+    memset(out, 0, sizeof *out);
+    fault_out = out;
+    batch_case = batch->first;
+    if (sigsetjmp(jump, 1)) {
+        set_timer(0);
+        batch_budget_ns = 0;
+        return batch_case;
+    }
+    if (budget_us > 0) {
+        batch_budget_ns = budget_us * 1000;
+        int64_t tick = budget_us / 4 > 0 ? budget_us / 4 : 1;
+        set_periodic_timer(tick, tick);
+    }
+    for (; batch_case < batch->first + batch->count; ++batch_case) {
+        size_t i = (size_t)batch_case;
+        const uint8_t *a_in = batch->a_in + i * batch->a_bytes, *b_in = batch->b_in + i * batch->b_bytes;
+        memcpy(batch->a, a_in, batch->a_bytes);
+        memcpy(batch->b, b_in, batch->b_bytes);
+        fill_poison(batch->c, batch->c_bytes, batch->pool, batch->pool_bytes, (size_t)batch->c_poison[i]);
+        fill_poison(batch->work, batch->work_bytes, batch->pool, batch->pool_bytes, (size_t)batch->work_poison[i]);
+        case_started_ns = now_ns();
+        in_call = 1;
+        ((kernel16)fn)(args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
+                       args[8], args[9], args[10], args[11], args[12], args[13], args[14], args[15]);
+        in_call = 0;
+        batch->inputs_changed[i] = memcmp(batch->a, a_in, batch->a_bytes) || memcmp(batch->b, b_in, batch->b_bytes);
+        memcpy(batch->c_out + i * batch->c_bytes, batch->c, batch->c_bytes);
+    }
+    if (budget_us > 0) set_timer(0);
+    batch_budget_ns = 0;
+    return -1;
 }
 
 /* Writes each breakpoint's hit flag to hits[], puts back the bytes of those never hit, and forgets them all. */

@@ -35,6 +35,18 @@ void lowp_unmap(void *start, size_t pages);
 int lowp_breakpoints(const uint64_t *addresses, int32_t n);
 int lowp_breakpoint_hits(int32_t *hits);
 int lowp_amx_permission(void);
+typedef struct {
+    uint8_t *a, *b, *c, *work;
+    size_t a_bytes, b_bytes, c_bytes, work_bytes;
+    const uint8_t *a_in, *b_in;
+    uint8_t *c_out;
+    const uint8_t *pool;
+    size_t pool_bytes;
+    const int64_t *c_poison, *work_poison;
+    int32_t *inputs_changed;
+    int32_t first, count;
+} lowp_batch;
+int lowp_call_batch(void *fn, const int64_t *args, int64_t budget_us, lowp_batch *batch, lowp_fault *out);
 """
 
 
@@ -159,6 +171,69 @@ def call(fn_address: int, args, arena: Arena, *, budget: float | None, library: 
         damage = r.canary_damage()
         if damage is not None:
             raise damage
+
+
+@dataclass
+class BatchOutcome:
+    """What a batch of guarded calls did: every case's C (rows of a faulting case hold whatever the kernel left),
+    the fault of each case that faulted (by index), the cases whose kernel call changed A or B, the first
+    canary found damaged after the batch (which case did it is not known: the caller reruns the batch), and where
+    the batch stopped after a case overran its budget (None: every case ran)."""
+    C: np.ndarray
+    faults: dict[int, Exception]
+    inputs_changed: np.ndarray
+    canary: OutOfBounds | None
+    stopped: int | None = None
+
+
+def call_batch(fn_address: int, args, arena: Arena, regions: dict[str, Region], A: np.ndarray, B: np.ndarray,
+               c_starts: np.ndarray, work_starts: np.ndarray, pool: np.ndarray, *, budget: float | None,
+               library: Path | None = None) -> BatchOutcome:
+    """Call the kernel at `fn_address` once per case of A (n, M, K) and B (n, K, N), with `args` (pointing at
+    `regions` "A", "B", "C", "work" of `arena`), in one native call per stretch of cases between faults
+    (guard.c lowp_call_batch): case i's C and workspace start as the poison windows c_starts[i] and
+    work_starts[i] of `pool`."""
+    ffi, lib = _library()
+    argv = np.zeros(MAX_ARGS, np.int64)
+    argv[: len(args)] = [np.int64(np.uint64(a & (2 ** 64 - 1)).view(np.int64)) for a in args]
+    n = len(A)
+    c_region, w_region = regions["C"], regions["work"]
+    C = np.empty((n, *c_region.array.shape), c_region.array.dtype)
+    A, B = np.ascontiguousarray(A), np.ascontiguousarray(B)
+    c_starts, work_starts = (np.ascontiguousarray(x, np.int64) for x in (c_starts, work_starts))
+    changed = np.zeros(n, np.int32)
+    batch = ffi.new("lowp_batch *")
+    keep = []      # the cdata the struct points into must live through the call
+
+    def pointer(array):
+        data = ffi.from_buffer(array)
+        keep.append(data)
+        return ffi.cast("uint8_t *", data)
+    batch.a, batch.b = ffi.cast("uint8_t *", regions["A"].base), ffi.cast("uint8_t *", regions["B"].base)
+    batch.c, batch.work = ffi.cast("uint8_t *", c_region.base), ffi.cast("uint8_t *", w_region.base)
+    batch.a_bytes, batch.b_bytes = regions["A"].nbytes, regions["B"].nbytes
+    batch.c_bytes, batch.work_bytes = c_region.nbytes, w_region.nbytes
+    batch.a_in, batch.b_in, batch.c_out = pointer(A), pointer(B), pointer(C)
+    batch.pool, batch.pool_bytes = pointer(pool), pool.size
+    batch.c_poison = ffi.cast("int64_t *", pointer(c_starts))
+    batch.work_poison = ffi.cast("int64_t *", pointer(work_starts))
+    batch.inputs_changed = ffi.cast("int32_t *", pointer(changed))
+    fault = ffi.new("lowp_fault *")
+    faults: dict[int, Exception] = {}
+    first = 0
+    fn, args_c = ffi.cast("void *", fn_address), ffi.from_buffer("int64_t[]", argv)
+    while first < n:
+        batch.first, batch.count = first, n - first
+        at = lib.lowp_call_batch(fn, args_c, int((budget or 0) * 1e6), batch, fault)
+        if at < 0:
+            break
+        faults[at] = _exception(fault, arena, budget, library)
+        first = at + 1
+        if isinstance(faults[at], BudgetExceeded):      # a runaway loop: the next cases would cost the budget too
+            break
+    stopped = first if first < n and isinstance(faults.get(first - 1), BudgetExceeded) else None
+    canary = next((d for d in (r.canary_damage() for r in arena.regions) if d is not None), None)
+    return BatchOutcome(C, faults, changed.astype(bool), canary, stopped)
 
 
 def _exception(fault, arena: Arena, budget, library):

@@ -145,6 +145,7 @@ BENCH_SMOKE = {
     "xnnpack": (lambda tmp: ["--checkout", str(Path(__file__).parent / "xnnpack_tree"), "--datatype", "qs8-qc4w",
                              "--jobs", "1"], "within 60 min"),
     "prove": (lambda tmp: ["--quick", "--kernel", "u8s8s32_avx512vnni"], "4x8x64"),
+    "fuzz": (lambda tmp: ["--quick"], "batched/C harness"),
 }
 
 

@@ -14,7 +14,7 @@ HEADLINE = ("_mm512_maddubs_epi16", "_mm256_maddubs_epi16", "_mm_maddubs_epi16",
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks (ratios side by side in one run)")
     bench.add_argument("suite", nargs="?", default="gemm",
-                       choices=("gemm", "isa", "emulator", "mutants", "conformance", "xnnpack", "prove"),
+                       choices=("gemm", "isa", "emulator", "mutants", "conformance", "xnnpack", "prove", "fuzz"),
                        help="gemm (default): seed 004's GEMM grid, ns per multiply-accumulate of numpy float32, the "
                             "x86 kernels and FBGEMM, side by side; isa: model vs native lanes/s; "
                             "emulator: the AArch64 executors' per-call cost, Unicorn vs qemu-user, on the SDOT GEMM at 64x64x256 and "
@@ -22,7 +22,9 @@ def add_parser(sub) -> None:
                             "the first counterexample and counterexample sizes; conformance: `lowp conformance` "
                             "over 100 copies of real kernels (issue 11's targets: 10 minutes for 100, 2 s per kernel); "
                             "prove: lowp prove's targets (VNNI and SDOT kernels at 4x8x64 within 10 s, VPMADDUBSW on "
-                            "u7 x s8 within 30 s) and the largest K each proves in 5 minutes")
+                            "u7 x s8 within 30 s) and the largest K each proves in 5 minutes; fuzz: cases checked "
+                            "per second on one core, per case and batched, for a native and an emulated kernel, "
+                            "beside a plain C harness on the native one (issue 26: a third of the harness's)")
     bench.add_argument("--quick", action="store_true",
                        help="gemm: 8 corner shapes of the grid, fewer rounds; emulator: one round (a smoke test, "
                             "not a measurement); conformance: 10 kernels")
@@ -77,6 +79,8 @@ def cmd_bench(args) -> int:
         return bench_conformance(args)
     if args.suite == "xnnpack":
         return bench_xnnpack(args)
+    if args.suite == "fuzz":
+        return bench_fuzz(args)
     if args.suite == "prove":
         from lowp.conformance.bench.prove import prove_targets  # noqa: PLC0415
         rows = prove_targets(args.kernel or None, budget=300.0, largest=not args.quick)
@@ -94,6 +98,19 @@ def cmd_bench(args) -> int:
         print(tabulate(rows, headers="keys", floatfmt=".3g"))
         return 0
     return bench_isa(args)
+
+
+def bench_fuzz(args) -> int:
+    """Cases per second per case, batched and in a C harness (lowp.conformance.bench.fuzz); --kernel NAME: the
+    native kernel (default u8s8s32_avx2), a second --kernel the emulated one (default sdot_s8_neon)."""
+    from lowp.conformance.bench.fuzz import EMULATED, NATIVE, fuzz_benchmark  # noqa: PLC0415
+    names = [*args.kernel, NATIVE, EMULATED][:2] if args.kernel else [NATIVE, EMULATED]
+    rows = fuzz_benchmark(*names, seconds=0.5 if args.quick else 3.0)
+    shown = [{k: (f"{v:,.0f}" if k.endswith("/s") else f"{v:.2f}") if isinstance(v, float) else v
+              for k, v in r.items()} for r in rows]
+    print("cases checked per second, one core (batched/C harness: issue 26's target is at least 0.33)")
+    print(tabulate(shown, headers="keys", disable_numparse=True))
+    return 0
 
 
 def bench_isa(args) -> int:

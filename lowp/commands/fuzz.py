@@ -13,6 +13,10 @@ from .conformance import (_kernels, _options, _settings, add_run_options, check_
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 LINE_SECONDS = 10.0
+# Per check and round: the batched draws (docs/batch.md) run this long, at tens of thousands of cases a second
+# natively; the rest of a round (its process, the generated cases, the search) costs about as much.
+DRAW_SECONDS = 2.0
+DRAW_CASES = 10 ** 9          # the draws stop on time, not on count
 
 
 def duration(text: str) -> float:
@@ -46,6 +50,9 @@ def add_parser(sub) -> None:
                         "1h30m; default 10m)")
     p.add_argument("--rounds", type=int, default=None, metavar="N",
                    help="also stop once N rounds have finished (default: only the budget stops)")
+    p.add_argument("--draw-seconds", type=float, default=DRAW_SECONDS, metavar="S",
+                   help="per check and round, how long to run cases drawn from the search's distribution through "
+                        "the batched path before the search (docs/batch.md; default %(default)g; 0: none)")
     p.add_argument("--probes", action="store_true",
                    help="also fuzz the not-claimed probes (the exact contract on the full range, ...): they fail by "
                         "design, and a new kind of failure of theirs is reported")
@@ -75,14 +82,19 @@ def _fuzz(args, held) -> int:
     if not hold_out(held, args.out):     # one campaign at a time in OUT: refused before its log is touched
         return 2
     options["probe_examples"] = probe_share(options["examples"])
+    if args.draw_seconds < 0:
+        args.parser.error("--draw-seconds must be 0 or more")
+    if args.draw_seconds > 0:
+        options.update(draws=DRAW_CASES, draw_seconds=args.draw_seconds)
     kernels = kernels_args(args)
     started_ray = _connect(args)
     if started_ray is None:
         return 2
     database_note(args, options["database"])
+    draws = f"{args.draw_seconds:g} s of batched draws and " if args.draw_seconds > 0 else ""
     print(f"fuzzing {len(checks)} checks of {len(selected)} kernels for {_hms(args.budget)}"
-          f"{f' or {args.rounds} rounds' if args.rounds else ''} ({options['examples']} search examples a check a "
-          f"round); campaign in {args.out}", flush=True)
+          f"{f' or {args.rounds} rounds' if args.rounds else ''} ({draws}{options['examples']} search examples a "
+          f"check a round); campaign in {args.out}", flush=True)
 
     def found(event):
         row = event["row"]
@@ -129,7 +141,8 @@ def _fuzz(args, held) -> int:
               f"{', '.join(map(str, campaign.unreadable[:5]))}{', ...' if len(campaign.unreadable) > 5 else ''})",
               file=sys.stderr)
     seconds = time.perf_counter() - start
-    settings = {**_settings(args, options), "budget": args.budget, "rounds": args.rounds, "probes": args.probes}
+    settings = {**_settings(args, options), "budget": args.budget, "rounds": args.rounds, "probes": args.probes,
+                "draw_seconds": args.draw_seconds}
     paths = write_reports(lambda: fuzz.write(campaign, settings, seconds, kernels), args.out)
     s = fuzz.summary(campaign)
     print(f"\n{s['rounds']} round(s), {s['executed']:,} cases executed on {s['checks']} checks; "
