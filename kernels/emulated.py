@@ -115,7 +115,7 @@ class EmulatedExecutor:
         quants = list(quants) if quants is not None else [None] * len(As)
         if len(quants) != len(As):
             raise ValueError(f"run_many: {len(quants)} quants for {len(As)} cases")
-        if not As:
+        if not len(As):              # a list of cases, or the engine's stacked (cases, M, K) array
             return []
         shapes = {(np.shape(A)[0], np.shape(B)[1], np.shape(A)[1]) for A, B in zip(As, Bs)
                   if np.ndim(A) == 2 and np.ndim(B) == 2}         # the others: check_operands names them per case
