@@ -873,18 +873,39 @@ def _pextr(unit: int):
 
 
 def _pshufb(m, insn, ops):
-    """VPSHUFB with concrete control bytes (a shuffle pattern from the code's constants): the model itself says
-    where each byte comes from, run on the byte numbers 1..n (0 = zeroed)."""
+    """VPSHUFB. Concrete control bytes (a shuffle pattern from the code's constants, in memory or in a register):
+    the model itself says where each byte comes from, run on the byte numbers 1..n (0 = zeroed), so the bytes
+    keep their lanes. Symbolic control bytes: the model on the lanes (on the bit-vector backend its gather is a
+    select over the 16 table bytes of the 128-bit lane, and bit 7 gives 0)."""
+    if _mask_of(m, ops)[0] is not None:
+        m.fail("a masked form lowp prove does not model")
     dst = ops[0]
     a_op, b_op = (ops[1], ops[2]) if len(ops) == 3 else (ops[0], ops[1])
     width = dst.size
     control = m.read(b_op, width)
     if not isinstance(control, int):
-        m.fail("a shuffle by data-dependent control bytes")
+        control = concrete(control)
+    if control is None:
+        m.write_vec(dst, lane_bytes(models.vpshufb(m.vlanes(a_op, U8, width), m.vlanes(b_op, U8, width))))
+        return
     b = np.frombuffer(control.to_bytes(width, "little"), np.uint8)
     source = models.vpshufb(np.arange(1, width + 1, dtype=np.uint8), b)
     a = _as_bytes(m.read(a_op, width), width)
     m.write_vec(dst, [a[s - 1] if s else Byte(SymInt.const(0), 1, 0) for s in source.tolist()])
+
+
+def _byte_shift(fn):
+    """VPSRLDQ / VPSLLDQ by an immediate: the model says where each byte comes from (run on the byte numbers 1..n,
+    0 = a zero shifted in), so the bytes keep their lanes."""
+    def run(m, insn, ops):
+        if _mask_of(m, ops)[0] is not None:
+            m.fail("a masked form lowp prove does not model")
+        dst, src, count = (ops[0], ops[1], ops[2]) if len(ops) == 3 else (ops[0], ops[0], ops[1])
+        width = dst.size
+        source = fn(np.arange(1, width + 1, dtype=np.uint8), count.imm)
+        data = _as_bytes(m.read(src, width), width)
+        m.write_vec(dst, [data[s - 1] if s else Byte(SymInt.const(0), 1, 0) for s in source.tolist()])
+    return run
 
 
 def _vmovd_gpr(m, insn, ops):
@@ -995,6 +1016,20 @@ def _xchg(m, insn, ops):
     m.write(b, va)
 
 
+def _narrow_model(fn, from_type):
+    """VPMOVQD and its kind: dst (a register or memory of half the source's size), src (a register)."""
+    def run(m, insn, ops):
+        if _mask_of(m, ops)[0] is not None:
+            m.fail("a masked form lowp prove does not model")
+        dst, src = ops
+        result = lane_bytes(fn(m.vlanes(src, from_type, src.size)))
+        if dst.type == X.X86_OP_REG:
+            m.write_vec(dst, result)
+        else:
+            m.write(dst, result, len(result))
+    return run
+
+
 def _extend_model(fn, from_type):
     """VPMOVSX/ZX: the source is the low half of a register (or half as many bytes of memory)."""
     def run(m, insn, ops):
@@ -1066,6 +1101,12 @@ HANDLERS = {
     "vcvttps2dq": _convert_model(models.vcvttps2dq, F32), "cvttps2dq": _convert_model(models.vcvttps2dq, F32),
     "vpsubsw": _model(models.vpsubsw, (S16, S16)), "psubsw": _model(models.vpsubsw, (S16, S16)),
     "vpaddb": _model(models.vpaddb, (S8, S8)), "paddb": _model(models.vpaddb, (S8, S8)),
+    "vpmulld": _model(models.vpmulld, (S32, S32)), "pmulld": _model(models.vpmulld, (S32, S32)),
+    "vpsubd": _model(models.vpsubd, (S32, S32)), "psubd": _model(models.vpsubd, (S32, S32)),
+    "vpcmpgtd": _model(models.vpcmpgtd, (S32, S32)), "pcmpgtd": _model(models.vpcmpgtd, (S32, S32)),
+    "vpmovqd": _narrow_model(models.vpmovqd, np.int64),
+    "vpsrldq": _byte_shift(models.vpsrldq), "psrldq": _byte_shift(models.vpsrldq),
+    "vpslldq": _byte_shift(models.vpslldq), "pslldq": _byte_shift(models.vpslldq),
     "vpermq": _vpermq, "vmovddup": _vmovddup, "vmovhps": _vmovhps, "vcvtsi2ss": _vcvtsi2ss, "xchg": _xchg,
     **{f"{v}ps{d}l{u}": _vshift_imm("right" if d == "r" else "left", {"w": 2, "d": 4, "q": 8}[u])
        for v in ("", "v") for d in ("r", "l") for u in ("w", "d", "q")},
