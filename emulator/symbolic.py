@@ -116,9 +116,26 @@ def _lane(part: list[Byte], dtype) -> SymInt:
     value = concrete(part)
     if value is not None:
         return fit(SymInt.const(value), dtype)
-    terms = [b.term() for b in reversed(part)]
+    terms = _runs(part)[::-1]
     term = z3.simplify(z3.Concat(*terms) if len(terms) > 1 else terms[0])
     return SymInt.from_bits(term, dtype.kind == "i")
+
+
+def _runs(part: list[Byte]) -> list:
+    """The bytes' terms, lowest first, with each run of consecutive bytes of one lane taken as one piece of that
+    lane's bits (a whole lane as the lane itself): a qword of two int32 sums is Concat(sum1, sum0), whose low
+    dword z3 then reads back as sum0 itself, not as four byte extracts of it it can no longer reassemble."""
+    out, j = [], 0
+    while j < len(part):
+        b, k = part[j], j + 1
+        while k < len(part) and part[k].lane is b.lane and part[k].size == b.size and \
+                part[k].index == b.index + (k - j):
+            k += 1
+        full = b.lane.bits(8 * b.size)
+        lo, hi = 8 * b.index, 8 * (b.index + k - j) - 1
+        out.append(full if (lo, hi) == (0, 8 * b.size - 1) else z3.Extract(hi, lo, full))
+        j = k
+    return out
 
 
 def integer(data: list[Byte], signed: bool = False) -> SymInt:

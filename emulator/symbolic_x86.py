@@ -729,6 +729,33 @@ def _masked_move(m, insn, mask: int, dst, src):
     m.write_vec(dst, out)
 
 
+def _vpmaskmov(unit: int):
+    """VPMASKMOVD/Q: a load or store of the elements whose mask element has its sign bit set (a masked-off element
+    is never touched, so a tail past a buffer's end is no access; a load zeroes it). The mask must be concrete
+    (a tail mask from the shape), else the accesses depend on the data."""
+    def run(m, insn, ops):
+        dst, mask_op, src = ops
+        width = mask_op.size
+        mask = _as_bytes(m.read(mask_op, width), width)
+        selected = []
+        for e in range(width // unit):
+            top = mask[e * unit + unit - 1].value
+            if top is None:
+                m.fail("a data-dependent mask")
+            selected.append(top >> 7)
+        if dst.type == X.X86_OP_MEM:
+            data, base = _as_bytes(m.read(src, width), width), m.address(dst)
+            for e, on in enumerate(selected):
+                if on:
+                    m.store(base + e * unit, data[e * unit:(e + 1) * unit])
+            return
+        base, out = m.address(src), []
+        for e, on in enumerate(selected):
+            out += m.load(base + e * unit, unit) if on else const_bytes(0, unit)
+        m.write_vec(dst, out)
+    return run
+
+
 def _kmov(m, insn, ops):
     dst, src = ops
     bits = {"kmovb": 8, "kmovw": 16, "kmovd": 32, "kmovq": 64}[insn.mnemonic]
@@ -964,11 +991,17 @@ def _vshift_imm(direction: str, unit: int):
         dst, src, count = (ops[0], ops[1], ops[2]) if len(ops) == 3 else (ops[0], ops[0], ops[1])
         if count.type != X.X86_OP_IMM:
             m.fail("a vector shift by a register count lowp prove does not model")
-        x = m.vlanes(src, dtype, dst.size)
         n = count.imm
         if n >= 8 * unit:
             m.write_vec(dst, const_bytes(0, dst.size))
             return
+        if n % 8 == 0:          # whole bytes move within each lane: keep them as they are (REDUCE's >> 32)
+            data, k = _as_bytes(m.read(src, dst.size), dst.size), n // 8
+            zero = const_bytes(0, k)
+            m.write_vec(dst, [b for i in range(0, dst.size, unit) for b in
+                              ((data[i + k:i + unit] + zero) if direction == "right" else (zero + data[i:i + unit - k]))])
+            return
+        x = m.vlanes(src, dtype, dst.size)
         m.write_vec(dst, lane_bytes(x >> n if direction == "right" else x << n))
     return run
 
@@ -1107,6 +1140,7 @@ HANDLERS = {
     "vpmovqd": _narrow_model(models.vpmovqd, np.int64),
     "vpsrldq": _byte_shift(models.vpsrldq), "psrldq": _byte_shift(models.vpsrldq),
     "vpslldq": _byte_shift(models.vpslldq), "pslldq": _byte_shift(models.vpslldq),
+    "vpmaskmovd": _vpmaskmov(4), "vpmaskmovq": _vpmaskmov(8),
     "vpermq": _vpermq, "vmovddup": _vmovddup, "vmovhps": _vmovhps, "vcvtsi2ss": _vcvtsi2ss, "xchg": _xchg,
     **{f"{v}ps{d}l{u}": _vshift_imm("right" if d == "r" else "left", {"w": 2, "d": 4, "q": 8}[u])
        for v in ("", "v") for d in ("r", "l") for u in ("w", "d", "q")},
