@@ -998,8 +998,9 @@ def _vshift_imm(direction: str, unit: int):
         if n % 8 == 0:          # whole bytes move within each lane: keep them as they are (REDUCE's >> 32)
             data, k = _as_bytes(m.read(src, dst.size), dst.size), n // 8
             zero = const_bytes(0, k)
-            m.write_vec(dst, [b for i in range(0, dst.size, unit) for b in
-                              ((data[i + k:i + unit] + zero) if direction == "right" else (zero + data[i:i + unit - k]))])
+            moved = [data[i + k:i + unit] + zero if direction == "right" else zero + data[i:i + unit - k]
+                     for i in range(0, dst.size, unit)]
+            m.write_vec(dst, [b for lane in moved for b in lane])
             return
         x = m.vlanes(src, dtype, dst.size)
         m.write_vec(dst, lane_bytes(x >> n if direction == "right" else x << n))
