@@ -55,20 +55,34 @@ class NativeUnavailable(RuntimeError):
 
 def wrapper_source(intr: Intrinsic) -> str:
     """C for one intrinsic: `int lowp_<name>(size_t n, const void *p0, ..., void *out)` runs it n times."""
-    args, params = [], []
+    args, params, imm = [], [], None
     for j, p in enumerate(intr.params):
         params.append(f"const void *p{j}")
         if p.kind == "vec":
             args.append(LOAD[p.width].format(j=j))
         elif p.kind == "mask":
             args.append(f"(__mmask{p.bits})((const uint64_t *)p{j})[i]")
+        elif p.kind == "imm" and imm is None:
+            # an immediate is a compile-time constant: one call per value in [lo, hi], chosen by a switch on the
+            # int64 the batch passes (the same for the whole batch)
+            imm = (j, p)
+            args.append("{imm}")
         else:
-            raise ValueError(f"{intr.name}: x86 immediates are not generated yet")
+            raise ValueError(f"{intr.name}: x86 wrappers take one immediate at most")
     sig = f"int lowp_{intr.name}(size_t n, {', '.join(params)}, void *out)"
     target = ",".join(TARGET[f] for f in intr.features)
+    call = f"{intr.name}({', '.join(args)})"
+    if imm is None:
+        compute = f"        {CTYPE[intr.result.width]} r = {call};\n"
+    else:
+        j, p = imm
+        cases = "".join(f"            case {v}: r = {call.replace('{imm}', str(v))}; break;\n"
+                        for v in range(p.lo, p.hi + 1))
+        compute = (f"        {CTYPE[intr.result.width]} r;\n"
+                   f"        switch (*(const int64_t *)p{j}) {{\n{cases}            default: return -2;\n        }}\n")
     body = (f"__attribute__((target(\"{target}\"))) {sig} {{\n"
             f"    for (size_t i = 0; i < n; ++i) {{\n"
-            f"        {CTYPE[intr.result.width]} r = {intr.name}({', '.join(args)});\n"
+            f"{compute}"
             f"        {STORE[intr.result.width]};\n    }}\n"
             + ("    _mm_empty();\n" if intr.width == 64 else "") + "    return 0;\n}\n")
     guards = [COMPILER_GUARD[f] for f in intr.features if f in COMPILER_GUARD]
@@ -189,7 +203,7 @@ def marshal(intr: Intrinsic, args: Sequence) -> tuple[int, list[np.ndarray], np.
                 raise ValueError(f"{intr.name}: operand {p.name!r} has {a.shape[0]} registers, expected {n}")
         buffers.append(a)
     buffers = [np.ascontiguousarray(np.broadcast_to(np.asarray(b, np.uint64), (n,))) if p.kind == "mask"
-               else b for p, b in zip(intr.params, buffers)]
+               else np.array([int(b)], np.int64) if p.kind == "imm" else b for p, b in zip(intr.params, buffers)]
     return n, buffers, np.empty((n, intr.result.lanes), intr.result.dtype)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import z3
 
-from lowp.isa_models.bitvec import SymArray, SymInt, fit
+from lowp.isa_models.bitvec import SymArray, SymInt, _within, fit
 
 # -- why a symbolic run stops ---------------------------------------------------------------------------------------
 
@@ -116,9 +116,48 @@ def _lane(part: list[Byte], dtype) -> SymInt:
     value = concrete(part)
     if value is not None:
         return fit(SymInt.const(value), dtype)
-    terms = [b.term() for b in reversed(part)]
+    terms = _runs(part)[::-1]
     term = z3.simplify(z3.Concat(*terms) if len(terms) > 1 else terms[0])
+    if n == 1:
+        offset = _byte_plus_constant(term)
+        if offset is not None:
+            lo, hi = (int(v) for v in (np.iinfo(dtype).min, np.iinfo(dtype).max))
+            kept = _within(offset, lo, hi)     # by its interval, or a lemma over t's domain
+            # untrimmed: the exact sum's own term, so products of it stay sums of monomials for the solver
+            return SymInt(offset.term, kept.lo, kept.hi) if kept is not None else fit(offset, dtype)
     return SymInt.from_bits(term, dtype.kind == "i")
+
+
+def _byte_plus_constant(term) -> SymInt | None:
+    """A byte that is t + c (or t XOR 0x80, t + 128) mod 256 for a byte t, as z3 simplifies the low byte of a
+    general register's zext(t) + c (a packing loop's `lea edx, [rsi - 0x80]` or `add edx, 127` on a movzx'd s8):
+    the exact integer signed(t) + c, which lies in the 8 bits' range in the kernel's domain (then the lane keeps
+    it; fit keeps its bits, the same mod 256, where it does not)."""
+    if term.size() != 8 or term.num_args() != 2 or not (z3.is_app_of(term, z3.Z3_OP_BADD)
+                                                        or z3.is_app_of(term, z3.Z3_OP_BXOR)):
+        return None
+    a, b = term.children()
+    c, t = (a, b) if z3.is_bv_value(a) else (b, a) if z3.is_bv_value(b) else (None, None)
+    if c is None or (z3.is_app_of(term, z3.Z3_OP_BXOR) and c.as_long() != 0x80):
+        return None
+    return SymInt.from_bits(t, True) + c.as_long()
+
+
+def _runs(part: list[Byte]) -> list:
+    """The bytes' terms, lowest first, with each run of consecutive bytes of one lane taken as one piece of that
+    lane's bits (a whole lane as the lane itself): a qword of two int32 sums is Concat(sum1, sum0), whose low
+    dword z3 then reads back as sum0 itself, not as four byte extracts of it it can no longer reassemble."""
+    out, j = [], 0
+    while j < len(part):
+        b, k = part[j], j + 1
+        while k < len(part) and part[k].lane is b.lane and part[k].size == b.size and \
+                part[k].index == b.index + (k - j):
+            k += 1
+        full = b.lane.bits(8 * b.size)
+        lo, hi = 8 * b.index, 8 * (b.index + k - j) - 1
+        out.append(full if (lo, hi) == (0, 8 * b.size - 1) else z3.Extract(hi, lo, full))
+        j = k
+    return out
 
 
 def integer(data: list[Byte], signed: bool = False) -> SymInt:

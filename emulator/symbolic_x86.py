@@ -729,6 +729,33 @@ def _masked_move(m, insn, mask: int, dst, src):
     m.write_vec(dst, out)
 
 
+def _vpmaskmov(unit: int):
+    """VPMASKMOVD/Q: a load or store of the elements whose mask element has its sign bit set (a masked-off element
+    is never touched, so a tail past a buffer's end is no access; a load zeroes it). The mask must be concrete
+    (a tail mask from the shape), else the accesses depend on the data."""
+    def run(m, insn, ops):
+        dst, mask_op, src = ops
+        width = mask_op.size
+        mask = _as_bytes(m.read(mask_op, width), width)
+        selected = []
+        for e in range(width // unit):
+            top = mask[e * unit + unit - 1].value
+            if top is None:
+                m.fail("a data-dependent mask")
+            selected.append(top >> 7)
+        if dst.type == X.X86_OP_MEM:
+            data, base = _as_bytes(m.read(src, width), width), m.address(dst)
+            for e, on in enumerate(selected):
+                if on:
+                    m.store(base + e * unit, data[e * unit:(e + 1) * unit])
+            return
+        base, out = m.address(src), []
+        for e, on in enumerate(selected):
+            out += m.load(base + e * unit, unit) if on else const_bytes(0, unit)
+        m.write_vec(dst, out)
+    return run
+
+
 def _kmov(m, insn, ops):
     dst, src = ops
     bits = {"kmovb": 8, "kmovw": 16, "kmovd": 32, "kmovq": 64}[insn.mnemonic]
@@ -873,18 +900,39 @@ def _pextr(unit: int):
 
 
 def _pshufb(m, insn, ops):
-    """VPSHUFB with concrete control bytes (a shuffle pattern from the code's constants): the model itself says
-    where each byte comes from, run on the byte numbers 1..n (0 = zeroed)."""
+    """VPSHUFB. Concrete control bytes (a shuffle pattern from the code's constants, in memory or in a register):
+    the model itself says where each byte comes from, run on the byte numbers 1..n (0 = zeroed), so the bytes
+    keep their lanes. Symbolic control bytes: the model on the lanes (on the bit-vector backend its gather is a
+    select over the 16 table bytes of the 128-bit lane, and bit 7 gives 0)."""
+    if _mask_of(m, ops)[0] is not None:
+        m.fail("a masked form lowp prove does not model")
     dst = ops[0]
     a_op, b_op = (ops[1], ops[2]) if len(ops) == 3 else (ops[0], ops[1])
     width = dst.size
     control = m.read(b_op, width)
     if not isinstance(control, int):
-        m.fail("a shuffle by data-dependent control bytes")
+        control = concrete(control)
+    if control is None:
+        m.write_vec(dst, lane_bytes(models.vpshufb(m.vlanes(a_op, U8, width), m.vlanes(b_op, U8, width))))
+        return
     b = np.frombuffer(control.to_bytes(width, "little"), np.uint8)
     source = models.vpshufb(np.arange(1, width + 1, dtype=np.uint8), b)
     a = _as_bytes(m.read(a_op, width), width)
     m.write_vec(dst, [a[s - 1] if s else Byte(SymInt.const(0), 1, 0) for s in source.tolist()])
+
+
+def _byte_shift(fn):
+    """VPSRLDQ / VPSLLDQ by an immediate: the model says where each byte comes from (run on the byte numbers 1..n,
+    0 = a zero shifted in), so the bytes keep their lanes."""
+    def run(m, insn, ops):
+        if _mask_of(m, ops)[0] is not None:
+            m.fail("a masked form lowp prove does not model")
+        dst, src, count = (ops[0], ops[1], ops[2]) if len(ops) == 3 else (ops[0], ops[0], ops[1])
+        width = dst.size
+        source = fn(np.arange(1, width + 1, dtype=np.uint8), count.imm)
+        data = _as_bytes(m.read(src, width), width)
+        m.write_vec(dst, [data[s - 1] if s else Byte(SymInt.const(0), 1, 0) for s in source.tolist()])
+    return run
 
 
 def _vmovd_gpr(m, insn, ops):
@@ -943,11 +991,18 @@ def _vshift_imm(direction: str, unit: int):
         dst, src, count = (ops[0], ops[1], ops[2]) if len(ops) == 3 else (ops[0], ops[0], ops[1])
         if count.type != X.X86_OP_IMM:
             m.fail("a vector shift by a register count lowp prove does not model")
-        x = m.vlanes(src, dtype, dst.size)
         n = count.imm
         if n >= 8 * unit:
             m.write_vec(dst, const_bytes(0, dst.size))
             return
+        if n % 8 == 0:          # whole bytes move within each lane: keep them as they are (REDUCE's >> 32)
+            data, k = _as_bytes(m.read(src, dst.size), dst.size), n // 8
+            zero = const_bytes(0, k)
+            moved = [data[i + k:i + unit] + zero if direction == "right" else zero + data[i:i + unit - k]
+                     for i in range(0, dst.size, unit)]
+            m.write_vec(dst, [b for lane in moved for b in lane])
+            return
+        x = m.vlanes(src, dtype, dst.size)
         m.write_vec(dst, lane_bytes(x >> n if direction == "right" else x << n))
     return run
 
@@ -993,6 +1048,20 @@ def _xchg(m, insn, ops):
     va, vb = m.read(a), m.read(b)
     m.write(a, vb)
     m.write(b, va)
+
+
+def _narrow_model(fn, from_type):
+    """VPMOVQD and its kind: dst (a register or memory of half the source's size), src (a register)."""
+    def run(m, insn, ops):
+        if _mask_of(m, ops)[0] is not None:
+            m.fail("a masked form lowp prove does not model")
+        dst, src = ops
+        result = lane_bytes(fn(m.vlanes(src, from_type, src.size)))
+        if dst.type == X.X86_OP_REG:
+            m.write_vec(dst, result)
+        else:
+            m.write(dst, result, len(result))
+    return run
 
 
 def _extend_model(fn, from_type):
@@ -1066,6 +1135,13 @@ HANDLERS = {
     "vcvttps2dq": _convert_model(models.vcvttps2dq, F32), "cvttps2dq": _convert_model(models.vcvttps2dq, F32),
     "vpsubsw": _model(models.vpsubsw, (S16, S16)), "psubsw": _model(models.vpsubsw, (S16, S16)),
     "vpaddb": _model(models.vpaddb, (S8, S8)), "paddb": _model(models.vpaddb, (S8, S8)),
+    "vpmulld": _model(models.vpmulld, (S32, S32)), "pmulld": _model(models.vpmulld, (S32, S32)),
+    "vpsubd": _model(models.vpsubd, (S32, S32)), "psubd": _model(models.vpsubd, (S32, S32)),
+    "vpcmpgtd": _model(models.vpcmpgtd, (S32, S32)), "pcmpgtd": _model(models.vpcmpgtd, (S32, S32)),
+    "vpmovqd": _narrow_model(models.vpmovqd, np.int64),
+    "vpsrldq": _byte_shift(models.vpsrldq), "psrldq": _byte_shift(models.vpsrldq),
+    "vpslldq": _byte_shift(models.vpslldq), "pslldq": _byte_shift(models.vpslldq),
+    "vpmaskmovd": _vpmaskmov(4), "vpmaskmovq": _vpmaskmov(8),
     "vpermq": _vpermq, "vmovddup": _vmovddup, "vmovhps": _vmovhps, "vcvtsi2ss": _vcvtsi2ss, "xchg": _xchg,
     **{f"{v}ps{d}l{u}": _vshift_imm("right" if d == "r" else "left", {"w": 2, "d": 4, "q": 8}[u])
        for v in ("", "v") for d in ("r", "l") for u in ("w", "d", "q")},

@@ -43,10 +43,13 @@ def _range(dtype) -> tuple[int, int]:
 
 class SymInt:
     """An exact integer: `term` (a z3 bit-vector, read as signed) whose value lies in [lo, hi]."""
-    __slots__ = ("term", "lo", "hi")
+    __slots__ = ("term", "lo", "hi", "wrapped")
 
     def __init__(self, term, lo: int, hi: int):
         self.term, self.lo, self.hi = term, int(lo), int(hi)
+        # (x, n) when this is x wrapped to n bits by `fit` (the same n bits as x): read back as the other
+        # signedness of n bits, it is x itself wherever x lies in that type's range
+        self.wrapped = None
 
     # -- construction ---------------------------------------------------------------------------------------------
     @staticmethod
@@ -398,15 +401,25 @@ def fit(x, dtype):
     lo, hi = _range(dtype)
     if lo <= x.lo and x.hi <= hi:
         return x
+    n = dtype.itemsize * 8
+    if x.wrapped is not None and x.wrapped[1] == n:
+        # x is an exact value y wrapped to these n bits (a + 127 as an s8 lane, then read as u8): the n bits
+        # read as `dtype` are y itself if y lies in dtype's range (x and y agree mod 2^n)
+        y = x.wrapped[0]
+        kept = y if lo <= y.lo and y.hi <= hi else _within(y, lo, hi) if dtype.itemsize <= 2 else None
+        if kept is not None:
+            return kept
     if dtype.itemsize <= 2:               # a narrow intermediate (int16 lanes): worth a lemma
         kept = _within(x, lo, hi)
         if kept is not None:
             return kept
-    n = dtype.itemsize * 8
     if x.value is not None:
         v = x.value & ((1 << n) - 1)
         return SymInt.const(v - (1 << n) if dtype.kind == "i" and v >> (n - 1) else v)
-    return SymInt.from_bits(z3.simplify(x.bits(n)), dtype.kind == "i")
+    r = SymInt.from_bits(z3.simplify(x.bits(n)), dtype.kind == "i")
+    if r.value is None:
+        r.wrapped = (x.wrapped[0] if x.wrapped is not None and x.wrapped[1] == n else x, n)
+    return r
 
 
 # -- arrays -----------------------------------------------------------------------------------------------------------

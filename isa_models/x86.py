@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lanes import (F32, S8, S16, S32, U8, U32, dot, f32_arith, f32_from_int32, f32_pick_less, f32_to_int32,
+from .lanes import (F32, S8, S16, S32, S64, U8, U32, dot, f32_arith, f32_from_int32, f32_pick_less, f32_to_int32,
                     is_lanes, operand, pairs, quads, result_lanes, same_register, saturate, widen, wrap, writemask)
 
 W = (128, 256, 512)          # SSE/AVX/AVX-512 register widths
@@ -412,3 +412,60 @@ def vminps(a, b):
     a, b = operand(a, "a", F32, W), operand(b, "b", F32, W)
     same_register(("a", a), ("b", b))
     return f32_pick_less(a, b)
+
+
+# -- seed 004's q4.6 / q8 drivers (kernels/x86/gemm_q46.h): the column-sum compensation, the tail mask, REDUCE ------
+
+def vpmulld(a, b, *, mask=None, zeroing=False, merge=None):
+    """PMULLD / VPMULLD, Multiply Packed Signed Dword Integers and Store Low Result:
+    TEMP[63:0] := SRC1.dword[j] * SRC2.dword[j]; DEST.dword[j] := TEMP[31:0]. Intel SDM Vol. 2B, PMULLD/PMULLQ."""
+    a, b = operand(a, "a", S32, W), operand(b, "b", S32, W)
+    same_register(("a", a), ("b", b))
+    return writemask(wrap(widen(a) * widen(b), S32), mask, zeroing, merge)
+
+
+def vpsubd(a, b, *, mask=None, zeroing=False, merge=None):
+    """PSUBD / VPSUBD, Subtract Packed Integers (dwords), wrapping mod 2^32: DEST.dword[j] := SRC1.dword[j] -
+    SRC2.dword[j]. Intel SDM Vol. 2B, PSUBB/PSUBW/PSUBD."""
+    a, b = operand(a, "a", S32, W), operand(b, "b", S32, W)
+    same_register(("a", a), ("b", b))
+    return writemask(wrap(widen(a) - widen(b), S32), mask, zeroing, merge)
+
+
+def vpcmpgtd(a, b):
+    """PCMPGTD / VPCMPGTD (VEX), Compare Packed Signed Integers for Greater Than (dwords):
+    DEST.dword[j] := FFFFFFFFH IF SRC1.dword[j] > SRC2.dword[j] ELSE 0. Intel SDM Vol. 2B, PCMPGTB/PCMPGTW/PCMPGTD."""
+    a, b = operand(a, "a", S32, (128, 256)), operand(b, "b", S32, (128, 256))
+    same_register(("a", a), ("b", b))
+    return np.where(a > b, np.int32(-1), np.int32(0)).astype(S32)
+
+
+def vpmovqd(a, *, mask=None, zeroing=False, merge=None):
+    """VPMOVQD, Down Convert QWord to DWord (truncating): DEST.dword[j] := TruncateQuadWordToDWord(SRC.qword[j]),
+    the low 32 bits. a holds the qwords read (8 of a zmm for the ymm result). Intel SDM Vol. 2C, VPMOVQD/VPMOVSQD/
+    VPMOVUSQD."""
+    a = operand(a, "a", S64, (128, 256, 512))
+    return writemask(wrap(a, S32), mask, zeroing, merge)
+
+
+def _byte_shift(a, count, right: bool):
+    """The bytes of each 128-bit lane moved by `count` (an immediate; above 15 the lane is zeroed)."""
+    a = operand(a, "a", U8, W)
+    n = min(int(count), 16)
+    per = _by_128(a, 16)
+    zeros = np.zeros_like(per[..., :n])
+    moved = np.concatenate([per[..., n:], zeros], axis=-1) if right else \
+        np.concatenate([zeros, per[..., :16 - n]], axis=-1)
+    return moved.reshape(a.shape)
+
+
+def vpsrldq(a, imm):
+    """PSRLDQ / VPSRLDQ, Shift Double Quadword Right Logical, per 128-bit lane: TEMP := COUNT (> 15 gives 16);
+    DEST := SRC >> (TEMP * 8), zeros shifted in. a as u8 lanes. Intel SDM Vol. 2B, PSRLDQ."""
+    return _byte_shift(a, imm, True)
+
+
+def vpslldq(a, imm):
+    """PSLLDQ / VPSLLDQ, Shift Double Quadword Left Logical, per 128-bit lane: TEMP := COUNT (> 15 gives 16);
+    DEST := SRC << (TEMP * 8), zeros shifted in. a as u8 lanes. Intel SDM Vol. 2B, PSLLDQ."""
+    return _byte_shift(a, imm, False)

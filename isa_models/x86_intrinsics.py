@@ -59,7 +59,13 @@ def _extend(inst, form, width, a_t, b_t, out_t):
     return (_mask(n), a), out, lambda k, a: m(a[..., :n], mask=k, zeroing=True)
 
 
-KINDS = {"binary": _binary, "accumulate": _accumulate, "extend": _extend}
+def _byte_shift(inst, form, width, a_t, b_t, out_t):
+    """VPSRLDQ / VPSLLDQ: a register and the byte count (an immediate; 16 and above zero the lane, as 16 does)."""
+    a, out, m = _vec("a", a_t, width), _vec("result", out_t, width), inst.model
+    return (a, Param("imm", "imm", lo=0, hi=16)), out, lambda a, imm: m(a, imm)
+
+
+KINDS = {"binary": _binary, "accumulate": _accumulate, "extend": _extend, "byte_shift": _byte_shift}
 
 
 def family(mnemonic, model, *, extension, types, overflow, kind, plain, masked=None, masked_features=(),
@@ -203,6 +209,25 @@ def _register():
     family("vpermd", x86.vpermd, extension="AVX2", types=("s32", "s32", "s32"),
            overflow="none (a move): the index's low 3 bits pick the lane", kind="binary",
            plain={"_mm256_permutevar8x32_epi32": (256, ("avx2",))})
+    # seed 004's q4.6 / q8 drivers: COMP = -shift * colsum (VPMULLD), the tail mask (VPCMPGTD), REDUCE (VPMOVQD)
+    family("vpmulld", x86.vpmulld, extension="SSE4.1 / AVX2 / AVX512F", types=("s32", "s32", "s32"),
+           overflow="the low 32 bits of the 64-bit product", kind="binary",
+           plain=_widths("mullo_epi32", "sse4_1", avx512=("avx512f",)), masked="mullo_epi32",
+           masked_features=("avx512f",))
+    family("vpsubd", x86.vpsubd, extension="SSE2 / AVX2 / AVX512F", types=("s32", "s32", "s32"),
+           overflow="wraps mod 2^32", kind="binary", plain=_widths("sub_epi32", "sse2", avx512=("avx512f",)),
+           masked="sub_epi32", masked_features=("avx512f",))
+    family("vpcmpgtd", x86.vpcmpgtd, extension="SSE2 / AVX2", types=("s32", "s32", "s32"),
+           overflow="none (a lane mask: -1 where greater, else 0)", kind="binary",
+           plain={"_mm_cmpgt_epi32": (128, ("sse2",)), "_mm256_cmpgt_epi32": (256, ("avx2",))})
+    family("vpmovqd", x86.vpmovqd, extension="AVX512F", types=("s64", None, "s32"),
+           overflow="truncates: the low 32 bits of each qword", kind="extend",
+           plain={"_mm512_cvtepi64_epi32": (256, ("avx512f",))})
+    for mnemonic, stem in (("vpsrldq", "srli"), ("vpslldq", "slli")):
+        family(mnemonic, getattr(x86, mnemonic), extension="SSE2 / AVX2 / AVX512BW", types=("u8", None, "u8"),
+               overflow="none (a byte move per 128-bit lane; zeros shifted in)", kind="byte_shift",
+               plain={f"_mm_{stem}_si128": (128, ("sse2",)), f"_mm256_{stem}_si256": (256, ("avx2",)),
+                      f"_mm512_b{stem[0]}{stem[1:]}_epi128": (512, ("avx512bw",))})
     for mnemonic, stem, types, f512 in (("vpmovsxwd", "cvtepi16_epi32", ("s16", None, "s32"), "avx512f"),
                                         ("vpmovsxbw", "cvtepi8_epi16", ("s8", None, "s16"), "avx512bw"),
                                         ("vpmovzxbw", "cvtepu8_epi16", ("u8", None, "s16"), "avx512bw")):

@@ -21,10 +21,6 @@ HERE = Path(__file__).parent
 # when one starts to prove, so the list cannot go stale).
 NOT_YET = {
     "u8s8s32_amx": "capstone cannot decode|does not model",     # AMX tiles: capstone 5, and no symbolic tile state
-    # seed 004's q4.6 and q8 drivers quantize on the fly: VPMULLD, VPCMPGTD and VPSHUFB by computed control
-    "q46_avx2": "does not model|data-dependent", "q46_avx512bw": "does not model|data-dependent",
-    "q8_avx2": "does not model|data-dependent", "q8_avx512bw": "does not model|data-dependent",
-    "q8_avx512vnni": "does not model|data-dependent",
 }
 
 
