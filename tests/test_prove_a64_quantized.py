@@ -3,7 +3,7 @@ rndnu output stage), run by the AArch64 symbolic executor: the accumulator by th
 every value the accumulator takes, each NEON instruction through lowp.isa_models.arm on bit-vector lanes.
 
 Both kernels PROVED at a full tile and across tails, with the typical and the extreme ('limits': scale near 256, so
-SQSHL pre-shifts) parameters; two one-line mutants of their output stages (tests/prove/) REFUTED with a counterexample
+SQSHL pre-shifts) parameters; two one-line mutants of their output stages (made at test time) REFUTED with a counterexample
 that Unicorn reproduces, and one of them PROVED where its parameters cannot reach the mutation.
 """
 from __future__ import annotations
@@ -19,7 +19,6 @@ from lowp.kernels import load_toml
 
 pytestmark = pytest.mark.emulated
 
-HERE = Path(__file__).parent
 TOML = Path(lowp.kernels.__file__).parent / "quantized" / "aarch64.toml"
 C_KERNEL = "xnn_qs8_rndnu_4x8_neon_mlal_lane"
 ASM_KERNEL = "xnn_qs8_rndnu_1x8c8_neon_mlal_asm"
@@ -41,9 +40,15 @@ def kernels():
             _KERNELS.pop(n, None)
 
 
-def mutant(original, name: str, source: str, symbol: str):
-    """A copy of a kernel built from a mutated source under tests/prove/ (not registered: prove takes the Kernel)."""
-    return dataclasses.replace(original, name=name, sources=(HERE / "prove" / source,), symbol=symbol)
+def mutant(original, name: str, line: str, mutated: str, folder: Path):
+    """A copy of a kernel built from its source with one line changed (`line` -> `mutated`, which must occur once),
+    written to `folder` beside the original's name (not registered: prove takes the Kernel)."""
+    [source] = original.sources
+    text = Path(source).read_text()
+    assert text.count(line) == 1, f"{line!r} occurs {text.count(line)} times in {source}"
+    copy = folder / Path(source).name
+    copy.write_text(text.replace(line, mutated))
+    return dataclasses.replace(original, name=name, sources=(copy,))
 
 
 def confirmed(proof) -> bool:
@@ -73,29 +78,27 @@ def test_proved_across_tails(kernels, name, shape):
 def test_proved_with_a_saturating_pre_shift(kernels, name):
     """scale just under 256: right_pre_shift is a left shift by SQSHL, the int16 narrowing saturates."""
     k = kernels[name]
-    # K = 16: below it a row and a column are few enough inputs that reading C's bytes as unsigned tries a lemma on
-    # the whole output element (prove_quantized.run; seconds each, refuted): K = 8 takes 18-29 s instead of 2.
     proof = P.prove(k, (1, k.tile.nr, 16), lemma_cache=False, quant="limits")
     assert proof.verdict == P.PROVED, proof.summary()
     assert min(proof.params["scale"]) > 128
 
 
-def test_rounding_doubling_multiply_refuted(kernels):
+def test_rounding_doubling_multiply_refuted(kernels, tmp_path):
     """SQRDMULH for SQDMULH in the C kernel's rndnu_scale: refuted in the output stage, confirmed on Unicorn."""
-    m = mutant(kernels[C_KERNEL], "mut_qs8_rndnu_4x8_mlal_lane_sqrdmulh",
-               "qs8_gemm_4x8_rndnu_mlal_lane_mut_sqrdmulh.c", "lowp_mut_qs8_gemm_rndnu_4x8_mlal_lane_sqrdmulh")
+    m = mutant(kernels[C_KERNEL], "mut_qs8_rndnu_4x8_mlal_lane_sqrdmulh", "x = vqdmulhq_s32(x, mul);",
+               "x = vqrdmulhq_s32(x, mul);", tmp_path)
     proof = P.prove(m, (4, 8, 16), lemma_cache=False)
     assert confirmed(proof), proof.summary()
     assert "xnnpack-rndnu" in proof.reason and proof.counterexample["element"] == [0, 0]
     assert "sqrdmulh" in proof.instructions and "sqdmulh" not in proof.instructions
 
 
-def test_wrapping_zero_point_refuted_only_where_reachable(kernels):
+def test_wrapping_zero_point_refuted_only_where_reachable(kernels, tmp_path):
     """ADD for SQADD of the output zero point in the .S kernel: with typical parameters the scaled accumulator never
     comes near an int16 limit, so the mutant computes the contract there (PROVED); with a scale near 256 it wraps,
     and the counterexample is confirmed on Unicorn."""
-    m = mutant(kernels[ASM_KERNEL], "mut_qs8_rndnu_1x8c8_add_zp", "qs8_gemm_1x8c8_rndnu_mut_add_zp.S",
-               "lowp_mut_qs8_gemm_rndnu_1x8c8_add_zp")
+    m = mutant(kernels[ASM_KERNEL], "mut_qs8_rndnu_1x8c8_add_zp", "sqadd   v0.8h, v0.8h, v27.8h",
+               "add     v0.8h, v0.8h, v27.8h", tmp_path)
     typical = P.prove(m, (1, 8, 16), lemma_cache=False)
     assert typical.verdict == P.PROVED, typical.summary()
     extreme = P.prove(m, (1, 3, 16), lemma_cache=False, quant="limits")
