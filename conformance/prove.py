@@ -32,7 +32,7 @@ import numpy as np
 from lowp.kernels.registry import Kernel, workspace_symbol
 
 from .prove_quantized import NotFactored
-from .solver import PROVED, REFUTED, UNKNOWN, subterms, too_big, check, variables
+from .solver import PROVED, REFUTED, UNKNOWN, check, too_big, variables
 
 BASES = {"A": 0x1000_0000, "B": 0x2000_0000, "C": 0x3000_0000, "work": 0x4000_0000, "stack": 0x5000_0000}
 STACK_BYTES = 1 << 20
@@ -467,7 +467,6 @@ def _lemma_counterexample(proof: Proof, kernel: Kernel, inputs: Inputs, lemmas: 
 
 def _confirm(proof: Proof, kernel: Kernel, replay: bool) -> None:
     """A solver counterexample becomes REFUTED only when a real executor's C fails the contract on it."""
-    from .contracts import contract
     A = np.array(proof.counterexample["A"], dtype=np.int8 if kernel.a_type.startswith("s") else np.uint8)
     B = np.array(proof.counterexample["B"], dtype=np.int8 if kernel.b_type.startswith("s") else np.uint8)
     if not replay:
