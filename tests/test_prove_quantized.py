@@ -4,7 +4,6 @@ PROVED, one-line output-stage bugs REFUTED with counterexamples the CPU reproduc
 PROVED (a proof is for its parameters), and the command's --params."""
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -32,24 +31,29 @@ WRAPPING = {"bias": [-10_000_000] * 16, "scale": [255.0] * 16, "output_zero_poin
 
 
 def _registered(path):
-    """The kernels of a TOML file, registered once per process (other tests may have loaded the same file)."""
+    """The kernels of a TOML file, registered for this module unless another test of the process already did (then
+    left to it); taken out again afterwards, since other tests count the registered kernels under kernels/."""
     text = Path(path).read_text()
     names = [line.split('"')[1] for line in text.splitlines() if line.startswith("name = ")]
-    if all(n in _KERNELS for n in names):
-        return {n: _KERNELS[n] for n in names}
-    return {k.name: k for k in load_toml(path)}
+    ours = not any(n in _KERNELS for n in names)
+    if ours:
+        load_toml(path)
+    yield {n: _KERNELS[n] for n in names}
+    if ours:
+        for n in names:
+            _KERNELS.pop(n, None)
 
 
 @pytest.fixture(scope="module")
 def quantized():
-    return _registered(QUANTIZED)
+    yield from _registered(QUANTIZED)
 
 
 @pytest.fixture(scope="module")
 def stage_bugs(tmp_path_factory):
     path = tmp_path_factory.mktemp("stage_bugs") / "avx2_fp32.toml"
     path.write_text("".join(entry("avx2_fp32", bug) for bug in range(13)))
-    return _registered(path)
+    yield from _registered(path)
 
 
 # -- the pieces ------------------------------------------------------------------------------------------------------
