@@ -60,16 +60,11 @@ def run_many(ex, As, Bs, seeds) -> list:
     """Per case, C or the exception `ex.run` raised: the executor's run_many where it has one, else run per case.
     As and Bs: the cases' operands, as a list of 2-d arrays or one 3-d array (a batch is passed so: a sequence of
     its cases that costs no copy)."""
+    from lowp.kernels.executors import outcome
     many = getattr(ex, "run_many", None)
     if many is not None:
         return many(As, Bs, seeds=seeds)
-    out = []
-    for A, B, seed in zip(As, Bs, seeds):
-        try:
-            out.append(ex.run(A, B, seed=seed))
-        except Exception as e:
-            out.append(e)
-    return out
+    return [outcome(lambda: ex.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
 
 
 @dataclass

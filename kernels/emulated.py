@@ -123,7 +123,8 @@ class EmulatedExecutor:
             raise ValueError(f"run_many: the cases of one batch have one (M, N, K), got {sorted(shapes)}")
         self._check_machine()
         if self.kernel.quantized:
-            return [_outcome(lambda: self.run(A, B, seed=seed, quant=quant))
+            from .executors import outcome
+            return [outcome(lambda: self.run(A, B, seed=seed, quant=quant))
                     for A, B, seed, quant in zip(As, Bs, seeds, quants)]
         return self._run_gemm_many(As, Bs, seeds)
 
@@ -223,14 +224,6 @@ def poison_rows(shape, dtype, seeds) -> np.ndarray:
 def _doubled_pool() -> np.ndarray:
     from .executors import _POISON_POOL
     return np.concatenate([_POISON_POOL, _POISON_POOL])
-
-
-def _outcome(run):
-    """run()'s result, or the exception it raised (a case's outcome in run_many)."""
-    try:
-        return run()
-    except Exception as e:                  # noqa: BLE001 - the case's, returned in its place
-        return e
 
 
 class QemuExecutor(EmulatedExecutor):

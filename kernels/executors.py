@@ -265,7 +265,7 @@ class NativeExecutor:
             return []
         k = self.kernel
         if k.quantized or not self.guard:
-            return [_outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
+            return [outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
         try:
             A3, B3 = _stacked(k, As, Bs)
             if not self._checked:
@@ -277,7 +277,7 @@ class NativeExecutor:
         except Exception as e:        # what every case of the batch would raise alike (a bad shape, no CPU feature)
             return [e] * len(As)
         if done.canary is not None or done.inputs_changed.any():
-            return [_outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
+            return [outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
         out = [done.faults.get(i, C) for i, C in enumerate(done.C)]
         if done.stopped is not None:
             hang = done.faults[done.stopped - 1]
@@ -322,8 +322,9 @@ class NativeExecutor:
             return inv.result({name: regions[name].array.copy() for name in inv.writable})
 
 
-def _outcome(call):
-    """call()'s result, or the exception it raised (run_many's per-case answer)."""
+def outcome(call):
+    """call()'s result, or the exception it raised: a case's answer in run_many (native, emulated, or the engine's
+    case-by-case fallback), returned in its place, never raised."""
     try:
         return call()
     except Exception as e:
