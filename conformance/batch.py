@@ -56,37 +56,99 @@ def cases_per_batch(m: int, n: int, k: int) -> int:
 
 
 # -- running a batch -----------------------------------------------------------------------------------------------
-def run_many(ex, As, Bs, seeds) -> list:
+def run_many(ex, As, Bs, seeds, regenerate=None) -> list:
     """Per case, C or the exception `ex.run` raised: the executor's run_many where it has one, else run per case.
     As and Bs: the cases' operands, as a list of 2-d arrays or one 3-d array (a batch is passed so: a sequence of
-    its cases that costs no copy)."""
+    its cases that costs no copy). A batch whose evidence cannot be pinned on one case comes back as BatchUnpinned
+    for every case (not rerun here: `Tracked.unpinned` reruns it in the state it started from). regenerate: for a
+    Tracked executor, how to make the batch's (As, Bs) again when it is replayed (instead of keeping them)."""
     from lowp.kernels.executors import outcome
+    if isinstance(ex, Tracked):
+        return ex.run_many(As, Bs, seeds=seeds, regenerate=regenerate)
     many = getattr(ex, "run_many", None)
     if many is not None:
-        return many(As, Bs, seeds=seeds)
+        return many(As, Bs, seeds=seeds, rerun=False)
     return [outcome(lambda: ex.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
+
+
+class Tracked:
+    """An executor that remembers the calls it has run in a check, in order, so that a fresh copy of the kernel
+    can be brought to the state they left (`restart`). A batch runs calls the per-case path would not have run at
+    that point: the cases after a drawn batch's first failure (the per-case path stops there), and a batch whose
+    evidence cannot be pinned on one case (rerun case by case). For a kernel that keeps state between calls those
+    calls are earlier calls, so the engine restarts on a fresh copy that has run exactly the per-case path's calls
+    (replayed in batches: execution only, no judging) and goes on there: the verdict and the counterexample are
+    the per-case path's. Everything but run and run_many goes to the executor. The calls are kept until
+    `forget()` (the search's calls, after the last batch, need no replay); a drawn batch is kept as the way to draw
+    it again, not as its operands."""
+
+    def __init__(self, ex):
+        self.ex, self._calls, self._recording = ex, [], True
+
+    def __getattr__(self, name):
+        return getattr(self.ex, name)
+
+    def run(self, A, B, **options):
+        self._note(lambda ex: ex.run(A, B, **options))
+        return self.ex.run(A, B, **options)
+
+    def run_many(self, As, Bs, *, seeds, regenerate=None) -> list:
+        self._note(lambda ex: run_many(ex, *(regenerate() if regenerate else (As, Bs)), seeds))
+        return run_many(self.ex, As, Bs, seeds)
+
+    def _note(self, replay: Callable) -> None:
+        if self._recording:
+            self._calls.append(replay)
+
+    def restart(self, keep: int | None = None, then: Callable | None = None) -> None:
+        """Go on with a fresh copy of the kernel that has run the calls so far (the first `keep` of them), then
+        `then(executor)` (the calls that replace the rest)."""
+        from lowp.kernels.executors import outcome
+        calls = self._calls[:keep] if keep is not None else self._calls
+        fresh = self.ex.with_fresh_state()
+        for replay in calls:
+            outcome(lambda: replay(fresh))       # a faulting call faults again; what it returns is not wanted
+        self.ex, self._calls = fresh, calls
+        if then is not None:
+            self._note(then)
+            then(fresh)
+
+    def forget(self) -> None:
+        """Stop remembering calls: no batch follows."""
+        self._calls, self._recording = [], False
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+
+def unpinned(outcomes) -> bool:
+    from lowp.kernels.executors import BatchUnpinned
+    return any(isinstance(o, BatchUnpinned) for o in outcomes)
 
 
 @dataclass
 class Screen:
-    """A batch's screening: the matched reading of every case if the batch was clean, else None (the caller
-    reruns it case by case); hung: a case overran its budget (a runaway loop: no more batches are worth it)."""
+    """A batch's screening: the matched reading of every case if the batch was clean, else None, with `outcomes`,
+    each case's C or exception as run() gives it (the per-case path's outcome: the engine judges them case by
+    case; BatchUnpinned where the batch could not be pinned on one case: it is rerun); hung: a case overran its
+    budget (a runaway loop: no more batches are worth it)."""
     matched: list[str] | None
+    outcomes: list | None = None
     hung: bool = False
 
 
-def screen(check, kern, ex, A3: np.ndarray, B3: np.ndarray, seeds) -> Screen:
+def screen(check, kern, ex, A3: np.ndarray, B3: np.ndarray, seeds, regenerate=None) -> Screen:
     """Run a batch (A3 (n, M, K), B3 (n, K, N), all of one shape) and compare every case's C with the readings the
     check accepts: clean when each case equals one of them; not clean when any case differs from every one,
     faulted or raised. Not clean without running anything where the batched path is off (ENABLED)."""
     if not ENABLED:
         return Screen(None)
-    results = run_many(ex, A3, B3, [int(s) for s in seeds])
+    results = run_many(ex, A3, B3, [int(s) for s in seeds], regenerate)
     if not all(isinstance(C, np.ndarray) for C in results):
-        return Screen(None, any(isinstance(r, BudgetExceeded) for r in results))
+        return Screen(None, results, any(isinstance(r, BudgetExceeded) for r in results))
     C3 = np.stack(results)
     if C3.shape != (len(A3), A3.shape[1], B3.shape[2]) or C3.dtype != np.int32:
-        return Screen(None)
+        return Screen(None, results)
     matched = np.full(len(A3), -1)
     names = []
     for index, (name, expected) in enumerate(readings(check, kern, A3, B3)):
@@ -95,7 +157,7 @@ def screen(check, kern, ex, A3: np.ndarray, B3: np.ndarray, seeds) -> Screen:
         matched[same] = index
         if (matched >= 0).all():
             return Screen([names[i] for i in matched])
-    return Screen(None)
+    return Screen(None, results)
 
 
 # -- the readings a check accepts, for a whole batch ---------------------------------------------------------------

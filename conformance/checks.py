@@ -16,7 +16,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import Flaky, NoSuchExample
 
-from lowp.emulator.errors import BudgetExceeded, EmulatorError
+from lowp.emulator.errors import BatchStopped, BudgetExceeded, EmulatorError
 from lowp.kernels import executor, kernel as get_kernel
 from lowp.kernels.executors import poison
 
@@ -533,11 +533,13 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
         return row
     emit({"event": "plan", "check": check.id, "cases": row["cases"]})
     start = time.perf_counter()
-    path_ok, row["path"] = claimed_path(kern, ex)
-    rec = Recorder(ex)
+    tracked = batch.Tracked(ex)         # the calls a fresh copy replays where a batch ran more than the per-case path
+    path_ok, row["path"] = claimed_path(kern, tracked)
+    rec = Recorder(tracked)
     first, first_fault, early = _run_cases(check, kern, rec, cases, row, emit, start)
     hung = first_fault is not None and isinstance(first_fault.outcome.fault, BudgetExceeded)
     found, drawn = _draws(check, kern, rec, row, seed, draws, draw_seconds, emit) if not hung else (None, 0)
+    tracked.forget()
     if drawn:
         row["drawn"] = drawn
     if found is not None:       # the search's roles stay: its example database keeps what the draws found
@@ -580,7 +582,7 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
     first = first_fault = None
     early = []
     calls = [case_call(case, kern) for case in cases]
-    for index, clean in _screened(check, kern, rec.ex, cases, calls, emit):
+    for index, clean, got in _screened(check, kern, rec, cases, calls, emit):
         case, call = cases[index], calls[index]
         if clean is not None:       # its batch was clean: the verdict the per-case judge would give
             row["executed"] += 1
@@ -588,10 +590,13 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
             rec.last = call
             emit({"event": "case", "check": check.id, "case": case.id, "ok": True, "matched": clean})
             continue
-        emit({"event": "start", "check": check.id, "case": case.id})
         previous = rec.last
+        if got is None:
+            emit({"event": "start", "check": check.id, "case": case.id})
+            out = rec.run(call)
+        else:                       # its batch ran it as the per-case path would have: that outcome is the case's
+            out, rec.last = got, call
         A, B = call.A, call.B
-        out = rec.run(call)
         ok, matched = _judge(check, kern, call, out)
         row["executed"] += 1
         row["matched"][matched or "none"] = row["matched"].get(matched or "none", 0) + 1
@@ -614,27 +619,42 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
     return first, first_fault, early
 
 
-def _screened(check: Check, kern, ex, cases, calls: list[Call], emit):
-    """(index, matched reading or None) of every generated case, in order: a run of consecutive cases of one shape
-    (the value classes of a tile edge, the end classes of a ladder step), as many as a batch holds, is screened
-    in one batch (conformance/batch.py) when it comes, so the kernel sees the calls in the per-case path's order and
-    a crash leaves the cases before the batch counted; a case with None (its batch was not clean, it is alone, the
-    kernel is not batchable) goes through the per-case path. After a runaway loop nothing more is batched: the
-    per-case path meets it and stops, as it always did."""
+def _screened(check: Check, kern, rec: Recorder, cases, calls: list[Call], emit):
+    """(index, matched reading or None, outcome or None) of every generated case, in order: a run of consecutive
+    cases of one shape (the value classes of a tile edge, the end classes of a ladder step), as many as a batch
+    holds, is screened in one batch (conformance/batch.py) when it comes, so the kernel sees the calls in the
+    per-case path's order and a crash leaves the cases before the batch counted. A case of a clean batch comes with
+    its reading; one of a batch that is not clean with the outcome the batch gave it, which is run()'s for the same
+    call in the same state (each case has its own guarded buffers): the per-case path judges it as its own. A
+    batch that could not be pinned on one case (native: a canary damaged) is rerun case by case on a fresh copy of
+    the kernel that has run the calls before it (Tracked.restart), as are a case alone, and a kernel that is not
+    batchable: those come with neither. After a runaway loop nothing more is batched: the per-case path meets it
+    and stops, as it always did."""
     batching = batch.ENABLED and batch.batchable(kern)
     index = 0
     while index < len(calls):
         run = _same_shape_run(calls, index) if batching else [index]
-        matched = None
+        done = batch.Screen(None)
         if len(run) > 1:
             emit({"event": "start", "check": check.id, "case": cases[index].id})       # a crash names the batch
-            done = batch.screen(check, kern, ex, np.stack([calls[i].A for i in run]),
+            done = batch.screen(check, kern, rec.ex, np.stack([calls[i].A for i in run]),
                                 np.stack([calls[i].B for i in run]), [calls[i].seed for i in run])
             batching = not done.hung
-            matched = done.matched
+            if done.outcomes is not None and batch.unpinned(done.outcomes):
+                rec.ex.restart(len(rec.ex) - 1)
+                done = batch.Screen(None)
         for j, i in enumerate(run):
-            yield i, None if matched is None else matched[j]
+            got = None if done.outcomes is None else _outcome(done.outcomes[j])
+            yield i, None if done.matched is None else done.matched[j], got
         index += len(run)
+
+
+def _outcome(result) -> Outcome | None:
+    """A batch's result for one case as the per-case path's Outcome (Recorder.run: C, or an emulator's fault);
+    None for anything else run() raises (the per-case path then meets it itself)."""
+    if isinstance(result, np.ndarray):
+        return Outcome(result)
+    return Outcome(fault=result) if isinstance(result, EmulatorError) else None
 
 
 def _same_shape_run(calls: list[Call], first: int) -> list[int]:
@@ -653,36 +673,72 @@ def _same_shape_run(calls: list[Call], first: int) -> list[int]:
 
 def _draws(check: Check, kern, rec: Recorder, row: dict, seed: int, count: int, seconds: float | None, emit):
     """(first failure or None, cases run): up to `count` cases drawn from the search's distribution
-    (batch.draw_batch), for at most `seconds`, run in batches. A clean batch's cases count into `row`; a batch that
-    is not is rerun case by case through the per-case path, in order, and its first failing case is the failure
-    (then the draws stop)."""
+    (batch.draw_batch), for at most `seconds`, run in batches. A clean batch's cases count into `row`; one that is
+    not is judged case by case, in order, from the outcomes the batch gave (run()'s), and its first failing case is
+    the failure (then the draws stop). The batch ran the cases after it, which the per-case path would not have:
+    the kernel goes on as a fresh copy that has run the calls up to the failing one (Tracked.restart), so a kernel
+    that keeps state between calls is diagnosed and shrunk in the per-case path's state. A batch that could not be
+    pinned on one case is rerun case by case on such a copy."""
     if count <= 0 or not batch.drawable(kern):
         return None, 0
     rng, shapes = batch.draw_rng(check.id, seed), batch.Shapes.of(kern, check.domain)
     stop = time.perf_counter() + seconds if seconds else float("inf")
     done = number = 0
     while done < count and time.perf_counter() < stop:
+        state = rng.bit_generator.state
         A3, B3 = batch.draw_batch(kern, check.domain, shapes, rng)
         A3, B3 = A3[:count - done], B3[:count - done]
         seeds = batch.draw_seeds(number, len(A3))
         name = f"{check.id}:draw:{seed}"
         emit({"event": "start", "check": check.id, "case": f"{name}:batch-{number}"})     # a crash names the batch
         number += 1
-        names = batch.screen(check, kern, rec.ex, A3, B3, seeds).matched
-        if names is not None:
+        screened = batch.screen(check, kern, rec.ex, A3, B3, seeds,
+                                regenerate=_redraw(kern, check.domain, shapes, state, len(A3)))
+        if screened.matched is not None:
             done += len(A3)
-            for matched, times in zip(*np.unique(names, return_counts=True)):
+            for matched, times in zip(*np.unique(screened.matched, return_counts=True)):
                 row["matched"][str(matched)] = row["matched"].get(str(matched), 0) + int(times)
             continue
-        for A, B, case_seed in zip(A3, B3, seeds):      # discarded: the per-case path judges, in order
+        outcomes = screened.outcomes
+        if outcomes is not None and batch.unpinned(outcomes):
+            rec.ex.restart(len(rec.ex) - 1)
+            outcomes = None
+        for i, (A, B, case_seed) in enumerate(zip(A3, B3, seeds)):     # judged case by case, in order
             call, previous = Call(A.copy(), B.copy(), int(case_seed), name), rec.last
-            out = rec.run(call)
+            out = None if outcomes is None else _outcome(outcomes[i])
+            if out is None:
+                out = rec.run(call)
+            else:
+                rec.last = call
             ok, matched = _judge(check, kern, call, out)
             done += 1
             row["matched"][matched or "none"] = row["matched"].get(matched or "none", 0) + 1
             if not ok:
+                if outcomes is not None and _ran_past(outcomes, i):     # replay up to it
+                    rec.ex.restart(len(rec.ex) - 1, then=_prefix(A3, B3, seeds, i + 1))
                 return Failure(call, out, previous), done
     return None, done
+
+
+def _redraw(kern, domain: str, shapes, state: dict, count: int):
+    """How to draw a batch again (for a replay): the same draw from the same random state, its first `count`."""
+    def again():
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state
+        A3, B3 = batch.draw_batch(kern, domain, shapes, rng)
+        return A3[:count], B3[:count]
+    return again
+
+
+def _ran_past(outcomes: list, i: int) -> bool:
+    """Whether a batch ran calls after its case i (after a runaway loop it stopped: BatchStopped)."""
+    return any(not isinstance(o, BatchStopped) for o in outcomes[i + 1:])
+
+
+def _prefix(A3, B3, seeds, n: int):
+    """The calls of a batch's first n cases, as one batch (a replay up to a failing case)."""
+    A3, B3, seeds = A3[:n].copy(), B3[:n].copy(), [int(s) for s in seeds[:n]]
+    return lambda ex: batch.run_many(ex, A3, B3, seeds)
 
 
 # Failing cases besides the one shrunk that narrow a wrong value's names: the earliest, then the largest. A

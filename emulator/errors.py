@@ -85,6 +85,11 @@ class BudgetExceeded(EmulatorError):
         self.budget, self.pc, self.instruction = budget, pc, instruction
 
 
+class BatchStopped(RuntimeError):
+    """A batch did not run this call: an earlier call of the batch overran its budget (a runaway loop; each call
+    after it would cost the budget again). Not an EmulatorError: it is no outcome of the call's own."""
+
+
 class UndefinedInstruction(EmulatorError):
     """Unicorn raised an exception on an instruction it does not implement and lowp does not model."""
 

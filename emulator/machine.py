@@ -47,8 +47,8 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETC
 
 from .aapcs64 import AAPCS64, REGISTER_STATES
 from .build import Binary
-from .errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
-                     UndefinedInstruction, describe_out_of_bounds)
+from .errors import (BatchStopped, BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds,
+                     Trap, UndefinedInstruction, describe_out_of_bounds)
 
 DEFAULT_BUDGET = 500_000_000
 STACK_TOP, STACK_SIZE = 0x7F00_0000, 1 << 20
@@ -505,7 +505,8 @@ class GuestProcess:
 
 def call_each(machine, symbol: str, calls, *, seeds=None, **options) -> list:
     """machine.call(symbol, *args, seed=seed, **options) for each call, in order: its CallResult, or the
-    EmulatorError it raised (a machine's call_many where a batch has nothing to share but the loop)."""
+    EmulatorError it raised (a machine's call_many where a batch has nothing to share but the loop). After a call
+    that overran its budget the rest are not run (stopped_after)."""
     seeds = list(seeds) if seeds is not None else [None] * len(calls)
     if len(seeds) != len(calls):
         raise ValueError(f"seeds: {len(seeds)} seeds for {len(calls)} calls")
@@ -515,7 +516,17 @@ def call_each(machine, symbol: str, calls, *, seeds=None, **options) -> list:
             outcomes.append(machine.call(symbol, *args, seed=seed, **options))
         except EmulatorError as e:
             outcomes.append(e)
+            if isinstance(e, BudgetExceeded):
+                return stopped_after(outcomes, len(calls))
     return outcomes
+
+
+def stopped_after(outcomes: list, n: int) -> list:
+    """`outcomes`, whose last overran its budget, filled up to n with BatchStopped: a runaway loop stops a batch, as
+    it stops a check (each call after it would cost the budget again)."""
+    hang = len(outcomes) - 1
+    return outcomes + [BatchStopped(f"not run: call {hang} of the batch overran its budget ({outcomes[hang]})")] * \
+        (n - len(outcomes))
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ from .qemu_batch import identify
 from .errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
     describe_out_of_bounds, guest_death
 from .aapcs64 import REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, seeded_registers
-from .machine import CallResult, GuestProcess, Pointers, pointer_targets
+from .machine import CallResult, GuestProcess, Pointers, call_each, pointer_targets, stopped_after
 
 DRIVER = HERE / "qemu_driver.c"
 DEFAULT_SECONDS = 10.0            # time budget per call
@@ -498,9 +498,8 @@ class QemuMachine(GuestProcess):
             raise ValueError(f"seeds: {len(seeds)} seeds for {len(calls)} calls")
         if self._log is not None:
             # a logging process restarts after LOG_IDLE uncounted calls: call() one by one keeps that as it is
-            return [self._outcome(lambda: self.call(symbol, *args, names=names, overread=overread, seed=seed,
-                                                    seconds=seconds, budget=budget))
-                    for args, seed in zip(calls, seeds)]
+            return call_each(self, symbol, calls, seeds=seeds, names=names, overread=overread, seconds=seconds,
+                             budget=budget)
         seconds = self._seconds(seconds, budget)
         requests = _Built(lambda i: self._request(symbol, calls[i], names, overread, seeds[i], (), seconds, False),
                           len(calls))
@@ -509,10 +508,18 @@ class QemuMachine(GuestProcess):
         def parse(i, reply, elapsed):
             r = requests[i]
             results[i] = self._outcome(lambda: self._result(symbol, reply, r.arrays, r.names, seconds, elapsed))
+            return isinstance(results[i], BudgetExceeded)
 
+        return self._pipelined(requests, results, seconds, parse)
+
+    def _pipelined(self, requests, results, seconds, on_reply) -> list:
+        """results, after the requests went through _pipeline (again with a new process after one died), up to a
+        call that overran its budget: the rest are not run (machine.stopped_after)."""
         done = 0
-        while done < len(calls):
-            done = self._pipeline(requests, done, results, seconds, parse)
+        while done < len(requests):
+            done = self._pipeline(requests, done, results, seconds, on_reply)
+            if isinstance(results[done - 1], BudgetExceeded):
+                return stopped_after(results[:done], len(requests))
         return results
 
     def call_batch(self, symbol: str, args, *, names, seeds, varying: dict, overread=None,
@@ -538,6 +545,9 @@ class QemuMachine(GuestProcess):
         for start in range(0, n, chunk):
             part = {name: rows[start:start + chunk] for name, rows in varying.items()}
             results += self._call_rows(symbol, template, seeds[start:start + chunk], part, seconds)
+            stopped = [i for i, r in enumerate(results) if isinstance(r, BudgetExceeded)]
+            if stopped:
+                return stopped_after(results[:stopped[0] + 1], n)
         return results
 
     def _call_rows(self, symbol, template: "_Request", seeds, varying: dict, seconds: float) -> list:
@@ -546,11 +556,14 @@ class QemuMachine(GuestProcess):
         results = [None] * len(rows)
 
         def keep(i, reply, elapsed):
+            if any(reply[:8]):         # a signal: parsed now, since a runaway loop stops the batch
+                results[i] = self._outcome(lambda: self._result(symbol, reply, template.arrays, template.names,
+                                                                seconds, elapsed))
+                return isinstance(results[i], BudgetExceeded)
             replies[i], times[i] = reply, elapsed
+            return False
 
-        done = 0
-        while done < len(rows):
-            done = self._pipeline(rows, done, results, seconds, keep)
+        results = self._pipelined(rows, results, seconds, keep)
         returned = [i for i, r in enumerate(replies) if r is not None]
         if not returned:
             return results
@@ -583,8 +596,8 @@ class QemuMachine(GuestProcess):
     def _pipeline(self, requests, first, results, seconds, on_reply) -> int:
         """Send requests[first:] to the process while reading their replies: on_reply(i, reply, seconds) for each;
         a call in which the guest died or stopped answering gets its error in results. The index after the last
-        call answered or failed (all of them, unless the process died or hung: then it was reaped, and the caller
-        goes on from there with a new one)."""
+        call answered or failed (all of them, unless the process died or hung, or on_reply said the call overran
+        its budget while more were queued: then it was reaped, and the caller goes on from there with a new one)."""
         proc = self._process()
         to_guest, from_guest = proc.stdin.fileno(), proc.stdout.fileno()
         _widen(to_guest, from_guest)
@@ -621,7 +634,9 @@ class QemuMachine(GuestProcess):
                     reply = received[at:at + r.reply_bytes]
                     at += r.reply_bytes
                     now = time.perf_counter()
-                    on_reply(i, reply, now - t0)
+                    if on_reply(i, reply, now - t0) and i + 1 < n:
+                        self._reap()            # the guest would run the queued calls, each to its budget
+                        return i + 1
                     t0, i = now, i + 1
                     deadline = time.monotonic() + seconds + self.grace
             return i

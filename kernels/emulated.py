@@ -99,7 +99,8 @@ class EmulatedExecutor:
                                       overread=k.overread, seed=seed, **options)
         return self.last["C"]
 
-    def run_many(self, As: list, Bs: list, *, seeds: list[int], quants: list[dict] | None = None) -> list:
+    def run_many(self, As: list, Bs: list, *, seeds: list[int], quants: list[dict] | None = None,
+                 rerun: bool = True) -> list:
         """run(A, B, seed=seed) for each case, in order, as one batch on this executor's machine: per case C, or
         the exception run() would have raised for it (a fault, an out-of-bounds access, a budget, canary damage,
         bad operands), never raised here; raised only when the machine cannot run at all (qemu missing). All
@@ -109,7 +110,8 @@ class EmulatedExecutor:
         out with numpy; Unicorn and Bochs: call_many, one layout, per case the memory refresh and the call). A
         quantized or XNNPACK-ABI kernel stays per case (its adapter makes several ukernel calls per case, with
         their own buffers and parameters): run(A, B, seed=seed, quant=quant) in a loop, `quants` giving each
-        case's parameters (without them, each case is run()'s ValueError). docs/batch-emulated.md says why."""
+        case's parameters (without them, each case is run()'s ValueError). docs/batch-emulated.md says why.
+        rerun: as the native run_many takes it; here every outcome is already its own case's, so nothing is rerun."""
         if not len(As) == len(Bs) == len(seeds):
             raise ValueError(f"run_many: {len(As)} A, {len(Bs)} B and {len(seeds)} seeds")
         quants = list(quants) if quants is not None else [None] * len(As)

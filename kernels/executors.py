@@ -14,6 +14,8 @@ from pathlib import Path
 import cffi
 import numpy as np
 
+from lowp.emulator.errors import BatchStopped  # noqa: F401 - run_many's outcome, named here for its callers
+
 from .registry import SIGNATURES, XNNPACK_SIGNATURES, Kernel, workspace_symbol
 
 
@@ -21,8 +23,10 @@ class KernelUnavailable(RuntimeError):
     pass
 
 
-class BatchStopped(RuntimeError):
-    """run_many did not run this case: an earlier case of the batch overran its budget (a runaway loop)."""
+class BatchUnpinned(RuntimeError):
+    """run_many(rerun=False) could not pin the batch's evidence on one case (a canary damaged, an input written):
+    every case of the batch comes back as this, for the caller to rerun (conformance/batch.py reruns them on a
+    fresh copy of the kernel brought to the state they started from)."""
 
 
 class WorkspaceTooLarge(RuntimeError):
@@ -253,11 +257,12 @@ class NativeExecutor:
                        budget=self.budget, library=self.library_path)
             return c.array.copy()
 
-    def run_many(self, As, Bs, *, seeds) -> list:
+    def run_many(self, As, Bs, *, seeds, rerun: bool = True) -> list:
         """Per case, C exactly as run(A, B, seed=seed) gives it, or the exception run would raise for that case
         (never raised here): the cases (all of one shape) go through the guard library's batch entry, in one set
         of guarded buffers laid out once (guard.call_batch). Where the batch's evidence cannot be pinned on one
-        case (a canary damaged, a kernel that wrote its inputs), every case is rerun by run() instead. After a
+        case (a canary damaged, a kernel that wrote its inputs), every case is rerun by run() instead (rerun=False:
+        every case comes back as BatchUnpinned, for a caller that reruns them in the state they started from). After a
         case overran its budget (a runaway loop) the rest are not run, each would cost the budget again: they
         come back as BatchStopped. A quantized kernel, or guard=False, runs case by case (conformance/batch.py
         says why)."""
@@ -277,6 +282,10 @@ class NativeExecutor:
         except Exception as e:        # what every case of the batch would raise alike (a bad shape, no CPU feature)
             return [e] * len(As)
         if done.canary is not None or done.inputs_changed.any():
+            if not rerun:
+                what = "a canary was damaged" if done.canary is not None else \
+                    f"case {int(np.argmax(done.inputs_changed))} wrote its inputs"
+                return [BatchUnpinned(f"{what} in a batch of {len(As)}: not pinned on one case")] * len(As)
             return [outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
         out = [done.faults.get(i, C) for i, C in enumerate(done.C)]
         if done.stopped is not None:

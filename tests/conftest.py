@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import strategies as st
+from hypothesis import settings, strategies as st
 
 from lowp.isa_models.proof import extremes
 
@@ -13,6 +13,11 @@ from lowp.isa_models.proof import extremes
 # lowp.kernels and the rest (they install from the top-level folders), so against a non-editable install every
 # such child would fail. PYTHONSAFEPATH is -P for the children (Python 3.11+).
 os.environ.setdefault("PYTHONSAFEPATH", "1")
+
+# No hypothesis deadline: an example's time on a shared 2-core machine says nothing about the kernel or the model,
+# and a deadline turned a slow first example into a FlakyFailure under load. Speed is the benchmarks' business.
+settings.register_profile("lowp", deadline=None)
+settings.load_profile("lowp")
 
 
 @pytest.fixture(scope="session")

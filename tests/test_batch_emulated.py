@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from lowp.emulator.errors import BudgetExceeded, EmulatorError, OutOfBounds, Trap
+from lowp.emulator.errors import BatchStopped, BudgetExceeded, EmulatorError, OutOfBounds, Trap
 from lowp.emulator.qemu import QemuDied, unavailable
 from lowp.kernels import kernel
 from lowp.kernels.emulated import EmulatedExecutor, QemuExecutor, bench_cases_per_second, poison_rows
@@ -231,10 +231,16 @@ def test_a_runaway_case_exhausts_its_own_budget(backend, source):
     k = variant(source, "spin")
     options = {"seconds": 0.5} if backend == "qemu" else {"budget": 200_000}
     As, Bs = cases(6, trigger_at=(2,))
-    got = make(backend, k, **options).run_many(As, Bs, seeds=list(range(6)))
+    ex = make(backend, k, **options)
+    got = ex.run_many(As, Bs, seeds=list(range(6)))
     assert isinstance(got[2], BudgetExceeded)
-    for i in (0, 1, 3, 4, 5):
+    for i in (0, 1):
         assert np.array_equal(got[i], As[i].astype(np.int32) @ Bs[i].astype(np.int32)), i
+    # the rest are not run (each would cost the budget again, as the native batch stops too), and the machine
+    # serves the next batch
+    assert all(isinstance(got[i], BatchStopped) and "call 2" in str(got[i]) for i in (3, 4, 5))
+    again = ex.run_many(As[3:], Bs[3:], seeds=[3, 4, 5])
+    assert all(np.array_equal(C, A.astype(np.int32) @ B.astype(np.int32)) for C, A, B in zip(again, As[3:], Bs[3:]))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -252,9 +258,10 @@ def test_a_case_that_kills_the_guest_is_that_cases_and_the_rest_run_on_a_new_one
         assert ex.machine.restarts == 2
 
 
-def test_a_guest_that_does_not_answer_is_killed_and_the_batch_goes_on(source):
+def test_a_guest_that_does_not_answer_is_killed_and_the_batch_stops(source):
     """Signals blocked, then a runaway loop: the guest's timer cannot stop it; the host kills the process after
-    the budget and the grace, that case is BudgetExceeded, and the next cases run on a new process."""
+    the budget and the grace, that case is BudgetExceeded, the rest of the batch is not run, and the next batch
+    runs on a new process."""
     if unavailable():
         pytest.skip(unavailable())
     deaf = KERNELS.replace("if (A[0] == TRIGGER) for (;;)", "if (A[0] == TRIGGER) deaf(); if (0) for (;;)")
@@ -273,8 +280,10 @@ WORKSPACE(bb_spin)""")
     As, Bs = cases(4, trigger_at=(1,))
     got = ex.run_many(As, Bs, seeds=list(range(4)))
     assert isinstance(got[1], BudgetExceeded) and "did not answer" in str(got[1])
-    for i in (0, 2, 3):
-        assert np.array_equal(got[i], As[i].astype(np.int32) @ Bs[i].astype(np.int32)), i
+    assert np.array_equal(got[0], As[0].astype(np.int32) @ Bs[0].astype(np.int32))
+    assert all(isinstance(got[i], BatchStopped) for i in (2, 3))
+    again = ex.run_many(As[2:], Bs[2:], seeds=[2, 3])          # on a new process
+    assert all(np.array_equal(C, A.astype(np.int32) @ B.astype(np.int32)) for C, A, B in zip(again, As[2:], Bs[2:]))
 
 
 # ---- the interface -----------------------------------------------------------------------------------------------

@@ -4,6 +4,9 @@
  *   inputs_gemm: zeroes A[0][0] after computing C (it changes its input);
  *   canary_gemm: writes one int32 past C (into the over-read its entry allows, a canary, not the guard page);
  *   state_gemm:  from its 50th call on, adds one to C[0][0] (it keeps state between calls);
+ *   late_gemm:   from its 3000th call on, adds the low bit of the previous call's A[0][0] to C[0][0] (state that
+ *                shows after the generated cases, and differs from call to call);
+ *   once_gemm:   on its 100th call only, writes one int32 past C (a canary: a batch cannot pin it on one case);
  *   hang_gemm:   loops forever when A[0][0] == 77. */
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +47,24 @@ void state_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t 
     (void)work;
     gemm(M, N, K, A, B, C);
     if (++calls >= 50) C[0] = (int32_t)((uint32_t)C[0] + 1u);
+}
+
+static int64_t late_calls;
+static uint8_t late_previous;
+size_t late_workspace(int64_t M, int64_t N, int64_t K) { (void)M; (void)N; (void)K; return 0; }
+void late_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *work) {
+    (void)work;
+    gemm(M, N, K, A, B, C);
+    if (++late_calls >= 3000) C[0] = (int32_t)((uint32_t)C[0] + (late_previous & 1u));
+    late_previous = A[0];
+}
+
+static int64_t once_calls;
+size_t once_workspace(int64_t M, int64_t N, int64_t K) { (void)M; (void)N; (void)K; return 0; }
+void once_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *work) {
+    (void)work;
+    gemm(M, N, K, A, B, C);
+    if (++once_calls == 100) ((volatile int32_t *)C)[M * N] = 1;
 }
 
 size_t hang_workspace(int64_t M, int64_t N, int64_t K) { (void)M; (void)N; (void)K; return 0; }
