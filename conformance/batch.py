@@ -93,7 +93,10 @@ class Tracked:
         return self.ex.run(A, B, **options)
 
     def run_many(self, As, Bs, *, seeds, regenerate=None) -> list:
-        self._note(lambda ex: run_many(ex, *(regenerate() if regenerate else (As, Bs)), seeds))
+        if regenerate is None:
+            self._note(lambda ex: run_many(ex, As, Bs, seeds))
+        else:                   # the operands are not kept: a check draws millions of cases
+            self._note(lambda ex: run_many(ex, *regenerate(), seeds))
         return run_many(self.ex, As, Bs, seeds)
 
     def _note(self, replay: Callable) -> None:
