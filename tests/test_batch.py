@@ -193,16 +193,23 @@ def mutation_suite():
     return out
 
 
+# The x86 mutants that still run where the CPU lacks their features (on Bochs, some 25 s each): a wrong value, a
+# dispatch, a control.
+BOCHS_SAMPLE = {"mut_x86_vnni_kblock_store", "x86_vnni_dispatch_avx512", "x86_ctl_vnni_avx512"}
+
+
 @pytest.mark.parametrize("suite,name", _native_mutants())
 def test_batched_and_per_case_runs_agree_on_the_mutation_suite(mutation_suite, monkeypatch, suite, name):
-    """Every native mutant and control, each claimed check, the generated cases, 2,000 draws and the search: the
+    """Every x86 mutant and control, each claimed check, the generated cases, 2,000 draws and the search: the
     same verdict, cause and counterexample batched or not (a kernel that depends on earlier calls included: the
     batch's extra calls are replayed away, docs/batch.md)."""
     from lowp.kernels import executor
     k = mutation_suite[name]
     ex = executor(k)
-    if ex.backend != "native" or ex.unavailable():
-        pytest.skip(f"{name} does not run natively here: {ex.unavailable() or ex.backend}")
+    if ex.unavailable():
+        pytest.skip(f"{name} cannot run here: {ex.unavailable()}")
+    if ex.backend != "native" and name not in BOCHS_SAMPLE:
+        pytest.skip(f"{name} runs on {ex.backend} here (a CPU without its features): BOCHS_SAMPLE stands for those")
     for check in (c for c in plan([k]) if c.claimed):
         alone = _row(check, monkeypatch, False, examples=10, grid=False, draws=2000)
         batched = _row(check, monkeypatch, True, examples=10, grid=False, draws=2000)
