@@ -153,6 +153,7 @@ def campaign(checks: list[Check], out: Path, *, options: dict, budget: float, ro
     done = 0
     while not stopped(stop_at) and (rounds is None or done < rounds) and c.in_play():
         rnd = c.unfinished()
+        resumed = rnd is not None          # a round cut short: its journal's finished checks are kept
         if rnd is None:
             seed = c.next_seed(first_seed)
             c.write({"event": "round", "round": len(c.rounds) + 1, "seed": seed,
@@ -165,7 +166,7 @@ def campaign(checks: list[Check], out: Path, *, options: dict, budget: float, ro
             new = c.observe(rnd, row)
             if new and on_found:
                 on_found(new)
-        rows = run(todo, round_folder(out, rnd["seed"]) / "journal.jsonl", jobs=jobs, resume=True, timeout=timeout,
+        rows = run(todo, round_folder(out, rnd["seed"]) / "journal.jsonl", jobs=jobs, resume=resumed, timeout=timeout,
                    options={**options, "seed": rnd["seed"]}, progress=False, ray=ray, on_row=take, stop_at=stop_at)
         ran = [r for r in rows if r["verdict"] != "NOT RUN"]
         c.write({"event": "round-end", "round": rnd["round"], "seed": rnd["seed"], "finished": len(ran) == len(rows),

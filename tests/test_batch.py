@@ -251,3 +251,25 @@ def test_lowp_fuzz_finds_the_rare_value_kernel_in_its_first_round(tmp_path):
     assert done.returncode == 1 and {f[1] for f in found} == {"tc_needle:model:full", "tc_needle:exact:claimed"}, \
         done.stdout + done.stderr
     assert {f[0] for f in found} == {"1"}
+
+
+def _bench_fuzz(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "lowp", "bench", "fuzz", "--quick", *args], capture_output=True,
+                          text=True, timeout=900, cwd=cwd, env=os.environ)
+
+
+def test_lowp_bench_fuzz_measures_a_users_kernel_and_names_bad_choices(tmp_path):
+    """`lowp bench fuzz --kernels FILE --kernel NAME`: the user's native kernel beside the emulated default, every
+    figure a number (not timed: the ratios are the benchmark's business); a kernel it cannot measure is one line
+    naming why, exit 2."""
+    done = _bench_fuzz("--kernels", str(CASES / "rare.toml"), "--kernel", "tc_right", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.startswith(("tc_right", "sdot_s8_neon"))]
+    assert [(r[0], r[1]) for r in rows] == [("tc_right", "native"), ("tc_right", "native"), ("sdot_s8_neon", "unicorn"),
+                                            ("sdot_s8_neon", "qemu")], done.stdout
+    assert float(rows[0][9].replace(",", "")) > 0        # batched / C harness, measured
+    for args, words in ((("--kernel", "nosuch"), "no kernel of this name"),
+                        (("--kernel", "u8s8s32_avx2", "--kernel", "u8s8s32_ssse3"), "2 native kernels"),
+                        (("--kernels", str(tmp_path / "none.toml")), "cannot read the kernels file")):
+        bad = _bench_fuzz(*args, cwd=tmp_path)
+        assert bad.returncode == 2 and words in bad.stderr and "Traceback" not in bad.stderr, (args, bad.stderr)

@@ -114,3 +114,25 @@ def test_bad_budgets_rounds_and_kernels_are_usage_errors(tmp_path, capsys):
         assert e.value.code == 2, args
     assert main(["fuzz", "--kernel", "no_such_kernel", "--out", str(tmp_path / "fz")]) == 2
     assert "no kernel of this name" in capsys.readouterr().err and not (tmp_path / "fz").exists()
+
+
+def test_resume_goes_on_with_the_kernels_the_campaign_was_started_with(tmp_path):
+    """`lowp fuzz --resume --out F`, as the end of a campaign prints it, fuzzes the campaign's own checks (its first
+    round names them), not every registered kernel; a --kernel that chooses others is refused (exit 2), so two
+    campaigns are never mixed in one log. A new round says nothing about resuming."""
+    out = str(tmp_path / "fz")
+    common = ("--kernels", RARE, "--profile", "quick", "--draw-seconds", "0.2", "--out", out)
+    first = _lowp("fuzz", "--kernel", "tc_right", "--budget", "10m", "--rounds", "1", *common, cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "fuzzing 2 check(s) of 1 kernel(s)" in first.stdout and "resume:" not in first.stderr
+    again = _lowp("fuzz", "--resume", "--budget", "10m", "--rounds", "1", *common, cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "fuzzing 2 check(s) of 1 kernel(s)" in again.stdout, again.stdout
+    doc = json.loads((tmp_path / "fz" / "fuzz.json").read_text())
+    assert {c["id"] for c in doc["checks"]} == {"tc_right:model:full", "tc_right:exact:claimed"}
+    assert doc["summary"]["rounds"] == 2
+    other = _lowp("fuzz", "--resume", "--kernel", "tc_needle", "--budget", "10m", *common, cwd=tmp_path)
+    assert other.returncode == 2 and "error: --resume: the campaign in" in other.stderr, other.stderr
+    assert "tc_right:exact:claimed" in other.stderr and "tc_needle" in other.stderr
+    unknown = _lowp("fuzz", "--resume", "--budget", "10m", "--profile", "quick", "--out", out, cwd=tmp_path)
+    assert unknown.returncode == 2 and "not registered here" in unknown.stderr and "--kernels" in unknown.stderr

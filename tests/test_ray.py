@@ -269,7 +269,7 @@ def test_lowp_fuzz_ray_uses_the_cluster_that_is_there(cluster, tmp_path, capsys)
     assert main(["fuzz", "--ray", "--kernel", "u8s8s32_ssse3", "--rounds", "2", "--profile", "quick",
                  "--no-database", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "fuzzing 2 checks of 1 kernels" in printed and "2 round(s)" in printed
+    assert "fuzzing 2 check(s) of 1 kernel(s)" in printed and "2 round(s)" in printed
     doc = json.loads((out / "fuzz.json").read_text())
     assert doc["settings"]["ray"] == "local" and [r["seed"] for r in doc["rounds"]] == [1, 2]
     assert ray.is_initialized()            # not started by the command: left running

@@ -1,4 +1,4 @@
-"""`lowp bench fuzz`: issue 26's figure, cases checked per second on one core, for a native and an emulated kernel:
+"""`lowp bench fuzz`: cases checked per second on one core, for a native and an emulated kernel:
 the per-case path (what `lowp fuzz` paid per case before the batched path: a guarded call, the model, the judge),
 the batched path (conformance/batch.py), and, for the native kernel, a plain C harness built here with the system
 cc and run in the same run on the same kernel and the same case distribution: M <= 9, N <= 17, K <= 64 or 512,
@@ -155,7 +155,7 @@ def fuzz_benchmark(native: str = NATIVE, emulated: str = EMULATED, seconds: floa
             ex, reason = None, str(e)
         for max_k in depths:
             row = {"kernel": name, "backend": ex.backend if ex else backend,
-                   "cases": f"M<={MAX_M} N<={MAX_N} K<={max_k}"}
+                   "shapes": f"M<={MAX_M} N<={MAX_N} K<={max_k}"}
             if reason:
                 rows.append({**row, "note": f"skipped: {reason}"})
                 continue

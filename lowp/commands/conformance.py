@@ -189,8 +189,10 @@ def _replay(args, journal: dict) -> int:
         try:
             result = replay(case_id, journal)
         except (ValueError, KeyError) as e:
-            known = f"; checks in {args.out / 'journal.jsonl'}: {', '.join(sorted(journal)) or 'none'}"
-            print(f"error: {e.args[0] if e.args else e}{known if journal else ''}", file=sys.stderr)
+            known = f"; checks in {args.out / 'journal.jsonl'}: {', '.join(sorted(journal)) or 'none'}" if journal \
+                else (f"; and no journal in {args.out} to find a check id in: give the --out of the run that wrote "
+                      "it" if case_id.count(":") == 2 else "")
+            print(f"error: {e.args[0] if e.args else e}{known}", file=sys.stderr)
             status = 2
             continue
         if args.json:

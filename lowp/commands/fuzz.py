@@ -77,7 +77,10 @@ def _fuzz(args, held) -> int:
     except KernelConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    checks = [c for c in plan(selected) if c.claimed or args.probes]
+    checks, problem = _campaign_checks(args, [c for c in plan(selected) if c.claimed or args.probes], plan(selected))
+    if problem:
+        print(f"error: --resume: {problem}", file=sys.stderr)
+        return 2
     options = _options(args, checks)
     if not hold_out(held, args.out):     # one campaign at a time in OUT: refused before its log is touched
         return 2
@@ -92,7 +95,8 @@ def _fuzz(args, held) -> int:
         return 2
     database_note(args, options["database"])
     draws = f"{args.draw_seconds:g} s of batched draws and " if args.draw_seconds > 0 else ""
-    print(f"fuzzing {len(checks)} checks of {len(selected)} kernels for {_hms(args.budget)}"
+    kernel_count = len({c.kernel for c in checks})
+    print(f"fuzzing {len(checks)} check(s) of {kernel_count} kernel(s) for {_hms(args.budget)}"
           f"{f' or {args.rounds} rounds' if args.rounds else ''} ({draws}{options['examples']} search examples a "
           f"check a round); campaign in {args.out}", flush=True)
 
@@ -158,6 +162,36 @@ def _fuzz(args, held) -> int:
         print("interrupted: --resume continues", file=sys.stderr)
         return stop[1]
     return 1 if s["claimed_counterexamples"] or not paths else 0
+
+
+def _campaign_checks(args, chosen: list, planned: list) -> tuple[list, str | None]:
+    """(the checks to fuzz, None) or (_, why not): with --resume, those of the campaign in OUT (its first round
+    names them), so that `lowp fuzz --resume --out OUT` goes on with the kernels it was started with; a --kernel
+    or --probes that chooses other checks is refused rather than mixed into it. Without --resume, or with no
+    campaign in OUT, `chosen`."""
+    from lowp.conformance import fuzz
+    if not args.resume:
+        return chosen, None
+    rounds = fuzz.Campaign.load(args.out, chosen).rounds
+    if not rounds:
+        return chosen, None
+    recorded = set(rounds[0]["checks"])
+    if args.kernel or args.probes:
+        if {c.id for c in chosen} != recorded:
+            return chosen, (f"the campaign in {args.out} fuzzes {len(recorded)} check(s) "
+                            f"({_listed(sorted(recorded))}); this --kernel/--probes choice names "
+                            f"{len(chosen)} ({_listed(sorted(c.id for c in chosen))}): resume it without them, or "
+                            f"start a new campaign in another --out")
+        return chosen, None
+    missing = recorded - {c.id for c in planned}
+    if missing:
+        return chosen, (f"the campaign in {args.out} fuzzes {len(missing)} check(s) of kernels not registered here "
+                        f"({_listed(sorted(missing))}): give the --kernels files it was started with")
+    return [c for c in planned if c.id in recorded], None
+
+
+def _listed(ids: list[str], most: int = 3) -> str:
+    return ", ".join(ids[:most]) + (f", and {len(ids) - most} more" if len(ids) > most else "")
 
 
 def _connect(args):
