@@ -293,8 +293,9 @@ def _variants(check, kern, call: Call, C, also=()) -> str:
         shared = {key for key, _ in _readings(check, kern, *other)}
         names = [(key, name) for key, name in names if key in shared] or names
     shown = [name for _, name in names]
-    more = f" (and {len(shown) - 3} more)" if len(shown) > 3 else ""
-    return f": the result matches {', '.join(shown[:3])}{more}" if shown else " (no known variant)"
+    # '; ' between readings: a reading's own name may hold commas ("A read as u8, a = -128 read as 128")
+    listed, more = (shown, "") if len(shown) <= 4 else (shown[:3], f" (and {len(shown) - 3} more)")
+    return f": the result matches {'; '.join(listed)}{more}" if shown else " (no known variant)"
 
 
 def _readings(check, kern, call: Call, C) -> list[tuple[str, str]]:

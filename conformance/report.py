@@ -80,8 +80,12 @@ def _head(rows: list[dict], seconds: float | None) -> list[str]:
              + (f"; {seconds:.1f} s" if seconds is not None else "") + ".",
              "",
              "A check is a kernel against its behaviour model ('model', on the full type range) or a contract, on "
-             "the kernel's claimed domain or the full type range. 'not claimed' failures show where a contract "
-             "stops holding; they do not fail the run.", "",
+             "the kernel's claimed domain or the full type range" + (
+                 " ('outside': a requantizing kernel's parameters beyond its documented domain)"
+                 if any(r.get("domain") == "outside" for r in rows) else "") + ". 'not claimed' failures show where "
+             "a contract stops holding; they do not fail the run. 'results matched' counts the generated (and "
+             "drawn) cases by the reading each matched ('none': a failing case); the hypothesis search's examples "
+             "count in 'cases executed' only.", "",
              "'path' is what carried the kernel: the multiply and dot-product instructions present in its compiled "
              "code, or, for a kernel that declares `requires`, those that executed in three probe cases (breakpoints "
              "natively, instruction counts emulated); such a kernel fails when none of them ran.", "",
