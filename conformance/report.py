@@ -134,6 +134,15 @@ def failure_lines(r: dict, replay_args: str | None = "") -> list[str]:
     return []
 
 
+def _description(name: str | None) -> str | None:
+    """The registered kernel's description, where this process knows the kernel."""
+    from lowp.kernels import kernel
+    try:
+        return kernel(name).description or None if name else None
+    except KeyError:
+        return None
+
+
 def counterexample_lines(r: dict, cx: dict, replay_args: str | None = "") -> list[str]:
     """The report's section for one counterexample (also what the terminal, the JUnit failure, a pytest failure
     and `lowp conformance replay` print): cause, operands, results, the first differing tile lane by lane, and the
@@ -143,6 +152,9 @@ def counterexample_lines(r: dict, cx: dict, replay_args: str | None = "") -> lis
              f"cause: {r.get('cause') or cx.get('cause') or 'wrong value'}", "",
              f"{m}x{n}x{k}, {cx['nonzero']} nonzero elements, poison seed {cx.get('seed', 0)}"
              + (f" (shrunk from case {cx['case']})" if cx.get("case") else "") + ".", ""]
+    about = _description(r.get("kernel"))
+    if about:           # what the kernel's author says of it (a seeded bug says so there)
+        lines += [f"the kernel, as its entry describes it: {about}", ""]
     body = []
     if cx.get("previous"):
         p = cx["previous"]

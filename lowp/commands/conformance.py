@@ -36,7 +36,7 @@ def add_run_options(p, *, out: Path, resume: str, seed: str, first_seed: int = 0
     """The options of a run of checks, shared by `lowp conformance` and `lowp fuzz`: which kernels, how hard to
     look, where to write, on what (processes, emulator, Ray), and the example database."""
     p.add_argument("--kernel", action="append", default=[], metavar="NAME",
-                   help="only these kernels: a name or a shell glob such as 'xnn_*avx2' (repeatable; default: all "
+                   help="only these kernels: a name or a shell glob such as 'u8s8s32_*' (repeatable; default: all "
                         "registered)")
     p.add_argument("--kernels", dest="toml", action="append", default=[], metavar="FILE.toml",
                    help="also register the kernels of this TOML file (repeatable)")
