@@ -45,10 +45,6 @@ def batchable(kern) -> bool:
     return kern.signature == "gemm" and not kern.quantized
 
 
-def drawable(kern) -> bool:
-    """Whether `kern`'s check can draw cases (`lowp fuzz`'s draws): the batchable ones; with the batched path off
-    they are drawn all the same and run case by case."""
-    return batchable(kern)
 
 
 def cases_per_batch(m: int, n: int, k: int) -> int:
@@ -322,6 +318,25 @@ def draw_batch(kern, domain: str, shapes: Shapes, rng) -> tuple[np.ndarray, np.n
     count = cases_per_batch(m, n, k)
     fill = sparse if m * n * k > 4096 else elements
     return (fill(rng, alo, ahi, (count, m, k), kern.a_dtype), fill(rng, blo, bhi, (count, k, n), kern.b_dtype))
+
+
+def draw_case(kern, domain: str, shapes: Shapes, rng) -> tuple[np.ndarray, np.ndarray, dict | None]:
+    """(A, B, parameters) of one case drawn from the search's distribution: a requantizing kernel's case, which
+    carries parameters of its own and goes case by case (the search's draw of them, quantized.search_params; the
+    `outside` probe's from its own draw)."""
+    from .cases import ranges
+    from .output_contracts import STYLES
+    from .quantized import ZP_STYLES, draw_params, search_params
+    m, n, k = shapes.draw(rng)
+    (alo, ahi), (blo, bhi) = ranges(kern, domain)
+    fill = sparse if m * n * k > 4096 else elements
+    A, B = fill(rng, alo, ahi, (1, m, k), kern.a_dtype)[0], fill(rng, blo, bhi, (1, k, n), kern.b_dtype)[0]
+    seed, zp_seed = (int(x) for x in rng.integers(0, 2 ** 32, 2))
+    if not kern.quantized:
+        return A, B, None
+    if domain == "outside":
+        return A, B, draw_params(kern, A, B, seed, "typical", domain)
+    return A, B, search_params(kern, m, n, str(rng.choice(STYLES)), seed, str(rng.choice(ZP_STYLES)), zp_seed)
 
 
 def draw_rng(check_id: str, seed: int):

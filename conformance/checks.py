@@ -535,6 +535,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     emit({"event": "plan", "check": check.id, "cases": row["cases"]})
     start = time.perf_counter()
     tracked = batch.Tracked(ex)         # the calls a fresh copy replays where a batch ran more than the per-case path
+    if not batch.batchable(kern):
+        tracked.forget()                # no batch will run: nothing to replay
     path_ok, row["path"] = claimed_path(kern, tracked)
     rec = Recorder(tracked)
     first, first_fault, early = _run_cases(check, kern, rec, cases, row, emit, start)
@@ -680,10 +682,12 @@ def _draws(check: Check, kern, rec: Recorder, row: dict, seed: int, count: int, 
     the kernel goes on as a fresh copy that has run the calls up to the failing one (Tracked.restart), so a kernel
     that keeps state between calls is diagnosed and shrunk in the per-case path's state. A batch that could not be
     pinned on one case is rerun case by case on such a copy."""
-    if count <= 0 or not batch.drawable(kern):
+    if count <= 0:
         return None, 0
     rng, shapes = batch.draw_rng(check.id, seed), batch.Shapes.of(kern, check.domain)
     stop = time.perf_counter() + seconds if seconds else float("inf")
+    if not batch.batchable(kern):
+        return _draws_one_by_one(check, kern, rec, row, rng, shapes, count, stop, f"{check.id}:draw:{seed}", emit)
     done = number = 0
     while done < count and time.perf_counter() < stop:
         state = rng.bit_generator.state
@@ -718,6 +722,25 @@ def _draws(check: Check, kern, rec: Recorder, row: dict, seed: int, count: int, 
                 if outcomes is not None and _ran_past(outcomes, i):     # replay up to it
                     rec.ex.restart(len(rec.ex) - 1, then=_prefix(A3, B3, seeds, i + 1))
                 return Failure(call, out, previous), done
+    return None, done
+
+
+def _draws_one_by_one(check: Check, kern, rec: Recorder, row: dict, rng, shapes, count: int, stop: float, name: str,
+                      emit):
+    """_draws for a kernel whose cases carry parameters of their own (a requantizing one): drawn as the search
+    draws them (batch.draw_case) and run through the per-case path, without hypothesis's cost per example. (first
+    failure or None, cases run)."""
+    done = 0
+    emit({"event": "start", "check": check.id, "case": f"{name}:one-by-one"})       # a crash names the draws
+    while done < count and time.perf_counter() < stop:
+        A, B, quant = batch.draw_case(kern, check.domain, shapes, rng)
+        call, previous = Call(A, B, int(batch.draw_seeds(0, 1)[0]) + done, name, quant), rec.last
+        out = rec.run(call)
+        ok, matched = _judge(check, kern, call, out)
+        done += 1
+        row["matched"][matched or "none"] = row["matched"].get(matched or "none", 0) + 1
+        if not ok:
+            return Failure(call, out, previous), done
     return None, done
 
 

@@ -232,16 +232,25 @@ def quant_strategy(kern, domain: str):
     called per example (a composite strategy built per example costs hypothesis more than the kernel call)."""
     from hypothesis import strategies as st
     from .output_contracts import STYLES
-    contract = output_contract(kern.output)
-    seeds, styles, zp_styles = st.integers(0, 2 ** 32 - 1), st.sampled_from(STYLES), st.sampled_from(["ends", "typical"])
+    seeds, styles, zp_styles = st.integers(0, 2 ** 32 - 1), st.sampled_from(STYLES), st.sampled_from(ZP_STYLES)
 
     def params(draw, M: int, N: int) -> dict:
         style, seed = draw(styles), draw(seeds)
-        q = dict(contract.draw(np.random.default_rng(seed), M, N, kern.c_type, style))
-        zps = input_zero_points(kern, np.random.default_rng(draw(seeds)), M, draw(zp_styles))
-        q = pinned(kern, {**q, **zps})
-        return _tensorwise(q) if per_tensor(kern) else q
+        zp_seed = draw(seeds)
+        return search_params(kern, M, N, style, seed, draw(zp_styles), zp_seed)
     return params
+
+
+ZP_STYLES = ("ends", "typical")
+
+
+def search_params(kern, M: int, N: int, style: str, seed: int, zp_style: str, zp_seed: int) -> dict:
+    """The search's parameters of an M x N case: the output contract's draw in `style` from `seed`, the input zero
+    points in `zp_style` from `zp_seed` (quant_strategy draws these; `lowp fuzz`'s draws too, batch.draw_case)."""
+    q = dict(output_contract(kern.output).draw(np.random.default_rng(seed), M, N, kern.c_type, style))
+    zps = input_zero_points(kern, np.random.default_rng(zp_seed), M, zp_style)
+    q = pinned(kern, {**q, **zps})
+    return _tensorwise(q) if per_tensor(kern) else q
 
 
 # ---- verdicts -----------------------------------------------------------------------------------------------------

@@ -273,3 +273,43 @@ def test_lowp_bench_fuzz_measures_a_users_kernel_and_names_bad_choices(tmp_path)
                         (("--kernels", str(tmp_path / "none.toml")), "cannot read the kernels file")):
         bad = _bench_fuzz(*args, cwd=tmp_path)
         assert bad.returncode == 2 and words in bad.stderr and "Traceback" not in bad.stderr, (args, bad.stderr)
+
+
+@pytest.fixture(scope="module")
+def requantizing():
+    """kernels/quantized/x86.toml's kernels, registered for this module and taken out again (test_bounds counts
+    every registered kernel under kernels/)."""
+    from lowp.kernels import load_toml
+    from lowp.kernels.registry import _KERNELS
+    path = CASES.parent.parent / "kernels" / "quantized" / "x86.toml"
+    names = [e["name"] for e in tomllib.loads(path.read_text())["kernel"]]
+    ours = not any(n in _KERNELS for n in names)
+    if ours:
+        load_toml(path)
+    yield {n: _KERNELS[n] for n in names}
+    if ours:
+        for n in names:
+            _KERNELS.pop(n, None)
+
+
+def test_a_requantizing_kernel_is_drawn_case_by_case_with_parameters_of_its_own(requantizing, monkeypatch):
+    """`lowp fuzz`'s draws reach a requantizing kernel too: its cases, each with the search's parameters, run one by
+    one through the per-case path (no batch: they carry parameters of their own), counted as drawn and matched."""
+    from lowp.kernels import executor
+    k = requantizing["qs8_qc8w_gemm_4x8c8_fp32_avx2"]
+    if executor(k).unavailable():
+        pytest.skip(executor(k).unavailable())
+    claimed = next(c for c in plan([k]) if c.claimed and c.check != "model")
+    row = run_check(claimed, lambda event: None, examples=5, grid=False, draws=300, draw_seconds=60)
+    assert row["verdict"] == "PASS" and row["drawn"] == 300, row
+    assert sum(row["matched"].values()) == row["executed"] - row["searched"]
+    shapes = set()
+    original = batch.draw_case
+
+    def seen(*args):
+        A, B, quant = original(*args)
+        shapes.add((A.shape, B.shape, repr(quant)))
+        return A, B, quant
+    monkeypatch.setattr(batch, "draw_case", seen)
+    run_check(claimed, lambda event: None, examples=0, grid=False, draws=50, draw_seconds=60)
+    assert len(shapes) > 25                     # shapes and parameters vary from case to case
