@@ -212,3 +212,21 @@ def redis_server(tmp_path_factory):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def registered(path):
+    """Generator for a module fixture: the kernels of a TOML file, registered unless another test of the process
+    already did (then left to it), and taken out again afterwards, since other tests (test_bounds) count the
+    registered kernels under kernels/. Yields {name: Kernel}."""
+    import tomllib
+
+    from lowp.kernels import load_toml
+    from lowp.kernels.registry import _KERNELS
+    names = [e["name"] for e in tomllib.loads(Path(path).read_text())["kernel"]]
+    ours = not any(n in _KERNELS for n in names)
+    if ours:
+        load_toml(path)
+    yield {n: _KERNELS[n] for n in names}
+    if ours:
+        for n in names:
+            _KERNELS.pop(n, None)

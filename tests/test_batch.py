@@ -18,7 +18,7 @@ from lowp.conformance.checks import Check, plan, run_check
 from lowp.emulator.errors import BudgetExceeded, OutOfBounds
 from lowp.kernels.executors import BatchStopped
 
-from .conftest import CASES
+from .conftest import CASES, registered
 
 BATCH_TOML = CASES / "batch.toml"
 # What a row must agree on; the seconds, the build and the count of search examples (hypothesis's shrinking stops on
@@ -277,19 +277,8 @@ def test_lowp_bench_fuzz_measures_a_users_kernel_and_names_bad_choices(tmp_path)
 
 @pytest.fixture(scope="module")
 def requantizing():
-    """kernels/quantized/x86.toml's kernels, registered for this module and taken out again (test_bounds counts
-    every registered kernel under kernels/)."""
-    from lowp.kernels import load_toml
-    from lowp.kernels.registry import _KERNELS
-    path = CASES.parent.parent / "kernels" / "quantized" / "x86.toml"
-    names = [e["name"] for e in tomllib.loads(path.read_text())["kernel"]]
-    ours = not any(n in _KERNELS for n in names)
-    if ours:
-        load_toml(path)
-    yield {n: _KERNELS[n] for n in names}
-    if ours:
-        for n in names:
-            _KERNELS.pop(n, None)
+    """kernels/quantized/x86.toml's kernels, registered for this module (conftest.registered)."""
+    yield from registered(CASES.parent.parent / "kernels" / "quantized" / "x86.toml")
 
 
 def test_a_requantizing_kernel_is_drawn_case_by_case_with_parameters_of_its_own(requantizing, monkeypatch):

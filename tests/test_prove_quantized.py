@@ -16,12 +16,11 @@ from lowp.conformance import prove as P  # noqa: E402
 from lowp.conformance import prove_quantized as pq  # noqa: E402
 from lowp.isa_models import sweep, x86  # noqa: E402
 from lowp.isa_models.bitvec import SymArray, SymInt  # noqa: E402
-from lowp.kernels import load_toml  # noqa: E402
-from lowp.kernels.registry import _KERNELS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUANTIZED = ROOT / "kernels" / "quantized" / "x86.toml"
 sys.path.insert(0, str(ROOT))
+from tests.conftest import registered  # noqa: E402
 from tests.stage_bugs.kernels import entry  # noqa: E402
 
 # A wrap the seeded kernels show only where the scaled accumulator leaves int32: a bias far below zero, the
@@ -30,30 +29,16 @@ WRAPPING = {"bias": [-10_000_000] * 16, "scale": [255.0] * 16, "output_zero_poin
             "output_max": 127, "a_zero_point": 0, "b_zero_point": 0}
 
 
-def _registered(path):
-    """The kernels of a TOML file, registered for this module unless another test of the process already did (then
-    left to it); taken out again afterwards, since other tests count the registered kernels under kernels/."""
-    text = Path(path).read_text()
-    names = [line.split('"')[1] for line in text.splitlines() if line.startswith("name = ")]
-    ours = not any(n in _KERNELS for n in names)
-    if ours:
-        load_toml(path)
-    yield {n: _KERNELS[n] for n in names}
-    if ours:
-        for n in names:
-            _KERNELS.pop(n, None)
-
-
 @pytest.fixture(scope="module")
 def quantized():
-    yield from _registered(QUANTIZED)
+    yield from registered(QUANTIZED)
 
 
 @pytest.fixture(scope="module")
 def stage_bugs(tmp_path_factory):
     path = tmp_path_factory.mktemp("stage_bugs") / "avx2_fp32.toml"
     path.write_text("".join(entry("avx2_fp32", bug) for bug in range(13)))
-    yield from _registered(path)
+    yield from registered(path)
 
 
 # -- the pieces ------------------------------------------------------------------------------------------------------
