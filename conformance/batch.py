@@ -45,8 +45,6 @@ def batchable(kern) -> bool:
     return kern.signature == "gemm" and not kern.quantized
 
 
-
-
 def cases_per_batch(m: int, n: int, k: int) -> int:
     return int(max(1, min(MAX_CASES, BATCH_ELEMENTS // (m * k + k * n + m * n))))
 
@@ -56,7 +54,7 @@ def run_many(ex, As, Bs, seeds, regenerate=None) -> list:
     """Per case, C or the exception `ex.run` raised: the executor's run_many where it has one, else run per case.
     As and Bs: the cases' operands, as a list of 2-d arrays or one 3-d array (a batch is passed so: a sequence of
     its cases that costs no copy). A batch whose evidence cannot be pinned on one case comes back as BatchUnpinned
-    for every case (not rerun here: `Tracked.unpinned` reruns it in the state it started from). regenerate: for a
+    for every case (not rerun here: the engine reruns it in the state it started from, Tracked.restart). regenerate: for a
     Tracked executor, how to make the batch's (As, Bs) again when it is replayed (instead of keeping them)."""
     from lowp.kernels.executors import outcome
     if isinstance(ex, Tracked):
