@@ -697,6 +697,18 @@ def _mask_of(m, ops):
     return None, ops
 
 
+def _unmasked(m, ops) -> None:
+    """Stop the run at an EVEX {k}-masked form of an instruction lowp prove models only unmasked."""
+    if _mask_of(m, ops)[0] is not None:
+        m.fail("a masked form lowp prove does not model")
+
+
+def _bytes_from(data: list, source) -> list:
+    """The bytes a byte move leaves: source[i] = j + 1 takes data[j], 0 a zero byte (a model run on the byte
+    numbers 1..n says where each byte comes from, so the bytes keep their lanes)."""
+    return [data[s - 1] if s else Byte(SymInt.const(0), 1, 0) for s in source.tolist()]
+
+
 ELEMENT = {"vmovdqu8": 1, "vmovdqu16": 2, "vmovdqu32": 4, "vmovdqa32": 4, "vmovdqu64": 8, "vmovdqa64": 8,
            "vmovups": 4, "vmovaps": 4, "vmovupd": 8, "vmovapd": 8}
 
@@ -904,8 +916,7 @@ def _pshufb(m, insn, ops):
     the model itself says where each byte comes from, run on the byte numbers 1..n (0 = zeroed), so the bytes
     keep their lanes. Symbolic control bytes: the model on the lanes (on the bit-vector backend its gather is a
     select over the 16 table bytes of the 128-bit lane, and bit 7 gives 0)."""
-    if _mask_of(m, ops)[0] is not None:
-        m.fail("a masked form lowp prove does not model")
+    _unmasked(m, ops)
     dst = ops[0]
     a_op, b_op = (ops[1], ops[2]) if len(ops) == 3 else (ops[0], ops[1])
     width = dst.size
@@ -918,20 +929,19 @@ def _pshufb(m, insn, ops):
     b = np.frombuffer(control.to_bytes(width, "little"), np.uint8)
     source = models.vpshufb(np.arange(1, width + 1, dtype=np.uint8), b)
     a = _as_bytes(m.read(a_op, width), width)
-    m.write_vec(dst, [a[s - 1] if s else Byte(SymInt.const(0), 1, 0) for s in source.tolist()])
+    m.write_vec(dst, _bytes_from(a, source))
 
 
 def _byte_shift(fn):
     """VPSRLDQ / VPSLLDQ by an immediate: the model says where each byte comes from (run on the byte numbers 1..n,
     0 = a zero shifted in), so the bytes keep their lanes."""
     def run(m, insn, ops):
-        if _mask_of(m, ops)[0] is not None:
-            m.fail("a masked form lowp prove does not model")
+        _unmasked(m, ops)
         dst, src, count = (ops[0], ops[1], ops[2]) if len(ops) == 3 else (ops[0], ops[0], ops[1])
         width = dst.size
         source = fn(np.arange(1, width + 1, dtype=np.uint8), count.imm)
         data = _as_bytes(m.read(src, width), width)
-        m.write_vec(dst, [data[s - 1] if s else Byte(SymInt.const(0), 1, 0) for s in source.tolist()])
+        m.write_vec(dst, _bytes_from(data, source))
     return run
 
 
@@ -945,8 +955,7 @@ def _model(fn, types, accumulate=False):
     """A model-backed vector instruction: VEX/EVEX `dst, src1, src2` (accumulate: dst is also the first model
     operand, as VPDPBUSD's accumulator), or legacy SSE `dst, src` (dst is src1)."""
     def run(m, insn, ops):
-        if _mask_of(m, ops)[0] is not None:
-            m.fail("a masked form lowp prove does not model")
+        _unmasked(m, ops)
         sources = ([ops[0]] if accumulate else []) + list(ops[1:]) if insn.mnemonic.startswith("v") else list(ops)
         width = ops[0].size
         result = fn(*[_vector_lanes(m, op, dtype, width) for op, dtype in zip(sources, types)])
@@ -964,8 +973,7 @@ def _vector_lanes(m, op, dtype, width):
 def _convert_model(fn, from_type):
     """VCVTDQ2PS / VCVTPS2DQ: dst, src (a register or memory of the destination's size)."""
     def run(m, insn, ops):
-        if _mask_of(m, ops)[0] is not None:
-            m.fail("a masked form lowp prove does not model")
+        _unmasked(m, ops)
         dst, src = ops[0], ops[-1]
         m.write_vec(dst, lane_bytes(fn(_vector_lanes(m, src, from_type, dst.size))))
     return run
@@ -1053,8 +1061,7 @@ def _xchg(m, insn, ops):
 def _narrow_model(fn, from_type):
     """VPMOVQD and its kind: dst (a register or memory of half the source's size), src (a register)."""
     def run(m, insn, ops):
-        if _mask_of(m, ops)[0] is not None:
-            m.fail("a masked form lowp prove does not model")
+        _unmasked(m, ops)
         dst, src = ops
         result = lane_bytes(fn(m.vlanes(src, from_type, src.size)))
         if dst.type == X.X86_OP_REG:
