@@ -255,12 +255,13 @@ def _resume_note(journal: Path, kept: int, stale: dict[str, list[str]]) -> str:
     """'kept N finished check(s) of JOURNAL; re-running M whose row is stale: K because WHY (ids), ...'."""
     text = f"kept {kept} finished check(s) of {journal}"
     if stale:
-        reasons = "; ".join(f"{len(ids)} because {why} ({_some(ids)})" for why, ids in stale.items())
+        reasons = "; ".join(f"{len(ids)} because {why} ({listed(ids)})" for why, ids in stale.items())
         text += f"; re-running {sum(map(len, stale.values()))} whose row is stale: {reasons}"
     return text
 
 
-def _some(ids: list[str], most: int = 3) -> str:
+def listed(ids: list[str], most: int = 3) -> str:
+    """The first `most` ids, and how many more."""
     return ", ".join(ids[:most]) + (f", and {len(ids) - most} more" if len(ids) > most else "")
 
 

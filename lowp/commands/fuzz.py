@@ -77,7 +77,8 @@ def _fuzz(args, held) -> int:
     except KernelConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    checks, problem = _campaign_checks(args, [c for c in plan(selected) if c.claimed or args.probes], plan(selected))
+    planned = plan(selected)
+    checks, problem = _campaign_checks(args, [c for c in planned if c.claimed or args.probes], planned)
     if problem:
         print(f"error: --resume: {problem}", file=sys.stderr)
         return 2
@@ -170,6 +171,7 @@ def _campaign_checks(args, chosen: list, planned: list) -> tuple[list, str | Non
     or --probes that chooses other checks is refused rather than mixed into it. Without --resume, or with no
     campaign in OUT, `chosen`."""
     from lowp.conformance import fuzz
+    from lowp.conformance.runner import listed
     if not args.resume:
         return chosen, None
     rounds = fuzz.Campaign.load(args.out, chosen).rounds
@@ -179,19 +181,15 @@ def _campaign_checks(args, chosen: list, planned: list) -> tuple[list, str | Non
     if args.kernel or args.probes:
         if {c.id for c in chosen} != recorded:
             return chosen, (f"the campaign in {args.out} fuzzes {len(recorded)} check(s) "
-                            f"({_listed(sorted(recorded))}); this --kernel/--probes choice names "
-                            f"{len(chosen)} ({_listed(sorted(c.id for c in chosen))}): resume it without them, or "
+                            f"({listed(sorted(recorded))}); this --kernel/--probes choice names "
+                            f"{len(chosen)} ({listed(sorted(c.id for c in chosen))}): resume it without them, or "
                             f"start a new campaign in another --out")
         return chosen, None
     missing = recorded - {c.id for c in planned}
     if missing:
         return chosen, (f"the campaign in {args.out} fuzzes {len(missing)} check(s) of kernels not registered here "
-                        f"({_listed(sorted(missing))}): give the --kernels files it was started with")
+                        f"({listed(sorted(missing))}): give the --kernels files it was started with")
     return [c for c in planned if c.id in recorded], None
-
-
-def _listed(ids: list[str], most: int = 3) -> str:
-    return ", ".join(ids[:most]) + (f", and {len(ids) - most} more" if len(ids) > most else "")
 
 
 def _connect(args):
