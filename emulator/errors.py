@@ -90,6 +90,14 @@ class BatchStopped(RuntimeError):
     after it would cost the budget again). Not an EmulatorError: it is no outcome of the call's own."""
 
 
+def stopped_after(outcomes: list, n: int) -> list:
+    """`outcomes`, whose last overran its budget, filled up to n with BatchStopped: a runaway loop stops a batch, as
+    it stops a check (each call after it would cost the budget again). Every executor's batch ends so."""
+    hang = len(outcomes) - 1
+    return outcomes + [BatchStopped(f"not run: call {hang} of the batch overran its budget ({outcomes[hang]})")] * \
+        (n - len(outcomes))
+
+
 class UndefinedInstruction(EmulatorError):
     """Unicorn raised an exception on an instruction it does not implement and lowp does not model."""
 

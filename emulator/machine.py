@@ -47,8 +47,8 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETC
 
 from .aapcs64 import AAPCS64, REGISTER_STATES
 from .build import Binary
-from .errors import (BatchStopped, BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds,
-                     Trap, UndefinedInstruction, describe_out_of_bounds)
+from .errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
+                     UndefinedInstruction, describe_out_of_bounds, stopped_after)
 
 DEFAULT_BUDGET = 500_000_000
 STACK_TOP, STACK_SIZE = 0x7F00_0000, 1 << 20
@@ -519,14 +519,6 @@ def call_each(machine, symbol: str, calls, *, seeds=None, **options) -> list:
             if isinstance(e, BudgetExceeded):
                 return stopped_after(outcomes, len(calls))
     return outcomes
-
-
-def stopped_after(outcomes: list, n: int) -> list:
-    """`outcomes`, whose last overran its budget, filled up to n with BatchStopped: a runaway loop stops a batch, as
-    it stops a check (each call after it would cost the budget again)."""
-    hang = len(outcomes) - 1
-    return outcomes + [BatchStopped(f"not run: call {hang} of the batch overran its budget ({outcomes[hang]})")] * \
-        (n - len(outcomes))
 
 
 @dataclass(frozen=True)

@@ -65,9 +65,9 @@ import numpy as np
 from .build import HERE, INCLUDE, Binary, build, include_files
 from .qemu_batch import identify
 from .errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
-    describe_out_of_bounds, guest_death
+    describe_out_of_bounds, guest_death, stopped_after
 from .aapcs64 import REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, seeded_registers
-from .machine import CallResult, GuestProcess, Pointers, call_each, pointer_targets, stopped_after
+from .machine import CallResult, GuestProcess, Pointers, call_each, pointer_targets
 
 DRIVER = HERE / "qemu_driver.c"
 DEFAULT_SECONDS = 10.0            # time budget per call
@@ -514,7 +514,7 @@ class QemuMachine(GuestProcess):
 
     def _pipelined(self, requests, results, seconds, on_reply) -> list:
         """results, after the requests went through _pipeline (again with a new process after one died), up to a
-        call that overran its budget: the rest are not run (machine.stopped_after)."""
+        call that overran its budget: the rest are not run (errors.stopped_after)."""
         done = 0
         while done < len(requests):
             done = self._pipeline(requests, done, results, seconds, on_reply)

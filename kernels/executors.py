@@ -14,7 +14,7 @@ from pathlib import Path
 import cffi
 import numpy as np
 
-from lowp.emulator.errors import BatchStopped  # noqa: F401 - run_many's outcome, named here for its callers
+from lowp.emulator.errors import BatchStopped, stopped_after  # noqa: F401 - BatchStopped: run_many's outcome
 
 from .registry import SIGNATURES, XNNPACK_SIGNATURES, Kernel, workspace_symbol
 
@@ -288,11 +288,7 @@ class NativeExecutor:
                 return [BatchUnpinned(f"{what} in a batch of {len(As)}: not pinned on one case")] * len(As)
             return [outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
         out = [done.faults.get(i, C) for i, C in enumerate(done.C)]
-        if done.stopped is not None:
-            hang = done.faults[done.stopped - 1]
-            out[done.stopped:] = [BatchStopped(f"not run: case {done.stopped - 1} of the batch overran its budget "
-                                               f"({hang})")] * (len(out) - done.stopped)
-        return out
+        return out if done.stopped is None else stopped_after(out[:done.stopped], len(out))
 
     def _batch(self, A3: np.ndarray, B3: np.ndarray, seeds: list[int]):
         from . import guard
