@@ -1,3 +1,4 @@
+import contextlib
 import os
 import textwrap
 from pathlib import Path
@@ -214,19 +215,23 @@ def redis_server(tmp_path_factory):
         proc.wait(10)
 
 
+@contextlib.contextmanager
 def registered(path):
-    """Generator for a module fixture: the kernels of a TOML file, registered unless another test of the process
-    already did (then left to it), and taken out again afterwards, since other tests (test_bounds) count the
-    registered kernels under kernels/. Yields {name: Kernel}."""
+    """{name: Kernel} of a TOML file's kernels, registered for the `with` block unless another test of the process
+    already did (then left to it), and taken out again after it (as forget_kernels does), since other tests
+    (test_bounds) count the registered kernels under kernels/."""
     import tomllib
 
     from lowp.kernels import load_toml
-    from lowp.kernels.registry import _KERNELS
+    from lowp.kernels.registry import _KERNELS, _ORIGINS
     names = [e["name"] for e in tomllib.loads(Path(path).read_text())["kernel"]]
     ours = not any(n in _KERNELS for n in names)
     if ours:
         load_toml(path)
-    yield {n: _KERNELS[n] for n in names}
-    if ours:
-        for n in names:
-            _KERNELS.pop(n, None)
+    try:
+        yield {n: _KERNELS[n] for n in names}
+    finally:
+        if ours:
+            for n in names:
+                _KERNELS.pop(n, None)
+                _ORIGINS.pop(n, None)

@@ -278,7 +278,8 @@ def test_lowp_bench_fuzz_measures_a_users_kernel_and_names_bad_choices(tmp_path)
 @pytest.fixture(scope="module")
 def requantizing():
     """kernels/quantized/x86.toml's kernels, registered for this module (conftest.registered)."""
-    yield from registered(CASES.parent.parent / "kernels" / "quantized" / "x86.toml")
+    with registered(CASES.parent.parent / "kernels" / "quantized" / "x86.toml") as kernels:
+        yield kernels
 
 
 def test_a_requantizing_kernel_is_drawn_case_by_case_with_parameters_of_its_own(requantizing, monkeypatch):

@@ -15,6 +15,8 @@ from lowp.kernels import kernel
 from lowp.kernels.emulated import EmulatedExecutor, QemuExecutor, bench_cases_per_second, poison_rows
 from lowp.kernels.executors import poison
 
+from .conftest import registered
+
 pytestmark = pytest.mark.emulated
 BACKENDS = [pytest.param("unicorn"),
             pytest.param("qemu", marks=pytest.mark.skipif(unavailable() is not None, reason=str(unavailable())))]
@@ -320,18 +322,9 @@ def test_a_quantized_kernel_runs_case_by_case_with_each_cases_parameters(backend
     from pathlib import Path
 
     import lowp.kernels
-    from lowp.kernels import load_toml
-    from lowp.kernels.registry import _KERNELS
-    name = "xnn_qs8_rndnu_4x8_neon_mlal_lane"
     toml = Path(lowp.kernels.__file__).parent / "quantized" / "aarch64.toml"
-    ours = name not in _KERNELS
-    loaded = {k.name: k for k in load_toml(toml)} if ours else {}
-    k = _KERNELS[name]
-    try:
-        _quantized_case_by_case(backend, k)
-    finally:
-        for n in loaded:                    # other tests count the registered kernels under kernels/
-            _KERNELS.pop(n, None)
+    with registered(toml) as kernels:
+        _quantized_case_by_case(backend, kernels["xnn_qs8_rndnu_4x8_neon_mlal_lane"])
 
 
 def _quantized_case_by_case(backend, k):

@@ -15,7 +15,8 @@ import pytest
 
 import lowp.kernels
 from lowp.conformance import prove as P
-from lowp.kernels import load_toml
+
+from .conftest import registered
 
 pytestmark = pytest.mark.emulated
 
@@ -29,15 +30,9 @@ WIDEN = {C_KERNEL: {"sshll", "smlal", "smlal2"}, ASM_KERNEL: {"smull", "smlal", 
 
 @pytest.fixture(scope="module")
 def kernels():
-    """The two kernels: registered here unless another test of this process already did."""
-    from lowp.kernels.registry import _KERNELS, kernel
-    ours = not any(n in _KERNELS for n in (C_KERNEL, ASM_KERNEL))
-    if ours:
-        load_toml(TOML)
-    yield {n: kernel(n) for n in (C_KERNEL, ASM_KERNEL)}
-    if ours:
-        for n in (C_KERNEL, ASM_KERNEL):
-            _KERNELS.pop(n, None)
+    """The two kernels: registered here unless another test of this process already did (conftest.registered)."""
+    with registered(TOML) as loaded:
+        yield {n: loaded[n] for n in (C_KERNEL, ASM_KERNEL)}
 
 
 def mutant(original, name: str, line: str, mutated: str, folder: Path):

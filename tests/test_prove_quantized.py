@@ -31,14 +31,16 @@ WRAPPING = {"bias": [-10_000_000] * 16, "scale": [255.0] * 16, "output_zero_poin
 
 @pytest.fixture(scope="module")
 def quantized():
-    yield from registered(QUANTIZED)
+    with registered(QUANTIZED) as kernels:
+        yield kernels
 
 
 @pytest.fixture(scope="module")
 def stage_bugs(tmp_path_factory):
     path = tmp_path_factory.mktemp("stage_bugs") / "avx2_fp32.toml"
     path.write_text("".join(entry("avx2_fp32", bug) for bug in range(13)))
-    yield from registered(path)
+    with registered(path) as kernels:
+        yield kernels
 
 
 # -- the pieces ------------------------------------------------------------------------------------------------------
