@@ -589,7 +589,7 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
         case, call = cases[index], calls[index]
         if clean is not None:       # its batch was clean: the verdict the per-case judge would give
             row["executed"] += 1
-            row["matched"][clean] = row["matched"].get(clean, 0) + 1
+            _tally(row, clean)
             rec.last = call
             emit({"event": "case", "check": check.id, "case": case.id, "ok": True, "matched": clean})
             continue
@@ -602,7 +602,7 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
         A, B = call.A, call.B
         ok, matched = _judge(check, kern, call, out)
         row["executed"] += 1
-        row["matched"][matched or "none"] = row["matched"].get(matched or "none", 0) + 1
+        _tally(row, matched)
         if not ok:
             row["failed"] += 1
             if first is None:
@@ -620,6 +620,12 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
         if isinstance(out.fault, BudgetExceeded):
             break
     return first, first_fault, early
+
+
+def _tally(row: dict, matched: str | None, times: int = 1) -> None:
+    """Count cases into the row's 'results matched' by the reading they matched (None: none, a failing case)."""
+    key = matched or "none"
+    row["matched"][key] = row["matched"].get(key, 0) + times
 
 
 def _screened(check: Check, kern, rec: Recorder, cases, calls: list[Call], emit):
@@ -702,7 +708,7 @@ def _draws(check: Check, kern, rec: Recorder, row: dict, seed: int, count: int, 
         if screened.matched is not None:
             done += len(A3)
             for matched, times in zip(*np.unique(screened.matched, return_counts=True)):
-                row["matched"][str(matched)] = row["matched"].get(str(matched), 0) + int(times)
+                _tally(row, str(matched), int(times))
             continue
         outcomes = screened.outcomes
         if outcomes is not None and batch.unpinned(outcomes):
@@ -717,7 +723,7 @@ def _draws(check: Check, kern, rec: Recorder, row: dict, seed: int, count: int, 
                 rec.last = call
             ok, matched = _judge(check, kern, call, out)
             done += 1
-            row["matched"][matched or "none"] = row["matched"].get(matched or "none", 0) + 1
+            _tally(row, matched)
             if not ok:
                 if outcomes is not None and _ran_past(outcomes, i):     # replay up to it
                     rec.ex.restart(len(rec.ex) - 1, then=_prefix(A3, B3, seeds, i + 1))
@@ -738,7 +744,7 @@ def _draws_one_by_one(check: Check, kern, rec: Recorder, row: dict, rng, shapes,
         out = rec.run(call)
         ok, matched = _judge(check, kern, call, out)
         done += 1
-        row["matched"][matched or "none"] = row["matched"].get(matched or "none", 0) + 1
+        _tally(row, matched)
         if not ok:
             return Failure(call, out, previous), done
     return None, done
