@@ -7,8 +7,8 @@ From Python (or a kernel author's own pytest suite):
 """
 from __future__ import annotations
 
-from .checks import Check, run_check
-from .contracts import CONTRACTS, Contract, contract
+from lowp.conformance.run.checks import Check, run_check
+from lowp.conformance.contracts.int32 import CONTRACTS, Contract, contract
 
 
 class ConformanceFailure(AssertionError):
@@ -44,7 +44,7 @@ def raise_for_verdict(row: dict) -> dict:
     failed (the message: the minimal counterexample, as the report shows it) or crashed, hung or never ran (the
     message: the reason, the case it was running and the traceback, if any)."""
     if row["verdict"] == "FAIL":
-        from .report import failure_lines
+        from lowp.conformance.report import failure_lines
         text = "\n".join(failure_lines(row, None)).removeprefix("## ").strip()   # no journal: the repro line
         raise ConformanceFailure(text or f"{row['id']}: FAIL", row)
     if row["verdict"] in ("CRASH", "NOT RUN"):

@@ -8,7 +8,7 @@
   every check the session made, those that failed or crashed included; each failure with the one-line repro that
   `lowp conformance replay` runs (a kernel registered from Python: the pytest node that reruns it).
 
-The example database (lowp.conformance.example_database) is `--lowp-database=DIR|URL` if given, else
+The example database (lowp.conformance.run.example_database) is `--lowp-database=DIR|URL` if given, else
 $LOWP_DATABASE, else pytest's cache folder (.pytest_cache/d/lowp-examples, as hypothesis keeps its own in
 .hypothesis): a rerun replays the counterexamples earlier sessions found before it searches anew; give the folder
 or Redis URL `lowp conformance` uses to share them with its runs (`-p no:cacheprovider` and no database named:
@@ -64,7 +64,8 @@ def run_in_child(kernel, contract=None, domain="claimed", *, examples: int = 100
     """One check, run by the conformance runner in a forked child (a crash or a hang becomes a CRASH row);
     returns its row. database: the example database, a folder or a Redis URL (earlier counterexamples replayed
     first)."""
-    from lowp.conformance import check_for, runner
+    from lowp.conformance import check_for
+    from lowp.conformance.run import runner
     check = check_for(kernel, contract, domain)    # registers a Kernel object here; the forked child inherits it
     with tempfile.TemporaryDirectory(prefix="lowp-pytest-") as tmp:
         row, = runner.run([check], Path(tmp) / "journal.jsonl", jobs=1, timeout=timeout, progress=False,
@@ -75,7 +76,7 @@ def run_in_child(kernel, contract=None, domain="claimed", *, examples: int = 100
 def _database(config) -> str | None:
     """The example database of a session: --lowp-database, $LOWP_DATABASE, else in pytest's cache folder; none
     when none is named and the cache plugin is off (-p no:cacheprovider)."""
-    from lowp.conformance.example_database import ENV
+    from lowp.conformance.run.example_database import ENV
     named = config.getoption("--lowp-database", None) or os.environ.get(ENV)
     cache = getattr(config, "cache", None)
     return named or (None if cache is None else str(cache.mkdir("lowp-examples")))

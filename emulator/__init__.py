@@ -1,5 +1,5 @@
 """lowp.emulator: build AArch64 C/assembly with zig and run it under Unicorn, bit-exact and bounds-checked (and x86
-kernels on Bochs: lowp.emulator.bochs).
+kernels on Bochs: lowp.emulator.x86.bochs).
 
     from lowp.emulator import build, Machine
     m = Machine(build("kernel.c"))
@@ -12,8 +12,8 @@ guest, a qemu proof backend) does not pay for Unicorn, numpy and the rest at sta
 """
 from importlib import import_module
 
-from .build import Binary, build, build_text, cache_dir      # eager: the submodule `build` shares the function's name
-from .errors import (AlignmentFault, BudgetExceeded, BuildError, EmulationFailed, EmulatorError, LockstepMismatch,
+from lowp.emulator.build import Binary, build, build_text, cache_dir      # eager: the submodule `build` shares the function's name
+from lowp.emulator.errors import (AlignmentFault, BudgetExceeded, BuildError, EmulationFailed, EmulatorError, LockstepMismatch,
                      OutOfBounds, Trap, UndefinedInstruction)
 
 _LAZY = {"disassemble": "aapcs64", "Machine": "machine", "CallResult": "machine", "DEFAULT_BUDGET": "machine"}

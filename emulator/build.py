@@ -18,7 +18,7 @@ freestanding, no libc++ runtime; runtime_cxx.cc supplies the two hooks a class h
 that needs a global object constructed at run time will see it zero-initialised; constexpr constructors and
 constant initialisation are fine. The entry symbols are extern "C".
 
-The cache is lowp.buildcache's: the key covers zig's version, the target, the flags, every source's (and the
+The cache is lowp.emulator.buildcache's: the key covers zig's version, the target, the flags, every source's (and the
 runtime's) bytes and the directory the compile runs in (the first source's, so relative -I paths resolve there),
 and every header the compiler itself reports reading (-MMD: found next to a source, through -I, -iquote or
 -include), re-hashed on each lookup. Editing a kernel, a header it includes or upgrading zig rebuilds; nothing
@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
-from lowp import buildcache
-from lowp.buildcache import Toolchain
+from lowp.emulator import buildcache
+from lowp.emulator.buildcache import Toolchain
 
-from .errors import BuildError
-from .targets import recipe
+from lowp.emulator.errors import BuildError
+from lowp.emulator.targets import recipe
 
 HERE = Path(__file__).resolve().parent
 # zig cc defines NDEBUG itself at -O2 and above (its release modes), which gcc and clang do not: -UNDEBUG keeps

@@ -4,7 +4,7 @@
     r = m.call("gemm_sdot", A, B, np.zeros((M, N), np.int32), M, N, K)
     C = r.arrays[2]                      # copies of every array argument after the call
 
-Calling convention: the `convention` object's (emulator/aapcs64.py for AArch64; the core here names no register).
+Calling convention: the `convention` object's (emulator/aarch64/aapcs64.py for AArch64; the core here names no register).
 AAPCS64: integer and pointer arguments in X0..X7 in order, the rest in 8-byte stack slots
 at SP; a numpy array is passed as a pointer to a copy of its bytes (C order) in its own mapping; a Python int
 as a 64-bit two's-complement scalar. LR points at a return page: the call ends when the function returns there.
@@ -25,11 +25,11 @@ One emu_start per call. Modes (per Machine, or per call):
   seconds    a wall-clock limit (Unicorn's own emu_start timeout, no Python): BudgetExceeded when it runs out,
              with the instructions counted so far (None: none).
   mnemonics  per-mnemonic counts (implies count): each executed block is disassembled once with capstone.
-  lockstep   for every instruction lowp models (lowp.emulator.a64) compare Unicorn's Vd with the model's,
+  lockstep   for every instruction lowp models (lowp.emulator.aarch64.a64) compare Unicorn's Vd with the model's,
              stopping at the first disagreement (LockstepMismatch): code hooks only at those addresses.
   trace      a callable trace(pc, text) for every instruction (a per-instruction Python hook; slow).
   budget=None and count=False: no hooks at all (the benchmark's "native Unicorn" speed; a runaway loop hangs).
-FEAT_I8MM instructions Unicorn lacks always run on lowp's models (lowp.emulator.i8mm); CallResult.modeled says
+FEAT_I8MM instructions Unicorn lacks always run on lowp's models (lowp.emulator.aarch64.i8mm); CallResult.modeled says
 how many of each.
 """
 from __future__ import annotations
@@ -45,9 +45,9 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETC
                      UC_MEM_READ_PROT, UC_MEM_READ_UNMAPPED, UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UC_PROT_ALL,
                      UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, UC_QUERY_TIMEOUT, UcError)
 
-from .aapcs64 import AAPCS64, REGISTER_STATES
-from .build import Binary
-from .errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
+from lowp.emulator.aarch64.aapcs64 import AAPCS64, REGISTER_STATES
+from lowp.emulator.build import Binary
+from lowp.emulator.errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
                      UndefinedInstruction, describe_out_of_bounds, stopped_after)
 
 DEFAULT_BUDGET = 500_000_000
@@ -106,7 +106,7 @@ class _Buffer:
 
 class Machine:
     """One Unicorn CPU with `binary`'s segments loaded; call() its functions. The core is architecture-neutral:
-    `convention` (default AAPCS64, emulator/aapcs64.py) creates the CPU, passes the arguments and knows the ISA's
+    `convention` (default AAPCS64, emulator/aarch64/aapcs64.py) creates the CPU, passes the arguments and knows the ISA's
     registers, disassembly and exceptions."""
 
     def __init__(self, binary: Binary, *, budget: int | None = DEFAULT_BUDGET, count: bool = False,

@@ -62,12 +62,12 @@ from typing import Callable
 
 import numpy as np
 
-from .build import HERE, INCLUDE, Binary, build, include_files
-from .qemu_batch import identify
-from .errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
+from lowp.emulator.build import HERE, INCLUDE, Binary, build, include_files
+from lowp.emulator.qemu_batch import identify
+from lowp.emulator.errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
     describe_out_of_bounds, guest_death, stopped_after
-from .aapcs64 import REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, seeded_registers
-from .machine import CallResult, GuestProcess, Pointers, call_each, pointer_targets
+from lowp.emulator.aarch64.aapcs64 import REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, seeded_registers
+from lowp.emulator.machine import CallResult, GuestProcess, Pointers, call_each, pointer_targets
 
 DRIVER = HERE / "qemu_driver.c"
 DEFAULT_SECONDS = 10.0            # time budget per call
@@ -129,7 +129,7 @@ class QemuGuest:
 
     def path(self) -> str | None:
         """The qemu-user binary: $env, else on PATH; None if neither."""
-        from .qemu_batch import qemu_path
+        from lowp.emulator.qemu_batch import qemu_path
         return qemu_path(self.qemu, self.env)
 
     def unavailable(self) -> str | None:
@@ -179,8 +179,8 @@ def build_for_qemu(*sources, flags=(), depends=(), guest: QemuGuest = AARCH64, *
 
 def plugin() -> Path:
     """lowp's TCG plugin, built for this host (cached); EmulatorError saying why if it cannot be."""
-    from lowp.emulator.native import NativeUnavailable, build_shared_library
-    from lowp import buildcache
+    from lowp.emulator.x86.native import NativeUnavailable, build_shared_library
+    from lowp.emulator import buildcache
     try:
         return build_shared_library([PLUGIN], ("-O2", "-Wall"), "lowp-qemu-plugin")
     except (NativeUnavailable, buildcache.BuildFailed) as e:
@@ -701,7 +701,7 @@ class QemuMachine(GuestProcess):
                 m = self._mnemonic.get(word)
                 if m is None:
                     if riscv:
-                        from .riscv import mnemonic
+                        from lowp.emulator.riscv import mnemonic
                         m = self._mnemonic[word] = mnemonic(word, pc)
                     else:
                         insn = next(_capstone().disasm(word, pc), None)
@@ -746,7 +746,7 @@ class QemuMachine(GuestProcess):
             if base <= pc and pc + 2 <= base + len(code):
                 n = 4
                 if self.guest is RISCV64:
-                    from .riscv import length
+                    from lowp.emulator.riscv import length
                     n = length(code[pc - base:pc - base + 1])
                 if pc + n <= base + len(code):
                     return code[pc - base:pc - base + n]
@@ -757,7 +757,7 @@ class QemuMachine(GuestProcess):
         if word is None:
             return "<not in the kernel's code>"
         if self.guest is RISCV64:
-            from .riscv import disassemble as text
+            from lowp.emulator.riscv import disassemble as text
             return text(word, pc)
         return disassemble(word, pc)
 
@@ -794,7 +794,7 @@ class QemuMachine(GuestProcess):
         insn = None if fetch else self._insn(pc)
         access = None
         if self.guest is RISCV64 and not fetch:
-            from .riscv import memory_access
+            from lowp.emulator.riscv import memory_access
             access = memory_access(self._word(pc))
         kind = "fetch" if fetch else access[0] if access else "access" if self.guest is RISCV64 else \
             _access_kind(insn)

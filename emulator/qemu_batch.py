@@ -30,10 +30,10 @@ from typing import Sequence
 
 import numpy as np
 
-from lowp import buildcache
+from lowp.emulator import buildcache
 
-from .build import HERE, Binary, build, cache_dir
-from .errors import EmulatorError
+from lowp.emulator.build import HERE, Binary, build, cache_dir
+from lowp.emulator.errors import EmulatorError
 
 DRIVER = HERE / "qemu_batch.c"
 ARENA = 64 << 20          # the driver's LOWP_ARENA: every buffer of one request, each rounded up to ALIGN

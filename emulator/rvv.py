@@ -1,5 +1,5 @@
 """RISC-V V 1.0 intrinsics executed under qemu-riscv64 (Debian qemu-user 7.2), for `lowp isa verify` and the
-tests: the Backend protocol of lowp.isa_models.backend, plus the vxsat bit each register's instruction set.
+tests: the Backend protocol of lowp.isa_models.verify.backend, plus the vxsat bit each register's instruction set.
 
     RvvQemuBackend()   one static riscv64 Linux program (emulator/build.py target 'riscv64-linux', zig's clang
                        with -mcpu=baseline_rv64+v) holding a wrapper per registered RVV intrinsic, run as
@@ -25,9 +25,9 @@ import numpy as np
 from lowp.isa_models import intrinsics as all_intrinsics
 from lowp.isa_models.registry import Intrinsic
 
-from . import qemu_batch as batch
-from .qemu_batch import qemu_version
-from .errors import EmulatorError
+from lowp.emulator import qemu_batch as batch
+from lowp.emulator.qemu_batch import qemu_version
+from lowp.emulator.errors import EmulatorError
 
 VLENS = (128, 256, 512, 1024)      # what qemu-riscv64 7.2 accepts
 CTYPE = {"i": "int", "u": "uint"}

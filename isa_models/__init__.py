@@ -1,9 +1,9 @@
 """lowp.isa_models: bit-exact numpy models of SIMD integer instructions, and the registry that maps the
 intrinsics of C code onto them. Pure numpy, no I/O."""
-from . import x86, x86_intrinsics  # noqa: F401  (registers the x86 models)
-from . import arm, arm_intrinsics  # noqa: F401  (registers the AArch64 models)
-from . import sme, sve, sve_intrinsics  # noqa: F401  (registers the SVE/SVE2 and SME models)
-from . import rvv, rvv_intrinsics  # noqa: F401  (registers the RISC-V V 1.0 models)
-from .registry import Instruction, Intrinsic, Param, instruction, instructions, intrinsic, intrinsics
+from lowp.isa_models import x86, x86_intrinsics  # noqa: F401  (registers the x86 models)
+from lowp.isa_models import arm, arm_intrinsics  # noqa: F401  (registers the AArch64 models)
+from lowp.isa_models import sme, sve, sve_intrinsics  # noqa: F401  (registers the SVE/SVE2 and SME models)
+from lowp.isa_models import rvv, rvv_intrinsics  # noqa: F401  (registers the RISC-V V 1.0 models)
+from lowp.isa_models.registry import Instruction, Intrinsic, Param, instruction, instructions, intrinsic, intrinsics
 
 __all__ = ["Instruction", "Intrinsic", "Param", "instruction", "instructions", "intrinsic", "intrinsics", "x86"]

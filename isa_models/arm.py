@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, is_lanes, operand, result_lanes, symbolic, wrap
+from lowp.isa_models.lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, is_lanes, operand, result_lanes, symbolic, wrap
 
 D, Q = (64,), (128,)
 DQ = (64, 128)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from . import arm
-from .lanes import DTYPES
-from .registry import Instruction, Intrinsic, Param, add_instruction, add_intrinsic
+from lowp.isa_models import arm
+from lowp.isa_models.lanes import DTYPES
+from lowp.isa_models.registry import Instruction, Intrinsic, Param, add_instruction, add_intrinsic
 
 ARM_ARM = "Arm Architecture Reference Manual for A-profile (DDI 0487), C7.2 (A64 SIMD&FP instructions), pseudocode"
 BASE, DOT, I8MM = ("asimd",), ("asimd", "asimddp"), ("asimd", "i8mm")

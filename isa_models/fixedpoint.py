@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .lanes import numpy_only
+from lowp.isa_models.lanes import numpy_only
 
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1

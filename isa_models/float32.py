@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fixedpoint import INT32_MAX, INT32_MIN, check_domain
-from .lanes import numpy_only
+from lowp.isa_models.fixedpoint import INT32_MAX, INT32_MIN, check_domain
+from lowp.isa_models.lanes import numpy_only
 
 F32 = np.float32
 MAGIC_BIAS = F32(12582912.0)            # 1.5 * 2^23: x + MAGIC_BIAS has x's nearest integer in its low mantissa bits

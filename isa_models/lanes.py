@@ -5,7 +5,7 @@ address on x86 and AArch64); any leading axes are a batch of registers. Nothing 
 caller passed: a wrong dtype is an error, never a conversion.
 
 Two backends run the same models: numpy arrays (the concrete one: what every check and proof against hardware
-uses) and lowp.isa_models.bitvec.SymArray (bit-vector terms for `lowp prove`), which has the numpy interface the
+uses) and lowp.isa_models.symbolic.bitvec.SymArray (bit-vector terms for `lowp prove`), which has the numpy interface the
 models use. The operations below are the only places where the two differ in how they compute.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ DTYPES = {name: dtype for dtype, name in TYPE_NAMES.items()}
 
 
 def symbolic(x) -> bool:
-    """Lanes of the bit-vector backend (lowp.isa_models.bitvec.SymArray), without importing it (or z3)."""
+    """Lanes of the bit-vector backend (lowp.isa_models.symbolic.bitvec.SymArray), without importing it (or z3)."""
     return type(x).__name__ == "SymArray"
 
 
@@ -173,7 +173,7 @@ def writemask(result: np.ndarray, mask, zeroing: bool, merge) -> np.ndarray:
 def f32_from_int32(x):
     """int32 -> float32, one rounding to nearest even (through float64, which holds every int32 exactly)."""
     if symbolic(x):
-        from . import bitvec
+        from lowp.isa_models.symbolic import bitvec
         return bitvec.f32_from_int32(x)
     return x.astype(np.float64).astype(F32)
 
@@ -181,7 +181,7 @@ def f32_from_int32(x):
 def f32_arith(op: str, a, b):
     """a op b for op in 'add', 'sub', 'mul': IEEE binary32, rounded to nearest even."""
     if symbolic(a) or symbolic(b):
-        from . import bitvec
+        from lowp.isa_models.symbolic import bitvec
         return bitvec.f32_arith(op, a, b)
     with np.errstate(all="ignore"):
         return {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op](a, b).astype(F32)
@@ -191,7 +191,7 @@ def f32_pick_less(a, b):
     """(a < b) ? a : b lane by lane, comparing as IEEE floats and moving bits: an unordered pair (a NaN) or equal
     values (+0 and -0) give b."""
     if symbolic(a) or symbolic(b):
-        from . import bitvec
+        from lowp.isa_models.symbolic import bitvec
         return bitvec.f32_pick_less(a, b)
     return np.where(a < b, a, b).astype(F32)
 
@@ -200,7 +200,7 @@ def f32_to_int32(x, rounding: str, invalid: int):
     """float32 -> int32 rounding to nearest even ('nearest') or toward zero ('zero'); NaN or a rounded value outside
     int32 gives `invalid` (x86's integer indefinite 0x80000000)."""
     if symbolic(x):
-        from . import bitvec
+        from lowp.isa_models.symbolic import bitvec
         return bitvec.f32_to_int32(x, rounding, invalid)
     with np.errstate(invalid="ignore"):           # a signalling NaN is a value here, not an event
         a = x.astype(np.float64)

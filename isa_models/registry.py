@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from .lanes import TYPE_NAMES, is_lanes, operand, symbolic
+from lowp.isa_models.lanes import TYPE_NAMES, is_lanes, operand, symbolic
 
 
 @dataclass(frozen=True)

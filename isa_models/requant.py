@@ -16,7 +16,7 @@ and `out_type` is "s8", "u8" or "f32". The result is np.int8 / np.uint8 / np.flo
 
 Each library's pseudocode is one short function per flavour, built from the instruction models below
 (CVTPS2DQ, PACKSSDW, PADDSW, FCVTNS, SQXTN, SQADD, ...), and `OUTPUT_STAGES` maps names to them. Parameters
-outside a library's documented domain are the contracts' business (lowp.conformance.output_contracts); a stage
+outside a library's documented domain are the contracts' business (lowp.conformance.contracts.output); a stage
 computes what the code would, and raises only where even that is undefined.
 """
 from __future__ import annotations
@@ -26,9 +26,9 @@ from typing import Callable
 
 import numpy as np
 
-from .fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, wrap32
-from .lanes import numpy_only
-from .float32 import (F32, MAGIC_BIAS, MAGIC_BIAS_BITS, cvtps2dq, f32, fcvtns, floats32, fma_f32, lrintf,
+from lowp.isa_models.fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, wrap32
+from lowp.isa_models.lanes import numpy_only
+from lowp.isa_models.float32 import (F32, MAGIC_BIAS, MAGIC_BIAS_BITS, cvtps2dq, f32, fcvtns, floats32, fma_f32, lrintf,
                       magic_bias_bits, rne_int)
 
 OUT_RANGE = {"s8": (-128, 127), "u8": (0, 255)}
@@ -388,7 +388,7 @@ def rvv_vnclip(acc, q, out_type, *, vxrm: str, vsmul_vxrm: str = "rdn"):
     output_min/output_max. vsmul and vnclip are lowp.isa_models.rvv's models; vxrm is section 3.8's mode."""
     if out_type != "s8":
         raise ValueError(f"rvv_vnclip: out_type {out_type!r}; this stage narrows with vnclip (signed): s8 only")
-    from . import rvv
+    from lowp.isa_models import rvv
     x = biased(acc, q)
     M, N = x.shape
     p = xnnpack_rndnu_neon_params(_row(q, "scale", N, F32)[0])

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, add_wrapping, is_lanes, symbolic, wrap
+from lowp.isa_models.lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, add_wrapping, is_lanes, symbolic, wrap
 
 SPEC = "RISC-V V extension 1.0 (riscv/riscv-v-spec@v1.0 v-spec.adoc)"
 VXRM = ("rnu", "rne", "rdn", "rod")          # vxrm[1:0] = 0, 1, 2, 3 (section 3.8, table 'vxrm encoding')

@@ -24,9 +24,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import rvv
-from .lanes import DTYPES, is_lanes
-from .registry import Instruction, Intrinsic, Param, add_instruction, add_intrinsic
+from lowp.isa_models import rvv
+from lowp.isa_models.lanes import DTYPES, is_lanes
+from lowp.isa_models.registry import Instruction, Intrinsic, Param, add_instruction, add_intrinsic
 
 INTRINSICS_DOC = "riscv-non-isa/rvv-intrinsic-doc@v1.0-ratified"
 VLEN_MIN, VLEN_MAX = 128, 65536          # the V extension needs VLEN >= 128; VLEN <= 2^16 (RVV 1.0 section 2)

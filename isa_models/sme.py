@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arm import _bits
-from .lanes import S8, S32, TYPE_NAMES, U8, U32, dot, is_lanes, result_lanes
-from .sve import _z
+from lowp.isa_models.arm import _bits
+from lowp.isa_models.lanes import S8, S32, TYPE_NAMES, U8, U32, dot, is_lanes, result_lanes
+from lowp.isa_models.sve import _z
 
 
 def _pred(p, name, lanes):

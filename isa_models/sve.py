@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arm import _bits, _int, _sat, smmla as _neon_smmla, ummla as _neon_ummla, usmmla as _neon_usmmla
-from .lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, add_wrapping, interleave, is_lanes, result_lanes
+from lowp.isa_models.arm import _bits, _int, _sat, smmla as _neon_smmla, ummla as _neon_ummla, usmmla as _neon_usmmla
+from lowp.isa_models.lanes import S8, S16, S32, S64, TYPE_NAMES, U8, U16, U32, U64, add_wrapping, interleave, is_lanes, result_lanes
 
 SIGNED = (S8, S16, S32, S64)
 _NARROWER = {S16: S8, S32: S16, S64: S32}

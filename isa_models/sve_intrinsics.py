@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import sme, sve
-from .lanes import DTYPES
-from .registry import Instruction, Intrinsic, Param, add_instruction, add_intrinsic
+from lowp.isa_models import sme, sve
+from lowp.isa_models.lanes import DTYPES
+from lowp.isa_models.registry import Instruction, Intrinsic, Param, add_instruction, add_intrinsic
 
 ARM_ARM = "Arm Architecture Reference Manual for A-profile (DDI 0487 M.a.a), C8.2 (SVE) / C9.2 (SME) instructions"
 SVE, SVE2, SVE_I8MM, SME = ("sve",), ("sve", "sve2"), ("sve", "svei8mm"), ("sme",)

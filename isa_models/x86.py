@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lanes import (F32, S8, S16, S32, S64, U8, U32, dot, f32_arith, f32_from_int32, f32_pick_less, f32_to_int32,
+from lowp.isa_models.lanes import (F32, S8, S16, S32, S64, U8, U32, dot, f32_arith, f32_from_int32, f32_pick_less, f32_to_int32,
                     is_lanes, operand, pairs, quads, result_lanes, same_register, saturate, widen, wrap, writemask)
 
 W = (128, 256, 512)          # SSE/AVX/AVX-512 register widths

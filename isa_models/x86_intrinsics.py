@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
-from . import x86
-from .lanes import DTYPES
-from .registry import Instruction, Intrinsic, Param, add_instruction, add_intrinsic
+from lowp.isa_models import x86
+from lowp.isa_models.lanes import DTYPES
+from lowp.isa_models.registry import Instruction, Intrinsic, Param, add_instruction, add_intrinsic
 
 PREFIX = {64: "_mm_", 128: "_mm_", 256: "_mm256_", 512: "_mm512_"}
 SDM = "Intel 64 and IA-32 Architectures SDM, Vol. 2 (Instruction Set Reference), operation block"

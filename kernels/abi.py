@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .invocation import Invocation, Ref
-from .registry import XNNPACK_SIGNATURES, Kernel
+from lowp.kernels.invocation import Invocation, Ref
+from lowp.kernels.registry import XNNPACK_SIGNATURES, Kernel
 
 REQUANT_HEADER = np.dtype([("a_zero_point", "<i4"), ("b_zero_point", "<i4"), ("output_zero_point", "<i4"),
                            ("output_min", "<i4"), ("output_max", "<i4"), ("n", "<i4"), ("reserved", "<i4", 2)])
@@ -62,16 +62,16 @@ def invocation(kernel: Kernel, A: np.ndarray, B: np.ndarray, q: dict, *, seed: i
     """The buffers and calls of one quantized GEMM. strides ({"a", "cm", "cn"}: bytes) and igemm ({"ks",
     "a_offset", "zero"}) are a case's ABI options for XNNPACK ukernels (lowp.kernels.xnnpack.Strides,
     Indirection); C, A's gaps and the workspace hold poison(seed)."""
-    from .executors import poison
+    from lowp.kernels.executors import poison
     M, K = A.shape
     N = B.shape[1]
     required = ()
     if kernel.signature in XNNPACK_SIGNATURES:
-        from .xnnpack import required_keys
+        from lowp.kernels.xnnpack import required_keys
         required = required_keys(kernel.xnnpack["datatype"], kernel.xnnpack["params"])
     check_params(kernel, q, M, N, required)
     if kernel.signature in XNNPACK_SIGNATURES:
-        from . import xnnpack
+        from lowp.kernels import xnnpack
         return xnnpack.invocation(A, B, q, ukernel(kernel), strides=strides, igemm=igemm,
                                   fill=lambda n, salt: poison(n, np.uint8, seed + salt))
     if strides is not None or igemm is not None:
@@ -91,7 +91,7 @@ def invocation(kernel: Kernel, A: np.ndarray, B: np.ndarray, q: dict, *, seed: i
 
 def ukernel(kernel: Kernel):
     """The lowp.kernels.xnnpack.Ukernel of an XNNPACK-ABI kernel entry."""
-    from .xnnpack import Ukernel
+    from lowp.kernels.xnnpack import Ukernel
     x = kernel.xnnpack
     return Ukernel(kernel.symbol, x["datatype"], x["params"], kernel.tile.mr, kernel.tile.nr, kernel.tile.kr,
                    x.get("sr", 1), _a_shift(kernel), kernel.signature == "xnnpack-igemm", x.get("bl", 0),

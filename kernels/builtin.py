@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from . import models
-from .registry import KERNELS_DIR, Domain, Kernel, Tile, register
+from lowp.kernels import models
+from lowp.kernels.registry import KERNELS_DIR, Domain, Kernel, Tile, register
 
 X86 = KERNELS_DIR / "x86"
 U8, S8 = (0, 255), (-128, 127)
@@ -18,7 +18,7 @@ PAIR_PACKING = ("B_main packed in panels of nr int16 columns, k in pairs (one 16
 
 # The instructions each kernel's claimed path is made of: a check fails when none of them is in its code.
 REQUIRES = {"maddubs": ("*pmaddubsw",), "vpdpbusd": ("vpdpbusd",)}
-# What lowp bounds proves ranges through (lowp.conformance.bounds.PIPELINES).
+# What lowp bounds proves ranges through (lowp.conformance.prove.bounds.PIPELINES).
 
 
 def _dot4(name, isa, features, width, dot, contract, domain, signed_a=False, description=""):
@@ -71,7 +71,7 @@ for _isa, _width, _features in (("avx2", 256, ("avx2",)), ("avx512bw", 512, ("av
 
 
 # ---- AArch64 (emulated under Unicorn) ----
-from . import models_arm  # noqa: E402
+from lowp.kernels.models import arm as models_arm  # noqa: E402
 
 ARM = KERNELS_DIR / "aarch64"
 S8_NO_MIN = (-127, 127)
@@ -131,4 +131,4 @@ register(Kernel(
     model=models_arm.mlal_flush_gemm, params={"flush": 144}, requires=("umlal*",), pipeline="mlal_flush_u16",
     description="4-bit (0..15) kernel: UMLAL into 16-bit lanes, flushed into int32 every 144 depth steps, the "
                 "largest even depth within seed 004's int16 level of 145 = floor(32767 / 225) (the kernel steps in k pairs)", **_MLAL))
-from . import builtin_q46  # noqa: F401
+from lowp.kernels import builtin_q46  # noqa: F401

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from . import models_q46
-from .registry import KERNELS_DIR, Domain, Kernel, Tile, register
+from lowp.kernels.models import q46 as models_q46
+from lowp.kernels.registry import KERNELS_DIR, Domain, Kernel, Tile, register
 
 X86 = KERNELS_DIR / "x86"
 S8 = (-128, 127)

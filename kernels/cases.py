@@ -8,7 +8,7 @@ from itertools import product
 
 import numpy as np
 
-from .registry import Kernel
+from lowp.kernels.registry import Kernel
 
 
 def edge_ks(kernel: Kernel) -> list[int]:

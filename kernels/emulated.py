@@ -9,7 +9,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from .registry import Kernel, workspace_symbol
+from lowp.kernels.registry import Kernel, workspace_symbol
 
 # Bytes of workspace per kernel are asked of the kernel itself (its <prefix>_workspace function), also emulated.
 
@@ -56,8 +56,8 @@ class EmulatedExecutor:
                                    vector_bits=k.vector_bits, features=k.features, **self.machine_options)
 
     def build(self) -> dict | None:
-        """How the kernel was built: compiler and flags (lowp.buildcache.describe)."""
-        from lowp.buildcache import describe
+        """How the kernel was built: compiler and flags (lowp.emulator.buildcache.describe)."""
+        from lowp.emulator.buildcache import describe
         return describe(self.machine.binary.path)
 
     def with_fresh_state(self) -> "EmulatedExecutor":
@@ -69,7 +69,7 @@ class EmulatedExecutor:
         each call is a round trip to the emulator (the native executor caches its last shape likewise)."""
         shape = (M, N, K)
         if shape not in self._workspace:
-            from .executors import checked_workspace
+            from lowp.kernels.executors import checked_workspace
             size = int(self.machine.call(workspace_symbol(self.kernel), M, N, K).ret) & (2 ** 64 - 1)   # a size_t
             self._workspace[shape] = checked_workspace(self.kernel, M, N, K, size)
         return self._workspace[shape]
@@ -80,7 +80,7 @@ class EmulatedExecutor:
         """C and the workspace start as poison(seed), the registers as the seed chooses (Machine.call); the
         machine's static data persists from call to call, as a loaded library's does. quant, strides, igemm: as
         NativeExecutor.run."""
-        from .executors import _no_abi_options, poison
+        from lowp.kernels.executors import _no_abi_options, poison
         k = self.kernel
         k.check_operands(A, B)
         M, K = A.shape
@@ -125,7 +125,7 @@ class EmulatedExecutor:
             raise ValueError(f"run_many: the cases of one batch have one (M, N, K), got {sorted(shapes)}")
         self._check_machine()
         if self.kernel.quantized:
-            from .executors import outcome
+            from lowp.kernels.executors import outcome
             return [outcome(lambda: self.run(A, B, seed=seed, quant=quant))
                     for A, B, seed, quant in zip(As, Bs, seeds, quants)]
         return self._run_gemm_many(As, Bs, seeds)
@@ -187,8 +187,8 @@ class EmulatedExecutor:
         """A quantized signature: its adapter's calls, one machine.call each (the mnemonic counts add up)."""
         from collections import Counter
 
-        from . import abi
-        from .invocation import call_emulated
+        from lowp.kernels import abi
+        from lowp.kernels.invocation import call_emulated
         if quant is None:
             raise ValueError(f"{self.kernel.name}: a quantized kernel runs with the case's quantization parameters")
         inv = abi.invocation(self.kernel, A, B, quant, seed=seed, work_seed=work_seed,
@@ -211,7 +211,7 @@ def poison_rows(shape, dtype, seeds) -> np.ndarray:
     window of the pool laid twice end to end."""
     from numpy.lib.stride_tricks import sliding_window_view
 
-    from .executors import _POISON_POOL, poison
+    from lowp.kernels.executors import _POISON_POOL, poison
     dtype = np.dtype(dtype)
     shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
@@ -224,7 +224,7 @@ def poison_rows(shape, dtype, seeds) -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def _doubled_pool() -> np.ndarray:
-    from .executors import _POISON_POOL
+    from lowp.kernels.executors import _POISON_POOL
     return np.concatenate([_POISON_POOL, _POISON_POOL])
 
 
@@ -245,7 +245,7 @@ def bench_cases_per_second(kernel: Kernel, n: int, seed: int = 0, *, backend: st
     engine's. A case that faults counts as run."""
     import time
 
-    from .executors import executor
+    from lowp.kernels.executors import executor
     ex = executor(kernel, backend)
     rng = np.random.default_rng(seed)
     (alo, ahi), (blo, bhi) = kernel.domain.a, kernel.domain.b

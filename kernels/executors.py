@@ -16,7 +16,7 @@ import numpy as np
 
 from lowp.emulator.errors import BatchStopped, stopped_after  # noqa: F401 - BatchStopped: run_many's outcome
 
-from .registry import SIGNATURES, XNNPACK_SIGNATURES, Kernel, workspace_symbol
+from lowp.kernels.registry import SIGNATURES, XNNPACK_SIGNATURES, Kernel, workspace_symbol
 
 
 class KernelUnavailable(RuntimeError):
@@ -25,7 +25,7 @@ class KernelUnavailable(RuntimeError):
 
 class BatchUnpinned(RuntimeError):
     """run_many(rerun=False) could not pin the batch's evidence on one case (a canary damaged, an input written):
-    every case of the batch comes back as this, for the caller to rerun (conformance/batch.py reruns them on a
+    every case of the batch comes back as this, for the caller to rerun (conformance/run/batch.py reruns them on a
     fresh copy of the kernel brought to the state they started from)."""
 
 
@@ -113,7 +113,7 @@ def _poison_start(seeds) -> np.ndarray:
 def native_library(kernel: Kernel) -> Path:
     """The kernel's x86-64 shared library as lowp builds it (cached): what runs natively and what lowp prove reads.
     -g: the entry's DWARF lets lowp check its prototype (lowp.kernels.prototype); the code is the same."""
-    from lowp.emulator.native import build_shared_library
+    from lowp.emulator.x86.native import build_shared_library
     return Path(build_shared_library(kernel.sources, (*kernel.build_flags(), "-g"), f"kernel-{Path(kernel.source).stem}",
                                      depends=kernel.depends))
 
@@ -144,7 +144,7 @@ class NativeExecutor:
         from lowp.emulator.targets.x86_64 import NATIVE
         reason = NATIVE.cannot_run(self.kernel.features)
         if reason is None and "amx_tile" in self.kernel.features:
-            from .guard import amx_permission
+            from lowp.kernels.guard import amx_permission
             reason = amx_permission()
         return reason and reason + self.elsewhere
 
@@ -182,7 +182,7 @@ class NativeExecutor:
         # more where a campaign's parent has hundreds of kernels' libraries mapped, on every ukernel call).
         found = self._addresses.get(symbol)
         if found is None:
-            from .guard import function_address
+            from lowp.kernels.guard import function_address
             found = self._addresses[symbol] = function_address(self.library_path, symbol)
         if found is None:
             raise AttributeError(f"{self.library_path.name} defines no function {symbol!r}")
@@ -197,8 +197,8 @@ class NativeExecutor:
             return ffi.cast(f"{ctype} *", self.address(symbol))
 
     def build(self) -> dict | None:
-        """How the kernel was built: compiler and flags (lowp.buildcache.describe)."""
-        from lowp.buildcache import describe
+        """How the kernel was built: compiler and flags (lowp.emulator.buildcache.describe)."""
+        from lowp.emulator.buildcache import describe
         self._lib
         return describe(self.artifact)
 
@@ -245,7 +245,7 @@ class NativeExecutor:
             fn(M, N, K, ffi.from_buffer(A), ffi.from_buffer(B), ffi.from_buffer("int32_t[]", C),
                self._reused_workspace(size), *k.params.values())
             return C
-        from . import guard
+        from lowp.kernels import guard
         allowed = k.overread
         with guard.Arena() as arena:
             a, b = (arena.place(name, x, allowed.get(name, 0)) for name, x in (("A", A), ("B", B)))
@@ -264,7 +264,7 @@ class NativeExecutor:
         case (a canary damaged, a kernel that wrote its inputs), every case is rerun by run() instead (rerun=False:
         every case comes back as BatchUnpinned, for a caller that reruns them in the state they started from). After a
         case overran its budget (a runaway loop) the rest are not run, each would cost the budget again: they
-        come back as BatchStopped. A quantized kernel, or guard=False, runs case by case (conformance/batch.py
+        come back as BatchStopped. A quantized kernel, or guard=False, runs case by case (conformance/run/batch.py
         says why)."""
         if not len(As):
             return []
@@ -291,7 +291,7 @@ class NativeExecutor:
         return out if done.stopped is None else stopped_after(out[:done.stopped], len(out))
 
     def _batch(self, A3: np.ndarray, B3: np.ndarray, seeds: list[int]):
-        from . import guard
+        from lowp.kernels import guard
         k = self.kernel
         ffi, fn, _ = self._entry
         _, M, K = A3.shape
@@ -311,8 +311,8 @@ class NativeExecutor:
 
     def _run_quantized(self, A, B, quant, seed, work_seed, **options) -> np.ndarray:
         """A quantized signature: its adapter's buffers, always behind guard pages (a ukernel call per MR rows)."""
-        from . import abi, guard
-        from .invocation import call_native
+        from lowp.kernels import abi, guard
+        from lowp.kernels.invocation import call_native
         if quant is None:
             raise ValueError(f"{self.kernel.name}: a quantized kernel runs with the case's quantization parameters")
         ffi, lib = self._lib
@@ -337,7 +337,7 @@ def outcome(call):
 
 
 def _stacked(kernel: Kernel, As, Bs) -> tuple[np.ndarray, np.ndarray]:
-    """As and Bs as (n, M, K) and (n, K, N) arrays (as given where they are: conformance/batch.py passes its
+    """As and Bs as (n, M, K) and (n, K, N) arrays (as given where they are: conformance/run/batch.py passes its
     batches so), after the checks run() makes of one case's operands."""
     kernel.check_operands(As[0], Bs[0])
     A3, B3 = (X if isinstance(X, np.ndarray) and X.ndim == 3 else np.stack(X) for X in (As, Bs))
@@ -392,7 +392,7 @@ def executor(kernel: Kernel, backend: str | None = None):
     if target.backend == "native":
         ex = NativeExecutor(kernel)
     else:
-        from .emulated import EmulatedExecutor, QemuExecutor   # needs lowp.emulator
+        from lowp.kernels.emulated import EmulatedExecutor, QemuExecutor   # needs lowp.emulator
         ex = (QemuExecutor if target.backend == "qemu" else EmulatedExecutor)(kernel, target=target)
     chosen = backend or os.environ.get(BACKEND_ENVS.get(kernel.target, ""), "") or kernel.backend
     if not chosen:

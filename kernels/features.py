@@ -116,7 +116,7 @@ COMPILER_NAMES = {
 
 def _lowp_x86_names() -> tuple[str, ...]:
     """Features lowp detects itself (CPUID + XGETBV); avx_vnni_int8 is among them though Linux does not print it."""
-    from lowp.emulator.native import FEATURE_BITS
+    from lowp.emulator.x86.native import FEATURE_BITS
     return tuple(FEATURE_BITS)
 
 

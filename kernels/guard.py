@@ -15,7 +15,7 @@ from pathlib import Path
 import cffi
 import numpy as np
 
-from lowp.emulator import x86_faults
+from lowp.emulator.x86 import faults as x86_faults
 from lowp.emulator.errors import BudgetExceeded, OutOfBounds, Trap, UndefinedInstruction
 
 PAGE = mmap.PAGESIZE
@@ -52,7 +52,7 @@ int lowp_call_batch(void *fn, const int64_t *args, int64_t budget_us, lowp_batch
 
 @cache
 def _library():
-    from lowp.emulator.native import build_shared_object
+    from lowp.emulator.x86.native import build_shared_object
     ffi = cffi.FFI()
     ffi.cdef(_CDEF)
     path = build_shared_object(Path(__file__).with_name("guard.c").read_text(), "lowp-guard", ("-O2",))

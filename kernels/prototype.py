@@ -35,7 +35,7 @@ def expected(kernel) -> tuple[str, ...]:
 
 
 def _dynamic(kernel) -> bool:
-    from .xnnpack import DATATYPES
+    from lowp.kernels.xnnpack import DATATYPES
     d = DATATYPES.get((kernel.xnnpack or {}).get("datatype", ""))
     return d is not None and d.dynamic
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from lowp.isa_models.lanes import DTYPES
 
-from .schema import (KernelConfigError, Problem, entry_label, resolve_paths, specs_from_toml, validate_entry,
+from lowp.kernels.schema import (KernelConfigError, Problem, entry_label, resolve_paths, specs_from_toml, validate_entry,
                      validate_kernel)
 
 KERNELS_DIR = Path(__file__).parent
@@ -73,13 +73,13 @@ class Kernel:
     # Bytes a kernel may read past the end of a buffer by design ({"A": 16}: XNNPACK over-reads A); both
     # executors honour it, and anything beyond it is still an out-of-bounds fault.
     overread: dict = field(default_factory=dict)
-    # What `lowp bounds` proves ranges through: the accumulation pipeline, a name of lowp.conformance.bounds'
+    # What `lowp bounds` proves ranges through: the accumulation pipeline, a name of lowp.conformance.prove.bounds'
     # PIPELINES or the stages themselves ({what, terms, into, overflow}: terms a count, a param's name or "depth"),
     # and what the kernel adds to A before its instructions read it (an int, or the name of one of its params).
     pipeline: str | tuple | None = None
     a_shift: int | str = 0
     # Quantized kernels (signature 'xnnpack-gemm' or 'quant-gemm'): C's type, the output-stage contract claimed
-    # (a name of lowp.conformance.output_contracts), and for the XNNPACK ABI its datatype, params layout and sr.
+    # (a name of lowp.conformance.contracts.output), and for the XNNPACK ABI its datatype, params layout and sr.
     c_type: str = "s32"
     output: str | None = None
     xnnpack: dict | None = None
@@ -101,7 +101,7 @@ class Kernel:
 
     def __post_init__(self):
         if not self.packing and isinstance(self.xnnpack, dict) and isinstance(self.tile, Tile):
-            from .xnnpack import describe_packing
+            from lowp.kernels.xnnpack import describe_packing
             x = self.xnnpack
             try:
                 self.packing = describe_packing(x["datatype"], x["params"], nr=self.tile.nr, kr=self.tile.kr,
@@ -131,7 +131,7 @@ class Kernel:
         ia, ib = np.iinfo(self.a_dtype), np.iinfo(self.b_dtype)
         b = (int(ib.min), int(ib.max))
         if self.xnnpack:
-            from .xnnpack import DATATYPES
+            from lowp.kernels.xnnpack import DATATYPES
             d = DATATYPES.get(self.xnnpack.get("datatype"))
             b = d.weight_range if d is not None and d.weight_bits < 8 else b
         return (int(ia.min), int(ia.max)), b

@@ -7,7 +7,7 @@ include directory, a source of no known language, a define that is not NAME or N
 `source` and `sources`, a `model` that does not import: each is a Problem naming the file, the kernel, the key,
 what is wrong, what is accepted and the nearest accepted names. One KernelConfigError carries every problem of a
 file at once.
-(Contract names are checked by lowp.conformance.validate: the contracts live there, downstream of the kernels.)
+(Contract names are checked by lowp.conformance.search.validate: the contracts live there, downstream of the kernels.)
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from lowp.isa_models.lanes import DTYPES
 
 from lowp.emulator.targets import all_targets, backends
 
-from .features import TARGETS, did_you_mean, known_features, suggest_feature
+from lowp.kernels.features import TARGETS, did_you_mean, known_features, suggest_feature
 
 # Operand types a GEMM kernel can take: the 8- and 16-bit lane types (wider ones overflow an int32 C at once).
 OPERAND_TYPES = tuple(name for name, dtype in DTYPES.items() if dtype.itemsize <= 2)
@@ -116,7 +116,7 @@ class _Strict(BaseModel):
 
 
 def _source_file(path: Path) -> Path:
-    from lowp.buildcache import LANGUAGES
+    from lowp.emulator.buildcache import LANGUAGES
     if path.suffix not in LANGUAGES:
         accepted = ", ".join(f"{suffix} ({lang})" for suffix, lang in LANGUAGES.items())
         raise _custom("bad_source", f"{path.name}: unknown source language {path.suffix or '(no suffix)'!r}; "
@@ -144,7 +144,7 @@ class TileSpec(_Strict):
 
 
 class StageSpec(_Strict):
-    """One narrowing step of an accumulation pipeline (lowp.conformance.bounds.Stage)."""
+    """One narrowing step of an accumulation pipeline (lowp.conformance.prove.bounds.Stage)."""
     what: StrictStr
     terms: StrictInt | Identifier       # a count, the name of one of the kernel's params, or "depth"
     into: OperandType | Literal["s32", "u32"]
@@ -163,13 +163,13 @@ class XnnpackSpec(_Strict):
     @field_validator("datatype")
     @classmethod
     def _known_datatype(cls, datatype):
-        from .xnnpack import DATATYPES
+        from lowp.kernels.xnnpack import DATATYPES
         return _known_name("unknown_datatype", "XNNPACK datatype", datatype, DATATYPES)
 
     @field_validator("params")
     @classmethod
     def _known_layout(cls, params, info: ValidationInfo):
-        from .xnnpack import DATATYPES
+        from lowp.kernels.xnnpack import DATATYPES
         datatype = DATATYPES.get(info.data.get("datatype"))
         if datatype is None:
             return params
@@ -178,7 +178,7 @@ class XnnpackSpec(_Strict):
     @field_validator("bl")
     @classmethod
     def _block_size(cls, bl, info: ValidationInfo):
-        from .xnnpack import DATATYPES, MIN_BLOCKSIZE
+        from lowp.kernels.xnnpack import DATATYPES, MIN_BLOCKSIZE
         datatype = DATATYPES.get(info.data.get("datatype"))
         if datatype is None:
             return bl
@@ -297,8 +297,8 @@ class KernelSpec(_Strict):
     @field_validator("xnnpack")
     @classmethod
     def _xnnpack_types(cls, xnnpack, info: ValidationInfo):
-        from .registry import XNNPACK_SIGNATURES
-        from .xnnpack import DATATYPES
+        from lowp.kernels.registry import XNNPACK_SIGNATURES
+        from lowp.kernels.xnnpack import DATATYPES
         signature = info.data.get("signature")
         if xnnpack is not None and signature not in (None, *XNNPACK_SIGNATURES):
             raise _custom("bad_xnnpack", f"an xnnpack table is for signatures 'xnnpack-gemm' and 'xnnpack-igemm', "
@@ -323,7 +323,7 @@ class KernelSpec(_Strict):
     @field_validator("packing")
     @classmethod
     def _packing_said(cls, packing, info: ValidationInfo):
-        from .registry import XNNPACK_SIGNATURES
+        from lowp.kernels.registry import XNNPACK_SIGNATURES
         if packing is None and info.data.get("signature") not in XNNPACK_SIGNATURES:
             raise _custom("missing_packing", "missing (required): how A and B are laid out, in words (an XNNPACK "
                                              "ukernel's entry may leave it out: its xnnpack table says it)")
@@ -351,7 +351,7 @@ class KernelSpec(_Strict):
     @field_validator("signature")
     @classmethod
     def _known_signature(cls, signature):
-        from .registry import SIGNATURES
+        from lowp.kernels.registry import SIGNATURES
         return _known_name("unknown_signature", "signature kind", signature, SIGNATURES)
 
     @field_validator("depends")
@@ -396,7 +396,7 @@ class KernelSpec(_Strict):
 
     def to_kernel(self):
         """The registry's Kernel for this entry."""
-        from .registry import Domain, Kernel, Tile
+        from lowp.kernels.registry import Domain, Kernel, Tile
         fields = {name: getattr(self, name) for name in KernelSpec.model_fields if name != "source"}
         fields["sources"] = self.sources or (self.source,)
         fields["tile"] = Tile(**self.tile.model_dump())
@@ -406,7 +406,7 @@ class KernelSpec(_Strict):
             fields["pipeline"] = tuple(stage.model_dump() for stage in self.pipeline)
         fields["xnnpack"] = self.xnnpack.model_dump() if self.xnnpack else None
         if isinstance(self.model, ModelPartsSpec):
-            from .models_quant import ModelParts
+            from lowp.kernels.models.quant import ModelParts
             fields["model"] = ModelParts(self.model.accumulate, self.model.output, self.c_type)
         return Kernel(**fields)
 
@@ -551,7 +551,7 @@ def validate_entry(entry: dict, *, path=None, kernel: str | None = None, toml: b
 
 def validate_kernel(kernel, path=None) -> None:
     """Check a Kernel object registered from Python; KernelConfigError with every problem if it is malformed."""
-    from .registry import Domain, Tile
+    from lowp.kernels.registry import Domain, Tile
     entry, problems = {}, []
     label = kernel.name if isinstance(kernel.name, str) and kernel.name else "#1"
     for name in KernelSpec.model_fields:

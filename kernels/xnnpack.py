@@ -19,7 +19,7 @@ import numpy as np
 
 from lowp.isa_models.lanes import S32, symbolic, wrap
 
-from .invocation import Invocation, Ref, Strided
+from lowp.kernels.invocation import Invocation, Ref, Strided
 
 XNN = "google/XNNPACK @75db3c0"
 EXTRA_QUANTIZATION_PARAMS = 15     # include/xnnpack.h L117 (10 before 0b4168b, 2024-11-19: taller kernels)

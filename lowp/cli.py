@@ -121,7 +121,7 @@ def _give_commands_their_parser(parser: argparse.ArgumentParser) -> None:
 def _warning_line(message, category, filename, lineno, line=None) -> str:
     """lowp's own warnings (a cached file rebuilt, ...) as one line naming what they are about; others as Python
     prints them."""
-    from lowp.buildcache import CacheWarning
+    from lowp.emulator.buildcache import CacheWarning
     if issubclass(category, CacheWarning):
         return f"lowp: warning: {message}\n"
     return _python_formatwarning(message, category, filename, lineno, line)
@@ -131,7 +131,7 @@ _python_formatwarning = warnings.formatwarning
 
 
 def main(argv=None) -> int:
-    from lowp.buildcache import CacheError
+    from lowp.emulator.buildcache import CacheError
     warnings.formatwarning = _warning_line
     args = build_parser().parse_args(argv)
     problem = environment_problem()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import settings, strategies as st
 
-from lowp.isa_models.proof import extremes
+from lowp.isa_models.verify.proof import extremes
 
 # The Pythons the tests start (`python -m lowp ...`, `python -c ...`) import the lowp under test, not the checkout's
 # lowp/ folder that -m and -c would put first on sys.path from the repository's root: that folder lacks
@@ -24,7 +24,7 @@ settings.load_profile("lowp")
 @pytest.fixture(scope="session")
 def native():
     """The host CPU as an x86 executor; the whole module skips, with the reason, where it cannot be built."""
-    from lowp.emulator.native import NativeUnavailable, NativeX86
+    from lowp.emulator.x86.native import NativeUnavailable, NativeX86
     try:
         return NativeX86()
     except NativeUnavailable as e:

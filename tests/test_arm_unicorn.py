@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from lowp.emulator import build_text, disassemble
-from lowp.emulator.a64 import I8MM, decode
-from lowp.emulator.intrinsics import QemuBackend, UnicornBackend, qemu_path
+from lowp.emulator.aarch64.a64 import I8MM, decode
+from lowp.emulator.aarch64.intrinsics import QemuBackend, UnicornBackend, qemu_path
 from lowp.isa_models import intrinsics
 
 pytestmark = pytest.mark.emulated

@@ -13,8 +13,8 @@ import tomllib
 import numpy as np
 import pytest
 
-from lowp.conformance import batch
-from lowp.conformance.checks import Check, plan, run_check
+from lowp.conformance.run import batch
+from lowp.conformance.run.checks import Check, plan, run_check
 from lowp.emulator.errors import BudgetExceeded, OutOfBounds
 from lowp.kernels.executors import BatchStopped
 
@@ -50,7 +50,7 @@ def _row(check, monkeypatch, batched: bool, **options) -> dict:
     """The row of `check`, batched or not, run on a fresh copy of its kernel (a library loaded once per process
     keeps its static data from one run to the next: a kernel that keeps state would start the second run where the
     first left it)."""
-    from lowp.conformance import checks
+    from lowp.conformance.run import checks
     from lowp.kernels import executor
     monkeypatch.setattr(batch, "ENABLED", batched)
     monkeypatch.setattr(checks, "executor", lambda kern: executor(kern).with_fresh_state())

@@ -328,7 +328,7 @@ def test_a_quantized_kernel_runs_case_by_case_with_each_cases_parameters(backend
 
 
 def _quantized_case_by_case(backend, k):
-    from lowp.conformance import quantized
+    from lowp.conformance.search import quantized
     rng = np.random.default_rng(3)
     As = [rng.integers(-128, 128, (5, 13), dtype=np.int8) for _ in range(3)]
     Bs = [rng.integers(-128, 128, (13, 11), dtype=np.int8) for _ in range(3)]
@@ -356,7 +356,7 @@ def test_a_batch_longer_than_the_pipes_hold_survives_deaths_in_its_middle(source
 
 def test_bochs_runs_a_batch_call_by_call_with_the_same_outcomes():
     """Bochs stays one call at a time (BochsMachine.call_many is call() in a loop): the same outcomes as run()."""
-    from lowp.emulator.bochs import unavailable as bochs_unavailable
+    from lowp.emulator.x86.bochs import unavailable as bochs_unavailable
     from lowp.kernels import executor
     if bochs_unavailable():
         pytest.skip(bochs_unavailable())

@@ -8,7 +8,7 @@ import pytest
 
 from lowp.cli import main
 from lowp.conformance.bench import conformance as bench
-from lowp.conformance.checks import plan
+from lowp.conformance.run.checks import plan
 from lowp.kernels import kernels
 from lowp.kernels.schema import specs_from_toml
 

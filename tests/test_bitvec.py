@@ -1,4 +1,4 @@
-"""The bit-vector backend of the instruction models (lowp.isa_models.bitvec), against the numpy one.
+"""The bit-vector backend of the instruction models (lowp.isa_models.symbolic.bitvec), against the numpy one.
 
 Every registered instruction runs on SymArray lanes: once on constants (each lane a known value) and once on free
 z3 variables whose result terms are then evaluated at the same registers; both must give numpy's dtype, shape and
@@ -16,9 +16,9 @@ import pytest
 import z3
 
 from lowp.isa_models import arm, fixedpoint, float32, instructions, requant, x86
-from lowp.isa_models.bitvec import SymArray, SymBool, SymInt
+from lowp.isa_models.symbolic.bitvec import SymArray, SymBool, SymInt
 from lowp.isa_models.lanes import S8, S16, S32, U8
-from lowp.isa_models.proof import extremes, random_batch
+from lowp.isa_models.verify.proof import extremes, random_batch
 from lowp.isa_models.registry import Intrinsic
 
 # (arch, mnemonic, extension) -> why the bit-vector backend does not run it. Empty: every registered instruction

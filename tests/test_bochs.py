@@ -1,4 +1,4 @@
-"""The x86-64 Bochs target (lowp.emulator.bochs): CPU models, guard pages and canaries, the fault classes, budgets,
+"""The x86-64 Bochs target (lowp.emulator.x86.bochs): CPU models, guard pages and canaries, the fault classes, budgets,
 exact counts, the ABI, seeds, AMX on lowp's models, the guest process's life, and the kernels it judges."""
 import os
 import signal
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lowp.emulator import bochs
+from lowp.emulator.x86 import bochs
 from lowp.emulator.errors import (AlignmentFault, BudgetExceeded, BuildError, EmulationFailed, OutOfBounds, Trap,
                                   UndefinedInstruction)
 
@@ -313,7 +313,7 @@ def test_amx_sources_are_built_where_the_tile_intrinsics_see_memory(tmp_path):
     header = __import__("subprocess").run(["cc", "-print-file-name=include/amxtileintrin.h"], capture_output=True,
                                           text=True).stdout.strip()
     text = Path(header).read_text() if Path(header).is_file() else ""
-    from lowp.emulator.native import host_amx_intrinsics_unsafe
+    from lowp.emulator.x86.native import host_amx_intrinsics_unsafe
     assert host_amx_intrinsics_unsafe() == ("tileloadd\\t(%0,%1,1)" in text and '"memory"' not in text[
         text.find("#define _tile_loadd_internal"):][:400])
     b = np.random.default_rng(9).integers(-128, 127, (16, 64), dtype=np.int8)
@@ -321,7 +321,7 @@ def test_amx_sources_are_built_where_the_tile_intrinsics_see_memory(tmp_path):
         out = m.call("stack_tile", b, np.zeros(256, np.int32), names=["b", "out"])["out"]
     assert np.array_equal(out.view(np.int8).reshape(16, 64), b + 1)
     # the native build (an AMX host runs it there) is made the same way: all 16 rows stored before the tile load
-    from lowp.emulator.native import build_shared_library
+    from lowp.emulator.x86.native import build_shared_library
     so = build_shared_library([source], ("-O2", "-mavx512f", "-mavx512bw", "-mamx-tile"))
     listing = __import__("subprocess").run(["objdump", "-d", "--no-show-raw-insn", f"--disassemble=stack_tile",
                                             str(so)], capture_output=True, text=True).stdout
@@ -373,8 +373,8 @@ def test_runner_on_bochs_turns_crashes_aborts_and_hangs_into_rows(tmp_path, monk
     """The native runner test's misbehaving kernels, judged on Bochs: a fault, abort() and a hang each become a
     FAIL naming it (abort is the runtime's INT3 there, not a dead process), and the run goes on."""
     import json
-    from lowp.conformance import runner
-    from lowp.conformance.checks import Check
+    from lowp.conformance.run import runner
+    from lowp.conformance.run.checks import Check
     from lowp.kernels import load_toml
     from .conftest import MISBEHAVING_C, scalar_kernels_toml
     (tmp_path / "bad.c").write_text(MISBEHAVING_C)
@@ -420,8 +420,9 @@ def test_isa_verify_proves_the_x86_models_on_bochs(capsys):
 
 
 def test_a_wrong_model_is_refuted_by_bochs():
-    from lowp.emulator.bochs_intrinsics import BochsX86
-    from lowp.isa_models import intrinsic, proof
+    from lowp.emulator.x86.bochs_intrinsics import BochsX86
+    from lowp.isa_models import intrinsic
+    from lowp.isa_models.verify import proof
     intr = intrinsic("_mm512_dpbusd_epi32")
     args = proof.stack(proof.corner_batch(intr), intr)
     actual = BochsX86().run(intr, args)
@@ -434,8 +435,8 @@ def test_a_wrong_model_is_refuted_by_bochs():
 def test_vpmaddubsw_on_bochs_over_every_pair_input_of_five_a0_slices():
     """The exhaustive proof's machinery on Bochs: 2^24 (a1, b0, b1) for each a0 given, 2^24 pairs a call through
     the guest's shared memory (all 256 slices: `lowp isa verify --exhaustive --backend bochs`, about 4 minutes)."""
-    from lowp.emulator.bochs_intrinsics import BochsX86
-    from lowp.isa_models import proof
+    from lowp.emulator.x86.bochs_intrinsics import BochsX86
+    from lowp.isa_models.verify import proof
     backend = BochsX86()
     intr = proof.pick_exhaustive(backend)
     result = proof.exhaustive_vpmaddubsw(backend, intr, a0_values=[0, 1, 127, 128, 255])
@@ -456,7 +457,7 @@ void dot(const int8_t *a, const int8_t *b, int32_t *c) {
 def test_an_avx_vnni_int8_kernel_builds_whatever_the_host_compiler_and_runs_on_arrow_lake(tmp_path):
     """-mavxvnniint8: GCC 13 and clang 16 know it, Debian 12's GCC 12 does not: the build falls back to zig's clang
     there (and says so: the build's compiler), and the kernel runs on the model that has the instructions."""
-    from lowp.buildcache import describe
+    from lowp.emulator.buildcache import describe
     from lowp.isa_models import intrinsic
     source = tmp_path / "vnniint8.c"
     source.write_text(VNNI_INT8)

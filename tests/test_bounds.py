@@ -3,10 +3,10 @@ worst-case input, one step beyond it is not."""
 import numpy as np
 import pytest
 
-from lowp.conformance import bounds
-from lowp.conformance.contracts import exact, pair_saturating
+from lowp.conformance.prove import bounds
+from lowp.conformance.contracts.int32 import exact, pair_saturating
 from lowp.kernels import kernel
-from lowp.kernels.models_arm import mlal_flush_gemm
+from lowp.kernels.models.arm import mlal_flush_gemm
 
 
 def depth(a, b, acc):

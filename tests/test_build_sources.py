@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lowp import buildcache
+from lowp.emulator import buildcache
 from lowp.cli import main
 from lowp.kernels import Kernel, executor
 from lowp.kernels.schema import specs_from_toml
@@ -85,7 +85,7 @@ def test_native_cxx_links_its_runtime_and_c_stays_c(tmp_path):
     import cffi
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip("native builds need an x86-64 host")
-    from lowp.emulator.native import build_shared_library
+    from lowp.emulator.x86.native import build_shared_library
     (tmp_path / "v.cc").write_text('#include <vector>\n#include <numeric>\nextern "C" int c_side(int);\n'
                                    'extern "C" long long total(int n) { std::vector<long long> v(n); '
                                    'std::iota(v.begin(), v.end(), 1); return std::accumulate(v.begin(), v.end(), 0LL) '
@@ -403,7 +403,7 @@ def test_emulate_builds_a_registered_kernel_as_its_entry_says(capsys):
 
 
 def test_emulate_runs_an_x86_kernel_on_bochs_and_refuses_sources_with_a_kernel(capsys):
-    from lowp.emulator import bochs
+    from lowp.emulator.x86 import bochs
     if bochs.unavailable() is None:       # two C files, a header directory and defines, built for Bochs
         args = ["--arg", "M=2", "--arg", "N=3", "--arg", "K=4", "--arg", "A=s8:2x4:ones", "--arg", "B=s8:4x3:ones",
                 "--arg", "C=s32:2x3", "--arg", "work=u8:64"]

@@ -1,4 +1,4 @@
-"""lowp.buildcache through both builders (x86-64 native with the host's C compiler, AArch64 with zig): a header
+"""lowp.emulator.buildcache through both builders (x86-64 native with the host's C compiler, AArch64 with zig): a header
 reached through "" next to the source, through a relative -I and through -include is part of the key, an untouched
 rebuild runs no compiler, parallel builders agree, and a broken source names itself and the compiler's message."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lowp import buildcache
-from lowp.buildcache import BuildFailed, parse_depfile
+from lowp.emulator import buildcache
+from lowp.emulator.buildcache import BuildFailed, parse_depfile
 
 TARGETS = ("x86-native", "aarch64")
 # name of the macro, the header defining it, and how the source reaches it (the flags below)
@@ -27,7 +27,7 @@ long value(void) { return LOCAL * 10000L + IDIR * 100L + FORCED; }
 
 
 def native_or_skip():
-    from lowp.emulator import native
+    from lowp.emulator.x86 import native
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip(f"native x86 builds need an x86-64 host, not {platform.machine()}")
     try:

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from lowp.cli import main
-from lowp.conformance.cases import (END_CLASSES, LADDER_NAMES, SEED_GRID, VALUE_CLASSES, Case, cases_for,
+from lowp.conformance.search.cases import (END_CLASSES, LADDER_NAMES, SEED_GRID, VALUE_CLASSES, Case, cases_for,
                                     operands, overflow_depths, ranges, read_shapes)
-from lowp.conformance.checks import Check, Recorder, replay, search
-from lowp.conformance.example_database import ExampleStore
+from lowp.conformance.run.checks import Check, Recorder, replay, search
+from lowp.conformance.run.example_database import ExampleStore
 from lowp.kernels import Domain, Tile, executor, kernel, kernels
 
 HERE = Path(__file__).parent / "cases"

@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from lowp.conformance import ConformanceFailure, check, contracts, report, runner
-from lowp.conformance.cases import Case, cases_for, operands
-from lowp.conformance.checks import Check, plan, replay, run_check
+from lowp.conformance import ConformanceFailure, check, report
+from lowp.conformance.contracts import int32 as contracts
+from lowp.conformance.run import runner
+from lowp.conformance.search.cases import Case, cases_for, operands
+from lowp.conformance.run.checks import Check, plan, replay, run_check
 from lowp.isa_models import x86
 from lowp.kernels import executor, kernel, load_toml
 

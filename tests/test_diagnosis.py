@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lowp.conformance.checks import Call, Check, Failure, Recorder, _readings, explain, run_check
+from lowp.conformance.run.checks import Call, Check, Failure, Recorder, _readings, explain, run_check
 from lowp.kernels import load_toml
 from lowp.kernels.executors import NativeExecutor
 
@@ -76,7 +76,7 @@ def test_a_wrong_value_equal_to_its_poison_is_not_called_unwritten(monkeypatch):
     """An 8-bit output's wrong value can equal the poison byte of its element (the campaign over XNNPACK @75db3c0:
     a wrapping zero-point add gave 127 where seed 17's poison was 127): an element counts as never written only if
     it follows another poison too."""
-    from lowp.conformance.checks import Outcome, _at_sight, poison
+    from lowp.conformance.run.checks import Outcome, _at_sight, poison
 
     class Kernel:          # what _at_sight reads of a kernel: a plain exact int8 "kernel" through reference()
         quantized = False
@@ -91,7 +91,7 @@ def test_a_wrong_value_equal_to_its_poison_is_not_called_unwritten(monkeypatch):
             return Outcome(poison((1, 5), np.int8, call.seed))
     check = Check("k", "exact", "claimed", True)
     call = Call(np.zeros((1, 1), np.int8), np.zeros((1, 5), np.int8), 17)
-    monkeypatch.setattr("lowp.conformance.checks.reference", lambda *a: np.zeros((1, 5), np.int8))  # all 5 wrong
+    monkeypatch.setattr("lowp.conformance.run.checks.reference", lambda *a: np.zeros((1, 5), np.int8))  # all 5 wrong
     assert _at_sight(check, Kernel(), call, Outcome(C))[0] == "unwritten"          # without a rerun: at sight
     assert _at_sight(check, Kernel(), call, Outcome(C), Same()) is None            # the rerun says: written
     assert _at_sight(check, Kernel(), call, Outcome(C), Follows())[0] == "unwritten"

@@ -18,7 +18,7 @@ NOT_INLINED = "__attribute__((noipa))"   # gcc: neither inlined nor cloned, so t
 
 def build(source: str, stem: str):
     """A shared object of `source` through the same build as the native back end (-O2)."""
-    from lowp.emulator.native import NativeUnavailable, build_shared_object
+    from lowp.emulator.x86.native import NativeUnavailable, build_shared_object
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip(f"the host is {platform.machine()}, not x86-64")
     try:

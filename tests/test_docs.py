@@ -53,7 +53,7 @@ def _summary_line(md: str) -> str:
 
 def _native_avx2() -> bool:
     from lowp.kernels import executor, load_toml  # noqa: F401
-    from lowp.emulator.native import host_cpu_features
+    from lowp.emulator.x86.native import host_cpu_features
     return "avx2" in host_cpu_features()
 
 
@@ -116,7 +116,7 @@ def test_getting_started_pytest_plugin_example(tmp_path):
 
 
 def test_contracts_worked_examples_recompute():
-    from lowp.conformance.fixedpoint import multiply_by_quantized_multiplier
+    from lowp.conformance.contracts.fixedpoint import multiply_by_quantized_multiplier
     text = (DOCS / "contracts.md").read_text()
     table = text.split("<!-- worked examples: x, m, shift, exact, G, U, S, S_neon -->", 1)[1]
     lines = table.strip().splitlines()

@@ -12,7 +12,7 @@ import pytest
 
 from lowp.emulator import (BudgetExceeded, LockstepMismatch, Machine, OutOfBounds, Trap, UndefinedInstruction,
                            build)
-from lowp.emulator.intrinsics import qemu_path
+from lowp.emulator.aarch64.intrinsics import qemu_path
 
 pytestmark = pytest.mark.emulated
 KERNELS = Path(__file__).parent / "aarch64"

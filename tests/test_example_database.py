@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from lowp.conformance import example_database
-from lowp.conformance.checks import Check, Recorder, search
-from lowp.conformance.example_database import DatabaseError, ExampleStore, check_reachable, describe, open_database
+from lowp.conformance.run import example_database
+from lowp.conformance.run.checks import Check, Recorder, search
+from lowp.conformance.run.example_database import DatabaseError, ExampleStore, check_reachable, describe, open_database
 from lowp.kernels import executor
 
 from .conftest import CASES
@@ -104,7 +104,7 @@ def test_without_the_redis_package_the_error_says_how_to_get_it(monkeypatch):
 def test_the_default_database_is_shared_by_every_run(monkeypatch, tmp_path):
     monkeypatch.delenv("LOWP_DATABASE")
     monkeypatch.setenv("LOWP_CACHE_DIR", str(tmp_path / "cache"))
-    from lowp.buildcache import cache_dir
+    from lowp.emulator.buildcache import cache_dir
     cache_dir.cache_clear()         # it is read once a process
     try:
         assert example_database.default_location() == str(tmp_path / "cache" / "examples")

@@ -1,4 +1,4 @@
-"""lowp.conformance.fbgemm_quant against exact rational readings (Fractions rounded to float32 by a neighbour
+"""lowp.conformance.contracts.fbgemm against exact rational readings (Fractions rounded to float32 by a neighbour
 search, not by numpy arithmetic), the worked examples of docs/research/fbgemm-requantization.md and the seeds, and
 properties."""
 import math
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lowp.conformance import fbgemm_quant as fq
-from lowp.conformance.fixedpoint import ImplementationDefined, OutOfDomain
+from lowp.conformance.contracts import fbgemm as fq
+from lowp.conformance.contracts.fixedpoint import ImplementationDefined, OutOfDomain
 from lowp.isa_models import x86
 
 F = np.float32

@@ -1,4 +1,4 @@
-"""lowp.conformance.fixedpoint against independent readings: exact rational re-derivations of the formulas in
+"""lowp.conformance.contracts.fixedpoint against independent readings: exact rational re-derivations of the formulas in
 docs/research/gemmlowp-fixedpoint.md, docs/research/tflite-ruy-rounding.md, the worked examples quoted there, and
 properties."""
 import math
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lowp.conformance import fixedpoint as fp
-from lowp.conformance.fixedpoint import INT32_MAX, INT32_MIN, ImplementationDefined, OutOfDomain
+from lowp.conformance.contracts import fixedpoint as fp
+from lowp.conformance.contracts.fixedpoint import INT32_MAX, INT32_MIN, ImplementationDefined, OutOfDomain
 
 # gemmlowp's own test values (test_fixedpoint.cc L437-476): +-(2^i + {-2..2}), the extremes, plus random ones
 EDGE = sorted({v for i in range(31) for d in (-2, -1, 0, 1, 2) for v in (2 ** i + d, -(2 ** i + d))

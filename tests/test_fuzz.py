@@ -14,8 +14,9 @@ import sys
 import pytest
 
 from lowp.commands.fuzz import duration
-from lowp.conformance import fuzz, runner
-from lowp.conformance.checks import plan
+from lowp.conformance.run import fuzz
+from lowp.conformance.run import runner
+from lowp.conformance.run.checks import plan
 from lowp.kernels import kernel
 
 from .conftest import CASES

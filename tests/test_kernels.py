@@ -103,7 +103,7 @@ def test_bad_operands_are_refused():
 def test_missing_feature_is_a_skip_reason_natively_and_bochs_runs_it(monkeypatch):
     monkeypatch.setenv("LOWP_DISABLE_FEATURES", "avx2")
     assert executor(kernel("u8s8s32_avx2"), "native").unavailable() == "CPU lacks avx2"
-    from lowp.emulator import bochs
+    from lowp.emulator.x86 import bochs
     if bochs.unavailable() is None:
         assert executor(kernel("u8s8s32_avx2")).backend == "bochs"      # the CPU lacks it: Bochs runs it
 
@@ -164,7 +164,7 @@ def test_a_kernel_of_internal_visibility_runs_natively_as_on_bochs(tmp_path, for
     """XNNPACK declares every ukernel XNN_INTERNAL (visibility "internal"): dlsym cannot find it, the static Bochs
     build can. The native executor takes its address from the library's symbol table, so the same entry runs on
     every machine."""
-    from lowp.conformance.validate import build_problems
+    from lowp.conformance.search.validate import build_problems
     from lowp.kernels import load_toml
     from .conftest import scalar_kernels_toml
     (tmp_path / "hidden.c").write_text(

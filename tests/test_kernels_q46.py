@@ -14,7 +14,7 @@ from lowp.isa_models import intrinsic, x86
 from lowp.kernels import executor, kernel, kernels
 from lowp.kernels.cases import edge_shapes, random_operands
 from lowp.kernels.models import _pad, exact_gemm
-from lowp.kernels.models_q46 import (article_pairs, code_pairs, for_pair, pack_b, pair_table, safe_flush,
+from lowp.kernels.models.q46 import (article_pairs, code_pairs, for_pair, pack_b, pair_table, safe_flush,
                                      safe_steps)
 
 Q46 = [k for k in kernels("x86-64") if k.name.startswith("q46_")]

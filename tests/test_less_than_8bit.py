@@ -1,4 +1,4 @@
-"""lowp.conformance.less_than_8bit against the worked values of docs/research/less-than-8-bit.md, seed 000's
+"""lowp.conformance.contracts.less_than_8bit against the worked values of docs/research/less-than-8-bit.md, seed 000's
 statements, exhaustive checks and scalar readings."""
 import math
 from fractions import Fraction
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lowp.conformance import less_than_8bit as l8
-from lowp.conformance.output_stages import evaluate_pipeline, gemmlowp_accumulator, make_standard_output_pipeline
+from lowp.conformance.contracts import less_than_8bit as l8
+from lowp.conformance.contracts.gemmlowp import evaluate_pipeline, gemmlowp_accumulator, make_standard_output_pipeline
 
 
 def half_away(q):

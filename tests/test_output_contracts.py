@@ -1,4 +1,4 @@
-"""lowp.conformance.output_contracts: domains at their ends, the named AVX-VNNI corner, draw() inside the domain,
+"""lowp.conformance.contracts.output: domains at their ends, the named AVX-VNNI corner, draw() inside the domain,
 outside() outside it, simplifications() inside it, and a hypothesis search that finds the corner on its own."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, find, settings
 
-from lowp.conformance.output_contracts import OUTPUT_CONTRACTS, STYLES, output_contract
+from lowp.conformance.contracts.output import OUTPUT_CONTRACTS, STYLES, output_contract
 from lowp.isa_models.requant import OUTPUT_STAGES
 
 F32 = np.float32

@@ -1,4 +1,4 @@
-"""lowp.conformance.output_stages against scalar Python readings of gemmlowp's stage formulas
+"""lowp.conformance.contracts.gemmlowp against scalar Python readings of gemmlowp's stage formulas
 (docs/research/gemmlowp-output-stages.md), gemmlowp's own hand-computed TestWithSmallData, and its stage tests."""
 import math
 from fractions import Fraction
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lowp.conformance import output_stages as os_
-from lowp.conformance.fixedpoint import INT32_MAX, INT32_MIN, ImplementationDefined, OutOfDomain
+from lowp.conformance.contracts import gemmlowp as os_
+from lowp.conformance.contracts.fixedpoint import INT32_MAX, INT32_MIN, ImplementationDefined, OutOfDomain
 
 
 def wrap(v):

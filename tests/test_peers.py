@@ -5,7 +5,8 @@ with the reason, where the optional packages are missing (pip install -e '.[peer
 import numpy as np
 import pytest
 
-from lowp.conformance import contracts, peers
+from lowp.conformance import peers
+from lowp.conformance.contracts import int32 as contracts
 from lowp.conformance.peers import models, problems
 
 

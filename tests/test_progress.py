@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 import re
 
-from lowp.conformance.progress import RunProgress
+from lowp.conformance.run.progress import RunProgress
 
 ROWS = [{"id": f"kernel_{i}:exact:claimed", "verdict": v, "claimed": c, "executed": 10 * i, "cases": 10 * i,
          "seconds": 0.5} for i, (v, c) in enumerate([("PASS", True), ("FAIL", False), ("FAIL", True)], 1)]
@@ -44,7 +44,7 @@ def test_in_a_terminal_the_bar_fits_the_width_and_verdicts_are_coloured():
 
 
 def test_a_command_loop_counter_draws_only_in_a_terminal():
-    from lowp.conformance.progress import Counter
+    from lowp.conformance.run.progress import Counter
     quiet, shown = io.StringIO(), io.StringIO()
     for stream, live in ((quiet, None), (shown, True)):
         with Counter("exhaustive", 1, stream, live=live) as tick:

@@ -152,7 +152,7 @@ tile = {{mr = 1, nr = 1, kr = 1}}
 packing = "A and B row-major, unpacked"
 contract = "exact"
 domain = {{a = [0, 255], b = [-128, 127]}}
-model = "lowp.conformance.contracts:exact"
+model = "lowp.conformance.contracts.int32:exact"
 ''')
     (k,) = load_toml(toml)
     try:

@@ -13,9 +13,10 @@ z3 = pytest.importorskip("z3")
 
 from lowp.cli import main  # noqa: E402
 from lowp.conformance import prove as P  # noqa: E402
-from lowp.conformance import prove_quantized as pq  # noqa: E402
-from lowp.isa_models import sweep, x86  # noqa: E402
-from lowp.isa_models.bitvec import SymArray, SymInt  # noqa: E402
+from lowp.conformance.prove import quantized as pq  # noqa: E402
+from lowp.isa_models import x86
+from lowp.isa_models.symbolic import sweep  # noqa: E402
+from lowp.isa_models.symbolic.bitvec import SymArray, SymInt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUANTIZED = ROOT / "kernels" / "quantized" / "x86.toml"

@@ -116,7 +116,7 @@ def test_same_results_as_unicorn(name):
 
 @needs_qemu
 def test_quantized_xnnpack_kernel_same_as_unicorn():
-    from lowp.conformance import quantized
+    from lowp.conformance.search import quantized
     from lowp.kernels.registry import _KERNELS
     toml = Path(lowp.kernels.__file__).parent / "quantized" / "aarch64.toml"
     loaded = {k.name: k for k in load_toml(toml)} if "xnn_qs8_rndnu_4x8_neon_mlal_lane" not in _KERNELS else _KERNELS
@@ -355,7 +355,7 @@ tile = {{{{ mr = 4, nr = 8, kr = 4 }}}}
 packing = "p"
 contract = "exact"
 domain = {{{{ a = [-128, 127], b = [-128, 127] }}}}
-model = "lowp.kernels.models_arm:sdot_gemm"
+model = "lowp.kernels.models.arm:sdot_gemm"
 backend = "{{backend}}"
 """
     good = tmp_path / "good.toml"

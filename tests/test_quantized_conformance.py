@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from lowp.conformance import check
-from lowp.conformance.checks import Check, replay, run_check
-from lowp.conformance.quantized import from_json
+from lowp.conformance.run.checks import Check, replay, run_check
+from lowp.conformance.search.quantized import from_json
 from lowp.kernels import KernelConfigError, executor, load_toml
 
 from .conftest import load_kernels
@@ -62,7 +62,7 @@ def test_correct_x86_kernels_pass_their_output_claims(kernels, name):
     _runnable(kernels[name])
     row = check(name, examples=60)
     assert row["verdict"] == "PASS" and row["executed"] == row["cases"]
-    assert set(row["matched"]) <= set(__import__("lowp.conformance.output_contracts", fromlist=["x"])
+    assert set(row["matched"]) <= set(__import__("lowp.conformance.contracts.output", fromlist=["x"])
                                        .output_contract(kernels[name].output).accepted)
 
 
@@ -74,7 +74,7 @@ def test_emulated_rndnu_kernel_passes_its_output_claim(kernels):
 
 
 def test_outside_probe_draws_parameters_beyond_the_documented_domain(kernels):
-    from lowp.conformance.quantized import domain_problems, draw_params
+    from lowp.conformance.search.quantized import domain_problems, draw_params
     k = kernels[AVX2]
     A, B = np.ones((2, 3), np.int8), np.ones((3, 5), np.int8)
     for seed in range(10):
@@ -121,7 +121,7 @@ def _entry(tmp_path, name, *, signature="quant-gemm", c_type="s8", output='outpu
     ('output = "xnnpack-fp32"', "f32", "produces s8, u8, not f32"),
 ])
 def test_bad_output_claims_are_named(tmp_path, forget_kernels, output, c_type, expect):
-    from lowp.conformance.validate import validate_kernels
+    from lowp.conformance.search.validate import validate_kernels
     name = f"badout_{abs(hash((output, c_type))) % 10 ** 6}"
     ks = load_toml(_entry(tmp_path, name, c_type=c_type, output=output))
     with pytest.raises(KernelConfigError, match=expect.replace("(", r"\(").replace(")", r"\)")):
@@ -134,7 +134,7 @@ def test_schema_refuses_a_c_type_the_signature_cannot_return(tmp_path, forget_ke
 
 
 def test_a_ukernel_with_the_wrong_prototype_is_named_before_any_case(tmp_path, forget_kernels):
-    from lowp.conformance.validate import build_problems
+    from lowp.conformance.search.validate import build_problems
     ks = load_toml(_entry(tmp_path, "wrong_proto", body="void {s}(long M, long N, long K, const void *A, "
                           "const void *B, void *C, void *w) {{}}\nunsigned long {p}_workspace(long M, long N, "
                           "long K) {{ return 0; }}"))
@@ -156,8 +156,8 @@ def _pinned_entry(tmp_path, name, pins):
 
 
 def test_pinned_parameters_hold_in_every_case(tmp_path, forget_kernels):
-    from lowp.conformance.quantized import draw_params
-    from lowp.conformance.validate import validate_kernels
+    from lowp.conformance.search.quantized import draw_params
+    from lowp.conformance.search.validate import validate_kernels
     (k,) = load_toml(_pinned_entry(tmp_path, "pinned_zp", "{output_zero_point = -1, output_min = -100}"))
     validate_kernels([k])
     A, B = np.ones((3, 4), np.int8), np.ones((4, 9), np.int8)
@@ -172,7 +172,7 @@ def test_pinned_parameters_hold_in_every_case(tmp_path, forget_kernels):
     ("{zero_point = 1}", "quant.zero_point", "'zero_point' is not a parameter of 'xnnpack-fp32'"),
 ])
 def test_bad_pinned_parameters_are_named(tmp_path, forget_kernels, pins, key, expect):
-    from lowp.conformance.validate import validate_kernels
+    from lowp.conformance.search.validate import validate_kernels
     (k,) = load_toml(_pinned_entry(tmp_path, f"badpin_{abs(hash(pins)) % 10 ** 6}", pins))
     with pytest.raises(KernelConfigError) as e:
         validate_kernels([k])

@@ -314,7 +314,7 @@ def test_kernel_meets_its_claimed_output_contract_except_the_seeded_corner(kerne
     """Cases drawn as lowp conformance draws them (typical, the domain's ends, accumulators at int32's limits):
     the three correct kernels are accepted every time, matching the stage their library documents; the seeded
     one fails only on cases holding the corner, and the verdict names the known variant it matched."""
-    from lowp.conformance.quantized import draw_params, judge
+    from lowp.conformance.search.quantized import draw_params, judge
     k = kernels[name]
     ex = runnable(k)
     rng = np.random.default_rng(3)
@@ -338,8 +338,8 @@ def test_kernel_meets_its_claimed_output_contract_except_the_seeded_corner(kerne
 def test_the_1x1x1_corner_is_judged_as_the_known_avxvnni_variant(kernels):
     """The corner lies inside XNNPACK's documented domain (scale < 256), so the claim is broken there; the verdict
     names the variant, and the AVX2 sibling passes the same case."""
-    from lowp.conformance.output_contracts import OUTPUT_CONTRACTS
-    from lowp.conformance.quantized import judge
+    from lowp.conformance.contracts.output import OUTPUT_CONTRACTS
+    from lowp.conformance.search.quantized import judge
     A, B, q = corner_case()
     q = {key: q[key] for key in ("bias", "scale", "a_zero_point", "output_zero_point", "output_min", "output_max")}
     assert OUTPUT_CONTRACTS["xnnpack-fp32"].domain_problems(q, 1, 1, "s8") == []

@@ -13,10 +13,12 @@ import shlex
 import pytest
 
 from lowp.cli import main
-from lowp.conformance import ray_runner, report, runner
+from lowp.conformance import report
+from lowp.conformance.run import ray_runner
+from lowp.conformance.run import runner
 from lowp.conformance.bench import conformance as bench
-from lowp.conformance.checks import Check, plan
-from lowp.conformance.ray_runner import ARCH, CAPACITY, FEATURE, cannot_run, requirements
+from lowp.conformance.run.checks import Check, plan
+from lowp.conformance.run.ray_runner import ARCH, CAPACITY, FEATURE, cannot_run, requirements
 from lowp.kernels import kernel, load_toml
 
 from .conftest import MISBEHAVING_C, scalar_kernels_toml
@@ -37,7 +39,7 @@ def test_native_checks_need_their_features_and_emulated_ones_nothing():
 
 
 def test_an_x86_check_no_node_runs_natively_goes_to_bochs_and_one_bochs_cannot_run_is_skipped(monkeypatch):
-    from lowp.emulator import bochs
+    from lowp.emulator.x86 import bochs
     from lowp.kernels.executors import X86_BACKEND_ENV
     old = _node("a" * 56, "old-xeon", {ARCH + "x86-64": CAPACITY, FEATURE + "avx2": CAPACITY})
     vnni = kernel("u8s8s32_avx512vnni")
@@ -200,7 +202,7 @@ def test_crashes_and_hangs_stay_rows_and_the_journal_resumes(cluster, bad_kernel
         return sum(e["event"] == kind and e.get("check") == check_id for e in events)
     for r in rows:
         assert count("case", r["id"]) > 0
-    # the case (or the batch of cases: conformance/batch.py) it died in was started last, and the row names it
+    # the case (or the batch of cases: conformance/run/batch.py) it died in was started last, and the row names it
     starts = [e["case"] for e in events if e["event"] == "start" and e.get("check") == crash["id"]]
     assert starts and starts[-1] in crash["reason"]
     assert count("case", crash["id"]) == crash["executed"]
@@ -253,7 +255,7 @@ def test_a_fuzzing_campaign_runs_its_rounds_on_the_cluster(cluster, tmp_path):
     """`lowp fuzz --ray`: every round's checks are Ray tasks on the one cluster (left running between rounds)."""
     import ray
 
-    from lowp.conformance import fuzz
+    from lowp.conformance.run import fuzz
     checks = [c for c in plan([kernel("u8s8s32_ssse3"), kernel("u8s8s32_avx2")]) if c.claimed]
     nodes = []
     c = fuzz.campaign(checks, tmp_path / "fz", options={"examples": 5, "grid": False}, budget=600, rounds=2,

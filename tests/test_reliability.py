@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from lowp.conformance import outfolder, provenance, runner
+from lowp.conformance.run import outfolder
+from lowp.conformance.run import provenance
+from lowp.conformance.run import runner
 
 from .conftest import scalar_kernels_toml
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lowp import buildcache
-from lowp.buildcache import CacheError, CacheWarning
+from lowp.emulator import buildcache
+from lowp.emulator.buildcache import CacheError, CacheWarning
 
 X86 = platform.machine().lower() in ("x86_64", "amd64")
 
@@ -67,7 +67,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def native_or_skip():
-    from lowp.emulator import native
+    from lowp.emulator.x86 import native
     if not X86:
         pytest.skip(f"native x86 builds need an x86-64 host, not {platform.machine()}")
     try:
@@ -126,7 +126,7 @@ def _flip_madd(path: Path, symbol: str) -> str:
 
 
 def test_a_flipped_bit_in_a_cached_elf_is_named_rebuilt_and_the_kernel_passes(cache, tmp_path, forget_kernels):
-    from lowp.conformance.checks import Check, run_check
+    from lowp.conformance.run.checks import Check, run_check
     from lowp.kernels import executor, register
     from lowp.kernels.registry import Domain, Kernel, Tile
     source = tmp_path / "dot" / "dot.c"

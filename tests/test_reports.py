@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lowp.conformance import problem, rows
-from lowp.conformance.checks import Check
+from lowp.conformance.search import problem
+from lowp.conformance.report import rows
+from lowp.conformance.run.checks import Check
 
 pytest_plugins = ["pytester"]
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
@@ -118,7 +119,7 @@ def junit_schema():
     """pytest's junit-10.xsd (the Jenkins xUnit plugin's schema, which pytest's own tests validate its JUnit XML
     against), from the source distribution of the installed pytest, downloaded once into lowp's cache."""
     xmlschema = pytest.importorskip("xmlschema", reason="xmlschema is not installed (the `test` extra has it)")
-    from lowp.buildcache import cache_dir
+    from lowp.emulator.buildcache import cache_dir
     version = pytest.__version__
     xsd = cache_dir() / "pytest-schemas" / version / "junit-10.xsd"
     if not xsd.is_file():

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lowp.conformance import fbgemm_quant as fq
-from lowp.conformance import output_stages as gl
+from lowp.conformance.contracts import fbgemm as fq
+from lowp.conformance.contracts import gemmlowp as gl
 from lowp.isa_models import fixedpoint as fp
 from lowp.isa_models import float32 as fl
 from lowp.isa_models import requant as rq
@@ -323,7 +323,7 @@ def host():
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("the x86 primitives need an x86-64 host")
     import cffi
-    from lowp.emulator import native
+    from lowp.emulator.x86 import native
     try:
         path = native.build_shared_object(NATIVE_C, stem="requant-primitives")
     except native.NativeUnavailable as e:
@@ -372,7 +372,7 @@ def test_packs_and_paddsw_match_the_host(host):
 
 @pytest.mark.emulated
 def test_neon_narrows_match_unicorn():
-    from lowp.emulator.intrinsics import UnicornBackend
+    from lowp.emulator.aarch64.intrinsics import UnicornBackend
     from lowp.isa_models import intrinsics
     arm = {i.name: i for i in intrinsics("aarch64")}
     backend = UnicornBackend()

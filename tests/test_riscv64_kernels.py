@@ -262,7 +262,7 @@ def _runnable(k):
 @pytest.mark.parametrize("vlen", [128, 256])
 @pytest.mark.parametrize("mode", ["rnu", "rne"])
 def test_the_kernels_pass_their_model_and_claimed_contract(rv_kernels, mode, vlen):
-    from lowp.conformance.checks import Check, run_check
+    from lowp.conformance.run.checks import Check, run_check
     k = rv_kernels[f"rvv_qs8_rndnu_4x1v_vnclip_{mode}_vlen{vlen}"]
     _runnable(k)
     for check in ("model", k.output):
@@ -289,7 +289,7 @@ def test_a_kernel_built_with_rne_fails_the_rnu_contract_with_a_shrunk_counterexa
     names the stage the kernel's output equals."""
     from dataclasses import replace
 
-    from lowp.conformance.checks import Check, run_check
+    from lowp.conformance.run.checks import Check, run_check
     from lowp.kernels.registry import _KERNELS, register
     base = rv_kernels["rvv_qs8_rndnu_4x1v_vnclip_rne_vlen128"]
     _runnable(base)

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lowp.isa_models import intrinsic, intrinsics, rvv, rvv_proof
+from lowp.isa_models import intrinsic, intrinsics, rvv
+from lowp.isa_models.verify import rvv_proof
 
 RVV = intrinsics("riscv64")
 VLENS = (128, 256)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from lowp.cli import main
-from lowp.conformance.validate import select_kernels, validate_kernels
+from lowp.conformance.search.validate import select_kernels, validate_kernels
 from lowp.kernels import Domain, Kernel, KernelConfigError, Tile, kernels, load_toml, register
 from lowp.kernels import features as feat
 from lowp.kernels.models import exact_gemm
@@ -348,7 +348,7 @@ def test_proc_cpuinfo_parsing(tmp_path):
 
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86-64 host only")
 def test_host_features_x86_join_lowp_detection_and_proc_cpuinfo_less_disabled(monkeypatch):
-    from lowp.emulator.native import host_cpu_features
+    from lowp.emulator.x86.native import host_cpu_features
     monkeypatch.delenv("LOWP_DISABLE_FEATURES", raising=False)
     got = feat.host_features("x86-64")
     assert host_cpu_features() <= got and feat.proc_cpuinfo_flags() <= got
@@ -428,7 +428,7 @@ def test_the_emulated_feature_list_is_what_unicorn_max_runs():
     assert set(RUNS) == set(feat.EMULATED_AARCH64) - {"i8mm"}       # i8mm runs on lowp's models instead
     assert [f for f, word in RUNS.items() if not _runs_on_unicorn(word)] == []
     assert [f for f, word in RAISES.items() if _runs_on_unicorn(word)] == []
-    from lowp.emulator.i8mm import decode_i8mm
+    from lowp.emulator.aarch64.i8mm import decode_i8mm
     assert decode_i8mm(RAISES["i8mm"]) is not None                  # the SMMLA Unicorn lacks, lowp decodes
 
 

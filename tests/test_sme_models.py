@@ -15,12 +15,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lowp.emulator.intrinsics import qemu_path
+from lowp.emulator.aarch64.intrinsics import qemu_path
 from lowp.emulator.qemu_batch import identify
-from lowp.emulator.sme2 import Sme2QemuBackend
-from lowp.emulator.sve import QEMU_2083, VLS, ScalableQemuBackend
-from lowp.isa_models import intrinsic, sme, sme2_proof
-from lowp.isa_models.proof import verify
+from lowp.emulator.aarch64.sme2 import Sme2QemuBackend
+from lowp.emulator.aarch64.sve import QEMU_2083, VLS, ScalableQemuBackend
+from lowp.isa_models import intrinsic, sme
+from lowp.isa_models.verify import sme2_proof
+from lowp.isa_models.verify.proof import verify
 
 from .test_sve_models import pair_sweep
 
@@ -151,7 +152,7 @@ def test_sme2_sdot_za_is_the_pseudocode(vl, nreg):
         assert (sme.sdot_za(za, zn, zm, slice_index, offset) == scalar_sdot_za(za, zn, zm, slice_index, offset)).all()
 
 
-# -- SME2 SDOT against qemu (lowp.emulator.sme2, lowp.isa_models.sme2_proof) -------------------------------------
+# -- SME2 SDOT against qemu (lowp.emulator.aarch64.sme2, lowp.isa_models.verify.sme2_proof) -------------------------------------
 
 @pytest.fixture(scope="module", params=VLS, ids=lambda vl: f"vl{vl}")
 def sme2(request):

@@ -1,4 +1,4 @@
-"""Output-stage families (conformance/stage_families.py, issue 23 part 4): every path without a bug is its stage, bit
+"""Output-stage families (conformance/diagnosis/stage_families.py, issue 23 part 4): every path without a bug is its stage, bit
 for bit, on the contracts' own draws; a few members are written a second time here as plain Python, one element at a
 time, and C from that reading is named with the right family; a correct stage is named by nothing on the cases lowp
 draws; every member is a bug somewhere (it differs from the stage on some draw); and real C kernels with one-line
@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lowp.conformance import stage_families as sf
-from lowp.conformance.checks import Check, run_check
-from lowp.conformance.contracts import EXACT
-from lowp.conformance.output_contracts import OUTPUT_CONTRACTS, STYLES, output_contract
-from lowp.conformance.quantized import accumulators, from_json
+from lowp.conformance.diagnosis import stage_families as sf
+from lowp.conformance.run.checks import Check, run_check
+from lowp.conformance.contracts.int32 import EXACT
+from lowp.conformance.contracts.output import OUTPUT_CONTRACTS, STYLES, output_contract
+from lowp.conformance.search.quantized import accumulators, from_json
 from lowp.isa_models.requant import OUT_RANGE, OUTPUT_STAGES
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent / "stage_bugs"))
@@ -344,7 +344,7 @@ def claimed_row(kernels, name):
 def test_a_one_line_output_stage_bug_is_named(bug_kernels, kernel, bug, pins, words):
     """The kernel FAILs its claimed contract, and the cause names the family and parameter of its bug, in its
     instructions; the name is one the counterexample shown reads as (its own readings, recomputed here)."""
-    from lowp.conformance.quantized import named_readings
+    from lowp.conformance.search.quantized import named_readings
     name = f"sb_{kernel}_{bug}{'_pinned' if pins else ''}"
     row = claimed_row(bug_kernels, name)
     k = bug_kernels[name]

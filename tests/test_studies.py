@@ -49,8 +49,8 @@ def test_seed000_requantization_is_exact_for_8_bits_and_outputs_are_judged():
     # the study's model path: 8-bit "requantization" reproduces the exact accumulator
     rng = np.random.default_rng(0)
     a, b, lo, ro = seed000.draw("skewed", 5, 40, 6, rng)
-    from lowp.conformance import less_than_8bit as l8
-    from lowp.conformance.output_stages import gemmlowp_accumulator
+    from lowp.conformance.contracts import less_than_8bit as l8
+    from lowp.conformance.contracts.gemmlowp import gemmlowp_accumulator
     off = np.full((5, 40), 127), np.full((40, 6), 127)
     assert np.array_equal(l8.less_than_8bit_accumulator(a, b, lo, ro, 8, 8, *off), gemmlowp_accumulator(a, b, lo, ro))
     rows = seed000.output_accuracy("skewed", 16, 64, 16, 0)

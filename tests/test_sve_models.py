@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from lowp.emulator.intrinsics import qemu_path
-from lowp.emulator.sve import VLS, ScalableQemuBackend, scalable_intrinsics
+from lowp.emulator.aarch64.intrinsics import qemu_path
+from lowp.emulator.aarch64.sve import VLS, ScalableQemuBackend, scalable_intrinsics
 from lowp.isa_models import intrinsic, sve
-from lowp.isa_models.proof import verify
+from lowp.isa_models.verify.proof import verify
 
 pytestmark = pytest.mark.emulated
 SVE = [i for i in scalable_intrinsics() if i.encoding == "sve"]
@@ -127,7 +127,7 @@ HYPO = ["svqrdmulh_s32", "svqrdmulh_lane_s16", "svqrdmulh_s64", "svrshl_s32_m", 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(1, 64))
 def test_hypothesis_batches(qemu, name, seed, n):
-    from lowp.isa_models.proof import random_batch
+    from lowp.isa_models.verify.proof import random_batch
     intr = intrinsic(name).at_vl(qemu.vl)
     agree(qemu, intr, random_batch(intr, n, np.random.default_rng(seed)), f"hypothesis seed {seed}")
 

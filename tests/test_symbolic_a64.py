@@ -1,4 +1,4 @@
-"""Symbolic execution of the built-in AArch64 kernels (lowp.emulator.symbolic_a64): the compiled code run with
+"""Symbolic execution of the built-in AArch64 kernels (lowp.emulator.symbolic.a64): the compiled code run with
 symbolic A and B for one shape, and every element of C proved equal to the contract sum_k A[i][k] * B[k][j]
 (wrapped to int32) under the kernel's domain; a wrong expectation is refuted, an instruction without a handler, a
 data-dependent branch or address is UNKNOWN (Unsupported), a store outside C a MemoryViolation.
@@ -29,8 +29,8 @@ import z3
 from lowp.emulator import build_text
 from lowp.emulator.build import build
 from lowp.emulator.symbolic import Image, Memory, MemoryViolation, Region, Unsupported, lane_bytes, lanes
-from lowp.emulator.symbolic_a64 import call
-from lowp.isa_models.bitvec import SymArray, SymInt
+from lowp.emulator.symbolic.a64 import call
+from lowp.isa_models.symbolic.bitvec import SymArray, SymInt
 from lowp.kernels.registry import kernel, workspace_symbol
 
 PROOF_TIMES: dict[tuple, dict] = {}        # (kernel, M, N, K) -> seconds of the run and of the proof

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lowp.emulator import Machine, build, targets
-from lowp.emulator.aapcs64 import Aapcs64
+from lowp.emulator.aarch64.aapcs64 import Aapcs64
 from lowp.emulator.errors import BuildError
 from lowp.kernels.executors import executor, target_of
 from lowp.kernels.registry import kernel
@@ -107,5 +107,5 @@ def test_host_is_described_once():
     assert env["machine"] == h.machine and env["cpu"] == h.cpu_model
     if h.arch == "x86-64" and h.x86_error is None:
         assert "sse2" in h.x86_features and "sse2" in h.flags
-        from lowp.emulator.native import host_cpu_features
+        from lowp.emulator.x86.native import host_cpu_features
         assert host_cpu_features() == h.x86_features - targets.disabled_features()

@@ -1,4 +1,4 @@
-"""Known-variant families (conformance/variants.py). Every family's bug is written here a second time as plain
+"""Known-variant families (conformance/diagnosis/variants.py). Every family's bug is written here a second time as plain
 Python integer loops, the way a kernel does it one element at a time, independently of the numpy models; C from
 that reading, on hypothesis-drawn inputs and on the inputs that make the bug visible, must be named by identify()
 with the right parameter. The exact product is named by nothing, and identify() stays bounded on big inputs."""
@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from lowp.conformance import contracts, variants
-from lowp.conformance.variants import identify, matches
+from lowp.conformance.contracts import int32 as contracts
+from lowp.conformance.diagnosis import variants
+from lowp.conformance.diagnosis.variants import identify, matches
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 RANGES = {"u8": (0, 255), "s8": (-128, 127)}

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lowp.conformance.cases import END_CLASSES, MAX_LADDER_K, Case, ladder_ks, overflow_depths
-from lowp.conformance.checks import (Call, Check, Failure, Recorder, counterexample, diagnose, replay, run_check,
+from lowp.conformance.search.cases import END_CLASSES, MAX_LADDER_K, Case, ladder_ks, overflow_depths
+from lowp.conformance.run.checks import (Call, Check, Failure, Recorder, counterexample, diagnose, replay, run_check,
                                      search, shrink)
 from lowp.emulator import Machine, build
 from lowp.emulator.errors import BudgetExceeded, OutOfBounds
@@ -380,7 +380,7 @@ def test_diagnose_names_a_stale_cache_right_after_it_shows(kernels):
 
 REPLAY_IN_A_NEW_PROCESS = """
 import json, sys
-from lowp.conformance.checks import replay
+from lowp.conformance.run.checks import replay
 from lowp.kernels import load_toml
 load_toml(sys.argv[1])
 row = json.loads(open(sys.argv[2]).read())

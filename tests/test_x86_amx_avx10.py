@@ -83,7 +83,7 @@ def test_avx10_2_registration():
 
 
 def test_avx10_2_is_reported_modelled_not_proven():
-    from lowp.emulator.native import NativeUnavailable, NativeX86
+    from lowp.emulator.x86.native import NativeUnavailable, NativeX86
     try:
         native = NativeX86()
     except NativeUnavailable as e:
@@ -154,7 +154,7 @@ def test_amx_bad_tiles_are_refused():
 
 @pytest.fixture(scope="module")
 def amx():
-    from lowp.emulator.native_amx import NativeAmx
+    from lowp.emulator.x86.native_amx import NativeAmx
     runner = NativeAmx()
     reason = runner.unavailable()
     if reason:
@@ -164,7 +164,7 @@ def amx():
 
 @pytest.mark.parametrize("mnemonic", list(AMX_TYPES))
 def test_amx_models_match_the_cpu(mnemonic, amx):
-    from lowp.isa_models.amx_proof import verify
+    from lowp.isa_models.verify.amx_proof import verify
     verdict = verify(mnemonic, amx, count=32)
     assert verdict.status == "verified", verdict.disagreement
     assert verdict.tiles > 200
@@ -172,7 +172,7 @@ def test_amx_models_match_the_cpu(mnemonic, amx):
 
 def test_amx_proof_can_fail(amx):
     """The comparison is real: a runner that forgets the accumulator disagrees."""
-    from lowp.isa_models.amx_proof import verify
+    from lowp.isa_models.verify.amx_proof import verify
 
     class Forgetful:
         def unavailable(self, mnemonic):

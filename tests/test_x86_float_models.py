@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), r
 @pytest.fixture(scope="module")
 def cpu():
     cffi = pytest.importorskip("cffi")
-    from lowp.emulator.native import NativeUnavailable, build_shared_library
+    from lowp.emulator.x86.native import NativeUnavailable, build_shared_library
     try:
         path = build_shared_library([HERE / "x86" / "float_sse.c"], ("-O2", "-msse2"), "float-sse")
     except NativeUnavailable as e:

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from lowp.isa_models import intrinsic, intrinsics, proof
+from lowp.isa_models import intrinsic, intrinsics
+from lowp.isa_models.verify import proof
 from tests.conftest import registers_for
 
 pytestmark = pytest.mark.native
@@ -60,7 +61,7 @@ def test_native_catches_a_wrong_model(native):
 
 
 def test_feature_switch_skips_with_the_reason(monkeypatch):
-    from lowp.emulator.native import NativeUnavailable, NativeX86
+    from lowp.emulator.x86.native import NativeUnavailable, NativeX86
     monkeypatch.setenv("LOWP_DISABLE_FEATURES", "avx512bw")
     try:
         backend = NativeX86(intrinsics("x86")[:4])

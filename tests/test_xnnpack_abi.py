@@ -76,9 +76,9 @@ def test_packing_refuses_non_power_of_two_blocks():
 def _c_layout(text: str, function: str, nfields: int):
     import cffi
 
-    from lowp.emulator.native import build_shared_library
-    from lowp import buildcache
-    from lowp.emulator.native import cache_dir
+    from lowp.emulator.x86.native import build_shared_library
+    from lowp.emulator import buildcache
+    from lowp.emulator.x86.native import cache_dir
     path = buildcache.source_file(text, cache_dir() / "src", "abi-layout")
     lib_path = build_shared_library([path], ("-O1", f"-I{INCLUDE}"), "abi-layout")
     ffi = cffi.FFI()
@@ -145,8 +145,8 @@ def test_requant_blob_reads_back_through_the_header_macros():
     }"""
     import cffi
 
-    from lowp import buildcache
-    from lowp.emulator.native import build_shared_library, cache_dir
+    from lowp.emulator import buildcache
+    from lowp.emulator.x86.native import build_shared_library, cache_dir
     path = buildcache.source_file(text, cache_dir() / "src", "requant-blob")
     ffi = cffi.FFI()
     ffi.cdef("void set(const unsigned char *b); void read(long *out);")

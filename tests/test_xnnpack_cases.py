@@ -13,10 +13,10 @@ import pytest
 
 from tests.conftest import runner
 
-from lowp.conformance import quantized
-from lowp.conformance.cases import Case, abi_name, abi_options, cases_for, next_prime
-from lowp.conformance.checks import Call, Check, case_call, replay, run_check, shrunk_options
-from lowp.conformance.problem import decode, encode
+from lowp.conformance.search import quantized
+from lowp.conformance.search.cases import Case, abi_name, abi_options, cases_for, next_prime
+from lowp.conformance.run.checks import Call, Check, case_call, replay, run_check, shrunk_options
+from lowp.conformance.search.problem import decode, encode
 from lowp.kernels import KernelConfigError, load_toml
 from lowp.kernels.registry import kernel as registered
 

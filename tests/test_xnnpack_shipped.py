@@ -32,12 +32,12 @@ def _operands(k, rng, M, N, K):
 
 
 def _params(k, A, B, seed=0, style="typical"):
-    from lowp.conformance.quantized import draw_params
+    from lowp.conformance.search.quantized import draw_params
     return draw_params(k, A, B, seed, style)
 
 
 def _judged(k, A, B, q, C):
-    from lowp.conformance.quantized import judge
+    from lowp.conformance.search.quantized import judge
     return judge(k.output, k, A, B, q, C)
 
 
@@ -476,7 +476,7 @@ def test_qdu8_vnni_kernel_takes_u8_a_and_u8_zero_points(ks, backend):
 
 
 def test_qdu8_contract_refuses_int8_zero_points():
-    from lowp.conformance.output_contracts import output_contract
+    from lowp.conformance.contracts.output import output_contract
     c = output_contract("qdu8-f32")
     q = c.draw(np.random.default_rng(0), 2, 3, "f32")
     assert not c.domain_problems(q, 2, 3, "f32")
@@ -502,7 +502,7 @@ def test_qc4w_bias_and_sum_wrap_at_28_bits(ks):
     """The packed int32 holds 16 x (bias - izp * sums) and the kernel adds 16x each product: bias + acc wraps at 28
     bits. At bias -2^27 and a negative sum the kernel gives what the 28-bit stage says, not the int32 one."""
     from lowp.isa_models.requant import OUTPUT_STAGES
-    from lowp.kernels.models_quant import zero_point_corrected
+    from lowp.kernels.models.quant import zero_point_corrected
     k = ks["xnn_qs8_qc4w_gemm_2x4_scalar"]
     A, B = np.zeros((1, 1), np.int8), np.full((1, 1), 7, np.int8)
     q = {"bias": np.array([-(1 << 27)], np.int32), "scale": np.array([1.0], F32), "output_zero_point": 0,
@@ -537,7 +537,7 @@ def test_qb4w_kernel_is_the_scalar_order_bit_for_bit(ks):
     """The blockwise kernel: bit for bit XNNPACK's scalar order (the packer's float vksum times the zero point,
     then block by block), which is not the tester's reference order: the two differ on some inputs, each
     within a few ulps of the real number."""
-    from lowp.kernels.models_quant import QB4W_ORDERS
+    from lowp.kernels.models.quant import QB4W_ORDERS
     k = ks["xnn_qd8_f32_qb4w_gemm_2x4_scalar"]
     rng = np.random.default_rng(15)
     differs = 0

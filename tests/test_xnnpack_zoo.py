@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lowp.conformance.xnnpack_zoo import ISAS, Checkout, NotACheckout, Skip, YamlEntry, parse_name, translate
+from lowp.conformance.libraries.xnnpack import ISAS, Checkout, NotACheckout, Skip, YamlEntry, parse_name, translate
 
 TREE = Path(__file__).parent / "xnnpack_tree"
 YAML = TREE / "test" / "qs8-qc8w-gemm-minmax-fp32.yaml"
@@ -121,7 +121,7 @@ def test_the_abi_as_shipped_maps_with_no_free_text_packing():
 
 
 def test_the_isa_table_names_features_and_instructions_lowp_knows():
-    from lowp.conformance.validate import known_mnemonics
+    from lowp.conformance.search.validate import known_mnemonics
     from lowp.kernels.features import known_features
     import fnmatch
     for isa in ISAS.values():
@@ -290,7 +290,7 @@ def test_an_igemm_mlal_kernels_pairs_restart_at_every_tap():
     k + 8) straddles two taps (K = 63: 3 taps of 21): the kernel pairs within a tap, so its model does too."""
     import numpy as np
 
-    from lowp.kernels.models_arm import smlal_sadalp_gemm, smlal_sadalp_igemm
+    from lowp.kernels.models.arm import smlal_sadalp_gemm, smlal_sadalp_igemm
     A = np.zeros((1, 63), np.int8)
     B = np.zeros((63, 1), np.int8)
     A[0, [51, 59]] = B[[51, 59], 0] = -128           # one GEMM pair of two 16384 products: wraps in int16
@@ -298,4 +298,4 @@ def test_an_igemm_mlal_kernels_pairs_restart_at_every_tap():
     e = _mapped_as("xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_2x8c8__neonv8_mlal",
                    "src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x4-minmax-fp32-scalar-lrintf.c",
                    init="xnn_init_qs8_qc8w_conv_minmax_fp32_neonv8_params", pack="xnn_pack_qs8_conv_goki_w").entry
-    assert e["model"]["accumulate"] == "lowp.kernels.models_arm:smlal_sadalp_igemm" and e["domain"]["b"] == [-127, 127]
+    assert e["model"]["accumulate"] == "lowp.kernels.models.arm:smlal_sadalp_igemm" and e["domain"]["b"] == [-127, 127]

@@ -96,7 +96,7 @@ def _toml_value(v) -> str:
 def expected_failure(entry: dict) -> str | None:
     """Why this entry's claimed contract check fails by design, or None: its own behaviour model's output stage
     is not one its claimed output contract accepts (the seeded AVX-512 VNNI kernel's zero-point wrap)."""
-    from lowp.conformance.output_contracts import OUTPUT_CONTRACTS
+    from lowp.conformance.contracts.output import OUTPUT_CONTRACTS
     model, claimed = entry.get("model"), OUTPUT_CONTRACTS.get(entry.get("output"))
     if not isinstance(model, dict) or claimed is None or model.get("output") in claimed.accepted:
         return None
@@ -107,9 +107,10 @@ def run(tomls=None, *, n: int = DEFAULT_COPIES, jobs: int | None = None, example
         grid: bool = True, timeout: float = 600, progress: bool = True) -> dict:
     """Write the n copies to a temporary TOML and run `lowp conformance` over exactly those kernels; the raw
     result (rows, timings, which entry each kernel copies) for summarize()."""
-    from lowp.conformance import report, runner
-    from lowp.conformance.checks import plan, probe_share
-    from lowp.conformance.validate import build_problems, validate_kernels
+    from lowp.conformance import report
+    from lowp.conformance.run import runner
+    from lowp.conformance.run.checks import plan, probe_share
+    from lowp.conformance.search.validate import build_problems, validate_kernels
     from lowp.kernels import KernelConfigError, kernels, load_toml
     tomls = [Path(t) for t in (tomls or default_tomls())]
     made = copies(read_entries(tomls), n)
@@ -151,9 +152,10 @@ def compare_ray(names=None, *, address: str = "local", jobs: int | None = None, 
     child processes, or Ray tasks at once (a local cluster gets `jobs` CPUs). Rounds alternate the order (pool
     first, then Ray first) so that a change in the machine's load hits both. The cluster's start is timed apart:
     it is paid once per campaign, not per check."""
-    from lowp.conformance import ray_runner, runner
-    from lowp.conformance.checks import plan, probe_share
-    from lowp.conformance.validate import build_problems, select_kernels
+    from lowp.conformance.run import ray_runner
+    from lowp.conformance.run import runner
+    from lowp.conformance.run.checks import plan, probe_share
+    from lowp.conformance.search.validate import build_problems, select_kernels
     from lowp.kernels import KernelConfigError, kernels
     if rounds < 1:
         raise ValueError(f"--rounds must be at least 1, not {rounds}")

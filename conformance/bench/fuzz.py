@@ -1,6 +1,6 @@
 """`lowp bench fuzz`: cases checked per second on one core, for a native and an emulated kernel:
 the per-case path (what `lowp fuzz` paid per case before the batched path: a guarded call, the model, the judge),
-the batched path (conformance/batch.py), and, for the native kernel, a plain C harness built here with the system
+the batched path (conformance/run/batch.py), and, for the native kernel, a plain C harness built here with the system
 cc and run in the same run on the same kernel and the same case distribution: M <= 9, N <= 17, K <= 64 or 512,
 A and B uniform over the kernel's claimed domain, C poisoned before each call, every element compared with a naive
 C loop. The ratio batched / C harness is the figure (the target: at least a third)."""
@@ -33,7 +33,7 @@ class Distribution:
 
 def per_case(kern, ex, dist: Distribution, seconds: float) -> float:
     """Cases per second of the per-case path: checks.Recorder.run and the judge, one case at a time."""
-    from lowp.conformance.checks import Call, Check, Recorder, _judge
+    from lowp.conformance.run.checks import Call, Check, Recorder, _judge
     check, rec, rng = Check(kern.name, kern.contract, "claimed", True), Recorder(ex), np.random.default_rng(1)
     done, stop, start = 0, time.perf_counter() + seconds, time.perf_counter()
     while time.perf_counter() < stop:
@@ -47,9 +47,9 @@ def per_case(kern, ex, dist: Distribution, seconds: float) -> float:
 
 
 def batched(kern, ex, dist: Distribution, seconds: float) -> float:
-    """Cases per second of the batched path: batches drawn, run (run_many) and screened (conformance/batch.py)."""
-    from lowp.conformance import batch
-    from lowp.conformance.checks import Check
+    """Cases per second of the batched path: batches drawn, run (run_many) and screened (conformance/run/batch.py)."""
+    from lowp.conformance.run import batch
+    from lowp.conformance.run.checks import Check
     check, rng = Check(kern.name, kern.contract, "claimed", True), np.random.default_rng(2)
     done, number, stop, start = 0, 0, time.perf_counter() + seconds, time.perf_counter()
     while time.perf_counter() < stop:

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from lowp.isa_models.proof import random_batch
+from lowp.isa_models.verify.proof import random_batch
 
 
 def best_time(fn, repeat: int) -> float:

@@ -78,8 +78,8 @@ def run_suites(tomls, journal: Path, *, examples: int = 100, jobs: int | None = 
     in child processes: (expectations, rows)."""
     from lowp.kernels import load_toml
 
-    from lowp.conformance.checks import plan
-    from lowp.conformance.runner import run
+    from lowp.conformance.run.checks import plan
+    from lowp.conformance.run.runner import run
     expected, kernels = {}, []
     for toml in map(Path, tomls):
         expected.update(load_expected(toml.with_name("expected.toml")))

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..rows import peer_row
-from . import models, problems
+from lowp.conformance.report.rows import peer_row
+from lowp.conformance.peers import models, problems
 
 ORT_MATMUL_COMBOS = (("u8", "s8"), ("u8", "u8"), ("s8", "s8"), ("s8", "u8"))
 ORT_CONV_COMBOS = (("u8", "u8"), ("u8", "s8"), ("s8", "s8"), ("s8", "u8"))

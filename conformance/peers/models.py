@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import contracts
-from ..fbgemm_quant import choose_quantization_params, f32, fma_f32, quantize, requantize_output
+from lowp.conformance.contracts import int32 as contracts
+from lowp.conformance.contracts.fbgemm import choose_quantization_params, f32, fma_f32, quantize, requantize_output
 
 F32 = np.float32
 ISAS = ("exact", "pair_saturating", "pair_saturating_igemm")

@@ -267,8 +267,8 @@ def seek_float_bias_ties(p: dict, rng, tries: int = 256) -> dict:
     """FBGEMM's per-tensor float bias (docs/research/fbgemm-requantization.md#requantizeoutput): per column, try `tries`
     biases near the drawn one and keep one
     for which 'divide', 'reciprocal' and 'reciprocal_fma' requantize some element of that column differently."""
-    from ..fbgemm_quant import f32, fma_f32
-    from .models import _fbgemm_scales
+    from lowp.conformance.contracts.fbgemm import f32, fma_f32
+    from lowp.conformance.peers.models import _fbgemm_scales
     if p["per_channel"]:          # the per-tensor epilogue is the one whose float-bias rounding varies by build
         p = dict(p, per_channel=False, w_scale=p["w_scale"][:1], w_zp=p["w_zp"][:1])
     if p["bias"] is None:

@@ -4,7 +4,7 @@ The seed claims: round-to-nearest requantization of already-quantized, non-unifo
 biased, so the GEMM error grows linearly with depth; probabilistic rounding is unbiased, its error grows with the
 square root of the depth and its variance is 2x that of nearest; so probabilistic wins past some depth (gemmlowp
 switched at 384). This study measures it with lowp's bit-exact model of the requantizing GEMM
-(`lowp.conformance.less_than_8bit`: Requantize, the Xorshift and add-mod generators in the scalar packing order,
+(`lowp.conformance.contracts.less_than_8bit`: Requantize, the Xorshift and add-mod generators in the scalar packing order,
 the exact kernel, the unpack-stage RoundingMultiplyByConstantFraction), against the exact 8-bit accumulator
 (`output_stages.gemmlowp_accumulator`), and then the uint8 results against gemmlowp's own test bounds.
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import less_than_8bit as l8
-from ..output_stages import evaluate_pipeline, gemmlowp_accumulator, make_standard_output_pipeline
-from . import fig_link, md_table, pyplot, save
+from lowp.conformance.contracts import less_than_8bit as l8
+from lowp.conformance.contracts.gemmlowp import evaluate_pipeline, gemmlowp_accumulator, make_standard_output_pipeline
+from lowp.conformance.studies import fig_link, md_table, pyplot, save
 
 MODES = ("nearest", "xorshift", "addmod")
 # The L7R5 kernel of the time (NEON 12x4, depth 2): LHS cells 4 wide x 2 deep, 3 of them; RHS one 4 x 2 cell.

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import contracts as C
-from . import fig_link, md_table, pyplot, save
+from lowp.conformance.contracts import int32 as C
+from lowp.conformance.studies import fig_link, md_table, pyplot, save
 
 DISTS = {
     "uniform": "A uniform on [0, 255], B uniform on [-128, 127] (the type ranges; what a fuzzer draws)",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import fig_link, md_table, pyplot, save
+from lowp.conformance.studies import fig_link, md_table, pyplot, save
 
 ARTICLE_RATIO = 1.468      # the article: "23/16 = 1.468" (23/16 is 1.4375; 22/15, the ratio of the steps, is 1.467)
 
@@ -103,7 +103,7 @@ def machine() -> str:
 
 
 def compute(small: bool = False, seed: int = 0, run_bench: bool = True, torch: bool = True) -> dict:
-    from lowp.kernels.models_q46 import pair_table
+    from lowp.kernels.models.q46 import pair_table
     rng = np.random.default_rng(seed)
     x = rng.normal(0, 1, 20_000 if small else 200_000)
     counts = (3, 5, 7, 9, 15, 16, 23, 31, 63, 127, 255) if small else \
@@ -206,7 +206,7 @@ def page(n: dict, figures: list[Path]) -> str:
         "",
         "## The (Nx, Nw) pairs",
         "",
-        "From `lowp.kernels.models_q46.pair_table()`: \"int16 depth\" is floor(32767 / max|x w|), the article's "
+        "From `lowp.kernels.models.q46.pair_table()`: \"int16 depth\" is floor(32767 / max|x w|), the article's "
         "notion (258 for 127); the x86 kernels shift activations to unsigned (x + xmax), which doubles the product "
         "bound (\"lane products\"), and flush every \"flush\" values of k.",
         "",

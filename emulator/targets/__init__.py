@@ -253,9 +253,9 @@ def host() -> Host:
     model = info.get("model name") or platform.processor() or platform.machine()
     x86, error = frozenset(), None
     if arch == "x86-64":
-        from lowp.buildcache import CacheError
+        from lowp.emulator.buildcache import CacheError
         try:
-            from lowp.emulator.native import detected_x86_features
+            from lowp.emulator.x86.native import detected_x86_features
             x86 = detected_x86_features()
         except CacheError:
             raise                 # an unusable cache folder is the user's to fix, not a CPU without features

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import EMULATOR, Recipe, Target, register
-from .qemu_user import QemuUserTarget
+from lowp.emulator.targets import EMULATOR, Recipe, Target, register
+from lowp.emulator.targets.qemu_user import QemuUserTarget
 
 # Cortex-A76 has FEAT_DotProd; +i8mm adds SMMLA/UMMLA/USMMLA/USDOT/SUDOT (zig rejects -march=armv8.6-a+i8mm).
 DEFAULT_CPU = "cortex_a76+i8mm"
@@ -18,7 +18,7 @@ LINUX = Recipe("linux", "aarch64-linux-none", DEFAULT_CPU, EMULATOR / "linux_run
 # What Unicorn 2.1.4 (cpu model MAX, as Machine sets it up) executes: probed by running one instruction of each
 # feature (tests/test_schema.py repeats the probe). The ID registers of the model also say SVE, but Machine never
 # enables it (PTRUE raises), so sve is not claimed; PACGA, BFDOT and the FEAT_I8MM instructions raise. i8mm is
-# listed because lowp runs SMMLA/UMMLA/USMMLA/USDOT/SUDOT on its own bit-exact models (lowp.emulator.i8mm).
+# listed because lowp runs SMMLA/UMMLA/USMMLA/USDOT/SUDOT on its own bit-exact models (lowp.emulator.aarch64.i8mm).
 # evtstrm and cpuid are services of the Linux kernel, not of a CPU.
 UNICORN_FEATURES = (
     "fp", "asimd", "fphp", "asimdhp", "aes", "pmull", "sha1", "sha2", "sha512", "sha3", "sm3", "sm4", "crc32",
@@ -34,7 +34,7 @@ class Aarch64Unicorn(Target):
 
     @property
     def convention(self):
-        from lowp.emulator.aapcs64 import AAPCS64
+        from lowp.emulator.aarch64.aapcs64 import AAPCS64
         return AAPCS64
 
     def unavailable(self) -> str | None:
@@ -56,7 +56,7 @@ class Aarch64Unicorn(Target):
         return Machine(build(*sources, flags=flags, depends=depends), convention=self.convention, **options)
 
     def intrinsic_backends(self) -> list:
-        from lowp.emulator.intrinsics import UnicornBackend
+        from lowp.emulator.aarch64.intrinsics import UnicornBackend
         return [UnicornBackend()]
 
 
@@ -69,20 +69,20 @@ class Aarch64Qemu(QemuUserTarget):
         SME: qemu 7.2's 32-bit SMOPA (issue #2083), probed with the fix's own test vector."""
         if "sme" not in features:
             return None
-        from lowp.emulator.sve import QEMU_2083
+        from lowp.emulator.aarch64.sve import QEMU_2083
         right = _outer_products_right(vector_bits or 512, qemu)
         return None if right else f"a kernel with SME outer products: {self.identity(qemu)} {QEMU_2083}"
 
     def intrinsic_backends(self) -> list:
-        from lowp.emulator import sve
-        from lowp.emulator.intrinsics import QemuBackend
+        from lowp.emulator.aarch64 import sve
+        from lowp.emulator.aarch64.intrinsics import QemuBackend
         return [QemuBackend(), *sve.backends()]     # one per vector length; they say why when qemu is absent
 
 
 @lru_cache(maxsize=None)
 def _outer_products_right(vector_bits: int, qemu: str | None) -> bool:
     """Whether this qemu computes SMOPA right, once per process (each probe starts qemu on the wrappers' ELF)."""
-    from lowp.emulator.sve import ScalableQemuBackend
+    from lowp.emulator.aarch64.sve import ScalableQemuBackend
     return ScalableQemuBackend(vector_bits, qemu=qemu).outer_products_right
 
 

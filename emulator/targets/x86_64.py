@@ -1,13 +1,13 @@
 """x86-64, natively: kernels built by the host's C compiler into a shared library and called in-process through cffi
 (lowp.kernels.executors.NativeExecutor, behind guard pages in a child process); instruction models proven against
-this CPU's own instructions (lowp.emulator.native.NativeX86).
+this CPU's own instructions (lowp.emulator.x86.native.NativeX86).
 
-x86-64 on Bochs (lowp.emulator.bochs): the same sources and flags, linked as a static program and run on Bochs's
+x86-64 on Bochs (lowp.emulator.x86.bochs): the same sources and flags, linked as a static program and run on Bochs's
 Sapphire Rapids or Arrow Lake CPU model, for the x86 extensions the host lacks (AVX-512, AVX-512 VNNI, AVX-VNNI,
 AVX-VNNI-INT8; AMX on lowp's models). Native is preferred wherever the host runs every feature of a kernel."""
 from __future__ import annotations
 
-from . import EMULATOR, Recipe, Target, host, register
+from lowp.emulator.targets import EMULATOR, Recipe, Target, host, register
 
 
 class NativeX86_64(Target):
@@ -28,42 +28,42 @@ class NativeX86_64(Target):
         return "CPU"
 
     def intrinsic_backends(self) -> list:
-        from lowp.emulator.native import NativeX86
+        from lowp.emulator.x86.native import NativeX86
         return [NativeX86()]
 
 
-# Built by the host's C compiler (lowp.emulator.bochs.build_for_bochs), not zig: the recipe names the ELF it makes.
+# Built by the host's C compiler (lowp.emulator.x86.bochs.build_for_bochs), not zig: the recipe names the ELF it makes.
 STATIC = Recipe("x86-64-static", "x86_64-linux-gnu", "", EMULATOR / "runtime_x86.c", "EM_X86_64")
 
 
 class X86Bochs(Target):
-    """The kernel's CPU model is the first Bochs model with all its features (lowp.emulator.bochs.model_for)."""
+    """The kernel's CPU model is the first Bochs model with all its features (lowp.emulator.x86.bochs.model_for)."""
     name, arch, isa, backend, preference = "x86-64-bochs", "x86-64", "x86", "bochs", 1
     recipe = STATIC
 
     @property
     def models_only(self) -> frozenset[str]:
-        from lowp.emulator.bochs import MODELED
+        from lowp.emulator.x86.bochs import MODELED
         return MODELED
 
     @property
     def defects(self) -> dict:
-        from lowp.emulator.bochs import DEFECTS
+        from lowp.emulator.x86.bochs import DEFECTS
         return DEFECTS
 
     def unavailable(self) -> str | None:
         if host().arch != "x86-64":
             return f"the host is {host().machine}, not x86-64 (lowp builds Bochs's programs with the host compiler)"
-        from lowp.emulator import bochs
+        from lowp.emulator.x86 import bochs
         return bochs.unavailable()
 
     def model(self, features=(), model: str | None = None) -> str:
-        from lowp.emulator.bochs import model_for
+        from lowp.emulator.x86.bochs import model_for
         return model or model_for(features)
 
     def features(self, vector_bits=None, model: str | None = None, features=(), **options) -> frozenset[str]:
         """The features of the Bochs model a kernel with `features` gets, and lowp's AMX models."""
-        from lowp.emulator.bochs import MODELED, MODELS
+        from lowp.emulator.x86.bochs import MODELED, MODELS
         return MODELS[self.model(features, model)] | MODELED
 
     def cannot_run(self, features=(), vector_bits=None, **options) -> str | None:
@@ -76,7 +76,7 @@ class X86Bochs(Target):
             return None
         if options.get("model"):
             return f"{self.describe(vector_bits, features=features, **options)} lacks {', '.join(missing)}"
-        from lowp.emulator.bochs import MODELED, MODELS, bochscpu_version
+        from lowp.emulator.x86.bochs import MODELED, MODELS, bochscpu_version
         needed = [f for f in features if f not in MODELED]
         what = f"no Bochs CPU model (bochscpu-python {bochscpu_version()}) has"
         if not any(set(needed) & MODELS[m] for m in MODELS):
@@ -86,16 +86,16 @@ class X86Bochs(Target):
             f"{m} lacks {', '.join(f for f in needed if f not in MODELS[m])}" for m in closest)
 
     def describe(self, vector_bits=None, model: str | None = None, features=(), **options) -> str:
-        from lowp.emulator.bochs import describe
+        from lowp.emulator.x86.bochs import describe
         return describe(self.model(features, model))
 
     def machine(self, sources, *, flags=(), depends=(), vector_bits=None, features=(), **options):
-        from lowp.emulator.bochs import BochsMachine, build_for_bochs
+        from lowp.emulator.x86.bochs import BochsMachine, build_for_bochs
         options["model"] = self.model(features, options.get("model"))
         return BochsMachine(build_for_bochs(*sources, flags=flags, depends=depends), **options)
 
     def intrinsic_backends(self) -> list:
-        from lowp.emulator.bochs_intrinsics import BochsX86
+        from lowp.emulator.x86.bochs_intrinsics import BochsX86
         return [BochsX86(model) for model in ("sapphire_rapids", "arrow_lake")]
 
 

@@ -131,9 +131,9 @@ def fuzz_kernels(args) -> tuple[str, str]:
     """(native, emulated): the kernels `lowp bench fuzz` measures, after registering the --kernels files; each
     --kernel goes to the slot its target says (AArch64: emulated). KernelConfigError for a bad file, an unknown
     name, two kernels for one slot, or a kernel the batched path does not take (a requantizing one)."""
-    from lowp.conformance.batch import batchable
+    from lowp.conformance.run.batch import batchable
     from lowp.conformance.bench.fuzz import EMULATED, NATIVE
-    from lowp.conformance.validate import select_kernels
+    from lowp.conformance.search.validate import select_kernels
     from lowp.kernels import KernelConfigError, kernels, load_toml
     from lowp.kernels.schema import Problem
     for path in args.kernel_files:
@@ -155,7 +155,7 @@ def fuzz_kernels(args) -> tuple[str, str]:
 
 def bench_isa(args) -> int:
     from lowp.isa_models import intrinsic, intrinsics
-    from lowp.emulator.native import NativeUnavailable, NativeX86
+    from lowp.emulator.x86.native import NativeUnavailable, NativeX86
     from lowp.conformance.bench.isa import measure
     try:
         backend = NativeX86()
@@ -184,7 +184,7 @@ def gemm_kernels(args) -> list[str] | None:
     spelling of --kernel NAME (one release): it still selects, with a warning."""
     import sys
 
-    from lowp.conformance.validate import build_problems, select_kernels, validate_kernels
+    from lowp.conformance.search.validate import build_problems, select_kernels, validate_kernels
     from lowp.kernels import KernelConfigError, kernels, load_toml
     files = [v for v in args.kernel_files if v.endswith(".toml") or "/" in v or Path(v).is_file()]
     old = [v for v in args.kernel_files if v not in files]
@@ -218,7 +218,7 @@ def bench_gemm(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    from lowp.conformance.progress import Counter
+    from lowp.conformance.run.progress import Counter
     start = time.perf_counter()
     with Counter("shapes", 1) as tick:
         def progress(i, n, shape):
@@ -401,7 +401,7 @@ def bench_ray(args) -> int:
     import sys
 
     from lowp.conformance.bench import conformance as bench
-    from lowp.conformance.ray_runner import RayUnavailable
+    from lowp.conformance.run.ray_runner import RayUnavailable
     from lowp.kernels import KernelConfigError
     try:
         result = bench.compare_ray(args.kernel or None, address=args.ray, jobs=args.jobs,

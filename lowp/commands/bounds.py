@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_bounds(args) -> int:
-    from lowp.conformance import bounds
+    from lowp.conformance.prove import bounds
     try:
         a = bounds.parse_range(args.a) if args.a else None
         b = bounds.parse_range(args.b) if args.b else None
@@ -38,7 +38,7 @@ def cmd_bounds(args) -> int:
         return 0
     import sys
 
-    from lowp.conformance.validate import select_kernels, validate_kernels
+    from lowp.conformance.search.validate import select_kernels, validate_kernels
     from lowp.kernels import KernelConfigError, kernels, load_toml
     try:
         for path in args.toml:

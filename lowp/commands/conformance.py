@@ -85,7 +85,7 @@ def add_database_options(p) -> None:
 def database(args) -> str | None:
     """The example database the flags name (None: --no-database); a Redis URL whose server does not answer, or
     without the redis package, is a usage error (exit 2) before anything runs."""
-    from lowp.conformance.example_database import DatabaseError, check_reachable, default_location
+    from lowp.conformance.run.example_database import DatabaseError, check_reachable, default_location
     if args.no_database:
         return None
     spec = args.database or default_location()
@@ -123,7 +123,7 @@ def set_backend(args) -> None:
 
 def database_note(args, spec: str | None) -> None:
     """A folder database with a remote Ray cluster: each machine keeps its own unless the folder is shared."""
-    from lowp.conformance.example_database import is_url
+    from lowp.conformance.run.example_database import is_url
     if spec and not is_url(spec) and args.ray not in (None, "local"):
         print(f"note: the example database {spec} is a folder: each machine of the cluster keeps its own unless "
               "it is on a shared file system; --database redis://HOST:6379/0 shares one", file=sys.stderr)
@@ -132,7 +132,7 @@ def database_note(args, spec: str | None) -> None:
 def _kernels(args):
     """The kernels to judge, checked before anything runs: every --kernels file against the kernel schema, every
     registered kernel's contract, every --kernel name. One KernelConfigError lists all the problems found."""
-    from lowp.conformance.validate import build_problems, select_kernels, validate_kernels
+    from lowp.conformance.search.validate import build_problems, select_kernels, validate_kernels
     from lowp.kernels import KernelConfigError, kernels, load_toml
     problems = []
     for path in args.toml:
@@ -181,7 +181,7 @@ def _replay_args(args) -> str:
 def _replay(args, journal: dict) -> int:
     """Re-run each id; print the verdict and the counterexample as the report shows them (--json: the raw
     result). Exit 1 if any fails, 2 for an id that names no case, check or problem."""
-    from lowp.conformance.checks import replay
+    from lowp.conformance.run.checks import replay
     from lowp.conformance.report import counterexample_lines
     from lowp.kernels.registry import origin
     status = 0
@@ -207,7 +207,7 @@ def _replay(args, journal: dict) -> int:
 
 
 def _schema(args) -> int:
-    from lowp.conformance.rows import json_schema
+    from lowp.conformance.report.rows import json_schema
     kind = args.ids[0] if args.ids else "report"
     if kind not in ("report", "peers") or len(args.ids) > 1:
         args.parser.error(f"schema takes 'report' (default) or 'peers', not {' '.join(args.ids)!r}")
@@ -221,7 +221,7 @@ def _str(path) -> str | None:
 
 def _settings(args, options: dict) -> dict:
     """What the run was asked, for report.json and the JUnit properties."""
-    from lowp.conformance.example_database import describe
+    from lowp.conformance.run.example_database import describe
     return {"profile": args.profile, "examples": options["examples"], "probe_examples": options["probe_examples"],
             "seed": args.seed, "grid": options["grid"], "cases": list(args.cases),
             "shapes": [list(s) for s in options.get("shapes", ())], "shapes_file": _str(args.shapes),
@@ -244,7 +244,7 @@ def _options(args, checks) -> dict:
                "grid": profile["grid"] if args.grid is None else args.grid,
                "database": database(args)}
     if args.shapes is not None:
-        from lowp.conformance.cases import read_shapes
+        from lowp.conformance.search.cases import read_shapes
         try:
             options["shapes"] = read_shapes(args.shapes)
         except ValueError as e:
@@ -257,7 +257,7 @@ def _options(args, checks) -> dict:
 
 def _cases(check, options: dict):
     """The generated cases of one check under these options."""
-    from lowp.conformance.cases import cases_for
+    from lowp.conformance.search.cases import cases_for
     from lowp.kernels import kernel
     return cases_for(kernel(check.kernel), check.check, check.domain, grid=options["grid"], seed=options["seed"],
                      shapes=options.get("shapes", ()), only=options.get("only", ()))
@@ -265,7 +265,7 @@ def _cases(check, options: dict):
 
 def _check_patterns(args, cases) -> None:
     """Every --case glob must match some case: one that matches none is a usage error naming it and a few names."""
-    from lowp.conformance.cases import case_names
+    from lowp.conformance.search.cases import case_names
     for pattern in args.cases:
         if not any(case.matches([pattern]) for case in cases):
             names = case_names(cases)
@@ -284,7 +284,7 @@ def check_out(args) -> None:
 
 
 def cmd_conformance(args) -> int:
-    from lowp.conformance.processes import interruptible
+    from lowp.conformance.run.processes import interruptible
     try:
         with interruptible():
             return _conformance(args)
@@ -293,8 +293,8 @@ def cmd_conformance(args) -> int:
 
 
 def _conformance(args) -> int:
-    from lowp.conformance import runner
-    from lowp.conformance.checks import plan
+    from lowp.conformance.run import runner
+    from lowp.conformance.run.checks import plan
     from lowp.kernels import KernelConfigError
     if args.action == "schema":
         return _schema(args)
@@ -325,9 +325,9 @@ def _conformance(args) -> int:
 
 
 def hold_out(held: ExitStack, out: Path) -> bool:
-    """Take OUT's lock until `held` closes (lowp.conformance.outfolder): False, after saying why, where another
+    """Take OUT's lock until `held` closes (lowp.conformance.run.outfolder): False, after saying why, where another
     run holds it (refused before its journal is touched) or the folder cannot be made."""
-    from lowp.conformance.outfolder import OutLocked, command_line, exclusive
+    from lowp.conformance.run.outfolder import OutLocked, command_line, exclusive
     try:
         held.enter_context(exclusive(out, command_line()))
     except OutLocked as e:
@@ -342,9 +342,10 @@ def hold_out(held: ExitStack, out: Path) -> bool:
 def _run(args, checks, options: dict) -> int:
     """Run the checks and write the reports; a run stopped by Ctrl-C, SIGTERM or a full disk reports what
     finished and exits 128 + the signal, or 1."""
-    from lowp.conformance import report, runner
-    from lowp.conformance.checks import probe_share
-    from lowp.conformance.ray_runner import RayUnavailable
+    from lowp.conformance import report
+    from lowp.conformance.run import runner
+    from lowp.conformance.run.checks import probe_share
+    from lowp.conformance.run.ray_runner import RayUnavailable
     start = time.perf_counter()
     database_note(args, options["database"])
     options["probe_examples"] = probe_share(options["examples"])
@@ -385,7 +386,7 @@ def run_held(body, args) -> int:
     an ExitStack `held` for what the run holds (the lock on --out), released however it ends."""
     from contextlib import ExitStack
 
-    from lowp.conformance.processes import interruptible
+    from lowp.conformance.run.processes import interruptible
     try:
         with interruptible(), ExitStack() as held:
             return body(args, held)
@@ -397,7 +398,7 @@ def interrupted(e: KeyboardInterrupt) -> int:
     """Ctrl-C or SIGTERM outside the checks' run: a line, no traceback; 128 + the signal."""
     import signal
 
-    from lowp.conformance.processes import exit_status, signal_of
+    from lowp.conformance.run.processes import exit_status, signal_of
     print(f"interrupted by {signal.Signals(signal_of(e)).name}", file=sys.stderr)
     return exit_status(e)
 

@@ -67,7 +67,7 @@ def verification_section(registers: int = 256, seed: int = 0) -> tuple[str, bool
     I8MM instructions Unicorn lacks, where Unicorn would only compare lowp's model with itself). Returns the
     section and whether every executed intrinsic agreed."""
     from lowp.isa_models import instructions
-    from lowp.isa_models.proof import Verdict, verify
+    from lowp.isa_models.verify.proof import Verdict, verify
     found, notes = _backends()
     per_inst = []
     ok = True

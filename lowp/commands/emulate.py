@@ -246,7 +246,7 @@ def _argument_count_problem(binary, function: str, parsed) -> str | None:
 def _registered(args):
     """(the --kernel kernel, 0) after registering the --kernels files and checking the configuration, as lowp
     bounds does; (None, 2) with the problems printed for a bad file, an unknown name or an x86-64 kernel."""
-    from lowp.conformance.validate import select_kernels, validate_kernels
+    from lowp.conformance.search.validate import select_kernels, validate_kernels
     from lowp.kernels import KernelConfigError, kernels, load_toml
     try:
         for path in args.toml:

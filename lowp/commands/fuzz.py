@@ -1,6 +1,6 @@
 """`lowp fuzz`: a long campaign over the chosen kernels' claimed checks, a new seed a round until the time budget is
 spent, each new counterexample printed as it appears; `--resume` goes on where the last session stopped
-(lowp.conformance.fuzz)."""
+(lowp.conformance.run.fuzz)."""
 from __future__ import annotations
 
 import re
@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .conformance import (_kernels, _options, _settings, add_run_options, check_out, database_note, hold_out,
+from lowp.commands.conformance import (_kernels, _options, _settings, add_run_options, check_out, database_note, hold_out,
                           kernels_args, run_held, set_backend, write_reports)
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -64,9 +64,10 @@ def cmd_fuzz(args) -> int:
 
 
 def _fuzz(args, held) -> int:
-    from lowp.conformance import fuzz, report
-    from lowp.conformance.checks import plan, probe_share
-    from lowp.conformance.runner import RunStopped
+    from lowp.conformance import report
+    from lowp.conformance.run import fuzz
+    from lowp.conformance.run.checks import plan, probe_share
+    from lowp.conformance.run.runner import RunStopped
     from lowp.kernels import KernelConfigError
     if args.budget <= 0 or (args.rounds is not None and args.rounds < 1):
         args.parser.error("--budget must be more than 0 s and --rounds at least 1")
@@ -129,7 +130,7 @@ def _fuzz(args, held) -> int:
     except KeyboardInterrupt as e:      # between rounds (within one, the runner's RunStopped)
         import signal
 
-        from lowp.conformance.processes import exit_status, signal_of
+        from lowp.conformance.run.processes import exit_status, signal_of
         stop = (f"interrupted by {signal.Signals(signal_of(e)).name}", exit_status(e))
     except RunStopped as e:
         stop = (e.why, e.status)
@@ -170,8 +171,8 @@ def _campaign_checks(args, chosen: list, planned: list) -> tuple[list, str | Non
     names them), so that `lowp fuzz --resume --out OUT` goes on with the kernels it was started with; a --kernel
     or --probes that chooses other checks is refused rather than mixed into it. Without --resume, or with no
     campaign in OUT, `chosen`."""
-    from lowp.conformance import fuzz
-    from lowp.conformance.runner import listed
+    from lowp.conformance.run import fuzz
+    from lowp.conformance.run.runner import listed
     if not args.resume:
         return chosen, None
     rounds = fuzz.Campaign.load(args.out, chosen).rounds
@@ -197,7 +198,7 @@ def _connect(args):
     False if none is needed, None (after saying why) if no cluster answers."""
     if args.ray is None:
         return False
-    from lowp.conformance.ray_runner import RayUnavailable, connect
+    from lowp.conformance.run.ray_runner import RayUnavailable, connect
     try:
         return connect(args.ray, args.jobs)
     except RayUnavailable as e:

@@ -81,7 +81,7 @@ def backends_for(arch_needed: set[str]) -> tuple[dict[str, list], list[str]]:
 
 def verify_scalable(intr, backends, registers, seed):
     """An SVE/SME intrinsic at every vector length a back end runs (one verdict per VL, skipped ones say why)."""
-    from lowp.isa_models.proof import Verdict, verify
+    from lowp.isa_models.verify.proof import Verdict, verify
     verdicts = []
     for b in (b for b in backends if getattr(b, "vl", 0)):
         fixed = intr.at_vl(b.vl)
@@ -112,12 +112,12 @@ def select_amx(names: list[str], arch: str | None) -> list[str]:
 
 
 def sme2_forms() -> tuple[str, ...]:
-    from lowp.isa_models.sme2_proof import FORMS
+    from lowp.isa_models.verify.sme2_proof import FORMS
     return tuple(FORMS)
 
 
 def select_sme2(names: list[str], arch: str | None) -> list[str]:
-    """The SME2 forms (not in the intrinsic registry: lowp.isa_models.sme2_proof) to prove: all of them, or those
+    """The SME2 forms (not in the intrinsic registry: lowp.isa_models.verify.sme2_proof) to prove: all of them, or those
     named (by ACLE name, or 'sdot')."""
     if arch not in (None, "aarch64"):
         return []
@@ -126,22 +126,22 @@ def select_sme2(names: list[str], arch: str | None) -> list[str]:
 
 
 def verify_sme2(forms, seed):
-    """Each SME2 form at every VL (lowp.emulator.sme2: qemu-aarch64), one verdict per VL."""
-    from lowp.emulator.sme2 import backends
-    from lowp.isa_models.sme2_proof import verify
+    """Each SME2 form at every VL (lowp.emulator.aarch64.sme2: qemu-aarch64), one verdict per VL."""
+    from lowp.emulator.aarch64.sme2 import backends
+    from lowp.isa_models.verify.sme2_proof import verify
     runners = backends()
     return [verify(f, r, seed=seed) for f in forms for r in runners], runners
 
 
 def verify_amx(mnemonics):
-    from lowp.isa_models.amx_proof import verify
-    from lowp.emulator.native_amx import NativeAmx
+    from lowp.isa_models.verify.amx_proof import verify
+    from lowp.emulator.x86.native_amx import NativeAmx
     runner = NativeAmx()
     return [verify(m, runner) for m in mnemonics], runner
 
 
 def verify_one(intr, backends, registers, seed):
-    from lowp.isa_models.proof import Verdict, verify
+    from lowp.isa_models.verify.proof import Verdict, verify
     reasons = []
     for backend in backends:
         # Unicorn runs FEAT_I8MM on lowp's own models: checking them there would compare the model with itself.
@@ -154,9 +154,9 @@ def verify_one(intr, backends, registers, seed):
 
 
 def verify_rvv(intr, backends, vlens, registers, seed):
-    """One verdict per VLEN: results and vxsat under each vxrm (lowp.isa_models.rvv_proof)."""
-    from lowp.isa_models import rvv_proof
-    from lowp.isa_models.proof import Verdict
+    """One verdict per VLEN: results and vxsat under each vxrm (lowp.isa_models.verify.rvv_proof)."""
+    from lowp.isa_models.verify import rvv_proof
+    from lowp.isa_models.verify.proof import Verdict
     if not backends:
         return [Verdict(intr, "-", "skipped", reason="no RISC-V back end")]
     return [rvv_proof.verify(intr, backends[0], vlen, random_registers=max(16, registers // 4), seed=seed)
@@ -255,12 +255,12 @@ def print_targets(verdicts, amx_verdicts, sme2_verdicts=()) -> None:
 
 
 def run_exhaustive(backend):
-    from lowp.isa_models.proof import exhaustive_vpmaddubsw, pick_exhaustive
+    from lowp.isa_models.verify.proof import exhaustive_vpmaddubsw, pick_exhaustive
     intr = pick_exhaustive(backend)
     if intr is None:
         print(f"exhaustive: skipped, {backend.name} runs no VPMADDUBSW", file=sys.stderr)
         return None
 
-    from lowp.conformance.progress import Counter
+    from lowp.conformance.run.progress import Counter
     with Counter(f"exhaustive {intr.name}", 256) as tick:
         return exhaustive_vpmaddubsw(backend, intr, progress=lambda a0: tick(a0 + 1, f"a0 = {a0}"))

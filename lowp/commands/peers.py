@@ -48,7 +48,7 @@ def cmd_peers(args) -> int:
         for d in r.get("disagreements", []):
             print(f"disagreement: {r['library']} {r['operator']} {r['path']}: {json.dumps(d)}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    from lowp.conformance.rows import header, validate_peers_report
+    from lowp.conformance.report.rows import header, validate_peers_report
     doc = {**header({"count": count, "seed": args.seed, "jobs": args.jobs, "libraries": args.library,
                      "paths": args.path, "emulate_avx2": args.emulate_avx2}, seconds), "rows": rows}
     doc["machine"].update(env)      # the libraries' versions and the CPU flags that pick their paths

@@ -42,7 +42,7 @@ def parse_shape(text: str) -> tuple[int, int, int]:
 
 def parse_params(text: str):
     """A draw style, or the parameters of a JSON file."""
-    from lowp.conformance.prove_quantized import STYLES, params_from_json
+    from lowp.conformance.prove.quantized import STYLES, params_from_json
     if text in STYLES:
         return text
     path = Path(text)
@@ -61,7 +61,7 @@ def default_shape(kernel) -> tuple[int, int, int]:
 
 def cmd_prove(args) -> int:
     from lowp.conformance.prove import PROVED, REFUTED, provable
-    from lowp.conformance.validate import select_kernels, validate_kernels
+    from lowp.conformance.search.validate import select_kernels, validate_kernels
     from lowp.kernels import KernelConfigError, kernels, load_toml
     try:
         shapes = [parse_shape(s) for s in args.shape]

@@ -1,8 +1,8 @@
 """`lowp xnnpack PATH`: judge every int8 GEMM micro-kernel of an XNNPACK checkout that lowp can run, as a campaign.
 
-Reads the checkout's test YAMLs and kernel names (lowp.conformance.xnnpack_zoo), makes a lowp kernel entry of each
+Reads the checkout's test YAMLs and kernel names (lowp.conformance.libraries.xnnpack), makes a lowp kernel entry of each
 (written to OUT/kernels.toml, which the report's repro lines name), registers them in memory, builds them against
-the checkout's own headers, runs the ordinary checks on the process pool (lowp.conformance.runner, with its journal
+the checkout's own headers, runs the ordinary checks on the process pool (lowp.conformance.run.runner, with its journal
 and --resume) and writes report.md/report.json/junit.xml of every check and campaign.md/campaign.json of every
 kernel: judged, passed, failed, or skipped with the reason. Exit 2 for a PATH that is not a checkout or a bad
 option, 1 when a kernel fails a claimed check, 0 otherwise.
@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .conformance import (BACKENDS, PROFILES, add_database_options, database, hold_out, run_held, set_backend,
+from lowp.commands.conformance import (BACKENDS, PROFILES, add_database_options, database, hold_out, run_held, set_backend,
                           stopped)
 
 
@@ -59,7 +59,7 @@ def cmd_xnnpack(args) -> int:
 
 
 def _xnnpack(args, held) -> int:
-    from lowp.conformance.xnnpack_zoo import ISAS, Checkout, NotACheckout
+    from lowp.conformance.libraries.xnnpack import ISAS, Checkout, NotACheckout
     try:
         checkout = Checkout(args.path)
     except NotACheckout as e:
@@ -96,8 +96,8 @@ def _xnnpack(args, held) -> int:
 
 def _map(checkout, args):
     """The campaign's items (one per selected YAML entry) and the kernel entries lowp made, by name."""
-    from lowp.conformance.campaign import Item
-    from lowp.conformance.xnnpack_zoo import Skip, parse_name, translate
+    from lowp.conformance.report.campaign import Item
+    from lowp.conformance.libraries.xnnpack import Skip, parse_name, translate
     found, unreadable = checkout.entries(args.datatype)
     kinds = {path: (datatype, op) for path, datatype, op in checkout.yaml_files()}
     items = [Item(path.name, {"datatype": kinds[path][0], "op": kinds[path][1], "isa": "?"}, f"test/{path.name}",
@@ -134,14 +134,14 @@ def _write_toml(path: Path, entries: list[dict], items, checkout) -> None:
             f"# `lowp conformance --kernels {path} --no-builtin` judges them again.\n\n")
     skipped = [f"# skipped: {i.name} ({i.where}): {' '.join(i.skip[1].split())}" for i in items if i.skip]
     text = tomli_w.dumps({"kernel": entries}) if entries else ""
-    from lowp.conformance.outfolder import write_text      # whole or not at all: a later --resume reads it
+    from lowp.conformance.run.outfolder import write_text      # whole or not at all: a later --resume reads it
     write_text(path, head + text + ("\n" + "\n".join(skipped) + "\n" if skipped else ""))
 
 
 def _register(items, entries: dict, toml: Path):
     """Register the entries in memory (each checked by the kernel schema and lowp.conformance's own checks); an entry
     that fails them is a skipped item naming the problem."""
-    from lowp.conformance.validate import validate_kernels
+    from lowp.conformance.search.validate import validate_kernels
     from lowp.kernels import KernelConfigError
     from lowp.kernels.registry import register_entries
     kernels, problems = register_entries(list(entries.values()), toml)
@@ -164,7 +164,7 @@ def _build(items, kernels, jobs: int | None):
     source that does not build or a symbol the build lacks is a skipped item with the compiler's first lines."""
     import os
 
-    from lowp.conformance.validate import build_problems
+    from lowp.conformance.search.validate import build_problems
     by_name = {i.name: i for i in items}
 
     def one(kernel):
@@ -195,8 +195,8 @@ def _build(items, kernels, jobs: int | None):
 def _judge(args, kernels, toml: Path):
     """The ordinary checks of the built kernels on the process pool; (rows, seconds, settings, the RunStopped of a
     run that Ctrl-C, SIGTERM or a full disk stopped, else None)."""
-    from lowp.conformance import runner
-    from lowp.conformance.checks import plan, probe_share
+    from lowp.conformance.run import runner
+    from lowp.conformance.run.checks import plan, probe_share
     profile = PROFILES[args.profile]
     examples = profile["examples"] if args.examples is None else args.examples
     options = {"examples": examples, "seed": args.seed, "grid": profile["grid"], "database": database(args),
@@ -217,8 +217,9 @@ def _judge(args, kernels, toml: Path):
 
 
 def _report(args, checkout, items, rows, settings: dict, toml: Path, seconds: dict) -> int:
-    from lowp.conformance import campaign, report
-    from lowp.conformance.campaign import summarize
+    from lowp.conformance import report
+    from lowp.conformance.report import campaign
+    from lowp.conformance.report.campaign import summarize
     replay_args = f"--kernels {toml} --no-builtin --out {args.out}"
     paths = report.write(rows, args.out, seconds["checks"], replay_args, {**settings, "kernels": []}) if rows else {}
     summarize(items, rows)

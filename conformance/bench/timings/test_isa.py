@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from lowp.isa_models import intrinsic
-from lowp.isa_models.proof import random_batch
+from lowp.isa_models.verify.proof import random_batch
 
 pytest.importorskip("pytest_benchmark",
                     reason="pytest-benchmark is not installed (the bench extra: pip install 'lowp[bench]')")
@@ -14,7 +14,7 @@ NAMES = ["_mm512_maddubs_epi16", "_mm256_maddubs_epi16", "_mm512_dpbusd_epi32", 
 
 @pytest.fixture(scope="module")
 def native():
-    from lowp.emulator.native import NativeUnavailable, NativeX86
+    from lowp.emulator.x86.native import NativeUnavailable, NativeX86
     try:
         return NativeX86()
     except NativeUnavailable as e:

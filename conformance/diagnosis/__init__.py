@@ -1,0 +1,1 @@
+"""How a wrong result is named: the accumulation variant families and the output-stage families."""

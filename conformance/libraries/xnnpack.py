@@ -1,0 +1,490 @@
+"""XNNPACK's int8 GEMM micro-kernels as lowp sees them: a checkout's test YAMLs and kernel names read, each entry
+mapped to a lowp kernel entry (or to the reason it cannot be), for `lowp xnnpack PATH` (lowp/commands/xnnpack.py).
+
+Facts, not code, from XNNPACK's public sources (google/XNNPACK @75db3c0, 2026-08-21, unless a line says otherwise;
+docs/xnnpack-campaign.md has the citations): the YAML keys (tools/generate-gemm-test.py, the loop over
+`spec_yaml`), the name grammar (the same file's `split_ukernel_name`: MRxNR[v]cKRsSR, the requantization token),
+the ISA tokens of a name's target part (tools/xnncommon.py `parse_target_name`), the per-ISA compile flags
+(CMakeLists.txt L1186-1208, the GCC branch) and the CPU features XNNPACK's run-time dispatch asks for each ISA
+(src/configs/hardware-config.c L258-287). Nothing of XNNPACK is copied: lowp reads the checkout it is given.
+
+A mapping that lowp cannot make (an init, pack or datatype it does not know yet, an ISA no target here runs, a
+name it cannot read, a source it cannot find) is a `Skip` naming what is missing, never an exception: a campaign
+goes on past it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STUBS = Path(__file__).resolve().parent / "xnnpack_stubs"   # pthreadpool.h: what include/xnnpack.h needs of it
+XNN_EXTRA_BYTES = 16     # include/xnnpack.h L25-32: "XNNPACK may read beyond array bounds" (128 on Hexagon)
+
+
+# ---- the ISA table -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Isa:
+    """One XNNPACK ISA token: where lowp runs its kernels and how XNNPACK's build compiles them."""
+    name: str                      # XNNPACK's token ('avx512vnni', 'neondot'; 'scalar' for the portable C)
+    target: str | None             # lowp's kernel target: 'x86-64', 'aarch64', 'riscv64'; None: not run (skip)
+    features: tuple[str, ...] = ()     # Linux names: XNNPACK's dispatch check and what the compile flags allow
+    copts: tuple[str, ...] = ()        # XNNPACK's per-ISA compile flags (CMakeLists.txt, GCC branch)
+    requires: tuple[str, ...] = ()     # the dot instruction of its claimed path (any of them must execute)
+    fp32_stage: str | None = None      # the output stage its fp32 kernels compute (fp32_scalar params)
+    skip: str = ""                     # why lowp does not run it
+
+
+_SKX = ("avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "fma", "f16c")
+_SKX_FLAGS = ("-mf16c", "-mfma", "-mavx512f", "-mavx512cd", "-mavx512bw", "-mavx512dq", "-mavx512vl")
+# The x86 fp32 output stages (lowp.isa_models.requant): SSE2 to AVX2 and AVX256SKX add the zero point with a
+# saturating PADDSW after PACKSSDW (src/qs8-gemm/MRx8c8-avx2.c.in L441-471); AVX512SKX, every VNNI flavour and AMX
+# add it with a wrapping 32-bit add after CVTPS2DQ (MRx8c8-avxvnni.c.in L535-558): checked over every qs8-qc8w
+# source of the checkout (docs/xnnpack-campaign.md).
+_X86, _WRAP = "xnnpack-fp32-x86", "xnnpack-fp32-avxvnni-wrap"
+_ARM_FP16 = ("fphp", "asimdhp")
+_NEON_MLAL = ("smlal*", "smull*", "umlal*", "umull*")
+
+ISAS: dict[str, Isa] = {i.name: i for i in (
+    Isa("scalar", "x86-64", (), (), ()),
+    Isa("sse2", "x86-64", ("sse2",), ("-msse2", "-mno-sse3"), ("pmaddwd",), _X86),
+    Isa("ssse3", "x86-64", ("ssse3",), ("-mssse3", "-mno-sse4.1"), ("pmaddwd",), _X86),
+    Isa("sse41", "x86-64", ("sse4_1",), ("-msse4.1", "-mno-sse4.2"), ("pmaddwd",), _X86),
+    Isa("avx", "x86-64", ("avx",), ("-mavx", "-mno-avx2", "-mno-fma", "-mno-f16c"), ("vpmaddwd",), _X86),
+    Isa("avx2", "x86-64", ("avx2", "fma", "f16c"), ("-mf16c", "-mfma", "-mavx2"), ("vpmaddwd",), _X86),
+    Isa("avxvnni", "x86-64", ("avx2", "fma", "f16c", "avx_vnni", "gfni"),
+        ("-mf16c", "-mfma", "-mavx2", "-mavxvnni", "-mgfni"), ("vpdpbusd",), _WRAP),
+    Isa("avxvnniint8", "x86-64", ("avx2", "fma", "f16c", "avx_vnni_int8", "gfni"),
+        ("-mf16c", "-mfma", "-mavx2", "-mavxvnniint8", "-mgfni"), ("vpdpbssd", "vpdpbusd"), _WRAP),
+    Isa("avx256skx", "x86-64", _SKX, _SKX_FLAGS, ("vpmaddwd",), _X86),
+    Isa("avx256vnni", "x86-64", _SKX + ("avx512_vnni",), _SKX_FLAGS + ("-mavx512vnni",), ("vpdpbusd",), _WRAP),
+    Isa("avx256vnnigfni", "x86-64", _SKX + ("avx512_vnni", "gfni"), _SKX_FLAGS + ("-mavx512vnni", "-mgfni"),
+        ("vpdpbusd",), _WRAP),
+    Isa("avx512skx", "x86-64", _SKX, _SKX_FLAGS, ("vpmaddwd",), _WRAP),
+    Isa("avx512vnni", "x86-64", _SKX + ("avx512_vnni",), _SKX_FLAGS + ("-mavx512vnni",), ("vpdpbusd",), _WRAP),
+    Isa("avx512vnnigfni", "x86-64", _SKX + ("avx512_vnni", "gfni"), _SKX_FLAGS + ("-mavx512vnni", "-mgfni"),
+        ("vpdpbusd",), _WRAP),
+    Isa("avx512amx", "x86-64", _SKX + ("avx512_vnni", "gfni", "amx_tile", "amx_int8"),
+        _SKX_FLAGS + ("-mavx512vnni", "-mgfni", "-mamx-tile", "-mamx-int8"), ("tdpbssd", "tdpbusd"), _WRAP),
+    # AArch64 (CMakeLists.txt L1096-1107, the aarch64 branch: -march=armv8.2-a+dotprod, +i8mm+fp16, asm
+    # +fp16+dotprod). zig takes no -march: lowp's AArch64 build is -mcpu=cortex_a76+i8mm, which has all of them.
+    Isa("neon", "aarch64", ("asimd",), (), _NEON_MLAL),
+    Isa("neonv8", "aarch64", ("asimd",), (), _NEON_MLAL),
+    Isa("neondot", "aarch64", ("asimd", "asimddp"), ("-march=armv8.2-a+dotprod",), ("sdot", "udot")),
+    Isa("neondotfp16arith", "aarch64", ("asimd", "asimddp") + _ARM_FP16, ("-march=armv8.2-a+dotprod+fp16",),
+        ("sdot", "udot")),
+    Isa("neonfp16arith", "aarch64", ("asimd",) + _ARM_FP16, ("-march=armv8.2-a+fp16",), _NEON_MLAL),
+    Isa("neoni8mm", "aarch64", ("asimd", "asimddp", "i8mm") + _ARM_FP16, ("-march=armv8.2-a+i8mm+fp16",),
+        ("smmla", "ummla", "usmmla")),
+    Isa("neoni8mmbf16", "aarch64", ("asimd", "asimddp", "i8mm", "bf16") + _ARM_FP16,
+        ("-march=armv8.2-a+i8mm+fp16+bf16",), ("smmla", "ummla", "usmmla")),
+    Isa("rvv", "riscv64", ("v", "zvl128b"), ("-march=rv64gcv", "-mabi=lp64d"), ("vwmacc*",), "xnnpack-fp32-lrintf"),
+    Isa("fp16arith", None, skip="fp16 output (qd8-f16) kernels: lowp has no f16 output type"),
+    Isa("neonsme", None, skip="SME kernels' mr and nr are run-time values (<name>_get_mr()), packed by KleidiAI"),
+    Isa("neonsme2", None, skip="SME2 kernels' mr and nr are run-time values; qemu-aarch64 10 raises SIGILL on SME2"),
+    Isa("armsimd32", None, skip="AArch32 only (ARMv6 SIMD): lowp has no AArch32 target"),
+    Isa("hvx", None, skip="Hexagon HVX: lowp has no Hexagon target"),
+    *(Isa(w, None, skip="WebAssembly: lowp has no wasm target")
+      for w in ("wasm", "wasmsimd", "wasmrelaxedsimd", "wasmsdot", "wasmusdot", "wasmpshufb", "wasmblendvps")),
+)}
+ARCH_TOKENS = ("aarch32", "aarch64", "amd64", "x86", "wasm32")     # tools/xnncommon.py _ARCH_TO_MACRO_MAP
+# The output-stage models lowp knows for each params layout that is not per ISA.
+LAYOUT_STAGES = {"fp32_neonv8": "xnnpack-fp32-neonv8", "rndnu_neon": "xnnpack-rndnu-neon",
+                 "rndnu_scalar": "xnnpack-rndnu-scalar", "rndnu16_scalar": "xnnpack-rndnu16"}
+
+
+# ---- names ---------------------------------------------------------------------------------------------------
+_NAME = re.compile(r"^xnn_(?P<datatype>[a-z0-9_]+?)_(?P<op>gemm|igemm)_(?:minmax_)?(?:(?P<requantization>fp32|"
+                   r"rndnu16|rndnu)_)?ukernel_(?P<tile>[0-9a-z]+)__(?P<target>[a-z0-9_]+)$")
+
+
+@dataclass(frozen=True)
+class UkernelName:
+    """What a ukernel name says (tools/generate-gemm-test.py split_ukernel_name, tools/xnncommon.py
+    parse_target_name)."""
+    name: str
+    datatype: str            # 'qs8-qc8w', 'qd8-f32-qc8w', 'qu8'
+    op: str                  # 'gemm' or 'igemm'
+    requantization: str | None   # 'fp32', 'rndnu', 'rndnu16'; None (qd8: float output)
+    mr: int
+    nr: int
+    kr: int
+    sr: int
+    vector_tile: bool        # NR counts vectors (RVV: times vlenb / sizeof(output))
+    mstep: int | None        # packed-LHS kernels (mr_packed = mr / mstep)
+    isa: str | None          # the ISA token, 'scalar', or None (none known)
+    arch: str | None         # an explicit arch token: 'aarch32', 'aarch64', 'amd64'
+    assembly: bool
+    variant: tuple[str, ...]     # the other target tokens: ld64, prfm, mlal, lane, cortex_a53, fmagic, ...
+
+
+def parse_name(name: str) -> UkernelName:
+    """The parts of an XNNPACK GEMM ukernel name; ValueError naming what does not fit the grammar."""
+    m = _NAME.match(name)
+    if not m:
+        raise ValueError(f"{name!r} does not read as xnn_<datatype>_<gemm|igemm>_[minmax_][fp32|rndnu|rndnu16_]"
+                         "ukernel_<MR>x<NR>[v][c<KR>][s<SR>]__<target>")
+    tile = m["tile"]
+    t = re.fullmatch(r"(?P<mr>\d+)x(?P<nr>\d+)(?P<v>v?)(?:c(?P<kr>\d+))?(?:s(?P<sr>\d+))?", tile)
+    if not t:
+        raise ValueError(f"{name!r}: tile {tile!r} does not read as <MR>x<NR>[v][c<KR>][s<SR>]")
+    tokens = m["target"].split("_")
+    isas = [tok for tok in tokens if tok in ISAS]
+    arch = next((tok for tok in tokens if tok in ARCH_TOKENS), None)
+    mstep = re.search(r"mstep(\d+)", m["target"])
+    return UkernelName(name, m["datatype"].replace("_", "-"), m["op"], m["requantization"], int(t["mr"]),
+                       int(t["nr"]), int(t["kr"] or 1), int(t["sr"] or 1), bool(t["v"]),
+                       int(mstep[1]) if mstep else None, isas[-1] if isas else None, arch, "asm" in tokens,
+                       tuple(tok for tok in tokens if tok not in ISAS and tok not in ARCH_TOKENS and tok != "asm"))
+
+
+# ---- the checkout ----------------------------------------------------------------------------------------------
+class NotACheckout(ValueError):
+    """PATH is not an XNNPACK checkout (the command exits 2 with this message)."""
+
+
+@dataclass(frozen=True)
+class YamlEntry:
+    """One entry of a test YAML, as read."""
+    file: Path
+    index: int              # 0-based position in the file
+    data: dict
+    datatype: str           # from the file name: 'qs8-qc8w'
+    op: str                 # 'gemm' or 'igemm'
+
+    @property
+    def name(self) -> str:
+        name = self.data.get("name") if isinstance(self.data, dict) else None
+        return name if isinstance(name, str) else f"{self.file.name}#{self.index + 1}"
+
+    @property
+    def where(self) -> str:
+        return f"test/{self.file.name} entry {self.index + 1}"
+
+
+_YAML_FILE = re.compile(r"^(?P<datatype>(?:q|pq)[a-z0-9-]+?)-(?P<op>gemm|igemm)(?:-minmax)?(?:-(?:fp32|rndnu))?"
+                        r"\.yaml$")
+
+
+class Checkout:
+    """An XNNPACK source tree: test/*.yaml, src/, include/. Reads what lowp needs of it, nothing else."""
+
+    def __init__(self, path: Path):
+        self.root = Path(path).expanduser().resolve()
+        problems = []
+        if not self.root.is_dir():
+            raise NotACheckout(f"{path}: no such directory (expected an XNNPACK checkout: test/*gemm*.yaml, src/, "
+                               "include/xnnpack.h)")
+        if not sorted((self.root / "test").glob("*gemm*.yaml")):
+            problems.append("no test/*gemm*.yaml")
+        if not (self.root / "src").is_dir():
+            problems.append("no src/ folder")
+        if not (self.root / "include" / "xnnpack.h").is_file():
+            problems.append("no include/xnnpack.h")
+        if problems:
+            raise NotACheckout(f"{path} is not an XNNPACK checkout: {', '.join(problems)} (expected the tree of "
+                               "github.com/google/XNNPACK: test/<datatype>-gemm-*.yaml, src/<datatype>-gemm/gen/, "
+                               "include/xnnpack.h)")
+        self._index: dict[Path, dict[str, Path]] = {}
+
+    def yaml_files(self) -> list[tuple[Path, str, str]]:
+        """(file, datatype, op) of every int8 GEMM and IGEMM test YAML (q* and pq*: f32, f16 and bf16 are not
+        int8)."""
+        out = []
+        for path in sorted((self.root / "test").glob("*.yaml")):
+            m = _YAML_FILE.match(path.name)
+            if m:
+                out.append((path, m["datatype"], m["op"]))
+        return out
+
+    def entries(self, datatypes=()) -> tuple[list[YamlEntry], list[tuple[Path, str]]]:
+        """Every entry of the int8 YAMLs of `datatypes` (all if empty), and the files that could not be read with
+        why (a YAML syntax error, a top level that is not a list)."""
+        import yaml
+        entries, unreadable = [], []
+        for path, datatype, op in self.yaml_files():
+            if datatypes and datatype not in datatypes:
+                continue
+            try:
+                data = yaml.safe_load(path.read_text())
+            except (OSError, yaml.YAMLError) as e:
+                unreadable.append((path, f"cannot read it as YAML: {' '.join(str(e).split())}"))
+                continue
+            if not isinstance(data, list):
+                unreadable.append((path, f"its top level is a {type(data).__name__}, not a list of entries"))
+                continue
+            entries += [YamlEntry(path, i, item, datatype, op) for i, item in enumerate(data)]
+        return entries, unreadable
+
+    def datatypes(self) -> list[str]:
+        return sorted({datatype for _, datatype, _ in self.yaml_files()})
+
+    def source(self, name: UkernelName) -> Path | None:
+        """The file that defines the ukernel: its datatype's src/<datatype>-<op>/ folder first, then all of src/
+        (a C definition `void <name>(` or an assembly `BEGIN_FUNCTION <name>`)."""
+        for folder in (self.root / "src" / f"{name.datatype}-{name.op}", self.root / "src"):
+            found = self._definitions(folder).get(name.name)
+            if found:
+                return found
+        return None
+
+    def _definitions(self, folder: Path) -> dict[str, Path]:
+        if folder not in self._index:
+            index: dict[str, Path] = {}
+            if folder.is_dir():
+                for path in sorted(folder.rglob("*")):
+                    if path.suffix in (".c", ".S", ".cc") and "gemm" in path.name:
+                        for m in _DEFINITION.finditer(path.read_text(errors="replace")):
+                            index.setdefault(m[1] or m[2], path)
+            self._index[folder] = index
+        return self._index[folder]
+
+    def commit(self) -> str | None:
+        """The checkout's git commit, where it is the top of a git work tree (not a folder inside another
+        repository, whose commit would say nothing of it)."""
+        import subprocess
+        try:
+            out = subprocess.run(["git", "-C", str(self.root), "rev-parse", "--show-toplevel", "HEAD"],
+                                 capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        lines = out.stdout.split()
+        if out.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != self.root:
+            return None
+        return lines[1]
+
+    def extra_bytes(self) -> int:
+        """XNN_EXTRA_BYTES as this checkout's include/xnnpack.h defines it (outside Hexagon): the over-read of
+        every input XNNPACK documents."""
+        text = (self.root / "include" / "xnnpack.h").read_text(errors="replace")
+        values = [int(v) for v in re.findall(r"#define\s+XNN_EXTRA_BYTES\s+(\d+)", text)]
+        return values[-1] if values else XNN_EXTRA_BYTES
+
+
+_DEFINITION = re.compile(r"^(?:void\s+|XNN_\w+\s+void\s+)(xnn_\w+_ukernel_\w+)\s*\(|^BEGIN_FUNCTION\s+(xnn_\w+)\s*$",
+                         re.M)
+
+
+# ---- lowp's knowledge of the ABI ------------------------------------------------------------------------------
+# lowp.kernels.xnnpack knows XNNPACK's init and pack functions (LAYOUT_OF_INIT, PACKING_OF_PACK) and turns a test
+# YAML entry into a kernel entry's ABI facts (from_test_entry). This module asks it, step by step, so a skip names
+# the step that failed (datatype, params layout, packing) and the campaign counts it under that reason.
+def abi_skip(datatype: str, data: dict) -> "Skip | None":
+    """Why lowp.kernels.xnnpack cannot call the entry's kernel, or None."""
+    from lowp.kernels import xnnpack
+    if datatype not in xnnpack.DATATYPES:
+        return Skip("datatype not supported yet", f"datatype {datatype}: not supported yet (lowp knows "
+                                                  f"{', '.join(xnnpack.DATATYPES)})")
+    for category, lookup, key in (("params layout not supported yet", xnnpack.layout_of_init, "init"),
+                                  ("packing not supported yet", xnnpack.packing_of_pack, "pack")):
+        try:
+            lookup(str(data[key]))
+        except ValueError as e:
+            return Skip(category, f"{key} {e}")
+    planes = data.get("planes")
+    if planes is not None and planes != xnnpack.DATATYPES[datatype].planes:
+        return Skip("packing not supported yet", f"planes {planes}: lowp packs {datatype} in "
+                                                 f"{xnnpack.DATATYPES[datatype].planes} plane(s)")
+    return None
+
+
+# ---- one entry -> a kernel entry, or why not ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Skip:
+    """Why an entry is not judged: `category` groups the campaign's counts, `message` names the kernel's case."""
+    category: str
+    message: str
+
+
+@dataclass
+class Mapped:
+    """A YAML entry lowp can judge: the TOML entry it made ([[kernel]] table, paths absolute)."""
+    entry: dict
+    name: UkernelName
+    isa: Isa
+    notes: list[str] = field(default_factory=list)
+
+
+def translate(item: YamlEntry, checkout: Checkout) -> Mapped | Skip:
+    """The lowp kernel entry of one YAML entry, or the Skip saying what lowp lacks to make it."""
+    data = item.data
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        return Skip("entry unreadable", f"{item.where}: not a mapping with a 'name' string ({_short(data)})")
+    try:
+        name = parse_name(data["name"])
+    except ValueError as e:
+        return Skip("name unreadable", str(e))
+    missing = [key for key in ("init", "pack", "k-block") if key not in data]
+    if missing:
+        return Skip("entry unreadable", f"{item.where}: no {', '.join(missing)}")
+    return _unsupported(name, data) or _mapped(item, name, data, checkout)
+
+
+def _unsupported(name: UkernelName, data: dict) -> Skip | None:
+    """What the name or the entry's extra keys ask for that lowp does not run, before the ABI is consulted."""
+    if name.arch == "aarch32":
+        return Skip("AArch32 not run", "AArch32 kernel: lowp has no AArch32 target")
+    isa = ISAS.get(name.isa or "")
+    if isa is None:
+        return Skip("ISA unknown", f"no ISA lowp knows in {name.name.split('__', 1)[1]!r} (tokens: "
+                                   f"{', '.join(name.variant)})")
+    if isa.target is None:
+        return Skip(f"ISA {isa.name} not run", isa.skip)
+    check = str(data.get("cpp-check") or "")
+    if "KLEIDIAI" in check:
+        return Skip("third-party build", f"cpp-check {check}: built only with KleidiAI, a dependency an XNNPACK "
+                                         "checkout does not carry")
+    if check and not re.fullmatch(r"[A-Za-z_]\w*", check):
+        return Skip("entry unreadable", f"cpp-check {check!r}: lowp defines one macro name, not an expression")
+    for key, why in (("pack-lh-fn", "a packed-LHS kernel (pack-lh-fn)"),
+                     ("packed-stride", "a custom packed stride (packed-stride)")):
+        if key in data:
+            return Skip("not supported yet", f"{why}: not supported yet")
+    if name.mstep:
+        return Skip("not supported yet", f"a packed-LHS kernel (mstep{name.mstep}): not supported yet")
+    return None
+
+
+def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) -> Mapped | Skip:
+    from lowp.kernels import xnnpack
+    datatype = name.datatype
+    if data.get("unsigned-inputs") and datatype.startswith("qd8"):
+        datatype = "qdu8" + datatype[3:]       # the caller flips A's sign bit and adds 128 to the zero point
+    skip = abi_skip(datatype, data)
+    if skip:
+        return skip
+    try:
+        abi = xnnpack.from_test_entry({**data, "name": name.name})
+    except ValueError as e:
+        return Skip("entry inconsistent", str(e))
+    d = xnnpack.DATATYPES[datatype]
+    output = _output_contract(d, name.requantization)
+    stage = _stage(name, abi["xnnpack"]["params"], ISAS[name.isa], d)
+    for result in (output, stage):
+        if isinstance(result, Skip):
+            return result
+    source = checkout.source(name)
+    if source is None:
+        return Skip("source not found", f"no definition of {name.name} under {checkout.root / 'src'} (a C "
+                                        f"'void {name.name}(' or an assembly 'BEGIN_FUNCTION {name.name}')")
+    entry = _entry(item, name, abi, d, output, stage, source, checkout)
+    return entry if isinstance(entry, Skip) else Mapped(entry, name, ISAS[name.isa])
+
+
+# The output-stage contract of each datatype's kernels (the requantizing ones: by their requantization token).
+FLOAT_CONTRACTS = {"qd8-f32-qc8w": "qd8-f32", "qdu8-f32-qc8w": "qdu8-f32", "qd8-f32-qc4w": "qd8-f32-qc4w",
+                   "qdu8-f32-qc4w": "qdu8-f32-qc4w"}
+REQUANTIZED_CONTRACTS = {"fp32": "xnnpack-fp32", "rndnu": "xnnpack-rndnu", "rndnu16": "xnnpack-rndnu16"}
+
+
+def _output_contract(d, requantization: str | None) -> str | Skip:
+    if d.blockwise:
+        return Skip("output stage not modelled", f"{d.name}: a blockwise (qb4w) kernel has no output-stage contract "
+                                                 "yet (lowp checks the scalar kernels' float orders only: "
+                                                 "docs/xnnpack-abi.md)")
+    if d.c_type == "f32":
+        return FLOAT_CONTRACTS[d.name]
+    if d.weight_bits == 4:
+        return "xnnpack-fp32-qc4w"
+    return REQUANTIZED_CONTRACTS[requantization]
+
+
+def _stage(name: UkernelName, layout: str, isa: Isa, d) -> str | Skip:
+    """The output stage model of the kernel: by params layout, then by ISA (x86 and RVV fp32), then by the scalar
+    variant (fmagic, imagic, lrintf); on 4-bit weights its -acc28 form (the int32 holds 16x the sum); a Skip where
+    lowp has no model of it."""
+    from lowp.isa_models.requant import OUTPUT_STAGES
+    stage = _base_stage(name, layout, isa)
+    if isinstance(stage, Skip) or d.weight_bits != 4:
+        return stage
+    if f"{stage}-acc28" not in OUTPUT_STAGES:
+        return Skip("output stage not modelled", f"{name.name}: no 4-bit (-acc28) form of the output stage {stage}")
+    return f"{stage}-acc28"
+
+
+def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
+    if layout in ("minmax_f32", "qc4w_minmax_f32"):
+        # FMLA / VFMADD where the C templates fuse (x86 with FMA, AArch64 intrinsics); the AArch64 assembly from
+        # gemm_compiler multiplies, then adds (FMUL, FADD: every qd8-f32-qc8w *-asm-aarch64-* source of @75db3c0),
+        # and so do RVV (vfmul, vfadd) and the scalar kernels
+        fused = (isa.target == "x86-64" and "fma" in isa.features) or (isa.target == "aarch64" and not name.assembly)
+        return "qd8-f32-fma" if fused else "qd8-f32-unfused"
+    if layout in LAYOUT_STAGES:
+        return LAYOUT_STAGES[layout]
+    if isa.name == "scalar":
+        flavour = next((v for v in name.variant if v in ("fmagic", "imagic", "lrintf")), None)
+        if flavour:
+            return f"xnnpack-fp32-{flavour}"
+    if isa.fp32_stage and layout == "fp32_scalar":
+        return isa.fp32_stage
+    return Skip("output stage not modelled", f"{name.name}: no output-stage model for params {layout} on {isa.name}")
+
+
+def _accumulation(name: UkernelName, isa: Isa) -> tuple[str, tuple[int, int] | None] | Skip:
+    """(the int32 accumulation model, the weight domain claimed if narrower than int8). Every kernel lowp maps
+    accumulates exactly except NEON's MLAL ones (not MLAL-by-lane): SMULL + SMLAL put two products in an int16
+    lane, exact while the weights stay in [-127, 127], the range XNNPACK's tester draws them from."""
+    if isa.name in ("neon", "neonv8") and "mlal" in name.variant and "lane" not in name.variant:
+        if name.kr not in (8, 16):
+            return Skip("accumulation not modelled", f"{name.name}: no model of the int16 pair sums of a c{name.kr} "
+                                                     "MLAL kernel yet (lowp models the c8/c16 pairs k, k+8)")
+        op = "igemm" if name.op == "igemm" else "gemm"      # an IGEMM's pairs restart at every tap
+        return f"lowp.kernels.models.arm:smlal_sadalp_{op}", (-127, 127)
+    return "lowp.kernels.models:exact_gemm", None
+
+
+def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage: str, source: Path,
+           checkout: Checkout) -> dict | Skip:
+    """The kernel entry: the ABI facts lowp.kernels.xnnpack read from the test entry (signature, tile, the xnnpack
+    table, a_shift, types; its packing follows from them, no free text), XNNPACK's build of the source, the
+    contracts and the models."""
+    isa = ISAS[name.isa]
+    accumulation = _accumulation(name, isa)
+    if isinstance(accumulation, Skip):
+        return accumulation
+    model, b_domain = accumulation
+    tile, vector_bits = dict(abi["tile"]), None
+    if name.vector_tile:           # RVV: NR vectors of vlenb / sizeof(output) lanes; lowp runs VLEN 128
+        vector_bits = 128
+        tile["nr"] = name.nr * (vector_bits // 8) // (4 if d.c_type == "f32" else 1)
+    lo_b, hi_b = d.weight_range
+    if b_domain:
+        lo_b, hi_b = max(lo_b, b_domain[0]), min(hi_b, b_domain[1])
+    x86 = isa.target == "x86-64"
+    entry = {
+        "name": name.name, "target": isa.target, "features": list(isa.features), "sources": [str(source)],
+        "symbol": abi["symbol"], "signature": abi["signature"],
+        "a_type": abi["a_type"], "b_type": abi["b_type"], "c_type": abi["c_type"],
+        # XNNPACK's build: -fno-math-errno for every ukernel (CMakeLists.txt L1042), -ffp-contract=off under GCC
+        # (L411: no FMA contraction), the ISA's flags (x86; zig's AArch64/RISC-V -mcpu covers theirs), -O2.
+        "cflags": ["-O2", "-fno-math-errno", *(("-ffp-contract=off", *isa.copts) if x86 else ())],
+        "include_dirs": [str(STUBS), str(checkout.root)],
+        # what XNNPACK's build defines (CMakeLists.txt L345-384, L1226): assembly on, the ISA on, no logging
+        "defines": ["XNN_ENABLE_ASSEMBLY=1", "XNN_LOG_LEVEL=0", f"XNN_ENABLE_{isa.name.upper()}=1",
+                    *([f"{item.data['cpp-check']}=1"] if item.data.get("cpp-check") else [])],
+        "tile": tile,
+        "xnnpack": abi["xnnpack"],
+        "contract": "exact",
+        "output": output,
+        "domain": {"a": [0, 255] if d.a_type == "u8" else [-128, 127], "b": [lo_b, hi_b]},
+        "model": {"accumulate": model, "output": stage},
+        "overread": {"A": checkout.extra_bytes()},
+        "description": f"XNNPACK {item.where}: init {item.data['init']}, pack {item.data['pack']}, k-block "
+                       f"{item.data['k-block']}" + ("" if not name.variant else f"; variant {'_'.join(name.variant)}"),
+    }
+    if isa.requires:
+        entry["requires"] = list(isa.requires)
+    if abi["a_shift"]:
+        entry["a_shift"] = abi["a_shift"]
+    if vector_bits:
+        entry["vector_bits"] = vector_bits
+    return entry
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+__all__ = ["ISAS", "Checkout", "Isa", "Mapped", "NotACheckout", "Skip", "UkernelName", "YamlEntry", "abi_skip",
+           "parse_name", "translate"]

@@ -1,0 +1,194 @@
+"""A campaign's report: many kernels of one library, each judged by the ordinary checks or skipped with a reason,
+summed up per group (datatype, op, ISA) in `campaign.md` and `campaign.json` beside the run's report.md.
+
+The engine half of `lowp xnnpack` (the library half, what each kernel is, lives in xnnpack_zoo.py): it knows
+kernels only as an `Item` (a name, the group it counts in, and why it was skipped, if it was) and the rows the
+runner returned, so another library's campaign reports the same way.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tabulate import tabulate
+
+from lowp.conformance.report import failure_lines, short_cause
+
+GROUP_KEYS = ("datatype", "op", "isa")
+SCHEMA = "lowp-campaign/1"
+
+
+@dataclass
+class Item:
+    """One kernel of the campaign: `skip` (category, message) if it never reached the checks."""
+    name: str
+    group: dict
+    where: str = ""
+    skip: tuple[str, str] | None = None
+    build_seconds: float = 0.0
+    status: str = ""                        # filled by summarize(): passed, failed, skipped, not run
+    checks: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def summarize(items: list[Item], rows: list[dict]) -> list[Item]:
+    """Each item's status from its rows: failed (a claimed check FAILs or CRASHes), passed, skipped (before the
+    run, or every check SKIPPED: no executor here) or not run (the run stopped first)."""
+    by_kernel = defaultdict(list)
+    for row in rows:
+        by_kernel[row["kernel"]].append(row)
+    for item in items:
+        mine = by_kernel.get(item.name, [])
+        item.checks = [r["id"] for r in mine]
+        item.seconds = round(sum(r.get("seconds", 0.0) for r in mine), 3)
+        if item.skip is not None:
+            item.status = "skipped"
+        elif mine and all(r["verdict"] == "SKIPPED" for r in mine):
+            item.status, item.skip = "skipped", ("cannot run here", mine[0].get("reason") or "SKIPPED")
+        elif any(r["claimed"] and r["verdict"] in ("FAIL", "CRASH") for r in mine):
+            item.status = "failed"
+        elif not mine or any(r["verdict"] == "NOT RUN" for r in mine):
+            item.status = "not run"
+        else:
+            item.status = "passed"
+    return items
+
+
+def _quantile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def timing(items: list[Item]) -> dict:
+    """Per-kernel check seconds (the sum of its checks' own times) of the judged kernels: median, p90, max."""
+    seconds = [i.seconds for i in items if i.status in ("passed", "failed")]
+    return {"kernels": len(seconds), "median": round(statistics.median(seconds), 3) if seconds else 0.0,
+            "p90": round(_quantile(seconds, 0.9), 3), "max": round(max(seconds, default=0.0), 3),
+            "total": round(sum(seconds), 1)}
+
+
+def groups(items: list[Item]) -> list[dict]:
+    """found / judged / passed / failed / skipped / not run, and the median seconds a kernel took, per group."""
+    table = defaultdict(Counter)
+    seconds = defaultdict(list)
+    for i in items:
+        key = tuple(i.group.get(k, "?") for k in GROUP_KEYS)
+        table[key]["found"] += 1
+        table[key][i.status] += 1
+        if i.status in ("passed", "failed"):
+            table[key]["judged"] += 1
+            seconds[key].append(i.seconds)
+    return [{**dict(zip(GROUP_KEYS, key)), **{k: c[k] for k in ("found", "judged", "passed", "failed", "skipped",
+                                                               "not run")},
+             "median_seconds": round(statistics.median(seconds[key]), 2) if seconds[key] else None}
+            for key, c in sorted(table.items())]
+
+
+def skip_reasons(items: list[Item]) -> list[dict]:
+    """Skipped kernels by category, most first, with the first kernel's own message as the example."""
+    by = defaultdict(list)
+    for i in items:
+        if i.status == "skipped":
+            by[i.skip[0]].append(i)
+    return [{"category": cat, "count": len(its), "isas": sorted({i.group.get("isa", "?") for i in its}),
+             "example": {"kernel": its[0].name, "reason": its[0].skip[1]}}
+            for cat, its in sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+
+
+def failures(items: list[Item], rows: list[dict]) -> list[dict]:
+    """Every claimed check that failed or crashed, with its kernel's group and the head of its cause."""
+    group = {i.name: i.group for i in items}
+    return [{"kernel": r["kernel"], "check": r["id"], "verdict": r["verdict"], **group.get(r["kernel"], {}),
+             "cause": r.get("cause") or r.get("reason") or ""}
+            for r in rows if r["claimed"] and r["verdict"] in ("FAIL", "CRASH")]
+
+
+def document(items: list[Item], rows: list[dict], *, library: str, source: dict, settings: dict,
+             seconds: dict) -> dict:
+    totals = Counter(i.status for i in items)
+    return {"schema": SCHEMA, "library": library, "source": source, "settings": settings, "seconds": seconds,
+            "totals": {"found": len(items), "judged": totals["passed"] + totals["failed"], "passed": totals["passed"],
+                       "failed": totals["failed"], "skipped": totals["skipped"], "not_run": totals["not run"]},
+            "per_kernel_seconds": timing(items), "groups": groups(items), "skipped_by_reason": skip_reasons(items),
+            "failures": failures(items, rows),
+            "kernels": [{"name": i.name, **i.group, "where": i.where, "status": i.status,
+                         "category": i.skip[0] if i.skip else None, "reason": i.skip[1] if i.skip else None,
+                         "checks": i.checks, "seconds": i.seconds, "build_seconds": round(i.build_seconds, 3)}
+                        for i in items]}
+
+
+def markdown(doc: dict, rows: list[dict], replay_args: str = "") -> str:
+    t, s, k = doc["totals"], doc["seconds"], doc["per_kernel_seconds"]
+    lines = [f"# lowp campaign: {doc['library']}", "",
+             f"{doc['source'].get('path')}" + (f" @ {doc['source']['commit']}" if doc["source"].get("commit") else "")
+             + f"; settings: {_settings_line(doc['settings'])}.", "",
+             f"{t['found']} kernels found: {t['judged']} judged ({t['passed']} passed, {t['failed']} failed), "
+             f"{t['skipped']} skipped" + (f", {t['not_run']} not run" if t["not_run"] else "")
+             + f"; wall time {s['wall']:.1f} s (mapping {s['mapping']:.1f} s, builds {s['build']:.1f} s, "
+             f"checks {s['checks']:.1f} s).", "",
+             f"Per judged kernel, the seconds of its checks: median {k['median']:.2f}, p90 {k['p90']:.2f}, max "
+             f"{k['max']:.2f} ({k['kernels']} kernels).", "",
+             "A kernel is judged when its checks ran (its behaviour model, its claimed output contract, the probes "
+             "outside it: report.md has every row); it failed when a claimed check failed or crashed.", "",
+             "## Per datatype, op and ISA", "",
+             tabulate([[g[key] for key in (*GROUP_KEYS, "found", "judged", "passed", "failed", "skipped")]
+                       + [g["median_seconds"] if g["median_seconds"] is not None else ""] for g in doc["groups"]],
+                      headers=(*GROUP_KEYS, "found", "judged", "passed", "failed", "skipped", "median s"),
+                      tablefmt="github"), ""]
+    if doc["skipped_by_reason"]:
+        lines += ["## Skipped, by reason", "",
+                  tabulate([[r["category"], r["count"], ", ".join(r["isas"]), _clip(f"{r['example']['kernel']}: "
+                                                                              f"{r['example']['reason']}", 200)]
+                            for r in doc["skipped_by_reason"]],
+                           headers=("reason", "kernels", "ISAs", "example"), tablefmt="github"), ""]
+    lines += _failure_lines(doc, rows, replay_args)
+    skipped = [i for i in doc["kernels"] if i["status"] == "skipped"]
+    if skipped:
+        lines += ["## Every skipped kernel", "",
+                  tabulate([[i["name"], i["where"], _clip(i["reason"], 240)] for i in skipped],
+                           headers=("kernel", "entry", "why"), tablefmt="github"), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _failure_lines(doc: dict, rows: list[dict], replay_args: str) -> list[str]:
+    """The failures: how many share each cause, a line each, then each one's minimal counterexample and the
+    commands that rerun it (report.py's sections)."""
+    if not doc["failures"]:
+        return ["No claimed check failed.", ""]
+    causes = Counter(short_cause(f["cause"], 120) for f in doc["failures"])
+    lines = ["## Failures", "", tabulate([[n, c] for c, n in causes.most_common()], headers=("checks", "cause"),
+                                         tablefmt="github"), "",
+             tabulate([[f["kernel"], f["check"].split(":", 1)[1], f["isa"], short_cause(f["cause"], 90)]
+                       for f in doc["failures"]], headers=("kernel", "check", "ISA", "cause"), tablefmt="github"), ""]
+    failed = {f["check"] for f in doc["failures"]}
+    for r in rows:
+        if r["id"] in failed:
+            lines += failure_lines(r, replay_args)
+    return lines
+
+
+def _clip(text: str, width: int) -> str:
+    """A table cell's text on one line, cut to `width` (campaign.json has it whole)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _settings_line(settings: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in settings.items() if v not in (None, [], "", False))
+
+
+def write(out: Path, items: list[Item], rows: list[dict], *, library: str, source: dict, settings: dict,
+          seconds: dict, replay_args: str = "") -> dict[str, Path]:
+    """campaign.json and campaign.md in `out`."""
+    doc = document(items, rows, library=library, source=source, settings=settings, seconds=seconds)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "campaign.json", "markdown": out / "campaign.md"}
+    from lowp.conformance.run.outfolder import write_text      # each whole or not at all
+    write_text(paths["json"], json.dumps(doc, indent=1))
+    write_text(paths["markdown"], markdown(doc, rows, replay_args))
+    return paths

@@ -1,0 +1,347 @@
+"""The batched path (issue 26): many cases of one shape through one executor call, their expected results computed
+for the whole batch at once, Python touched per case only where a case is not clean.
+
+A check's per-case path (checks.Recorder, _judge, diagnose, shrink) costs Python per case: guard set-up, one cffi
+call, the numpy model, variant matching. Here a batch of cases of one (M, N, K) goes to the executor's
+`run_many(As, Bs, seeds=...)` when it has one (natively: one call into the guard library runs them all,
+kernels/guard.c lowp_call_batch), else to `run` case by case; the readings the check accepts are computed for the
+whole batch (`readings`: exact and pair-saturating accumulations as batched matrix products, any other model or
+variant case by case); and each case's C is compared with them. A batch whose every case returned a C the check
+accepts is clean: each case's verdict is that reading's name, as the per-case judge would give it. A batch with
+one case that differs, faults or raises is discarded whole (`screen` says so), and the caller runs its cases
+through today's per-case path, which judges, diagnoses and shrinks them unchanged: a kernel that corrupts the
+batch (writes its inputs, keeps state between calls, damages a canary) gets the per-case verdict and
+counterexample. docs/batch.md says why it is built so.
+
+Only the plain `gemm` signature (int32 C, no quantization parameters, no ABI options) is batched; a requantizing
+kernel or an XNNPACK ukernel goes case by case (`batchable`).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import zlib
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from lowp.emulator.errors import BudgetExceeded
+
+# LOWP_BATCH=0 turns the batched path off: every case goes through the per-case path (the draws too, one by one),
+# which is what the batched path must agree with (tests/test_batch.py).
+ENABLED = os.environ.get("LOWP_BATCH", "1") != "0"
+
+# A batch holds at most this many operand and result elements (its temporaries are a few times more), and at most
+# MAX_CASES cases: big enough that one native call amortises Python's, small enough that a failing batch's per-case
+# rerun stays short.
+BATCH_ELEMENTS = 1 << 21
+MAX_CASES = 1024
+
+
+def batchable(kern) -> bool:
+    """Whether `kern`'s cases can go through the batched path: the plain gemm signature (int32 C, no parameters
+    per case, no ABI options)."""
+    return kern.signature == "gemm" and not kern.quantized
+
+
+def cases_per_batch(m: int, n: int, k: int) -> int:
+    return int(max(1, min(MAX_CASES, BATCH_ELEMENTS // (m * k + k * n + m * n))))
+
+
+# -- running a batch -----------------------------------------------------------------------------------------------
+def run_many(ex, As, Bs, seeds, regenerate=None) -> list:
+    """Per case, C or the exception `ex.run` raised: the executor's run_many where it has one, else run per case.
+    As and Bs: the cases' operands, as a list of 2-d arrays or one 3-d array (a batch is passed so: a sequence of
+    its cases that costs no copy). A batch whose evidence cannot be pinned on one case comes back as BatchUnpinned
+    for every case (not rerun here: the engine reruns it in the state it started from, Tracked.restart). regenerate: for a
+    Tracked executor, how to make the batch's (As, Bs) again when it is replayed (instead of keeping them)."""
+    from lowp.kernels.executors import outcome
+    if isinstance(ex, Tracked):
+        return ex.run_many(As, Bs, seeds=seeds, regenerate=regenerate)
+    many = getattr(ex, "run_many", None)
+    if many is not None:
+        return many(As, Bs, seeds=seeds, rerun=False)
+    return [outcome(lambda: ex.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
+
+
+class Tracked:
+    """An executor that remembers the calls it has run in a check, in order, so that a fresh copy of the kernel
+    can be brought to the state they left (`restart`). A batch runs calls the per-case path would not have run at
+    that point: the cases after a drawn batch's first failure (the per-case path stops there), and a batch whose
+    evidence cannot be pinned on one case (rerun case by case). For a kernel that keeps state between calls those
+    calls are earlier calls, so the engine restarts on a fresh copy that has run exactly the per-case path's calls
+    (replayed in batches: execution only, no judging) and goes on there: the verdict and the counterexample are
+    the per-case path's. Everything but run and run_many goes to the executor. The calls are kept until
+    `forget()` (the search's calls, after the last batch, need no replay); a drawn batch is kept as the way to draw
+    it again, not as its operands."""
+
+    def __init__(self, ex):
+        self.ex, self._calls, self._recording = ex, [], True
+
+    def __getattr__(self, name):
+        return getattr(self.ex, name)
+
+    def run(self, A, B, **options):
+        self._note(lambda ex: ex.run(A, B, **options))
+        return self.ex.run(A, B, **options)
+
+    def run_many(self, As, Bs, *, seeds, regenerate=None) -> list:
+        if regenerate is None:
+            self._note(lambda ex: run_many(ex, As, Bs, seeds))
+        else:                   # the operands are not kept: a check draws millions of cases
+            self._note(lambda ex: run_many(ex, *regenerate(), seeds))
+        return run_many(self.ex, As, Bs, seeds)
+
+    def _note(self, replay: Callable) -> None:
+        if self._recording:
+            self._calls.append(replay)
+
+    def restart(self, keep: int | None = None, then: Callable | None = None) -> None:
+        """Go on with a fresh copy of the kernel that has run the calls so far (the first `keep` of them), then
+        `then(executor)` (the calls that replace the rest)."""
+        from lowp.kernels.executors import outcome
+        calls = self._calls[:keep] if keep is not None else self._calls
+        fresh = self.ex.with_fresh_state()
+        for replay in calls:
+            outcome(lambda: replay(fresh))       # a faulting call faults again; what it returns is not wanted
+        self.ex, self._calls = fresh, calls
+        if then is not None:
+            self._note(then)
+            then(fresh)
+
+    def forget(self) -> None:
+        """Stop remembering calls: no batch follows."""
+        self._calls, self._recording = [], False
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+
+def unpinned(outcomes) -> bool:
+    from lowp.kernels.executors import BatchUnpinned
+    return any(isinstance(o, BatchUnpinned) for o in outcomes)
+
+
+@dataclass
+class Screen:
+    """A batch's screening: the matched reading of every case if the batch was clean, else None, with `outcomes`,
+    each case's C or exception as run() gives it (the per-case path's outcome: the engine judges them case by
+    case; BatchUnpinned where the batch could not be pinned on one case: it is rerun); hung: a case overran its
+    budget (a runaway loop: no more batches are worth it)."""
+    matched: list[str] | None
+    outcomes: list | None = None
+    hung: bool = False
+
+
+def screen(check, kern, ex, A3: np.ndarray, B3: np.ndarray, seeds, regenerate=None) -> Screen:
+    """Run a batch (A3 (n, M, K), B3 (n, K, N), all of one shape) and compare every case's C with the readings the
+    check accepts: clean when each case equals one of them; not clean when any case differs from every one,
+    faulted or raised. Not clean without running anything where the batched path is off (ENABLED)."""
+    if not ENABLED:
+        return Screen(None)
+    results = run_many(ex, A3, B3, [int(s) for s in seeds], regenerate)
+    if not all(isinstance(C, np.ndarray) for C in results):
+        return Screen(None, results, any(isinstance(r, BudgetExceeded) for r in results))
+    C3 = np.stack(results)
+    if C3.shape != (len(A3), A3.shape[1], B3.shape[2]) or C3.dtype != np.int32:
+        return Screen(None, results)
+    matched = np.full(len(A3), -1)
+    names = []
+    for index, (name, expected) in enumerate(readings(check, kern, A3, B3)):
+        names.append(name)
+        same = (C3 == expected).reshape(len(A3), -1).all(axis=1) & (matched < 0)
+        matched[same] = index
+        if (matched >= 0).all():
+            return Screen([names[i] for i in matched])
+    return Screen(None, results)
+
+
+# -- the readings a check accepts, for a whole batch ---------------------------------------------------------------
+def readings(check, kern, A3: np.ndarray, B3: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """(name, C3) of each result the check accepts, in the order the per-case judge tries them: the behaviour model
+    ("behaviour model"), or the contract's accepted variants. Each batched reading is checked against its per-case
+    function on the batch's first case (a wrong entry of BATCHED would pass wrong kernels)."""
+    from lowp.conformance.contracts.int32 import contract
+    if check.check == "model":
+        fn = functools.partial(kern.model, **kern.params) if kern.params else kern.model
+        return [("behaviour model", _batched(fn, A3, B3))]
+    return [(v.name, _batched(v.compute, A3, B3)) for v in contract(check.check).accepted]
+
+
+def _batched(fn: Callable, A3, B3) -> np.ndarray:
+    fast = batched_form(fn)
+    if fast is None:
+        return np.stack([fn(A, B) for A, B in zip(A3, B3)]).astype(np.int32)
+    out = fast(A3, B3)
+    if not np.array_equal(out[0], fn(A3[0], B3[0])):
+        raise AssertionError(f"lowp bug: the batched form of {fn!r} disagrees with it on {A3[0].shape}x{B3[0].shape}")
+    return out
+
+
+def _wrap32(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.int64).astype(np.uint32).view(np.int32) if x.dtype != np.int32 else x
+
+
+def exact3(A3, B3) -> np.ndarray:
+    """sum_k A*B per case, int32 wrap-around, as a batched matrix product: in float32 (BLAS) where every partial sum
+    is an integer below 2^24, float64 below 2^53, else int64 (wrapping is then exact too)."""
+    bound = _magnitude(A3) * _magnitude(B3) * A3.shape[2]
+    if bound < 1 << 24:
+        return (A3.astype(np.float32) @ B3.astype(np.float32)).astype(np.int32)
+    if bound < 1 << 53:
+        return _wrap32((A3.astype(np.float64) @ B3.astype(np.float64)).astype(np.int64))
+    return _wrap32(A3.astype(np.int64) @ B3.astype(np.int64))
+
+
+def _magnitude(X) -> int:
+    info = np.iinfo(X.dtype)
+    return max(abs(int(info.min)), abs(int(info.max)))
+
+
+def pair_saturating3(A3, B3) -> np.ndarray:
+    """contracts.pair_saturating per case: each pair (k, k+1), k even, summed and saturated to int16 (VPMADDUBSW),
+    the pairs summed exactly, int32 wrap-around."""
+    n, M, K = A3.shape
+    if K % 2:
+        A3 = np.concatenate([A3, np.zeros((n, M, 1), A3.dtype)], axis=2)
+        B3 = np.concatenate([B3, np.zeros((n, 1, B3.shape[2]), B3.dtype)], axis=1)
+    a = A3.astype(np.int32).reshape(n, M, -1, 2)                       # (n, M, P, 2)
+    b = B3.astype(np.int32).reshape(n, -1, 2, B3.shape[2])              # (n, P, 2, N)
+    pairs = a[:, :, None, :, 0] * b[:, None, :, 0, :].transpose(0, 1, 3, 2) + \
+        a[:, :, None, :, 1] * b[:, None, :, 1, :].transpose(0, 1, 3, 2)   # (n, M, N, P)
+    return _wrap32(np.clip(pairs, -32768, 32767).sum(axis=3, dtype=np.int64))
+
+
+def shifted_pair_saturating3(A3, B3) -> np.ndarray:
+    """contracts.shifted_pair_saturating: A + 128 as u8, pair-saturating, minus 128 * colsum(B)."""
+    shifted = pair_saturating3((A3.astype(np.int16) + 128).astype(np.uint8), B3).astype(np.int64)
+    return _wrap32(shifted - 128 * B3.astype(np.int64).sum(axis=1)[:, None, :])
+
+
+def batched_form(fn: Callable):
+    """The batched equivalent of a per-case model or variant function, or None (then it runs case by case)."""
+    from lowp.kernels import models
+
+    from lowp.conformance.contracts import int32 as contracts
+    base, keywords = (fn.func, fn.keywords) if isinstance(fn, functools.partial) else (fn, {})
+    if base in (contracts.exact, models.exact_gemm) and not any(keywords.values()):
+        return exact3
+    if base is contracts.pair_saturating:
+        return pair_saturating3
+    if base is contracts.shifted_pair_saturating:
+        return shifted_pair_saturating3
+    if base is models.dot4_gemm and set(keywords) <= {"width", "dot", "signed_a"}:
+        if keywords.get("dot") == "vpdpbusd":     # VPDPBUSD from zero: exact four-product sums, VPADDD wraps
+            return exact3
+        if keywords.get("dot") == "maddubs":      # VPMADDUBSW pairs (k even) then VPMADDWD by ones: exact
+            return shifted_pair_saturating3 if keywords.get("signed_a") else pair_saturating3
+    return BATCHED.get(base)
+
+
+# Batched forms registered by other modules (an emulated target's models): per-case function -> batched function.
+BATCHED: dict[Callable, Callable] = {}
+
+
+# -- drawing cases as the search draws them ------------------------------------------------------------------------
+@dataclass
+class Shapes:
+    """The search's distribution of shapes (cases.problems): m, n, k up to the tile-derived maxima, and a quarter
+    of the time 1-2 rows and columns at one of the ladder's deep depths."""
+    max_m: int
+    max_n: int
+    max_k: int
+    deep: list[int]
+
+    @classmethod
+    def of(cls, kern, domain: str) -> "Shapes":
+        from lowp.conformance.search.cases import DEEP_K, ladder_ks
+        t = kern.tile
+        max_k = max(4 * t.kr + 3, t.spill + 3 if t.spill else 0, 40)
+        return cls(2 * t.mr + 1, 2 * t.nr + 1, max_k,
+                   [k for k in ladder_ks(kern, domain) if max_k < k <= DEEP_K])
+
+    def draw(self, rng) -> tuple[int, int, int]:
+        if self.deep and rng.integers(0, 4) == 0:
+            return int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.choice(self.deep))
+        return int(rng.integers(1, self.max_m + 1)), int(rng.integers(1, self.max_n + 1)), \
+            int(rng.integers(1, self.max_k + 1))
+
+
+def elements(rng, lo: int, hi: int, shape, dtype) -> np.ndarray:
+    """The search's elements (cases.problems): half of them one of the range's ends (0 where it is in range, lo,
+    hi), half uniform over [lo, hi]. Where the range has at most 2^8 values, each element is one lookup of a random
+    16-bit number in a table of that distribution (`_table`): a few nanoseconds an element, where rng.integers
+    with bounds costs a rejection test per element."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape))
+    if hi - lo < 256:
+        return _table(lo, hi, dtype.str)[np.frombuffer(rng.bytes(2 * size), np.uint16)].reshape(shape)
+    x = rng.integers(lo, hi, size=shape, endpoint=True)
+    pick = rng.integers(0, 2 * len(_ends(lo, hi)), size=shape)
+    return np.where(pick < len(_ends(lo, hi)), _ends(lo, hi)[pick % len(_ends(lo, hi))], x).astype(dtype)
+
+
+def _ends(lo: int, hi: int) -> np.ndarray:
+    return np.array(([0] if lo <= 0 <= hi else []) + [lo, hi], np.int64)
+
+
+@functools.lru_cache(maxsize=None)
+def _table(lo: int, hi: int, dtype: str) -> np.ndarray:
+    """Element by random 16-bit number r: an end of the range (r odd: ends[(r >> 1) % len(ends)]) or a value
+    uniform over [lo, hi] (r even: lo + (r >> 1) * span / 2^15, each value 2^15 / span times, to within one)."""
+    r = np.arange(1 << 16, dtype=np.int64)
+    ends = _ends(lo, hi)
+    return np.where(r & 1, ends[(r >> 1) % len(ends)], lo + (((r >> 1) * (hi - lo + 1)) >> 15)).astype(dtype)
+
+
+def sparse(rng, lo: int, hi: int, shape, dtype) -> np.ndarray:
+    """A deep case's operands (cases.problems' sparse arrays): per case one fill value (an end of the range) and
+    up to 8 elements drawn as `elements` draws them."""
+    n, *inner = shape
+    size = int(np.prod(inner))
+    ends = _ends(lo, hi)
+    x = np.repeat(ends[rng.integers(0, len(ends), n)][:, None], size, axis=1).astype(dtype)
+    spots = rng.integers(0, 9, n)
+    case = np.repeat(np.arange(n), spots)
+    x[case, rng.integers(0, size, len(case))] = elements(rng, lo, hi, (len(case),), dtype)
+    return x.reshape(shape)
+
+
+def draw_batch(kern, domain: str, shapes: Shapes, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(A3, B3): a batch of cases of one shape drawn from the search's distribution."""
+    from lowp.conformance.search.cases import ranges
+    m, n, k = shapes.draw(rng)
+    (alo, ahi), (blo, bhi) = ranges(kern, domain)
+    count = cases_per_batch(m, n, k)
+    fill = sparse if m * n * k > 4096 else elements
+    return (fill(rng, alo, ahi, (count, m, k), kern.a_dtype), fill(rng, blo, bhi, (count, k, n), kern.b_dtype))
+
+
+def draw_case(kern, domain: str, shapes: Shapes, rng) -> tuple[np.ndarray, np.ndarray, dict | None]:
+    """(A, B, parameters) of one case drawn from the search's distribution: a requantizing kernel's case, which
+    carries parameters of its own and goes case by case (the search's draw of them, quantized.search_params; the
+    `outside` probe's from its own draw)."""
+    from lowp.conformance.search.cases import ranges
+    from lowp.conformance.contracts.output import STYLES
+    from lowp.conformance.search.quantized import ZP_STYLES, draw_params, search_params
+    m, n, k = shapes.draw(rng)
+    (alo, ahi), (blo, bhi) = ranges(kern, domain)
+    fill = sparse if m * n * k > 4096 else elements
+    A, B = fill(rng, alo, ahi, (1, m, k), kern.a_dtype)[0], fill(rng, blo, bhi, (1, k, n), kern.b_dtype)[0]
+    seed, zp_seed = (int(x) for x in rng.integers(0, 2 ** 32, 2))
+    if not kern.quantized:
+        return A, B, None
+    if domain == "outside":
+        return A, B, draw_params(kern, A, B, seed, "typical", domain)
+    return A, B, search_params(kern, m, n, str(rng.choice(STYLES)), seed, str(rng.choice(ZP_STYLES)), zp_seed)
+
+
+def draw_rng(check_id: str, seed: int):
+    """The draws' random source: the check and the round's seed (one run repeats; checks draw differently)."""
+    return np.random.default_rng([zlib.crc32(check_id.encode()), seed])
+
+
+def draw_seeds(batch: int, count: int) -> np.ndarray:
+    """The poison seeds of batch `batch`'s cases: distinct across the batches of a check's draws."""
+    return np.arange(count, dtype=np.int64) + (1 << 20) + batch * MAX_CASES
