@@ -18,7 +18,7 @@ PAIR_PACKING = ("B_main packed in panels of nr int16 columns, k in pairs (one 16
 
 # The instructions each kernel's claimed path is made of: a check fails when none of them is in its code.
 REQUIRES = {"maddubs": ("*pmaddubsw",), "vpdpbusd": ("vpdpbusd",)}
-# What lowp bounds proves ranges through (lowp.conformance.prove.bounds.PIPELINES).
+# What lowp bounds proves ranges through (lowp.conformance.search.bounds.PIPELINES).
 
 
 def _dot4(name, isa, features, width, dot, contract, domain, signed_a=False, description=""):

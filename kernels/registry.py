@@ -73,7 +73,7 @@ class Kernel:
     # Bytes a kernel may read past the end of a buffer by design ({"A": 16}: XNNPACK over-reads A); both
     # executors honour it, and anything beyond it is still an out-of-bounds fault.
     overread: dict = field(default_factory=dict)
-    # What `lowp bounds` proves ranges through: the accumulation pipeline, a name of lowp.conformance.prove.bounds'
+    # What `lowp bounds` proves ranges through: the accumulation pipeline, a name of lowp.conformance.search.bounds'
     # PIPELINES or the stages themselves ({what, terms, into, overflow}: terms a count, a param's name or "depth"),
     # and what the kernel adds to A before its instructions read it (an int, or the name of one of its params).
     pipeline: str | tuple | None = None

@@ -144,7 +144,7 @@ class TileSpec(_Strict):
 
 
 class StageSpec(_Strict):
-    """One narrowing step of an accumulation pipeline (lowp.conformance.prove.bounds.Stage)."""
+    """One narrowing step of an accumulation pipeline (lowp.conformance.search.bounds.Stage)."""
     what: StrictStr
     terms: StrictInt | Identifier       # a count, the name of one of the kernel's params, or "depth"
     into: OperandType | Literal["s32", "u32"]

@@ -3,7 +3,7 @@ worst-case input, one step beyond it is not."""
 import numpy as np
 import pytest
 
-from lowp.conformance.prove import bounds
+from lowp.conformance.search import bounds
 from lowp.conformance.contracts.int32 import exact, pair_saturating
 from lowp.kernels import kernel
 from lowp.kernels.models.arm import mlal_flush_gemm

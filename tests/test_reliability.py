@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lowp.conformance.run import outfolder
+from lowp.conformance.report import outfolder
 from lowp.conformance.run import provenance
 from lowp.conformance.run import runner
 

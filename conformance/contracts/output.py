@@ -17,6 +17,9 @@ import numpy as np
 
 from lowp.isa_models.fixedpoint import quantize_multiplier
 from lowp.isa_models.requant import OUT_RANGE, OUTPUT_STAGES
+from lowp.kernels.models.quant import zero_point_corrected
+
+from lowp.conformance.contracts.int32 import EXACT
 
 F32 = np.float32
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
@@ -660,3 +663,12 @@ def output_contract(name: str) -> OutputContract:
         return OUTPUT_CONTRACTS[name]
     except KeyError:
         raise KeyError(f"no output contract named {name!r}; known: {', '.join(OUTPUT_CONTRACTS)}") from None
+
+
+def accumulators(variant, A, B, q) -> np.ndarray:
+    """What the output stage receives under an accumulation variant: its A x B with the zero-point terms."""
+    return zero_point_corrected(variant.compute(A, B).astype(np.int64), A, B, q)
+
+
+def exact_accumulators(A, B, q) -> np.ndarray:
+    return accumulators(EXACT, A, B, q)

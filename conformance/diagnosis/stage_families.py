@@ -542,8 +542,7 @@ def matches(contract_name: str, A, B, q: dict, C, out_type: str, *, acc_variants
     accepted variants (the stage's input is their product with the zero points); blocks: (mr, nr) of a kernel
     called per mr rows whose per-channel values are packed per block of nr columns, zero past N (XNNPACK's ABI),
     None for plain arrays; keys: only these members (a shrink keeping a reading asks about its own)."""
-    from lowp.conformance.contracts.output import output_contract
-    from lowp.conformance.search.quantized import accumulators
+    from lowp.conformance.contracts.output import accumulators, output_contract
     contract = output_contract(contract_name)
     paths = list(dict.fromkeys(p for s in contract.accepted for p in PATHS.get(s, ())))
     if not paths:

@@ -349,7 +349,7 @@ def write(rows: list[dict], out: Path, seconds: float | None = None, replay_args
           settings: dict | None = None) -> dict[str, Path]:
     """report.md, report.json and junit.xml in `out`, each written whole under a temporary name and renamed into
     place (outfolder.write_text): a reader or a kill mid-write never sees half a report."""
-    from lowp.conformance.run.outfolder import write_text
+    from lowp.conformance.report.outfolder import write_text
     out.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": out / "report.md", "json": out / "report.json", "junit": out / "junit.xml"}
     doc = document(rows, seconds, settings or {})

@@ -188,7 +188,7 @@ def write(out: Path, items: list[Item], rows: list[dict], *, library: str, sourc
     doc = document(items, rows, library=library, source=source, settings=settings, seconds=seconds)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "campaign.json", "markdown": out / "campaign.md"}
-    from lowp.conformance.run.outfolder import write_text      # each whole or not at all
+    from lowp.conformance.report.outfolder import write_text      # each whole or not at all
     write_text(paths["json"], json.dumps(doc, indent=1))
     write_text(paths["markdown"], markdown(doc, rows, replay_args))
     return paths

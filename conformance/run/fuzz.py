@@ -253,7 +253,7 @@ def document(c: Campaign, settings: dict, seconds: float) -> dict:
 
 def write(c: Campaign, settings: dict, seconds: float, kernels_args: str = "") -> dict[str, Path]:
     """fuzz.md and fuzz.json, each written whole and renamed into place (outfolder.write_text)."""
-    from lowp.conformance.run.outfolder import write_text
+    from lowp.conformance.report.outfolder import write_text
     paths = {"markdown": c.out / "fuzz.md", "json": c.out / "fuzz.json"}
     c.out.mkdir(parents=True, exist_ok=True)
     write_text(paths["markdown"], markdown(c, kernels_args))

@@ -43,7 +43,7 @@ from pathlib import Path
 from lowp.conformance.run.checks import Check
 from lowp.conformance.report.rows import check_row
 from lowp.conformance.run.processes import interruptible
-from lowp.conformance.run.runner import JournalUnwritable, RunLog, Tracked, child_events, stopped
+from lowp.conformance.run.pool import JournalUnwritable, RunLog, Tracked, child_events, stopped
 
 ARCH = "lowp-arch:"           # a node runs native kernels of this architecture
 FEATURE = "lowp-feature:"     # ... using this CPU feature

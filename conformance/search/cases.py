@@ -38,9 +38,10 @@ from hypothesis.extra import numpy as hnp
 from lowp.kernels.cases import edge_cases, edge_name
 from lowp.kernels.registry import XNNPACK_SIGNATURES
 
-VALUE_CLASSES = ("uniform", "extremes", "realistic", "adversarial")
-# Every element at one end of its range: "a_min_b_max" is A all at its low end, B all at its high end.
-END_CLASSES = tuple(f"a_{a}_b_{b}" for a in ("min", "max") for b in ("min", "max"))
+from lowp.conformance.search.names import (  # noqa: F401 - the case vocabulary, public here as before
+    A_OFFSET, END_CLASSES, SMALL_KERNEL, STRIDED_NAMES, SUBTILE, VALUE_CLASSES, ZERO_INDEX, abi_name, zero_row)
+from lowp.conformance.search.quantized import pinned_names, quant_strategy
+
 # Depths where common GEMM blockings switch (K blocks of 256 .. 4096) and where vectors of 16 .. 128 bytes end.
 BLOCKING_KS = (256, 384, 512, 768, 1024, 4096)
 VECTOR_KS = (16, 32, 64, 128)
@@ -139,9 +140,9 @@ def operands(case: Case, kernel) -> tuple[np.ndarray, np.ndarray]:
 def overflow_depths(a: tuple[int, int], b: tuple[int, int]) -> dict[str, int]:
     """The first depth at which a sum of products (or of one operand's values) drawn from these ranges, every term
     at its extreme, leaves each accumulator type a kernel might keep it in (lowp bounds' arithmetic:
-    conformance/prove/bounds.py). A kernel exact on the domain survives them all; one with a narrower accumulator than it
+    conformance/search/bounds.py). A kernel exact on the domain survives them all; one with a narrower accumulator than it
     admits fails at the first it cannot hold."""
-    from lowp.conformance.prove.bounds import capacity, product_range
+    from lowp.conformance.search.bounds import capacity, product_range
     p = product_range(a, b)
     out = {"int16 lane": capacity(p, "s16") + 1, "int32 accumulator": capacity(p, "s32") + 1}
     if p[0] >= 0:
@@ -219,9 +220,6 @@ def _filled(dtype, shape, fill, spots) -> np.ndarray:
 # What tools/generate-gemm-test.py @75db3c0 generates beside the tile edges, with lowp's shapes: a few where
 # XNNPACK loops (every m < mr and n < nr, every k of a range), so each name costs tens of calls, not hundreds. A
 # case's ABI options follow from its name, shape and kernel alone (`abi_options`): its id reproduces them.
-STRIDED_NAMES = ("strided_a", "strided_cm", "strided_cn")
-SUBTILE = "_subtile"
-SMALL_KERNEL, A_OFFSET, ZERO_INDEX = "small_kernel", "a_offset", "zero_index_"
 SMALL_KERNEL_TAPS = 3           # the tester's ks(3) of small_kernel, a_offset and zero
 XNNPACK_VALUES = "uniform"      # values spread over the range (a read of poison shows); one class: the options matter
 
@@ -283,7 +281,6 @@ def _param_shapes(kernel, domain: str) -> list[tuple[str, tuple[int, int, int]]]
     probe, which draws its own parameters past the domain's edge."""
     if domain == "outside" or not kernel.quantized:
         return []
-    from lowp.conformance.search.quantized import pinned_names
     mr, nr, kb = kernel.tile.mr, kernel.tile.nr, k_block(kernel)
     return [(name, s) for name in pinned_names(kernel) for s in ((mr, nr, kb), (2 * mr + 1, 2 * nr + 1, 2 * kb + 1))]
 
@@ -294,19 +291,6 @@ def xnnpack_cases(kernel, domain: str) -> list[tuple[str, tuple[int, int, int]]]
     if kernel.signature not in XNNPACK_SIGNATURES:
         return []
     return _abi_shapes(kernel, domain) + _param_shapes(kernel, domain)
-
-
-def abi_name(name: str) -> bool:
-    """Whether a case name is one of the ABI cases' (its options are not the defaults)."""
-    base = name.removesuffix(SUBTILE)
-    return base in STRIDED_NAMES or base in (SMALL_KERNEL, A_OFFSET) or zero_row(base) is not None
-
-
-def zero_row(name: str) -> int | None:
-    """The row whose every tap a `zero_index_<i>` case points at the zero buffer (XNNPACK's zero_index); None for
-    other names."""
-    tail = name.removeprefix(ZERO_INDEX)
-    return int(tail) if tail != name and tail.isdigit() else None
 
 
 def with_zero_row(case: Case, A: np.ndarray, zero_point) -> np.ndarray:
@@ -463,7 +447,6 @@ def problems(kernel, domain: str, max_m: int | None = None, max_n: int | None = 
     ms, ns, ks = st.integers(1, max_m), st.integers(1, max_n), st.integers(1, max_k)
     params = None
     if kernel.quantized and domain != "outside":
-        from lowp.conformance.search.quantized import quant_strategy
         params = quant_strategy(kernel, domain)
 
     @st.composite

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowp.kernels.models.quant import zero_point_corrected
 
-from lowp.conformance.contracts.int32 import EXACT, contract as accumulation_contract
+from lowp.conformance.contracts.int32 import contract as accumulation_contract
+from lowp.conformance.contracts.output import accumulators, exact_accumulators  # noqa: F401 - public here too
+from lowp.conformance.search.names import END_CLASSES, abi_name
 
 
 def output_contract(name: str):
@@ -36,7 +37,6 @@ def per_row(key: str, value) -> bool:
 
 def case_style(values: str) -> str:
     """The parameter style of a value class; the depth ladder's every-element-at-an-end classes take 'limits'."""
-    from lowp.conformance.search.cases import END_CLASSES
     return STYLE_OF_VALUES.get(values, "limits" if values in END_CLASSES else "ends")
 
 
@@ -93,15 +93,6 @@ def _tensorwise(q: dict) -> dict:
     return q
 
 
-def accumulators(variant, A, B, q) -> np.ndarray:
-    """What the output stage receives under an accumulation variant: its A x B with the zero-point terms."""
-    return zero_point_corrected(variant.compute(A, B).astype(np.int64), A, B, q)
-
-
-def exact_accumulators(A, B, q) -> np.ndarray:
-    return accumulators(EXACT, A, B, q)
-
-
 def draw_params(kern, A: np.ndarray, B: np.ndarray, seed: int, style: str, domain: str = "claimed",
                 pins: dict | None = None) -> dict:
     """The quantization parameters of one case, from `seed`: zero points, then the output contract's draw given the
@@ -146,7 +137,6 @@ def case_pins(kern, name: str) -> dict:
     - every name but qmin, qmax, min and max, and the ABI cases' (strided_*, small_kernel*, a_offset,
       zero_index_*): the clamp open (the output type's ends, or infinite), so what the case is about shows in C: a
       drawn clamp as narrow as one value would hide a read of the wrong bytes."""
-    from lowp.conformance.search.cases import abi_name
     if kern.xnnpack is None or not kern.quantized:
         return {}
     pins = _named_pins(kern, name)

@@ -105,7 +105,7 @@ def requires_problem(kernel: Kernel) -> Problem | None:
 def pipeline_problem(kernel: Kernel) -> Problem | None:
     """The Problem with the accumulation pipeline the kernel declares for lowp bounds: an unknown pipeline name,
     or a stage whose terms name no parameter of the kernel."""
-    from lowp.conformance.prove.bounds import DEPTH, PIPELINES
+    from lowp.conformance.search.bounds import DEPTH, PIPELINES
     declared = kernel.pipeline
     if isinstance(declared, str) and declared not in PIPELINES:
         return Problem(origin(kernel.name), kernel.name, "pipeline",

@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_bounds(args) -> int:
-    from lowp.conformance.prove import bounds
+    from lowp.conformance.search import bounds
     try:
         a = bounds.parse_range(args.a) if args.a else None
         b = bounds.parse_range(args.b) if args.b else None

@@ -325,9 +325,9 @@ def _conformance(args) -> int:
 
 
 def hold_out(held: ExitStack, out: Path) -> bool:
-    """Take OUT's lock until `held` closes (lowp.conformance.run.outfolder): False, after saying why, where another
+    """Take OUT's lock until `held` closes (lowp.conformance.report.outfolder): False, after saying why, where another
     run holds it (refused before its journal is touched) or the folder cannot be made."""
-    from lowp.conformance.run.outfolder import OutLocked, command_line, exclusive
+    from lowp.conformance.report.outfolder import OutLocked, command_line, exclusive
     try:
         held.enter_context(exclusive(out, command_line()))
     except OutLocked as e:

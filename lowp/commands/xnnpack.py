@@ -134,7 +134,7 @@ def _write_toml(path: Path, entries: list[dict], items, checkout) -> None:
             f"# `lowp conformance --kernels {path} --no-builtin` judges them again.\n\n")
     skipped = [f"# skipped: {i.name} ({i.where}): {' '.join(i.skip[1].split())}" for i in items if i.skip]
     text = tomli_w.dumps({"kernel": entries}) if entries else ""
-    from lowp.conformance.run.outfolder import write_text      # whole or not at all: a later --resume reads it
+    from lowp.conformance.report.outfolder import write_text      # whole or not at all: a later --resume reads it
     write_text(path, head + text + ("\n" + "\n".join(skipped) + "\n" if skipped else ""))
 
 

@@ -1,0 +1,420 @@
+"""The process pool of this machine (lowp.conformance.run.runner chooses it or Ray): every check in its own child process (a native kernel that crashes or hangs becomes a
+CRASH row, and the run goes on), up to one worker per core, every event streamed to a JSON Lines journal so an
+interrupted run loses nothing and `--resume` picks up where it stopped.
+
+A journal row carries what produced it (lowp.conformance.run.provenance); `--resume` keeps only the rows this run
+would produce again and says how many it re-runs and why. The journal reader skips, counts and names the lines it
+cannot read (cut by a kill, damaged by hand) instead of failing on them. A child and whatever its kernel starts
+never outlive the run (lowp.conformance.run.processes); a row, once it came, is final; Ctrl-C, SIGTERM, SIGHUP or a
+journal that cannot be written stop the run with RunStopped, which carries the rows that finished."""
+from __future__ import annotations
+
+import faulthandler
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from pathlib import Path
+
+from lowp.conformance.run.checks import Check, run_check
+from lowp.conformance.run.processes import become_child_of, exit_status, interruptible, kill_group, own_group, reap, signal_of
+from lowp.conformance.run.provenance import stale_reason
+from lowp.conformance.report.rows import check_row
+
+FINISH_SECONDS = 5.0      # how long a child that sent its row may take to exit before its group is killed
+
+
+def _worker(check: Check, conn, options: dict, setup=None) -> None:
+    """A check's child process. setup: called first (the Ray backend's children register the check's kernel)."""
+    faulthandler.disable()   # a crashing kernel is reported as a CRASH row, not as a dump on the parent's stderr
+
+    def emit(event: dict) -> None:
+        conn.send(event)
+    try:
+        if setup is not None:
+            setup()
+        run_check(check, emit, **options)
+    except BaseException as e:  # an exception in Python becomes a CRASH row with its traceback
+        conn.send({"event": "error", "id": check.id, "error": f"{type(e).__name__}: {e}",
+                   "traceback": traceback.format_exc(limit=6)})
+    finally:
+        from lowp.kernels.executors import remove_fresh_copies
+        remove_fresh_copies()      # a forked worker ends with os._exit: no atexit handler would
+        conn.close()
+
+
+@dataclass
+class JournalScan:
+    """What a journal holds: its finished rows by check id (the last of each), and the lines it could not read,
+    as (line number, why)."""
+    rows: dict[str, dict] = field(default_factory=dict)
+    unreadable: list[tuple[int, str]] = field(default_factory=list)
+
+    def note(self, journal: Path) -> str | None:
+        """'skipped N unreadable line(s) of JOURNAL: line 4 (not JSON), ...', or None."""
+        if not self.unreadable:
+            return None
+        shown = ", ".join(f"line {n} ({why})" for n, why in self.unreadable[:5])
+        more = f", and {len(self.unreadable) - 5} more" if len(self.unreadable) > 5 else ""
+        return f"skipped {len(self.unreadable)} unreadable line(s) of {journal}: {shown}{more}"
+
+
+def scan_journal(path: Path) -> JournalScan:
+    """Read a journal line by line; a line that is not a UTF-8 JSON object with an 'event', or a row that does not
+    fit the row schema, is skipped and counted (a line cut by a kill, a file damaged by hand), never an error."""
+    scan = JournalScan()
+    data = path.read_bytes() if path.is_file() else b""
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        event, why = _event(raw)
+        if event is None:
+            scan.unreadable.append((number, why))
+        elif event["event"] == "row":
+            scan.rows[event["id"]] = event
+    return scan
+
+
+def _event(raw: bytes) -> tuple[dict | None, str]:
+    """(the journal event on one line, '') or (None, why it is not one)."""
+    try:
+        event = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "not UTF-8"
+    except ValueError:
+        return None, "not JSON"
+    if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+        return None, "not an event object"
+    if event["event"] == "row":
+        from pydantic import ValidationError
+
+        from lowp.conformance.report.rows import validate_row
+        if not isinstance(event.get("id"), str):
+            return None, "a row without an id"
+        try:
+            validate_row(event)
+        except ValidationError as e:
+            return None, f"a row that does not fit the schema: {_first_error(e)}"
+    return event, ""
+
+
+def _first_error(e) -> str:
+    first = e.errors()[0]
+    return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+
+
+def read_journal(path: Path) -> dict[str, dict]:
+    """The finished rows of a journal, by check id (lines it cannot read are skipped: scan_journal)."""
+    return scan_journal(path).rows
+
+
+def _crash_row(check: Check, reason: str, last_case: str | None, executed: int, planned: int | None = None) -> dict:
+    """A check that did not finish: `executed` cases ran (the last one, `last_case`, did not return), of the
+    `planned` it announced (at least as many as ran: a crash in the search leaves no plan behind it)."""
+    return check_row(check, verdict="CRASH", cases=max(planned or 0, executed), executed=executed,
+                     reason=reason + (f"; while running case {last_case}" if last_case else ""))
+
+
+class Tracked:
+    """What the parent knows of a check running in a child, from the child's events: the case it started last, the
+    cases executed and planned. observe() gives the event to journal (an error becomes a CRASH row); crash() the
+    CRASH row of a child that died or hung. The process pool and the Ray backend's tasks both keep one per check."""
+
+    def __init__(self, check: Check):
+        self.check, self.last_case, self.executed, self.planned = check, None, 0, None
+
+    def observe(self, event: dict) -> dict:
+        kind = event["event"]
+        if kind == "plan":
+            self.planned = event["cases"]
+        elif kind == "start":
+            self.last_case = event["case"]
+        elif kind == "case":
+            self.executed += 1
+        elif kind == "error":
+            row = self.crash(event["error"])
+            row["traceback"] = event["traceback"]
+            return row
+        return event
+
+    def crash(self, reason: str) -> dict:
+        return _crash_row(self.check, reason, self.last_case, self.executed, self.planned)
+
+
+def _died(proc) -> str:
+    return f"the worker died (exit status {proc.exitcode}" + (
+        f", signal {-proc.exitcode})" if proc.exitcode and proc.exitcode < 0 else ")")
+
+
+def _timed_out(timeout: float) -> str:
+    return f"timed out after {timeout:.0f} s (a kernel that loops forever?)"
+
+
+def _child(parent_pid: int, target, *args) -> None:
+    """A check process's first steps: a process group of its own, death with its parent, no copy of OUT's lock
+    (lowp.conformance.run.processes, outfolder); then `target`."""
+    become_child_of(parent_pid)
+    from lowp.conformance.report.outfolder import close_lock_in_child
+    close_lock_in_child()
+    target(*args)
+
+
+def start_child(ctx, check: Check, options: dict, target=_worker, args: tuple = ()):
+    """The child process running `target(check, conn, options, *args)`, in a process group of its own, and the end
+    of the pipe its events come from."""
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(os.getpid(), target, check, child, options, *args), daemon=True)
+    proc.start()
+    own_group(proc.pid)
+    child.close()
+    return parent, proc
+
+
+def finish_child(proc) -> None:
+    """After a child's row: let it exit (it removes its library copies), then kill its group: a process its kernel
+    started may still hold the pipe or loop, and nothing it does now can change the row."""
+    reap(proc, FINISH_SECONDS)
+    kill_group(proc)
+
+
+def child_events(check: Check, *, ctx, timeout: float, options: dict, target=_worker, args: tuple = ()):
+    """Run one check in a child process (`ctx`'s) and yield what to journal as it happens: the child's events, an
+    error or the child's death or a timeout as a CRASH row, the row last (the Ray backend's check server runs each
+    check so; the process pool watches many children at once)."""
+    conn, proc = start_child(ctx, check, options, target, args)
+    tracked, started = Tracked(check), time.monotonic()
+    try:
+        while True:
+            left = timeout - (time.monotonic() - started)
+            if left <= 0:
+                kill_group(proc)
+                yield tracked.crash(_timed_out(timeout))
+                return
+            if not conn.poll(left):
+                continue            # the time is up
+            try:
+                event = tracked.observe(conn.recv())
+            except (EOFError, OSError):
+                reap(proc, 5)
+                yield tracked.crash(_died(proc))
+                return
+            yield event
+            if event["event"] == "row":       # final: what the child's group does later cannot replace it
+                conn.close()
+                finish_child(proc)
+                return
+    finally:
+        conn.close()
+        kill_group(proc)
+
+
+class RunStopped(Exception):
+    """The run stopped before its end: Ctrl-C, SIGTERM or SIGHUP (`status` 128 + the signal), or a journal that
+    could not be written (a full disk: status 1). `rows`: those that finished, the rest NOT RUN; `--resume`
+    continues from the journal."""
+
+    def __init__(self, rows: list[dict], why: str, status: int):
+        super().__init__(why)
+        self.rows, self.why, self.status = rows, why, status
+
+
+class JournalUnwritable(OSError):
+    """The journal could not be written (ENOSPC, EIO, ...): the run stops, as nothing it does now would last."""
+
+
+def open_journal(journal: Path, resume: bool, producers: dict[str, dict] | None = None) -> tuple[dict, list[str]]:
+    """The rows to keep and what to tell the user about them. resume: the journal's finished checks whose row this
+    run would produce again (producers: by check id; lowp.conformance.run.provenance); else none, and the old journal
+    goes."""
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        journal.unlink(missing_ok=True)
+        return {}, []
+    scan = scan_journal(journal)
+    notes = [scan.note(journal)] if scan.unreadable else []
+    if producers is None:
+        return scan.rows, notes
+    kept, stale = {}, {}
+    for check_id, row in scan.rows.items():
+        if check_id not in producers:
+            continue            # a check this run does not plan: neither kept nor re-run
+        why = stale_reason(row, producers[check_id])
+        if why is None:
+            kept[check_id] = row
+        else:
+            stale.setdefault(why, []).append(check_id)
+    notes.append(_resume_note(journal, len(kept), stale))
+    return kept, notes
+
+
+def _resume_note(journal: Path, kept: int, stale: dict[str, list[str]]) -> str:
+    """'kept N finished check(s) of JOURNAL; re-running M whose row is stale: K because WHY (ids), ...'."""
+    text = f"kept {kept} finished check(s) of {journal}"
+    if stale:
+        reasons = "; ".join(f"{len(ids)} because {why} ({listed(ids)})" for why, ids in stale.items())
+        text += f"; re-running {sum(map(len, stale.values()))} whose row is stale: {reasons}"
+    return text
+
+
+def listed(ids: list[str], most: int = 3) -> str:
+    """The first `most` ids, and how many more."""
+    return ", ".join(ids[:most]) + (f", and {len(ids) - most} more" if len(ids) > most else "")
+
+
+def append_handle(journal: Path):
+    """The journal opened for appending, on a new line: a line a kill cut short stays one unreadable line instead
+    of swallowing the next event."""
+    f = journal.open("a", encoding="utf-8")
+    if f.tell() > 0:
+        with journal.open("rb") as r:
+            r.seek(-1, os.SEEK_END)
+            if r.read(1) != b"\n":
+                f.write("\n")
+                f.flush()
+    return f
+
+
+class RunLog:
+    """A run's journal as it is written, the rows it holds (with resume, the journal's finished checks this run
+    would produce again first) and its progress display: the process pool and the Ray backend both write through
+    one. record() appends an event (a row is stamped with its producer, kept, shown, and handed to `on_row` as it
+    comes: `lowp fuzz` reports counterexamples so); rows() closes it and gives the rows in plan order."""
+
+    def __init__(self, checks: list[Check], journal: Path, resume: bool, progress: bool, on_row=None,
+                 options: dict | None = None):
+        from lowp.conformance.run.progress import RunProgress
+        from lowp.conformance.run.provenance import producers
+        self.checks, self.on_row, self.journal = checks, on_row, journal
+        self.producers = producers(checks, options)
+        self.done, notes = open_journal(journal, resume, self.producers)
+        for note in notes:
+            print(f"resume: {note}", file=sys.stderr, flush=True)
+        self.pending = [c for c in checks if c.id not in self.done]
+        self.bar = RunProgress(len(self.pending)) if progress else None
+        self.log = append_handle(journal)
+
+    def record(self, event: dict) -> None:
+        if event["event"] == "row":
+            event["producer"] = self.producers.get(event["id"])
+            if event["producer"] is None:
+                del event["producer"]
+        try:
+            self.log.write(json.dumps(event) + "\n")
+            self.log.flush()
+        except OSError as e:
+            raise JournalUnwritable(e.errno, f"cannot write the journal {self.journal}: {e.strerror or e}") from e
+        if event["event"] == "row":
+            self.done[event["id"]] = event
+            if self.bar:
+                self.bar.step(event)
+            if self.on_row:
+                self.on_row(event)
+
+    def running(self, tracked: list[Tracked]) -> None:
+        """Show the checks in flight, with their cases executed of planned."""
+        if self.bar:
+            self.bar.running([t.check.id for t in tracked], sum(t.executed for t in tracked),
+                             sum(t.planned or 0 for t in tracked))
+
+    def rows(self, reason: str = "not run") -> list[dict]:
+        """The rows in plan order; a check without one is NOT RUN for `reason`."""
+        try:
+            self.log.close()
+        except OSError:
+            pass                # what was left in the buffer of a journal that cannot be written stays unwritten
+        if self.bar:
+            self.bar.close()
+        return [self.done.get(c.id) or _not_run(c, reason) for c in self.checks]
+
+    def stopped(self, error: BaseException) -> RunStopped:
+        """The RunStopped of an interrupt or a journal that cannot be written, with the rows that finished."""
+        import signal
+        if isinstance(error, KeyboardInterrupt):
+            name = signal.Signals(signal_of(error)).name
+            return RunStopped(self.rows(f"interrupted ({name})"), f"interrupted by {name}", exit_status(error))
+        return RunStopped(self.rows("the journal could not be written"), str(error), 1)
+
+
+class _Child:
+    """A check running in a child process: the process, the pipe its events come on, when it started, and what the
+    parent knows of it (Tracked)."""
+
+    def __init__(self, ctx, check: Check, options: dict):
+        self.conn, self.proc = start_child(ctx, check, options)
+        self.started, self.tracked = time.monotonic(), Tracked(check)
+
+    def stop(self) -> None:
+        self.conn.close()
+        kill_group(self.proc)
+
+
+def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: bool = False, timeout: float = 600,
+        options: dict | None = None, progress: bool = True, on_row=None, stop_at: float | None = None) -> list[dict]:
+    """Run `checks` in child processes of this machine and return their rows in plan order (runner.run: the
+    options)."""
+    with interruptible():
+        run_log = RunLog(checks, journal, resume, progress, on_row, options)
+        try:
+            _run_pool(run_log, jobs=max(1, jobs or os.cpu_count() or 1), timeout=timeout, options=options or {},
+                      stop_at=stop_at)
+        except (KeyboardInterrupt, JournalUnwritable) as e:
+            raise run_log.stopped(e) from None
+    return run_log.rows()
+
+
+def _run_pool(run_log: RunLog, *, jobs: int, timeout: float, options: dict, stop_at: float | None) -> None:
+    """The process pool: up to `jobs` children at once, each check's events journaled as they come; whatever
+    ends the loop, no child is left running."""
+    ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    running: dict = {}   # conn -> _Child
+    queue = list(run_log.pending)
+    try:
+        while queue or running:
+            if stopped(stop_at):
+                queue.clear()
+            while queue and len(running) < jobs:
+                child = _Child(ctx, queue.pop(0), options)
+                running[child.conn] = child
+            for conn in wait(list(running), timeout=1.0):
+                _take_event(run_log, running, running[conn])
+            run_log.running([c.tracked for c in running.values()])
+            now = time.monotonic()
+            for conn, child in list(running.items()):
+                if now - child.started > timeout:
+                    del running[conn]
+                    child.stop()
+                    run_log.record(child.tracked.crash(_timed_out(timeout)))
+    finally:
+        for child in running.values():
+            child.stop()
+
+
+def _take_event(run_log: RunLog, running: dict, child: _Child) -> None:
+    """Journal the child's next event; its row (final: the child's group goes) or its death ends it."""
+    try:
+        event = child.tracked.observe(child.conn.recv())
+    except (EOFError, OSError):
+        del running[child.conn]
+        reap(child.proc, 5)
+        row = child.tracked.crash(_died(child.proc))
+        child.stop()
+        run_log.record(row)
+        return
+    run_log.record(event)
+    if event["event"] == "row":
+        del running[child.conn]
+        child.conn.close()
+        finish_child(child.proc)
+
+
+def stopped(stop_at: float | None) -> bool:
+    """Is the time to start checks up?"""
+    return stop_at is not None and time.monotonic() >= stop_at
+
+
+def _not_run(check: Check, reason: str = "not run") -> dict:
+    return check_row(check, reason=reason)
