@@ -15,7 +15,7 @@ import pytest
 
 from lowp.commands.fuzz import duration
 from lowp.conformance.run import fuzz
-from lowp.conformance.run import runner
+from lowp.conformance.run import pool
 from lowp.conformance.run.checks import plan
 from lowp.kernels import kernel
 
@@ -79,7 +79,7 @@ def test_a_cut_round_is_finished_by_resume_without_running_a_check_twice(tmp_pat
     options = {"examples": 5, "grid": False}
     out = tmp_path / "fz"
     with monkeypatch.context() as m:
-        m.setattr(runner, "stopped", lambda stop_at: bool(ran))     # the time is up once a row came
+        m.setattr(pool, "stopped", lambda stop_at: bool(ran))       # the time is up once a row came
         m.setattr(fuzz, "stopped", lambda stop_at: bool(ran))
         c = fuzz.campaign(checks, out, options=options, budget=3600, jobs=1, first_seed=4)
     assert [(r["seed"], r["finished"]) for r in c.rounds] == [(4, False)] and len(ran) == 1

@@ -19,7 +19,7 @@ import pytest
 
 from lowp.conformance.report import outfolder
 from lowp.conformance.run import provenance
-from lowp.conformance.run import runner
+from lowp.conformance.run import pool
 
 from .conftest import scalar_kernels_toml
 
@@ -190,9 +190,9 @@ def test_a_damaged_journal_costs_only_its_damaged_lines(toml, tmp_path):
 def test_an_append_after_a_cut_line_starts_a_new_line(tmp_path):
     journal = tmp_path / "journal.jsonl"
     journal.write_bytes(b'{"event": "plan", "check": "a:model:full", "cases": 3}\n{"event": "start", "che')
-    with runner.append_handle(journal) as f:
+    with pool.append_handle(journal) as f:
         f.write(json.dumps({"event": "plan", "check": "b:model:full", "cases": 1}) + "\n")
-    scan = runner.scan_journal(journal)
+    scan = pool.scan_journal(journal)
     assert scan.unreadable == [(2, "not JSON")]
     assert [json.loads(line)["check"] for line in journal.read_text().splitlines() if line.endswith("}")] == \
         ["a:model:full", "b:model:full"]
@@ -264,7 +264,7 @@ def test_a_helper_holding_the_result_pipe_does_not_undo_a_finished_row(toml, tmp
 def test_a_full_disk_stops_the_run_with_the_partial_report(toml, tmp_path, monkeypatch, capsys, forget_kernels):
     """The issue's try: a full disk wrote no report. The journal's disk fills after the first row."""
     from lowp.cli import main
-    real = runner.append_handle
+    real = pool.append_handle
 
     class FillsUp:
         def __init__(self, f):
@@ -279,13 +279,13 @@ def test_a_full_disk_stops_the_run_with_the_partial_report(toml, tmp_path, monke
         def __getattr__(self, name):
             return getattr(self.f, name)
 
-    monkeypatch.setattr(runner, "append_handle", lambda path: FillsUp(real(path)))
+    monkeypatch.setattr(pool, "append_handle", lambda path: FillsUp(real(path)))
     out = tmp_path / "out"
     assert main([*conformance(toml, out, "--kernel", "rel_right", "--jobs", "1")]) == 1
     err = capsys.readouterr().err
     assert "No space left on device" in err and "interrupted: --resume continues" in err
     assert sorted(report_rows(out).values()) == ["NOT RUN", "PASS"]
-    monkeypatch.setattr(runner, "append_handle", real)
+    monkeypatch.setattr(pool, "append_handle", real)
     from lowp.kernels.registry import _KERNELS
     for name in [n for n in _KERNELS if n.startswith("rel_")]:
         _KERNELS.pop(name)                  # the next command registers them again

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lowp.conformance.run import campaign as seam
+
 STUBS = Path(__file__).resolve().parent / "xnnpack_stubs"   # pthreadpool.h: what include/xnnpack.h needs of it
 XNN_EXTRA_BYTES = 16     # include/xnnpack.h L25-32: "XNNPACK may read beyond array bounds" (128 on Hexagon)
 
@@ -139,7 +141,7 @@ def parse_name(name: str) -> UkernelName:
 
 
 # ---- the checkout ----------------------------------------------------------------------------------------------
-class NotACheckout(ValueError):
+class NotACheckout(seam.NotACheckout):
     """PATH is not an XNNPACK checkout (the command exits 2 with this message)."""
 
 
@@ -486,5 +488,50 @@ def _short(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-__all__ = ["ISAS", "Checkout", "Isa", "Mapped", "NotACheckout", "Skip", "UkernelName", "YamlEntry", "abi_skip",
-           "parse_name", "translate"]
+# ---- the library on the seam (lowp.conformance.run.campaign) ---------------------------------------------------
+class Xnnpack(seam.Library):
+    """XNNPACK as a campaign: its checkout's int8 GEMM/IGEMM test YAMLs are the kernels, grouped by datatype, op and
+    ISA; each maps through `translate`."""
+    name = "XNNPACK"
+    group_keys = ("datatype", "op", "isa")
+
+    def open(self, path: Path) -> Checkout:
+        return Checkout(path)
+
+    def refuse(self, checkout: Checkout, selection: dict) -> str | None:
+        known = checkout.datatypes()
+        unknown = [d for d in selection.get("datatype", ()) if d not in known]
+        if unknown:
+            return (f"--datatype {', '.join(unknown)}: no int8 GEMM YAML of that datatype in {checkout.root / 'test'}"
+                    f"; it has {', '.join(known)}")
+        bad = [i for i in selection.get("isa", ()) if i not in ISAS]
+        if bad:
+            return f"--isa {', '.join(bad)}: not an XNNPACK ISA lowp knows; known: {', '.join(ISAS)}"
+        return None
+
+    def found(self, checkout: Checkout, selection: dict):
+        """Every entry of the selected datatypes' YAMLs; a file that cannot be read first, as one skipped kernel."""
+        entries, unreadable = checkout.entries(selection.get("datatype", ()))
+        kinds = {path: (datatype, op) for path, datatype, op in checkout.yaml_files()}
+        for path, why in unreadable:
+            datatype, op = kinds[path]
+            yield seam.Found(path.name, {"datatype": datatype, "op": op, "isa": "?"}, f"test/{path.name}",
+                             skip=seam.Skip("YAML unreadable", f"test/{path.name}: {why}"))
+        for entry in entries:
+            try:
+                isa = parse_name(entry.name).isa or "?"
+            except ValueError:
+                isa = "?"
+            yield seam.Found(entry.name, {"datatype": entry.datatype, "op": entry.op, "isa": isa}, entry.where,
+                             what=entry)
+
+    def map(self, checkout: Checkout, found: seam.Found) -> dict | Skip:
+        result = translate(found.what, checkout)
+        return result.entry if isinstance(result, Mapped) else result
+
+    def source(self, checkout: Checkout) -> dict:
+        return {"path": str(checkout.root), "commit": checkout.commit()}
+
+
+__all__ = ["ISAS", "Checkout", "Isa", "Mapped", "NotACheckout", "Skip", "UkernelName", "Xnnpack", "YamlEntry",
+           "abi_skip", "parse_name", "translate"]

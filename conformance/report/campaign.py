@@ -1,8 +1,8 @@
 """A campaign's report: many kernels of one library, each judged by the ordinary checks or skipped with a reason,
 summed up per group (datatype, op, ISA) in `campaign.md` and `campaign.json` beside the run's report.md.
 
-The engine half of `lowp xnnpack` (the library half, what each kernel is, lives in xnnpack_zoo.py): it knows
-kernels only as an `Item` (a name, the group it counts in, and why it was skipped, if it was) and the rows the
+The report half of the campaign engine (lowp.conformance.run.campaign; the library half, what each kernel is, lives
+in lowp.conformance.libraries): it knows kernels only as an `Item` (a name, the group it counts in, and why it was skipped, if it was) and the rows the
 runner returned, so another library's campaign reports the same way.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tabulate import tabulate
 
 from lowp.conformance.report import failure_lines, short_cause
 
-GROUP_KEYS = ("datatype", "op", "isa")
+GROUP_KEYS = ("datatype", "op", "isa")      # a library that says none (Library.group_keys) groups so
 SCHEMA = "lowp-campaign/1"
 
 
@@ -72,18 +72,19 @@ def timing(items: list[Item]) -> dict:
             "total": round(sum(seconds), 1)}
 
 
-def groups(items: list[Item]) -> list[dict]:
-    """found / judged / passed / failed / skipped / not run, and the median seconds a kernel took, per group."""
+def groups(items: list[Item], keys: tuple[str, ...] = GROUP_KEYS) -> list[dict]:
+    """found / judged / passed / failed / skipped / not run, and the median seconds a kernel took, per group (the
+    values of `keys`)."""
     table = defaultdict(Counter)
     seconds = defaultdict(list)
     for i in items:
-        key = tuple(i.group.get(k, "?") for k in GROUP_KEYS)
+        key = tuple(i.group.get(k, "?") for k in keys)
         table[key]["found"] += 1
         table[key][i.status] += 1
         if i.status in ("passed", "failed"):
             table[key]["judged"] += 1
             seconds[key].append(i.seconds)
-    return [{**dict(zip(GROUP_KEYS, key)), **{k: c[k] for k in ("found", "judged", "passed", "failed", "skipped",
+    return [{**dict(zip(keys, key)), **{k: c[k] for k in ("found", "judged", "passed", "failed", "skipped",
                                                                "not run")},
              "median_seconds": round(statistics.median(seconds[key]), 2) if seconds[key] else None}
             for key, c in sorted(table.items())]
@@ -109,12 +110,13 @@ def failures(items: list[Item], rows: list[dict]) -> list[dict]:
 
 
 def document(items: list[Item], rows: list[dict], *, library: str, source: dict, settings: dict,
-             seconds: dict) -> dict:
+             seconds: dict, group_keys: tuple[str, ...] = GROUP_KEYS) -> dict:
     totals = Counter(i.status for i in items)
     return {"schema": SCHEMA, "library": library, "source": source, "settings": settings, "seconds": seconds,
+            "group_keys": list(group_keys),
             "totals": {"found": len(items), "judged": totals["passed"] + totals["failed"], "passed": totals["passed"],
                        "failed": totals["failed"], "skipped": totals["skipped"], "not_run": totals["not run"]},
-            "per_kernel_seconds": timing(items), "groups": groups(items), "skipped_by_reason": skip_reasons(items),
+            "per_kernel_seconds": timing(items), "groups": groups(items, group_keys), "skipped_by_reason": skip_reasons(items),
             "failures": failures(items, rows),
             "kernels": [{"name": i.name, **i.group, "where": i.where, "status": i.status,
                          "category": i.skip[0] if i.skip else None, "reason": i.skip[1] if i.skip else None,
@@ -124,6 +126,7 @@ def document(items: list[Item], rows: list[dict], *, library: str, source: dict,
 
 def markdown(doc: dict, rows: list[dict], replay_args: str = "") -> str:
     t, s, k = doc["totals"], doc["seconds"], doc["per_kernel_seconds"]
+    keys = tuple(doc.get("group_keys", GROUP_KEYS))
     lines = [f"# lowp campaign: {doc['library']}", "",
              f"{doc['source'].get('path')}" + (f" @ {doc['source']['commit']}" if doc["source"].get("commit") else "")
              + f"; settings: {_settings_line(doc['settings'])}.", "",
@@ -135,10 +138,10 @@ def markdown(doc: dict, rows: list[dict], replay_args: str = "") -> str:
              f"{k['max']:.2f} ({k['kernels']} kernels).", "",
              "A kernel is judged when its checks ran (its behaviour model, its claimed output contract, the probes "
              "outside it: report.md has every row); it failed when a claimed check failed or crashed.", "",
-             "## Per datatype, op and ISA", "",
-             tabulate([[g[key] for key in (*GROUP_KEYS, "found", "judged", "passed", "failed", "skipped")]
+             f"## Per {_spoken(keys)}", "",
+             tabulate([[g[key] for key in (*keys, "found", "judged", "passed", "failed", "skipped")]
                        + [g["median_seconds"] if g["median_seconds"] is not None else ""] for g in doc["groups"]],
-                      headers=(*GROUP_KEYS, "found", "judged", "passed", "failed", "skipped", "median s"),
+                      headers=(*keys, "found", "judged", "passed", "failed", "skipped", "median s"),
                       tablefmt="github"), ""]
     if doc["skipped_by_reason"]:
         lines += ["## Skipped, by reason", "",
@@ -172,6 +175,12 @@ def _failure_lines(doc: dict, rows: list[dict], replay_args: str) -> list[str]:
     return lines
 
 
+def _spoken(keys: tuple[str, ...]) -> str:
+    """('datatype', 'op', 'isa') -> 'datatype, op and ISA'."""
+    words = [k.upper() if k == "isa" else k for k in keys]
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+
+
 def _clip(text: str, width: int) -> str:
     """A table cell's text on one line, cut to `width` (campaign.json has it whole)."""
     text = " ".join(str(text).split())
@@ -183,9 +192,10 @@ def _settings_line(settings: dict) -> str:
 
 
 def write(out: Path, items: list[Item], rows: list[dict], *, library: str, source: dict, settings: dict,
-          seconds: dict, replay_args: str = "") -> dict[str, Path]:
-    """campaign.json and campaign.md in `out`."""
-    doc = document(items, rows, library=library, source=source, settings=settings, seconds=seconds)
+          seconds: dict, replay_args: str = "", group_keys: tuple[str, ...] = GROUP_KEYS) -> dict[str, Path]:
+    """campaign.json and campaign.md in `out`, grouped by `group_keys` (the library's)."""
+    doc = document(items, rows, library=library, source=source, settings=settings, seconds=seconds,
+                   group_keys=group_keys)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "campaign.json", "markdown": out / "campaign.md"}
     from lowp.conformance.report.outfolder import write_text      # each whole or not at all

@@ -1,0 +1,246 @@
+"""The library seam: what a library campaign supplies, and the engine that judges any library's kernels with it.
+
+A library (one room in lowp.conformance.libraries: XNNPACK now, ggml next) knows its own checkout: where its
+kernels are, what each one is as a lowp kernel entry (or the named reason it cannot be one), its ISA or variant
+table, the contracts and output stages it claims, and how its report groups kernels. The engine knows none of
+that: it registers the entries, builds them (through the build cache, `jobs` at a time), runs the ordinary checks
+on the process pool with its journal and --resume, and writes report.md and campaign.md / campaign.json. A second
+library is one new room plus its contracts; nothing here changes for it (docs/extending.md, "Adding a library").
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from lowp.conformance.report.campaign import Item
+
+
+class NotACheckout(ValueError):
+    """PATH is not a checkout of the library (the command exits 2 with this message)."""
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Why a kernel is not judged: `category` groups the campaign's counts, `message` names the kernel's case."""
+    category: str
+    message: str
+
+
+@dataclass
+class Found:
+    """One kernel a checkout declares, as the library found it (cheaply: no mapping yet). `group` holds the values
+    of the library's group_keys; `what` is the library's own record of it, handed back to Library.map; `skip` is
+    set where the kernel cannot even be read (an unreadable file)."""
+    name: str
+    group: dict
+    where: str
+    what: Any = None
+    skip: Skip | None = None
+
+
+class Library:
+    """What a library campaign supplies. Subclass it in lowp.conformance.libraries.<name>."""
+    name: str = ""                                  # the report's title: 'XNNPACK'
+    group_keys: tuple[str, ...] = ()                # how campaign.md groups kernels: ('datatype', 'op', 'isa')
+    selectors: dict[str, str] = {}                  # a group key -> the option that selects by it ('isa': '--isa')
+
+    def open(self, path: Path) -> Any:
+        """The checkout at `path`; NotACheckout naming what is missing where PATH is not one."""
+        raise NotImplementedError
+
+    def refuse(self, checkout, selection: dict) -> str | None:
+        """Why this selection ({group key: [values]}) names nothing the checkout or the library has, or None."""
+        return None
+
+    def found(self, checkout, selection: dict) -> Iterable[Found]:
+        """Every kernel the checkout declares in the selection (the engine filters by group key and name too)."""
+        raise NotImplementedError
+
+    def map(self, checkout, found: Found) -> dict | Skip:
+        """The lowp kernel entry ([[kernel]] table, paths absolute) of one kernel, or the Skip naming what lowp lacks
+        to make it."""
+        raise NotImplementedError
+
+    def source(self, checkout) -> dict:
+        """What was judged, for campaign.json: {'path': ..., 'commit': ...}."""
+        raise NotImplementedError
+
+
+@dataclass
+class Campaign:
+    """One run of the engine: the library, its checkout, the selection and how hard to look."""
+    library: Library
+    checkout: Any
+    out: Path
+    selection: dict = field(default_factory=dict)   # group key -> values (empty: all)
+    kernel_globs: tuple[str, ...] = ()
+    options: dict = field(default_factory=dict)     # the checks' options: examples, seed, grid, database, ...
+    jobs: int | None = None
+    resume: bool = False
+    timeout: float = 600
+    write_toml: Path | None = None
+    settings: dict = field(default_factory=dict)    # what campaign.json records of the command line
+
+    @property
+    def toml(self) -> Path:
+        return self.out / "kernels.toml"
+
+    def selected(self, found: Found) -> bool:
+        return all(not values or found.group.get(key) in values for key, values in self.selection.items()) and \
+            (not self.kernel_globs or any(fnmatch.fnmatchcase(found.name, g) for g in self.kernel_globs))
+
+
+def run(campaign: Campaign) -> tuple[int, Any]:
+    """Map, register, build, judge and report; (exit status, the RunStopped of a run that was stopped, or None).
+    Exit status 1 when a kernel fails a claimed check, 2 when nothing was selected, else 0."""
+    started = time.perf_counter()
+    items, entries = map_kernels(campaign)
+    if not items:
+        print("error: no kernel of the checkout matches the selection", file=sys.stderr)
+        return 2, None
+    mapping = time.perf_counter() - started
+    kernels = register(items, entries, campaign.toml)
+    build_started = time.perf_counter()
+    kernels = build(items, kernels, campaign.jobs)
+    built = time.perf_counter() - build_started
+    for path in filter(None, (campaign.toml, campaign.write_toml)):
+        write_toml(path, [entries[k.name] for k in kernels], items, campaign)
+    rows, checks_seconds, stop = judge(campaign, kernels)
+    seconds = {"wall": round(time.perf_counter() - started, 1), "mapping": round(mapping, 1),
+               "build": round(built, 1), "checks": round(checks_seconds, 1)}
+    return report(campaign, items, rows, seconds), stop
+
+
+def map_kernels(campaign: Campaign) -> tuple[list[Item], dict[str, dict]]:
+    """The campaign's items (one per selected kernel the checkout declares) and the entries the library made."""
+    library, items, entries = campaign.library, [], {}
+    for found in library.found(campaign.checkout, campaign.selection):
+        if found.skip is None and not campaign.selected(found):      # an unreadable file is listed whatever the
+            continue                                                  # selection: it may hold selected kernels
+        item = Item(found.name, found.group, found.where)
+        items.append(item)
+        if found.skip is not None:
+            item.skip = (found.skip.category, found.skip.message)
+        elif found.name in entries:
+            item.skip = ("duplicate", f"{found.where} repeats a kernel of an earlier entry")
+        else:
+            result = library.map(campaign.checkout, found)
+            if isinstance(result, dict):
+                entries[found.name] = result
+            else:
+                item.skip = (result.category, result.message)
+    return items, entries
+
+
+def write_toml(path: Path, entries: list[dict], items: list[Item], campaign: Campaign) -> None:
+    """The kernel entries that reached the checks, as [[kernel]] tables, and why each other kernel did not, as
+    comments: `lowp conformance --kernels FILE --no-builtin` judges the same kernels again."""
+    import tomli_w
+
+    from lowp.conformance.report.outfolder import write_text      # whole or not at all: a later --resume reads it
+    path.parent.mkdir(parents=True, exist_ok=True)
+    where = campaign.library.source(campaign.checkout)["path"]
+    head = (f"# What lowp made of the kernels of the {campaign.library.name} checkout {where} (a campaign):\n"
+            f"# one [[kernel]] table per kernel it judges, paths absolute; the skipped ones at the end, with why.\n"
+            f"# `lowp conformance --kernels {path} --no-builtin` judges them again.\n\n")
+    skipped = [f"# skipped: {i.name} ({i.where}): {' '.join(i.skip[1].split())}" for i in items if i.skip]
+    text = tomli_w.dumps({"kernel": entries}) if entries else ""
+    write_text(path, head + text + ("\n" + "\n".join(skipped) + "\n" if skipped else ""))
+
+
+def register(items: list[Item], entries: dict, toml: Path) -> list:
+    """Register the entries in memory (each checked by the kernel schema and lowp.conformance's own checks); an entry
+    that fails them is a skipped item naming the problem."""
+    from lowp.kernels import KernelConfigError
+    from lowp.kernels.registry import register_entries
+
+    from lowp.conformance.search.validate import validate_kernels
+    kernels, problems = register_entries(list(entries.values()), toml)
+    by_name = {i.name: i for i in items}
+    for name, found in problems.items():
+        by_name[name].skip = ("lowp entry invalid", "; ".join(p.message for p in found))
+    valid = []
+    for k in kernels:
+        try:
+            validate_kernels([k])
+        except KernelConfigError as e:
+            by_name[k.name].skip = ("lowp entry invalid", "; ".join(f"{p.key}: {p.message}" for p in e.problems))
+            continue
+        valid.append(k)
+    return valid
+
+
+def build(items: list[Item], kernels: list, jobs: int | None) -> list:
+    """Build every kernel that can run here (the checks' builds come from the same cache), `jobs` at a time; a
+    source that does not build or a symbol the build lacks is a skipped item with the compiler's first lines."""
+    from lowp.conformance.search.validate import build_problems
+    by_name = {i.name: i for i in items}
+
+    def one(kernel):
+        start = time.perf_counter()
+        problems = build_problems([kernel])
+        by_name[kernel.name].build_seconds = time.perf_counter() - start
+        return kernel, problems
+    results = []
+    print(f"building {len(kernels)} kernels (cached builds are instant)", file=sys.stderr, flush=True)
+    with ThreadPoolExecutor(max(1, jobs or os.cpu_count() or 1)) as pool:
+        for done, result in enumerate(pool.map(one, kernels), 1):
+            results.append(result)
+            if done % 100 == 0 or done == len(kernels):      # a cold build of a datatype takes minutes: say so
+                print(f"  built {done}/{len(kernels)}", file=sys.stderr, flush=True)
+    built = []
+    for kernel, problems in results:
+        if problems:
+            first = problems[0]
+            lines = [line.strip() for line in first.message.splitlines()]
+            error = next((line for line in lines[1:] if "error" in line), "")     # the compiler's own words
+            by_name[kernel.name].skip = ("does not build" if first.key in ("source", "sources") else
+                                         "symbol problem", " ".join(filter(None, [lines[0], error])))
+        else:
+            built.append(kernel)
+    return built
+
+
+def judge(campaign: Campaign, kernels: list) -> tuple[list[dict], float, Any]:
+    """The ordinary checks of the built kernels on the process pool; (rows, seconds, the RunStopped of a run that
+    Ctrl-C, SIGTERM or a full disk stopped, else None)."""
+    from lowp.conformance.run import runner
+    from lowp.conformance.run.checks import plan
+    checks = plan(kernels)
+    start = time.perf_counter()
+    stop = None
+    try:
+        rows = runner.run(checks, campaign.out / "journal.jsonl", jobs=campaign.jobs, resume=campaign.resume,
+                          timeout=campaign.timeout, options=campaign.options) if checks else []
+    except runner.RunStopped as e:
+        rows, stop = e.rows, e
+    return rows, time.perf_counter() - start, stop
+
+
+def report(campaign: Campaign, items: list[Item], rows: list[dict], seconds: dict) -> int:
+    """report.md/json and junit.xml of every check, campaign.md/json of every kernel; the head of campaign.md on
+    stdout; 1 when a kernel failed a claimed check, else 0."""
+    from lowp.conformance import report as reports
+    from lowp.conformance.report import campaign as campaign_report
+    replay_args = f"--kernels {campaign.toml} --no-builtin --out {campaign.out}"
+    settings = campaign.settings
+    paths = reports.write(rows, campaign.out, seconds["checks"], replay_args, {**settings, "kernels": []}) \
+        if rows else {}
+    campaign_report.summarize(items, rows)
+    cpaths = campaign_report.write(campaign.out, items, rows, library=campaign.library.name,
+                                   source=campaign.library.source(campaign.checkout), settings=settings,
+                                   seconds=seconds, replay_args=replay_args,
+                                   group_keys=campaign.library.group_keys)
+    text = cpaths["markdown"].read_text()
+    print(text.split("\n## Every skipped kernel", 1)[0].rstrip())
+    print(f"\nreports: {', '.join(str(p) for p in [*cpaths.values(), *paths.values()])}; kernels: {campaign.toml}")
+    failed = [i.name for i in items if i.status == "failed"]
+    if failed:
+        print(f"FAILED: {len(failed)} kernel(s) broke a claimed check", file=sys.stderr)
+    return 1 if failed else 0
