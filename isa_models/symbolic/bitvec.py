@@ -21,6 +21,8 @@ import operator
 import numpy as np
 import z3
 
+from lowp.isa_models import lanes
+
 _EXACT = np.dtype(object)      # numpy's object lanes: the models' Python-integer arithmetic for 64-bit lanes
 _BOOL = np.dtype(np.bool_)     # lanes of conditions (SymBool cells): comparisons, predicates
 _F32 = np.dtype(np.float32)    # IEEE binary32 lanes: SymInt cells holding the float's bits (as int32), z3 FP terms
@@ -711,6 +713,28 @@ class SymArray:
             raise NotImplementedError(f"the bit-vector backend has no np.{ufunc.__name__}.{method} on symbolic lanes")
         return handler(*inputs)
 
+    # -- IEEE binary32 lanes: lanes.f32_* hand an operation with a symbolic operand to that operand's class, so the
+    # lane layer never imports this module (which imports it, for the numpy side of constant lanes) ---------------
+    @staticmethod
+    def f32_from_int32(x) -> "SymArray":
+        """lanes.f32_from_int32 on symbolic lanes."""
+        return f32_from_int32(x)
+
+    @staticmethod
+    def f32_arith(op: str, a, b) -> "SymArray":
+        """lanes.f32_arith where a or b is symbolic."""
+        return f32_arith(op, a, b)
+
+    @staticmethod
+    def f32_pick_less(a, b) -> "SymArray":
+        """lanes.f32_pick_less where a or b is symbolic."""
+        return f32_pick_less(a, b)
+
+    @staticmethod
+    def f32_to_int32(x, rounding: str, invalid: int) -> "SymArray":
+        """lanes.f32_to_int32 on symbolic lanes."""
+        return f32_to_int32(x, rounding, invalid)
+
 
 def _plain_index(index):
     """An index into the cells: SymArray indices (symbolic gathers) are not plain indexing."""
@@ -896,27 +920,23 @@ def _float_lanes(op, numpy_op, dtypes, out_dtype, *xs) -> SymArray:
 
 
 def f32_from_int32(x) -> SymArray:
-    from lowp.isa_models import lanes
     return _float_lanes(lambda c: _float_bits(z3.fpSignedToFP(_RNE, c.bits(32), _FLOAT32)),
                         lanes.f32_from_int32, (np.int32,), _F32, x)
 
 
 def f32_arith(op: str, a, b) -> SymArray:
-    from lowp.isa_models import lanes
     build = {"add": z3.fpAdd, "sub": z3.fpSub, "mul": z3.fpMul}[op]
     return _float_lanes(lambda x, y: _float_bits(build(_RNE, _fp(x), _fp(y))),
                         lambda x, y: lanes.f32_arith(op, x, y), (_F32, _F32), _F32, a, b)
 
 
 def f32_pick_less(a, b) -> SymArray:
-    from lowp.isa_models import lanes
     return _float_lanes(lambda x, y: SymInt(z3.If(z3.fpLT(_fp(x), _fp(y)), x.bits(32), y.bits(32)),
                                             -(1 << 31), (1 << 31) - 1),
                         lanes.f32_pick_less, (_F32, _F32), _F32, a, b)
 
 
 def f32_to_int32(x, rounding: str, invalid: int) -> SymArray:
-    from lowp.isa_models import lanes
     mode = {"nearest": _RNE, "zero": z3.RTZ()}[rounding]
 
     def convert(c):
