@@ -355,8 +355,10 @@ def select(cond, x, y) -> SymInt:
 LEMMAS = None
 
 
-def _within(x: SymInt, lo: int, hi: int) -> SymInt | None:
-    """x itself (its interval narrowed) when it provably lies in [lo, hi]: by its interval, else by a lemma."""
+def within(x: SymInt, lo: int, hi: int) -> SymInt | None:
+    """x itself (its interval narrowed) when it provably lies in [lo, hi]: by its interval, else by a lemma
+    (LEMMAS); None when neither shows it. Public: the symbolic executor (lowp.emulator.symbolic) reads a byte
+    lane through the same rule as np.clip and fit here, so a lane is kept exact in both places or in neither."""
     if lo <= x.lo and x.hi <= hi:
         return x
     if x.hi < lo or x.lo > hi or LEMMAS is None:
@@ -408,11 +410,11 @@ def fit(x, dtype):
         # x is an exact value y wrapped to these n bits (a + 127 as an s8 lane, then read as u8): the n bits
         # read as `dtype` are y itself if y lies in dtype's range (x and y agree mod 2^n)
         y = x.wrapped[0]
-        kept = y if lo <= y.lo and y.hi <= hi else _within(y, lo, hi) if dtype.itemsize <= 2 else None
+        kept = y if lo <= y.lo and y.hi <= hi else within(y, lo, hi) if dtype.itemsize <= 2 else None
         if kept is not None:
             return kept
     if dtype.itemsize <= 2:               # a narrow intermediate (int16 lanes): worth a lemma
-        kept = _within(x, lo, hi)
+        kept = within(x, lo, hi)
         if kept is not None:
             return kept
     if x.value is not None:
@@ -766,7 +768,7 @@ def _clip(x, lo, hi):
     if isinstance(x, SymArray) and isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer)):
         cells = np.empty(x.shape, dtype=object)
         for index, cell in np.ndenumerate(x.data):
-            kept = _within(cell, int(lo), int(hi))
+            kept = within(cell, int(lo), int(hi))
             cells[index] = kept if kept is not None else minimum(maximum(cell, int(lo)), int(hi))
         return SymArray(cells, x.dtype)
     return _minimum(_maximum(x, lo), hi)
