@@ -1,5 +1,5 @@
 """What one kernel entry is: the Kernel dataclass (with its Tile and Domain), the signature kinds its entry symbol
-may have, and the name of its workspace function. The registry (lowp.kernels.registry) holds the entries and the
+may have, and its workspace function's name and the bound on what that may ask. The registry (lowp.kernels.registry) holds the entries and the
 schema (lowp.kernels.schema) checks them; both build on this module, which imports neither, so neither imports
 the other's half. lowp.kernels.registry re-exports every name here (lowp.kernels.registry.Kernel is documented).
 """
@@ -226,4 +226,25 @@ Kernel.__init__ = _init_with_source
 
 
 def workspace_symbol(kernel: Kernel) -> str:
+    """The name of the kernel's workspace function (the `gemm` signature's <prefix>_workspace)."""
     return kernel.symbol.rsplit("_", 1)[0] + "_workspace"
+
+
+class WorkspaceTooLarge(RuntimeError):
+    """A kernel's workspace function asked for more than MAX_WORKSPACE_BYTES (checked_workspace: every executor
+    asks it, so the bound sits here, beside the function's name)."""
+
+
+# Every call maps the workspace between guard pages and fills it with poison: a request beyond 1 GiB, at the shapes
+# lowp runs, is a size computed wrongly (garbage, a sign error through size_t), not memory to find.
+MAX_WORKSPACE_BYTES = 1 << 30
+
+
+def checked_workspace(kernel: Kernel, M: int, N: int, K: int, size: int) -> int:
+    """`size`, the bytes `kernel`'s workspace function gave for (M, N, K), if lowp can give them; else
+    WorkspaceTooLarge naming the function, the shape and the size (instead of a MemoryError with no words)."""
+    if size > MAX_WORKSPACE_BYTES:
+        raise WorkspaceTooLarge(f"{kernel.name}: {workspace_symbol(kernel)}({M}, {N}, {K}) asks for {size:,} bytes "
+                                f"of workspace; lowp gives a kernel at most {MAX_WORKSPACE_BYTES:,} (1 GiB) per call: "
+                                "is the size computed right?")
+    return size
