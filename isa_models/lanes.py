@@ -169,20 +169,26 @@ def writemask(result: np.ndarray, mask, zeroing: bool, merge) -> np.ndarray:
 # -- IEEE binary32 lanes (the fp32 requantization) -------------------------------------------------------------------
 # numpy float32 arithmetic is IEEE binary32 with round to nearest even, the MXCSR / FPCR default every library here
 # runs under; the bit-vector backend builds the same operations as z3 floating-point terms on the lanes' bits.
+# A symbolic operand's own class (SymArray) carries its side of each operation, so this module dispatches through
+# the operand and never imports the backend (which imports this module for the numpy side: folding constant lanes).
+
+def _symbolic_one(*xs):
+    """The first symbolic operand (None if every one is numpy): the one whose class builds the bit-vector form."""
+    return next((x for x in xs if symbolic(x)), None)
+
 
 def f32_from_int32(x):
     """int32 -> float32, one rounding to nearest even (through float64, which holds every int32 exactly)."""
     if symbolic(x):
-        from lowp.isa_models.symbolic import bitvec
-        return bitvec.f32_from_int32(x)
+        return x.f32_from_int32(x)
     return x.astype(np.float64).astype(F32)
 
 
 def f32_arith(op: str, a, b):
     """a op b for op in 'add', 'sub', 'mul': IEEE binary32, rounded to nearest even."""
-    if symbolic(a) or symbolic(b):
-        from lowp.isa_models.symbolic import bitvec
-        return bitvec.f32_arith(op, a, b)
+    sym = _symbolic_one(a, b)
+    if sym is not None:
+        return sym.f32_arith(op, a, b)
     with np.errstate(all="ignore"):
         return {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op](a, b).astype(F32)
 
@@ -190,9 +196,9 @@ def f32_arith(op: str, a, b):
 def f32_pick_less(a, b):
     """(a < b) ? a : b lane by lane, comparing as IEEE floats and moving bits: an unordered pair (a NaN) or equal
     values (+0 and -0) give b."""
-    if symbolic(a) or symbolic(b):
-        from lowp.isa_models.symbolic import bitvec
-        return bitvec.f32_pick_less(a, b)
+    sym = _symbolic_one(a, b)
+    if sym is not None:
+        return sym.f32_pick_less(a, b)
     return np.where(a < b, a, b).astype(F32)
 
 
@@ -200,8 +206,7 @@ def f32_to_int32(x, rounding: str, invalid: int):
     """float32 -> int32 rounding to nearest even ('nearest') or toward zero ('zero'); NaN or a rounded value outside
     int32 gives `invalid` (x86's integer indefinite 0x80000000)."""
     if symbolic(x):
-        from lowp.isa_models.symbolic import bitvec
-        return bitvec.f32_to_int32(x, rounding, invalid)
+        return x.f32_to_int32(x, rounding, invalid)
     with np.errstate(invalid="ignore"):           # a signalling NaN is a value here, not an event
         a = x.astype(np.float64)
         r = {"nearest": np.rint, "zero": np.trunc}[rounding](np.where(np.isfinite(a), a, 0.0))

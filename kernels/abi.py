@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowp.kernels.invocation import Invocation, Ref
-from lowp.kernels.registry import XNNPACK_SIGNATURES, Kernel
+from lowp.kernels.invocation import Invocation, Ref, poison
+from lowp.kernels.entry import XNNPACK_SIGNATURES, Kernel
 
 REQUANT_HEADER = np.dtype([("a_zero_point", "<i4"), ("b_zero_point", "<i4"), ("output_zero_point", "<i4"),
                            ("output_min", "<i4"), ("output_max", "<i4"), ("n", "<i4"), ("reserved", "<i4", 2)])
@@ -62,7 +62,6 @@ def invocation(kernel: Kernel, A: np.ndarray, B: np.ndarray, q: dict, *, seed: i
     """The buffers and calls of one quantized GEMM. strides ({"a", "cm", "cn"}: bytes) and igemm ({"ks",
     "a_offset", "zero"}) are a case's ABI options for XNNPACK ukernels (lowp.kernels.xnnpack.Strides,
     Indirection); C, A's gaps and the workspace hold poison(seed)."""
-    from lowp.kernels.executors import poison
     M, K = A.shape
     N = B.shape[1]
     required = ()
@@ -74,9 +73,7 @@ def invocation(kernel: Kernel, A: np.ndarray, B: np.ndarray, q: dict, *, seed: i
         from lowp.kernels import xnnpack
         return xnnpack.invocation(A, B, q, ukernel(kernel), strides=strides, igemm=igemm,
                                   fill=lambda n, salt: poison(n, np.uint8, seed + salt))
-    if strides is not None or igemm is not None:
-        raise ValueError(f"{kernel.name}: strides and igemm options are for XNNPACK ukernels (signature "
-                         f"'xnnpack-gemm' or 'xnnpack-igemm'), not {kernel.signature!r}")
+    reject_abi_options(kernel, strides, igemm)
     if kernel.signature == "quant-gemm":
         size = max(int(workspace_bytes(M, N, K)), 1)
         buffers = {"A": np.ascontiguousarray(A), "B": np.ascontiguousarray(B),
@@ -87,6 +84,14 @@ def invocation(kernel: Kernel, A: np.ndarray, B: np.ndarray, q: dict, *, seed: i
         names = ("M", "N", "K", "A", "B", "C", "work", "q", *kernel.params)
         return Invocation(buffers, [(kernel.symbol, args)], output="C", writable=("C", "work"), arg_names=names)
     raise ValueError(f"{kernel.name}: signature {kernel.signature!r} is not a quantized one")
+
+
+def reject_abi_options(kernel: Kernel, strides, igemm) -> None:
+    """ValueError naming the kernel when a case hands ABI options (strides, igemm) to a kernel that is not an XNNPACK
+    ukernel: here, below both executors, which refuse them for the `gemm` signature with these same words."""
+    if strides is not None or igemm is not None:
+        raise ValueError(f"{kernel.name}: strides and igemm options are for XNNPACK ukernels (signature "
+                         f"'xnnpack-gemm' or 'xnnpack-igemm'), not {kernel.signature!r}")
 
 
 def ukernel(kernel: Kernel):

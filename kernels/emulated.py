@@ -5,11 +5,13 @@ Faults (out-of-bounds access, runaway loops, undefined instructions) come back a
 buffer, offset and instruction."""
 from __future__ import annotations
 
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
 
-from lowp.kernels.registry import Kernel, workspace_symbol
+from lowp.kernels import abi
+from lowp.kernels.entry import Kernel, checked_workspace, workspace_symbol
+from lowp.kernels.invocation import call_emulated, outcome, poison, poison_rows
 
 # Bytes of workspace per kernel are asked of the kernel itself (its <prefix>_workspace function), also emulated.
 
@@ -69,7 +71,6 @@ class EmulatedExecutor:
         each call is a round trip to the emulator (the native executor caches its last shape likewise)."""
         shape = (M, N, K)
         if shape not in self._workspace:
-            from lowp.kernels.executors import checked_workspace
             size = int(self.machine.call(workspace_symbol(self.kernel), M, N, K).ret) & (2 ** 64 - 1)   # a size_t
             self._workspace[shape] = checked_workspace(self.kernel, M, N, K, size)
         return self._workspace[shape]
@@ -80,7 +81,6 @@ class EmulatedExecutor:
         """C and the workspace start as poison(seed), the registers as the seed chooses (Machine.call); the
         machine's static data persists from call to call, as a loaded library's does. quant, strides, igemm: as
         NativeExecutor.run."""
-        from lowp.kernels.executors import _no_abi_options, poison
         k = self.kernel
         k.check_operands(A, B)
         M, K = A.shape
@@ -90,7 +90,7 @@ class EmulatedExecutor:
             options["budget"] = budget
         if k.quantized:
             return self._run_quantized(A, B, quant, seed, work_seed, options, strides=strides, igemm=igemm)
-        _no_abi_options(k, strides, igemm)
+        abi.reject_abi_options(k, strides, igemm)
         size = self.workspace_bytes(M, N, K)
         work = poison(max(int(size), 1), np.uint8, seed + 1 if work_seed is None else work_seed)
         C = poison((M, N), np.int32, seed)
@@ -125,7 +125,6 @@ class EmulatedExecutor:
             raise ValueError(f"run_many: the cases of one batch have one (M, N, K), got {sorted(shapes)}")
         self._check_machine()
         if self.kernel.quantized:
-            from lowp.kernels.executors import outcome
             return [outcome(lambda: self.run(A, B, seed=seed, quant=quant))
                     for A, B, seed, quant in zip(As, Bs, seeds, quants)]
         return self._run_gemm_many(As, Bs, seeds)
@@ -187,8 +186,6 @@ class EmulatedExecutor:
         """A quantized signature: its adapter's calls, one machine.call each (the mnemonic counts add up)."""
         from collections import Counter
 
-        from lowp.kernels import abi
-        from lowp.kernels.invocation import call_emulated
         if quant is None:
             raise ValueError(f"{self.kernel.name}: a quantized kernel runs with the case's quantization parameters")
         inv = abi.invocation(self.kernel, A, B, quant, seed=seed, work_seed=work_seed,
@@ -205,61 +202,9 @@ class EmulatedExecutor:
         return inv.result(out)
 
 
-def poison_rows(shape, dtype, seeds) -> np.ndarray:
-    """np.stack([executors.poison(shape, dtype, s) for s in seeds]), in a few numpy operations: poison(seed) is
-    the window of the poison pool that starts at seed * 7919 (mod its size) and wraps around, so each row is a
-    window of the pool laid twice end to end."""
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    from lowp.kernels.executors import _POISON_POOL, poison
-    dtype = np.dtype(dtype)
-    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if nbytes > _POISON_POOL.size:         # more than the pool: poison repeats it; one window at a time
-        return np.stack([poison(shape, dtype, s) for s in seeds]).reshape(len(seeds), *shape)
-    starts = np.array([(s * 7919) % _POISON_POOL.size for s in seeds], np.int64)
-    rows = sliding_window_view(_doubled_pool(), max(nbytes, 1))[starts, :nbytes]
-    return rows.view(dtype).reshape(len(seeds), *shape)
-
-
-@lru_cache(maxsize=1)
-def _doubled_pool() -> np.ndarray:
-    from lowp.kernels.executors import _POISON_POOL
-    return np.concatenate([_POISON_POOL, _POISON_POOL])
-
-
 class QemuExecutor(EmulatedExecutor):
     """The same calls under qemu-user (lowp.emulator.qemu.QemuMachine): one long-lived process per executor serves
     every call, so SVE, SME and FEAT_I8MM kernels run on qemu's own implementation (Unicorn 2.1.4 lacks them).
     Budgets are time (an instruction budget is converted); counts come from lowp's TCG plugin. The kernel's
     vector_bits choose qemu's SVE/SME vector length (the target's cpu)."""
     default_backend = "qemu"
-
-
-def bench_cases_per_second(kernel: Kernel, n: int, seed: int = 0, *, backend: str | None = None, batch: int = 100,
-                           largest: tuple[int, int, int] = (9, 17, 64)) -> float:
-    """Cases per second of `kernel`'s executor (executors.executor(kernel, backend)) through run_many: n random
-    cases drawn from `seed` in batches of `batch` cases of one random shape M x N x K up to `largest` (issue 26's
-    4x8 SDOT target: M <= 9, N <= 17, K <= 64), operands over the kernel's domain. Only run_many is timed
-    (execution and transfer, the machine's start and the kernel's build left out): the model comparison is the
-    engine's. A case that faults counts as run."""
-    import time
-
-    from lowp.kernels.executors import executor
-    ex = executor(kernel, backend)
-    rng = np.random.default_rng(seed)
-    (alo, ahi), (blo, bhi) = kernel.domain.a, kernel.domain.b
-    batches = []
-    for start in range(0, n, batch):
-        size = min(batch, n - start)
-        M, N, K = (int(rng.integers(1, top + 1)) for top in largest)
-        As = [rng.integers(alo, ahi, (M, K), endpoint=True).astype(kernel.a_dtype) for _ in range(size)]
-        Bs = [rng.integers(blo, bhi, (K, N), endpoint=True).astype(kernel.b_dtype) for _ in range(size)]
-        batches.append((As, Bs, list(range(start, start + size))))
-    ex.run_many(batches[0][0][:1], batches[0][1][:1], seeds=[0])       # build, start the machine
-    elapsed = 0.0
-    for As, Bs, seeds in batches:
-        t0 = time.perf_counter()
-        ex.run_many(As, Bs, seeds=seeds)
-        elapsed += time.perf_counter() - t0
-    return n / elapsed if elapsed else float("inf")

@@ -16,7 +16,12 @@ import numpy as np
 
 from lowp.emulator.errors import BatchStopped, stopped_after  # noqa: F401 - BatchStopped: run_many's outcome
 
-from lowp.kernels.registry import SIGNATURES, XNNPACK_SIGNATURES, Kernel, workspace_symbol
+from lowp.kernels import abi
+from lowp.kernels.entry import SIGNATURES, XNNPACK_SIGNATURES, Kernel, workspace_symbol
+# Both executors' shared pieces live below them (the emulated executor imports them from there, not from here);
+# re-exported here, where callers have always found them.
+from lowp.kernels.entry import MAX_WORKSPACE_BYTES, WorkspaceTooLarge, checked_workspace  # noqa: F401
+from lowp.kernels.invocation import POISON_POOL, outcome, poison, poison_start  # noqa: F401
 
 
 class KernelUnavailable(RuntimeError):
@@ -27,25 +32,6 @@ class BatchUnpinned(RuntimeError):
     """run_many(rerun=False) could not pin the batch's evidence on one case (a canary damaged, an input written):
     every case of the batch comes back as this, for the caller to rerun (conformance/run/batch.py reruns them on a
     fresh copy of the kernel brought to the state they started from)."""
-
-
-class WorkspaceTooLarge(RuntimeError):
-    """A kernel's workspace function asked for more than MAX_WORKSPACE_BYTES."""
-
-
-# Every call maps the workspace between guard pages and fills it with poison: a request beyond 1 GiB, at the shapes
-# lowp runs, is a size computed wrongly (garbage, a sign error through size_t), not memory to find.
-MAX_WORKSPACE_BYTES = 1 << 30
-
-
-def checked_workspace(kernel: Kernel, M: int, N: int, K: int, size: int) -> int:
-    """`size`, the bytes `kernel`'s workspace function gave for (M, N, K), if lowp can give them; else
-    WorkspaceTooLarge naming the function, the shape and the size (instead of a MemoryError with no words)."""
-    if size > MAX_WORKSPACE_BYTES:
-        raise WorkspaceTooLarge(f"{kernel.name}: {workspace_symbol(kernel)}({M}, {N}, {K}) asks for {size:,} bytes "
-                                f"of workspace; lowp gives a kernel at most {MAX_WORKSPACE_BYTES:,} (1 GiB) per call: "
-                                "is the size computed right?")
-    return size
 
 
 def _prototype(kernel: Kernel) -> str:
@@ -85,29 +71,6 @@ def remove_fresh_copies() -> None:
     directory = _FRESH_DIRS.get(os.getpid())
     if directory is not None:
         shutil.rmtree(directory, ignore_errors=True)
-
-
-def poison(shape, dtype, seed: int) -> np.ndarray:
-    """What C and the workspace hold when a kernel is called: pseudo-random bytes chosen by `seed` (never zeros),
-    so a kernel that accumulates into C without clearing it, or reads workspace it did not write, shows it. Both
-    executors use it, so a failure replays from its seed. (A window into one fixed random pool: cheap per call.)"""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape)) * dtype.itemsize
-    start = (seed * 7919) % _POISON_POOL.size
-    data = np.resize(np.roll(_POISON_POOL, -start), nbytes) if nbytes > _POISON_POOL.size - start else \
-        _POISON_POOL[start:start + nbytes].copy()
-    return data.view(dtype).reshape(shape)
-
-
-_POISON_POOL = np.random.default_rng(0x9015_0A).integers(1, 256, size=1 << 20, dtype=np.uint8)
-
-
-def _poison_start(seeds) -> np.ndarray:
-    """Where poison(..., seed) starts in the pool, for each seed (in numpy where seed * 7919 fits 63 bits)."""
-    seeds = np.asarray(seeds, np.int64)
-    if len(seeds) and np.abs(seeds).max() < 1 << 48:
-        return (seeds * 7919) % _POISON_POOL.size
-    return np.array([(int(s) * 7919) % _POISON_POOL.size for s in seeds], np.int64)
 
 
 def native_library(kernel: Kernel) -> Path:
@@ -234,7 +197,7 @@ class NativeExecutor:
             self._checked = True
         if k.quantized:
             return self._run_quantized(A, B, quant, seed, work_seed, strides=strides, igemm=igemm)
-        _no_abi_options(k, strides, igemm)
+        abi.reject_abi_options(k, strides, igemm)
         ffi, fn, _ = self._entry
         A, B = np.ascontiguousarray(A), np.ascontiguousarray(B)
         M, K = A.shape
@@ -303,15 +266,15 @@ class NativeExecutor:
             regions["C"] = arena.place("C", poison((M, N), np.int32, int(seeds[0])), allowed.get("C", 0))
             regions["work"] = arena.place("work", poison(size, np.uint8, int(seeds[0]) + 1), allowed.get("work", 0))
             r = regions
-            starts, work_starts = _poison_start(seeds), _poison_start(seeds + 1)
+            starts, work_starts = poison_start(seeds), poison_start(seeds + 1)
             address = int(ffi.cast("uintptr_t", fn))
             return guard.call_batch(address, [M, N, K, r["A"].base, r["B"].base, r["C"].base, r["work"].base,
                                               *k.params.values()], arena, regions, A3, B3, starts, work_starts,
-                                    _POISON_POOL, budget=self.budget, library=self.library_path)
+                                    POISON_POOL, budget=self.budget, library=self.library_path)
 
     def _run_quantized(self, A, B, quant, seed, work_seed, **options) -> np.ndarray:
         """A quantized signature: its adapter's buffers, always behind guard pages (a ukernel call per MR rows)."""
-        from lowp.kernels import abi, guard
+        from lowp.kernels import guard
         from lowp.kernels.invocation import call_native
         if quant is None:
             raise ValueError(f"{self.kernel.name}: a quantized kernel runs with the case's quantization parameters")
@@ -327,15 +290,6 @@ class NativeExecutor:
             return inv.result({name: regions[name].array.copy() for name in inv.writable})
 
 
-def outcome(call):
-    """call()'s result, or the exception it raised: a case's answer in run_many (native, emulated, or the engine's
-    case-by-case fallback), returned in its place, never raised."""
-    try:
-        return call()
-    except Exception as e:
-        return e
-
-
 def _stacked(kernel: Kernel, As, Bs) -> tuple[np.ndarray, np.ndarray]:
     """As and Bs as (n, M, K) and (n, K, N) arrays (as given where they are: conformance/run/batch.py passes its
     batches so), after the checks run() makes of one case's operands."""
@@ -344,12 +298,6 @@ def _stacked(kernel: Kernel, As, Bs) -> tuple[np.ndarray, np.ndarray]:
     if A3.shape[1:] != As[0].shape or B3.shape[1:] != Bs[0].shape:
         raise ValueError(f"{kernel.name}: run_many takes cases of one shape")
     return A3, B3
-
-
-def _no_abi_options(kernel: Kernel, strides, igemm) -> None:
-    if strides is not None or igemm is not None:
-        raise ValueError(f"{kernel.name}: strides and igemm options are for XNNPACK ukernels (signature "
-                         f"'xnnpack-gemm' or 'xnnpack-igemm'), not {kernel.signature!r}")
 
 
 # `lowp conformance --backend qemu` (or bochs, native) sets them, so the check workers (other processes) choose
@@ -411,3 +359,31 @@ def _elsewhere(kernel: Kernel, chosen) -> str:
             if reason:
                 notes.append(reason if t.backend in reason or "lacks" in reason else f"{t.backend}: {reason}")
     return "".join(f"; {n}" for n in notes)
+
+
+def bench_cases_per_second(kernel: Kernel, n: int, seed: int = 0, *, backend: str | None = None, batch: int = 100,
+                           largest: tuple[int, int, int] = (9, 17, 64)) -> float:
+    """Cases per second of `kernel`'s executor (executor(kernel, backend)) through run_many: n random
+    cases drawn from `seed` in batches of `batch` cases of one random shape M x N x K up to `largest` (issue 26's
+    4x8 SDOT target: M <= 9, N <= 17, K <= 64), operands over the kernel's domain. Only run_many is timed
+    (execution and transfer, the machine's start and the kernel's build left out): the model comparison is the
+    engine's. A case that faults counts as run."""
+    import time
+
+    ex = executor(kernel, backend)
+    rng = np.random.default_rng(seed)
+    (alo, ahi), (blo, bhi) = kernel.domain.a, kernel.domain.b
+    batches = []
+    for start in range(0, n, batch):
+        size = min(batch, n - start)
+        M, N, K = (int(rng.integers(1, top + 1)) for top in largest)
+        As = [rng.integers(alo, ahi, (M, K), endpoint=True).astype(kernel.a_dtype) for _ in range(size)]
+        Bs = [rng.integers(blo, bhi, (K, N), endpoint=True).astype(kernel.b_dtype) for _ in range(size)]
+        batches.append((As, Bs, list(range(start, start + size))))
+    ex.run_many(batches[0][0][:1], batches[0][1][:1], seeds=[0])       # build, start the machine
+    elapsed = 0.0
+    for As, Bs, seeds in batches:
+        t0 = time.perf_counter()
+        ex.run_many(As, Bs, seeds=seeds)
+        elapsed += time.perf_counter() - t0
+    return n / elapsed if elapsed else float("inf")

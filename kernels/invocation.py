@@ -12,10 +12,15 @@ Two things a real driver hands a ukernel that are more than a buffer:
 - a matrix with gaps (`Invocation.layouts`, `Invocation.gaps`): C written through cm_stride / cn_stride wider
   than its rows, A read through an a_stride wider than K. The gaps hold poison; after the calls a byte of a gap
   that changed is an out-of-bounds write (the rows' ends are no page boundary: only the poison can tell).
+
+What every call's buffers start as is here too, below every executor and adapter that fills them: `poison(shape,
+dtype, seed)` (C, the workspace, the gaps; the plain `gemm` signature's buffers as well as an Invocation's), and a
+case's `outcome` (its result or its exception), which run_many returns per case on every executor.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -200,3 +205,60 @@ def _out(result, position: int, args) -> np.ndarray:
     """The array the call left in the buffer passed at argument `position` (CallResult lists arrays in order)."""
     k = sum(1 for a in args[:position] if isinstance(a, Ref))
     return result.arrays[k].view(np.uint8).reshape(-1)
+
+
+# -- what the buffers start as, and a case's outcome ------------------------------------------------------------------
+
+def poison(shape, dtype, seed: int) -> np.ndarray:
+    """What C and the workspace hold when a kernel is called: pseudo-random bytes chosen by `seed` (never zeros),
+    so a kernel that accumulates into C without clearing it, or reads workspace it did not write, shows it. Every
+    executor and adapter uses it, so a failure replays from its seed. (A window into one fixed random pool, POISON_POOL:
+    cheap per call.)"""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    start = (seed * 7919) % POISON_POOL.size
+    data = np.resize(np.roll(POISON_POOL, -start), nbytes) if nbytes > POISON_POOL.size - start else \
+        POISON_POOL[start:start + nbytes].copy()
+    return data.view(dtype).reshape(shape)
+
+
+POISON_POOL = np.random.default_rng(0x9015_0A).integers(1, 256, size=1 << 20, dtype=np.uint8)
+
+
+def poison_start(seeds) -> np.ndarray:
+    """Where poison(..., seed) starts in POISON_POOL, for each seed (in numpy where seed * 7919 fits 63 bits): the
+    native batch hands the guard library the pool and these starts, and it lays out each case's poison itself."""
+    seeds = np.asarray(seeds, np.int64)
+    if len(seeds) and np.abs(seeds).max() < 1 << 48:
+        return (seeds * 7919) % POISON_POOL.size
+    return np.array([(int(s) * 7919) % POISON_POOL.size for s in seeds], np.int64)
+
+
+def poison_rows(shape, dtype, seeds) -> np.ndarray:
+    """np.stack([poison(shape, dtype, s) for s in seeds]), in a few numpy operations: poison(seed) is
+    the window of the poison pool that starts at seed * 7919 (mod its size) and wraps around, so each row is a
+    window of the pool laid twice end to end."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    dtype = np.dtype(dtype)
+    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes > POISON_POOL.size:         # more than the pool: poison repeats it; one window at a time
+        return np.stack([poison(shape, dtype, s) for s in seeds]).reshape(len(seeds), *shape)
+    starts = np.array([(s * 7919) % POISON_POOL.size for s in seeds], np.int64)
+    rows = sliding_window_view(_doubled_pool(), max(nbytes, 1))[starts, :nbytes]
+    return rows.view(dtype).reshape(len(seeds), *shape)
+
+
+@lru_cache(maxsize=1)
+def _doubled_pool() -> np.ndarray:
+    return np.concatenate([POISON_POOL, POISON_POOL])
+
+
+def outcome(call):
+    """call()'s result, or the exception it raised: a case's answer in run_many (native, emulated, or the engine's
+    case-by-case fallback), returned in its place, never raised."""
+    try:
+        return call()
+    except Exception as e:
+        return e

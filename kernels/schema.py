@@ -26,6 +26,7 @@ from lowp.isa_models.lanes import DTYPES
 
 from lowp.emulator.targets import all_targets, backends
 
+from lowp.kernels.entry import SIGNATURES, XNNPACK_SIGNATURES, Domain, Kernel, Tile
 from lowp.kernels.features import TARGETS, did_you_mean, known_features, suggest_feature
 
 # Operand types a GEMM kernel can take: the 8- and 16-bit lane types (wider ones overflow an int32 C at once).
@@ -297,7 +298,6 @@ class KernelSpec(_Strict):
     @field_validator("xnnpack")
     @classmethod
     def _xnnpack_types(cls, xnnpack, info: ValidationInfo):
-        from lowp.kernels.registry import XNNPACK_SIGNATURES
         from lowp.kernels.xnnpack import DATATYPES
         signature = info.data.get("signature")
         if xnnpack is not None and signature not in (None, *XNNPACK_SIGNATURES):
@@ -323,7 +323,6 @@ class KernelSpec(_Strict):
     @field_validator("packing")
     @classmethod
     def _packing_said(cls, packing, info: ValidationInfo):
-        from lowp.kernels.registry import XNNPACK_SIGNATURES
         if packing is None and info.data.get("signature") not in XNNPACK_SIGNATURES:
             raise _custom("missing_packing", "missing (required): how A and B are laid out, in words (an XNNPACK "
                                              "ukernel's entry may leave it out: its xnnpack table says it)")
@@ -351,7 +350,6 @@ class KernelSpec(_Strict):
     @field_validator("signature")
     @classmethod
     def _known_signature(cls, signature):
-        from lowp.kernels.registry import SIGNATURES
         return _known_name("unknown_signature", "signature kind", signature, SIGNATURES)
 
     @field_validator("depends")
@@ -395,8 +393,7 @@ class KernelSpec(_Strict):
         return model
 
     def to_kernel(self):
-        """The registry's Kernel for this entry."""
-        from lowp.kernels.registry import Domain, Kernel, Tile
+        """The Kernel (lowp.kernels.entry) of this entry, as the registry holds it."""
         fields = {name: getattr(self, name) for name in KernelSpec.model_fields if name != "source"}
         fields["sources"] = self.sources or (self.source,)
         fields["tile"] = Tile(**self.tile.model_dump())
@@ -551,7 +548,6 @@ def validate_entry(entry: dict, *, path=None, kernel: str | None = None, toml: b
 
 def validate_kernel(kernel, path=None) -> None:
     """Check a Kernel object registered from Python; KernelConfigError with every problem if it is malformed."""
-    from lowp.kernels.registry import Domain, Tile
     entry, problems = {}, []
     label = kernel.name if isinstance(kernel.name, str) and kernel.name else "#1"
     for name in KernelSpec.model_fields:

@@ -12,8 +12,9 @@ import pytest
 from lowp.emulator.errors import BatchStopped, BudgetExceeded, EmulatorError, OutOfBounds, Trap
 from lowp.emulator.qemu import QemuDied, unavailable
 from lowp.kernels import kernel
-from lowp.kernels.emulated import EmulatedExecutor, QemuExecutor, bench_cases_per_second, poison_rows
-from lowp.kernels.executors import poison
+from lowp.kernels.emulated import EmulatedExecutor, QemuExecutor
+from lowp.kernels.executors import bench_cases_per_second, poison
+from lowp.kernels.invocation import poison_rows
 
 from .conftest import registered
 

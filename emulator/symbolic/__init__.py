@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import z3
 
-from lowp.isa_models.symbolic.bitvec import SymArray, SymInt, _within, fit
+from lowp.isa_models.symbolic.bitvec import SymArray, SymInt, fit, within
 
 # -- why a symbolic run stops ---------------------------------------------------------------------------------------
 
@@ -122,7 +122,7 @@ def _lane(part: list[Byte], dtype) -> SymInt:
         offset = _byte_plus_constant(term)
         if offset is not None:
             lo, hi = (int(v) for v in (np.iinfo(dtype).min, np.iinfo(dtype).max))
-            kept = _within(offset, lo, hi)     # by its interval, or a lemma over t's domain
+            kept = within(offset, lo, hi)     # by its interval, or a lemma over t's domain
             # untrimmed: the exact sum's own term, so products of it stay sums of monomials for the solver
             return SymInt(offset.term, kept.lo, kept.hi) if kept is not None else fit(offset, dtype)
     return SymInt.from_bits(term, dtype.kind == "i")

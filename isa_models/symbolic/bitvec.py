@@ -21,6 +21,8 @@ import operator
 import numpy as np
 import z3
 
+from lowp.isa_models import lanes
+
 _EXACT = np.dtype(object)      # numpy's object lanes: the models' Python-integer arithmetic for 64-bit lanes
 _BOOL = np.dtype(np.bool_)     # lanes of conditions (SymBool cells): comparisons, predicates
 _F32 = np.dtype(np.float32)    # IEEE binary32 lanes: SymInt cells holding the float's bits (as int32), z3 FP terms
@@ -353,8 +355,10 @@ def select(cond, x, y) -> SymInt:
 LEMMAS = None
 
 
-def _within(x: SymInt, lo: int, hi: int) -> SymInt | None:
-    """x itself (its interval narrowed) when it provably lies in [lo, hi]: by its interval, else by a lemma."""
+def within(x: SymInt, lo: int, hi: int) -> SymInt | None:
+    """x itself (its interval narrowed) when it provably lies in [lo, hi]: by its interval, else by a lemma
+    (LEMMAS); None when neither shows it. Public: the symbolic executor (lowp.emulator.symbolic) reads a byte
+    lane through the same rule as np.clip and fit here, so a lane is kept exact in both places or in neither."""
     if lo <= x.lo and x.hi <= hi:
         return x
     if x.hi < lo or x.lo > hi or LEMMAS is None:
@@ -406,11 +410,11 @@ def fit(x, dtype):
         # x is an exact value y wrapped to these n bits (a + 127 as an s8 lane, then read as u8): the n bits
         # read as `dtype` are y itself if y lies in dtype's range (x and y agree mod 2^n)
         y = x.wrapped[0]
-        kept = y if lo <= y.lo and y.hi <= hi else _within(y, lo, hi) if dtype.itemsize <= 2 else None
+        kept = y if lo <= y.lo and y.hi <= hi else within(y, lo, hi) if dtype.itemsize <= 2 else None
         if kept is not None:
             return kept
     if dtype.itemsize <= 2:               # a narrow intermediate (int16 lanes): worth a lemma
-        kept = _within(x, lo, hi)
+        kept = within(x, lo, hi)
         if kept is not None:
             return kept
     if x.value is not None:
@@ -711,6 +715,28 @@ class SymArray:
             raise NotImplementedError(f"the bit-vector backend has no np.{ufunc.__name__}.{method} on symbolic lanes")
         return handler(*inputs)
 
+    # -- IEEE binary32 lanes: lanes.f32_* hand an operation with a symbolic operand to that operand's class, so the
+    # lane layer never imports this module (which imports it, for the numpy side of constant lanes) ---------------
+    @staticmethod
+    def f32_from_int32(x) -> "SymArray":
+        """lanes.f32_from_int32 on symbolic lanes."""
+        return f32_from_int32(x)
+
+    @staticmethod
+    def f32_arith(op: str, a, b) -> "SymArray":
+        """lanes.f32_arith where a or b is symbolic."""
+        return f32_arith(op, a, b)
+
+    @staticmethod
+    def f32_pick_less(a, b) -> "SymArray":
+        """lanes.f32_pick_less where a or b is symbolic."""
+        return f32_pick_less(a, b)
+
+    @staticmethod
+    def f32_to_int32(x, rounding: str, invalid: int) -> "SymArray":
+        """lanes.f32_to_int32 on symbolic lanes."""
+        return f32_to_int32(x, rounding, invalid)
+
 
 def _plain_index(index):
     """An index into the cells: SymArray indices (symbolic gathers) are not plain indexing."""
@@ -742,7 +768,7 @@ def _clip(x, lo, hi):
     if isinstance(x, SymArray) and isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer)):
         cells = np.empty(x.shape, dtype=object)
         for index, cell in np.ndenumerate(x.data):
-            kept = _within(cell, int(lo), int(hi))
+            kept = within(cell, int(lo), int(hi))
             cells[index] = kept if kept is not None else minimum(maximum(cell, int(lo)), int(hi))
         return SymArray(cells, x.dtype)
     return _minimum(_maximum(x, lo), hi)
@@ -896,27 +922,23 @@ def _float_lanes(op, numpy_op, dtypes, out_dtype, *xs) -> SymArray:
 
 
 def f32_from_int32(x) -> SymArray:
-    from lowp.isa_models import lanes
     return _float_lanes(lambda c: _float_bits(z3.fpSignedToFP(_RNE, c.bits(32), _FLOAT32)),
                         lanes.f32_from_int32, (np.int32,), _F32, x)
 
 
 def f32_arith(op: str, a, b) -> SymArray:
-    from lowp.isa_models import lanes
     build = {"add": z3.fpAdd, "sub": z3.fpSub, "mul": z3.fpMul}[op]
     return _float_lanes(lambda x, y: _float_bits(build(_RNE, _fp(x), _fp(y))),
                         lambda x, y: lanes.f32_arith(op, x, y), (_F32, _F32), _F32, a, b)
 
 
 def f32_pick_less(a, b) -> SymArray:
-    from lowp.isa_models import lanes
     return _float_lanes(lambda x, y: SymInt(z3.If(z3.fpLT(_fp(x), _fp(y)), x.bits(32), y.bits(32)),
                                             -(1 << 31), (1 << 31) - 1),
                         lanes.f32_pick_less, (_F32, _F32), _F32, a, b)
 
 
 def f32_to_int32(x, rounding: str, invalid: int) -> SymArray:
-    from lowp.isa_models import lanes
     mode = {"nearest": _RNE, "zero": z3.RTZ()}[rounding]
 
     def convert(c):
