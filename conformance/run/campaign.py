@@ -85,6 +85,7 @@ class Campaign:
     resume: bool = False
     timeout: float = 600
     write_toml: Path | None = None
+    ray: str | None = None                          # run the checks on this Ray cluster ('local': one started here)
     settings: dict = field(default_factory=dict)    # what campaign.json records of the command line
 
     @property
@@ -217,7 +218,7 @@ def judge(campaign: Campaign, kernels: list) -> tuple[list[dict], float, Any]:
     stop = None
     try:
         rows = runner.run(checks, campaign.out / "journal.jsonl", jobs=campaign.jobs, resume=campaign.resume,
-                          timeout=campaign.timeout, options=campaign.options) if checks else []
+                          timeout=campaign.timeout, options=campaign.options, ray=campaign.ray) if checks else []
     except runner.RunStopped as e:
         rows, stop = e.rows, e
     return rows, time.perf_counter() - start, stop
