@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lowp.kernels.xnnpack import UkernelName, parse_ukernel_name
+
 STUBS = Path(__file__).resolve().parent / "xnnpack_stubs"   # pthreadpool.h: what include/xnnpack.h needs of it
 XNN_EXTRA_BYTES = 16     # include/xnnpack.h L25-32: "XNNPACK may read beyond array bounds" (128 on Hexagon)
 
@@ -87,55 +89,16 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
     *(Isa(w, None, skip="WebAssembly: lowp has no wasm target")
       for w in ("wasm", "wasmsimd", "wasmrelaxedsimd", "wasmsdot", "wasmusdot", "wasmpshufb", "wasmblendvps")),
 )}
-ARCH_TOKENS = ("aarch32", "aarch64", "amd64", "x86", "wasm32")     # tools/xnncommon.py _ARCH_TO_MACRO_MAP
 # The output-stage models lowp knows for each params layout that is not per ISA.
 LAYOUT_STAGES = {"fp32_neonv8": "xnnpack-fp32-neonv8", "rndnu_neon": "xnnpack-rndnu-neon",
                  "rndnu_scalar": "xnnpack-rndnu-scalar", "rndnu16_scalar": "xnnpack-rndnu16"}
 
 
 # ---- names ---------------------------------------------------------------------------------------------------
-_NAME = re.compile(r"^xnn_(?P<datatype>[a-z0-9_]+?)_(?P<op>gemm|igemm)_(?:minmax_)?(?:(?P<requantization>fp32|"
-                   r"rndnu16|rndnu)_)?ukernel_(?P<tile>[0-9a-z]+)__(?P<target>[a-z0-9_]+)$")
-
-
-@dataclass(frozen=True)
-class UkernelName:
-    """What a ukernel name says (tools/generate-gemm-test.py split_ukernel_name, tools/xnncommon.py
-    parse_target_name)."""
-    name: str
-    datatype: str            # 'qs8-qc8w', 'qd8-f32-qc8w', 'qu8'
-    op: str                  # 'gemm' or 'igemm'
-    requantization: str | None   # 'fp32', 'rndnu', 'rndnu16'; None (qd8: float output)
-    mr: int
-    nr: int
-    kr: int
-    sr: int
-    vector_tile: bool        # NR counts vectors (RVV: times vlenb / sizeof(output))
-    mstep: int | None        # packed-LHS kernels (mr_packed = mr / mstep)
-    isa: str | None          # the ISA token, 'scalar', or None (none known)
-    arch: str | None         # an explicit arch token: 'aarch32', 'aarch64', 'amd64'
-    assembly: bool
-    variant: tuple[str, ...]     # the other target tokens: ld64, prfm, mlal, lane, cortex_a53, fmagic, ...
-
-
 def parse_name(name: str) -> UkernelName:
-    """The parts of an XNNPACK GEMM ukernel name; ValueError naming what does not fit the grammar."""
-    m = _NAME.match(name)
-    if not m:
-        raise ValueError(f"{name!r} does not read as xnn_<datatype>_<gemm|igemm>_[minmax_][fp32|rndnu|rndnu16_]"
-                         "ukernel_<MR>x<NR>[v][c<KR>][s<SR>]__<target>")
-    tile = m["tile"]
-    t = re.fullmatch(r"(?P<mr>\d+)x(?P<nr>\d+)(?P<v>v?)(?:c(?P<kr>\d+))?(?:s(?P<sr>\d+))?", tile)
-    if not t:
-        raise ValueError(f"{name!r}: tile {tile!r} does not read as <MR>x<NR>[v][c<KR>][s<SR>]")
-    tokens = m["target"].split("_")
-    isas = [tok for tok in tokens if tok in ISAS]
-    arch = next((tok for tok in tokens if tok in ARCH_TOKENS), None)
-    mstep = re.search(r"mstep(\d+)", m["target"])
-    return UkernelName(name, m["datatype"].replace("_", "-"), m["op"], m["requantization"], int(t["mr"]),
-                       int(t["nr"]), int(t["kr"] or 1), int(t["sr"] or 1), bool(t["v"]),
-                       int(mstep[1]) if mstep else None, isas[-1] if isas else None, arch, "asm" in tokens,
-                       tuple(tok for tok in tokens if tok not in ISAS and tok not in ARCH_TOKENS and tok != "asm"))
+    """The parts of an XNNPACK GEMM ukernel name (lowp.kernels.xnnpack.parse_ukernel_name), its ISA among ISAS'
+    tokens; ValueError naming what does not fit the grammar."""
+    return parse_ukernel_name(name, ISAS)
 
 
 # ---- the checkout ----------------------------------------------------------------------------------------------
