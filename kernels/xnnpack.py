@@ -385,33 +385,68 @@ def parse_ukernel_name(name: str, isas=()) -> UkernelName:
                        tuple(tok for tok in tokens if tok not in isas and tok not in ARCH_TOKENS and tok != "asm"))
 
 
+class Unmapped(ValueError):
+    """Why from_test_entry cannot map a test entry: `step`, the step that failed, named as the reason a campaign
+    counts it under ('datatype not supported yet', 'params layout not supported yet', 'packing not supported yet',
+    'entry inconsistent', 'name unreadable'); the message names what lowp lacks or what does not fit."""
+
+    def __init__(self, step: str, message: str):
+        super().__init__(message)
+        self.step = step
+
+
 def from_test_entry(entry: dict) -> dict:
     """What a kernel entry of lowp says for one entry of an XNNPACK test YAML (test/<family>.yaml: name, init,
-    pack, k-block, optional unsigned-inputs): {symbol, signature, tile {mr, nr, kr}, xnnpack {datatype, params,
-    sr}, a_shift, a_type, b_type, c_type}. The datatype is the name's, made qdu8 by `unsigned-inputs: True` (the
-    qd8 kernels XNNPACK registers as qdu8 in src/configs/gemm-config.c take u8 A with a u8 zero point); the
-    layout is the init function's, the a_shift the packer's. ValueError naming what lowp does not take."""
-    facts = parse_ukernel_name(entry["name"])
+    pack, k-block, optional unsigned-inputs and planes): {symbol, signature, tile {mr, nr, kr}, xnnpack {datatype,
+    params, sr}, a_shift, a_type, b_type, c_type}. The datatype is the name's, made qdu8 by `unsigned-inputs:
+    True` (the qd8 kernels XNNPACK registers as qdu8 in src/configs/gemm-config.c take u8 A with a u8 zero point);
+    the layout is the init function's, the a_shift the packer's. The steps go in order (the datatype, the init
+    function, the packer, the planes, then whether they fit the name and each other: the campaign's order), and the first that fails
+    raises Unmapped naming it."""
+    try:
+        facts = parse_ukernel_name(entry["name"])
+    except ValueError as e:
+        raise Unmapped("name unreadable", str(e)) from None
     datatype = facts.datatype
-    if entry.get("unsigned-inputs"):
-        if not datatype.startswith("qd8-"):
-            raise ValueError(f"{entry['name']}: unsigned-inputs on a {datatype} kernel (only qd8 has a qdu8 form)")
+    if entry.get("unsigned-inputs") and datatype.startswith("qd8-"):
         datatype = "qdu8-" + datatype[4:]
     if datatype not in DATATYPES:
-        raise ValueError(f"{entry['name']}: datatype {datatype!r} is not one lowp takes ({', '.join(DATATYPES)})")
-    _, layout = layout_of_init(entry["init"])
-    if layout not in DATATYPES[datatype].params:
-        raise ValueError(f"{entry['name']}: init {entry['init']} gives layout {layout!r}, not one of {datatype}'s "
-                         f"({', '.join(DATATYPES[datatype].params)})")
-    packing = packing_of_pack(entry["pack"])
-    if datatype not in packing.datatypes or packing.conv != (facts.op == "igemm"):
-        raise ValueError(f"{entry['name']}: pack {entry['pack']} ({packing.kind}) does not pack a {datatype} "
-                         f"{facts.op}")
+        raise Unmapped("datatype not supported yet", f"datatype {datatype}: not supported yet (lowp knows "
+                                                     f"{', '.join(DATATYPES)})")
+    _, layout = _looked_up(entry, "init", layout_of_init, "params layout not supported yet")
+    packing = _looked_up(entry, "pack", packing_of_pack, "packing not supported yet")
     d = DATATYPES[datatype]
+    planes = entry.get("planes")
+    if planes is not None and planes != d.planes:
+        raise Unmapped("packing not supported yet", f"planes {planes}: lowp packs {datatype} in {d.planes} plane(s)")
+    _check_consistent(entry, facts, datatype, layout, packing)
     return {"symbol": entry["name"], "signature": f"xnnpack-{facts.op}",
             "tile": {"mr": facts.mr, "nr": facts.nr, "kr": facts.kr},
             "xnnpack": {"datatype": datatype, "params": layout, "sr": facts.sr},
             "a_shift": packing.a_shift, "a_type": d.a_type, "b_type": d.b_type, "c_type": d.c_type}
+
+
+def _looked_up(entry: dict, key: str, lookup, step: str):
+    """lookup(entry[key]), its ValueError raised as the Unmapped `step` naming the key."""
+    try:
+        return lookup(str(entry[key]))
+    except ValueError as e:
+        raise Unmapped(step, f"{key} {e}") from None
+
+
+def _check_consistent(entry: dict, facts: UkernelName, datatype: str, layout: str, packing: Packing) -> None:
+    """The entry's parts, each known to lowp, must fit the name and each other: unsigned inputs on a qd8 kernel,
+    the init function's layout one of the datatype's, the packer one of the datatype's and the op's."""
+    name = entry["name"]
+    if entry.get("unsigned-inputs") and not facts.datatype.startswith("qd8-"):
+        raise Unmapped("entry inconsistent", f"{name}: unsigned-inputs on a {datatype} kernel (only qd8 has a qdu8 "
+                                             "form)")
+    if layout not in DATATYPES[datatype].params:
+        raise Unmapped("entry inconsistent", f"{name}: init {entry['init']} gives layout {layout!r}, not one of "
+                                             f"{datatype}'s ({', '.join(DATATYPES[datatype].params)})")
+    if datatype not in packing.datatypes or packing.conv != (facts.op == "igemm"):
+        raise Unmapped("entry inconsistent", f"{name}: pack {entry['pack']} ({packing.kind}) does not pack a "
+                                             f"{datatype} {facts.op}")
 
 
 def describe_packing(datatype: str, layout: str, *, nr: int, kr: int, sr: int = 1, igemm: bool = False,

@@ -228,29 +228,6 @@ _DEFINITION = re.compile(r"^(?:void\s+|XNN_\w+\s+void\s+)(xnn_\w+_ukernel_\w+)\s
                          re.M)
 
 
-# ---- lowp's knowledge of the ABI ------------------------------------------------------------------------------
-# lowp.kernels.xnnpack knows XNNPACK's init and pack functions (LAYOUT_OF_INIT, PACKING_OF_PACK) and turns a test
-# YAML entry into a kernel entry's ABI facts (from_test_entry). This module asks it, step by step, so a skip names
-# the step that failed (datatype, params layout, packing) and the campaign counts it under that reason.
-def abi_skip(datatype: str, data: dict) -> "Skip | None":
-    """Why lowp.kernels.xnnpack cannot call the entry's kernel, or None."""
-    from lowp.kernels import xnnpack
-    if datatype not in xnnpack.DATATYPES:
-        return Skip("datatype not supported yet", f"datatype {datatype}: not supported yet (lowp knows "
-                                                  f"{', '.join(xnnpack.DATATYPES)})")
-    for category, lookup, key in (("params layout not supported yet", xnnpack.layout_of_init, "init"),
-                                  ("packing not supported yet", xnnpack.packing_of_pack, "pack")):
-        try:
-            lookup(str(data[key]))
-        except ValueError as e:
-            return Skip(category, f"{key} {e}")
-    planes = data.get("planes")
-    if planes is not None and planes != xnnpack.DATATYPES[datatype].planes:
-        return Skip("packing not supported yet", f"planes {planes}: lowp packs {datatype} in "
-                                                 f"{xnnpack.DATATYPES[datatype].planes} plane(s)")
-    return None
-
-
 # ---- one entry -> a kernel entry, or why not ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class Skip:
@@ -310,17 +287,11 @@ def _unsupported(name: UkernelName, data: dict) -> Skip | None:
 
 def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) -> Mapped | Skip:
     from lowp.kernels import xnnpack
-    datatype = name.datatype
-    if data.get("unsigned-inputs") and datatype.startswith("qd8"):
-        datatype = "qdu8" + datatype[3:]       # the caller flips A's sign bit and adds 128 to the zero point
-    skip = abi_skip(datatype, data)
-    if skip:
-        return skip
-    try:
+    try:        # lowp.kernels.xnnpack knows the ABI: a refusal names its step, the reason the campaign counts
         abi = xnnpack.from_test_entry({**data, "name": name.name})
-    except ValueError as e:
-        return Skip("entry inconsistent", str(e))
-    d = xnnpack.DATATYPES[datatype]
+    except xnnpack.Unmapped as e:
+        return Skip(e.step, str(e))
+    d = xnnpack.DATATYPES[abi["xnnpack"]["datatype"]]
     output = _output_contract(d, name.requantization)
     stage = _stage(name, abi["xnnpack"]["params"], ISAS[name.isa], d)
     for result in (output, stage):
@@ -449,5 +420,5 @@ def _short(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-__all__ = ["ISAS", "Checkout", "Isa", "Mapped", "NotACheckout", "Skip", "UkernelName", "YamlEntry", "abi_skip",
-           "parse_name", "translate"]
+__all__ = ["ISAS", "Checkout", "Isa", "Mapped", "NotACheckout", "Skip", "UkernelName", "YamlEntry", "parse_name",
+           "translate"]
