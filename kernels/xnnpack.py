@@ -13,6 +13,7 @@ kernels/include/lowp/xnnpack.h.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -334,55 +335,118 @@ def packing_of_pack(name: str) -> Packing:
     raise ValueError(f"{name}: not a packer of XNNPACK's int8 GEMMs lowp knows ({', '.join(PACKING_OF_PACK)})")
 
 
-def parse_ukernel_name(name: str) -> dict:
-    """The facts XNNPACK's test generator takes from a ukernel's name (tools/generate-gemm-test.py
-    split_ukernel_name L43-96 and its token loop L780-810): {datatype (XNNPACK's spelling, e.g. 'qd8_f32_qc8w'),
-    kind ('gemm' or 'igemm'), requantization ('fp32', 'rndnu', 'rndnu16' or None), mr, nr, kr, sr}."""
-    common, sep, _ = name.partition("__")
-    parts = common.split("_")
-    if not sep or parts[0] != "xnn" or not any(p in ("gemm", "igemm") for p in parts):
-        raise ValueError(f"{name!r}: not an XNNPACK GEMM/IGEMM ukernel name (xnn_<types>_<gemm|igemm>_..._"
-                         "<MR>x<NR>[c<KR>][s<SR>]__<isa>)")
-    kind = next(p for p in parts if p in ("gemm", "igemm"))
-    spec = parts[-1]
-    spec, _, sr = spec.partition("s")
-    spec, _, kr = spec.partition("c")
-    spec = spec.split("v")[0]
-    mr, _, nr = spec.partition("x")
-    if not (mr.isdigit() and nr.isdigit() and (kr or "1").isdigit() and (sr or "1").isdigit()):
-        raise ValueError(f"{name!r}: cannot read MRxNR[cKR][sSR] from {parts[-1]!r}")
-    requant = next((p for p in parts if p in ("fp32", "rndnu", "rndnu16")), None)
-    return {"datatype": "_".join(parts[1:parts.index(kind)]), "kind": kind, "requantization": requant,
-            "mr": int(mr), "nr": int(nr), "kr": int(kr or 1), "sr": int(sr or 1)}
+# The name grammar (tools/generate-gemm-test.py split_ukernel_name L43-135 and its token loop L780-810; the target's
+# tokens: tools/xnncommon.py parse_target_name L181).
+_NAME = re.compile(r"^xnn_(?P<datatype>[a-z0-9_]+?)_(?P<op>gemm|igemm)_(?:minmax_)?(?:(?P<requantization>fp32|"
+                   r"rndnu16|rndnu)_)?ukernel_(?P<tile>[0-9a-z]+)__(?P<target>[a-z0-9_]+)$")
+_TILE = re.compile(r"(?P<mr>\d+)x(?P<nr>\d+)(?P<v>v?)(?:c(?P<kr>\d+))?(?:s(?P<sr>\d+))?")
+ARCH_TOKENS = ("aarch32", "aarch64", "amd64", "x86", "wasm32")     # tools/xnncommon.py _ARCH_TO_MACRO_MAP
+
+
+@dataclass(frozen=True)
+class UkernelName:
+    """What a ukernel name says (tools/generate-gemm-test.py split_ukernel_name, tools/xnncommon.py
+    parse_target_name)."""
+    name: str
+    datatype: str            # 'qs8-qc8w', 'qd8-f32-qc8w', 'qu8'
+    op: str                  # 'gemm' or 'igemm'
+    requantization: str | None   # 'fp32', 'rndnu', 'rndnu16'; None (qd8: float output)
+    mr: int
+    nr: int
+    kr: int
+    sr: int
+    vector_tile: bool        # NR counts vectors (RVV: times vlenb / sizeof(output))
+    mstep: int | None        # packed-LHS kernels (mr_packed = mr / mstep)
+    isa: str | None          # the last target token among the caller's ISA tokens, or None
+    arch: str | None         # an explicit arch token: 'aarch32', 'aarch64', 'amd64'
+    assembly: bool
+    variant: tuple[str, ...]     # the other target tokens: ld64, prfm, mlal, lane, cortex_a53, fmagic, ...
+
+
+def parse_ukernel_name(name: str, isas=()) -> UkernelName:
+    """The parts of an XNNPACK GEMM/IGEMM ukernel name; ValueError naming what does not fit the grammar. `isas`:
+    the ISA tokens the caller knows (the campaign's ISA table): the last target token among them is the ISA, the
+    tokens that are neither an ISA, an arch nor `asm` are the variant. The ABI needs only the datatype, op,
+    requantization and tile, which do not depend on them."""
+    m = _NAME.match(name)
+    if not m:
+        raise ValueError(f"{name!r} does not read as xnn_<datatype>_<gemm|igemm>_[minmax_][fp32|rndnu|rndnu16_]"
+                         "ukernel_<MR>x<NR>[v][c<KR>][s<SR>]__<target>")
+    t = _TILE.fullmatch(m["tile"])
+    if not t:
+        raise ValueError(f"{name!r}: tile {m['tile']!r} does not read as <MR>x<NR>[v][c<KR>][s<SR>]")
+    tokens = m["target"].split("_")
+    found = [tok for tok in tokens if tok in isas]
+    mstep = re.search(r"mstep(\d+)", m["target"])
+    return UkernelName(name, m["datatype"].replace("_", "-"), m["op"], m["requantization"], int(t["mr"]),
+                       int(t["nr"]), int(t["kr"] or 1), int(t["sr"] or 1), bool(t["v"]),
+                       int(mstep[1]) if mstep else None, found[-1] if found else None,
+                       next((tok for tok in tokens if tok in ARCH_TOKENS), None), "asm" in tokens,
+                       tuple(tok for tok in tokens if tok not in isas and tok not in ARCH_TOKENS and tok != "asm"))
+
+
+class Unmapped(ValueError):
+    """Why from_test_entry cannot map a test entry: `step`, the step that failed, named as the reason a campaign
+    counts it under ('datatype not supported yet', 'params layout not supported yet', 'packing not supported yet',
+    'entry inconsistent', 'name unreadable'); the message names what lowp lacks or what does not fit."""
+
+    def __init__(self, step: str, message: str):
+        super().__init__(message)
+        self.step = step
 
 
 def from_test_entry(entry: dict) -> dict:
     """What a kernel entry of lowp says for one entry of an XNNPACK test YAML (test/<family>.yaml: name, init,
-    pack, k-block, optional unsigned-inputs): {symbol, signature, tile {mr, nr, kr}, xnnpack {datatype, params,
-    sr}, a_shift, a_type, b_type, c_type}. The datatype is the name's, made qdu8 by `unsigned-inputs: True` (the
-    qd8 kernels XNNPACK registers as qdu8 in src/configs/gemm-config.c take u8 A with a u8 zero point); the
-    layout is the init function's, the a_shift the packer's. ValueError naming what lowp does not take."""
-    facts = parse_ukernel_name(entry["name"])
-    datatype = facts["datatype"].replace("_", "-")
-    if entry.get("unsigned-inputs"):
-        if not datatype.startswith("qd8-"):
-            raise ValueError(f"{entry['name']}: unsigned-inputs on a {datatype} kernel (only qd8 has a qdu8 form)")
+    pack, k-block, optional unsigned-inputs and planes): {symbol, signature, tile {mr, nr, kr}, xnnpack {datatype,
+    params, sr}, a_shift, a_type, b_type, c_type}. The datatype is the name's, made qdu8 by `unsigned-inputs:
+    True` (the qd8 kernels XNNPACK registers as qdu8 in src/configs/gemm-config.c take u8 A with a u8 zero point);
+    the layout is the init function's, the a_shift the packer's. The steps go in order (the datatype, the init
+    function, the packer, the planes, then whether they fit the name and each other: the campaign's order), and the first that fails
+    raises Unmapped naming it."""
+    try:
+        facts = parse_ukernel_name(entry["name"])
+    except ValueError as e:
+        raise Unmapped("name unreadable", str(e)) from None
+    datatype = facts.datatype
+    if entry.get("unsigned-inputs") and datatype.startswith("qd8-"):
         datatype = "qdu8-" + datatype[4:]
     if datatype not in DATATYPES:
-        raise ValueError(f"{entry['name']}: datatype {datatype!r} is not one lowp takes ({', '.join(DATATYPES)})")
-    _, layout = layout_of_init(entry["init"])
-    if layout not in DATATYPES[datatype].params:
-        raise ValueError(f"{entry['name']}: init {entry['init']} gives layout {layout!r}, not one of {datatype}'s "
-                         f"({', '.join(DATATYPES[datatype].params)})")
-    packing = packing_of_pack(entry["pack"])
-    if datatype not in packing.datatypes or packing.conv != (facts["kind"] == "igemm"):
-        raise ValueError(f"{entry['name']}: pack {entry['pack']} ({packing.kind}) does not pack a {datatype} "
-                         f"{facts['kind']}")
+        raise Unmapped("datatype not supported yet", f"datatype {datatype}: not supported yet (lowp knows "
+                                                     f"{', '.join(DATATYPES)})")
+    _, layout = _looked_up(entry, "init", layout_of_init, "params layout not supported yet")
+    packing = _looked_up(entry, "pack", packing_of_pack, "packing not supported yet")
     d = DATATYPES[datatype]
-    return {"symbol": entry["name"], "signature": f"xnnpack-{facts['kind']}",
-            "tile": {"mr": facts["mr"], "nr": facts["nr"], "kr": facts["kr"]},
-            "xnnpack": {"datatype": datatype, "params": layout, "sr": facts["sr"]},
+    planes = entry.get("planes")
+    if planes is not None and planes != d.planes:
+        raise Unmapped("packing not supported yet", f"planes {planes}: lowp packs {datatype} in {d.planes} plane(s)")
+    _check_consistent(entry, facts, datatype, layout, packing)
+    return {"symbol": entry["name"], "signature": f"xnnpack-{facts.op}",
+            "tile": {"mr": facts.mr, "nr": facts.nr, "kr": facts.kr},
+            "xnnpack": {"datatype": datatype, "params": layout, "sr": facts.sr},
             "a_shift": packing.a_shift, "a_type": d.a_type, "b_type": d.b_type, "c_type": d.c_type}
+
+
+def _looked_up(entry: dict, key: str, lookup, step: str):
+    """lookup(entry[key]), its ValueError raised as the Unmapped `step` naming the key."""
+    try:
+        return lookup(str(entry[key]))
+    except ValueError as e:
+        raise Unmapped(step, f"{key} {e}") from None
+
+
+def _check_consistent(entry: dict, facts: UkernelName, datatype: str, layout: str, packing: Packing) -> None:
+    """The entry's parts, each known to lowp, must fit the name and each other: unsigned inputs on a qd8 kernel,
+    the init function's layout one of the datatype's, the packer one of the datatype's and the op's."""
+    name = entry["name"]
+    if entry.get("unsigned-inputs") and not facts.datatype.startswith("qd8-"):
+        raise Unmapped("entry inconsistent", f"{name}: unsigned-inputs on a {datatype} kernel (only qd8 has a qdu8 "
+                                             "form)")
+    if layout not in DATATYPES[datatype].params:
+        raise Unmapped("entry inconsistent", f"{name}: init {entry['init']} gives layout {layout!r}, not one of "
+                                             f"{datatype}'s ({', '.join(DATATYPES[datatype].params)})")
+    if datatype not in packing.datatypes or packing.conv != (facts.op == "igemm"):
+        raise Unmapped("entry inconsistent", f"{name}: pack {entry['pack']} ({packing.kind}) does not pack a "
+                                             f"{datatype} {facts.op}")
 
 
 def describe_packing(datatype: str, layout: str, *, nr: int, kr: int, sr: int = 1, igemm: bool = False,

@@ -83,10 +83,16 @@ def test_a_wrong_value_equal_to_its_poison_is_not_called_unwritten(monkeypatch):
     C = poison((1, 5), np.int8, 17)          # [[124, -77, 14, 19, 127]]: every element holds its poison ...
 
     class Same:                              # ... and a rerun with another poison gives the same bytes: written
+        def fresh(self):
+            return self
+
         def run(self, call, work_seed=None):
             return Outcome(C.copy())
 
     class Follows:                           # ... or follows the new poison: never written
+        def fresh(self):
+            return self
+
         def run(self, call, work_seed=None):
             return Outcome(poison((1, 5), np.int8, call.seed))
     check = Check("k", "exact", "claimed", True)

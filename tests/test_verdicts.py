@@ -378,6 +378,29 @@ def test_diagnose_names_a_stale_cache_right_after_it_shows(kernels):
     assert replay(check.id, {check.id: row})["verdict"] == "FAIL"
 
 
+@pytest.mark.native
+def test_the_second_poison_rerun_is_no_earlier_call_of_the_kernel(kernels, monkeypatch):
+    """_at_sight reruns a call whose wrong elements hold their poison with a second poison, to tell elements never
+    written from wrong values that equal it. The rerun runs on a fresh copy of the kernel: the kernel under
+    diagnosis does not run it (its next call follows the same earlier calls) and its Recorder's last call stays the
+    failing one, so a later "depends on earlier calls" diagnosis can neither name it nor be caused by it.
+    vt_probe_x86_2 writes C[0] = its calls so far and zeros: with the poison taken as zeros, the zeros read as
+    poison left in C and the rerun runs."""
+    from lowp.conformance.run import checks
+    kern = kernels["vt_probe_x86_2"]
+    check = Check(kern.name, "exact", "claimed", True)
+    rec = Recorder(native(kern))
+    A, B = operands(2, 3, 4, 12)
+    first, failing = Call(A, B, 1, "first"), Call(A, B, 2, "failing")
+    rec.run(first)
+    out = rec.run(failing)
+    assert out.C[0, 0] == 2 and not out.C.reshape(-1)[1:].any()       # the second call of this copy
+    monkeypatch.setattr(checks, "poison", lambda shape, dtype, seed: np.zeros(shape, dtype))
+    assert checks._at_sight(check, kern, failing, out, rec)[0] == "unwritten"
+    assert rec.last is failing
+    assert rec.run(Call(A, B, 3, "next")).C[0, 0] == 3                 # the rerun was not one of its calls
+
+
 REPLAY_IN_A_NEW_PROCESS = """
 import json, sys
 from lowp.conformance.run.checks import replay

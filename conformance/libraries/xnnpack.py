@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lowp.kernels.xnnpack import UkernelName, parse_ukernel_name
+
 from lowp.conformance.run import campaign as seam
 
 STUBS = Path(__file__).resolve().parent / "xnnpack_stubs"   # pthreadpool.h: what include/xnnpack.h needs of it
@@ -89,55 +91,16 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
     *(Isa(w, None, skip="WebAssembly: lowp has no wasm target")
       for w in ("wasm", "wasmsimd", "wasmrelaxedsimd", "wasmsdot", "wasmusdot", "wasmpshufb", "wasmblendvps")),
 )}
-ARCH_TOKENS = ("aarch32", "aarch64", "amd64", "x86", "wasm32")     # tools/xnncommon.py _ARCH_TO_MACRO_MAP
 # The output-stage models lowp knows for each params layout that is not per ISA.
 LAYOUT_STAGES = {"fp32_neonv8": "xnnpack-fp32-neonv8", "rndnu_neon": "xnnpack-rndnu-neon",
                  "rndnu_scalar": "xnnpack-rndnu-scalar", "rndnu16_scalar": "xnnpack-rndnu16"}
 
 
 # ---- names ---------------------------------------------------------------------------------------------------
-_NAME = re.compile(r"^xnn_(?P<datatype>[a-z0-9_]+?)_(?P<op>gemm|igemm)_(?:minmax_)?(?:(?P<requantization>fp32|"
-                   r"rndnu16|rndnu)_)?ukernel_(?P<tile>[0-9a-z]+)__(?P<target>[a-z0-9_]+)$")
-
-
-@dataclass(frozen=True)
-class UkernelName:
-    """What a ukernel name says (tools/generate-gemm-test.py split_ukernel_name, tools/xnncommon.py
-    parse_target_name)."""
-    name: str
-    datatype: str            # 'qs8-qc8w', 'qd8-f32-qc8w', 'qu8'
-    op: str                  # 'gemm' or 'igemm'
-    requantization: str | None   # 'fp32', 'rndnu', 'rndnu16'; None (qd8: float output)
-    mr: int
-    nr: int
-    kr: int
-    sr: int
-    vector_tile: bool        # NR counts vectors (RVV: times vlenb / sizeof(output))
-    mstep: int | None        # packed-LHS kernels (mr_packed = mr / mstep)
-    isa: str | None          # the ISA token, 'scalar', or None (none known)
-    arch: str | None         # an explicit arch token: 'aarch32', 'aarch64', 'amd64'
-    assembly: bool
-    variant: tuple[str, ...]     # the other target tokens: ld64, prfm, mlal, lane, cortex_a53, fmagic, ...
-
-
 def parse_name(name: str) -> UkernelName:
-    """The parts of an XNNPACK GEMM ukernel name; ValueError naming what does not fit the grammar."""
-    m = _NAME.match(name)
-    if not m:
-        raise ValueError(f"{name!r} does not read as xnn_<datatype>_<gemm|igemm>_[minmax_][fp32|rndnu|rndnu16_]"
-                         "ukernel_<MR>x<NR>[v][c<KR>][s<SR>]__<target>")
-    tile = m["tile"]
-    t = re.fullmatch(r"(?P<mr>\d+)x(?P<nr>\d+)(?P<v>v?)(?:c(?P<kr>\d+))?(?:s(?P<sr>\d+))?", tile)
-    if not t:
-        raise ValueError(f"{name!r}: tile {tile!r} does not read as <MR>x<NR>[v][c<KR>][s<SR>]")
-    tokens = m["target"].split("_")
-    isas = [tok for tok in tokens if tok in ISAS]
-    arch = next((tok for tok in tokens if tok in ARCH_TOKENS), None)
-    mstep = re.search(r"mstep(\d+)", m["target"])
-    return UkernelName(name, m["datatype"].replace("_", "-"), m["op"], m["requantization"], int(t["mr"]),
-                       int(t["nr"]), int(t["kr"] or 1), int(t["sr"] or 1), bool(t["v"]),
-                       int(mstep[1]) if mstep else None, isas[-1] if isas else None, arch, "asm" in tokens,
-                       tuple(tok for tok in tokens if tok not in ISAS and tok not in ARCH_TOKENS and tok != "asm"))
+    """The parts of an XNNPACK GEMM ukernel name (lowp.kernels.xnnpack.parse_ukernel_name), its ISA among ISAS'
+    tokens; ValueError naming what does not fit the grammar."""
+    return parse_ukernel_name(name, ISAS)
 
 
 # ---- the checkout ----------------------------------------------------------------------------------------------
@@ -267,35 +230,8 @@ _DEFINITION = re.compile(r"^(?:void\s+|XNN_\w+\s+void\s+)(xnn_\w+_ukernel_\w+)\s
                          re.M)
 
 
-# ---- lowp's knowledge of the ABI ------------------------------------------------------------------------------
-# lowp.kernels.xnnpack knows XNNPACK's init and pack functions (LAYOUT_OF_INIT, PACKING_OF_PACK) and turns a test
-# YAML entry into a kernel entry's ABI facts (from_test_entry). This module asks it, step by step, so a skip names
-# the step that failed (datatype, params layout, packing) and the campaign counts it under that reason.
-def abi_skip(datatype: str, data: dict) -> "Skip | None":
-    """Why lowp.kernels.xnnpack cannot call the entry's kernel, or None."""
-    from lowp.kernels import xnnpack
-    if datatype not in xnnpack.DATATYPES:
-        return Skip("datatype not supported yet", f"datatype {datatype}: not supported yet (lowp knows "
-                                                  f"{', '.join(xnnpack.DATATYPES)})")
-    for category, lookup, key in (("params layout not supported yet", xnnpack.layout_of_init, "init"),
-                                  ("packing not supported yet", xnnpack.packing_of_pack, "pack")):
-        try:
-            lookup(str(data[key]))
-        except ValueError as e:
-            return Skip(category, f"{key} {e}")
-    planes = data.get("planes")
-    if planes is not None and planes != xnnpack.DATATYPES[datatype].planes:
-        return Skip("packing not supported yet", f"planes {planes}: lowp packs {datatype} in "
-                                                 f"{xnnpack.DATATYPES[datatype].planes} plane(s)")
-    return None
-
-
 # ---- one entry -> a kernel entry, or why not ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class Skip:
-    """Why an entry is not judged: `category` groups the campaign's counts, `message` names the kernel's case."""
-    category: str
-    message: str
+Skip = seam.Skip      # why an entry is not judged: `category` groups the campaign's counts, `message` names it
 
 
 @dataclass
@@ -349,17 +285,11 @@ def _unsupported(name: UkernelName, data: dict) -> Skip | None:
 
 def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) -> Mapped | Skip:
     from lowp.kernels import xnnpack
-    datatype = name.datatype
-    if data.get("unsigned-inputs") and datatype.startswith("qd8"):
-        datatype = "qdu8" + datatype[3:]       # the caller flips A's sign bit and adds 128 to the zero point
-    skip = abi_skip(datatype, data)
-    if skip:
-        return skip
-    try:
+    try:        # lowp.kernels.xnnpack knows the ABI: a refusal names its step, the reason the campaign counts
         abi = xnnpack.from_test_entry({**data, "name": name.name})
-    except ValueError as e:
-        return Skip("entry inconsistent", str(e))
-    d = xnnpack.DATATYPES[datatype]
+    except xnnpack.Unmapped as e:
+        return Skip(e.step, str(e))
+    d = xnnpack.DATATYPES[abi["xnnpack"]["datatype"]]
     output = _output_contract(d, name.requantization)
     stage = _stage(name, abi["xnnpack"]["params"], ISAS[name.isa], d)
     for result in (output, stage):
@@ -516,7 +446,7 @@ class Xnnpack(seam.Library):
         for path, why in unreadable:
             datatype, op = kinds[path]
             yield seam.Found(path.name, {"datatype": datatype, "op": op, "isa": "?"}, f"test/{path.name}",
-                             skip=seam.Skip("YAML unreadable", f"test/{path.name}: {why}"))
+                             skip=Skip("YAML unreadable", f"test/{path.name}: {why}"))
         for entry in entries:
             try:
                 isa = parse_name(entry.name).isa or "?"
@@ -534,4 +464,4 @@ class Xnnpack(seam.Library):
 
 
 __all__ = ["ISAS", "Checkout", "Isa", "Mapped", "NotACheckout", "Skip", "UkernelName", "Xnnpack", "YamlEntry",
-           "abi_skip", "parse_name", "translate"]
+           "parse_name", "translate"]

@@ -125,6 +125,11 @@ class Recorder:
         self.last = call
         return out
 
+    def fresh(self) -> "Recorder":
+        """A Recorder on a fresh copy of the kernel (new static state): what it runs is none of this one's earlier
+        calls, and it is never this one's last call."""
+        return Recorder(self.ex.with_fresh_state())
+
 
 def reference(check: Check, kern, A, B, quant=None) -> np.ndarray:
     if kern.quantized:
@@ -166,7 +171,7 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure, *, also=(), na
     expected = reference(check, kern, call.A, call.B, call.quant)
     findings = []
     again = rec.run(call)
-    fresh = Recorder(rec.ex.with_fresh_state())
+    fresh = rec.fresh()
     first_fresh = fresh.run(call)
     if not again.same_as(out):
         if not fresh.run(call).same_as(first_fresh):
@@ -235,7 +240,9 @@ def _at_sight(check: Check, kern, call: Call, out: Outcome, rec: "Recorder | Non
     anything else. Shrinking keeps this the same, so a shrunk case that would read otherwise (all of A zeroed: an
     accumulating kernel's C is then all poison, "never written") is not taken. With `rec`, an element that holds
     its poison counts as never written only if it follows another poison too: an 8-bit output's wrong value can
-    equal its poison byte (a wrapping zero-point add's 127 where the poison was 127), and is a wrong value."""
+    equal its poison byte (a wrapping zero-point add's 127 where the poison was 127), and is a wrong value. That
+    rerun runs on a fresh copy of the kernel (rec.fresh()): it is not an earlier call of the kernel under
+    diagnosis, so a later "depends on earlier calls" diagnosis cannot name it nor be caused by it."""
     if out.fault is not None:
         return "fault", f"{type(out.fault).__name__}: {out.fault}"
     C = out.C
@@ -248,7 +255,7 @@ def _at_sight(check: Check, kern, call: Call, out: Outcome, rec: "Recorder | Non
     unwritten = wrong & ~_differs(C, poisoned)
     if unwritten.any() and rec is not None:
         other = Call(call.A, call.B, call.seed + 7777, call.case, call.quant, call.options)
-        again = rec.run(other)
+        again = rec.fresh().run(other)
         if again.fault is None and again.C.shape == C.shape:
             unwritten &= ~_differs(again.C, poison(C.shape, C.dtype, other.seed))
     if unwritten.any():
@@ -351,7 +358,7 @@ def still_fails(check, kern, rec: Recorder, kind: str, failure: Failure, reading
         if kind == "fault":
             return same_fault(rec.run(call))
         if kind == "state":
-            fresh = Recorder(rec.ex.with_fresh_state())
+            fresh = rec.fresh()
             if failure.previous is not None:
                 fresh.run(failure.previous)
             out = fresh.run(call)
@@ -802,7 +809,7 @@ def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: b
     A, B, quant = _shrunk(still_fails(check, kern, rec, kind, failure, keep), failure, kern,
                           STATE_SHRINK_TRIES if kind == "state" else SHRINK_TRIES)
     call = Call(A, B, failure.call.seed, failure.call.case, quant, shrunk_options(failure.call, kern, A, B))
-    runner = Recorder(rec.ex.with_fresh_state()) if kind == "state" else rec
+    runner = rec.fresh() if kind == "state" else rec
     if kind == "state" and failure.previous is not None:
         runner.run(failure.previous)
     shrunk = Failure(call, runner.run(call), failure.previous)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import subprocess
 from functools import cached_property
 from pathlib import Path
 from typing import Sequence
@@ -121,6 +120,23 @@ def toolchain(cxx: bool = False) -> buildcache.Toolchain:
     return buildcache.Toolchain(cc, buildcache.compiler_identity(cc))
 
 
+# Compiles only where the compiler takes _tile_loadd to read no memory: the stores to a buffer only a tile load reads
+# are then dead, and with them the calls to the const function that computes them; where the load is seen to read
+# the buffer a call survives, and its error attribute fails the compile. (A compiler without the error attribute
+# cannot tell: #error, as for a compiler that knows no AMX.)
+AMX_LOAD_PROBE = """#include <immintrin.h>
+#if !defined(__has_attribute) || !__has_attribute(__error__)
+#error "no error attribute: the probe cannot tell"
+#endif
+__attribute__((__const__, __error__("the tile load reads the buffer"))) char lowp_amx_probe_byte(int);
+__attribute__((target("amx-tile"))) void lowp_amx_probe(void) {
+    __attribute__((aligned(64))) char buffer[1024];
+    for (int i = 0; i < 1024; ++i) buffer[i] = lowp_amx_probe_byte(i);
+    _tile_loadd(0, buffer, 64);
+}
+"""
+
+
 @functools.lru_cache(maxsize=None)
 def host_amx_intrinsics_unsafe() -> bool:
     """Whether the host compiler's AMX intrinsics hide their memory accesses from it. GCC 12's amxtileintrin.h
@@ -129,16 +145,14 @@ def host_amx_intrinsics_unsafe() -> bool:
     of a buffer that only a tile load reads. XNNPACK's qd8-f32-qc4w AMX kernels unpack their nibbles into such a
     stack buffer: built by GCC 12 their tiles load stale stack bytes (wrong results that depend on earlier calls);
     built by clang, whose intrinsics are builtins, they are right. So lowp builds -mamx-tile sources with zig's
-    clang where the host header is of that kind (natively and for Bochs)."""
+    clang where the host compiler is of that kind (natively and for Bochs). Asked of the compiler itself, not of
+    its header's text: AMX_LOAD_PROBE builds (through the build cache, so once per compiler) only where the
+    compiler drops such stores; a compiler that cannot build it (no AMX, no compiler) is taken as safe."""
     try:
-        cc = compiler()
-        found = subprocess.run([*cc, "-print-file-name=include/amxtileintrin.h"], capture_output=True, text=True,
-                               timeout=30).stdout.strip()
-        text = Path(found).read_text(errors="replace") if found and Path(found).is_file() else ""
-    except (NativeUnavailable, OSError, subprocess.SubprocessError):
+        build_shared_object(AMX_LOAD_PROBE, "amx-load-probe")
+    except (NativeUnavailable, OSError):
         return False
-    loadd = text[text.find("#define _tile_loadd_internal"):][:400]
-    return "__asm__" in loadd and "memory" not in loadd and '"m"' not in loadd
+    return True
 
 
 def build_shared_library(sources: Sequence[str | os.PathLike], flags: Sequence[str] = ("-O2",),
