@@ -1,8 +1,8 @@
 """Cross-compile C, C++ or assembly for AArch64 (and RISC-V 64) with the `ziglang` package from PyPI (clang + lld
 inside; no apt step), into a static ELF with no relocations, cached by everything that goes into it.
 
-Three build recipes (declared by the targets that use them, lowp.emulator.targets: triple, cpu, runtime, ELF
-machine):
+Three zig build recipes (RECIPES below: triple, cpu, runtime, ELF machine; each target of lowp.emulator.targets names
+the one it builds with):
   'bare'   aarch64-freestanding, no libc, lowp's runtime.c (memset/memcpy/...) linked in, every function kept
            (--no-gc-sections) so any exported symbol can be called under Unicorn by Machine. lowp's minimal
            freestanding headers (emulator/include: assert.h, string.h, <cstdint>, <limits>, <algorithm>, ...)
@@ -38,7 +38,6 @@ from lowp.emulator import buildcache
 from lowp.emulator.buildcache import Toolchain
 
 from lowp.emulator.errors import BuildError
-from lowp.emulator.targets import recipe
 
 HERE = Path(__file__).resolve().parent
 # zig cc defines NDEBUG itself at -O2 and above (its release modes), which gcc and clang do not: -UNDEBUG keeps
@@ -48,6 +47,42 @@ BASE_FLAGS = ("-O2", "-ffreestanding", "-fno-builtin", "-nostdlib", "-static", "
 CXX_RUNTIME = HERE / "runtime_cxx.cc"
 INCLUDE = HERE / "include"          # lowp's freestanding headers for the bare target
 CXX_FLAGS = ("-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How build(target=name) compiles and links a static program with zig."""
+    name: str                     # 'bare', 'linux', 'riscv64-linux': the build's name in build() and the cache
+    triple: str                   # zig's -target
+    cpu: str                      # zig's -mcpu by default
+    runtime: Path                 # the C runtime linked in (no libc)
+    elf_machine: str              # what pyelftools says e_machine is
+    freestanding_headers: bool = False    # lowp's emulator/include first (-isystem)
+    link_flags: tuple[str, ...] = ()
+
+
+# The recipes live here, not in the targets that use them: build() takes one by name, and the targets sit above
+# build (their machines build), so build cannot ask them. A new target with a new triple adds its recipe here.
+# Cortex-A76 has FEAT_DotProd; +i8mm adds SMMLA/UMMLA/USMMLA/USDOT/SUDOT (zig rejects -march=armv8.6-a+i8mm).
+AARCH64_CPU = "cortex_a76+i8mm"
+BARE = Recipe("bare", "aarch64-freestanding", AARCH64_CPU, HERE / "runtime.c", "EM_AARCH64",
+              freestanding_headers=True, link_flags=("-Wl,--no-gc-sections",))
+LINUX = Recipe("linux", "aarch64-linux-none", AARCH64_CPU, HERE / "linux_runtime.c", "EM_AARCH64")
+# zig's spelling of -march=rv64gcv: RV64GC plus the V 1.0 extension
+RISCV64_LINUX = Recipe("riscv64-linux", "riscv64-linux-none", "baseline_rv64+v", HERE / "linux_runtime_riscv64.c",
+                       "EM_RISCV")
+# Built by the host's C compiler (lowp.emulator.x86.bochs.build_for_bochs), not zig: the recipe names the ELF it
+# makes, so Binary checks it.
+X86_64_STATIC = Recipe("x86-64-static", "x86_64-linux-gnu", "", HERE / "runtime_x86.c", "EM_X86_64")
+RECIPES = {r.name: r for r in (BARE, LINUX, RISCV64_LINUX, X86_64_STATIC)}
+
+
+def recipe(name: str) -> Recipe:
+    """The build recipe `name` ('bare', 'linux', 'riscv64-linux', 'x86-64-static')."""
+    try:
+        return RECIPES[name]
+    except KeyError:
+        raise ValueError(f"target: expected one of {', '.join(RECIPES)}, got {name!r}") from None
 
 
 cache_dir = buildcache.cache_dir
@@ -153,7 +188,7 @@ def build(*sources, target: str = "bare", flags=(), cpu: str | None = None, depe
     """Compile and link C (.c), C++ (.cc/.cpp/.cxx) or assembly (.S/.s) sources for AArch64; return the cached
     Binary.
 
-    target: a recipe's name (lowp.emulator.targets): 'bare' (Unicorn, Machine), 'linux' (a static program for
+    target: a recipe's name (RECIPES): 'bare' (Unicorn, Machine), 'linux' (a static program for
     qemu-aarch64) or 'riscv64-linux' (for qemu-riscv64). flags: extra compiler flags for every source (e.g. '-O3', '-DN=64', '-Iinclude', relative to
     the first source's directory); C++ sources also get CXX_FLAGS. cpu: zig's -mcpu (default: the recipe's).
     depends: extra files whose bytes join the key (headers are

@@ -62,7 +62,10 @@ from typing import Callable
 
 import numpy as np
 
+from lowp.emulator import buildcache
 from lowp.emulator.build import HERE, INCLUDE, Binary, build, include_files
+from lowp.emulator.features import AARCH64_HWCAPS
+from lowp.emulator.native_build import NativeUnavailable, build_shared_library
 from lowp.emulator.qemu_batch import identify
 from lowp.emulator.errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
     describe_out_of_bounds, guest_death, stopped_after
@@ -179,8 +182,6 @@ def build_for_qemu(*sources, flags=(), depends=(), guest: QemuGuest = AARCH64, *
 
 def plugin() -> Path:
     """lowp's TCG plugin, built for this host (cached); EmulatorError saying why if it cannot be."""
-    from lowp.emulator.x86.native import NativeUnavailable, build_shared_library
-    from lowp.emulator import buildcache
     try:
         return build_shared_library([PLUGIN], ("-O2", "-Wall"), "lowp-qemu-plugin")
     except (NativeUnavailable, buildcache.BuildFailed) as e:
@@ -199,7 +200,6 @@ def plugin_unavailable() -> str | None:
 def hwcap_names(hwcap: int, hwcap2: int) -> frozenset[str]:
     """Linux's feature names of AT_HWCAP and AT_HWCAP2 bits (arch/arm64/include/uapi/asm/hwcap.h: HWCAP bit i is
     AARCH64_HWCAPS[i] for i < 33, HWCAP2 bit i is AARCH64_HWCAPS[33 + i], the order /proc/cpuinfo prints)."""
-    from lowp.kernels.features import AARCH64_HWCAPS
     names = [n for i, n in enumerate(AARCH64_HWCAPS[:33]) if hwcap >> i & 1]
     names += [n for i, n in enumerate(AARCH64_HWCAPS[33:]) if hwcap2 >> i & 1]
     return frozenset(names)

@@ -6,14 +6,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from lowp.emulator.targets import EMULATOR, Recipe, Target, register
+from lowp.emulator.build import BARE, LINUX
+from lowp.emulator.targets.base import Target, register
 from lowp.emulator.targets.qemu_user import QemuUserTarget
-
-# Cortex-A76 has FEAT_DotProd; +i8mm adds SMMLA/UMMLA/USMMLA/USDOT/SUDOT (zig rejects -march=armv8.6-a+i8mm).
-DEFAULT_CPU = "cortex_a76+i8mm"
-BARE = Recipe("bare", "aarch64-freestanding", DEFAULT_CPU, EMULATOR / "runtime.c", "EM_AARCH64",
-              freestanding_headers=True, link_flags=("-Wl,--no-gc-sections",))
-LINUX = Recipe("linux", "aarch64-linux-none", DEFAULT_CPU, EMULATOR / "linux_runtime.c", "EM_AARCH64")
 
 # What Unicorn 2.1.4 (cpu model MAX, as Machine sets it up) executes: probed by running one instruction of each
 # feature (tests/test_schema.py repeats the probe). The ID registers of the model also say SVE, but Machine never
@@ -52,7 +47,8 @@ class Aarch64Unicorn(Target):
         return "Unicorn 2.1.4 (cpu model MAX)"
 
     def machine(self, sources, *, flags=(), depends=(), vector_bits=None, features=(), **options):
-        from lowp.emulator import Machine, build
+        from lowp.emulator.build import build
+        from lowp.emulator.machine import Machine
         return Machine(build(*sources, flags=flags, depends=depends), convention=self.convention, **options)
 
     def intrinsic_backends(self) -> list:

@@ -3,7 +3,7 @@ with the guest architecture's facts (binary, -cpu, driver, registers) in a QemuG
 QemuGuest and a subclass naming it."""
 from __future__ import annotations
 
-from lowp.emulator.targets import Target
+from lowp.emulator.targets.base import Target
 
 
 class QemuUserTarget(Target):

@@ -2,12 +2,9 @@
 RVV instruction models proven at VLEN 128 and 256 (lowp.emulator.rvv.RvvQemuBackend)."""
 from __future__ import annotations
 
-from lowp.emulator.targets import EMULATOR, Recipe, register
+from lowp.emulator.build import RISCV64_LINUX as LINUX
+from lowp.emulator.targets.base import register
 from lowp.emulator.targets.qemu_user import QemuUserTarget
-
-# zig's spelling of -march=rv64gcv: RV64GC plus the V 1.0 extension
-LINUX = Recipe("riscv64-linux", "riscv64-linux-none", "baseline_rv64+v", EMULATOR / "linux_runtime_riscv64.c",
-               "EM_RISCV")
 
 
 class Riscv64Qemu(QemuUserTarget):

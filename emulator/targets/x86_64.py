@@ -7,17 +7,17 @@ Sapphire Rapids or Arrow Lake CPU model, for the x86 extensions the host lacks (
 AVX-VNNI-INT8; AMX on lowp's models). Native is preferred wherever the host runs every feature of a kernel."""
 from __future__ import annotations
 
-from lowp.emulator.targets import EMULATOR, Recipe, Target, host, register
+from lowp.emulator.build import X86_64_STATIC as STATIC
+from lowp.emulator.host import host
+from lowp.emulator.targets.base import Target, register
 
 
 class NativeX86_64(Target):
     name, arch, isa, backend = "x86-64-native", "x86-64", "x86", "native"
 
     def unavailable(self) -> str | None:
-        h = host()
-        if h.arch != "x86-64":
-            return f"the host is {h.machine}, not x86-64"
-        return None
+        from lowp.emulator.x86.native import unavailable
+        return unavailable()
 
     def features(self, vector_bits=None, **options) -> frozenset[str]:
         """lowp's CPUID + XGETBV detection and the flags of /proc/cpuinfo (nothing on a host that is not x86-64)."""
@@ -30,10 +30,6 @@ class NativeX86_64(Target):
     def intrinsic_backends(self) -> list:
         from lowp.emulator.x86.native import NativeX86
         return [NativeX86()]
-
-
-# Built by the host's C compiler (lowp.emulator.x86.bochs.build_for_bochs), not zig: the recipe names the ELF it makes.
-STATIC = Recipe("x86-64-static", "x86_64-linux-gnu", "", EMULATOR / "runtime_x86.c", "EM_X86_64")
 
 
 class X86Bochs(Target):

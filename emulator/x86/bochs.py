@@ -43,9 +43,11 @@ import numpy as np
 from lowp.emulator import buildcache
 
 from lowp.emulator.x86 import faults as x86_faults
-from lowp.emulator.build import Binary
+from lowp.emulator.build import Binary, zig
 from lowp.emulator.errors import (BudgetExceeded, BuildError, EmulationFailed, EmulatorError, OutOfBounds, Trap,
                      UndefinedInstruction, guest_death)
+from lowp.emulator.native_build import NativeUnavailable, build_shared_library, cache_dir, host_amx_intrinsics_unsafe, \
+    toolchain
 from lowp.emulator.machine import (CANARY, CallResult, call_each, GuestProcess, _Buffer, canary_damage, pointer_tables, relocate,
                       split_arguments)
 
@@ -152,7 +154,6 @@ def needs_shim() -> bool:
 @lru_cache(maxsize=1)
 def watchdog() -> Path:
     """bochs_watchdog.c built for this host (cached): the guest's time budget."""
-    from lowp.emulator.x86.native import NativeUnavailable, build_shared_library
     try:
         return build_shared_library([WATCHDOG], ("-O2", "-pthread"), "lowp-bochs-watchdog")
     except (NativeUnavailable, buildcache.BuildFailed) as e:
@@ -162,7 +163,6 @@ def watchdog() -> Path:
 @lru_cache(maxsize=1)
 def shim() -> Path:
     """glibc_compat.c built for this host (cached): what the guest process loads before bochscpu on glibc < 2.38."""
-    from lowp.emulator.x86.native import NativeUnavailable, build_shared_library
     try:
         return build_shared_library([SHIM], ("-O2",), "lowp-glibc-compat")
     except (NativeUnavailable, buildcache.BuildFailed) as e:
@@ -179,7 +179,6 @@ def build_for_bochs(*sources, flags=(), depends=(), compiler: str = "auto") -> B
     Debian 12's GCC does not know: the row's `build` then names zig). Raises BuildError naming the file, with the
     compiler's message."""
     if compiler == "auto":
-        from lowp.emulator.x86.native import host_amx_intrinsics_unsafe
         if "-mamx-tile" in flags and host_amx_intrinsics_unsafe():
             return build_for_bochs(*sources, flags=flags, depends=depends, compiler="zig")
         try:
@@ -188,7 +187,6 @@ def build_for_bochs(*sources, flags=(), depends=(), compiler: str = "auto") -> B
             if not _unknown_option(str(e)):
                 raise
             return build_for_bochs(*sources, flags=flags, depends=depends, compiler="zig")
-    from lowp.emulator.x86.native import NativeUnavailable, cache_dir, toolchain
     paths = [Path(s).resolve() for s in sources]
     if not paths:
         raise ValueError("build_for_bochs() needs at least one source file")
@@ -198,7 +196,6 @@ def build_for_bochs(*sources, flags=(), depends=(), compiler: str = "auto") -> B
         tools = dict(toolchain=toolchain(), cxx=toolchain(cxx=True) if cxx else None)
         compile_flags, link_flags = (*flags, "-fPIC"), LINK_FLAGS
     elif compiler == "zig":
-        from lowp.emulator.build import zig
         directory = cache_dir() / "bochs"
         tools = dict(toolchain=zig(directory), cxx=zig(directory, "c++") if cxx else None)
         compile_flags, link_flags = ("-target", "x86_64-linux-gnu", *flags), ZIG_LINK_FLAGS

@@ -18,6 +18,8 @@ import numpy as np
 from lowp.isa_models.registry import Intrinsic, intrinsics
 
 from lowp.emulator.x86 import bochs
+from lowp.emulator import buildcache
+from lowp.emulator.native_build import cache_dir
 from lowp.emulator.x86.native import PRELUDE, marshal, wrapper_source
 
 
@@ -38,8 +40,6 @@ class BochsX86:
 
     @cached_property
     def machine(self):
-        from lowp.emulator import buildcache
-        from lowp.emulator.x86.native import cache_dir
         source = buildcache.source_file(PRELUDE + "\n".join(map(wrapper_source, self._intrinsics)),
                                         cache_dir() / "src", "x86-wrappers")
         return bochs.BochsMachine(bochs.build_for_bochs(source, flags=("-O2",), compiler="zig"), model=self.model,

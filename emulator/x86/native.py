@@ -6,23 +6,21 @@ Only tests and `lowp isa verify` import this; the models never do.
 """
 from __future__ import annotations
 
-import functools
-import os
-import shutil
 from functools import cached_property
-from pathlib import Path
 from typing import Sequence
 
 import cffi
 import numpy as np
 
-from lowp.emulator import buildcache
+from lowp.emulator.host import disabled_features, host
+# The host-compiler builds and the CPUID probe live below this module (the host's description needs the probe,
+# and this module needs the host); their names stay importable from here, where tests and callers found them.
+from lowp.emulator.native_build import (NativeUnavailable, build_shared_library, build_shared_object,  # noqa: F401
+                                        cache_dir, compiler, cxx_compiler, host_amx_intrinsics_unsafe, toolchain)
+from lowp.emulator.x86.cpuid import FEATURE_BITS, detected_x86_features  # noqa: F401
 
 from lowp.isa_models.registry import Intrinsic, intrinsics
 
-# Feature names (Linux /proc/cpuinfo spelling) in the bit order of lowp_cpu_features() in cpu_features.c.
-FEATURE_BITS = ("mmx", "sse2", "ssse3", "sse4_1", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
-                "avx_vnni", "avx_vnni_int8", "avx10_2")
 # The same features as GCC/clang target attributes.
 TARGET = {"mmx": "mmx", "sse2": "sse2", "ssse3": "ssse3", "sse4_1": "sse4.1", "avx2": "avx2", "avx512f": "avx512f",
           "avx512bw": "avx512bw", "avx512vl": "avx512vl", "avx512_vnni": "avx512vnni", "avx_vnni": "avxvnni",
@@ -46,10 +44,6 @@ PRELUDE = """#include <immintrin.h>
 #include <string.h>
 static inline __m64 lowp_ld64(const void *p, size_t i) { __m64 v; memcpy(&v, (const char *)p + i * 8, 8); return v; }
 """
-
-
-class NativeUnavailable(RuntimeError):
-    """The host cannot build or run the native wrappers at all (not x86-64, no C compiler)."""
 
 
 def wrapper_source(intr: Intrinsic) -> str:
@@ -95,112 +89,15 @@ def cdef_line(intr: Intrinsic) -> str:
     return f"int lowp_{intr.name}(size_t, {', '.join('const void *' for _ in intr.params)}, void *);"
 
 
-def compiler() -> list[str]:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if not cc:
-        raise NativeUnavailable("no C compiler found (set CC or install gcc)")
-    return cc.split()
-
-
-def cxx_compiler() -> list[str]:
-    """The C++ driver: $CXX, else c++, g++ or clang++ (it compiles the C++ sources and links their library)."""
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
-    if not cxx:
-        raise NativeUnavailable("no C++ compiler found (set CXX or install g++)")
-    return cxx.split()
-
-
-def cache_dir() -> Path:
-    """The native builds' part of lowp's one build cache (lowp.emulator.buildcache.cache_dir)."""
-    return buildcache.cache_dir() / "native"
-
-
-def toolchain(cxx: bool = False) -> buildcache.Toolchain:
-    cc = tuple(cxx_compiler() if cxx else compiler())
-    return buildcache.Toolchain(cc, buildcache.compiler_identity(cc))
-
-
-# Compiles only where the compiler takes _tile_loadd to read no memory: the stores to a buffer only a tile load reads
-# are then dead, and with them the calls to the const function that computes them; where the load is seen to read
-# the buffer a call survives, and its error attribute fails the compile. (A compiler without the error attribute
-# cannot tell: #error, as for a compiler that knows no AMX.)
-AMX_LOAD_PROBE = """#include <immintrin.h>
-#if !defined(__has_attribute) || !__has_attribute(__error__)
-#error "no error attribute: the probe cannot tell"
-#endif
-__attribute__((__const__, __error__("the tile load reads the buffer"))) char lowp_amx_probe_byte(int);
-__attribute__((target("amx-tile"))) void lowp_amx_probe(void) {
-    __attribute__((aligned(64))) char buffer[1024];
-    for (int i = 0; i < 1024; ++i) buffer[i] = lowp_amx_probe_byte(i);
-    _tile_loadd(0, buffer, 64);
-}
-"""
-
-
-@functools.lru_cache(maxsize=None)
-def host_amx_intrinsics_unsafe() -> bool:
-    """Whether the host compiler's AMX intrinsics hide their memory accesses from it. GCC 12's amxtileintrin.h
-    (L59-65, L75-80) makes _tile_loadd and _tile_stored `asm volatile` statements whose only operands are the
-    address and the stride: the compiler does not know they read or write memory, so it drops or moves the stores
-    of a buffer that only a tile load reads. XNNPACK's qd8-f32-qc4w AMX kernels unpack their nibbles into such a
-    stack buffer: built by GCC 12 their tiles load stale stack bytes (wrong results that depend on earlier calls);
-    built by clang, whose intrinsics are builtins, they are right. So lowp builds -mamx-tile sources with zig's
-    clang where the host compiler is of that kind (natively and for Bochs). Asked of the compiler itself, not of
-    its header's text: AMX_LOAD_PROBE builds (through the build cache, so once per compiler) only where the
-    compiler drops such stores; a compiler that cannot build it (no AMX, no compiler) is taken as safe."""
-    try:
-        build_shared_object(AMX_LOAD_PROBE, "amx-load-probe")
-    except (NativeUnavailable, OSError):
-        return False
-    return True
-
-
-def build_shared_library(sources: Sequence[str | os.PathLike], flags: Sequence[str] = ("-O2",),
-                         stem: str | None = None, depends: Sequence[str | os.PathLike] = ()) -> Path:
-    """Compile C, C++ (.cc, .cpp, .cxx) and assembly (.S, .s) sources with `flags` into a shared object in the
-    cache, keyed by everything that goes into it (lowp.emulator.buildcache: the compilers, the flags, the sources, the
-    headers the compiler reports reading, `depends`). With a C++ source, the C++ driver compiles it and links the
-    library (so its C++ runtime comes along); C stays with the C compiler. The compile runs in the first source's
-    directory, so relative -I and -include paths resolve there.
-    Raises lowp.emulator.buildcache.BuildFailed naming the file, with the compiler's message."""
-    sources = list(sources)
-    cxx = any(buildcache.language(s) == "c++" for s in sources)
-    tools, target = (toolchain(), toolchain(cxx=True) if cxx else None), ()
-    if "-mamx-tile" in flags and host_amx_intrinsics_unsafe():
-        from lowp.emulator.build import zig
-        tools, target = (zig(cache_dir()), zig(cache_dir(), "c++") if cxx else None), ("-target", "x86_64-linux-gnu")
-    return buildcache.build(tools[0], sources, directory=cache_dir(), stem=stem or Path(sources[0]).stem,
-                            suffix=".so", compile_flags=(*target, *flags, "-fPIC"), link_flags=("-shared",),
-                            inputs=depends, cxx=tools[1])
-
-
-def build_shared_object(source: str, stem: str = "x86-wrappers", flags: Sequence[str] = ("-O2",)) -> Path:
-    """build_shared_library() for generated C text: the text becomes a file in the cache, named by its content.
-    A compile failure here means the host cannot build lowp's own wrappers: NativeUnavailable."""
-    path = buildcache.source_file(source, cache_dir() / "src", stem)
-    try:
-        return build_shared_library([path], flags, stem)
-    except buildcache.BuildFailed as e:
-        raise NativeUnavailable(f"compiling {stem} failed:\n{e}") from None
-
-
-@functools.lru_cache(maxsize=None)
-def _detected_features() -> int:
-    ffi = cffi.FFI()
-    ffi.cdef("uint64_t lowp_cpu_features(void);")
-    source = "#include <stdint.h>\n" + (Path(__file__).resolve().parents[1] / "cpu_features.c").read_text()
-    return int(ffi.dlopen(str(build_shared_object(source, "cpu-features"))).lowp_cpu_features())
-
-
-def detected_x86_features() -> frozenset[str]:
-    """The x86 features this CPU and OS can run, by lowp's CPUID + XGETBV detection (cpu_features.c); raises
-    NativeUnavailable if it cannot be built. The host's one description (lowp.emulator.targets.host) calls it."""
-    return frozenset(f for i, f in enumerate(FEATURE_BITS) if _detected_features() >> i & 1)
+def unavailable() -> str | None:
+    """Why this host cannot run x86 code natively (it is not x86-64), or None. The x86-64-native target says so too
+    (lowp.emulator.targets.x86_64 asks this)."""
+    h = host()
+    return None if h.arch == "x86-64" else f"the host is {h.machine}, not x86-64"
 
 
 def host_cpu_features() -> frozenset[str]:
     """The x86 features this CPU and OS can run, less those named in LOWP_DISABLE_FEATURES (empty off x86-64)."""
-    from lowp.emulator.targets import disabled_features, host
     return host().x86_features - disabled_features()
 
 
@@ -230,8 +127,7 @@ class NativeX86:
     arch = "x86"
 
     def __init__(self, selection: Sequence[Intrinsic] | None = None):
-        from lowp.emulator.targets.x86_64 import NATIVE
-        reason = NATIVE.unavailable()
+        reason = unavailable()
         if reason:
             raise NativeUnavailable(reason)
         self.intrinsics = list(selection if selection is not None else intrinsics("x86"))
@@ -249,7 +145,6 @@ class NativeX86:
 
     @cached_property
     def cpu_model(self) -> str:
-        from lowp.emulator.targets import host
         return host().cpu_model
 
     def describe(self) -> str:

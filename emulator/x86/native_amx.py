@@ -19,7 +19,9 @@ import numpy as np
 
 from lowp.isa_models.x86 import AMX_TYPES
 
-from lowp.emulator.x86.native import NativeUnavailable, build_shared_object
+from lowp.emulator.host import host
+from lowp.emulator.native_build import NativeUnavailable, build_shared_object
+from lowp.emulator.x86.native import unavailable
 
 OPS = ("tdpbssd", "tdpbsud", "tdpbusd", "tdpbuud")
 TYPES = AMX_TYPES
@@ -80,7 +82,7 @@ int lowp_amx_tdpb(int op, int m, int k, int n, const void *a, const void *b, voi
 
 
 def cpu_flags() -> frozenset[str]:
-    from lowp.emulator.targets import host
+    """This host's /proc/cpuinfo flags, where the AMX check looks for amx_tile and amx_int8."""
     return host().flags
 
 
@@ -91,8 +93,7 @@ class NativeAmx:
 
     @cached_property
     def _reason(self) -> str | None:
-        from lowp.emulator.targets.x86_64 import NATIVE
-        reason = NATIVE.unavailable()
+        reason = unavailable()
         if reason:
             return reason
         missing = [f for f in ("amx_tile", "amx_int8") if f not in cpu_flags()]
@@ -139,5 +140,4 @@ class NativeAmx:
         return out
 
     def describe(self) -> str:
-        from lowp.emulator.targets import host
         return f"{host().cpu_model}; AMX-INT8 via LDTILECFG / TILELOADD / TDPB*D / TILESTORED"
