@@ -37,6 +37,7 @@ from pathlib import Path
 from lowp.emulator import buildcache
 from lowp.emulator.buildcache import Toolchain
 
+from lowp.emulator.cpuflags import zig_cpu
 from lowp.emulator.errors import BuildError
 
 HERE = Path(__file__).resolve().parent
@@ -197,7 +198,7 @@ def build(*sources, target: str = "bare", flags=(), cpu: str | None = None, depe
     how = recipe(target)
     if not sources:
         raise ValueError("build() needs at least one source file")
-    cpu = cpu or how.cpu
+    cpu, flags = zig_cpu(how.triple, cpu or how.cpu, flags)     # -march=armv8.2-a+dotprod as zig spells it
     paths = [Path(s).resolve() for s in sources]
     for p in paths:
         if not p.is_file():

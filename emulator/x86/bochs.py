@@ -44,6 +44,7 @@ from lowp.emulator import buildcache
 
 from lowp.emulator.x86 import faults as x86_faults
 from lowp.emulator.build import Binary, zig
+from lowp.emulator.cpuflags import zig_cpu
 from lowp.emulator.errors import (BudgetExceeded, BuildError, EmulationFailed, EmulatorError, OutOfBounds, Trap,
                      UndefinedInstruction, guest_death)
 from lowp.emulator.native_build import NativeUnavailable, build_shared_library, cache_dir, host_amx_intrinsics_unsafe, \
@@ -198,7 +199,9 @@ def build_for_bochs(*sources, flags=(), depends=(), compiler: str = "auto") -> B
     elif compiler == "zig":
         directory = cache_dir() / "bochs"
         tools = dict(toolchain=zig(directory), cxx=zig(directory, "c++") if cxx else None)
-        compile_flags, link_flags = ("-target", "x86_64-linux-gnu", *flags), ZIG_LINK_FLAGS
+        cpu, rest = zig_cpu("x86_64-linux-gnu", "", flags)        # -march=skylake-avx512 as zig spells it
+        compile_flags = ("-target", "x86_64-linux-gnu", *([f"-mcpu={cpu}"] if cpu else []), *rest)
+        link_flags = ZIG_LINK_FLAGS
     else:
         raise ValueError(f"compiler: 'host' or 'zig', got {compiler!r}")
     try:
