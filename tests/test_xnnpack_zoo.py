@@ -299,3 +299,26 @@ def test_an_igemm_mlal_kernels_pairs_restart_at_every_tap():
                    "src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x4-minmax-fp32-scalar-lrintf.c",
                    init="xnn_init_qs8_qc8w_conv_minmax_fp32_neonv8_params", pack="xnn_pack_qs8_conv_goki_w").entry
     assert e["model"]["accumulate"] == "lowp.kernels.models.arm:smlal_sadalp_igemm" and e["domain"]["b"] == [-127, 127]
+
+
+def test_failures_are_grouped_into_findings_by_cause():
+    """One finding per cause, numbers aside (issue 34: one wrapping zero-point add showed as 204 failures): the
+    kernels it covers, and the smallest counterexample as its example."""
+    from lowp.conformance.report.campaign import Item, findings
+
+    def row(kernel, check, cause, shape, nonzero=1, claimed=True, verdict="FAIL"):
+        return {"id": f"{kernel}:{check}:claimed", "kernel": kernel, "check": check, "claimed": claimed,
+                "verdict": verdict, "cause": cause, "counterexample": {"shape": shape, "nonzero": nonzero}}
+    wrap = "wrong value: the result matches xnnpack-fp32 with the zero point added wrapping at {}: lane {}"
+    rows = [row("k1", "xnnpack-fp32", wrap.format(127, 3), [2, 8, 16]),
+            row("k2", "xnnpack-fp32", wrap.format(-128, 0), [1, 4, 8]),
+            row("k2", "model", wrap.format(5, 1), [1, 4, 8], nonzero=9),
+            row("k3", "xnnpack-fp32", "out of bounds: read 16 bytes past A", [1, 1, 1]),
+            row("k4", "xnnpack-fp32", wrap.format(1, 1), [1, 1, 1], claimed=False),
+            row("k5", "xnnpack-fp32", wrap.format(1, 1), [1, 1, 1], verdict="PASS")]
+    items = [Item(k, {"isa": "avx2" if k != "k3" else "neondot"}) for k in ("k1", "k2", "k3", "k4", "k5")]
+    found = findings(items, rows)
+    assert [(f["id"], f["kernels"], f["checks"], f["isas"]) for f in found] == [
+        ("F1", ["k1", "k2"], 3, ["avx2"]), ("F2", ["k3"], 1, ["neondot"])]
+    assert found[0]["cause"] == "wrong value: the result matches xnnpack-fp32 with the zero point added wrapping at #"
+    assert found[0]["example"] == "k2:xnnpack-fp32:claimed"        # 1x4x8 with one nonzero: the smallest

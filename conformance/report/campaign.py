@@ -8,6 +8,7 @@ runner returned, so another library's campaign reports the same way.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -109,6 +110,38 @@ def failures(items: list[Item], rows: list[dict]) -> list[dict]:
             for r in rows if r["claimed"] and r["verdict"] in ("FAIL", "CRASH")]
 
 
+def finding_key(row: dict) -> str:
+    """What a failure is, without what one case of it was: its cause up to the details (the kind and the readings
+    that explain it: 'wrong value: the result matches X; Y'), every number in it a '#'. The same bug in 204
+    kernels (one wrapping zero-point add in a template) is one key, whichever of a kernel's checks showed it."""
+    cause = row.get("cause") or row.get("reason") or row["verdict"]
+    return re.sub(r"(?<![\w.])-?\d+(\.\d+)?(?!\w)", "#", ": ".join(cause.split(": ")[:2]))
+
+
+def findings(items: list[Item], rows: list[dict]) -> list[dict]:
+    """The claimed failures grouped by cause (finding_key), most kernels first: each with the kernels it covers
+    and, as its example, the failure with the smallest counterexample (the fewest elements, then nonzero ones, a
+    contract's check before the behaviour model's: the contract is what a maintainer acts on)."""
+    group = {i.name: i.group for i in items}
+    by = defaultdict(list)
+    for r in rows:
+        if r["claimed"] and r["verdict"] in ("FAIL", "CRASH"):
+            by[finding_key(r)].append(r)
+
+    def size(r):
+        cx = r.get("counterexample") or {}
+        shape = cx.get("shape") or (1 << 30, 1, 1)
+        return (shape[0] * shape[1] * shape[2], cx.get("nonzero", 0), r["check"] == "model", r["id"])
+    out = []
+    for key, found in sorted(by.items(), key=lambda kv: (-len({r["kernel"] for r in kv[1]}), kv[0])):
+        example = min(found, key=size)
+        kernels = sorted({r["kernel"] for r in found})
+        out.append({"id": f"F{len(out) + 1}", "cause": key, "kernels": kernels, "checks": len(found),
+                    "isas": sorted({group.get(k, {}).get("isa", "?") for k in kernels}),
+                    "example": example["id"], "example_cause": example.get("cause") or example.get("reason") or ""})
+    return out
+
+
 def document(items: list[Item], rows: list[dict], *, library: str, source: dict, settings: dict,
              seconds: dict, group_keys: tuple[str, ...] = GROUP_KEYS) -> dict:
     totals = Counter(i.status for i in items)
@@ -117,7 +150,7 @@ def document(items: list[Item], rows: list[dict], *, library: str, source: dict,
             "totals": {"found": len(items), "judged": totals["passed"] + totals["failed"], "passed": totals["passed"],
                        "failed": totals["failed"], "skipped": totals["skipped"], "not_run": totals["not run"]},
             "per_kernel_seconds": timing(items), "groups": groups(items, group_keys), "skipped_by_reason": skip_reasons(items),
-            "failures": failures(items, rows),
+            "failures": failures(items, rows), "findings": findings(items, rows),
             "kernels": [{"name": i.name, **i.group, "where": i.where, "status": i.status,
                          "category": i.skip[0] if i.skip else None, "reason": i.skip[1] if i.skip else None,
                          "checks": i.checks, "seconds": i.seconds, "build_seconds": round(i.build_seconds, 3)}
@@ -163,14 +196,24 @@ def _failure_lines(doc: dict, rows: list[dict], replay_args: str) -> list[str]:
     commands that rerun it (report.py's sections)."""
     if not doc["failures"]:
         return ["No claimed check failed.", ""]
-    causes = Counter(short_cause(f["cause"], 120) for f in doc["failures"])
-    lines = ["## Failures", "", tabulate([[n, c] for c, n in causes.most_common()], headers=("checks", "cause"),
-                                         tablefmt="github"), "",
-             tabulate([[f["kernel"], f["check"].split(":", 1)[1], f["isa"], short_cause(f["cause"], 90)]
-                       for f in doc["failures"]], headers=("kernel", "check", "ISA", "cause"), tablefmt="github"), ""]
-    failed = {f["check"] for f in doc["failures"]}
+    found = doc["findings"]
+    lines = [f"## Findings: {len(doc['failures'])} failed checks, {len(found)} causes", "",
+             "One finding per cause (the contract and what explains the result, numbers aside): the kernels it "
+             "covers, and the smallest counterexample among them in full below.", "",
+             tabulate([[f["id"], len(f["kernels"]), f["checks"], ", ".join(f["isas"]), _clip(f["cause"], 120)]
+                       for f in found], headers=("finding", "kernels", "checks", "ISAs", "cause"),
+                      tablefmt="github"), ""]
+    for f in found:
+        lines += [f"### {f['id']}: {_clip(f['cause'], 200)}", "",
+                  f"{len(f['kernels'])} kernel(s): " + ", ".join(f["kernels"]), ""]
+        if f.get("reproducer"):
+            lines += [f"standalone reproducer: {f['reproducer']}", ""]
+    examples = {f["example"] for f in found}
+    lines += ["## Every failed check", "",
+              tabulate([[f["kernel"], f["check"].split(":", 1)[1], f["isa"], short_cause(f["cause"], 90)]
+                        for f in doc["failures"]], headers=("kernel", "check", "ISA", "cause"), tablefmt="github"), ""]
     for r in rows:
-        if r["id"] in failed:
+        if r["id"] in examples:
             lines += failure_lines(r, replay_args)
     return lines
 
