@@ -10,13 +10,21 @@ See docs/emulator.md for the design (AAPCS64 mapping, guard pages, budget, I8MM 
 The names below are imported when first used (PEP 562): a process that needs one module of the package (the Bochs
 guest, a qemu proof backend) does not pay for Unicorn, numpy and the rest at startup.
 """
-from importlib import import_module
-
 from lowp.emulator.build import Binary, build, build_text, cache_dir      # eager: the submodule `build` shares the function's name
-from lowp.emulator.errors import (AlignmentFault, BudgetExceeded, BuildError, EmulationFailed, EmulatorError, LockstepMismatch,
-                     OutOfBounds, Trap, UndefinedInstruction)
+from lowp.emulator.errors import (AlignmentFault, BudgetExceeded, BuildError, EmulationFailed, EmulatorError,
+                                  LockstepMismatch, OutOfBounds, Trap, UndefinedInstruction)
 
-_LAZY = {"disassemble": "aapcs64", "Machine": "machine", "CallResult": "machine", "DEFAULT_BUDGET": "machine"}
+
+def _lazy(name: str):
+    """The names below, imported when first asked for (written out, so lowp's import graph sees them)."""
+    if name == "disassemble":
+        from lowp.emulator.aarch64.aapcs64 import disassemble
+        return disassemble
+    from lowp.emulator import machine
+    return getattr(machine, name)
+
+
+_LAZY = ("disassemble", "Machine", "CallResult", "DEFAULT_BUDGET")
 
 __all__ = ["Binary", "build", "build_text", "cache_dir", "Machine", "CallResult", "DEFAULT_BUDGET", "disassemble",
            "EmulatorError", "AlignmentFault", "BuildError", "OutOfBounds", "BudgetExceeded", "UndefinedInstruction",
@@ -25,7 +33,7 @@ __all__ = ["Binary", "build", "build_text", "cache_dir", "Machine", "CallResult"
 
 def __getattr__(name: str):
     if name in _LAZY:
-        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        value = _lazy(name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
