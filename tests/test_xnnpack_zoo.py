@@ -322,3 +322,28 @@ def test_failures_are_grouped_into_findings_by_cause():
         ("F1", ["k1", "k2"], 3, ["avx2"]), ("F2", ["k3"], 1, ["neondot"])]
     assert found[0]["cause"] == "wrong value: the result matches xnnpack-fp32 with the zero point added wrapping at #"
     assert found[0]["example"] == "k2:xnnpack-fp32:claimed"        # 1x4x8 with one nonzero: the smallest
+
+
+def test_each_finding_has_a_standalone_reproducer_that_fails_until_the_kernel_is_fixed(campaign, tmp_path):
+    """The finding's C file calls the checkout's own ukernel on the shrunk counterexample with nothing of lowp:
+    built by the line it prints, it exits 1 naming the element while the seeded bug is there, and 0 on the kernel
+    with the bug taken out."""
+    import subprocess
+    out, _, _ = campaign
+    doc = json.loads((out / "run" / "campaign.json").read_text())
+    finding, = [f for f in doc["findings"] if "2x4__scalar_fmagic" in f["kernels"][0]]
+    assert finding["reproduced"].startswith("ran here: exit 1: ") and Path(finding["reproducer"]).is_file()
+    text = Path(finding["reproducer"]).read_text()
+    assert "#include \"" not in text and "lowp" not in text.split("*/", 1)[1]    # nothing of lowp or the library
+    build = next(line.lstrip(" *") for line in text.splitlines() if line.lstrip(" *").startswith("cc "))
+    source = TREE / "src" / "qs8-qc8w-gemm" / "gen" / "qs8-qc8w-gemm-2x4-minmax-fp32-scalar-fmagic.c"
+    buggy = subprocess.run(build.replace("repro.c", finding["reproducer"]).replace("./repro", str(tmp_path / "r1"))
+                           .replace("-o repro", f"-o {tmp_path / 'r1'}"), shell=True, capture_output=True, text=True)
+    assert buggy.returncode == 1 and "C[0][0] = " in buggy.stdout, buggy.stderr
+    fixed = tmp_path / "fixed.c"
+    fixed.write_text(source.read_text().replace("kc > 8 ? kc - 1 : kc;", "kc;"))
+    assert fixed.read_text() != source.read_text()
+    healed = subprocess.run(build.replace("repro.c", finding["reproducer"]).replace(str(source), str(fixed))
+                            .replace("./repro", str(tmp_path / "r2")).replace("-o repro", f"-o {tmp_path / 'r2'}"),
+                            shell=True, capture_output=True, text=True)
+    assert healed.returncode == 0 and "0 of 1 elements" in healed.stdout, healed.stderr

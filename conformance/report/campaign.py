@@ -143,14 +143,14 @@ def findings(items: list[Item], rows: list[dict]) -> list[dict]:
 
 
 def document(items: list[Item], rows: list[dict], *, library: str, source: dict, settings: dict,
-             seconds: dict, group_keys: tuple[str, ...] = GROUP_KEYS) -> dict:
+             seconds: dict, group_keys: tuple[str, ...] = GROUP_KEYS, found: list[dict] | None = None) -> dict:
     totals = Counter(i.status for i in items)
     return {"schema": SCHEMA, "library": library, "source": source, "settings": settings, "seconds": seconds,
             "group_keys": list(group_keys),
             "totals": {"found": len(items), "judged": totals["passed"] + totals["failed"], "passed": totals["passed"],
                        "failed": totals["failed"], "skipped": totals["skipped"], "not_run": totals["not run"]},
             "per_kernel_seconds": timing(items), "groups": groups(items, group_keys), "skipped_by_reason": skip_reasons(items),
-            "failures": failures(items, rows), "findings": findings(items, rows),
+            "failures": failures(items, rows), "findings": findings(items, rows) if found is None else found,
             "kernels": [{"name": i.name, **i.group, "where": i.where, "status": i.status,
                          "category": i.skip[0] if i.skip else None, "reason": i.skip[1] if i.skip else None,
                          "checks": i.checks, "seconds": i.seconds, "build_seconds": round(i.build_seconds, 3)}
@@ -207,7 +207,7 @@ def _failure_lines(doc: dict, rows: list[dict], replay_args: str) -> list[str]:
         lines += [f"### {f['id']}: {_clip(f['cause'], 200)}", "",
                   f"{len(f['kernels'])} kernel(s): " + ", ".join(f["kernels"]), ""]
         if f.get("reproducer"):
-            lines += [f"standalone reproducer: {f['reproducer']}", ""]
+            lines += [f"standalone reproducer: {f['reproducer']} ({f['reproduced']})", ""]
     examples = {f["example"] for f in found}
     lines += ["## Every failed check", "",
               tabulate([[f["kernel"], f["check"].split(":", 1)[1], f["isa"], short_cause(f["cause"], 90)]
@@ -235,10 +235,12 @@ def _settings_line(settings: dict) -> str:
 
 
 def write(out: Path, items: list[Item], rows: list[dict], *, library: str, source: dict, settings: dict,
-          seconds: dict, replay_args: str = "", group_keys: tuple[str, ...] = GROUP_KEYS) -> dict[str, Path]:
-    """campaign.json and campaign.md in `out`, grouped by `group_keys` (the library's)."""
+          seconds: dict, replay_args: str = "", group_keys: tuple[str, ...] = GROUP_KEYS,
+          found: list[dict] | None = None) -> dict[str, Path]:
+    """campaign.json and campaign.md in `out`, grouped by `group_keys` (the library's); `found`: the findings with
+    their reproducers (default: findings(items, rows) without)."""
     doc = document(items, rows, library=library, source=source, settings=settings, seconds=seconds,
-                   group_keys=group_keys)
+                   group_keys=group_keys, found=found)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "campaign.json", "markdown": out / "campaign.md"}
     from lowp.conformance.report.outfolder import write_text      # each whole or not at all

@@ -234,10 +234,11 @@ def report(campaign: Campaign, items: list[Item], rows: list[dict], seconds: dic
     paths = reports.write(rows, campaign.out, seconds["checks"], replay_args, {**settings, "kernels": []}) \
         if rows else {}
     campaign_report.summarize(items, rows)
+    found = reproduce(campaign_report.findings(items, rows), rows, campaign.out / "findings")
     cpaths = campaign_report.write(campaign.out, items, rows, library=campaign.library.name,
                                    source=campaign.library.source(campaign.checkout), settings=settings,
                                    seconds=seconds, replay_args=replay_args,
-                                   group_keys=campaign.library.group_keys)
+                                   group_keys=campaign.library.group_keys, found=found)
     text = cpaths["markdown"].read_text()
     print(text.split("\n## Every skipped kernel", 1)[0].rstrip())
     print(f"\nreports: {', '.join(str(p) for p in [*cpaths.values(), *paths.values()])}; kernels: {campaign.toml}")
@@ -245,3 +246,25 @@ def report(campaign: Campaign, items: list[Item], rows: list[dict], seconds: dic
     if failed:
         print(f"FAILED: {len(failed)} kernel(s) broke a claimed check", file=sys.stderr)
     return 1 if failed else 0
+
+
+def reproduce(found: list[dict], rows: list[dict], folder: Path) -> list[dict]:
+    """Each finding's standalone C reproducer (lowp.conformance.report.reproducer) of its example, written to
+    folder/<id>.c and, where this machine can, built and run: the finding names the file and what it said. A
+    failure that depends on an earlier call, or of a kernel called without an adapter's buffers, gets none."""
+    from lowp.kernels import kernel as registered
+
+    from lowp.conformance.report import reproducer
+    from lowp.conformance.report.outfolder import write_text
+    by_id = {r["id"]: r for r in rows}
+    for f in found:
+        row = by_id[f["example"]]
+        cx = row.get("counterexample") or {}
+        kern = registered(row["kernel"])
+        if not cx or cx.get("previous") or not kern.quantized or cx.get("kind") == "fault":
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{f['id']}.c"
+        write_text(path, reproducer.c_source(kern, row, f"lowp finding {f['id']}: {f['cause']}"))
+        f["reproducer"], f["reproduced"] = str(path), reproducer.run_here(kern, path)
+    return found
