@@ -809,7 +809,7 @@ def invocation(A: np.ndarray, B: np.ndarray, q: dict, u: Ukernel, *, strides=Non
     if ind is None:
         _gemm_calls(inv, u, M, K, N, a_stride, c_layout)
     else:
-        _igemm_calls(inv, u, A, q, ind, a_stride, c_layout)
+        _igemm_calls(inv, u, A, q, ind, a_stride, c_layout, lambda n: fill(n, 5))
     return inv
 
 
@@ -877,9 +877,11 @@ class Indirection:
         return chosen
 
 
-def _igemm_calls(inv: Invocation, u: Ukernel, A, q, ind: Indirection, a_stride, c: Strided) -> None:
-    """The indirection buffer (per block of mr rows, ks groups of MR pointers: src/indirection.c L118-148; rows
-    past M repeat the last, as the operator clamps them), the zero buffer (XNN_EXTRA_BYTES past the packed depth,
+def _igemm_calls(inv: Invocation, u: Ukernel, A, q, ind: Indirection, a_stride, c: Strided, junk) -> None:
+    """The indirection buffer (per block of mr rows, ks groups of MR pointers: src/indirection.c L118-148; the
+    rows of the last call past M point at `junk(n)`, n poisoned bytes, as XNNPACK's tester points them
+    (test/gemm-microkernel-tester.cc L239-243): a ukernel reads all MR rows and must store only mr, so a store or
+    a read by a row past mr shows in C only when those rows hold other values than the last one), the zero buffer (XNN_EXTRA_BYTES past the packed depth,
     filled with the input zero point: convolution-nhwc.c L841; a qd8 IGEMM compares with a sentinel and reads a
     zero_data buffer of its batch's zero point: operator-run.c L782-787), and one call per mr rows with
     ks = ks * MR * sizeof(void *) (convolution-nhwc.c L2980)."""
@@ -895,12 +897,15 @@ def _igemm_calls(inv: Invocation, u: Ukernel, A, q, ind: Indirection, a_stride, 
         inv.buffers["zero_data"] = np.full(zero_bytes, zero_value.view(np.uint8)[0], np.uint8)
     else:
         inv.buffers["zero"] = np.full(zero_bytes, zero_value.view(np.uint8)[0], np.uint8)
+    if M % u.mr:        # the last call's rows past M: junk, as XNNPACK's tester gives them
+        inv.buffers["junk"] = junk(kc + EXTRA_BYTES)
     refs = []
     for m0 in range(0, M, u.mr):
         for p in range(ind.ks):
             for r in range(u.mr):
-                m = min(m0 + r, M - 1)
-                refs.append(Ref("zero") if taps[p, m] else Ref("A", m * a_stride + p * kc - ind.a_offset))
+                m = m0 + r
+                refs.append(Ref("junk", -ind.a_offset) if m >= M else Ref("zero") if taps[p, m]
+                            else Ref("A", m * a_stride + p * kc - ind.a_offset))
     inv.pointers["indirection"] = tuple(refs)
     inv.buffers["indirection"] = np.zeros(len(refs), np.uint64)
     zero_args = [Ref("zero"), Ref("zero_data")] if d.dynamic else [Ref("zero")]

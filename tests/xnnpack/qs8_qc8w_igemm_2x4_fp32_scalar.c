@@ -6,7 +6,9 @@
  * input zero point). Packed weights (kr = 1, goki): per 4 columns, 4 int32, then per tap per k 4 int8, then 4
  * float scales. Plain C: x86-64 and AArch64.
  *
- * LOWP_BUG_NO_A_OFFSET: reads every pointer as it is (a kernel that forgets a_offset). */
+ * LOWP_BUG_NO_A_OFFSET: reads every pointer as it is (a kernel that forgets a_offset).
+ * LOWP_BUG_STORE_ORDER: stores row 0 before row 1; with mr = 1 (c1 = c0) the row past M's result is what stays,
+ * which shows only when that row holds other values than row 0 (junk, as XNNPACK's tester gives it). */
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -71,8 +73,13 @@ void lowp_qs8_qc8w_igemm_minmax_fp32_ukernel_2x4__scalar_fmagic(
     w = (const float *) w + 4;
     const size_t n_out = nc < 4 ? nc : 4;
     for (size_t n = 0; n < n_out; n++) {
+#ifdef LOWP_BUG_STORE_ORDER
+      c0[n] = requantize(acc0[n], scale[n], vmin, vmax, magic_less_zp);
+      c1[n] = requantize(acc1[n], scale[n], vmin, vmax, magic_less_zp);
+#else
       c1[n] = requantize(acc1[n], scale[n], vmin, vmax, magic_less_zp);
       c0[n] = requantize(acc0[n], scale[n], vmin, vmax, magic_less_zp);
+#endif
     }
     if (nc <= 4) break;
     c0 = (int8_t *) ((uintptr_t) c0 + cn_stride);
