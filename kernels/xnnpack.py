@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lowp.isa_models.float32 import bf16_bits  # math_cvt_bf16_fp32: the packer rounds scales / 16 with it
 from lowp.isa_models.lanes import S32, symbolic, wrap
 
 from lowp.kernels.invocation import Invocation, Ref, Strided
@@ -579,13 +580,6 @@ def pack_qc4w(B: np.ndarray, *, nr: int, kr: int, sr: int, bias, izp: int,
         parts += [_column_block(ints, 0, nr, len(sums), "<i4"), packed]
         parts += [_column_block(f, b, nr, N, "<f4") for f in column_floats]
     return np.concatenate(parts)
-
-
-def bf16_bits(x: np.ndarray) -> np.ndarray:
-    """float32 -> bf16 bits, rounding to nearest even (math_cvt_bf16_fp32, src/xnnpack/math.h L467-483; no NaN
-    here: scales are finite and positive)."""
-    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
 
 
 def check_bf16(scales: np.ndarray, name: str = "b_block_scale") -> np.ndarray:
