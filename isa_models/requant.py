@@ -12,7 +12,8 @@ Every stage is `compute(acc, q, out_type)`: `acc` is the int32 (M, N) accumulato
     a_zero_point        int32 (M,), a_inv_scale float32 (M,), b_scale float32 (N,): qd8 only
     src_scale, dst_scale  float32 scalars: oneDNN only
 
-and `out_type` is "s8", "u8" or "f32". The result is np.int8 / np.uint8 / np.float32 (M, N).
+and `out_type` is "s8", "u8", "f32", "f16" or "bf16". The result is np.int8 / np.uint8 / np.float32 / np.float16
+(IEEE binary16) / np.uint16 (bfloat16 bits) (M, N).
 
 Each library's pseudocode is one short function per flavour, built from the instruction models below
 (CVTPS2DQ, PACKSSDW, PADDSW, FCVTNS, SQXTN, SQADD, ...), and `OUTPUT_STAGES` maps names to them. Parameters
@@ -28,11 +29,11 @@ import numpy as np
 
 from lowp.isa_models.fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, wrap32
 from lowp.isa_models.lanes import numpy_only
-from lowp.isa_models.float32 import (F32, MAGIC_BIAS, MAGIC_BIAS_BITS, cvtps2dq, f32, fcvtns, floats32, fma_f32, lrintf,
-                      magic_bias_bits, rne_int)
+from lowp.isa_models.float32 import (F32, MAGIC_BIAS, MAGIC_BIAS_BITS, bf16_bits, cvtps2dq, f16_values, f32, fcvtns,
+                      floats32, fma_f32, fp16_bits, lrintf, magic_bias_bits, rne_int)
 
 OUT_RANGE = {"s8": (-128, 127), "u8": (0, 255)}
-OUT_DTYPE = {"s8": np.int8, "u8": np.uint8, "f32": np.float32}
+OUT_DTYPE = {"s8": np.int8, "u8": np.uint8, "f32": np.float32, "f16": np.float16, "bf16": np.uint16}
 
 XNNPACK = "google/XNNPACK @75db3c0"
 
@@ -506,6 +507,20 @@ def qd8_f32_scale_product(acc, q, out_type):
     return _qd8_clamp(fma_f32(f32(wrap32(a)), s, np.broadcast_to(_row(q, "bias", N, F32), s.shape)), q)
 
 
+def half_output(compute, out_type: str, conversion: str):
+    """A qd8 float stage stored as half precision: the float32 stage (its clamp included), then the store's
+    conversion. out_type "f16": fp16_bits(v, conversion) as float16 values (VCVTPS2PH imm8 0 on x86, FCVTN
+    vcvt_f16_f32 on AArch64, then FMAXNM/FMINNM in f16 there: the same values, as the clamp's bounds are halves and
+    rounding is monotone); "bf16": bf16_bits(v, conversion), the bits. XNNPACK @75db3c0
+    src/qd8-f16-qc8w-gemm/gen/qd8-f16-qc8w-gemm-1x8c8-minmax-avx2.c (_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
+    after the f32 clamp), qd8-f16-qc8w-gemm-1x8c4-minmax-neondotfp16arith.c (vcvt_f16_f32, then vmaxq_f16 and
+    vminq_f16); src/qd8-bf16-qb4w-gemm/gen/*-scalar.c (xnn_bfloat16_from_float)."""
+    def stage(acc, q, _out_type):
+        v = compute(acc, q, "f32")
+        return f16_values(fp16_bits(v, conversion)) if out_type == "f16" else bf16_bits(v, conversion)
+    return stage
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # oneDNN scales: dst = f32_to_int8((src_scale * wei_scale[n] * s32_to_f32(acc) + bias) / dst_scale + zp_dst)
 
@@ -659,6 +674,19 @@ for _name in ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic
     OUTPUT_STAGES[f"{_name}-acc28"] = OutputStage(
         f"{_name}-acc28", acc28(_base.compute), f"{_base.description}, on XNNPACK's 4-bit accumulator: "
         "bias + acc wraps at 28 bits (16x in int32)", f"{_base.citation}; {QC4W}", _base.out_types)
+
+
+HALF_F16 = f"{XNNPACK} src/qd8-f16-qc8w-gemm/gen/qd8-f16-qc8w-gemm-1x8c8-minmax-avx2.c (_mm256_cvtps_ph); " \
+           "qd8-f16-qc8w-gemm-1x8c4-minmax-neondotfp16arith.c (vcvt_f16_f32)"
+for _name in ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-fma-acc28", "qd8-f32-unfused-acc28"):
+    _base, _half = OUTPUT_STAGES[_name], _name.replace("qd8-f32", "qd8-f16")
+    OUTPUT_STAGES[_half] = OutputStage(_half, half_output(_base.compute, "f16", "rne"),
+                                       f"{_base.description}; stored as f16, rounded to nearest even",
+                                       f"{_base.citation}; {HALF_F16}", ("f16",))
+    OUTPUT_STAGES[f"{_half}-trunc"] = OutputStage(
+        f"{_half}-trunc", half_output(_base.compute, "f16", "trunc"),
+        f"{_base.description}; stored as f16 rounded toward zero (VCVTPS2PH imm8 3 for 0; not XNNPACK's)",
+        f"{_base.citation}; Intel SDM Vol. 2A VCVTPS2PH (imm8 rounding control)", ("f16",))
 
 
 def output_stage(name: str) -> OutputStage:

@@ -33,7 +33,7 @@ from lowp.kernels.features import TARGETS, did_you_mean, known_features, suggest
 OPERAND_TYPES = tuple(name for name, dtype in DTYPES.items() if dtype.itemsize <= 2)
 # The buffers a kernel is handed (Kernel.overread keys): the gemm signatures' and the XNNPACK ABI's.
 BUFFERS = ("A", "B", "C", "work", "q", "w", "params", "quantization_params", "indirection", "zero", "zero_data")
-C_TYPES = ("s32", "s8", "u8", "f32")
+C_TYPES = ("s32", "s8", "u8", "f32", "f16", "bf16")
 # Options whose argument is a path, in the order they are matched (longest first: -isystem before -I).
 INCLUDE_OPTIONS = ("-isystem", "-idirafter", "-iquote", "-include", "-imacros", "-I")
 

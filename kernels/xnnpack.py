@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lowp.isa_models.float32 import bf16_bits  # math_cvt_bf16_fp32: the packer rounds scales / 16 with it
+from lowp.isa_models.float32 import bf16_bits, f16_values, fp16_bits   # bf16_bits: math_cvt_bf16_fp32 (qb4w scales)
 from lowp.isa_models.lanes import S32, symbolic, wrap
 
 from lowp.kernels.invocation import Invocation, Ref, Strided
@@ -74,6 +74,13 @@ DATATYPES = {d.name: d for d in (
              weight_bits=4, blockwise=True),
     Datatype("qdu8-f32-qb4w", "u8", "s8", "f32", ("qb4w_minmax_f32",), ("bias",), False, dynamic=True,
              weight_bits=4, blockwise=True),
+    # half-precision outputs: the qd8 float stage stored as IEEE binary16 (f16) or bfloat16 (bf16, C as its bits)
+    *(Datatype(f"{a}-f16-qc8w", t, "s8", "f16", ("minmax_f16",), ("b_scale", "bias"), False, dynamic=True)
+      for a, t in (("qd8", "s8"), ("qdu8", "u8"))),
+    *(Datatype(f"{a}-f16-qc4w", t, "s8", "f16", ("qc4w_minmax_f16",), ("b_scale", "bias"), False, dynamic=True,
+               weight_bits=4) for a, t in (("qd8", "s8"), ("qdu8", "u8"))),
+    *(Datatype(f"{a}-{c}-qb4w", t, "s8", c, (f"qb4w_minmax_{c}",), ("bias",), False, dynamic=True, weight_bits=4,
+               blockwise=True) for a, t in (("qd8", "s8"), ("qdu8", "u8")) for c in ("f16", "bf16")),
 )}
 
 
@@ -129,6 +136,14 @@ PARAMS_LAYOUTS = {
        for d in ("qd8-f32-qc4w", "qdu8-f32-qc4w")},
     **{(d, "qb4w_minmax_f32"): _struct(("min", "<f4"), ("max", "<f4"), ("blocksize", "<u8"))
        for d in ("qd8-f32-qb4w", "qdu8-f32-qb4w")},
+    # struct xnn_f16_minmax_params L90-95, xnn_f16_qc4w_minmax_params L104-109, xnn_f16_qb4w_minmax_params
+    # L111-117 (xnn_float16 bounds: their bits), xnn_bf16_qb4w_minmax_params L135-141 (float bounds)
+    **{(d, "minmax_f16"): _struct(("min", "<u2"), ("max", "<u2")) for d in ("qd8-f16-qc8w", "qdu8-f16-qc8w")},
+    **{(d, "qc4w_minmax_f16"): _struct(("min", "<u2"), ("max", "<u2")) for d in ("qd8-f16-qc4w", "qdu8-f16-qc4w")},
+    **{(d, "qb4w_minmax_f16"): _struct(("min", "<u2"), ("max", "<u2"), ("blocksize", "<u8"))
+       for d in ("qd8-f16-qb4w", "qdu8-f16-qb4w")},
+    **{(d, "qb4w_minmax_bf16"): _struct(("min", "<f4"), ("max", "<f4"), ("blocksize", "<u8"))
+       for d in ("qd8-bf16-qb4w", "qdu8-bf16-qb4w")},
 }
 QD8_ROW = np.dtype([("zero_point", "<i4"), ("inv_scale", "<f4")])     # struct xnn_qd8_quantization_params L174
 MAGIC_BIAS, MAGIC_BIAS_BITS = np.float32(12582912.0), 0x4B400000      # microparams-init.c: 1.5 * 2^23 and its bits
@@ -139,7 +154,10 @@ FLOAT_KEYS = ("a_zero_point", "a_inv_scale", "output_min", "output_max")
 LAYOUT_KEYS = {**{layout: REQUANT_KEYS for layout in ("fp32_scalar", "fp32_armsimd32", "fp32_neon", "fp32_neonv8",
                                                       "rndnu_scalar", "rndnu16_scalar", "rndnu_neon")},
                "minmax_f32": ("bias", "b_scale", *FLOAT_KEYS), "qc4w_minmax_f32": ("bias", "b_scale", *FLOAT_KEYS),
-               "qb4w_minmax_f32": ("bias", "b_block_scale", *FLOAT_KEYS)}
+               "qb4w_minmax_f32": ("bias", "b_block_scale", *FLOAT_KEYS),
+               "minmax_f16": ("bias", "b_scale", *FLOAT_KEYS), "qc4w_minmax_f16": ("bias", "b_scale", *FLOAT_KEYS),
+               "qb4w_minmax_f16": ("bias", "b_block_scale", *FLOAT_KEYS),
+               "qb4w_minmax_bf16": ("bias", "b_block_scale", *FLOAT_KEYS)}
 
 
 def required_keys(datatype: str, layout: str) -> tuple[str, ...]:
@@ -155,10 +173,10 @@ def params_blob(datatype: str, layout: str, q: dict, *, bl: int = 0, kernel_zero
     blob = np.zeros(1, PARAMS_LAYOUTS[(datatype, layout)])
     d = DATATYPES[datatype]
     if d.dynamic:
-        blob["min"], blob["max"] = np.float32(q["output_min"]), np.float32(q["output_max"])
+        blob["min"], blob["max"] = (_float_bound(blob.dtype["min"], q[k], k) for k in ("output_min", "output_max"))
         if layout == "qc4w_minmax_f32":
             blob["kernel_zero_point"] = kernel_zero_point
-        if layout == "qb4w_minmax_f32":
+        if "blocksize" in blob.dtype.names:
             blob["blocksize"] = bl
         return blob.view(np.uint8)
     zp, lo, hi = (int(q[k]) for k in ("output_zero_point", "output_min", "output_max"))
@@ -166,6 +184,19 @@ def params_blob(datatype: str, layout: str, q: dict, *, bl: int = 0, kernel_zero
         blob["kernel_zero_point"] = int(q["b_zero_point"])
     _FILL[layout](blob, d, zp, lo, hi, q)
     return blob.view(np.uint8)
+
+
+def _float_bound(field: np.dtype, value, name: str):
+    """A float clamp bound as a params field holds it: float32, or an xnn_float16's bits (the value must be a half:
+    XNNPACK's f16 init functions take xnn_float16 bounds, so a caller rounds before, never the kernel)."""
+    v = np.float32(value)
+    if field != np.dtype("<u2"):
+        return v
+    bits = fp16_bits(v)
+    if not np.isnan(v) and np.float32(f16_values(bits)) != v:
+        raise ValueError(f"{name}={float(v)!r}: not an IEEE half; an f16 kernel's params hold xnn_float16 bounds "
+                         "(src/xnnpack/microparams.h L90-95)")
+    return bits
 
 
 def _scale(d: Datatype, q) -> np.float32:
@@ -254,14 +285,13 @@ LAYOUT_OF_INIT: dict[str, tuple[str, str]] = {
     "xnn_init_f32_minmax_scalar_params": ("qd8-f32-qc8w", "minmax_f32"),
     "xnn_init_f32_qc4w_minmax_scalar_params": ("qd8-f32-qc4w", "qc4w_minmax_f32"),
     "xnn_init_f32_qb4w_minmax_scalar_params": ("qd8-f32-qb4w", "qb4w_minmax_f32"),
+    "xnn_init_f16_minmax_scalar_params": ("qd8-f16-qc8w", "minmax_f16"),
+    "xnn_init_f16_qc4w_minmax_scalar_params": ("qd8-f16-qc4w", "qc4w_minmax_f16"),
+    "xnn_init_f16_qb4w_minmax_scalar_params": ("qd8-f16-qb4w", "qb4w_minmax_f16"),
+    "xnn_init_bf16_qb4w_minmax_scalar_params": ("qd8-bf16-qb4w", "qb4w_minmax_bf16"),
 }
 # Init functions of the int8 families lowp does not take, and why.
-UNSUPPORTED_INITS = {
-    "xnn_init_f16_minmax_scalar_params": "an f16 output (qd8-f16-*): lowp has no f16 C type",
-    "xnn_init_f16_qc4w_minmax_scalar_params": "an f16 output (qd8-f16-qc4w): lowp has no f16 C type",
-    "xnn_init_f16_qb4w_minmax_scalar_params": "an f16 output (qd8-f16-qb4w): lowp has no f16 C type",
-    "xnn_init_bf16_qb4w_minmax_scalar_params": "a bf16 output (qd8-bf16-qb4w): lowp has no bf16 C type",
-}
+UNSUPPORTED_INITS: dict[str, str] = {}
 
 
 def layout_of_init(name: str) -> tuple[str, str]:
@@ -286,7 +316,9 @@ class Packing:
     source: str = ""
 
 
-_QD8 = ("qd8-f32-qc8w", "qdu8-f32-qc8w")
+_QD8 = ("qd8-f32-qc8w", "qdu8-f32-qc8w", "qd8-f16-qc8w", "qdu8-f16-qc8w")
+_QC4W_DYNAMIC = ("qd8-f32-qc4w", "qdu8-f32-qc4w", "qd8-f16-qc4w", "qdu8-f16-qc4w")
+_QB4W = tuple(f"{a}-{c}-qb4w" for a in ("qd8", "qdu8") for c in ("f32", "f16", "bf16"))
 PACKINGS = {p.kind: p for p in (
     Packing("qs8-goi", ("qs8-qc8w", "qs8", *_QD8), 0, False, "src/reference/packing.cc L329-377"),
     Packing("qs8-to-qu8-goi", ("qs8-qc8w", "qs8"), 128, False, "src/reference/packing.cc L379-427"),
@@ -294,10 +326,10 @@ PACKINGS = {p.kind: p for p in (
     Packing("qs8-goki", ("qs8-qc8w", "qs8", *_QD8), 0, True, "src/reference/packing.cc L3682-3735"),
     Packing("qs8-to-qu8-goki", ("qs8-qc8w", "qs8"), 128, True, "src/reference/packing.cc L3628-3680"),
     Packing("qu8-goki", ("qu8",), 0, True, "src/reference/packing.cc L3571-3626"),
-    Packing("qc4w-goi", ("qs8-qc4w", "qd8-f32-qc4w", "qdu8-f32-qc4w"), 0, False,
+    Packing("qc4w-goi", ("qs8-qc4w", *_QC4W_DYNAMIC), 0, False,
             "src/reference/packing.cc L434-546"),
     Packing("qs8-to-qu8-qc4w-goi", ("qs8-qc4w",), 128, False, "src/reference/packing.cc L548-558"),
-    Packing("qb4w-goi", ("qd8-f32-qb4w", "qdu8-f32-qb4w"), 0, False, "src/reference/packing.cc L1306-1420"),
+    Packing("qb4w-goi", _QB4W, 0, False, "src/reference/packing.cc L1306-1420"),
 )}
 # The pack function a test YAML entry names (`pack:`) -> the packing kind lowp reproduces. XNNPACK's packw
 # micro-kernels write the reference packer's layout (test/packw-microkernel-tester.h L112-165 compares them with
@@ -784,7 +816,7 @@ def invocation(A: np.ndarray, B: np.ndarray, q: dict, u: Ukernel, *, strides=Non
     N = B.shape[1]
     _check_operands(u, A, B)
     fill = fill or (lambda n, salt: np.full(n, 0xA5 ^ salt, np.uint8))
-    c_dtype = {"f32": np.float32, "s8": np.int8, "u8": np.uint8}[d.c_type]
+    c_dtype = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "s8": np.int8, "u8": np.uint8}[d.c_type]
     item = np.dtype(c_dtype).itemsize
     s = Strides.of(strides)
     a_stride, c_layout = _layouts(u, M, K, N, s, item, c_dtype)

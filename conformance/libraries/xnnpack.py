@@ -305,7 +305,10 @@ def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) 
 
 # The output-stage contract of each datatype's kernels (the requantizing ones: by their requantization token).
 FLOAT_CONTRACTS = {"qd8-f32-qc8w": "qd8-f32", "qdu8-f32-qc8w": "qdu8-f32", "qd8-f32-qc4w": "qd8-f32-qc4w",
-                   "qdu8-f32-qc4w": "qdu8-f32-qc4w"}
+                   "qdu8-f32-qc4w": "qdu8-f32-qc4w", "qd8-f16-qc8w": "qd8-f16", "qdu8-f16-qc8w": "qdu8-f16",
+                   "qd8-f16-qc4w": "qd8-f16-qc4w", "qdu8-f16-qc4w": "qdu8-f16-qc4w"}
+# The qd8 float stage of each float params layout: its output type (the stage's name part)
+QD8_LAYOUTS = {"minmax_f32": "f32", "qc4w_minmax_f32": "f32", "minmax_f16": "f16", "qc4w_minmax_f16": "f16"}
 REQUANTIZED_CONTRACTS = {"fp32": "xnnpack-fp32", "rndnu": "xnnpack-rndnu", "rndnu16": "xnnpack-rndnu16"}
 
 
@@ -314,7 +317,7 @@ def _output_contract(d, requantization: str | None) -> str | Skip:
         return Skip("output stage not modelled", f"{d.name}: a blockwise (qb4w) kernel has no output-stage contract "
                                                  "yet (lowp checks the scalar kernels' float orders only: "
                                                  "docs/xnnpack-abi.md)")
-    if d.c_type == "f32":
+    if d.c_type in ("f32", "f16", "bf16"):
         return FLOAT_CONTRACTS[d.name]
     if d.weight_bits == 4:
         return "xnnpack-fp32-qc4w"
@@ -335,12 +338,12 @@ def _stage(name: UkernelName, layout: str, isa: Isa, d) -> str | Skip:
 
 
 def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
-    if layout in ("minmax_f32", "qc4w_minmax_f32"):
+    if layout in QD8_LAYOUTS:
         # FMLA / VFMADD where the C templates fuse (x86 with FMA, AArch64 intrinsics); the AArch64 assembly from
         # gemm_compiler multiplies, then adds (FMUL, FADD: every qd8-f32-qc8w *-asm-aarch64-* source of @75db3c0),
         # and so do RVV (vfmul, vfadd) and the scalar kernels
         fused = (isa.target == "x86-64" and "fma" in isa.features) or (isa.target == "aarch64" and not name.assembly)
-        return "qd8-f32-fma" if fused else "qd8-f32-unfused"
+        return f"qd8-{QD8_LAYOUTS[layout]}-{'fma' if fused else 'unfused'}"
     if layout in LAYOUT_STAGES:
         return LAYOUT_STAGES[layout]
     if isa.name == "scalar":
@@ -378,7 +381,7 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
     tile, vector_bits = dict(abi["tile"]), None
     if name.vector_tile:           # RVV: NR vectors of vlenb / sizeof(output) lanes; lowp runs VLEN 128
         vector_bits = 128
-        tile["nr"] = name.nr * (vector_bits // 8) // (4 if d.c_type == "f32" else 1)
+        tile["nr"] = name.nr * (vector_bits // 8) // {"f32": 4, "f16": 2, "bf16": 2}.get(d.c_type, 1)
     lo_b, hi_b = d.weight_range
     if b_domain:
         lo_b, hi_b = max(lo_b, b_domain[0]), min(hi_b, b_domain[1])
