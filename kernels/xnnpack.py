@@ -314,6 +314,7 @@ class Packing:
     a_shift: int = 0
     conv: bool = False
     source: str = ""
+    unsigned_nibbles: bool = False    # qc4uw: 4-bit weights as w + 8 for madd kernels, their sums not scaled by 16
 
 
 _QD8 = ("qd8-f32-qc8w", "qdu8-f32-qc8w", "qd8-f16-qc8w", "qdu8-f16-qc8w")
@@ -329,6 +330,8 @@ PACKINGS = {p.kind: p for p in (
     Packing("qc4w-goi", ("qs8-qc4w", *_QC4W_DYNAMIC), 0, False,
             "src/reference/packing.cc L434-546"),
     Packing("qs8-to-qu8-qc4w-goi", ("qs8-qc4w",), 128, False, "src/reference/packing.cc L548-558"),
+    Packing("qc4uw-goi", ("qs8-qc4w", *_QC4W_DYNAMIC), 0, False, "src/reference/packing.cc L1186-1292", True),
+    Packing("qs8-to-qu8-qc4uw-goi", ("qs8-qc4w",), 128, False, "src/reference/packing.cc L1294-1304", True),
     Packing("qb4w-goi", _QB4W, 0, False, "src/reference/packing.cc L1306-1420"),
 )}
 # The pack function a test YAML entry names (`pack:`) -> the packing kind lowp reproduces. XNNPACK's packw
@@ -340,6 +343,7 @@ PACKING_OF_PACK: dict[str, str] = {
     "xnn_pack_qs8_to_qu8_conv_goki_w": "qs8-to-qu8-goki", "xnn_pack_qu8_conv_goki_w": "qu8-goki",
     "xnn_pack_qs8_qc4w_gemm_goi_w": "qc4w-goi", "xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w": "qs8-to-qu8-qc4w-goi",
     "xnn_pack_qs8_qb4w_gemm_goi_w": "qb4w-goi",
+    "xnn_pack_qs8_qc4uw_gemm_goi_w": "qc4uw-goi", "xnn_pack_qs8_to_qu8_qc4uw_gemm_goi_w": "qs8-to-qu8-qc4uw-goi",
     "xnn_qs8_packw_gemm_goi_ukernel_x16c4__neondot": "qs8-goi",
     "xnn_qs8_packw_gemm_goi_ukernel_x8c4__neondot": "qs8-goi",
 }
@@ -351,8 +355,6 @@ UNSUPPORTED_PACKS = {
         "xnn_pack_kai_qs8_qc8w_weights_and_biases_sme", "xnn_pack_kai_qs8_weights_and_biases")},
     **{name: "2-bit weights (qc2w): not modelled" for name in (
         "xnn_pack_qd8_qc2w_gemm_goi_w", "xnn_pack_qs8_qc2w_gemm_goi_w", "xnn_pack_qs8_to_qu8_qc2w_gemm_goi_w")},
-    **{name: "unsigned 4-bit weights kept unsigned for madd kernels (qc4uw): not modelled" for name in (
-        "xnn_pack_qs8_qc4uw_gemm_goi_w", "xnn_pack_qs8_to_qu8_qc4uw_gemm_goi_w")},
     **{name: "a non-planar 4-bit layout: not modelled" for name in (
         "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_aarch64", "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_avx512",
         "xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w_non_planar_avx512")},
@@ -455,7 +457,8 @@ def from_test_entry(entry: dict) -> dict:
     _check_consistent(entry, facts, datatype, layout, packing)
     return {"symbol": entry["name"], "signature": f"xnnpack-{facts.op}",
             "tile": {"mr": facts.mr, "nr": facts.nr, "kr": facts.kr},
-            "xnnpack": {"datatype": datatype, "params": layout, "sr": facts.sr},
+            "xnnpack": {"datatype": datatype, "params": layout, "sr": facts.sr,
+                        **({"nibbles": "unsigned"} if packing.unsigned_nibbles else {})},
             "a_shift": packing.a_shift, "a_type": d.a_type, "b_type": d.b_type, "c_type": d.c_type}
 
 
@@ -483,9 +486,15 @@ def _check_consistent(entry: dict, facts: UkernelName, datatype: str, layout: st
 
 
 def describe_packing(datatype: str, layout: str, *, nr: int, kr: int, sr: int = 1, igemm: bool = False,
-                     a_shift: int = 0, bl: int = 0) -> str:
+                     a_shift: int = 0, bl: int = 0, unsigned_nibbles: bool = False) -> str:
     """The packed weights in words, for a kernel entry that leaves `packing` to the xnnpack table."""
     d = DATATYPES[datatype]
+    if unsigned_nibbles:
+        izp = "(izp + 128)" if a_shift else "izp" if d.int_bias else "1"
+        head = f"int32 {'bias - ' if d.int_bias else '-'}{izp} x column sums"
+        floats = f", then {nr} float32 {' and '.join(d.floats)}" if d.floats else ""
+        return f"XNNPACK {datatype} ({layout}): per {nr} columns {nr} {head}, unsigned 4-bit weights w + 8 two to a " \
+               f"byte (qc4uw) in {kr}-deep k blocks (sr {sr}){floats}"
     taps = "per tap (ks of them, goki) " if igemm else ""
     weights = f"{'4-bit weights two to a byte' if d.weight_bits == 4 else 'int8 weights'} in {kr}-deep k blocks " \
               f"{taps}(sr {sr})"
@@ -593,11 +602,16 @@ def _nibbles(Bb: np.ndarray, nr: int, kr: int, sr: int) -> np.ndarray:
 
 
 def pack_qc4w(B: np.ndarray, *, nr: int, kr: int, sr: int, bias, izp: int,
-              column_floats: tuple[np.ndarray, ...] = ()) -> np.ndarray:
+              column_floats: tuple[np.ndarray, ...] = (), unsigned: bool = False) -> np.ndarray:
     """xnn_pack_qs8_qc4w_gemm_goi_w (and its qs8_to_qu8 form with izp + 128): per block of nr columns, nr int32
     16 * bias - 16 * izp * (the sum of the packed weights), int32 wrapping as the packer's arithmetic does (the
     kernels shift each nibble into the high half of a byte, so their accumulators hold 16x the sum and shift right
-    by 4 at the end), the nibbles, then the floats. bias None: zero (qd8 packs with izp = 1 and no bias)."""
+    by 4 at the end), the nibbles, then the floats. bias None: zero (qd8 packs with izp = 1 and no bias).
+    unsigned: xnn_pack_qs8_qc4uw_gemm_goi_w and xnn_pack_qs8_to_qu8_qc4uw_gemm_goi_w (src/reference/packing.cc
+    L1186-1304, "for qd8_qc4w madd"): the same chunks, each nibble w + 8 (the two's complement nibble XOR 8, in
+    [0, 15]; padding 8, a zero weight), the int32 bias - izp * (the sum) not multiplied by 16: the madd kernels
+    subtract 8 from each nibble in a register (_mm256_dpbusd_offset_epi32_madd, src/xnnpack/intrinsics-polyfill.h
+    L210-230), so their accumulators hold the plain sum."""
     _check_blocks(kr, sr)
     K, N = B.shape
     blocks = -(-N // nr)
@@ -608,7 +622,10 @@ def pack_qc4w(B: np.ndarray, *, nr: int, kr: int, sr: int, bias, izp: int,
     for b in range(blocks):
         values, packed = _nibbles(Bn[:, b * nr:(b + 1) * nr], nr, kr, sr)
         sums = values.sum(axis=(0, 2, 3))[:min(nr, N - b * nr)]
-        ints = wrap(16 * bias[b * nr:b * nr + len(sums)] - 16 * izp * sums, S32)
+        scale = 1 if unsigned else 16
+        ints = wrap(scale * bias[b * nr:b * nr + len(sums)] - scale * izp * sums, S32)
+        if unsigned:
+            packed = packed ^ np.uint8(0x88)
         parts += [_column_block(ints, 0, nr, len(sums), "<i4"), packed]
         parts += [_column_block(f, b, nr, N, "<f4") for f in column_floats]
     return np.concatenate(parts)
@@ -691,6 +708,7 @@ class Ukernel:
     igemm: bool = False              # signature 'xnnpack-igemm': an indirection buffer, ks taps, a zero buffer
     bl: int = 0                      # qb4w: the block size
     kernel_zero_point: int = 8       # 4-bit: what the params struct is told (0 or 8; the nibbles are the same)
+    unsigned_nibbles: bool = False   # qc4uw: nibbles w + 8, the kernel subtracts 8 (madd); int32 sums not 16x
 
     @property
     def d(self) -> Datatype:
@@ -706,7 +724,7 @@ def _weights(u: Ukernel, B: np.ndarray, q: dict, ks: int) -> np.ndarray:
                          bias=floats[0])
     if d.weight_bits == 4:
         return pack_qc4w(B, nr=u.nr, kr=u.kr, sr=u.sr, bias=q["bias"] if d.int_bias else None,
-                         izp=_packing_zero_point(u, q), column_floats=floats)
+                         izp=_packing_zero_point(u, q), column_floats=floats, unsigned=u.unsigned_nibbles)
     return pack_weights(B, nr=u.nr, kr=u.kr, sr=u.sr, column_ints=column_ints(u, B, q), column_floats=floats,
                         pad=weight_padding(u, q), ks=ks)
 

@@ -290,8 +290,9 @@ def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) 
     except xnnpack.Unmapped as e:
         return Skip(e.step, str(e))
     d = xnnpack.DATATYPES[abi["xnnpack"]["datatype"]]
-    output = _output_contract(d, name.requantization)
-    stage = _stage(name, abi["xnnpack"]["params"], ISAS[name.isa], d)
+    scaled = d.weight_bits == 4 and abi["xnnpack"].get("nibbles") != "unsigned"     # 16x sums: 28-bit accumulators
+    output = _output_contract(d, name.requantization, scaled)
+    stage = _stage(name, abi["xnnpack"]["params"], ISAS[name.isa], scaled)
     for result in (output, stage):
         if isinstance(result, Skip):
             return result
@@ -312,25 +313,28 @@ QD8_LAYOUTS = {"minmax_f32": "f32", "qc4w_minmax_f32": "f32", "minmax_f16": "f16
 REQUANTIZED_CONTRACTS = {"fp32": "xnnpack-fp32", "rndnu": "xnnpack-rndnu", "rndnu16": "xnnpack-rndnu16"}
 
 
-def _output_contract(d, requantization: str | None) -> str | Skip:
+def _output_contract(d, requantization: str | None, scaled: bool) -> str | Skip:
+    """The contract of the datatype's kernels; scaled: 4-bit weights whose int32 sums are 16x (the signed planar
+    packers), whose contracts are the 28-bit ones; XNNPACK's qc4uw kernels (unsigned nibbles, madd) sum exactly in
+    int32 and claim the 8-bit datatypes' contracts."""
     if d.blockwise:
         return Skip("output stage not modelled", f"{d.name}: a blockwise (qb4w) kernel has no output-stage contract "
                                                  "yet (lowp checks the scalar kernels' float orders only: "
                                                  "docs/xnnpack-abi.md)")
     if d.c_type in ("f32", "f16", "bf16"):
-        return FLOAT_CONTRACTS[d.name]
-    if d.weight_bits == 4:
+        return FLOAT_CONTRACTS[d.name if scaled or d.weight_bits != 4 else d.name.replace("qc4w", "qc8w")]
+    if scaled:
         return "xnnpack-fp32-qc4w"
     return REQUANTIZED_CONTRACTS[requantization]
 
 
-def _stage(name: UkernelName, layout: str, isa: Isa, d) -> str | Skip:
+def _stage(name: UkernelName, layout: str, isa: Isa, scaled: bool) -> str | Skip:
     """The output stage model of the kernel: by params layout, then by ISA (x86 and RVV fp32), then by the scalar
     variant (fmagic, imagic, lrintf); on 4-bit weights its -acc28 form (the int32 holds 16x the sum); a Skip where
     lowp has no model of it."""
     from lowp.isa_models.requant import OUTPUT_STAGES
     stage = _base_stage(name, layout, isa)
-    if isinstance(stage, Skip) or d.weight_bits != 4:
+    if isinstance(stage, Skip) or not scaled:
         return stage
     if f"{stage}-acc28" not in OUTPUT_STAGES:
         return Skip("output stage not modelled", f"{name.name}: no 4-bit (-acc28) form of the output stage {stage}")
@@ -350,6 +354,12 @@ def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
         flavour = next((v for v in name.variant if v in ("fmagic", "imagic", "lrintf")), None)
         if flavour:
             return f"xnnpack-fp32-{flavour}"
+    if isa.target == "x86-64" and "madd" in name.variant and layout == "fp32_scalar":
+        # the madd kernels (qs8-qc4w, qs8-qc2w on SSSE3, AVX, AVX2, AVX256SKX, AVX512SKX) come from the AVX-VNNI
+        # template with VPDPBUSD emulated by PMADDUBSW + PMADDWD: they add the zero point as VNNI does, wrapping
+        # (e.g. src/qs8-qc4w-gemm/gen/qs8-qc4w-gemm-1x8c8-minmax-avx2-madd.c L121-125: _mm256_cvtps_epi32, then
+        # _mm256_add_epi32 of the zero point, then _mm256_packs_epi32)
+        return _WRAP
     if isa.fp32_stage and layout == "fp32_scalar":
         return isa.fp32_stage
     return Skip("output stage not modelled", f"{name.name}: no output-stage model for params {layout} on {isa.name}")
