@@ -102,6 +102,11 @@ def sqxtun_s16(x):
     return _sat(x, 0, 255)
 
 
+def sqsub_s32(a, b):
+    """SQSUB Vd.4S (vqsubq_s32): int32 - int32, saturating. Arm ARM C7.2.309 SQSUB."""
+    return _sat(np.asarray(a, np.int64) - np.asarray(b, np.int64), INT32_MIN, INT32_MAX)
+
+
 def sqadd_s16(a, b):
     """SQADD Vd.8H (vqaddq_s16): int16 + int16, saturating. Arm ARM C7.2.282 SQADD."""
     return _sat(np.asarray(a, np.int64) + np.asarray(b, np.int64), -32768, 32767)
@@ -247,6 +252,21 @@ def xnnpack_fp32_neonv8(acc, q, out_type):
     """NEONv8 'fp32': FMUL, FCVTNS (saturating, ties to even), SQXTN, SQADD zp, SQXTN, SMAX/SMIN. No float clamp.
     src/qs8-gemm/c4-neondot.c.in L573-620 (vcvtnq_s32_f32, vqmovn_s32, vqaddq_s16, vqmovn_s16)."""
     return _neon_tail(fcvtns(_fp32_scaled(acc, q)).astype(np.int64), q, out_type)
+
+
+def xnnpack_fp32_neon(acc, q, out_type):
+    """ARMv7-class NEON 'fp32' (params fp32_neon: no FCVTNS there): FMUL by the scale, FADD the magic bias 1.5 * 2^23
+    and take the bits as int32, SQSUB magic_bias_less_output_zero_point (0x4B400000 - zp, saturating), SQXTN to
+    int16, SQXTN (SQXTUN for u8), SMAX/SMIN (UMAX/UMIN) with output_min / output_max. No float clamp: beyond
+    |v| = 2^22 the magic sum's bits stay monotone and the saturating steps reach the type's end, as the
+    reference's clamp does. src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x8-minmax-fp32-neon-mlal-lane.c L153-185 (the
+    template src/qs8-gemm/neon-mlal-lane.c.in); microparams-init.c xnn_init_qs8_qc8w_conv_minmax_fp32_neon_params;
+    qu8: src/qu8-gemm/gen/qu8-gemm-1x8-minmax-fp32-neon-mlal-lane.c L173-182 (vqmovun_s16, vmax_u8)."""
+    i32 = sqsub_s32(magic_bias_bits(_fp32_scaled(acc, q)).astype(np.int64),
+                    MAGIC_BIAS_BITS - _int(q, "output_zero_point"))
+    s16 = sqxtn_s32(i32)
+    o = sqxtn_s16(s16) if out_type == "s8" else sqxtun_s16(s16)
+    return _store(np.minimum(np.maximum(o, _int(q, "output_min")), _int(q, "output_max")), out_type)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -597,6 +617,9 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
                 f"{XNNPACK} src/qs8-gemm/MRx8c8-avxvnni.c.in L535-558"),
     OutputStage("xnnpack-fp32-neonv8", xnnpack_fp32_neonv8, "XNNPACK fp32 NEONv8: FCVTNS, SQXTN, SQADD zp, SQXTN",
                 f"{XNNPACK} src/qs8-gemm/c4-neondot.c.in L573-620"),
+    OutputStage("xnnpack-fp32-neon", xnnpack_fp32_neon,
+                "XNNPACK fp32 NEON (ARMv7 params): FMUL, FADD magic bias, SQSUB magic - zp, SQXTN, SQXTN, SMAX/SMIN",
+                f"{XNNPACK} src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x8-minmax-fp32-neon-mlal-lane.c L153-185; {XQ}"),
     OutputStage("xnnpack-rndnu", xnnpack_rndnu, "XNNPACK rndnu, exact: (x*m + 2^(s-1)) >> s, clamp, + zp",
                 f"{XNNPACK} src/xnnpack/requantization.h L140-186"),
     OutputStage("xnnpack-rndnu-scalar", xnnpack_rndnu_scalar,
@@ -669,7 +692,8 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
 QC4W = f"{XNNPACK} src/reference/packing.cc L459, L516-517; src/qs8-qc4w-gemm/gen/qs8-qc4w-gemm-1x2-minmax-fp32-" \
        "scalar-lrintf.c (math_asr_s32(vacc, 4)); src/qd8-f32-qc4w-gemm/gen/qd8-f32-qc4w-gemm-1x2-minmax-scalar.c"
 for _name in ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
-              "xnnpack-fp32-avxvnni-wrap", "xnnpack-fp32-neonv8", "qd8-f32-fma", "qd8-f32-unfused"):
+              "xnnpack-fp32-avxvnni-wrap", "xnnpack-fp32-neonv8", "xnnpack-fp32-neon", "qd8-f32-fma",
+              "qd8-f32-unfused"):
     _base = OUTPUT_STAGES[_name]
     OUTPUT_STAGES[f"{_name}-acc28"] = OutputStage(
         f"{_name}-acc28", acc28(_base.compute), f"{_base.description}, on XNNPACK's 4-bit accumulator: "

@@ -193,3 +193,24 @@ def test_bf16_rne_is_bfcvtn_under_qemu():
         got = _call(m, "lowp_bfcvtn", x)
         assert np.array_equal(got, bf16_bits(x, "rne"))
         assert np.array_equal(_call(m, "lowp_fcvtn", x), fp16_bits(x))
+
+
+# ---- the qd8-f16 stages and contracts --------------------------------------------------------------------------
+def test_qd8_f16_stages_are_the_f32_stages_stored_as_halves():
+    from lowp.conformance.contracts.output import OUTPUT_CONTRACTS
+    from lowp.isa_models.requant import OUTPUT_STAGES
+    rng = np.random.default_rng(3)
+    for name in ("qd8-f16", "qdu8-f16", "qd8-f16-qc4w"):
+        contract = OUTPUT_CONTRACTS[name]
+        for style in ("typical", "ends", "limits"):
+            q = contract.draw(rng, 3, 5, "f16", style)
+            acc = rng.integers(-(1 << 24), 1 << 24, (3, 5))
+            for stage in contract.accepted:
+                f32 = OUTPUT_STAGES[stage.replace("qd8-f16", "qd8-f32")].compute(acc, q, "f32")
+                got = OUTPUT_STAGES[stage].compute(acc, q, "f16")
+                assert got.dtype == np.float16
+                assert np.array_equal(got.view(np.uint16), fp16_bits(f32))
+                with np.errstate(over="ignore"):
+                    assert np.array_equal(got.view(np.uint16), f32.astype(np.float16).view(np.uint16))
+            assert not contract.domain_problems(q, 3, 5, "f16")
+        assert contract.domain_problems({**q, "output_min": F32(0.1), "output_max": F32(1)}, 3, 5, "f16")

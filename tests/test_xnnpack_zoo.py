@@ -160,7 +160,7 @@ def test_the_campaign_counts_and_reasons(campaign):
     out, result, _ = campaign
     assert result.returncode == 1, result.stderr[-2000:]
     doc = json.loads((out / "run" / "campaign.json").read_text())
-    assert doc["totals"] == {"found": 19, "judged": 7, "passed": 5, "failed": 2, "skipped": 12, "not_run": 0}
+    assert doc["totals"] == {"found": 21, "judged": 9, "passed": 6, "failed": 3, "skipped": 12, "not_run": 0}
     status = {k["name"]: (k["status"], k["category"]) for k in doc["kernels"]}
     prefix = "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_"
     assert status[prefix + "2x8c8__avx2"] == ("passed", None)
@@ -182,6 +182,8 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert status["xnn_qu8_gemm_minmax_rndnu16_ukernel_1x4__scalar"] == ("skipped", "source not found")
     assert status["xnn_qd8_f16_qc8w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
     assert status["xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
+    assert status["xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
+    assert status["xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
     reasons = {k["name"]: k["reason"] for k in doc["kernels"]}
     assert "no output-stage model for params fp32_armsimd32 on neon" in reasons[prefix + "1x8__neon_mlal_lane"]
     assert "lowp_undeclared_zero_point" in reasons[prefix + "1x8c8__avx2"]      # the compiler's error line
@@ -189,9 +191,9 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert groups["qu8", "gemm", "?"]["skipped"] == 1          # the unreadable YAML, counted under its file's datatype
     assert doc["source"]["commit"] is None      # the tree sits inside lowp's repository: that commit is not its own
     assert (groups["qs8-qc8w", "gemm", "scalar"]["found"], groups["qs8-qc8w", "gemm", "scalar"]["failed"]) == (4, 1)
-    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 7
+    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 9
     text = (out / "run" / "campaign.md").read_text()
-    assert "19 kernels found: 7 judged (5 passed, 2 failed), 12 skipped" in text
+    assert "21 kernels found: 9 judged (6 passed, 3 failed), 12 skipped" in text
 
 
 def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
@@ -201,7 +203,9 @@ def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
         "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:model:full",
         "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed",
         "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar:model:full",
-        "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar:qd8-f16:claimed"}
+        "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar:qd8-f16:claimed",
+        "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:model:full",
+        "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:qd8-f32:claimed"}
     rows = {r["id"]: r for r in json.loads((out / "run" / "report.json").read_text())["rows"]}
     cx = rows["xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed"]["counterexample"]
     assert cx["shape"] == [1, 1, 9] and cx["kind"] == "value"       # the 9th k is the one the kernel drops
@@ -229,6 +233,17 @@ def test_an_f16_store_that_truncates_is_named(campaign):
     assert "qd8-f16-unfused-trunc" in row["cause"]
 
 
+def test_unsigned_nibbles_read_as_signed_are_caught(campaign):
+    """The qc4uw kernels of the tree (XNNPACK's unsigned 4-bit packing for madd kernels: w + 8, sums not 16x): the
+    one subtracting 8 passes its model and the plain qd8-f32 contract; the one reading the nibbles as two's
+    complement (a sign error) fails both, shrunk to 1x1x1."""
+    out, _, rows = campaign
+    good, bad = (f"xnn_qd8_f32_qc4w_gemm_minmax_ukernel_{t}__scalar" for t in ("1x4", "2x4"))
+    assert rows[f"{good}:model:full"]["verdict"] == rows[f"{good}:qd8-f32:claimed"]["verdict"] == "PASS"
+    row = rows[f"{bad}:qd8-f32:claimed"]
+    assert row["verdict"] == "FAIL" and row["counterexample"]["shape"] == [1, 1, 1]
+
+
 def test_the_kernels_toml_rejudges_the_same_kernels(campaign, tmp_path):
     """--write-toml FILE holds the kernels that reached the checks; `lowp conformance --kernels FILE --no-builtin`
     plans exactly theirs, and --kernel takes a glob (issue 23 part 5)."""
@@ -243,7 +258,9 @@ def test_the_kernels_toml_rejudges_the_same_kernels(campaign, tmp_path):
                                                   "xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
                                                   "xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
                                                   "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_1x4__scalar",
-                                                  "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar"}
+                                                  "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar",
+                                                  "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x4__scalar",
+                                                  "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar"}
     result = lowp("conformance", "--kernels", kept, "--no-builtin", "--kernel", "*__scalar_*", "list")
     assert {line.split(":")[0] for line in result.stdout.splitlines()} == {
         "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",

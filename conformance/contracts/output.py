@@ -622,7 +622,7 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                    "max - zp)) + zp; every implementation path equals the reference on the domain",
                    ("s8", "u8"), ScaleDomain.keys,
                    ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
-                    "xnnpack-fp32-neonv8"),
+                    "xnnpack-fp32-neonv8", "xnnpack-fp32-neon"),
                    ("xnnpack-fp32-avxvnni-wrap", "xnnpack-rndnu", "fbgemm-float-generic"),
                    f"{XNN_REQ}; {XNN_INIT}", XNN_FP32_DOMAIN),
     OutputContract("xnnpack-rndnu", "XNNPACK rndnu: (x * mantissa24 + 2^(s-1)) >> s with s from the scale's exponent, "
@@ -637,7 +637,7 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                    "itself within 28 bits (the packers multiply it by 16 in int32)",
                    ("s8",), ScaleDomain.keys, tuple(f"{s}-acc28" for s in (
                        "xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
-                       "xnnpack-fp32-neonv8")),
+                       "xnnpack-fp32-neonv8", "xnnpack-fp32-neon")),
                    ("xnnpack-fp32-lrintf", "xnnpack-fp32-avxvnni-wrap-acc28", "xnnpack-rndnu"),
                    f"{XNN_REQ}; {XNN_INIT}; {XNN_QC4W}", XNN_FP32_QC4W_DOMAIN),
     OutputContract("xnnpack-rndnu16", "XNNPACK rndnu16 (qu8): a rounding pre-shift by the scale's exponent + 1, "

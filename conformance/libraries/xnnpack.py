@@ -92,7 +92,7 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
       for w in ("wasm", "wasmsimd", "wasmrelaxedsimd", "wasmsdot", "wasmusdot", "wasmpshufb", "wasmblendvps")),
 )}
 # The output-stage models lowp knows for each params layout that is not per ISA.
-LAYOUT_STAGES = {"fp32_neonv8": "xnnpack-fp32-neonv8", "rndnu_neon": "xnnpack-rndnu-neon",
+LAYOUT_STAGES = {"fp32_neonv8": "xnnpack-fp32-neonv8", "fp32_neon": "xnnpack-fp32-neon", "rndnu_neon": "xnnpack-rndnu-neon",
                  "rndnu_scalar": "xnnpack-rndnu-scalar", "rndnu16_scalar": "xnnpack-rndnu16"}
 
 

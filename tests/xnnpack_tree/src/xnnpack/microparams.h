@@ -27,3 +27,12 @@ struct xnn_f16_minmax_params {
     uint16_t max;
   } scalar;
 };
+
+// The float clamp of a qd8-f32-qc4w kernel (XNNPACK's struct xnn_f32_qc4w_minmax_params).
+struct xnn_f32_qc4w_minmax_params {
+  struct {
+    float min;
+    float max;
+    int32_t kernel_zero_point;
+  } scalar;
+};
