@@ -541,6 +541,19 @@ def half_output(compute, out_type: str, conversion: str):
     return stage
 
 
+def qd8_f32_scale_product_unfused(acc, q, out_type):
+    """XNNPACK's xngen-templated qd8 AArch64 dot-product assembly (4x16c4: ld64, ld128, cortex_a55; GEMM and
+    IGEMM, f32 and f16 outputs): FMUL the filter scale by the row's inv_scale first ("kernel_scale * scale"), FMUL
+    SCVTF(acc) by that product, FADD the bias, FMAX/FMIN. Three roundings, in an order of its own: up to an ulp from
+    qd8-f32-unfused. src/qs8-gemm/4x16c4-aarch64-neondot-ld128.S.in L267-300;
+    src/qd8-f32-qc8w-gemm/gen/qd8-f32-qc8w-gemm-4x16c4-minmax-asm-aarch64-neondot-ld128.S."""
+    a = _acc(acc)
+    M, N = a.shape
+    s = _row(q, "b_scale", N, F32) * _col(q, "a_inv_scale", M, F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _qd8_clamp(f32(wrap32(a)) * s + _row(q, "bias", N, F32), q)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # oneDNN scales: dst = f32_to_int8((src_scale * wei_scale[n] * s32_to_f32(acc) + bias) / dst_scale + zp_dst)
 
@@ -673,6 +686,9 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
                 f"{XNNPACK} src/qs8-gemm/MRx8c8-avxvnni.c.in L432-464", ("f32",)),
     OutputStage("qd8-f32-unfused", qd8_f32_unfused, "XNNPACK qd8 scalar / AArch32: multiply, then add the bias",
                 f"{XNNPACK} src/qs8-gemm/scalar.c.in L307-335", ("f32",)),
+    OutputStage("qd8-f32-scale-product-unfused", qd8_f32_scale_product_unfused,
+                "XNNPACK's xngen qd8 AArch64 assembly: FMUL b_scale * inv_scale, FMUL f32(acc) by it, FADD bias",
+                f"{XNNPACK} src/qs8-gemm/4x16c4-aarch64-neondot-ld128.S.in L267-300", ("f32",)),
     OutputStage("qd8-f32-scale-product", qd8_f32_scale_product,
                 "f32(acc) * f32(inv_scale * b_scale) fused with the bias (not XNNPACK's order)", "lowp", ("f32",)),
     OutputStage("onednn-ref", onednn_ref,
@@ -702,7 +718,8 @@ for _name in ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic
 
 HALF_F16 = f"{XNNPACK} src/qd8-f16-qc8w-gemm/gen/qd8-f16-qc8w-gemm-1x8c8-minmax-avx2.c (_mm256_cvtps_ph); " \
            "qd8-f16-qc8w-gemm-1x8c4-minmax-neondotfp16arith.c (vcvt_f16_f32)"
-for _name in ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-fma-acc28", "qd8-f32-unfused-acc28"):
+for _name in ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-fma-acc28", "qd8-f32-unfused-acc28",
+              "qd8-f32-scale-product-unfused"):
     _base, _half = OUTPUT_STAGES[_name], _name.replace("qd8-f32", "qd8-f16")
     OUTPUT_STAGES[_half] = OutputStage(_half, half_output(_base.compute, "f16", "rne"),
                                        f"{_base.description}; stored as f16, rounded to nearest even",

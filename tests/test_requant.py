@@ -440,3 +440,24 @@ def test_fp32_neon_stage_is_its_sequence_and_the_reference_on_the_domain(out_typ
                                     int(q["output_min"]), int(q["output_max"]), out_type) for n in range(4)]
                 for m in range(3)]
         assert got.tolist() == want
+
+
+def test_xngen_scale_product_order_is_named_and_accepted():
+    """XNNPACK's xngen qd8 AArch64 assembly multiplies the scales first: FMUL(b_scale, inv_scale), FMUL by
+    f32(acc), FADD the bias. The stage is that sequence in float32 scalars; the campaign's counterexample of it
+    (1x1x1, A = -33, B = 5, a_zero_point -75: acc 210) is 29.3654003 there, 29.3654022 in the other qd8 orders; the
+    qd8 contracts accept it as XNNPACK's own order (docs/output-stages.md)."""
+    from lowp.conformance.contracts.output import OUTPUT_CONTRACTS
+    q = {"a_zero_point": np.array([-75], np.int32), "a_inv_scale": np.array([0.35022738], F32),
+         "b_scale": np.array([0.39926988], F32), "bias": np.array([0.0], F32),
+         "output_min": F32(-np.inf), "output_max": F32(np.inf)}
+    acc = np.array([[210]])
+    got = rq.OUTPUT_STAGES["qd8-f32-scale-product-unfused"].compute(acc, q, "f32")
+    by_hand = F32(F32(210) * F32(F32(0.39926988) * F32(0.35022738))) + F32(0)
+    assert got[0, 0] == by_hand == F32(29.3654003)
+    assert rq.OUTPUT_STAGES["qd8-f32-unfused"].compute(acc, q, "f32")[0, 0] == F32(29.3654022)
+    for name in ("qd8-f32", "qdu8-f32"):
+        assert "qd8-f32-scale-product-unfused" in OUTPUT_CONTRACTS[name].accepted
+    assert OUTPUT_CONTRACTS["qd8-f32"].judge(got, acc, q, "f32")[:2] == (True, "qd8-f32-scale-product-unfused")
+    half = rq.OUTPUT_STAGES["qd8-f16-scale-product-unfused"].compute(acc, q, "f16")
+    assert half.dtype == np.float16 and half[0, 0] == np.float16(got[0, 0])

@@ -593,8 +593,8 @@ def _half_contracts() -> list:
     f16 rounded to nearest even; a truncating store is a known variant."""
     out = []
     for name, accepted, known, cite, zp in (
-            ("qd8-f16", ("qd8-f16-fma", "qd8-f16-unfused"), (), QD8, (-128, 127)),
-            ("qdu8-f16", ("qd8-f16-fma", "qd8-f16-unfused"), (), QDU8, (0, 255)),
+            ("qd8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused"), (), QD8, (-128, 127)),
+            ("qdu8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused"), (), QDU8, (0, 255)),
             ("qd8-f16-qc4w", ("qd8-f16-fma-acc28", "qd8-f16-unfused-acc28"), ("qd8-f16-fma", "qd8-f16-unfused"),
              f"{QD8}; {XNN_QC4W}", (-128, 127)),
             ("qdu8-f16-qc4w", ("qd8-f16-fma-acc28", "qd8-f16-unfused-acc28"), ("qd8-f16-fma", "qd8-f16-unfused"),
@@ -678,7 +678,8 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                                             fbgemm_clamp=True)),
     OutputContract("qd8-f32", "XNNPACK qd8 float output: f32(acc) * inv_scale[m], then * b_scale[n] + bias[n] fused "
                    "(x86, AArch64) or not (scalar, AArch32), clamp", ("f32",), Qd8Domain.keys,
-                   ("qd8-f32-fma", "qd8-f32-unfused"), ("qd8-f32-scale-product",), QD8, Qd8Domain()),
+                   ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-scale-product-unfused"), ("qd8-f32-scale-product",),
+                   QD8, Qd8Domain()),
     OutputContract("qd8-f32-qc4w", "XNNPACK qd8 float output of the 4-bit qc4w kernels: the qd8 stages on the "
                    "accumulator wrapped to 28 bits (the int32 holds 16x the sum)", ("f32",), Qd8Domain.keys,
                    ("qd8-f32-fma-acc28", "qd8-f32-unfused-acc28"), ("qd8-f32-fma", "qd8-f32-unfused"),
@@ -687,7 +688,8 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                    Qd8Domain.keys, ("qd8-f32-fma-acc28", "qd8-f32-unfused-acc28"), ("qd8-f32-fma", "qd8-f32-unfused"),
                    f"{QDU8}; {XNN_QC4W}", Qd8Domain(QDU8, (0, 255))),
     OutputContract("qdu8-f32", "XNNPACK qdu8 float output (unsigned inputs: u8 A, uint8 row zero points): the qd8 "
-                   "stages", ("f32",), Qd8Domain.keys, ("qd8-f32-fma", "qd8-f32-unfused"),
+                   "stages", ("f32",), Qd8Domain.keys, ("qd8-f32-fma", "qd8-f32-unfused",
+                                                         "qd8-f32-scale-product-unfused"),
                    ("qd8-f32-scale-product",), QDU8, Qd8Domain(QDU8, (0, 255))),
     *_half_contracts(),
     OutputContract("onednn-scales", "oneDNN: f32_to_int8((src_scale * wei_scale[n] * f32(acc) + bias) / dst_scale "

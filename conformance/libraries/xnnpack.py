@@ -342,6 +342,12 @@ def _stage(name: UkernelName, layout: str, isa: Isa, scaled: bool) -> str | Skip
 
 
 def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
+    if layout in QD8_LAYOUTS and name.assembly and name.arch == "aarch64" and (name.mr, name.nr, name.kr) == \
+            (4, 16, 4) and isa.name.startswith("neondot"):
+        # the xngen-templated dot-product assembly multiplies the two scales first (src/qs8-gemm/4x16c4-aarch64-
+        # neondot-ld128.S.in L267-300, "kernel_scale * scale"; ld64 and cortex_a55 alike): every qd8 source of the
+        # checkout with that comment is one of these 4x16c4 kernels, and no other is
+        return f"qd8-{QD8_LAYOUTS[layout]}-scale-product-unfused"
     if layout in QD8_LAYOUTS:
         # FMLA / VFMADD where the C templates fuse (x86 with FMA, AArch64 intrinsics); the AArch64 assembly from
         # gemm_compiler multiplies, then adds (FMUL, FADD: every qd8-f32-qc8w *-asm-aarch64-* source of @75db3c0),
