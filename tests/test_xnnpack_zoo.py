@@ -333,3 +333,17 @@ def test_an_igemm_mlal_kernels_pairs_restart_at_every_tap():
                    "src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x4-minmax-fp32-scalar-lrintf.c",
                    init="xnn_init_qs8_qc8w_conv_minmax_fp32_neonv8_params", pack="xnn_pack_qs8_conv_goki_w").entry
     assert e["model"]["accumulate"] == "lowp.kernels.models.arm:smlal_sadalp_igemm" and e["domain"]["b"] == [-127, 127]
+
+
+def test_the_xngen_qd8_assembly_takes_its_scales_first_order():
+    """The 4x16c4 qd8 AArch64 dot-product assembly from xngen templates (ld64, ld128, cortex_a55) is modelled with
+    the scales-first order; gemm_compiler's (ld64_2, ld128_2) and the C kernels keep theirs."""
+    from lowp.conformance.libraries.xnnpack import _base_stage
+    stage = lambda name, layout="minmax_f32": _base_stage(parse_name(name), layout, ISAS[parse_name(name).isa])
+    prefix = "xnn_qd8_f32_qc8w_gemm_minmax_ukernel_4x16c4__"
+    assert stage(prefix + "asm_aarch64_neondot_ld128") == "qd8-f32-scale-product-unfused"
+    assert stage(prefix + "asm_aarch64_neondot_cortex_a55") == "qd8-f32-scale-product-unfused"
+    assert stage("xnn_qd8_f16_qc8w_gemm_minmax_ukernel_4x16c4__asm_aarch64_neondotfp16arith_cortex_a55",
+                 "minmax_f16") == "qd8-f16-scale-product-unfused"
+    assert stage(prefix + "asm_aarch64_neondot_ld128_2") == "qd8-f32-unfused"
+    assert stage(prefix + "neondot") == "qd8-f32-fma"

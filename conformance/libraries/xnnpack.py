@@ -308,6 +308,8 @@ def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) 
 FLOAT_CONTRACTS = {"qd8-f32-qc8w": "qd8-f32", "qdu8-f32-qc8w": "qdu8-f32", "qd8-f32-qc4w": "qd8-f32-qc4w",
                    "qdu8-f32-qc4w": "qdu8-f32-qc4w", "qd8-f16-qc8w": "qd8-f16", "qdu8-f16-qc8w": "qdu8-f16",
                    "qd8-f16-qc4w": "qd8-f16-qc4w", "qdu8-f16-qc4w": "qdu8-f16-qc4w"}
+# The variants of XNNPACK's xngen qd8 AArch64 assembly (src/qs8-gemm/4x16c4-aarch64-neondot-{ld64,ld128,cortex-a55}.S.in)
+XNGEN_QD8_VARIANTS = (("ld64",), ("ld128",), ("cortex", "a55"))
 # The qd8 float stage of each float params layout: its output type (the stage's name part)
 QD8_LAYOUTS = {"minmax_f32": "f32", "qc4w_minmax_f32": "f32", "minmax_f16": "f16", "qc4w_minmax_f16": "f16"}
 REQUANTIZED_CONTRACTS = {"fp32": "xnnpack-fp32", "rndnu": "xnnpack-rndnu", "rndnu16": "xnnpack-rndnu16"}
@@ -343,10 +345,11 @@ def _stage(name: UkernelName, layout: str, isa: Isa, scaled: bool) -> str | Skip
 
 def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
     if layout in QD8_LAYOUTS and name.assembly and name.arch == "aarch64" and (name.mr, name.nr, name.kr) == \
-            (4, 16, 4) and isa.name.startswith("neondot"):
+            (4, 16, 4) and isa.name.startswith("neondot") and name.variant in XNGEN_QD8_VARIANTS:
         # the xngen-templated dot-product assembly multiplies the two scales first (src/qs8-gemm/4x16c4-aarch64-
         # neondot-ld128.S.in L267-300, "kernel_scale * scale"; ld64 and cortex_a55 alike): every qd8 source of the
-        # checkout with that comment is one of these 4x16c4 kernels, and no other is
+        # checkout with that comment is one of these, and no other is (gemm_compiler's 4x16c4 ld64_2 and ld128_2
+        # multiply by inv_scale first)
         return f"qd8-{QD8_LAYOUTS[layout]}-scale-product-unfused"
     if layout in QD8_LAYOUTS:
         # FMLA / VFMADD where the C templates fuse (x86 with FMA, AArch64 intrinsics); the AArch64 assembly from
