@@ -1,4 +1,5 @@
-"""IEEE binary32 arithmetic and float -> int conversions, bit for bit, as requantizing kernels use them.
+"""IEEE binary32 arithmetic, float -> int conversions and float32 -> binary16 / bfloat16 conversions, bit for bit,
+as requantizing kernels use them.
 
 numpy float32 operations are IEEE binary32 with round to nearest even (the default MXCSR / FPCR mode every
 library here runs under). int -> float32 conversions go through float64 (exact), then one rounding. The
@@ -116,3 +117,80 @@ def magic_bias_bits(x) -> np.ndarray:
     s = floats32(x, "x") + MAGIC_BIAS
     r = np.asarray(s, F32).view(np.int32)
     return r[()] if r.ndim == 0 else r
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# float32 -> half precision (IEEE binary16) and bfloat16, as the bits a kernel stores (uint16)
+
+F16_ROUNDINGS = {
+    "rne": "round to nearest, ties to even: VCVTPS2PH with imm8 0 (_MM_FROUND_TO_NEAREST_INT), FCVTN under FPCR's "
+           "default RN mode with FZ16 off, FP16's fp16_ieee_from_fp32_value; overflow gives infinity",
+    "trunc": "toward zero: VCVTPS2PH with imm8 3 (_MM_FROUND_TO_ZERO), a kernel that drops the rounding; overflow "
+             "gives the largest finite value 65504",
+}
+
+
+def fp16_bits(x, rounding: str = "rne") -> np.ndarray:
+    """float32 -> IEEE binary16 bits (uint16), as VCVTPS2PH / _mm256_cvtps_ph (Intel SDM Vol. 2A VCVTPS2PH,
+    "Convert Single-Precision FP value to 16-bit FP value"), FCVTN Vd.4H, Vn.4S / vcvt_f16_f32 (Arm ARM C7.2.79
+    FCVTN, FPConvert) and the portable fp16_ieee_from_fp32_value (Maratyszcza/FP16 include/fp16/fp16.h) compute
+    it: subnormal halves kept (MXCSR and FPCR as Linux leaves them: no DAZ, FZ16 off), infinities kept, a NaN
+    quieted with the top 9 bits of its payload (SDM Table 4-7 / Arm FPConvertNaN; fp16_ieee_from_fp32_value gives
+    the canonical 0x7E00 instead: a NaN never leaves a qd8 stage on finite parameters). `rounding`: F16_ROUNDINGS.
+    Exact: the float32 value is scaled by a power of two into [2^10, 2^11) (or the subnormal grid) in float64,
+    where the rounding to an integer is one exact np.rint / np.trunc."""
+    if rounding not in F16_ROUNDINGS:
+        raise ValueError(f"fp16_bits: rounding={rounding!r}; expected one of {', '.join(F16_ROUNDINGS)}")
+    bits = floats32(x, "x").view(np.uint32).astype(np.int64)
+    sign = (bits >> 16) & 0x8000
+    exponent, mantissa = (bits >> 23) & 0xFF, bits & 0x7FFFFF
+    with np.errstate(invalid="ignore", over="ignore"):         # NaNs and infinities take their own branch below
+        a = np.abs(np.asarray(x, np.float64))
+        _, e = np.frexp(np.where((exponent == 0xFF) | (a == 0), 1.0, a))
+        grid = np.maximum(e - 1, -14) - 10                              # the exponent of the half's last bit
+        scaled = np.ldexp(np.where(exponent == 0xFF, 0.0, a), -grid)    # exact: a power-of-two scaling
+        r = (np.rint if rounding == "rne" else np.trunc)(scaled).astype(np.int64)
+    magnitude = ((grid + 25) << 10) + r - 1024                          # the half's bits, the carry included
+    overflow = 0x7C00 if rounding == "rne" else 0x7BFF
+    magnitude = np.where(magnitude >= 0x7C00, overflow, magnitude)
+    magnitude = np.where(a == 0, 0, magnitude)
+    magnitude = np.where(exponent == 0xFF, np.where(mantissa == 0, 0x7C00, 0x7E00 | (mantissa >> 13)), magnitude)
+    out = (sign | magnitude).astype(np.uint16)
+    return out[()] if out.ndim == 0 else out
+
+
+def f16_values(bits) -> np.ndarray:
+    """binary16 bits as numpy float16 (IEEE binary16): the values a kernel's f16 output holds."""
+    return np.asarray(bits, np.uint16).view(np.float16)
+
+
+BF16_CONVERSIONS = {
+    "rne": "round to nearest even by adding 0x7FFF + the kept LSB to the bits; a NaN quieted (bit 22 set) first: "
+           "XNNPACK's math_cvt_bf16_fp32 (src/xnnpack/math.h L467-483) and its AVX2 blend; BFCVTN (Arm ARM "
+           "C7.2.33, FPConvertBF: FPCR honoured, FZ off keeps subnormals)",
+    "rne-nonan": "the same addition with no NaN test (a NaN whose payload is in the low 16 bits can carry into "
+                 "infinity): XNNPACK's NEON dot-product bf16 stores (vaddq_u32, vshrn_n_u32 by 16)",
+    "rne-daz": "VCVTNEPS2BF16 (_mm512_cvtneps_pbh): the same rounding, subnormal inputs taken as zero (sign kept) "
+               "whatever MXCSR says, NaN quieted (Intel SDM Vol. 2A VCVTNEPS2BF16, convert_fp32_to_bfloat16)",
+}
+
+
+def bf16_bits(x, conversion: str = "rne") -> np.ndarray:
+    """float32 -> bfloat16 bits (uint16), one of BF16_CONVERSIONS. They agree on every finite normal input and
+    infinities; "rne-daz" differs on subnormal inputs, "rne-nonan" on NaNs."""
+    if conversion not in BF16_CONVERSIONS:
+        raise ValueError(f"bf16_bits: conversion={conversion!r}; expected one of {', '.join(BF16_CONVERSIONS)}")
+    bits = floats32(x, "x").view(np.uint32).astype(np.int64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFFFFFF
+    nan = ((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0)
+    if conversion != "rne-nonan":
+        rounded = np.where(nan, bits | 0x00400000, rounded)
+    if conversion == "rne-daz":
+        rounded = np.where((bits & 0x7F800000) == 0, bits & 0x80000000, rounded)
+    out = (rounded >> 16).astype(np.uint16)
+    return out[()] if out.ndim == 0 else out
+
+
+def bf16_to_f32(bits) -> np.ndarray:
+    """bfloat16 bits as the float32 they are (the bits shifted up by 16: math_cvt_fp32_bf16, exact)."""
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(F32)

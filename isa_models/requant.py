@@ -12,7 +12,8 @@ Every stage is `compute(acc, q, out_type)`: `acc` is the int32 (M, N) accumulato
     a_zero_point        int32 (M,), a_inv_scale float32 (M,), b_scale float32 (N,): qd8 only
     src_scale, dst_scale  float32 scalars: oneDNN only
 
-and `out_type` is "s8", "u8" or "f32". The result is np.int8 / np.uint8 / np.float32 (M, N).
+and `out_type` is "s8", "u8", "f32", "f16" or "bf16". The result is np.int8 / np.uint8 / np.float32 / np.float16
+(IEEE binary16) / np.uint16 (bfloat16 bits) (M, N).
 
 Each library's pseudocode is one short function per flavour, built from the instruction models below
 (CVTPS2DQ, PACKSSDW, PADDSW, FCVTNS, SQXTN, SQADD, ...), and `OUTPUT_STAGES` maps names to them. Parameters
@@ -28,11 +29,11 @@ import numpy as np
 
 from lowp.isa_models.fixedpoint import INT32_MAX, INT32_MIN, multiply_by_quantized_multiplier, wrap32
 from lowp.isa_models.lanes import numpy_only
-from lowp.isa_models.float32 import (F32, MAGIC_BIAS, MAGIC_BIAS_BITS, cvtps2dq, f32, fcvtns, floats32, fma_f32, lrintf,
-                      magic_bias_bits, rne_int)
+from lowp.isa_models.float32 import (F32, MAGIC_BIAS, MAGIC_BIAS_BITS, bf16_bits, cvtps2dq, f16_values, f32, fcvtns,
+                      floats32, fma_f32, fp16_bits, lrintf, magic_bias_bits, rne_int)
 
 OUT_RANGE = {"s8": (-128, 127), "u8": (0, 255)}
-OUT_DTYPE = {"s8": np.int8, "u8": np.uint8, "f32": np.float32}
+OUT_DTYPE = {"s8": np.int8, "u8": np.uint8, "f32": np.float32, "f16": np.float16, "bf16": np.uint16}
 
 XNNPACK = "google/XNNPACK @75db3c0"
 
@@ -99,6 +100,11 @@ def sqxtn_s16(x):
 def sqxtun_s16(x):
     """SQXTUN Vd.8B, Vn.8H (vqmovun_s16): int16 -> uint8, saturating. Arm ARM C7.2.314 SQXTUN."""
     return _sat(x, 0, 255)
+
+
+def sqsub_s32(a, b):
+    """SQSUB Vd.4S (vqsubq_s32): int32 - int32, saturating. Arm ARM C7.2.309 SQSUB."""
+    return _sat(np.asarray(a, np.int64) - np.asarray(b, np.int64), INT32_MIN, INT32_MAX)
 
 
 def sqadd_s16(a, b):
@@ -246,6 +252,21 @@ def xnnpack_fp32_neonv8(acc, q, out_type):
     """NEONv8 'fp32': FMUL, FCVTNS (saturating, ties to even), SQXTN, SQADD zp, SQXTN, SMAX/SMIN. No float clamp.
     src/qs8-gemm/c4-neondot.c.in L573-620 (vcvtnq_s32_f32, vqmovn_s32, vqaddq_s16, vqmovn_s16)."""
     return _neon_tail(fcvtns(_fp32_scaled(acc, q)).astype(np.int64), q, out_type)
+
+
+def xnnpack_fp32_neon(acc, q, out_type):
+    """ARMv7-class NEON 'fp32' (params fp32_neon: no FCVTNS there): FMUL by the scale, FADD the magic bias 1.5 * 2^23
+    and take the bits as int32, SQSUB magic_bias_less_output_zero_point (0x4B400000 - zp, saturating), SQXTN to
+    int16, SQXTN (SQXTUN for u8), SMAX/SMIN (UMAX/UMIN) with output_min / output_max. No float clamp: beyond
+    |v| = 2^22 the magic sum's bits stay monotone and the saturating steps reach the type's end, as the
+    reference's clamp does. src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x8-minmax-fp32-neon-mlal-lane.c L153-185 (the
+    template src/qs8-gemm/neon-mlal-lane.c.in); microparams-init.c xnn_init_qs8_qc8w_conv_minmax_fp32_neon_params;
+    qu8: src/qu8-gemm/gen/qu8-gemm-1x8-minmax-fp32-neon-mlal-lane.c L173-182 (vqmovun_s16, vmax_u8)."""
+    i32 = sqsub_s32(magic_bias_bits(_fp32_scaled(acc, q)).astype(np.int64),
+                    MAGIC_BIAS_BITS - _int(q, "output_zero_point"))
+    s16 = sqxtn_s32(i32)
+    o = sqxtn_s16(s16) if out_type == "s8" else sqxtun_s16(s16)
+    return _store(np.minimum(np.maximum(o, _int(q, "output_min")), _int(q, "output_max")), out_type)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -506,6 +527,33 @@ def qd8_f32_scale_product(acc, q, out_type):
     return _qd8_clamp(fma_f32(f32(wrap32(a)), s, np.broadcast_to(_row(q, "bias", N, F32), s.shape)), q)
 
 
+def half_output(compute, out_type: str, conversion: str):
+    """A qd8 float stage stored as half precision: the float32 stage (its clamp included), then the store's
+    conversion. out_type "f16": fp16_bits(v, conversion) as float16 values (VCVTPS2PH imm8 0 on x86, FCVTN
+    vcvt_f16_f32 on AArch64, then FMAXNM/FMINNM in f16 there: the same values, as the clamp's bounds are halves and
+    rounding is monotone); "bf16": bf16_bits(v, conversion), the bits. XNNPACK @75db3c0
+    src/qd8-f16-qc8w-gemm/gen/qd8-f16-qc8w-gemm-1x8c8-minmax-avx2.c (_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
+    after the f32 clamp), qd8-f16-qc8w-gemm-1x8c4-minmax-neondotfp16arith.c (vcvt_f16_f32, then vmaxq_f16 and
+    vminq_f16); src/qd8-bf16-qb4w-gemm/gen/*-scalar.c (xnn_bfloat16_from_float)."""
+    def stage(acc, q, _out_type):
+        v = compute(acc, q, "f32")
+        return f16_values(fp16_bits(v, conversion)) if out_type == "f16" else bf16_bits(v, conversion)
+    return stage
+
+
+def qd8_f32_scale_product_unfused(acc, q, out_type):
+    """XNNPACK's xngen-templated qd8 AArch64 dot-product assembly (4x16c4: ld64, ld128, cortex_a55; GEMM and
+    IGEMM, f32 and f16 outputs): FMUL the filter scale by the row's inv_scale first ("kernel_scale * scale"), FMUL
+    SCVTF(acc) by that product, FADD the bias, FMAX/FMIN. Three roundings, in an order of its own: up to an ulp from
+    qd8-f32-unfused. src/qs8-gemm/4x16c4-aarch64-neondot-ld128.S.in L267-300;
+    src/qd8-f32-qc8w-gemm/gen/qd8-f32-qc8w-gemm-4x16c4-minmax-asm-aarch64-neondot-ld128.S."""
+    a = _acc(acc)
+    M, N = a.shape
+    s = _row(q, "b_scale", N, F32) * _col(q, "a_inv_scale", M, F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _qd8_clamp(f32(wrap32(a)) * s + _row(q, "bias", N, F32), q)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # oneDNN scales: dst = f32_to_int8((src_scale * wei_scale[n] * s32_to_f32(acc) + bias) / dst_scale + zp_dst)
 
@@ -582,6 +630,9 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
                 f"{XNNPACK} src/qs8-gemm/MRx8c8-avxvnni.c.in L535-558"),
     OutputStage("xnnpack-fp32-neonv8", xnnpack_fp32_neonv8, "XNNPACK fp32 NEONv8: FCVTNS, SQXTN, SQADD zp, SQXTN",
                 f"{XNNPACK} src/qs8-gemm/c4-neondot.c.in L573-620"),
+    OutputStage("xnnpack-fp32-neon", xnnpack_fp32_neon,
+                "XNNPACK fp32 NEON (ARMv7 params): FMUL, FADD magic bias, SQSUB magic - zp, SQXTN, SQXTN, SMAX/SMIN",
+                f"{XNNPACK} src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x8-minmax-fp32-neon-mlal-lane.c L153-185; {XQ}"),
     OutputStage("xnnpack-rndnu", xnnpack_rndnu, "XNNPACK rndnu, exact: (x*m + 2^(s-1)) >> s, clamp, + zp",
                 f"{XNNPACK} src/xnnpack/requantization.h L140-186"),
     OutputStage("xnnpack-rndnu-scalar", xnnpack_rndnu_scalar,
@@ -635,6 +686,9 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
                 f"{XNNPACK} src/qs8-gemm/MRx8c8-avxvnni.c.in L432-464", ("f32",)),
     OutputStage("qd8-f32-unfused", qd8_f32_unfused, "XNNPACK qd8 scalar / AArch32: multiply, then add the bias",
                 f"{XNNPACK} src/qs8-gemm/scalar.c.in L307-335", ("f32",)),
+    OutputStage("qd8-f32-scale-product-unfused", qd8_f32_scale_product_unfused,
+                "XNNPACK's xngen qd8 AArch64 assembly: FMUL b_scale * inv_scale, FMUL f32(acc) by it, FADD bias",
+                f"{XNNPACK} src/qs8-gemm/4x16c4-aarch64-neondot-ld128.S.in L267-300", ("f32",)),
     OutputStage("qd8-f32-scale-product", qd8_f32_scale_product,
                 "f32(acc) * f32(inv_scale * b_scale) fused with the bias (not XNNPACK's order)", "lowp", ("f32",)),
     OutputStage("onednn-ref", onednn_ref,
@@ -654,11 +708,26 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
 QC4W = f"{XNNPACK} src/reference/packing.cc L459, L516-517; src/qs8-qc4w-gemm/gen/qs8-qc4w-gemm-1x2-minmax-fp32-" \
        "scalar-lrintf.c (math_asr_s32(vacc, 4)); src/qd8-f32-qc4w-gemm/gen/qd8-f32-qc4w-gemm-1x2-minmax-scalar.c"
 for _name in ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
-              "xnnpack-fp32-avxvnni-wrap", "xnnpack-fp32-neonv8", "qd8-f32-fma", "qd8-f32-unfused"):
+              "xnnpack-fp32-avxvnni-wrap", "xnnpack-fp32-neonv8", "xnnpack-fp32-neon", "qd8-f32-fma",
+              "qd8-f32-unfused"):
     _base = OUTPUT_STAGES[_name]
     OUTPUT_STAGES[f"{_name}-acc28"] = OutputStage(
         f"{_name}-acc28", acc28(_base.compute), f"{_base.description}, on XNNPACK's 4-bit accumulator: "
         "bias + acc wraps at 28 bits (16x in int32)", f"{_base.citation}; {QC4W}", _base.out_types)
+
+
+HALF_F16 = f"{XNNPACK} src/qd8-f16-qc8w-gemm/gen/qd8-f16-qc8w-gemm-1x8c8-minmax-avx2.c (_mm256_cvtps_ph); " \
+           "qd8-f16-qc8w-gemm-1x8c4-minmax-neondotfp16arith.c (vcvt_f16_f32)"
+for _name in ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-fma-acc28", "qd8-f32-unfused-acc28",
+              "qd8-f32-scale-product-unfused"):
+    _base, _half = OUTPUT_STAGES[_name], _name.replace("qd8-f32", "qd8-f16")
+    OUTPUT_STAGES[_half] = OutputStage(_half, half_output(_base.compute, "f16", "rne"),
+                                       f"{_base.description}; stored as f16, rounded to nearest even",
+                                       f"{_base.citation}; {HALF_F16}", ("f16",))
+    OUTPUT_STAGES[f"{_half}-trunc"] = OutputStage(
+        f"{_half}-trunc", half_output(_base.compute, "f16", "trunc"),
+        f"{_base.description}; stored as f16 rounded toward zero (VCVTPS2PH imm8 3 for 0; not XNNPACK's)",
+        f"{_base.citation}; Intel SDM Vol. 2A VCVTPS2PH (imm8 rounding control)", ("f16",))
 
 
 def output_stage(name: str) -> OutputStage:

@@ -100,7 +100,7 @@ def ukernel(kernel: Kernel):
     x = kernel.xnnpack
     return Ukernel(kernel.symbol, x["datatype"], x["params"], kernel.tile.mr, kernel.tile.nr, kernel.tile.kr,
                    x.get("sr", 1), _a_shift(kernel), kernel.signature == "xnnpack-igemm", x.get("bl", 0),
-                   x.get("kernel_zero_point", 8))
+                   x.get("kernel_zero_point", 8), x.get("nibbles", "signed") == "unsigned")
 
 
 def _a_shift(kernel: Kernel) -> int:

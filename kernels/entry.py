@@ -13,6 +13,10 @@ import numpy as np
 
 from lowp.isa_models.lanes import DTYPES
 
+# The float output types a kernel may store and the numpy dtype of C for each: IEEE binary32 and binary16 as their
+# numpy types, bfloat16 as its bits (numpy has no bfloat16; lowp.isa_models.float32.bf16_bits gives them).
+FLOAT_OUTPUTS = {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16), "bf16": np.dtype(np.uint16)}
+
 
 @dataclass(frozen=True)
 class Tile:
@@ -97,7 +101,7 @@ class Kernel:
                 self.packing = describe_packing(x["datatype"], x["params"], nr=self.tile.nr, kr=self.tile.kr,
                                                 sr=x.get("sr", 1), igemm=self.signature == "xnnpack-igemm",
                                                 a_shift=self.a_shift if isinstance(self.a_shift, int) else 0,
-                                                bl=x.get("bl", 0))
+                                                bl=x.get("bl", 0), unsigned_nibbles=x.get("nibbles") == "unsigned")
             except KeyError:          # an unknown datatype or layout: the schema names it
                 pass
         if isinstance(self.sources, (str, Path)):        # one file given as a path: the one-file form
@@ -148,7 +152,12 @@ class Kernel:
 
     @property
     def c_dtype(self) -> np.dtype:
-        return np.dtype(np.float32) if self.c_type == "f32" else DTYPES[self.c_type]
+        return FLOAT_OUTPUTS[self.c_type] if self.float_output else DTYPES[self.c_type]
+
+    @property
+    def float_output(self) -> bool:
+        """C holds floats (f32, f16, or bf16 bits): a clamp of float bounds, no output zero point."""
+        return self.c_type in FLOAT_OUTPUTS
 
     def predict(self, A: np.ndarray, B: np.ndarray, quant: dict | None = None) -> np.ndarray:
         """What the kernel computes, bit for bit, according to its behaviour model (a quantized kernel's with the

@@ -33,7 +33,7 @@ from lowp.kernels.features import TARGETS, did_you_mean, known_features, suggest
 OPERAND_TYPES = tuple(name for name, dtype in DTYPES.items() if dtype.itemsize <= 2)
 # The buffers a kernel is handed (Kernel.overread keys): the gemm signatures' and the XNNPACK ABI's.
 BUFFERS = ("A", "B", "C", "work", "q", "w", "params", "quantization_params", "indirection", "zero", "zero_data")
-C_TYPES = ("s32", "s8", "u8", "f32")
+C_TYPES = ("s32", "s8", "u8", "f32", "f16", "bf16")
 # Options whose argument is a path, in the order they are matched (longest first: -isystem before -I).
 INCLUDE_OPTIONS = ("-isystem", "-idirafter", "-iquote", "-include", "-imacros", "-I")
 
@@ -154,12 +154,25 @@ class StageSpec(_Strict):
 
 class XnnpackSpec(_Strict):
     """The XNNPACK ABI facts of a ukernel (lowp.kernels.xnnpack): its datatype, params layout and k shuffle; a qb4w
-    kernel's block size `bl`; what a 4-bit params struct is told the weights' zero point is (0 or 8)."""
+    kernel's block size `bl`; what a 4-bit params struct is told the weights' zero point is (0 or 8); how 4-bit
+    weights are packed: `nibbles` "signed" (two's complement nibbles a kernel shifts into a byte's high half: 16x
+    sums) or "unsigned" (XNNPACK's qc4uw packers for madd kernels: w + 8, the int32 bias not scaled)."""
     datatype: StrictStr
     params: StrictStr
     sr: Positive = 1
     bl: Annotated[NonNegative, Field(validate_default=True)] = 0
     kernel_zero_point: Literal[0, 8] = 8
+    nibbles: Literal["signed", "unsigned"] = "signed"
+
+    @field_validator("nibbles")
+    @classmethod
+    def _nibbles_are_4_bit(cls, nibbles, info: ValidationInfo):
+        from lowp.kernels.xnnpack import DATATYPES
+        datatype = DATATYPES.get(info.data.get("datatype"))
+        if datatype is not None and nibbles == "unsigned" and (datatype.weight_bits != 4 or datatype.blockwise):
+            raise _custom("bad_xnnpack", f"nibbles = 'unsigned' (qc4uw) is for the 4-bit qc4w datatypes, not "
+                                         f"{datatype.name}")
+        return nibbles
 
     @field_validator("datatype")
     @classmethod

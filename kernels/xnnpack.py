@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lowp.isa_models.float32 import bf16_bits, f16_values, fp16_bits   # bf16_bits: math_cvt_bf16_fp32 (qb4w scales)
 from lowp.isa_models.lanes import S32, symbolic, wrap
 
 from lowp.kernels.invocation import Invocation, Ref, Strided
@@ -73,6 +74,13 @@ DATATYPES = {d.name: d for d in (
              weight_bits=4, blockwise=True),
     Datatype("qdu8-f32-qb4w", "u8", "s8", "f32", ("qb4w_minmax_f32",), ("bias",), False, dynamic=True,
              weight_bits=4, blockwise=True),
+    # half-precision outputs: the qd8 float stage stored as IEEE binary16 (f16) or bfloat16 (bf16, C as its bits)
+    *(Datatype(f"{a}-f16-qc8w", t, "s8", "f16", ("minmax_f16",), ("b_scale", "bias"), False, dynamic=True)
+      for a, t in (("qd8", "s8"), ("qdu8", "u8"))),
+    *(Datatype(f"{a}-f16-qc4w", t, "s8", "f16", ("qc4w_minmax_f16",), ("b_scale", "bias"), False, dynamic=True,
+               weight_bits=4) for a, t in (("qd8", "s8"), ("qdu8", "u8"))),
+    *(Datatype(f"{a}-{c}-qb4w", t, "s8", c, (f"qb4w_minmax_{c}",), ("bias",), False, dynamic=True, weight_bits=4,
+               blockwise=True) for a, t in (("qd8", "s8"), ("qdu8", "u8")) for c in ("f16", "bf16")),
 )}
 
 
@@ -128,6 +136,14 @@ PARAMS_LAYOUTS = {
        for d in ("qd8-f32-qc4w", "qdu8-f32-qc4w")},
     **{(d, "qb4w_minmax_f32"): _struct(("min", "<f4"), ("max", "<f4"), ("blocksize", "<u8"))
        for d in ("qd8-f32-qb4w", "qdu8-f32-qb4w")},
+    # struct xnn_f16_minmax_params L90-95, xnn_f16_qc4w_minmax_params L104-109, xnn_f16_qb4w_minmax_params
+    # L111-117 (xnn_float16 bounds: their bits), xnn_bf16_qb4w_minmax_params L135-141 (float bounds)
+    **{(d, "minmax_f16"): _struct(("min", "<u2"), ("max", "<u2")) for d in ("qd8-f16-qc8w", "qdu8-f16-qc8w")},
+    **{(d, "qc4w_minmax_f16"): _struct(("min", "<u2"), ("max", "<u2")) for d in ("qd8-f16-qc4w", "qdu8-f16-qc4w")},
+    **{(d, "qb4w_minmax_f16"): _struct(("min", "<u2"), ("max", "<u2"), ("blocksize", "<u8"))
+       for d in ("qd8-f16-qb4w", "qdu8-f16-qb4w")},
+    **{(d, "qb4w_minmax_bf16"): _struct(("min", "<f4"), ("max", "<f4"), ("blocksize", "<u8"))
+       for d in ("qd8-bf16-qb4w", "qdu8-bf16-qb4w")},
 }
 QD8_ROW = np.dtype([("zero_point", "<i4"), ("inv_scale", "<f4")])     # struct xnn_qd8_quantization_params L174
 MAGIC_BIAS, MAGIC_BIAS_BITS = np.float32(12582912.0), 0x4B400000      # microparams-init.c: 1.5 * 2^23 and its bits
@@ -138,7 +154,10 @@ FLOAT_KEYS = ("a_zero_point", "a_inv_scale", "output_min", "output_max")
 LAYOUT_KEYS = {**{layout: REQUANT_KEYS for layout in ("fp32_scalar", "fp32_armsimd32", "fp32_neon", "fp32_neonv8",
                                                       "rndnu_scalar", "rndnu16_scalar", "rndnu_neon")},
                "minmax_f32": ("bias", "b_scale", *FLOAT_KEYS), "qc4w_minmax_f32": ("bias", "b_scale", *FLOAT_KEYS),
-               "qb4w_minmax_f32": ("bias", "b_block_scale", *FLOAT_KEYS)}
+               "qb4w_minmax_f32": ("bias", "b_block_scale", *FLOAT_KEYS),
+               "minmax_f16": ("bias", "b_scale", *FLOAT_KEYS), "qc4w_minmax_f16": ("bias", "b_scale", *FLOAT_KEYS),
+               "qb4w_minmax_f16": ("bias", "b_block_scale", *FLOAT_KEYS),
+               "qb4w_minmax_bf16": ("bias", "b_block_scale", *FLOAT_KEYS)}
 
 
 def required_keys(datatype: str, layout: str) -> tuple[str, ...]:
@@ -154,10 +173,10 @@ def params_blob(datatype: str, layout: str, q: dict, *, bl: int = 0, kernel_zero
     blob = np.zeros(1, PARAMS_LAYOUTS[(datatype, layout)])
     d = DATATYPES[datatype]
     if d.dynamic:
-        blob["min"], blob["max"] = np.float32(q["output_min"]), np.float32(q["output_max"])
+        blob["min"], blob["max"] = (_float_bound(blob.dtype["min"], q[k], k) for k in ("output_min", "output_max"))
         if layout == "qc4w_minmax_f32":
             blob["kernel_zero_point"] = kernel_zero_point
-        if layout == "qb4w_minmax_f32":
+        if "blocksize" in blob.dtype.names:
             blob["blocksize"] = bl
         return blob.view(np.uint8)
     zp, lo, hi = (int(q[k]) for k in ("output_zero_point", "output_min", "output_max"))
@@ -165,6 +184,19 @@ def params_blob(datatype: str, layout: str, q: dict, *, bl: int = 0, kernel_zero
         blob["kernel_zero_point"] = int(q["b_zero_point"])
     _FILL[layout](blob, d, zp, lo, hi, q)
     return blob.view(np.uint8)
+
+
+def _float_bound(field: np.dtype, value, name: str):
+    """A float clamp bound as a params field holds it: float32, or an xnn_float16's bits (the value must be a half:
+    XNNPACK's f16 init functions take xnn_float16 bounds, so a caller rounds before, never the kernel)."""
+    v = np.float32(value)
+    if field != np.dtype("<u2"):
+        return v
+    bits = fp16_bits(v)
+    if not np.isnan(v) and np.float32(f16_values(bits)) != v:
+        raise ValueError(f"{name}={float(v)!r}: not an IEEE half; an f16 kernel's params hold xnn_float16 bounds "
+                         "(src/xnnpack/microparams.h L90-95)")
+    return bits
 
 
 def _scale(d: Datatype, q) -> np.float32:
@@ -253,14 +285,13 @@ LAYOUT_OF_INIT: dict[str, tuple[str, str]] = {
     "xnn_init_f32_minmax_scalar_params": ("qd8-f32-qc8w", "minmax_f32"),
     "xnn_init_f32_qc4w_minmax_scalar_params": ("qd8-f32-qc4w", "qc4w_minmax_f32"),
     "xnn_init_f32_qb4w_minmax_scalar_params": ("qd8-f32-qb4w", "qb4w_minmax_f32"),
+    "xnn_init_f16_minmax_scalar_params": ("qd8-f16-qc8w", "minmax_f16"),
+    "xnn_init_f16_qc4w_minmax_scalar_params": ("qd8-f16-qc4w", "qc4w_minmax_f16"),
+    "xnn_init_f16_qb4w_minmax_scalar_params": ("qd8-f16-qb4w", "qb4w_minmax_f16"),
+    "xnn_init_bf16_qb4w_minmax_scalar_params": ("qd8-bf16-qb4w", "qb4w_minmax_bf16"),
 }
 # Init functions of the int8 families lowp does not take, and why.
-UNSUPPORTED_INITS = {
-    "xnn_init_f16_minmax_scalar_params": "an f16 output (qd8-f16-*): lowp has no f16 C type",
-    "xnn_init_f16_qc4w_minmax_scalar_params": "an f16 output (qd8-f16-qc4w): lowp has no f16 C type",
-    "xnn_init_f16_qb4w_minmax_scalar_params": "an f16 output (qd8-f16-qb4w): lowp has no f16 C type",
-    "xnn_init_bf16_qb4w_minmax_scalar_params": "a bf16 output (qd8-bf16-qb4w): lowp has no bf16 C type",
-}
+UNSUPPORTED_INITS: dict[str, str] = {}
 
 
 def layout_of_init(name: str) -> tuple[str, str]:
@@ -283,9 +314,12 @@ class Packing:
     a_shift: int = 0
     conv: bool = False
     source: str = ""
+    unsigned_nibbles: bool = False    # qc4uw: 4-bit weights as w + 8 for madd kernels, their sums not scaled by 16
 
 
-_QD8 = ("qd8-f32-qc8w", "qdu8-f32-qc8w")
+_QD8 = ("qd8-f32-qc8w", "qdu8-f32-qc8w", "qd8-f16-qc8w", "qdu8-f16-qc8w")
+_QC4W_DYNAMIC = ("qd8-f32-qc4w", "qdu8-f32-qc4w", "qd8-f16-qc4w", "qdu8-f16-qc4w")
+_QB4W = tuple(f"{a}-{c}-qb4w" for a in ("qd8", "qdu8") for c in ("f32", "f16", "bf16"))
 PACKINGS = {p.kind: p for p in (
     Packing("qs8-goi", ("qs8-qc8w", "qs8", *_QD8), 0, False, "src/reference/packing.cc L329-377"),
     Packing("qs8-to-qu8-goi", ("qs8-qc8w", "qs8"), 128, False, "src/reference/packing.cc L379-427"),
@@ -293,10 +327,12 @@ PACKINGS = {p.kind: p for p in (
     Packing("qs8-goki", ("qs8-qc8w", "qs8", *_QD8), 0, True, "src/reference/packing.cc L3682-3735"),
     Packing("qs8-to-qu8-goki", ("qs8-qc8w", "qs8"), 128, True, "src/reference/packing.cc L3628-3680"),
     Packing("qu8-goki", ("qu8",), 0, True, "src/reference/packing.cc L3571-3626"),
-    Packing("qc4w-goi", ("qs8-qc4w", "qd8-f32-qc4w", "qdu8-f32-qc4w"), 0, False,
+    Packing("qc4w-goi", ("qs8-qc4w", *_QC4W_DYNAMIC), 0, False,
             "src/reference/packing.cc L434-546"),
     Packing("qs8-to-qu8-qc4w-goi", ("qs8-qc4w",), 128, False, "src/reference/packing.cc L548-558"),
-    Packing("qb4w-goi", ("qd8-f32-qb4w", "qdu8-f32-qb4w"), 0, False, "src/reference/packing.cc L1306-1420"),
+    Packing("qc4uw-goi", ("qs8-qc4w", *_QC4W_DYNAMIC), 0, False, "src/reference/packing.cc L1186-1292", True),
+    Packing("qs8-to-qu8-qc4uw-goi", ("qs8-qc4w",), 128, False, "src/reference/packing.cc L1294-1304", True),
+    Packing("qb4w-goi", _QB4W, 0, False, "src/reference/packing.cc L1306-1420"),
 )}
 # The pack function a test YAML entry names (`pack:`) -> the packing kind lowp reproduces. XNNPACK's packw
 # micro-kernels write the reference packer's layout (test/packw-microkernel-tester.h L112-165 compares them with
@@ -307,6 +343,7 @@ PACKING_OF_PACK: dict[str, str] = {
     "xnn_pack_qs8_to_qu8_conv_goki_w": "qs8-to-qu8-goki", "xnn_pack_qu8_conv_goki_w": "qu8-goki",
     "xnn_pack_qs8_qc4w_gemm_goi_w": "qc4w-goi", "xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w": "qs8-to-qu8-qc4w-goi",
     "xnn_pack_qs8_qb4w_gemm_goi_w": "qb4w-goi",
+    "xnn_pack_qs8_qc4uw_gemm_goi_w": "qc4uw-goi", "xnn_pack_qs8_to_qu8_qc4uw_gemm_goi_w": "qs8-to-qu8-qc4uw-goi",
     "xnn_qs8_packw_gemm_goi_ukernel_x16c4__neondot": "qs8-goi",
     "xnn_qs8_packw_gemm_goi_ukernel_x8c4__neondot": "qs8-goi",
 }
@@ -318,8 +355,6 @@ UNSUPPORTED_PACKS = {
         "xnn_pack_kai_qs8_qc8w_weights_and_biases_sme", "xnn_pack_kai_qs8_weights_and_biases")},
     **{name: "2-bit weights (qc2w): not modelled" for name in (
         "xnn_pack_qd8_qc2w_gemm_goi_w", "xnn_pack_qs8_qc2w_gemm_goi_w", "xnn_pack_qs8_to_qu8_qc2w_gemm_goi_w")},
-    **{name: "unsigned 4-bit weights kept unsigned for madd kernels (qc4uw): not modelled" for name in (
-        "xnn_pack_qs8_qc4uw_gemm_goi_w", "xnn_pack_qs8_to_qu8_qc4uw_gemm_goi_w")},
     **{name: "a non-planar 4-bit layout: not modelled" for name in (
         "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_aarch64", "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_avx512",
         "xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w_non_planar_avx512")},
@@ -422,7 +457,8 @@ def from_test_entry(entry: dict) -> dict:
     _check_consistent(entry, facts, datatype, layout, packing)
     return {"symbol": entry["name"], "signature": f"xnnpack-{facts.op}",
             "tile": {"mr": facts.mr, "nr": facts.nr, "kr": facts.kr},
-            "xnnpack": {"datatype": datatype, "params": layout, "sr": facts.sr},
+            "xnnpack": {"datatype": datatype, "params": layout, "sr": facts.sr,
+                        **({"nibbles": "unsigned"} if packing.unsigned_nibbles else {})},
             "a_shift": packing.a_shift, "a_type": d.a_type, "b_type": d.b_type, "c_type": d.c_type}
 
 
@@ -450,9 +486,15 @@ def _check_consistent(entry: dict, facts: UkernelName, datatype: str, layout: st
 
 
 def describe_packing(datatype: str, layout: str, *, nr: int, kr: int, sr: int = 1, igemm: bool = False,
-                     a_shift: int = 0, bl: int = 0) -> str:
+                     a_shift: int = 0, bl: int = 0, unsigned_nibbles: bool = False) -> str:
     """The packed weights in words, for a kernel entry that leaves `packing` to the xnnpack table."""
     d = DATATYPES[datatype]
+    if unsigned_nibbles:
+        izp = "(izp + 128)" if a_shift else "izp" if d.int_bias else "1"
+        head = f"int32 {'bias - ' if d.int_bias else '-'}{izp} x column sums"
+        floats = f", then {nr} float32 {' and '.join(d.floats)}" if d.floats else ""
+        return f"XNNPACK {datatype} ({layout}): per {nr} columns {nr} {head}, unsigned 4-bit weights w + 8 two to a " \
+               f"byte (qc4uw) in {kr}-deep k blocks (sr {sr}){floats}"
     taps = "per tap (ks of them, goki) " if igemm else ""
     weights = f"{'4-bit weights two to a byte' if d.weight_bits == 4 else 'int8 weights'} in {kr}-deep k blocks " \
               f"{taps}(sr {sr})"
@@ -560,11 +602,16 @@ def _nibbles(Bb: np.ndarray, nr: int, kr: int, sr: int) -> np.ndarray:
 
 
 def pack_qc4w(B: np.ndarray, *, nr: int, kr: int, sr: int, bias, izp: int,
-              column_floats: tuple[np.ndarray, ...] = ()) -> np.ndarray:
+              column_floats: tuple[np.ndarray, ...] = (), unsigned: bool = False) -> np.ndarray:
     """xnn_pack_qs8_qc4w_gemm_goi_w (and its qs8_to_qu8 form with izp + 128): per block of nr columns, nr int32
     16 * bias - 16 * izp * (the sum of the packed weights), int32 wrapping as the packer's arithmetic does (the
     kernels shift each nibble into the high half of a byte, so their accumulators hold 16x the sum and shift right
-    by 4 at the end), the nibbles, then the floats. bias None: zero (qd8 packs with izp = 1 and no bias)."""
+    by 4 at the end), the nibbles, then the floats. bias None: zero (qd8 packs with izp = 1 and no bias).
+    unsigned: xnn_pack_qs8_qc4uw_gemm_goi_w and xnn_pack_qs8_to_qu8_qc4uw_gemm_goi_w (src/reference/packing.cc
+    L1186-1304, "for qd8_qc4w madd"): the same chunks, each nibble w + 8 (the two's complement nibble XOR 8, in
+    [0, 15]; padding 8, a zero weight), the int32 bias - izp * (the sum) not multiplied by 16: the madd kernels
+    subtract 8 from each nibble in a register (_mm256_dpbusd_offset_epi32_madd, src/xnnpack/intrinsics-polyfill.h
+    L210-230), so their accumulators hold the plain sum."""
     _check_blocks(kr, sr)
     K, N = B.shape
     blocks = -(-N // nr)
@@ -575,17 +622,13 @@ def pack_qc4w(B: np.ndarray, *, nr: int, kr: int, sr: int, bias, izp: int,
     for b in range(blocks):
         values, packed = _nibbles(Bn[:, b * nr:(b + 1) * nr], nr, kr, sr)
         sums = values.sum(axis=(0, 2, 3))[:min(nr, N - b * nr)]
-        ints = wrap(16 * bias[b * nr:b * nr + len(sums)] - 16 * izp * sums, S32)
+        scale = 1 if unsigned else 16
+        ints = wrap(scale * bias[b * nr:b * nr + len(sums)] - scale * izp * sums, S32)
+        if unsigned:
+            packed = packed ^ np.uint8(0x88)
         parts += [_column_block(ints, 0, nr, len(sums), "<i4"), packed]
         parts += [_column_block(f, b, nr, N, "<f4") for f in column_floats]
     return np.concatenate(parts)
-
-
-def bf16_bits(x: np.ndarray) -> np.ndarray:
-    """float32 -> bf16 bits, rounding to nearest even (math_cvt_bf16_fp32, src/xnnpack/math.h L467-483; no NaN
-    here: scales are finite and positive)."""
-    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
 
 
 def check_bf16(scales: np.ndarray, name: str = "b_block_scale") -> np.ndarray:
@@ -665,6 +708,7 @@ class Ukernel:
     igemm: bool = False              # signature 'xnnpack-igemm': an indirection buffer, ks taps, a zero buffer
     bl: int = 0                      # qb4w: the block size
     kernel_zero_point: int = 8       # 4-bit: what the params struct is told (0 or 8; the nibbles are the same)
+    unsigned_nibbles: bool = False   # qc4uw: nibbles w + 8, the kernel subtracts 8 (madd); int32 sums not 16x
 
     @property
     def d(self) -> Datatype:
@@ -680,7 +724,7 @@ def _weights(u: Ukernel, B: np.ndarray, q: dict, ks: int) -> np.ndarray:
                          bias=floats[0])
     if d.weight_bits == 4:
         return pack_qc4w(B, nr=u.nr, kr=u.kr, sr=u.sr, bias=q["bias"] if d.int_bias else None,
-                         izp=_packing_zero_point(u, q), column_floats=floats)
+                         izp=_packing_zero_point(u, q), column_floats=floats, unsigned=u.unsigned_nibbles)
     return pack_weights(B, nr=u.nr, kr=u.kr, sr=u.sr, column_ints=column_ints(u, B, q), column_floats=floats,
                         pad=weight_padding(u, q), ks=ks)
 
@@ -790,7 +834,7 @@ def invocation(A: np.ndarray, B: np.ndarray, q: dict, u: Ukernel, *, strides=Non
     N = B.shape[1]
     _check_operands(u, A, B)
     fill = fill or (lambda n, salt: np.full(n, 0xA5 ^ salt, np.uint8))
-    c_dtype = {"f32": np.float32, "s8": np.int8, "u8": np.uint8}[d.c_type]
+    c_dtype = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "s8": np.int8, "u8": np.uint8}[d.c_type]
     item = np.dtype(c_dtype).itemsize
     s = Strides.of(strides)
     a_stride, c_layout = _layouts(u, M, K, N, s, item, c_dtype)

@@ -396,3 +396,68 @@ def test_fcvtns_and_lrintf_definitions():
         fl.lrintf(x[4:5])
     v = np.array([-3.5, -2.5, 0.5, 1.5, 4194303.0], F32)                 # |x| <= 2^22: bits are 0x4B400000 + rint(x)
     assert (fl.magic_bias_bits(v) - fl.MAGIC_BIAS_BITS).tolist() == [-4, -2, 0, 2, 4194303]
+
+
+@pytest.mark.emulated
+def test_sqsub_matches_unicorn():
+    from pathlib import Path
+    from lowp.emulator import Machine, build
+    rng = np.random.default_rng(12)
+    a = rng.integers(I32_MIN, I32_MAX, 4096, endpoint=True).astype(np.int32)
+    b = rng.integers(I32_MIN, I32_MAX, 4096, endpoint=True).astype(np.int32)
+    a[:8], b[:8] = [I32_MIN, I32_MAX, 0, -1, I32_MIN, I32_MAX, 5, -5], [1, -1, I32_MIN, I32_MAX, I32_MIN, I32_MAX,
+                                                                         I32_MIN, I32_MAX]
+    machine = Machine(build(Path(__file__).resolve().parent / "aarch64" / "sqsub.c"))
+    out = machine.call("lowp_sqsub_s32", a, b, np.zeros_like(a), a.size).arrays[2]
+    assert np.array_equal(out, rq.sqsub_s32(a, b))
+
+
+def _fp32_neon_by_hand(acc, bias, scale, zp, lo, hi, out_type):
+    """XNNPACK's fp32_neon sequence read element by element: the float32 product and magic sum (numpy float32
+    scalars are IEEE), the sum's bits as int32, saturating int32 and int16 steps in Python integers."""
+    total = (int(acc) + bias + (1 << 31)) % (1 << 32) - (1 << 31)          # the int32 accumulator wraps
+    v = np.float32(float(total)) * np.float32(scale)
+    bits = int(np.array([v + np.float32(12582912.0)], np.float32).view(np.int32)[0])
+    x = max(I32_MIN, min(I32_MAX, bits - (0x4B400000 - zp)))
+    x = max(-32768, min(32767, x))
+    x = max(-128, min(127, x)) if out_type == "s8" else max(0, min(255, x))
+    return max(lo, min(hi, x))
+
+
+@pytest.mark.parametrize("out_type", ["s8", "u8"])
+def test_fp32_neon_stage_is_its_sequence_and_the_reference_on_the_domain(out_type):
+    from lowp.conformance.contracts.output import OUTPUT_CONTRACTS
+    contract = OUTPUT_CONTRACTS["xnnpack-fp32"]
+    assert "xnnpack-fp32-neon" in contract.accepted
+    rng = np.random.default_rng(21)
+    for i in range(60):
+        q = contract.draw(rng, 3, 4, out_type, ("typical", "ends", "limits")[i % 3], I32_MIN, I32_MAX)
+        acc = rng.integers(I32_MIN, I32_MAX, (3, 4), endpoint=True)
+        acc[0, :2] = [I32_MIN, I32_MAX]
+        got = rq.OUTPUT_STAGES["xnnpack-fp32-neon"].compute(acc, q, out_type)
+        assert np.array_equal(got, rq.OUTPUT_STAGES["xnnpack-fp32-lrintf"].compute(acc, q, out_type))
+        want = [[_fp32_neon_by_hand(acc[m, n], int(q["bias"][n]), q["scale"][n], int(q["output_zero_point"]),
+                                    int(q["output_min"]), int(q["output_max"]), out_type) for n in range(4)]
+                for m in range(3)]
+        assert got.tolist() == want
+
+
+def test_xngen_scale_product_order_is_named_and_accepted():
+    """XNNPACK's xngen qd8 AArch64 assembly multiplies the scales first: FMUL(b_scale, inv_scale), FMUL by
+    f32(acc), FADD the bias. The stage is that sequence in float32 scalars; the campaign's counterexample of it
+    (1x1x1, A = -33, B = 5, a_zero_point -75: acc 210) is 29.3654003 there, 29.3654022 in the other qd8 orders; the
+    qd8 contracts accept it as XNNPACK's own order (docs/output-stages.md)."""
+    from lowp.conformance.contracts.output import OUTPUT_CONTRACTS
+    q = {"a_zero_point": np.array([-75], np.int32), "a_inv_scale": np.array([0.35022738], F32),
+         "b_scale": np.array([0.39926988], F32), "bias": np.array([0.0], F32),
+         "output_min": F32(-np.inf), "output_max": F32(np.inf)}
+    acc = np.array([[210]])
+    got = rq.OUTPUT_STAGES["qd8-f32-scale-product-unfused"].compute(acc, q, "f32")
+    by_hand = F32(F32(210) * F32(F32(0.39926988) * F32(0.35022738))) + F32(0)
+    assert got[0, 0] == by_hand == F32(29.3654003)
+    assert rq.OUTPUT_STAGES["qd8-f32-unfused"].compute(acc, q, "f32")[0, 0] == F32(29.3654022)
+    for name in ("qd8-f32", "qdu8-f32"):
+        assert "qd8-f32-scale-product-unfused" in OUTPUT_CONTRACTS[name].accepted
+    assert OUTPUT_CONTRACTS["qd8-f32"].judge(got, acc, q, "f32")[:2] == (True, "qd8-f32-scale-product-unfused")
+    half = rq.OUTPUT_STAGES["qd8-f16-scale-product-unfused"].compute(acc, q, "f16")
+    assert half.dtype == np.float16 and half[0, 0] == np.float16(got[0, 0])

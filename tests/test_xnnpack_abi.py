@@ -111,7 +111,12 @@ def test_params_layouts_are_the_c_structs():
               **{(d, "qc4w_minmax_f32"): "lowp_xnn_f32_qc4w_minmax_params" for d in ("qd8-f32-qc4w",
                                                                                      "qdu8-f32-qc4w")},
               **{(d, "qb4w_minmax_f32"): "lowp_xnn_f32_qb4w_minmax_params" for d in ("qd8-f32-qb4w",
-                                                                                     "qdu8-f32-qb4w")}}
+                                                                                     "qdu8-f32-qb4w")},
+              **{(f"{a}-f16-{w}", layout): f"lowp_xnn_f16_{struct}_params" for a in ("qd8", "qdu8")
+                 for w, layout, struct in (("qc8w", "minmax_f16", "minmax"), ("qc4w", "qc4w_minmax_f16", "qc4w_minmax"),
+                                           ("qb4w", "qb4w_minmax_f16", "qb4w_minmax"))},
+              **{(d, "qb4w_minmax_bf16"): "lowp_xnn_bf16_qb4w_minmax_params" for d in ("qd8-bf16-qb4w",
+                                                                                       "qdu8-bf16-qb4w")}}
     assert set(fields) == set(xnnpack.PARAMS_LAYOUTS)       # every layout lowp builds has its C struct
     body = []
     for i, (key, struct) in enumerate(fields.items()):
@@ -177,3 +182,49 @@ def test_bad_parameters_name_the_kernel_and_key():
     with pytest.raises(ValueError, match="are a dict"):
         abi.check_params(k, [1, 2], 2, 3)
     abi.check_params(k, {"a_zero_point": np.zeros(2, np.int32), "bias": np.zeros(3, np.int32)}, 2, 3)
+
+
+def test_qc4uw_packs_unsigned_nibbles_and_an_unscaled_bias():
+    """xnn_pack_qs8_qc4uw_gemm_goi_w by hand from its facts (src/reference/packing.cc @75db3c0 L1186-1292): per
+    block of nr columns, nr int32 bias - izp x (sum of the weights) (no 16x), then per chunk of 2 kr k per column
+    kr bytes, byte j holding w + 8 of k = chunk + j (low nibble) and chunk + j + kr (high nibble), padding 8
+    (a zero weight), then the floats. The signed planar packer of the same B holds two's complement nibbles and
+    16x the ints; the unsigned one's bytes are the signed ones XOR 0x88."""
+    B = np.array([[-8, 7], [3, -1], [0, -5]], np.int8)          # K = 3, N = 2
+    bias, izp, scale = np.array([100, -7], np.int32), 5, np.array([0.5, 2.0], np.float32)
+    packed = xnnpack.pack_qc4w(B, nr=2, kr=1, sr=1, bias=bias, izp=izp, column_floats=(scale,), unsigned=True)
+    sums = B.astype(int).sum(axis=0)                             # [-5, 1]
+    want = np.concatenate([
+        np.array([100 - izp * sums[0], -7 - izp * sums[1]], "<i4").view(np.uint8),
+        np.array([(-8 + 8) | (3 + 8) << 4, (7 + 8) | (-1 + 8) << 4,         # k 0 and 1, columns 0 and 1
+                  (0 + 8) | 8 << 4, (-5 + 8) | 8 << 4], np.uint8),          # k 2 and the padding k 3
+        scale.view(np.uint8)])
+    assert np.array_equal(packed, want)
+    signed = xnnpack.pack_qc4w(B, nr=2, kr=1, sr=1, bias=bias, izp=izp, column_floats=(scale,))
+    assert np.array_equal(signed[8:12] ^ 0x88, packed[8:12])
+    assert np.array_equal(signed[:8].view("<i4"), 16 * packed[:8].view("<i4"))
+
+
+def test_qc4uw_entries_map_to_unsigned_nibbles_and_the_8bit_contracts():
+    from lowp.kernels.xnnpack import from_test_entry
+    e = from_test_entry({"name": "xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x8c8__avx2_madd",
+                         "init": "xnn_init_qs8_qc8w_conv_minmax_fp32_scalar_params",
+                         "pack": "xnn_pack_qs8_to_qu8_qc4uw_gemm_goi_w", "k-block": 16})
+    assert e["xnnpack"]["nibbles"] == "unsigned" and e["a_shift"] == 128
+    e = from_test_entry({"name": "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x8c8__avx2_madd",
+                         "init": "xnn_init_f32_qc4w_minmax_scalar_params", "pack": "xnn_pack_qs8_qc4uw_gemm_goi_w",
+                         "k-block": 16, "unsigned-inputs": True})
+    assert e["xnnpack"] == {"datatype": "qdu8-f32-qc4w", "params": "qc4w_minmax_f32", "sr": 1, "nibbles": "unsigned"}
+    assert "nibbles" not in from_test_entry({"name": "xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
+                                             "init": "xnn_init_qs8_qc8w_conv_minmax_fp32_scalar_params",
+                                             "pack": "xnn_pack_qs8_qc4w_gemm_goi_w", "k-block": 2})["xnnpack"]
+
+
+def test_f16_params_hold_half_bounds_and_refuse_others():
+    q = {"output_min": np.float32(-2.5), "output_max": np.float32(np.inf)}
+    blob = xnnpack.params_blob("qd8-f16-qc8w", "minmax_f16", q)
+    assert blob.view("<u2").tolist() == [0xC100, 0x7C00]               # -2.5 and +inf as IEEE halves
+    with pytest.raises(ValueError, match="not an IEEE half"):
+        xnnpack.params_blob("qd8-f16-qc8w", "minmax_f16", {**q, "output_min": np.float32(0.1)})
+    blob = xnnpack.params_blob("qd8-bf16-qb4w", "qb4w_minmax_bf16", {**q, "output_min": np.float32(0.1)}, bl=32)
+    assert blob[:4].view("<f4")[0] == np.float32(0.1) and blob[8:].view("<u8")[0] == 32

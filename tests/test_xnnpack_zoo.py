@@ -160,7 +160,7 @@ def test_the_campaign_counts_and_reasons(campaign):
     out, result, _ = campaign
     assert result.returncode == 1, result.stderr[-2000:]
     doc = json.loads((out / "run" / "campaign.json").read_text())
-    assert doc["totals"] == {"found": 17, "judged": 5, "passed": 4, "failed": 1, "skipped": 12, "not_run": 0}
+    assert doc["totals"] == {"found": 21, "judged": 9, "passed": 6, "failed": 3, "skipped": 12, "not_run": 0}
     status = {k["name"]: (k["status"], k["category"]) for k in doc["kernels"]}
     prefix = "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_"
     assert status[prefix + "2x8c8__avx2"] == ("passed", None)
@@ -180,6 +180,10 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert status["xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x8c8__neoni8mm"] == ("skipped", "packing not supported yet")
     assert status["xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x4__scalar"] == ("skipped", "output stage not modelled")
     assert status["xnn_qu8_gemm_minmax_rndnu16_ukernel_1x4__scalar"] == ("skipped", "source not found")
+    assert status["xnn_qd8_f16_qc8w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
+    assert status["xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
+    assert status["xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
+    assert status["xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
     reasons = {k["name"]: k["reason"] for k in doc["kernels"]}
     assert "no output-stage model for params fp32_armsimd32 on neon" in reasons[prefix + "1x8__neon_mlal_lane"]
     assert "lowp_undeclared_zero_point" in reasons[prefix + "1x8c8__avx2"]      # the compiler's error line
@@ -187,9 +191,9 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert groups["qu8", "gemm", "?"]["skipped"] == 1          # the unreadable YAML, counted under its file's datatype
     assert doc["source"]["commit"] is None      # the tree sits inside lowp's repository: that commit is not its own
     assert (groups["qs8-qc8w", "gemm", "scalar"]["found"], groups["qs8-qc8w", "gemm", "scalar"]["failed"]) == (4, 1)
-    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 5
+    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 9
     text = (out / "run" / "campaign.md").read_text()
-    assert "17 kernels found: 5 judged (4 passed, 1 failed), 12 skipped" in text
+    assert "21 kernels found: 9 judged (6 passed, 3 failed), 12 skipped" in text
 
 
 def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
@@ -197,7 +201,11 @@ def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
     doc = json.loads((out / "run" / "campaign.json").read_text())
     assert {f["check"] for f in doc["failures"]} == {
         "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:model:full",
-        "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed"}
+        "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed",
+        "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar:model:full",
+        "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar:qd8-f16:claimed",
+        "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:model:full",
+        "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:qd8-f32:claimed"}
     rows = {r["id"]: r for r in json.loads((out / "run" / "report.json").read_text())["rows"]}
     cx = rows["xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed"]["counterexample"]
     assert cx["shape"] == [1, 1, 9] and cx["kind"] == "value"       # the 9th k is the one the kernel drops
@@ -214,6 +222,28 @@ def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
     assert result.returncode == 1 and ": FAIL" in result.stdout
 
 
+def test_an_f16_store_that_truncates_is_named(campaign):
+    """The qd8-f16 kernels of the tree: the one storing IEEE halves rounded to nearest even passes its model and
+    the qd8-f16 contract; the one truncating fails both, shrunk to one element, named as the truncating store."""
+    out, _, rows = campaign
+    good, bad = (f"xnn_qd8_f16_qc8w_gemm_minmax_ukernel_{t}__scalar" for t in ("1x4", "2x4"))
+    assert rows[f"{good}:model:full"]["verdict"] == rows[f"{good}:qd8-f16:claimed"]["verdict"] == "PASS"
+    row = rows[f"{bad}:qd8-f16:claimed"]
+    assert row["verdict"] == "FAIL" and row["counterexample"]["shape"] == [1, 1, 1]
+    assert "qd8-f16-unfused-trunc" in row["cause"]
+
+
+def test_unsigned_nibbles_read_as_signed_are_caught(campaign):
+    """The qc4uw kernels of the tree (XNNPACK's unsigned 4-bit packing for madd kernels: w + 8, sums not 16x): the
+    one subtracting 8 passes its model and the plain qd8-f32 contract; the one reading the nibbles as two's
+    complement (a sign error) fails both, shrunk to 1x1x1."""
+    out, _, rows = campaign
+    good, bad = (f"xnn_qd8_f32_qc4w_gemm_minmax_ukernel_{t}__scalar" for t in ("1x4", "2x4"))
+    assert rows[f"{good}:model:full"]["verdict"] == rows[f"{good}:qd8-f32:claimed"]["verdict"] == "PASS"
+    row = rows[f"{bad}:qd8-f32:claimed"]
+    assert row["verdict"] == "FAIL" and row["counterexample"]["shape"] == [1, 1, 1]
+
+
 def test_the_kernels_toml_rejudges_the_same_kernels(campaign, tmp_path):
     """--write-toml FILE holds the kernels that reached the checks; `lowp conformance --kernels FILE --no-builtin`
     plans exactly theirs, and --kernel takes a glob (issue 23 part 5)."""
@@ -226,7 +256,11 @@ def test_the_kernels_toml_rejudges_the_same_kernels(campaign, tmp_path):
                                                   "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
                                                   "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic",
                                                   "xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
-                                                  "xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf"}
+                                                  "xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
+                                                  "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_1x4__scalar",
+                                                  "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar",
+                                                  "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x4__scalar",
+                                                  "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar"}
     result = lowp("conformance", "--kernels", kept, "--no-builtin", "--kernel", "*__scalar_*", "list")
     assert {line.split(":")[0] for line in result.stdout.splitlines()} == {
         "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
@@ -347,3 +381,17 @@ def test_each_finding_has_a_standalone_reproducer_that_fails_until_the_kernel_is
                             .replace("./repro", str(tmp_path / "r2")).replace("-o repro", f"-o {tmp_path / 'r2'}"),
                             shell=True, capture_output=True, text=True)
     assert healed.returncode == 0 and "0 of 1 elements" in healed.stdout, healed.stderr
+
+
+def test_the_xngen_qd8_assembly_takes_its_scales_first_order():
+    """The 4x16c4 qd8 AArch64 dot-product assembly from xngen templates (ld64, ld128, cortex_a55) is modelled with
+    the scales-first order; gemm_compiler's (ld64_2, ld128_2) and the C kernels keep theirs."""
+    from lowp.conformance.libraries.xnnpack import _base_stage
+    stage = lambda name, layout="minmax_f32": _base_stage(parse_name(name), layout, ISAS[parse_name(name).isa])
+    prefix = "xnn_qd8_f32_qc8w_gemm_minmax_ukernel_4x16c4__"
+    assert stage(prefix + "asm_aarch64_neondot_ld128") == "qd8-f32-scale-product-unfused"
+    assert stage(prefix + "asm_aarch64_neondot_cortex_a55") == "qd8-f32-scale-product-unfused"
+    assert stage("xnn_qd8_f16_qc8w_gemm_minmax_ukernel_4x16c4__asm_aarch64_neondotfp16arith_cortex_a55",
+                 "minmax_f16") == "qd8-f16-scale-product-unfused"
+    assert stage(prefix + "asm_aarch64_neondot_ld128_2") == "qd8-f32-unfused"
+    assert stage(prefix + "neondot") == "qd8-f32-fma"

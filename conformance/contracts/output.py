@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from lowp.isa_models.fixedpoint import quantize_multiplier
+from lowp.isa_models.float32 import f16_values, fp16_bits
 from lowp.isa_models.requant import OUT_RANGE, OUTPUT_STAGES
 from lowp.kernels.models.quant import zero_point_corrected
 
@@ -349,9 +350,12 @@ SCALE_ANY = ScaleDomain(2.0 ** -32, 256.0, "", "")
 class Qd8Domain:
     """qd8 float output: bias float32 (N,), a_zero_point int32 (M,), a_inv_scale float32 (M,), b_scale float32
     (N,), output_min <= output_max float32 (the values the kernel's params hold). zp_range: the row zero points'
-    type, int8 (qd8) or uint8 (qdu8: XNNPACK's unsigned inputs, A and its zero point shifted by 128)."""
+    type, int8 (qd8) or uint8 (qdu8: XNNPACK's unsigned inputs, A and its zero point shifted by 128). half: the
+    clamp's bounds are IEEE halves (qd8-f16: struct xnn_f16_minmax_params holds two xnn_float16, microparams.h
+    L90-95), so output_min / output_max must be float32 values a half holds exactly (infinities included)."""
     cite: str = QD8
     zp_range: tuple[int, int] = (-128, 127)
+    half: bool = False
     keys = ("bias", "a_zero_point", "a_inv_scale", "b_scale", "output_min", "output_max")
 
     def problems(self, q, M, N, out_type):
@@ -375,7 +379,16 @@ class Qd8Domain:
         mn, mx = float(q["output_min"]), float(q["output_max"])
         if np.isnan(mn) or np.isnan(mx) or mn > mx:
             out.append(f"output_min={mn}, output_max={mx}: expected output_min <= output_max, not NaN ({self.cite})")
+        for k in ("output_min", "output_max") if self.half else ():
+            if not np.isnan(float(q[k])) and float(self._bound(q[k])) != float(q[k]):
+                out.append(f"{k}={float(q[k])!r}: not an IEEE half (XNNPACK's f16 params hold xnn_float16 bounds: "
+                           "src/xnnpack/microparams.h L90-95)")
         return out
+
+    def _bound(self, v) -> np.float32:
+        """A clamp bound as the kernel's params can hold it: the nearest half for an f16 output."""
+        v = F32(v)
+        return F32(f16_values(fp16_bits(v))) if self.half else v
 
     def _base(self, rng, M, N, inv, bs, bias):
         return {"a_zero_point": rng.integers(self.zp_range[0], self.zp_range[1] + 1, M).astype(np.int32),
@@ -387,14 +400,14 @@ class Qd8Domain:
         if rng.random() < 0.5:
             return {**q, "output_min": F32(-np.inf), "output_max": F32(np.inf)}
         a, b = sorted(rng.uniform(-100, 100, 2))
-        return {**q, "output_min": F32(a), "output_max": F32(b)}
+        return {**q, "output_min": self._bound(a), "output_max": self._bound(b)}
 
     def ends(self, rng, M, N, out_type, acc_lo, acc_hi):
         pick = np.array([2.0 ** -32, 1.0, 2.0 ** 32, float(np.finfo(F32).tiny)])
         q = self._base(rng, M, N, rng.choice(pick, M), rng.choice(pick, N), rng.choice([0.0, -1e30, 1e30], N))
         q["a_zero_point"] = rng.choice(np.array([*self.zp_range, 0 if self.zp_range[0] < 0 else 128], np.int32),
                                        M).astype(np.int32)
-        v = F32(rng.uniform(-10, 10))
+        v = self._bound(rng.uniform(-10, 10))
         return {**q, "output_min": v, "output_max": v if rng.random() < 0.5 else F32(np.inf)}
 
     def limits(self, rng, M, N, out_type, acc_lo, acc_hi):
@@ -571,6 +584,31 @@ class OutputContract:
                 yield s
 
 
+QD8_F16 = "google/XNNPACK @75db3c0 src/qd8-f16-qc8w-gemm/gen/*.c (the qd8 float stage, then _mm256_cvtps_ph / " \
+          "vcvt_f16_f32); test/gemm-microkernel-tester.cc (f16 outputs compared with a tolerance)"
+
+
+def _half_contracts() -> list:
+    """XNNPACK's qd8-f16 outputs (qd8-f16-qc8w, -qc4w, their qdu8 forms): the qd8-f32 contracts' stages stored as
+    f16 rounded to nearest even; a truncating store is a known variant."""
+    out = []
+    for name, accepted, known, cite, zp in (
+            ("qd8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused"), (), QD8, (-128, 127)),
+            ("qdu8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused"), (), QDU8, (0, 255)),
+            ("qd8-f16-qc4w", ("qd8-f16-fma-acc28", "qd8-f16-unfused-acc28"), ("qd8-f16-fma", "qd8-f16-unfused"),
+             f"{QD8}; {XNN_QC4W}", (-128, 127)),
+            ("qdu8-f16-qc4w", ("qd8-f16-fma-acc28", "qd8-f16-unfused-acc28"), ("qd8-f16-fma", "qd8-f16-unfused"),
+             f"{QDU8}; {XNN_QC4W}", (0, 255))):
+        unsigned = " with unsigned inputs (u8 A, uint8 row zero points)" if zp[0] == 0 else ""
+        bits = " on the 28-bit 4-bit accumulator" if "qc4w" in name else ""
+        out.append(OutputContract(
+            name, f"XNNPACK qd8 f16 output{unsigned}{bits}: the qd8 float stage (fused or not), then the f16 store "
+            "rounding to nearest even (VCVTPS2PH, FCVTN)", ("f16",), Qd8Domain.keys, accepted,
+            known + tuple(f"{s}-trunc" for s in accepted), f"{cite}; {QD8_F16}",
+            Qd8Domain(cite, zp, half=True)))
+    return out
+
+
 XNN_FP32_DOMAIN = ScaleDomain(2.0 ** -32, 256.0, f"{XNN_REQ}; {XNN_INIT}", "XNNPACK fp32 asserts 2^-32 <= scale < 256")
 XNN_QC4W = "google/XNNPACK @75db3c0 src/reference/packing.cc L459, L516-517 (packed_b = b * 16, less 16 * izp * ksum)"
 XNN_FP32_QC4W_DOMAIN = ScaleDomain(2.0 ** -32, 256.0, f"{XNN_REQ}; {XNN_INIT}; {XNN_QC4W}",
@@ -584,7 +622,7 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                    "max - zp)) + zp; every implementation path equals the reference on the domain",
                    ("s8", "u8"), ScaleDomain.keys,
                    ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
-                    "xnnpack-fp32-neonv8"),
+                    "xnnpack-fp32-neonv8", "xnnpack-fp32-neon"),
                    ("xnnpack-fp32-avxvnni-wrap", "xnnpack-rndnu", "fbgemm-float-generic"),
                    f"{XNN_REQ}; {XNN_INIT}", XNN_FP32_DOMAIN),
     OutputContract("xnnpack-rndnu", "XNNPACK rndnu: (x * mantissa24 + 2^(s-1)) >> s with s from the scale's exponent, "
@@ -599,7 +637,7 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                    "itself within 28 bits (the packers multiply it by 16 in int32)",
                    ("s8",), ScaleDomain.keys, tuple(f"{s}-acc28" for s in (
                        "xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
-                       "xnnpack-fp32-neonv8")),
+                       "xnnpack-fp32-neonv8", "xnnpack-fp32-neon")),
                    ("xnnpack-fp32-lrintf", "xnnpack-fp32-avxvnni-wrap-acc28", "xnnpack-rndnu"),
                    f"{XNN_REQ}; {XNN_INIT}; {XNN_QC4W}", XNN_FP32_QC4W_DOMAIN),
     OutputContract("xnnpack-rndnu16", "XNNPACK rndnu16 (qu8): a rounding pre-shift by the scale's exponent + 1, "
@@ -640,7 +678,8 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                                             fbgemm_clamp=True)),
     OutputContract("qd8-f32", "XNNPACK qd8 float output: f32(acc) * inv_scale[m], then * b_scale[n] + bias[n] fused "
                    "(x86, AArch64) or not (scalar, AArch32), clamp", ("f32",), Qd8Domain.keys,
-                   ("qd8-f32-fma", "qd8-f32-unfused"), ("qd8-f32-scale-product",), QD8, Qd8Domain()),
+                   ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-scale-product-unfused"), ("qd8-f32-scale-product",),
+                   QD8, Qd8Domain()),
     OutputContract("qd8-f32-qc4w", "XNNPACK qd8 float output of the 4-bit qc4w kernels: the qd8 stages on the "
                    "accumulator wrapped to 28 bits (the int32 holds 16x the sum)", ("f32",), Qd8Domain.keys,
                    ("qd8-f32-fma-acc28", "qd8-f32-unfused-acc28"), ("qd8-f32-fma", "qd8-f32-unfused"),
@@ -649,8 +688,10 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                    Qd8Domain.keys, ("qd8-f32-fma-acc28", "qd8-f32-unfused-acc28"), ("qd8-f32-fma", "qd8-f32-unfused"),
                    f"{QDU8}; {XNN_QC4W}", Qd8Domain(QDU8, (0, 255))),
     OutputContract("qdu8-f32", "XNNPACK qdu8 float output (unsigned inputs: u8 A, uint8 row zero points): the qd8 "
-                   "stages", ("f32",), Qd8Domain.keys, ("qd8-f32-fma", "qd8-f32-unfused"),
+                   "stages", ("f32",), Qd8Domain.keys, ("qd8-f32-fma", "qd8-f32-unfused",
+                                                         "qd8-f32-scale-product-unfused"),
                    ("qd8-f32-scale-product",), QDU8, Qd8Domain(QDU8, (0, 255))),
+    *_half_contracts(),
     OutputContract("onednn-scales", "oneDNN: f32_to_int8((src_scale * wei_scale[n] * f32(acc) + bias) / dst_scale "
                    "+ zp): the reference's orders (division, reciprocal) and the JIT's precomputed scales",
                    ("s8", "u8"), OneDNNDomain.keys, ("onednn-ref", "onednn-ref-reciprocal", "onednn-jit"),

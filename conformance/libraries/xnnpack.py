@@ -92,7 +92,7 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
       for w in ("wasm", "wasmsimd", "wasmrelaxedsimd", "wasmsdot", "wasmusdot", "wasmpshufb", "wasmblendvps")),
 )}
 # The output-stage models lowp knows for each params layout that is not per ISA.
-LAYOUT_STAGES = {"fp32_neonv8": "xnnpack-fp32-neonv8", "rndnu_neon": "xnnpack-rndnu-neon",
+LAYOUT_STAGES = {"fp32_neonv8": "xnnpack-fp32-neonv8", "fp32_neon": "xnnpack-fp32-neon", "rndnu_neon": "xnnpack-rndnu-neon",
                  "rndnu_scalar": "xnnpack-rndnu-scalar", "rndnu16_scalar": "xnnpack-rndnu16"}
 
 
@@ -290,8 +290,9 @@ def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) 
     except xnnpack.Unmapped as e:
         return Skip(e.step, str(e))
     d = xnnpack.DATATYPES[abi["xnnpack"]["datatype"]]
-    output = _output_contract(d, name.requantization)
-    stage = _stage(name, abi["xnnpack"]["params"], ISAS[name.isa], d)
+    scaled = d.weight_bits == 4 and abi["xnnpack"].get("nibbles") != "unsigned"     # 16x sums: 28-bit accumulators
+    output = _output_contract(d, name.requantization, scaled)
+    stage = _stage(name, abi["xnnpack"]["params"], ISAS[name.isa], scaled)
     for result in (output, stage):
         if isinstance(result, Skip):
             return result
@@ -305,29 +306,37 @@ def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) 
 
 # The output-stage contract of each datatype's kernels (the requantizing ones: by their requantization token).
 FLOAT_CONTRACTS = {"qd8-f32-qc8w": "qd8-f32", "qdu8-f32-qc8w": "qdu8-f32", "qd8-f32-qc4w": "qd8-f32-qc4w",
-                   "qdu8-f32-qc4w": "qdu8-f32-qc4w"}
+                   "qdu8-f32-qc4w": "qdu8-f32-qc4w", "qd8-f16-qc8w": "qd8-f16", "qdu8-f16-qc8w": "qdu8-f16",
+                   "qd8-f16-qc4w": "qd8-f16-qc4w", "qdu8-f16-qc4w": "qdu8-f16-qc4w"}
+# The variants of XNNPACK's xngen qd8 AArch64 assembly (src/qs8-gemm/4x16c4-aarch64-neondot-{ld64,ld128,cortex-a55}.S.in)
+XNGEN_QD8_VARIANTS = (("ld64",), ("ld128",), ("cortex", "a55"))
+# The qd8 float stage of each float params layout: its output type (the stage's name part)
+QD8_LAYOUTS = {"minmax_f32": "f32", "qc4w_minmax_f32": "f32", "minmax_f16": "f16", "qc4w_minmax_f16": "f16"}
 REQUANTIZED_CONTRACTS = {"fp32": "xnnpack-fp32", "rndnu": "xnnpack-rndnu", "rndnu16": "xnnpack-rndnu16"}
 
 
-def _output_contract(d, requantization: str | None) -> str | Skip:
+def _output_contract(d, requantization: str | None, scaled: bool) -> str | Skip:
+    """The contract of the datatype's kernels; scaled: 4-bit weights whose int32 sums are 16x (the signed planar
+    packers), whose contracts are the 28-bit ones; XNNPACK's qc4uw kernels (unsigned nibbles, madd) sum exactly in
+    int32 and claim the 8-bit datatypes' contracts."""
     if d.blockwise:
         return Skip("output stage not modelled", f"{d.name}: a blockwise (qb4w) kernel has no output-stage contract "
                                                  "yet (lowp checks the scalar kernels' float orders only: "
                                                  "docs/xnnpack-abi.md)")
-    if d.c_type == "f32":
-        return FLOAT_CONTRACTS[d.name]
-    if d.weight_bits == 4:
+    if d.c_type in ("f32", "f16", "bf16"):
+        return FLOAT_CONTRACTS[d.name if scaled or d.weight_bits != 4 else d.name.replace("qc4w", "qc8w")]
+    if scaled:
         return "xnnpack-fp32-qc4w"
     return REQUANTIZED_CONTRACTS[requantization]
 
 
-def _stage(name: UkernelName, layout: str, isa: Isa, d) -> str | Skip:
+def _stage(name: UkernelName, layout: str, isa: Isa, scaled: bool) -> str | Skip:
     """The output stage model of the kernel: by params layout, then by ISA (x86 and RVV fp32), then by the scalar
     variant (fmagic, imagic, lrintf); on 4-bit weights its -acc28 form (the int32 holds 16x the sum); a Skip where
     lowp has no model of it."""
     from lowp.isa_models.requant import OUTPUT_STAGES
     stage = _base_stage(name, layout, isa)
-    if isinstance(stage, Skip) or d.weight_bits != 4:
+    if isinstance(stage, Skip) or not scaled:
         return stage
     if f"{stage}-acc28" not in OUTPUT_STAGES:
         return Skip("output stage not modelled", f"{name.name}: no 4-bit (-acc28) form of the output stage {stage}")
@@ -335,18 +344,31 @@ def _stage(name: UkernelName, layout: str, isa: Isa, d) -> str | Skip:
 
 
 def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
-    if layout in ("minmax_f32", "qc4w_minmax_f32"):
+    if layout in QD8_LAYOUTS and name.assembly and name.arch == "aarch64" and (name.mr, name.nr, name.kr) == \
+            (4, 16, 4) and isa.name.startswith("neondot") and name.variant in XNGEN_QD8_VARIANTS:
+        # the xngen-templated dot-product assembly multiplies the two scales first (src/qs8-gemm/4x16c4-aarch64-
+        # neondot-ld128.S.in L267-300, "kernel_scale * scale"; ld64 and cortex_a55 alike): every qd8 source of the
+        # checkout with that comment is one of these, and no other is (gemm_compiler's 4x16c4 ld64_2 and ld128_2
+        # multiply by inv_scale first)
+        return f"qd8-{QD8_LAYOUTS[layout]}-scale-product-unfused"
+    if layout in QD8_LAYOUTS:
         # FMLA / VFMADD where the C templates fuse (x86 with FMA, AArch64 intrinsics); the AArch64 assembly from
         # gemm_compiler multiplies, then adds (FMUL, FADD: every qd8-f32-qc8w *-asm-aarch64-* source of @75db3c0),
         # and so do RVV (vfmul, vfadd) and the scalar kernels
         fused = (isa.target == "x86-64" and "fma" in isa.features) or (isa.target == "aarch64" and not name.assembly)
-        return "qd8-f32-fma" if fused else "qd8-f32-unfused"
+        return f"qd8-{QD8_LAYOUTS[layout]}-{'fma' if fused else 'unfused'}"
     if layout in LAYOUT_STAGES:
         return LAYOUT_STAGES[layout]
     if isa.name == "scalar":
         flavour = next((v for v in name.variant if v in ("fmagic", "imagic", "lrintf")), None)
         if flavour:
             return f"xnnpack-fp32-{flavour}"
+    if isa.target == "x86-64" and "madd" in name.variant and layout == "fp32_scalar":
+        # the madd kernels (qs8-qc4w, qs8-qc2w on SSSE3, AVX, AVX2, AVX256SKX, AVX512SKX) come from the AVX-VNNI
+        # template with VPDPBUSD emulated by PMADDUBSW + PMADDWD: they add the zero point as VNNI does, wrapping
+        # (e.g. src/qs8-qc4w-gemm/gen/qs8-qc4w-gemm-1x8c8-minmax-avx2-madd.c L121-125: _mm256_cvtps_epi32, then
+        # _mm256_add_epi32 of the zero point, then _mm256_packs_epi32)
+        return _WRAP
     if isa.fp32_stage and layout == "fp32_scalar":
         return isa.fp32_stage
     return Skip("output stage not modelled", f"{name.name}: no output-stage model for params {layout} on {isa.name}")
@@ -378,7 +400,7 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
     tile, vector_bits = dict(abi["tile"]), None
     if name.vector_tile:           # RVV: NR vectors of vlenb / sizeof(output) lanes; lowp runs VLEN 128
         vector_bits = 128
-        tile["nr"] = name.nr * (vector_bits // 8) // (4 if d.c_type == "f32" else 1)
+        tile["nr"] = name.nr * (vector_bits // 8) // {"f32": 4, "f16": 2, "bf16": 2}.get(d.c_type, 1)
     lo_b, hi_b = d.weight_range
     if b_domain:
         lo_b, hi_b = max(lo_b, b_domain[0]), min(hi_b, b_domain[1])

@@ -146,7 +146,7 @@ def case_pins(kern, name: str) -> dict:
 
 
 def _open_clamp(kern) -> dict:
-    if kern.c_type == "f32":
+    if kern.float_output:
         return {"output_min": np.float32(-np.inf), "output_max": np.float32(np.inf)}
     lo, hi = _ends(kern.c_dtype)
     return {"output_min": lo, "output_max": hi}
@@ -155,11 +155,11 @@ def _open_clamp(kern) -> dict:
 def _named_pins(kern, name: str) -> dict:
     """case_pins of PIN_NAMES, before the clamp is opened."""
     datatype, out = kern.xnnpack["datatype"], kern.c_type
-    if name in ("qmin", "qmax") and out != "f32":
+    if name in ("qmin", "qmax") and not kern.float_output:
         lo, hi = (int(x) for x in (np.iinfo(kern.c_dtype).min, np.iinfo(kern.c_dtype).max))
         middle = lo + TESTER_QMIN_QMAX
         return {"output_min": middle, "output_max": hi} if name == "qmin" else {"output_min": lo, "output_max": middle}
-    if name in ("min", "max") and out == "f32":
+    if name in ("min", "max") and kern.float_output:
         return {"output_min": np.float32(0), "output_max": np.float32(np.inf)} if name == "min" else \
             {"output_min": np.float32(-np.inf), "output_max": np.float32(0)}
     if name == "no_zero_point" and datatype == "qu8":
@@ -169,7 +169,7 @@ def _named_pins(kern, name: str) -> dict:
         pins = {"a_zero_point": _ends(kern.a_dtype)[end]}
         if datatype == "qu8":
             pins["b_zero_point"] = _ends(kern.b_dtype)[end]
-        if out != "f32":
+        if not kern.float_output:
             pins["output_zero_point"] = _ends(kern.c_dtype)[end]
         return pins
     if name == "scale_max":

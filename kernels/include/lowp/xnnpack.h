@@ -86,6 +86,11 @@ struct lowp_xnn_f32_minmax_params { float min; float max; };
 struct lowp_xnn_f32_qc4w_minmax_params { float min; float max; int32_t kernel_zero_point; };
 struct lowp_xnn_f32_qb4w_minmax_params { float min; float max; size_t blocksize; };
 struct lowp_xnn_qd8_quantization_params { int32_t zero_point; float inv_scale; };
+/* Half-precision outputs (microparams.h L90-141): f16 bounds are xnn_float16 (an IEEE half's bits), bf16's float. */
+struct lowp_xnn_f16_minmax_params { uint16_t min; uint16_t max; };
+struct lowp_xnn_f16_qc4w_minmax_params { uint16_t min; uint16_t max; };
+struct lowp_xnn_f16_qb4w_minmax_params { uint16_t min; uint16_t max; size_t blocksize; };
+struct lowp_xnn_bf16_qb4w_minmax_params { float min; float max; size_t blocksize; };
 
 /* The ukernel prototypes. mr <= MR rows of A and C; nc = all N columns (the ukernel walks them NR at a time);
  * kc = K in bytes (the ukernel rounds it up to kr*sr, twice that for 4-bit weights, and may read A that far:

@@ -13,3 +13,26 @@ union xnn_qs8_qc8w_conv_minmax_params {
     int16_t output_max;
   } fp32_scalar;
 };
+
+// The qd8 row parameters and the f16 output's clamp (XNNPACK's struct xnn_qd8_quantization_params and struct
+// xnn_f16_minmax_params: two IEEE halves, held here as their bits).
+struct xnn_qd8_quantization_params {
+  int32_t zero_point;
+  float inv_scale;
+};
+
+struct xnn_f16_minmax_params {
+  struct {
+    uint16_t min;
+    uint16_t max;
+  } scalar;
+};
+
+// The float clamp of a qd8-f32-qc4w kernel (XNNPACK's struct xnn_f32_qc4w_minmax_params).
+struct xnn_f32_qc4w_minmax_params {
+  struct {
+    float min;
+    float max;
+    int32_t kernel_zero_point;
+  } scalar;
+};
