@@ -163,3 +163,35 @@ def test_sme2_kernel_on_a_qemu_without_sme2_is_skipped_naming_it(monkeypatch):
     monkeypatch.setenv(qemu_sme2.ENV, default)
     reason = executor(kernel(NAME)).unavailable()
     assert reason and default in reason and reason.endswith("lacks sme2")
+
+
+# ---- XNNPACK's SME kernels (KleidiAI) ---------------------------------------------------------------------------
+def kleidiai_entry(name="xnn_pqs8_qc8w_gemm_minmax_ukernel_32x32c4__neonsme2"):
+    from pathlib import Path
+
+    from lowp.conformance.libraries.xnnpack import YamlEntry
+    return YamlEntry(Path("test/pqs8-qc8w-gemm-minmax.yaml"), 0,
+                     {"name": name, "init": "xnn_init_qs8_qc8w_conv_minmax_fp32_scalar_params",
+                      "pack": "xnn_pack_kai_qs8_qc8w_weights_and_biases_sme", "k-block": 4,
+                      "cpp-check": "XNN_ENABLE_KLEIDIAI"}, "pqs8-qc8w", "gemm")
+
+
+def test_an_sme_kernel_without_kleidiai_is_skipped_naming_the_path_to_give(monkeypatch):
+    from pathlib import Path
+
+    from lowp.conformance.libraries.xnnpack import ISAS, KLEIDIAI_ENV, Checkout, translate
+    monkeypatch.delenv(KLEIDIAI_ENV, raising=False)
+    assert ISAS["neonsme2"].target == "aarch64" and "sme2" in ISAS["neonsme2"].features
+    skip = translate(kleidiai_entry(), Checkout(Path(__file__).parent / "xnnpack_tree"))
+    assert skip.category == "third-party build" and f"{KLEIDIAI_ENV}=PATH" in skip.message
+    assert "ARM-software/kleidiai" in skip.message
+
+
+def test_with_kleidiai_the_tile_is_asked_of_the_kernel_and_a_missing_wrapper_is_named(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from lowp.conformance.libraries.xnnpack import KLEIDIAI_ENV, Checkout, translate
+    (tmp_path / "kai" / "ukernels").mkdir(parents=True)
+    monkeypatch.setenv(KLEIDIAI_ENV, str(tmp_path))
+    skip = translate(kleidiai_entry(), Checkout(Path(__file__).parent / "xnnpack_tree"))
+    assert skip.category == "source not found" and "xnn_pqs8_qc8w_gemm_minmax_ukernel_32x32c4__neonsme2" in skip.message
