@@ -69,7 +69,8 @@ from lowp.emulator.native_build import NativeUnavailable, build_shared_library
 from lowp.emulator.qemu_batch import identify
 from lowp.emulator.errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
     describe_out_of_bounds, guest_death, stopped_after
-from lowp.emulator.aarch64.aapcs64 import REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, seeded_registers
+from lowp.emulator.aarch64.aapcs64 import REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, \
+    seeded_registers, mnemonic as aarch64_mnemonic
 from lowp.emulator.machine import CallResult, GuestProcess, Pointers, call_each, pointer_targets
 
 DRIVER = HERE / "qemu_driver.c"
@@ -704,9 +705,7 @@ class QemuMachine(GuestProcess):
                         from lowp.emulator.riscv import mnemonic
                         m = self._mnemonic[word] = mnemonic(word, pc)
                     else:
-                        insn = next(_capstone().disasm(word, pc), None)
-                        m = self._mnemonic[word] = insn.mnemonic if insn is not None else \
-                            f".inst {int.from_bytes(word, 'little'):#010x}"
+                        m = self._mnemonic[word] = aarch64_mnemonic(word, pc)
                 counts[m] += times
                 pc += len(word)
         return dict(counts.most_common())

@@ -83,7 +83,8 @@ def sdot_za(za, zn, zm, slice_index, offset=0):
 
     za: the whole ZA array as (SVL/8, SVL/32) s32 (ZA vector v = za[..., v, :]); zn, zm: the register groups as
     (nreg, SVL/8) s8, nreg 2 (VGx2) or 4 (VGx4); slice_index: the W8-W11 value, offset the immediate 0..7.
-    Arm ARM DDI 0487 M.a.a, C9.2.202 SDOT (4-way, multiple vectors). Modelled, not proven: qemu 7.2 has no SME2."""
+    Arm ARM DDI 0487 M.a.a, C9.2.202 SDOT (4-way, multiple vectors). Proven on qemu 11 (verify/sme2_proof.py);
+    qemu 7.2 and 10.0.2 have no SME2."""
     zn = _z(zn, "zn", (S8,), group=4)
     if zn.ndim < 2 or zn.shape[-2] not in (2, 4):
         raise ValueError(f"zn: expected a group of 2 or 4 vectors as (nreg, SVL/8) s8, got shape {list(zn.shape)}")

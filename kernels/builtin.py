@@ -116,6 +116,15 @@ register(Kernel(
     contract="exact", domain=Domain(S8, S8), model=partial(models_arm.sme_smopa_gemm, vector_bits=512),
     requires=("smopa",), pipeline="dot_s32", backend="qemu", vector_bits=512,
     description="SME SMOPA (4-way) into ZA0.S in streaming mode, SVL 512; skipped on a qemu with issue #2083"))
+register(Kernel(
+    name="sme2_sdot_s8_svl512", target="aarch64", features=("sme", "sme2"), source=ARM / "sme2_sdot_s8.c",
+    symbol="lowp_sme2_sdot_s8_gemm", signature="gemm", a_type="s8", b_type="s8", tile=Tile(mr=1, nr=4, kr=64),
+    cflags=("-O2", "-mcpu=cortex_a76+i8mm+sve2+sme2"),
+    packing="A row by row and B column by column, each zero-padded to K rounded up to SVL/8",
+    contract="exact", domain=Domain(S8, S8), model=partial(models_arm.sme2_sdot_gemm, vector_bits=512),
+    requires=("sdot",), pipeline="dot_s32", backend="qemu", vector_bits=512,
+    description="SME2 SDOT (4-way, VGx4) into ZA vector groups, read back with MOVA and summed with SADDV, SVL "
+                "512; runs on a qemu with SME2 (qemu 11: lowp.emulator.aarch64.qemu_sme2)"))
 _MLAL = dict(target="aarch64", features=("asimd",), source=ARM / "mlal_24x8.c", depends=(ARM / "mlal_24x8.h",),
              signature="gemm", packing="seed 004's: A in 24-row blocks, per k pair 8 rows of k then 8 of k+1 per "
              "8-row group; B in 8-column panels, per k pair (b[k][c], b[k+1][c])")

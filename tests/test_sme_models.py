@@ -7,8 +7,9 @@ products of groups (2R, 2C) and (2R+1, 2C+1) and writes both into slice 2R; slic
     predicates, streaming mode, store) and the model's products for the group pairs qemu does compute, with every
     byte pair at every position pair (pair_sweep);
   - the model against qemu directly, which xfails naming the issue while this qemu has it;
-  - SME2 SDOT (multiple vectors): a scalar reading, and qemu wherever the found qemu runs SME2 (7.2 and 10.0.2 do
-    not: SIGILL, and the proof is skipped naming the binary and version).
+  - SME2 SDOT (multiple vectors): a scalar reading, and qemu 11 (lowp.emulator.aarch64.qemu_sme2: $LOWP_QEMU_SME2 or
+    the one fetched into the cache), or the default qemu where it runs SME2 (7.2 and 10.0.2 do not: SIGILL, and
+    the proof is skipped naming the binary, its version and the fetch command).
 """
 from __future__ import annotations
 
@@ -156,9 +157,11 @@ def test_sme2_sdot_za_is_the_pseudocode(vl, nreg):
 
 @pytest.fixture(scope="module", params=VLS, ids=lambda vl: f"vl{vl}")
 def sme2(request):
-    if qemu_path() is None:
-        pytest.skip("qemu-aarch64 not installed (Debian: apt-get install qemu-user); Unicorn cannot run SME2")
-    return Sme2QemuBackend(request.param)
+    backend = Sme2QemuBackend(request.param)
+    if backend.qemu is None:
+        pytest.skip("qemu-aarch64 not installed (Debian: apt-get install qemu-user, then python -m "
+                    "lowp.emulator.aarch64.qemu_sme2 fetch); Unicorn cannot run SME2")
+    return backend
 
 
 @pytest.mark.parametrize("form", list(sme2_proof.FORMS))
@@ -166,11 +169,11 @@ def test_sme2_sdot_is_proven_where_qemu_runs_sme2_and_skipped_naming_the_qemu_el
     """What the found qemu can do decides: a qemu with SME2 proves the model; one without (7.2, 10.0.2: SIGILL)
     gives a reason naming its binary and version, and never a verdict."""
     v = sme2_proof.verify(form, sme2, count=32, seed=sme2.vl)
-    who = str(identify(qemu_path()))
+    who = str(identify(sme2.qemu))
     if v.status == "skipped":
         assert v.reason.startswith(who) and "has no SME2" in v.reason and "SIGILL" in v.reason
-        assert who in sme2.describe()
-        return
+        assert who in sme2.describe() and "qemu_sme2 fetch" in v.reason
+        pytest.skip(v.reason)
     assert v.status == "verified", v.disagreement
     assert v.registers > 32 and v.lanes == v.registers * (sme2.vl // 8) * (sme2.vl // 32)
 

@@ -23,6 +23,7 @@ from lowp.kernels.xnnpack import UkernelName, parse_ukernel_name
 from lowp.conformance.run import campaign as seam
 
 STUBS = Path(__file__).resolve().parent / "xnnpack_stubs"   # pthreadpool.h: what include/xnnpack.h needs of it
+KAI_STUBS = Path(__file__).resolve().parent / "kleidiai_stubs"   # stdio.h, stdlib.h: what kai/kai_common.h needs
 XNN_EXTRA_BYTES = 16     # include/xnnpack.h L25-32: "XNNPACK may read beyond array bounds" (128 on Hexagon)
 
 
@@ -84,8 +85,10 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
         ("-march=armv8.2-a+i8mm+fp16+bf16",), ("smmla", "ummla", "usmmla")),
     Isa("rvv", "riscv64", ("v", "zvl128b"), ("-march=rv64gcv", "-mabi=lp64d"), ("vwmacc*",), "xnnpack-fp32-lrintf"),
     Isa("fp16arith", None, skip="fp16 output (qd8-f16) kernels: lowp has no f16 output type"),
-    Isa("neonsme", None, skip="SME kernels' mr and nr are run-time values (<name>_get_mr()), packed by KleidiAI"),
-    Isa("neonsme2", None, skip="SME2 kernels' mr and nr are run-time values; qemu-aarch64 10 raises SIGILL on SME2"),
+    # SME (CMakeLists.txt L132-133, L350-351: XNN_ENABLE_ARM_SME/SME2; hardware-config.c L255-256): KleidiAI's
+    # kernels, mr and nr asked of <name>_get_mr()/_get_nr() on the target (kleidiai_tile); SME2 runs on qemu 11.
+    Isa("neonsme", "aarch64", ("asimd", "sme"), ("-mcpu=cortex_a76+i8mm+sve2+sme",), ("smopa", "sdot")),
+    Isa("neonsme2", "aarch64", ("asimd", "sme", "sme2"), ("-mcpu=cortex_a76+i8mm+sve2+sme2",), ("smopa", "sdot")),
     Isa("armsimd32", None, skip="AArch32 only (ARMv6 SIMD): lowp has no AArch32 target"),
     Isa("hvx", None, skip="Hexagon HVX: lowp has no Hexagon target"),
     *(Isa(w, None, skip="WebAssembly: lowp has no wasm target")
@@ -255,10 +258,10 @@ def translate(item: YamlEntry, checkout: Checkout) -> Mapped | Skip:
     missing = [key for key in ("init", "pack", "k-block") if key not in data]
     if missing:
         return Skip("entry unreadable", f"{item.where}: no {', '.join(missing)}")
-    return _unsupported(name, data) or _mapped(item, name, data, checkout)
+    return _unsupported(name, data, checkout) or _mapped(item, name, data, checkout)
 
 
-def _unsupported(name: UkernelName, data: dict) -> Skip | None:
+def _unsupported(name: UkernelName, data: dict, checkout: Checkout) -> Skip | None:
     """What the name or the entry's extra keys ask for that lowp does not run, before the ABI is consulted."""
     if name.arch == "aarch32":
         return Skip("AArch32 not run", "AArch32 kernel: lowp has no AArch32 target")
@@ -270,8 +273,7 @@ def _unsupported(name: UkernelName, data: dict) -> Skip | None:
         return Skip(f"ISA {isa.name} not run", isa.skip)
     check = str(data.get("cpp-check") or "")
     if "KLEIDIAI" in check:
-        return Skip("third-party build", f"cpp-check {check}: built only with KleidiAI, a dependency an XNNPACK "
-                                         "checkout does not carry")
+        return _kleidiai(name, data, check, checkout)
     if check and not re.fullmatch(r"[A-Za-z_]\w*", check):
         return Skip("entry unreadable", f"cpp-check {check!r}: lowp defines one macro name, not an expression")
     for key, why in (("pack-lh-fn", "a packed-LHS kernel (pack-lh-fn)"),
@@ -281,6 +283,88 @@ def _unsupported(name: UkernelName, data: dict) -> Skip | None:
     if name.mstep:
         return Skip("not supported yet", f"a packed-LHS kernel (mstep{name.mstep}): not supported yet")
     return None
+
+
+# ---- KleidiAI's kernels (cpp-check XNN_ENABLE_KLEIDIAI) ---------------------------------------------------------
+KLEIDIAI_ENV = "LOWP_KLEIDIAI"      # a KleidiAI checkout (github.com/ARM-software/kleidiai): kai/ukernels/...
+SME_VECTOR_BITS = 512               # the streaming vector length lowp runs SME kernels at (as sme_smopa_s8_svl512)
+_KAI_INCLUDE = re.compile(r'^#include\s+"(kai/ukernels/[^"]+)\.h"', re.M)
+
+
+def kleidiai_checkout() -> Path | None:
+    """The KleidiAI checkout $LOWP_KLEIDIAI names (a folder with kai/ukernels), or None."""
+    import os
+    named = os.environ.get(KLEIDIAI_ENV)
+    return Path(named).expanduser() if named and (Path(named).expanduser() / "kai" / "ukernels").is_dir() else None
+
+
+def _kleidiai(name: UkernelName, data: dict, check: str, checkout: Checkout) -> Skip:
+    """A KleidiAI kernel: without a KleidiAI checkout, the skip names the path to give; with one, its tile is
+    learned on the target (kleidiai_tile) and the skip names what lowp still lacks: models of KleidiAI's packers."""
+    kai = kleidiai_checkout()
+    if kai is None:
+        return Skip("third-party build", f"cpp-check {check}: built only with KleidiAI, a dependency an XNNPACK "
+                                         f"checkout does not carry: give a KleidiAI checkout as {KLEIDIAI_ENV}=PATH "
+                                         "(github.com/ARM-software/kleidiai; XNNPACK pins its commit in "
+                                         "cmake/DownloadKleidiAI.cmake)")
+    packers = ", ".join(f"{key} {data[key]}" for key in ("pack", "pack-lh-fn") if key in data)
+    tile = kleidiai_tile(name, kai, checkout) if ISAS[name.isa].name in ("neonsme", "neonsme2") else None
+    if isinstance(tile, Skip):
+        return tile
+    learned = f"tile {tile[0]}x{tile[1]} at SVL {SME_VECTOR_BITS} from {name.name}_get_mr()/_get_nr() on " \
+              f"{tile[2]}; " if tile else ""
+    return Skip("packing not supported yet", f"{name.name}: {learned}KleidiAI's packed operands ({packers}; the LHS "
+                                             "packed or quantized by kai_lhs_*) have no lowp model yet")
+
+
+def kleidiai_sources(wrapper: Path, kai: Path) -> list[Path] | Skip:
+    """The KleidiAI kernel an XNNPACK wrapper includes: its .c and, where it has one, its _asm.S, with KleidiAI's
+    SME helpers (kai/kai_common_sme_asm.S: kai_get_sme_vector_length_u8, kai_commit_za)."""
+    found = _KAI_INCLUDE.search(wrapper.read_text(errors="replace"))
+    if not found:
+        return Skip("source not found", f"{wrapper}: includes no kai/ukernels/... header")
+    stem = kai / found[1]
+    sources = [p for p in (stem.with_suffix(".c"), Path(f"{stem}_asm.S")) if p.is_file()]
+    helpers = [p for p in (kai / "kai" / "kai_common_sme_asm.S",) if p.is_file() and "_sme" in stem.name]
+    if not sources:
+        return Skip("source not found", f"{stem}.c not in the KleidiAI checkout {kai} (another KleidiAI version "
+                                        "than the checkout's cmake/DownloadKleidiAI.cmake pins?)")
+    return sources + helpers
+
+
+def _sme_support() -> Path:
+    """__arm_tpidr2_save, which kai_commit_za calls (lowp.emulator.aarch64.sve.SME_SUPPORT), as a source file."""
+    from lowp.emulator.aarch64.sve import SME_SUPPORT
+    from lowp.emulator.buildcache import cache_dir, ready_folder, source_file
+    return source_file(SME_SUPPORT, ready_folder(cache_dir() / "sources"), "lowp-sme-support")
+
+
+def kleidiai_tile(name: UkernelName, kai: Path, checkout: Checkout) -> tuple[int, int, str] | Skip:
+    """(mr, nr, the qemu that answered): <name>_get_mr() and _get_nr() run on the AArch64 target at SVL
+    SME_VECTOR_BITS (KleidiAI's SME tiles are multiples of the streaming vector length), built as XNNPACK builds
+    the wrapper with KleidiAI; a Skip naming why they cannot run here."""
+    from lowp.emulator.errors import EmulatorError
+    from lowp.emulator.targets import find
+    wrapper = checkout.source(name)
+    if wrapper is None:
+        return Skip("source not found", f"no definition of {name.name} in the checkout")
+    sources = kleidiai_sources(wrapper, kai)
+    if isinstance(sources, Skip):
+        return sources
+    isa, target = ISAS[name.isa], find("aarch64", "qemu")
+    reason = target.cannot_run(isa.features, SME_VECTOR_BITS)
+    if reason:
+        return Skip(f"ISA {isa.name} not run", f"{name.name}: {reason}")
+    flags = ("-O2", *isa.copts, f"-I{STUBS}", f"-I{KAI_STUBS}", f"-I{checkout.root}", f"-I{kai}", "-DXNN_ENABLE_KLEIDIAI=1",
+             "-DXNN_LOG_LEVEL=0")
+    try:
+        with target.machine([wrapper, *sources, _sme_support()], flags=flags, vector_bits=SME_VECTOR_BITS,
+                            features=isa.features) as m:
+            mr, nr = (int(m.call(f"{name.name}_get_{what}").ret) for what in ("mr", "nr"))
+            who = str(target.identity(m.qemu))
+    except EmulatorError as e:
+        return Skip("build failed", f"{name.name}: its tile could not be asked: {' '.join(str(e).split())[-400:]}")
+    return mr, nr, who
 
 
 def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) -> Mapped | Skip:

@@ -194,3 +194,33 @@ def disassemble(word: bytes, pc: int = 0) -> str:
     for insn in _capstone().disasm(word, pc):
         return f"{insn.mnemonic} {insn.op_str}".strip()
     return f".inst {int.from_bytes(word, 'little'):#010x}"
+
+
+def _fixed(word: int, *free: tuple[int, int]) -> tuple[int, int]:
+    """(mask, value) of an encoding: `word`'s bits except the free fields (hi, lo): its operands."""
+    mask = 0xFFFFFFFF
+    for hi, lo in free:
+        mask &= ~(((1 << (hi - lo + 1)) - 1) << lo)
+    return mask, word & mask
+
+
+# The SME2 instructions lowp's code uses that capstone 5 cannot decode (measured: clang's encodings of the ACLE
+# forms, read against Arm ARM DDI 0487 M.a.a): (mask, value, mnemonic). Free fields: Zm, Wv, Zn, U, offset;
+# MOVA: Wv, offset, Zd. U (bit 4) tells SDOT from UDOT.
+SME2_ENCODINGS = tuple((*_fixed(word, *free), name) for word, free, name in (
+    (0xC1A51400, ((20, 18), (14, 13), (9, 7), (2, 0)), "sdot"),      # SDOT (4-way, multiple vectors) VGx4, 8 -> 32
+    (0xC1A51410, ((20, 18), (14, 13), (9, 7), (2, 0)), "udot"),      # UDOT, the same with U = 1
+    (0xC1B21600, ((20, 17), (14, 13), (9, 6), (2, 0)), "sdot"),      # SDOT (4-way, multiple vectors) VGx2
+    (0xC1B21610, ((20, 17), (14, 13), (9, 6), (2, 0)), "udot"),
+    (0xC0060C20, ((14, 13), (7, 5), (4, 2)), "mova"),                # MOVA (array to vector, four registers)
+    (0xC00608A4, ((14, 13), (7, 5), (4, 1)), "mova"),                # MOVA (array to vector, two registers)
+))
+
+
+def mnemonic(word: bytes, pc: int = 0) -> str:
+    """The mnemonic of one instruction: capstone's, else SME2_ENCODINGS', else '.inst 0x...'."""
+    insn = next(_capstone().disasm(word, pc), None)
+    if insn is not None:
+        return insn.mnemonic
+    value = int.from_bytes(word, "little")
+    return next((name for mask, fixed, name in SME2_ENCODINGS if value & mask == fixed), f".inst {value:#010x}")

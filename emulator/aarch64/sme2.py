@@ -24,11 +24,12 @@ from lowp.isa_models.verify.sme2_proof import FORMS      # ACLE name -> register
 
 from lowp.emulator import qemu_batch as batch
 from lowp.emulator.errors import EmulatorError
+from lowp.emulator.aarch64.qemu_sme2 import HOW, sme2_qemu
 from lowp.emulator.aarch64.sve import SME_SUPPORT, VLS
 
 CPU = "generic+sve2+i8mm+sme2"     # zig's -mcpu (clang's +sme2): the wrappers' code; qemu -cpu max runs it
 NO_SME2 = ("has no SME2: SDOT (4-way, multiple vectors) is an undefined instruction there (SIGILL; so are Debian 12's "
-           "qemu-user 7.2 and bookworm-backports' 10.0.2); point LOWP_QEMU_AARCH64 at a qemu whose -cpu max runs SME2")
+           "qemu-user 7.2 and bookworm-backports' 10.0.2; qemu 11.1.3 runs it): " + HOW)
 
 
 def wrapper(name: str, nreg: int) -> str:
@@ -64,7 +65,7 @@ class Sme2QemuBackend(batch.BatchBackend):
             raise ValueError(f"vl: expected one of {', '.join(map(str, VLS))} bits, got {vl}")
         self.vl = vl
         self.name = f"qemu-sme2-vl{vl}"
-        super().__init__([], qemu)
+        super().__init__([], qemu or sme2_qemu())
 
     @cached_property
     def program(self) -> batch.Program:

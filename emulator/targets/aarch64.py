@@ -60,11 +60,25 @@ class Aarch64Qemu(QemuUserTarget):
     name, arch, isa, preference, guest_name = "aarch64-qemu", "aarch64", "aarch64", 1, "aarch64"
     recipe = LINUX
 
+    def qemu_for(self, features=(), qemu=None) -> str | None:
+        """SME2 and SME2.1 kernels run on the qemu that has them (lowp.emulator.aarch64.qemu_sme2: $LOWP_QEMU_SME2,
+        or the fetched qemu 11), where there is one; the rest on the default qemu."""
+        from lowp.emulator.aarch64.qemu_sme2 import qemu_for
+        return qemu or qemu_for(features)
+
+    def cannot_run(self, features=(), vector_bits=None, qemu=None, **options) -> str | None:
+        reason = super().cannot_run(features, vector_bits, qemu, **options)
+        if reason and "lacks sme2" in reason and not self.qemu_for(features, qemu):
+            from lowp.emulator.aarch64.qemu_sme2 import HOW
+            reason += f" (qemu 11 has SME2 and SME2.1: {HOW})"
+        return reason
+
     def known_defect(self, features=(), vector_bits=None, qemu=None, **options) -> str | None:
         """A qemu that executes a feature wrongly cannot judge a kernel using it: its verdict would be qemu's bug.
         SME: qemu 7.2's 32-bit SMOPA (issue #2083), probed with the fix's own test vector."""
         if "sme" not in features:
             return None
+        qemu = self.qemu_for(features, qemu)
         from lowp.emulator.aarch64.sve import QEMU_2083
         right = _outer_products_right(vector_bits or 512, qemu)
         return None if right else f"a kernel with SME outer products: {self.identity(qemu)} {QEMU_2083}"

@@ -18,6 +18,14 @@ class QemuUserTarget(Target):
     def unavailable(self) -> str | None:
         return self.guest.unavailable()
 
+    def qemu_for(self, features=(), qemu: str | None = None) -> str | None:
+        """The qemu binary a kernel needing `features` runs on: the one asked for, else the guest's default
+        (None). A guest whose newer features need another qemu overrides this (AArch64: SME2)."""
+        return qemu
+
+    def cannot_run(self, features=(), vector_bits=None, qemu=None, **options) -> str | None:
+        return super().cannot_run(features, vector_bits, qemu=self.qemu_for(features, qemu), **options)
+
     def cpu(self, vector_bits=None, cpu=None) -> str:
         """qemu's -cpu: the one asked for, else the guest's default at the kernel's vector length."""
         return cpu or (self.guest.vector_length_cpu(vector_bits) if vector_bits else self.guest.cpu)
@@ -28,8 +36,9 @@ class QemuUserTarget(Target):
             return frozenset()
         return cpu_features(self.cpu(vector_bits, cpu), qemu, self.guest)
 
-    def describe(self, vector_bits=None, cpu=None, qemu=None, **options) -> str:
+    def describe(self, vector_bits=None, cpu=None, qemu=None, features=(), **options) -> str:
         """'qemu-aarch64 10.0.2 (/usr/bin/qemu-aarch64) -cpu max,...': which qemu binary runs, and how."""
+        qemu = self.qemu_for(features, qemu)
         return f"{self.identity(qemu) or self.guest.qemu} -cpu {self.cpu(vector_bits, cpu)}"
 
     def identity(self, qemu=None):
@@ -41,5 +50,6 @@ class QemuUserTarget(Target):
     def machine(self, sources, *, flags=(), depends=(), vector_bits=None, features=(), **options):
         from lowp.emulator.qemu import QemuMachine, build_for_qemu
         options["cpu"] = self.cpu(vector_bits, options.get("cpu"))
+        options["qemu"] = self.qemu_for(features, options.get("qemu"))
         binary = build_for_qemu(*sources, flags=flags, depends=depends, guest=self.guest)
         return QemuMachine(binary, guest=self.guest, **options)

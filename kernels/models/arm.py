@@ -129,3 +129,29 @@ def sme_smopa_gemm(A: np.ndarray, B: np.ndarray, *, vector_bits: int) -> np.ndar
         zm = np.broadcast_to(b[None, :, g], (mp // t, npad // t, t, 4)).reshape(mp // t, npad // t, t * 4)
         za = sme.smopa(za, zn, zm, every, every)
     return za.transpose(0, 2, 1, 3).reshape(mp, npad)[:M, :N]
+
+
+def sme2_sdot_gemm(A: np.ndarray, B: np.ndarray, *, vector_bits: int) -> np.ndarray:
+    """sme2_sdot_s8.c at one streaming vector length (b = SVL/8 bytes): per row and block of 4 columns, SME2 SDOT
+    (4-way, VGx4) of the row's b-deep k chunk (four times) with the 4 columns' chunks into ZA vectors slot + r *
+    vstride (slot: the block within a ZA fill of vstride = b/4 blocks, ZA zeroed per fill), then each vector's
+    lanes summed (SADDV) and wrapped to int32."""
+    M, K = A.shape
+    N = B.shape[1]
+    b = vector_bits // 8
+    vstride, kp, npad = b // 4, _round_up(K, b), _round_up(N, 4)
+    a, bt = _pad(A, M, kp), _pad(np.ascontiguousarray(B.T), npad, kp)
+    blocks = npad // 4
+    C = np.zeros((M, npad), np.int64)
+    for j0 in range(0, blocks, vstride):
+        jn = min(vstride, blocks - j0)
+        za = np.zeros((M, b, b // 4), np.int32)
+        for k in range(0, kp, b):
+            zn = np.repeat(a[:, None, k:k + b], 4, axis=1)                        # (M, 4, b): the row chunk
+            for j in range(jn):
+                cols = bt[(j0 + j) * 4:(j0 + j) * 4 + 4, k:k + b]
+                za = sme.sdot_za(za, zn, np.broadcast_to(cols, zn.shape), j)
+        for j in range(jn):
+            group = za[:, j + vstride * np.arange(4), :].astype(np.int64)        # (M, 4, lanes): MOVA VGx4
+            C[:, (j0 + j) * 4:(j0 + j) * 4 + 4] = group.sum(axis=-1)             # SADDV, 64-bit
+    return wrap(C[:, :N], S32)
