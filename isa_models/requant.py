@@ -248,6 +248,45 @@ def xnnpack_fp32_neonv8(acc, q, out_type):
     return _neon_tail(fcvtns(_fp32_scaled(acc, q)).astype(np.int64), q, out_type)
 
 
+def _magic_minus_zero_point(acc, q) -> np.ndarray:
+    """float32(acc + bias) * scale + magic bias (each rounded to nearest even), its bits as int32, minus
+    0x4B400000 - zp with a saturating 32-bit subtraction (QSUB, VQSUB.S32): rint(x) + zp where |x| <= 2^22, the
+    saturated side's end beyond (the bits are monotone in x; magic_bias_bits)."""
+    from lowp.isa_models.arm32.simd32 import qsub
+    zp = _int(q, "output_zero_point")
+    bits = magic_bias_bits(_fp32_scaled(acc, q)).astype(np.int32)
+    return qsub(bits[..., None], np.array([MAGIC_BIAS_BITS - zp], np.int32))[..., 0]
+
+
+def xnnpack_fp32_armsimd32(acc, q, out_type):
+    """ARMv6 SIMD32 'fp32': VCVT.F32.S32, VMUL.F32 scale, VADD.F32 magic bias, QSUB magic_bias_less_zero_point,
+    SSAT #8 (USAT #8 for u8), then the clamp on four packed bytes: SSUB8 (USUB8) output_min + SEL, SSUB8 output_max
+    + SEL. No float clamp. src/qs8-gemm/c4-armsimd32.c.in (__qsub, __ssat, __ssub8, __sel); src/microparams-init.c fp32_armsimd32."""
+    from lowp.isa_models.arm32.simd32 import sel, ssat, ssub8_ge, usat, usub8_ge
+    i32 = _magic_minus_zero_point(acc, q)[..., None]
+    s = out_type == "s8"
+    dtype = np.int8 if s else np.uint8
+    sat = (ssat(i32, 8) if s else usat(i32, 8))[..., 0].astype(dtype)
+    sub_ge = ssub8_ge if s else usub8_ge
+    lo = np.full(4, _int(q, "output_min"), np.int64).astype(dtype)
+    hi = np.full(4, _int(q, "output_max"), np.int64).astype(dtype)
+    flat = sat.reshape(-1)
+    padded = np.concatenate([flat, np.zeros(-len(flat) % 4, dtype)]).reshape(-1, 4)     # words of 4 bytes
+    out = sel(padded, lo, sub_ge(padded, lo)[1])            # vout >= min ? vout : min
+    out = sel(hi, out, sub_ge(out, hi)[1])                  # vout >= max ? max : vout
+    return _store(out.reshape(-1)[:len(flat)].reshape(sat.shape).astype(np.int64), out_type)
+
+
+def xnnpack_fp32_neon(acc, q, out_type):
+    """ARMv7 NEON 'fp32' (params fp32_neon): VCVT.F32.S32, VMUL.F32 scale, VADD.F32 magic bias, VQSUB.S32
+    magic_bias_less_output_zero_point, VQMOVN.S32, VQMOVN.S16 (VQMOVUN.S16 for u8), VMAX/VMIN. No float clamp.
+    src/qs8-gemm/4x8-aarch32-neon-mlal-lane-cortex-a7.S.in (the fp32 epilogue); src/qs8-gemm/c8-neon-mull.c.in."""
+    i32 = _magic_minus_zero_point(acc, q).astype(np.int64)
+    s16 = sqxtn_s32(i32)
+    o = sqxtn_s16(s16) if out_type == "s8" else sqxtun_s16(s16)
+    return _store(np.minimum(np.maximum(o, _int(q, "output_min")), _int(q, "output_max")), out_type)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # XNNPACK rndnu: a 24-bit multiplier and a shift taken from the float scale's bits
 
@@ -582,6 +621,12 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
                 f"{XNNPACK} src/qs8-gemm/MRx8c8-avxvnni.c.in L535-558"),
     OutputStage("xnnpack-fp32-neonv8", xnnpack_fp32_neonv8, "XNNPACK fp32 NEONv8: FCVTNS, SQXTN, SQADD zp, SQXTN",
                 f"{XNNPACK} src/qs8-gemm/c4-neondot.c.in L573-620"),
+    OutputStage("xnnpack-fp32-armsimd32", xnnpack_fp32_armsimd32,
+                "XNNPACK fp32 ARMv6 SIMD32: magic bias, QSUB, SSAT/USAT 8, SSUB8/USUB8 + SEL clamp",
+                f"{XNNPACK} src/qs8-gemm/c4-armsimd32.c.in; {XQ} (fp32_armsimd32)"),
+    OutputStage("xnnpack-fp32-neon", xnnpack_fp32_neon,
+                "XNNPACK fp32 NEON (ARMv7): magic bias, VQSUB.S32, VQMOVN.S32, VQMOVN.S16, VMAX/VMIN",
+                f"{XNNPACK} src/qs8-gemm/4x8-aarch32-neon-mlal-lane-cortex-a7.S.in; {XQ} (fp32_neon)"),
     OutputStage("xnnpack-rndnu", xnnpack_rndnu, "XNNPACK rndnu, exact: (x*m + 2^(s-1)) >> s, clamp, + zp",
                 f"{XNNPACK} src/xnnpack/requantization.h L140-186"),
     OutputStage("xnnpack-rndnu-scalar", xnnpack_rndnu_scalar,

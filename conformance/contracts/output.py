@@ -584,7 +584,7 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                    "max - zp)) + zp; every implementation path equals the reference on the domain",
                    ("s8", "u8"), ScaleDomain.keys,
                    ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
-                    "xnnpack-fp32-neonv8"),
+                    "xnnpack-fp32-neonv8", "xnnpack-fp32-neon", "xnnpack-fp32-armsimd32"),
                    ("xnnpack-fp32-avxvnni-wrap", "xnnpack-rndnu", "fbgemm-float-generic"),
                    f"{XNN_REQ}; {XNN_INIT}", XNN_FP32_DOMAIN),
     OutputContract("xnnpack-rndnu", "XNNPACK rndnu: (x * mantissa24 + 2^(s-1)) >> s with s from the scale's exponent, "
