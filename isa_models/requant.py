@@ -536,6 +536,40 @@ def qd8_f32_unfused(acc, q, out_type):
         return _qd8_clamp((v * b) + bias, q)
 
 
+FLT_MIN = 2.0 ** -126
+
+
+def _flushed(x):
+    """Flush-to-zero (FPCR.FZ / the Standard FPSCR value): a value below 2^-126 in magnitude becomes a zero of its
+    sign. Arm ARM DDI 0487, FPRound and FPUnpack (FZ == '1')."""
+    x = np.asarray(x, np.float64)
+    return np.where(np.abs(x) < FLT_MIN, np.copysign(0.0, x), x)
+
+
+def _ftz_op(a, b, op):
+    """One float32 operation under flush-to-zero: inputs flushed, the exact result (float64 holds a product of
+    two float32 exactly) flushed when it is tiny before rounding, then rounded to float32."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _flushed(op(_flushed(a), _flushed(b))).astype(np.float32)
+
+
+def qd8_f32_unfused_ftz(acc, q, out_type):
+    """qd8-f32-unfused as AArch32 NEON computes it: VCVT.F32.S32, VMUL.F32 by the row's inv_scale, VMUL.F32 by the
+    filter scale, VADD.F32 the bias, VMAX/VMIN, every Advanced SIMD float operation in AArch32 with the Standard
+    FPSCR value (flush-to-zero: denormal inputs and tiny results are zeros). Arm ARM DDI 0406C.d A2.7.3 (Advanced
+    SIMD "always uses the Standard FPSCR value"); src/qd8-f32-qc8w-gemm/gen/qd8-f32-qc8w-gemm-4x8-minmax-asm-
+    aarch32-neonmlal-ld64.S (vmul.f32, vmul.f32, vadd.f32)."""
+    a = _acc(acc)
+    M, N = a.shape
+    v = f32(wrap32(a))
+    v = _ftz_op(v, np.broadcast_to(_col(q, "a_inv_scale", M, F32), v.shape), np.multiply)
+    v = _ftz_op(v, np.broadcast_to(_row(q, "b_scale", N, F32), v.shape), np.multiply)
+    v = _ftz_op(v, np.broadcast_to(_row(q, "bias", N, F32), v.shape), np.add)
+    lo, hi = F32(need(q, "output_min")), F32(need(q, "output_max"))
+    return np.minimum(np.maximum(v, _flushed(lo).astype(np.float32)), _flushed(hi).astype(np.float32)).astype(
+        np.float32)
+
+
 def qd8_f32_scale_product(acc, q, out_type):
     """A plausible mistake: float(acc) times the product a_inv_scale * b_scale (rounded once more), fused with
     the bias. Not XNNPACK's order."""
@@ -680,6 +714,10 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
                 f"{XNNPACK} src/qs8-gemm/MRx8c8-avxvnni.c.in L432-464", ("f32",)),
     OutputStage("qd8-f32-unfused", qd8_f32_unfused, "XNNPACK qd8 scalar / AArch32: multiply, then add the bias",
                 f"{XNNPACK} src/qs8-gemm/scalar.c.in L307-335", ("f32",)),
+    OutputStage("qd8-f32-unfused-ftz", qd8_f32_unfused_ftz,
+                "XNNPACK qd8 AArch32 NEON: multiply, multiply, add, each flushing denormals to zero",
+                f"Arm ARM DDI 0406C.d A2.7.3; {XNNPACK} src/qd8-f32-qc8w-gemm/gen/*-asm-aarch32-neonmlal-ld64.S",
+                ("f32",)),
     OutputStage("qd8-f32-scale-product", qd8_f32_scale_product,
                 "f32(acc) * f32(inv_scale * b_scale) fused with the bias (not XNNPACK's order)", "lowp", ("f32",)),
     OutputStage("onednn-ref", onednn_ref,
@@ -699,7 +737,8 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
 QC4W = f"{XNNPACK} src/reference/packing.cc L459, L516-517; src/qs8-qc4w-gemm/gen/qs8-qc4w-gemm-1x2-minmax-fp32-" \
        "scalar-lrintf.c (math_asr_s32(vacc, 4)); src/qd8-f32-qc4w-gemm/gen/qd8-f32-qc4w-gemm-1x2-minmax-scalar.c"
 for _name in ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
-              "xnnpack-fp32-avxvnni-wrap", "xnnpack-fp32-neonv8", "qd8-f32-fma", "qd8-f32-unfused"):
+              "xnnpack-fp32-avxvnni-wrap", "xnnpack-fp32-neonv8", "qd8-f32-fma", "qd8-f32-unfused",
+              "qd8-f32-unfused-ftz"):
     _base = OUTPUT_STAGES[_name]
     OUTPUT_STAGES[f"{_name}-acc28"] = OutputStage(
         f"{_name}-acc28", acc28(_base.compute), f"{_base.description}, on XNNPACK's 4-bit accumulator: "

@@ -368,6 +368,8 @@ def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
         # gemm_compiler multiplies, then adds (FMUL, FADD: every qd8-f32-qc8w *-asm-aarch64-* source of @75db3c0),
         # and so do RVV (vfmul, vfadd) and the scalar kernels
         fused = (isa.target == "x86-64" and "fma" in isa.features) or (isa.target == "aarch64" and not name.assembly)
+        if isa.target == "arm":       # AArch32 NEON flushes denormals (the Standard FPSCR value)
+            return "qd8-f32-unfused-ftz"
         return "qd8-f32-fma" if fused else "qd8-f32-unfused"
     own = dict(isa.layouts).get(layout)
     if own:
