@@ -9,6 +9,8 @@ the one it builds with):
            come first through -isystem; clang's own stdint.h, stddef.h, limits.h, stdbool.h and arm_neon.h
            are zig's.
   'linux'  a static aarch64 Linux program without libc (linux_runtime.c: _start, raw syscalls), for qemu-aarch64.
+  'arm-linux'  the same for 32-bit Arm (linux_runtime_arm.c, EABI hard float, zig's compiler-rt linked), for
+           qemu-arm.
   'riscv64-linux'  the same for RISC-V 64 (linux_runtime_riscv64.c), for qemu-riscv64; cpu baseline_rv64+v
            (zig's spelling of -march=rv64gcv: RV64GC plus the V 1.0 extension).
 
@@ -72,14 +74,19 @@ LINUX = Recipe("linux", "aarch64-linux-none", AARCH64_CPU, HERE / "linux_runtime
 # zig's spelling of -march=rv64gcv: RV64GC plus the V 1.0 extension
 RISCV64_LINUX = Recipe("riscv64-linux", "riscv64-linux-none", "baseline_rv64+v", HERE / "linux_runtime_riscv64.c",
                        "EM_RISCV")
+# 32-bit Arm (AArch32, ARM state, EABI hard float): no libc, but zig's compiler-rt (the EABI helpers a 32-bit
+# program calls: __aeabi_uldivmod for a 64-bit division, __aeabi_uidiv where the CPU has no divide instruction).
+# The default cpu is ARMv7-A with NEON (VFPv4); lowp.emulator.targets.arm chooses one per kernel from its features.
+ARM_LINUX = Recipe("arm-linux", "arm-linux-musleabihf", "cortex_a7", HERE / "linux_runtime_arm.c", "EM_ARM",
+                   link_flags=("-rtlib=compiler-rt",))
 # Built by the host's C compiler (lowp.emulator.x86.bochs.build_for_bochs), not zig: the recipe names the ELF it
 # makes, so Binary checks it.
 X86_64_STATIC = Recipe("x86-64-static", "x86_64-linux-gnu", "", HERE / "runtime_x86.c", "EM_X86_64")
-RECIPES = {r.name: r for r in (BARE, LINUX, RISCV64_LINUX, X86_64_STATIC)}
+RECIPES = {r.name: r for r in (BARE, LINUX, RISCV64_LINUX, ARM_LINUX, X86_64_STATIC)}
 
 
 def recipe(name: str) -> Recipe:
-    """The build recipe `name` ('bare', 'linux', 'riscv64-linux', 'x86-64-static')."""
+    """The build recipe `name` ('bare', 'linux', 'riscv64-linux', 'arm-linux', 'x86-64-static')."""
     try:
         return RECIPES[name]
     except KeyError:

@@ -98,8 +98,19 @@ AARCH64_HWCAPS = (
 RISCV64_EXTENSIONS = ("i", "m", "a", "f", "d", "c", "v", "zve32x", "zve32f", "zve64x", "zve64f", "zve64d",
                       "zvl32b", "zvl64b", "zvl128b", "zvl256b", "zvl512b", "zvl1024b", "zvl2048b", "zvl4096b")
 
+# 32-bit Arm (AArch32): the names /proc/cpuinfo prints for AT_HWCAP bits 0.. and AT_HWCAP2 bits 0.. (hwcap_str and
+# hwcap2_str). Source: torvalds/linux arch/arm/kernel/setup.c and arch/arm/include/uapi/asm/hwcap.h (v6.12).
+ARM_HWCAPS = ("swp", "half", "thumb", "26bit", "fastmult", "fpa", "vfp", "edsp", "java", "iwmmxt", "crunch", "thumbee",
+              "neon", "vfpv3", "vfpv3d16", "tls", "vfpv4", "idiva", "idivt", "vfpd32", "lpae", "evtstrm", "fphp",
+              "asimdhp", "asimddp", "asimdfhm", "asimdbf16", "i8mm")
+ARM_HWCAPS2 = ("aes", "pmull", "sha1", "sha2", "crc32", "sb", "ssbs")
+# No HWCAP bit says the architecture version, which XNNPACK's dispatch asks (cpuinfo_has_arm_v6: the ARMv6 SIMD32
+# instructions SMLAD, SXTB16, ...; cpuinfo_has_arm_neon_v8: VCVTN and the other ARMv8 AArch32 NEON instructions);
+# Linux prints it as "CPU architecture". lowp names it armv6, armv7, armv8: a CPU of version v has every armvN, N <= v.
+ARM_ARCHITECTURES = ("armv5", "armv6", "armv7", "armv8")
+
 # The architectures a kernel entry names as its `target`, each with its table above.
-TARGETS = ("x86-64", "aarch64", "riscv64")
+TARGETS = ("x86-64", "aarch64", "riscv64", "arm")
 
 # Compiler spellings (GCC/clang -m and -march=+feature names) of features whose /proc/cpuinfo name differs by more
 # than separators: a kernel author writes what they pass the compiler; the error then names the flag to list.

@@ -64,7 +64,7 @@ import numpy as np
 
 from lowp.emulator import buildcache
 from lowp.emulator.build import HERE, INCLUDE, Binary, build, include_files
-from lowp.emulator.features import AARCH64_HWCAPS
+from lowp.emulator.features import AARCH64_HWCAPS, ARM_ARCHITECTURES, ARM_HWCAPS, ARM_HWCAPS2
 from lowp.emulator.native_build import NativeUnavailable, build_shared_library
 from lowp.emulator.qemu_batch import identify
 from lowp.emulator.errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
@@ -154,6 +154,28 @@ def riscv64_features(hwcap: int, hwcap2: int, cpu: str) -> frozenset[str]:
     return frozenset(names)
 
 
+# qemu-arm's -cpu models by Arm architecture version (qemu target/arm/tcg/cpu32.c: arm926/946/1026 ARMv5TE, the
+# ARM11s ARMv6 (arm1176: ARMv6KZ with VFPv2), cortex-a7/a8/a9/a15 ARMv7-A, max an ARMv8 AArch32 core with every
+# extension qemu implements); 'any' is max in user mode.
+ARM_CPU_VERSIONS = {"arm926": 5, "arm946": 5, "arm1026": 5, "arm1136": 6, "arm1136-r2": 6, "arm1176": 6,
+                    "arm11mpcore": 6, "cortex-a7": 7, "cortex-a8": 7, "cortex-a9": 7, "cortex-a15": 7, "max": 8,
+                    "any": 8}
+
+
+def arm_features(hwcap: int, hwcap2: int, cpu: str) -> frozenset[str]:
+    """32-bit Arm features: the AT_HWCAP and AT_HWCAP2 bits by Linux's names (lowp.emulator.features.ARM_HWCAPS,
+    ARM_HWCAPS2), plus armv5 .. armvN for the -cpu's architecture version N (no HWCAP bit says it)."""
+    names = {n for i, n in enumerate(ARM_HWCAPS) if hwcap >> i & 1}
+    names |= {n for i, n in enumerate(ARM_HWCAPS2) if hwcap2 >> i & 1}
+    version = ARM_CPU_VERSIONS.get(cpu.split(",", 1)[0], 0)
+    names |= {a for a in ARM_ARCHITECTURES if int(a[4:]) <= version}
+    return frozenset(names)
+
+
+def _no_vector_length(bits: int) -> str:
+    raise ValueError(f"vector_bits={bits}: qemu-arm has no vector-length option (NEON is 128-bit)")
+
+
 AARCH64 = QemuGuest(
     "aarch64", "qemu-aarch64", "LOWP_QEMU_AARCH64", "max", vector_length_cpu, "linux", DRIVER, NX, 0, 0, 31, HEADER,
     lambda hwcap, hwcap2, cpu: hwcap_names(hwcap, hwcap2), INSTALL)
@@ -161,7 +183,12 @@ RISCV64 = QemuGuest(
     "riscv64", "qemu-riscv64", "LOWP_QEMU_RISCV64", riscv64_vector_length_cpu(128), riscv64_vector_length_cpu,
     "riscv64-linux", HERE / "qemu_driver_riscv64.c", 32, 10, 10, 2, 37, riscv64_features,
     "apt-get install qemu-user (Debian/Ubuntu), or set LOWP_QEMU_RISCV64 to a qemu-riscv64 binary")
-GUESTS = {g.name: g for g in (AARCH64, RISCV64)}
+# The request's x[] is the 8 argument words (r0..r3, then 4 stack slots), then r4..r11 and r12 (qemu_driver_arm.c);
+# the reply's registers r0..r15 and cpsr.
+ARM = QemuGuest(
+    "arm", "qemu-arm", "LOWP_QEMU_ARM", "max", _no_vector_length, "arm-linux", HERE / "qemu_driver_arm.c", 17, 0, 0,
+    13, 22, arm_features, "apt-get install qemu-user (Debian/Ubuntu), or set LOWP_QEMU_ARM to a qemu-arm binary")
+GUESTS = {g.name: g for g in (AARCH64, RISCV64, ARM)}
 
 
 def qemu_path(guest: QemuGuest = AARCH64) -> str | None:
@@ -704,6 +731,9 @@ class QemuMachine(GuestProcess):
                     if riscv:
                         from lowp.emulator.riscv import mnemonic
                         m = self._mnemonic[word] = mnemonic(word, pc)
+                    elif self.guest is ARM:
+                        from lowp.emulator.arm32.a32 import mnemonic as arm_mnemonic
+                        m = self._mnemonic[word] = arm_mnemonic(word, pc)
                     else:
                         m = self._mnemonic[word] = aarch64_mnemonic(word, pc)
                 counts[m] += times
@@ -755,6 +785,9 @@ class QemuMachine(GuestProcess):
         word = self._word(pc)
         if word is None:
             return "<not in the kernel's code>"
+        if self.guest is ARM:
+            from lowp.emulator.arm32.a32 import disassemble as text
+            return text(word, pc)
         if self.guest is RISCV64:
             from lowp.emulator.riscv import disassemble as text
             return text(word, pc)
@@ -764,6 +797,9 @@ class QemuMachine(GuestProcess):
         word = self._word(pc)
         if self.guest is RISCV64:
             return None
+        if self.guest is ARM:
+            from lowp.emulator.arm32.a32 import instruction
+            return instruction(word, pc) if word is not None else None
         return next(_capstone(detail=True).disasm(word, pc), None) if word is not None else None
 
     def _signal_error(self, symbol, signo, code, addr, pc, regs, buffers, seconds) -> EmulatorError:
@@ -781,7 +817,7 @@ class QemuMachine(GuestProcess):
                                         f"{self.cpu} does not implement it", pc=pc, encoding=encoding,
                                         instruction=text)
         if signo == 5:
-            brk = "ebreak" if self.guest is RISCV64 else "brk"
+            brk = {"riscv64": "ebreak", "arm": "bkpt"}.get(self.guest.name, "brk")
             return Trap(f"the kernel executed {brk} at {pc:#x} ({text}): SIGTRAP under qemu, no debugger to take "
                         "it", pc=pc, kind=brk, instruction=text)
         if signo in (7, 11):
@@ -795,11 +831,15 @@ class QemuMachine(GuestProcess):
         if self.guest is RISCV64 and not fetch:
             from lowp.emulator.riscv import memory_access
             access = memory_access(self._word(pc))
-        kind = "fetch" if fetch else access[0] if access else "access" if self.guest is RISCV64 else \
-            _access_kind(insn)
+        if self.guest is ARM:
+            from lowp.emulator.arm32.a32 import access_kind
+            kind = "fetch" if fetch else access_kind(insn)
+        else:
+            kind = "fetch" if fetch else access[0] if access else "access" if self.guest is RISCV64 else \
+                _access_kind(insn)
         text = "(jump target)" if fetch else self._disasm(pc)
         where = f"by {text} at {pc:#x}"
-        size = _access_size(insn) if insn is not None else access[3] if access else None
+        size = None if self.guest is ARM else _access_size(insn) if insn is not None else access[3] if access else None
         page = self.page
         hit = next((b for b in buffers if b[2] - page <= address < b[4] + page), None)
         if hit is None:
@@ -807,7 +847,11 @@ class QemuMachine(GuestProcess):
                                f"{where}", access=kind, address=address, size=size, pc=pc, instruction=text)
         bname, array, lo, base, hi, _, _ = hit
         nbytes = array.nbytes
-        start = effective_address(insn, lambda r: _xreg(regs, r)) if insn is not None else None
+        if self.guest is ARM:
+            from lowp.emulator.arm32.a32 import effective_address as arm_address
+            start = arm_address(insn, regs)
+        else:
+            start = effective_address(insn, lambda r: _xreg(regs, r)) if insn is not None else None
         if access is not None:                  # RISC-V: x[rs1] + offset (the registers at the fault)
             start = (regs[access[1]] + access[2]) & MASK64
         began = None
@@ -963,11 +1007,23 @@ def seeded_registers_riscv64(seed: int, nargs: int) -> tuple[dict[int, int], byt
     return dict(zip(regs, rng.integers(0, 2 ** 63, len(regs)).tolist())), vs
 
 
+def seeded_registers_arm(seed: int, nargs: int) -> tuple[dict[int, int], bytes]:
+    """The 32-bit Arm register state a seed chooses, as x[] indices of the ARM guest's request: the argument
+    words nargs..7 (r(nargs)..r3, the unused stack argument slots) and r4..r12 (x[8..16]), random 32-bit values
+    from the seed; and Machine's V state (d0..d31 are its first 256 bytes)."""
+    _, vs = seeded_registers(seed, nargs)
+    rng = np.random.default_rng([0x5EED, 0xA32, seed % REGISTER_STATES])
+    regs = [r for r in range(ARM.nx) if not r < min(nargs, 8)]
+    return dict(zip(regs, rng.integers(0, 2 ** 32, len(regs)).tolist())), vs
+
+
+SEEDED_REGISTERS = {"aarch64": seeded_registers, "riscv64": seeded_registers_riscv64, "arm": seeded_registers_arm}
+
+
 @lru_cache(maxsize=None)
 def _seeded_state(state: int, nargs: int, guest: str = "aarch64") -> tuple[np.ndarray, np.ndarray]:
-    riscv = guest == "riscv64"
-    xs, vs = (seeded_registers_riscv64 if riscv else seeded_registers)(state, nargs)
-    x = np.zeros(RISCV64.nx if riscv else NX, np.uint64)
+    xs, vs = SEEDED_REGISTERS[guest](state, nargs)
+    x = np.zeros(GUESTS[guest].nx, np.uint64)
     x[list(xs)] = list(xs.values())
     return x, np.frombuffer(vs, np.uint64)
 
@@ -1046,6 +1102,7 @@ def _canary_damage(buffers) -> OutOfBounds | None:
     return None
 
 
-__all__ = ["QemuMachine", "QemuDied", "QemuGuest", "AARCH64", "RISCV64", "GUESTS", "build_for_qemu", "unavailable",
+__all__ = ["QemuMachine", "QemuDied", "QemuGuest", "AARCH64", "RISCV64", "ARM", "GUESTS", "arm_features",
+           "seeded_registers_arm", "build_for_qemu", "unavailable",
            "qemu_path", "cpu_features", "riscv64_vector_length_cpu", "seeded_registers_riscv64", "DRIVER",
            "DEFAULT_SECONDS"]

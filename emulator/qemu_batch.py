@@ -40,7 +40,8 @@ ARENA = 64 << 20          # the driver's LOWP_ARENA: every buffer of one request
 ALIGN = 64
 SLOTS = 8                 # the driver's LOWP_SLOTS: inputs + outputs of a wrapper
 TIMEOUT = 300.0           # seconds one request may take
-QEMU = {"linux": ("qemu-aarch64", "LOWP_QEMU_AARCH64"), "riscv64-linux": ("qemu-riscv64", "LOWP_QEMU_RISCV64")}
+QEMU = {"linux": ("qemu-aarch64", "LOWP_QEMU_AARCH64"), "riscv64-linux": ("qemu-riscv64", "LOWP_QEMU_RISCV64"),
+        "arm-linux": ("qemu-arm", "LOWP_QEMU_ARM")}
 STATUS = {1: "the program has no wrapper at that index", 2: "too many buffers", 3: "larger than the driver's arena"}
 
 

@@ -24,7 +24,9 @@
  *   OP_HELLO reply: pid, page size, AT_HWCAP, AT_HWCAP2 (the CPU features qemu's -cpu gives)
  *
  * The Linux system call numbers below are asm-generic's (include/uapi/asm-generic/unistd.h), which AArch64 and
- * RISC-V 64 both use. */
+ * RISC-V 64 both use; an arch part with its own table (32-bit Arm, qemu_driver_arm.c) defines LOWPQ_ARCH_SYSCALLS
+ * and the SYS_* names itself. Words of the protocol are 64-bit on every guest; a 32-bit guest (__SIZEOF_POINTER__
+ * 4) takes the low half of each address and argument word, and its pointer tables hold 4-byte pointers (below). */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,9 +38,11 @@ enum { OP_EXIT = 0, OP_CALL = 1, OP_HELLO = 2 };
 enum { NV = 64, NSTACK = 16, MAX_ARGS = 8 + NSTACK };
 #define CANARY 0xA5
 
+#ifndef LOWPQ_ARCH_SYSCALLS
 enum { SYS_SIGALTSTACK = 132, SYS_RT_SIGACTION = 134, SYS_RT_SIGPROCMASK = 135, SYS_SETITIMER = 103,
-       SYS_GETPID = 172, SYS_MUNMAP = 215, SYS_MMAP = 222, SYS_MPROTECT = 226,
+       SYS_GETPID = 172, SYS_MUNMAP = 215, SYS_MMAP = 222, SYS_MPROTECT = 226, SYS_READV = 65, SYS_WRITEV = 66,
        LOWP_COUNTS = 0x10C0DE /* not a Linux call: lowp's qemu plugin (qemu_plugin.c) resets (1) or dumps (2) */ };
+#endif
 
 struct frame {
     uint64_t fn, x[NX];
@@ -57,17 +61,19 @@ static struct buffer buffers[MAX_ARGS];
 static uint64_t page = 4096;
 static uint64_t jump[JUMP_WORDS];
 static volatile int armed;
+static uint64_t lowpq_hwcap;              /* AT_HWCAP, read once at the start (an arch part may need it) */
 static uint64_t reply[HEADER];          /* status, signo, code, addr, pc, the arch's registers */
 
 /* ---- the signal handler ---- */
-/* The kernel's siginfo_t: si_signo @0, si_code @8, si_addr @16 (include/uapi/asm-generic/siginfo.h). */
+/* The kernel's siginfo_t: si_signo @0, si_code @8, si_addr after the three ints, aligned to a pointer (@16 on
+ * 64-bit, @12 on 32-bit; include/uapi/asm-generic/siginfo.h). The signal mask is 64 bits in unsigned longs. */
 struct kernel_sigaction {
     void (*handler)(int, void *, void *);
     unsigned long flags;
 #if SIGACTION_RESTORER
     void (*restorer)(void);
 #endif
-    uint64_t mask;
+    unsigned long mask[8 / sizeof(unsigned long)];
 };
 enum { SA_SIGINFO = 4, SA_ONSTACK = 0x08000000, SA_NODEFER = 0x40000000 };
 enum { SIGILL = 4, SIGTRAP = 5, SIGBUS = 7, SIGFPE = 8, SIGSEGV = 11, SIGALRM = 14 };
@@ -83,13 +89,13 @@ static void lowpq_on_signal(int signo, void *info, void *context) {
     reply[0] = 1;
     reply[1] = (uint64_t)signo;
     reply[2] = (uint64_t)*(const int32_t *)((const char *)info + 8);
-    reply[3] = *(const uint64_t *)((const char *)info + 16);
+    reply[3] = (uintptr_t)*(void *const *)((const char *)info + (sizeof(void *) == 8 ? 16 : 12));
     lowpq_capture(reply, context);
     lowpq_longjmp(jump, 1);
 }
 
 static void lowpq_install(void) {
-    struct { void *sp; int flags; uint64_t size; } ss = {altstack, 0, sizeof altstack};
+    struct { void *sp; int flags; unsigned long size; } ss = {altstack, 0, sizeof altstack};
     lowpq_sys6(SYS_SIGALTSTACK, (long)&ss, 0, 0, 0, 0, 0);
     /* SA_NODEFER: the signal stays unblocked after the handler siglongjmps away (the mask is also reset then). */
     struct kernel_sigaction sa = {0};
@@ -99,14 +105,14 @@ static void lowpq_install(void) {
         lowpq_sys6(SYS_RT_SIGACTION, SIGNALS[i], (long)&sa, 0, 8, 0, 0);
 }
 
-static void lowpq_set_timer(uint64_t us) {
-    long t[4] = {0, 0, (long)(us / 1000000), (long)(us % 1000000)};   /* it_interval, it_value */
+/* it_interval, it_value */
+static void lowpq_set_timer(const long *t) {
     lowpq_sys6(SYS_SETITIMER, 0, (long)t, 0, 0, 0, 0);
 }
 
 /* ---- I/O: readv/writev over every piece of a request or reply, whatever the pipe's chunking ---- */
-struct iovec { void *base; uint64_t len; };
-enum { SYS_READV = 65, SYS_WRITEV = 66, MAX_IOV = 1 + 3 * MAX_ARGS };
+struct iovec { void *base; unsigned long len; };
+enum { MAX_IOV = 1 + 3 * MAX_ARGS };
 
 static void lowpq_transfer(long nr, int fd, struct iovec *iov, int n) {
     while (n) {
@@ -134,7 +140,8 @@ static void lowpq_write_all(const void *buf, uint64_t n) {
     lowpq_transfer(SYS_WRITEV, 1, &v, 1);
 }
 
-static uint64_t up(uint64_t x, uint64_t m) { return (x + m - 1) / m * m; }
+/* m a power of two (the page size): no division, which a 32-bit guest would call compiler-rt for */
+static uint64_t up(uint64_t x, uint64_t m) { return (x + m - 1) & ~(m - 1); }
 
 /* ---- buffers ---- */
 enum { PROT_NONE = 0, PROT_RW = 3, MAP_PRIVATE_ANONYMOUS = 0x22 };
@@ -147,8 +154,12 @@ static char *lowpq_place(int i, uint64_t size) {
         b->map = 0;
     }
     if (!b->map) {
+#if __SIZEOF_POINTER__ == 8
         /* above 4 GiB (a hint): a kernel that truncates a pointer to 32 bits faults */
         long hint = 0x100000000L + (long)i * 0x40000000L;
+#else
+        long hint = 0;
+#endif
         long m = lowpq_sys6(SYS_MMAP, hint, (long)total, PROT_NONE, MAP_PRIVATE_ANONYMOUS, -1, 0);
         if (m < 0 && m > -4096) lowp_exit(5);
         if (lowpq_sys6(SYS_MPROTECT, m + (long)page, (long)size, PROT_RW, 0, 0, 0)) lowp_exit(6);
@@ -166,7 +177,7 @@ static const uint64_t CANARY8 = 0x0101010101010101ull * CANARY;
 
 static int64_t lowpq_first_damaged(const unsigned char *p, uint64_t n) {
     uint64_t i = 0;
-    for (; i < n && ((uint64_t)(p + i) & 7); i++)
+    for (; i < n && ((uintptr_t)(p + i) & 7); i++)
         if (p[i] != CANARY) return (int64_t)i;
     for (; i + 64 <= n; i += 64) {
         const uint64_t *w = (const uint64_t *)(p + i);
@@ -183,7 +194,7 @@ static int64_t lowpq_first_damaged(const unsigned char *p, uint64_t n) {
 
 static void lowpq_fill(unsigned char *p, uint64_t n) {
     uint64_t i = 0;
-    for (; i < n && ((uint64_t)(p + i) & 7); i++) p[i] = CANARY;
+    for (; i < n && ((uintptr_t)(p + i) & 7); i++) p[i] = CANARY;
     for (; i + 64 <= n; i += 64) {
         uint64_t *w = (uint64_t *)(p + i);
         w[0] = w[1] = w[2] = w[3] = w[4] = w[5] = w[6] = w[7] = CANARY8;
@@ -228,7 +239,8 @@ static void lowpq_serve_call(void) {
         }
         iov[n++] = (struct iovec){base[i], size};
         if (size % 8) iov[n++] = (struct iovec){&pad, 8 - size % 8};
-        uint64_t address = (uint64_t)base[i];
+        uint64_t address = (uintptr_t)base[i];
+        if (kind == 2 && sizeof(void *) == 4) address += size / 2;      /* its 4-byte pointers (below) */
         if (kind == 3) continue;
         if (i < 8) request.frame.x[ARG_SLOT(i)] = address; else request.frame.stack[i - 8] = address;
     }
@@ -236,25 +248,40 @@ static void lowpq_serve_call(void) {
     for (uint64_t i = 0; i < nargs; i++) {
         if (request.args[i][0] != 2) continue;
         uint64_t *word = (uint64_t *)base[i];
-        for (uint64_t j = 0; j < request.args[i][1] / 8; j++) {
+        uint64_t n = request.args[i][1] / 8;
+        /* A 32-bit guest's table is n 4-byte pointers in the upper half of the 8n bytes (so it still ends at the
+           guard page), and the kernel is passed that half: written from the last entry down, each 4-byte pointer
+           lands on a word already read. */
+        for (uint64_t k = 0; k < n; k++) {
+            uint64_t j = sizeof(void *) == 8 ? k : n - 1 - k;
             uint64_t slot = word[j] >> 48, offset = word[j] & 0xFFFFFFFFFFFFull;
             if (slot >= nargs || request.args[slot][0] == 0) lowp_exit(8);
             if (offset >> 47) offset |= 0xFFFF000000000000ull;      /* a negative offset */
-            word[j] = (uint64_t)base[slot] + offset;
+            uint64_t pointer = (uintptr_t)base[slot] + offset;
+            if (sizeof(void *) == 8) word[j] = pointer;
+            else ((uint32_t *)(base[i] + 4 * n))[j] = (uint32_t)pointer;
         }
     }
     for (int i = 0; i < HEADER; i++) reply[i] = 0;
     uint64_t budget_us = request.budget_us, count = request.count;
+#if __SIZEOF_LONG__ == 4
+    /* 32-bit: a 64-bit division is a call into compiler-rt, which qemu's exec log would count as the kernel's;
+       a 32-bit division by a constant is a multiplication (the budget is then at most 71 minutes) */
+    uint32_t us = budget_us > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)budget_us;
+#else
+    uint64_t us = budget_us;
+#endif
+    long timer[4] = {0, 0, (long)(us / 1000000), (long)(us % 1000000)}, off[4] = {0, 0, 0, 0};
     if (count) lowpq_sys6(LOWP_COUNTS, 1, 0, 0, 0, 0, 0);
     if (lowpq_setjmp(jump) == 0) {
-        if (budget_us) lowpq_set_timer(budget_us);
+        if (budget_us) lowpq_set_timer(timer);
         armed = 1;
         uint64_t ret = lowpq_invoke(&request.frame);
         armed = 0;
-        if (budget_us) lowpq_set_timer(0);
+        if (budget_us) lowpq_set_timer(off);
         reply[RET_SLOT] = ret;          /* the return register; the others are not reported for a return */
     } else {
-        if (budget_us) lowpq_set_timer(0);
+        if (budget_us) lowpq_set_timer(off);
         uint64_t empty = 0;
         lowpq_sys6(SYS_RT_SIGPROCMASK, 2 /* SIG_SETMASK */, (long)&empty, 0, 8, 0, 0);
     }
@@ -266,9 +293,9 @@ static void lowpq_serve_call(void) {
         uint64_t size = request.args[i][1], after = request.args[i][2];
         if (request.args[i][0] == 0) continue;
         uint64_t *t = tails[i];
-        t[0] = (uint64_t)lo[i];
-        t[1] = (uint64_t)base[i];
-        t[2] = (uint64_t)base[i] + size + after;
+        t[0] = (uintptr_t)lo[i];
+        t[1] = (uintptr_t)base[i];
+        t[2] = (uintptr_t)base[i] + size + after;
         t[3] = (uint64_t)lowpq_first_damaged((unsigned char *)lo[i], (uint64_t)(base[i] - lo[i]));
         t[4] = (uint64_t)lowpq_first_damaged((unsigned char *)base[i] + size, after);
         int intact = t[3] == (uint64_t)-1 && t[4] == (uint64_t)-1;
@@ -281,13 +308,14 @@ static void lowpq_serve_call(void) {
     lowpq_transfer(SYS_WRITEV, 1, iov, n);
 }
 
-/* An entry of the auxiliary vector (after argv's and envp's NULLs): AT_PAGESZ 6, AT_HWCAP 16, AT_HWCAP2 26. */
-static uint64_t lowpq_auxv(char **argv, uint64_t type, uint64_t otherwise) {
+/* An entry of the auxiliary vector (after argv's and envp's NULLs; pairs of unsigned longs): AT_PAGESZ 6, AT_HWCAP
+   16, AT_HWCAP2 26. */
+static uint64_t lowpq_auxv(char **argv, unsigned long type, uint64_t otherwise) {
     char **p = argv;
     while (*p) p++;
     p++;
     while (*p) p++;
-    for (uint64_t *aux = (uint64_t *)(p + 1); aux[0]; aux += 2)
+    for (unsigned long *aux = (unsigned long *)(p + 1); aux[0]; aux += 2)
         if (aux[0] == type) return aux[1];
     return otherwise;
 }
@@ -295,6 +323,7 @@ static uint64_t lowpq_auxv(char **argv, uint64_t type, uint64_t otherwise) {
 int main(int argc, char **argv) {
     (void)argc;
     page = lowpq_auxv(argv, 6, 4096);
+    lowpq_hwcap = lowpq_auxv(argv, 16, 0);
     lowpq_install();
     for (;;) {
         lowpq_read_all(&request, sizeof request);

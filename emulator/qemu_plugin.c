@@ -33,6 +33,7 @@ uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
 #define LOWP_COUNTS 0x10C0DE     /* the system call number the driver uses (no Linux call has it) */
+#define LOWP_COUNTS_ARM 0xC0DE   /* 32-bit Arm's (qemu-arm aborts on numbers above 0xf07ff: ARM private calls) */
 #define CHUNK 4096               /* records per allocation: a record's address never changes */
 
 struct record { uint64_t vaddr, insns, count; };
@@ -75,7 +76,7 @@ static void dump(void) {
 static void on_syscall(qemu_plugin_id_t id, unsigned int vcpu, int64_t num, uint64_t a1, uint64_t a2, uint64_t a3,
                        uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7, uint64_t a8) {
     (void)id; (void)vcpu; (void)a2; (void)a3; (void)a4; (void)a5; (void)a6; (void)a7; (void)a8;
-    if (num != LOWP_COUNTS) return;
+    if (num != LOWP_COUNTS && num != LOWP_COUNTS_ARM) return;
     if (a1 == 1) {
         for (size_t i = 0; i < nrecords; i++) chunks[i / CHUNK][i % CHUNK].count = 0;
     } else if (a1 == 2) {

@@ -254,14 +254,44 @@ def xnnpack_fp32_neonv8(acc, q, out_type):
     return _neon_tail(fcvtns(_fp32_scaled(acc, q)).astype(np.int64), q, out_type)
 
 
+def _magic_minus_zero_point(acc, q) -> np.ndarray:
+    """float32(acc + bias) * scale + magic bias (each rounded to nearest even), its bits as int32, minus
+    0x4B400000 - zp with a saturating 32-bit subtraction (QSUB, VQSUB.S32): rint(x) + zp where |x| <= 2^22, the
+    saturated side's end beyond (the bits are monotone in x; magic_bias_bits)."""
+    from lowp.isa_models.arm32.simd32 import qsub
+    zp = _int(q, "output_zero_point")
+    bits = magic_bias_bits(_fp32_scaled(acc, q)).astype(np.int32)
+    return qsub(bits[..., None], np.array([MAGIC_BIAS_BITS - zp], np.int32))[..., 0]
+
+
+def xnnpack_fp32_armsimd32(acc, q, out_type):
+    """ARMv6 SIMD32 'fp32': VCVT.F32.S32, VMUL.F32 scale, VADD.F32 magic bias, QSUB magic_bias_less_zero_point,
+    SSAT #8 (USAT #8 for u8), then the clamp on four packed bytes: SSUB8 (USUB8) output_min + SEL, SSUB8 output_max
+    + SEL. No float clamp. src/qs8-gemm/c4-armsimd32.c.in (__qsub, __ssat, __ssub8, __sel); src/microparams-init.c fp32_armsimd32."""
+    from lowp.isa_models.arm32.simd32 import sel, ssat, ssub8_ge, usat, usub8_ge
+    i32 = _magic_minus_zero_point(acc, q)[..., None]
+    s = out_type == "s8"
+    dtype = np.int8 if s else np.uint8
+    sat = (ssat(i32, 8) if s else usat(i32, 8))[..., 0].astype(dtype)
+    sub_ge = ssub8_ge if s else usub8_ge
+    lo = np.full(4, _int(q, "output_min"), np.int64).astype(dtype)
+    hi = np.full(4, _int(q, "output_max"), np.int64).astype(dtype)
+    flat = sat.reshape(-1)
+    padded = np.concatenate([flat, np.zeros(-len(flat) % 4, dtype)]).reshape(-1, 4)     # words of 4 bytes
+    out = sel(padded, lo, sub_ge(padded, lo)[1])            # vout >= min ? vout : min
+    out = sel(hi, out, sub_ge(out, hi)[1])                  # vout >= max ? max : vout
+    return _store(out.reshape(-1)[:len(flat)].reshape(sat.shape).astype(np.int64), out_type)
+
+
 def xnnpack_fp32_neon(acc, q, out_type):
-    """ARMv7-class NEON 'fp32' (params fp32_neon: no FCVTNS there): FMUL by the scale, FADD the magic bias 1.5 * 2^23
+    """ARMv7-class NEON 'fp32' (params fp32_neon, the AArch64 C kernels and the AArch32 assembly: no FCVTNS there): FMUL by the scale, FADD the magic bias 1.5 * 2^23
     and take the bits as int32, SQSUB magic_bias_less_output_zero_point (0x4B400000 - zp, saturating), SQXTN to
     int16, SQXTN (SQXTUN for u8), SMAX/SMIN (UMAX/UMIN) with output_min / output_max. No float clamp: beyond
     |v| = 2^22 the magic sum's bits stay monotone and the saturating steps reach the type's end, as the
     reference's clamp does. src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x8-minmax-fp32-neon-mlal-lane.c L153-185 (the
     template src/qs8-gemm/neon-mlal-lane.c.in); microparams-init.c xnn_init_qs8_qc8w_conv_minmax_fp32_neon_params;
-    qu8: src/qu8-gemm/gen/qu8-gemm-1x8-minmax-fp32-neon-mlal-lane.c L173-182 (vqmovun_s16, vmax_u8)."""
+    qu8: src/qu8-gemm/gen/qu8-gemm-1x8-minmax-fp32-neon-mlal-lane.c L173-182 (vqmovun_s16, vmax_u8); AArch32:
+    src/qs8-gemm/4x8-aarch32-neon-mlal-lane-cortex-a7.S.in (VQSUB.S32, VQMOVN.S32, VQMOVN.S16, VMAX/VMIN)."""
     i32 = sqsub_s32(magic_bias_bits(_fp32_scaled(acc, q)).astype(np.int64),
                     MAGIC_BIAS_BITS - _int(q, "output_zero_point"))
     s16 = sqxtn_s32(i32)
@@ -518,6 +548,40 @@ def qd8_f32_unfused(acc, q, out_type):
         return _qd8_clamp((v * b) + bias, q)
 
 
+FLT_MIN = 2.0 ** -126
+
+
+def _flushed(x):
+    """Flush-to-zero (FPCR.FZ / the Standard FPSCR value): a value below 2^-126 in magnitude becomes a zero of its
+    sign. Arm ARM DDI 0487, FPRound and FPUnpack (FZ == '1')."""
+    x = np.asarray(x, np.float64)
+    return np.where(np.abs(x) < FLT_MIN, np.copysign(0.0, x), x)
+
+
+def _ftz_op(a, b, op):
+    """One float32 operation under flush-to-zero: inputs flushed, the exact result (float64 holds a product of
+    two float32 exactly) flushed when it is tiny before rounding, then rounded to float32."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _flushed(op(_flushed(a), _flushed(b))).astype(np.float32)
+
+
+def qd8_f32_unfused_ftz(acc, q, out_type):
+    """qd8-f32-unfused as AArch32 NEON computes it: VCVT.F32.S32, VMUL.F32 by the row's inv_scale, VMUL.F32 by the
+    filter scale, VADD.F32 the bias, VMAX/VMIN, every Advanced SIMD float operation in AArch32 with the Standard
+    FPSCR value (flush-to-zero: denormal inputs and tiny results are zeros). Arm ARM DDI 0406C.d A2.7.3 (Advanced
+    SIMD "always uses the Standard FPSCR value"); src/qd8-f32-qc8w-gemm/gen/qd8-f32-qc8w-gemm-4x8-minmax-asm-
+    aarch32-neonmlal-ld64.S (vmul.f32, vmul.f32, vadd.f32)."""
+    a = _acc(acc)
+    M, N = a.shape
+    v = f32(wrap32(a))
+    v = _ftz_op(v, np.broadcast_to(_col(q, "a_inv_scale", M, F32), v.shape), np.multiply)
+    v = _ftz_op(v, np.broadcast_to(_row(q, "b_scale", N, F32), v.shape), np.multiply)
+    v = _ftz_op(v, np.broadcast_to(_row(q, "bias", N, F32), v.shape), np.add)
+    lo, hi = F32(need(q, "output_min")), F32(need(q, "output_max"))
+    return np.minimum(np.maximum(v, _flushed(lo).astype(np.float32)), _flushed(hi).astype(np.float32)).astype(
+        np.float32)
+
+
 def qd8_f32_scale_product(acc, q, out_type):
     """A plausible mistake: float(acc) times the product a_inv_scale * b_scale (rounded once more), fused with
     the bias. Not XNNPACK's order."""
@@ -630,9 +694,13 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
                 f"{XNNPACK} src/qs8-gemm/MRx8c8-avxvnni.c.in L535-558"),
     OutputStage("xnnpack-fp32-neonv8", xnnpack_fp32_neonv8, "XNNPACK fp32 NEONv8: FCVTNS, SQXTN, SQADD zp, SQXTN",
                 f"{XNNPACK} src/qs8-gemm/c4-neondot.c.in L573-620"),
+    OutputStage("xnnpack-fp32-armsimd32", xnnpack_fp32_armsimd32,
+                "XNNPACK fp32 ARMv6 SIMD32: magic bias, QSUB, SSAT/USAT 8, SSUB8/USUB8 + SEL clamp",
+                f"{XNNPACK} src/qs8-gemm/c4-armsimd32.c.in; {XQ} (fp32_armsimd32)"),
     OutputStage("xnnpack-fp32-neon", xnnpack_fp32_neon,
                 "XNNPACK fp32 NEON (ARMv7 params): FMUL, FADD magic bias, SQSUB magic - zp, SQXTN, SQXTN, SMAX/SMIN",
-                f"{XNNPACK} src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x8-minmax-fp32-neon-mlal-lane.c L153-185; {XQ}"),
+                f"{XNNPACK} src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x8-minmax-fp32-neon-mlal-lane.c L153-185; "
+                f"src/qs8-gemm/4x8-aarch32-neon-mlal-lane-cortex-a7.S.in; {XQ}"),
     OutputStage("xnnpack-rndnu", xnnpack_rndnu, "XNNPACK rndnu, exact: (x*m + 2^(s-1)) >> s, clamp, + zp",
                 f"{XNNPACK} src/xnnpack/requantization.h L140-186"),
     OutputStage("xnnpack-rndnu-scalar", xnnpack_rndnu_scalar,
@@ -689,6 +757,10 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
     OutputStage("qd8-f32-scale-product-unfused", qd8_f32_scale_product_unfused,
                 "XNNPACK's xngen qd8 AArch64 assembly: FMUL b_scale * inv_scale, FMUL f32(acc) by it, FADD bias",
                 f"{XNNPACK} src/qs8-gemm/4x16c4-aarch64-neondot-ld128.S.in L267-300", ("f32",)),
+    OutputStage("qd8-f32-unfused-ftz", qd8_f32_unfused_ftz,
+                "XNNPACK qd8 AArch32 NEON: multiply, multiply, add, each flushing denormals to zero",
+                f"Arm ARM DDI 0406C.d A2.7.3; {XNNPACK} src/qd8-f32-qc8w-gemm/gen/*-asm-aarch32-neonmlal-ld64.S",
+                ("f32",)),
     OutputStage("qd8-f32-scale-product", qd8_f32_scale_product,
                 "f32(acc) * f32(inv_scale * b_scale) fused with the bias (not XNNPACK's order)", "lowp", ("f32",)),
     OutputStage("onednn-ref", onednn_ref,
@@ -709,7 +781,7 @@ QC4W = f"{XNNPACK} src/reference/packing.cc L459, L516-517; src/qs8-qc4w-gemm/ge
        "scalar-lrintf.c (math_asr_s32(vacc, 4)); src/qd8-f32-qc4w-gemm/gen/qd8-f32-qc4w-gemm-1x2-minmax-scalar.c"
 for _name in ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
               "xnnpack-fp32-avxvnni-wrap", "xnnpack-fp32-neonv8", "xnnpack-fp32-neon", "qd8-f32-fma",
-              "qd8-f32-unfused"):
+              "qd8-f32-unfused", "qd8-f32-unfused-ftz"):
     _base = OUTPUT_STAGES[_name]
     OUTPUT_STAGES[f"{_name}-acc28"] = OutputStage(
         f"{_name}-acc28", acc28(_base.compute), f"{_base.description}, on XNNPACK's 4-bit accumulator: "

@@ -94,13 +94,17 @@ def reject_abi_options(kernel: Kernel, strides, igemm) -> None:
                          f"'xnnpack-gemm' or 'xnnpack-igemm'), not {kernel.signature!r}")
 
 
+POINTER_BYTES = {"arm": 4}      # sizeof(void *) of the targets whose pointers are not 8 bytes
+
+
 def ukernel(kernel: Kernel):
     """The lowp.kernels.xnnpack.Ukernel of an XNNPACK-ABI kernel entry."""
     from lowp.kernels.xnnpack import Ukernel
     x = kernel.xnnpack
     return Ukernel(kernel.symbol, x["datatype"], x["params"], kernel.tile.mr, kernel.tile.nr, kernel.tile.kr,
                    x.get("sr", 1), _a_shift(kernel), kernel.signature == "xnnpack-igemm", x.get("bl", 0),
-                   x.get("kernel_zero_point", 8), x.get("nibbles", "signed") == "unsigned")
+                   x.get("kernel_zero_point", 8), x.get("nibbles", "signed") == "unsigned",
+                   POINTER_BYTES.get(kernel.target, 8))
 
 
 def _a_shift(kernel: Kernel) -> int:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# What each signature kind's parameters are, as the calling convention sees them: 'int' (an integer of 8 bytes:
-# int64_t, size_t) or 'ptr'; qd8 XNNPACK ukernels take one more pointer (the per-row quantization parameters).
+# What each signature kind's parameters are, as the calling convention sees them: 'int' (an integer of a register's
+# size, the ELF's word: int64_t, size_t; on a 32-bit target size_t and int32_t) or 'ptr'; qd8 XNNPACK ukernels take one more pointer (the per-row quantization parameters).
 EXPECTED = {
     "gemm": ("int", "int", "int", "ptr", "ptr", "ptr", "ptr"),
     "quant-gemm": ("int", "int", "int", "ptr", "ptr", "ptr", "ptr", "ptr"),
@@ -48,6 +48,7 @@ def parameters(path: str | Path, symbol: str) -> list[tuple[str, str, str]] | No
         elf = ELFFile(f)
         if not elf.has_dwarf_info():
             return None
+        word = elf.elfclass // 8           # an integer of this size is a register's: size_t
         for cu in elf.get_dwarf_info().iter_CUs():
             assembly = _assembly(cu)
             for die in cu.iter_DIEs():
@@ -55,7 +56,7 @@ def parameters(path: str | Path, symbol: str) -> list[tuple[str, str, str]] | No
                     continue
                 if assembly:       # GNU as 2.40 describes a .type @function symbol, with no parameters to read
                     return None
-                return [(_name(child) or "?", *_kind(child)) for child in die.iter_children()
+                return [(_name(child) or "?", *_kind(child, word)) for child in die.iter_children()
                         if child.tag == "DW_TAG_formal_parameter"]
     return None
 
@@ -93,8 +94,8 @@ def _name(die) -> str | None:
     return attr.value.decode() if attr else None
 
 
-def _kind(die) -> tuple[str, str]:
-    """('int' for an 8-byte integer, 'ptr', or the type's own kind) and a C-like spelling of the type."""
+def _kind(die, word: int = 8) -> tuple[str, str]:
+    """('int' for an integer of `word` bytes, 'ptr', or the type's own kind) and a C-like spelling of the type."""
     quals = []
     while die is not None and "DW_AT_type" in die.attributes:
         die = die.get_DIE_from_attribute("DW_AT_type")
@@ -108,7 +109,7 @@ def _kind(die) -> tuple[str, str]:
             size = die.attributes["DW_AT_byte_size"].value
             text = quals[0] if quals else _name(die) or "?"
             float_type = die.attributes["DW_AT_encoding"].value == 4         # DW_ATE_float
-            return ("float" if float_type else "int" if size == 8 else f"int{8 * size}"), text
+            return ("float" if float_type else "int" if size == word else f"int{8 * size}"), text
         if die.tag == "DW_TAG_array_type":                     # a parameter declared as an array is a pointer
             return "ptr", "array"
         return die.tag.replace("DW_TAG_", ""), _name(die) or die.tag

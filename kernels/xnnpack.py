@@ -709,6 +709,7 @@ class Ukernel:
     bl: int = 0                      # qb4w: the block size
     kernel_zero_point: int = 8       # 4-bit: what the params struct is told (0 or 8; the nibbles are the same)
     unsigned_nibbles: bool = False   # qc4uw: nibbles w + 8, the kernel subtracts 8 (madd); int32 sums not 16x
+    pointer_bytes: int = 8           # sizeof(void *) on the kernel's target (4 on 32-bit Arm): an IGEMM's ks
 
     @property
     def d(self) -> Datatype:
@@ -925,10 +926,11 @@ def _igemm_calls(inv: Invocation, u: Ukernel, A, q, ind: Indirection, a_stride, 
     """The indirection buffer (per block of mr rows, ks groups of MR pointers: src/indirection.c L118-148; the
     rows of the last call past M point at `junk(n)`, n poisoned bytes, as XNNPACK's tester points them
     (test/gemm-microkernel-tester.cc L239-243): a ukernel reads all MR rows and must store only mr, so a store or
-    a read by a row past mr shows in C only when those rows hold other values than the last one), the zero buffer (XNN_EXTRA_BYTES past the packed depth,
-    filled with the input zero point: convolution-nhwc.c L841; a qd8 IGEMM compares with a sentinel and reads a
+    a read by a row past mr shows in C only when those rows hold other values than the last one), the zero
+    buffer (XNN_EXTRA_BYTES past the packed depth, filled with the input zero point: convolution-nhwc.c L841; a qd8 IGEMM compares with a sentinel and reads a
     zero_data buffer of its batch's zero point: operator-run.c L782-787), and one call per mr rows with
-    ks = ks * MR * sizeof(void *) (convolution-nhwc.c L2980)."""
+    ks = ks * MR * sizeof(void *) (convolution-nhwc.c L2980; the target's pointer size). The table itself is lowp's
+    (8 bytes an entry, as Pointers; a 32-bit guest's driver writes 4-byte pointers)."""
     d = u.d
     M, K = A.shape
     kc = K // ind.ks
@@ -954,7 +956,8 @@ def _igemm_calls(inv: Invocation, u: Ukernel, A, q, ind: Indirection, a_stride, 
     inv.buffers["indirection"] = np.zeros(len(refs), np.uint64)
     zero_args = [Ref("zero"), Ref("zero_data")] if d.dynamic else [Ref("zero")]
     for i, m0 in enumerate(range(0, M, u.mr)):
-        args = [min(u.mr, M - m0), c.shape[1], kc, ind.ks * u.mr * 8, Ref("indirection", i * ind.ks * u.mr * 8),
+        args = [min(u.mr, M - m0), c.shape[1], kc, ind.ks * u.mr * u.pointer_bytes,
+                Ref("indirection", i * ind.ks * u.mr * 8),
                 Ref("w", 0), Ref("C", m0 * c.row), c.row, c.block_stride, ind.a_offset & 0xFFFF_FFFF_FFFF_FFFF,
                 *zero_args, Ref("params", 0)]
         inv.calls.append((u.symbol, args + ([Ref("quantization_params", 0)] if d.dynamic else [])))

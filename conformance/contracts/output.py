@@ -622,7 +622,7 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                    "max - zp)) + zp; every implementation path equals the reference on the domain",
                    ("s8", "u8"), ScaleDomain.keys,
                    ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
-                    "xnnpack-fp32-neonv8", "xnnpack-fp32-neon"),
+                    "xnnpack-fp32-neonv8", "xnnpack-fp32-neon", "xnnpack-fp32-armsimd32"),
                    ("xnnpack-fp32-avxvnni-wrap", "xnnpack-rndnu", "fbgemm-float-generic"),
                    f"{XNN_REQ}; {XNN_INIT}", XNN_FP32_DOMAIN),
     OutputContract("xnnpack-rndnu", "XNNPACK rndnu: (x * mantissa24 + 2^(s-1)) >> s with s from the scale's exponent, "
@@ -678,11 +678,12 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                                             fbgemm_clamp=True)),
     OutputContract("qd8-f32", "XNNPACK qd8 float output: f32(acc) * inv_scale[m], then * b_scale[n] + bias[n] fused "
                    "(x86, AArch64) or not (scalar, AArch32), clamp", ("f32",), Qd8Domain.keys,
-                   ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-scale-product-unfused"), ("qd8-f32-scale-product",),
-                   QD8, Qd8Domain()),
+                   ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-scale-product-unfused", "qd8-f32-unfused-ftz"),
+                   ("qd8-f32-scale-product",), QD8, Qd8Domain()),
     OutputContract("qd8-f32-qc4w", "XNNPACK qd8 float output of the 4-bit qc4w kernels: the qd8 stages on the "
                    "accumulator wrapped to 28 bits (the int32 holds 16x the sum)", ("f32",), Qd8Domain.keys,
-                   ("qd8-f32-fma-acc28", "qd8-f32-unfused-acc28"), ("qd8-f32-fma", "qd8-f32-unfused"),
+                   ("qd8-f32-fma-acc28", "qd8-f32-unfused-acc28", "qd8-f32-unfused-ftz-acc28"),
+                   ("qd8-f32-fma", "qd8-f32-unfused"),
                    f"{QD8}; {XNN_QC4W}", Qd8Domain()),
     OutputContract("qdu8-f32-qc4w", "the same with unsigned inputs (u8 A, uint8 row zero points)", ("f32",),
                    Qd8Domain.keys, ("qd8-f32-fma-acc28", "qd8-f32-unfused-acc28"), ("qd8-f32-fma", "qd8-f32-unfused"),

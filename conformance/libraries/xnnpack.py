@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lowp.isa_models.requant import OUTPUT_STAGES
 from lowp.kernels.xnnpack import UkernelName, parse_ukernel_name
 
 from lowp.conformance.run import campaign as seam
@@ -38,6 +39,7 @@ class Isa:
     requires: tuple[str, ...] = ()     # the dot instruction of its claimed path (any of them must execute)
     fp32_stage: str | None = None      # the output stage its fp32 kernels compute (fp32_scalar params)
     skip: str = ""                     # why lowp does not run it
+    layouts: tuple[tuple[str, str], ...] = ()   # (params layout, output stage) this ISA's kernels compute
 
 
 _SKX = ("avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "fma", "f16c")
@@ -89,11 +91,37 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
     # kernels, mr and nr asked of <name>_get_mr()/_get_nr() on the target (kleidiai_tile); SME2 runs on qemu 11.
     Isa("neonsme", "aarch64", ("asimd", "sme"), ("-mcpu=cortex_a76+i8mm+sve2+sme",), ("smopa", "sdot")),
     Isa("neonsme2", "aarch64", ("asimd", "sme", "sme2"), ("-mcpu=cortex_a76+i8mm+sve2+sme2",), ("smopa", "sdot")),
-    Isa("armsimd32", None, skip="AArch32 only (ARMv6 SIMD): lowp has no AArch32 target"),
+    # ARMv6 SIMD32 C kernels (CMakeLists.txt L1046: -march=armv6 -mfpu=vfp -munaligned-access, and -marm for every
+    # arm source, L1045): zig takes the -mcpu lowp.emulator.targets.arm chooses for armv6 (arm1176jzf_s+dsp)
+    Isa("armsimd32", "arm", ("armv6",), ("-marm", "-munaligned-access"), ("smlad",),
+        layouts=(("fp32_armsimd32", "xnnpack-fp32-armsimd32"),)),
+    Isa("neonmlal", None, skip="an AArch32 assembly token (the qd8 *_asm_aarch32_neonmlal_* kernels)"),
     Isa("hvx", None, skip="Hexagon HVX: lowp has no Hexagon target"),
     *(Isa(w, None, skip="WebAssembly: lowp has no wasm target")
       for w in ("wasm", "wasmsimd", "wasmrelaxedsimd", "wasmsdot", "wasmusdot", "wasmpshufb", "wasmblendvps")),
 )}
+# The AArch32 kernels' ISA tokens (a name with asm_aarch32 / aarch32): the same tokens as AArch64's, another
+# target. XNNPACK assembles every AArch32 .S file with -march=armv8.2-a+dotprod+fp16 -mfpu=neon-fp-armv8 (CMakeLists.txt
+# L1066) and dispatches them by what the CPU has (src/configs/gemm-config.c: neon, neon_v8, neon_dot); lowp
+# assembles each for the least CPU its dispatch asks (lowp.emulator.targets.arm.build_cpu: cortex_a7 for neon,
+# cortex_a53 for neonv8, cortex_a55 for neondot), so that an instruction beyond the claim does not build.
+_A32_MLAL = ("vmlal", "vmull")
+_A32_NEON = (("fp32_neon", "xnnpack-fp32-neon"),)
+AARCH32_ISAS: dict[str, Isa] = {i.name: i for i in (
+    Isa("neon", "arm", ("neon",), ("-marm",), _A32_MLAL, layouts=_A32_NEON),
+    Isa("neonmlal", "arm", ("neon",), ("-marm",), _A32_MLAL),
+    Isa("neonv8", "arm", ("neon", "armv8"), ("-marm",), _A32_MLAL),
+    Isa("neondot", "arm", ("neon", "asimddp"), ("-marm",), ("vsdot", "vudot")),
+    Isa("neonfp16arith", None, skip="fp16 output (qd8-f16) kernels: lowp has no f16 output type"),
+    Isa("neondotfp16arith", None, skip="fp16 output (qd8-f16) kernels: lowp has no f16 output type"),
+)}
+
+
+def isa_of(name: UkernelName) -> Isa | None:
+    """The ISA row of a kernel: the AArch32 table's for an AArch32 kernel, ISAS' otherwise (None: unknown)."""
+    return (AARCH32_ISAS if name.arch == "aarch32" else ISAS).get(name.isa or "")
+
+
 # The output-stage models lowp knows for each params layout that is not per ISA.
 LAYOUT_STAGES = {"fp32_neonv8": "xnnpack-fp32-neonv8", "fp32_neon": "xnnpack-fp32-neon", "rndnu_neon": "xnnpack-rndnu-neon",
                  "rndnu_scalar": "xnnpack-rndnu-scalar", "rndnu16_scalar": "xnnpack-rndnu16"}
@@ -263,9 +291,10 @@ def translate(item: YamlEntry, checkout: Checkout) -> Mapped | Skip:
 
 def _unsupported(name: UkernelName, data: dict, checkout: Checkout) -> Skip | None:
     """What the name or the entry's extra keys ask for that lowp does not run, before the ABI is consulted."""
-    if name.arch == "aarch32":
-        return Skip("AArch32 not run", "AArch32 kernel: lowp has no AArch32 target")
-    isa = ISAS.get(name.isa or "")
+    isa = isa_of(name)
+    if name.arch == "aarch32" and isa is None:
+        return Skip("AArch32 not run", f"AArch32 kernel of ISA {name.isa or '(none)'}: lowp has no model of its "
+                                       f"ISA (tokens: {', '.join(name.variant)})")
     if isa is None:
         return Skip("ISA unknown", f"no ISA lowp knows in {name.name.split('__', 1)[1]!r} (tokens: "
                                    f"{', '.join(name.variant)})")
@@ -376,7 +405,7 @@ def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) 
     d = xnnpack.DATATYPES[abi["xnnpack"]["datatype"]]
     scaled = d.weight_bits == 4 and abi["xnnpack"].get("nibbles") != "unsigned"     # 16x sums: 28-bit accumulators
     output = _output_contract(d, name.requantization, scaled)
-    stage = _stage(name, abi["xnnpack"]["params"], ISAS[name.isa], scaled)
+    stage = _stage(name, abi["xnnpack"]["params"], isa_of(name), scaled)
     for result in (output, stage):
         if isinstance(result, Skip):
             return result
@@ -385,7 +414,7 @@ def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) 
         return Skip("source not found", f"no definition of {name.name} under {checkout.root / 'src'} (a C "
                                         f"'void {name.name}(' or an assembly 'BEGIN_FUNCTION {name.name}')")
     entry = _entry(item, name, abi, d, output, stage, source, checkout)
-    return entry if isinstance(entry, Skip) else Mapped(entry, name, ISAS[name.isa])
+    return entry if isinstance(entry, Skip) else Mapped(entry, name, isa_of(name))
 
 
 # The output-stage contract of each datatype's kernels (the requantizing ones: by their requantization token).
@@ -418,7 +447,6 @@ def _stage(name: UkernelName, layout: str, isa: Isa, scaled: bool) -> str | Skip
     """The output stage model of the kernel: by params layout, then by ISA (x86 and RVV fp32), then by the scalar
     variant (fmagic, imagic, lrintf); on 4-bit weights its -acc28 form (the int32 holds 16x the sum); a Skip where
     lowp has no model of it."""
-    from lowp.isa_models.requant import OUTPUT_STAGES
     stage = _base_stage(name, layout, isa)
     if isinstance(stage, Skip) or not scaled:
         return stage
@@ -440,7 +468,15 @@ def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
         # gemm_compiler multiplies, then adds (FMUL, FADD: every qd8-f32-qc8w *-asm-aarch64-* source of @75db3c0),
         # and so do RVV (vfmul, vfadd) and the scalar kernels
         fused = (isa.target == "x86-64" and "fma" in isa.features) or (isa.target == "aarch64" and not name.assembly)
+        if isa.target == "arm":       # AArch32 NEON flushes denormals (the Standard FPSCR value)
+            ftz = f"qd8-{QD8_LAYOUTS[layout]}-unfused-ftz"
+            return ftz if ftz in OUTPUT_STAGES else Skip(
+                "output stage not modelled", f"{name.name}: no flush-to-zero model of the {QD8_LAYOUTS[layout]} "
+                                             "output (AArch32 NEON flushes denormals)")
         return f"qd8-{QD8_LAYOUTS[layout]}-{'fma' if fused else 'unfused'}"
+    own = dict(isa.layouts).get(layout)
+    if own:
+        return own
     if layout in LAYOUT_STAGES:
         return LAYOUT_STAGES[layout]
     if isa.name == "scalar":
@@ -476,7 +512,7 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
     """The kernel entry: the ABI facts lowp.kernels.xnnpack read from the test entry (signature, tile, the xnnpack
     table, a_shift, types; its packing follows from them, no free text), XNNPACK's build of the source, the
     contracts and the models."""
-    isa = ISAS[name.isa]
+    isa = isa_of(name)
     accumulation = _accumulation(name, isa)
     if isinstance(accumulation, Skip):
         return accumulation
@@ -488,14 +524,15 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
     lo_b, hi_b = d.weight_range
     if b_domain:
         lo_b, hi_b = max(lo_b, b_domain[0]), min(hi_b, b_domain[1])
-    x86 = isa.target == "x86-64"
+    x86, arm = isa.target == "x86-64", isa.target == "arm"
     entry = {
         "name": name.name, "target": isa.target, "features": list(isa.features), "sources": [str(source)],
         "symbol": abi["symbol"], "signature": abi["signature"],
         "a_type": abi["a_type"], "b_type": abi["b_type"], "c_type": abi["c_type"],
         # XNNPACK's build: -fno-math-errno for every ukernel (CMakeLists.txt L1042), -ffp-contract=off under GCC
         # (L411: no FMA contraction), the ISA's flags (x86; zig's AArch64/RISC-V -mcpu covers theirs), -O2.
-        "cflags": ["-O2", "-fno-math-errno", *(("-ffp-contract=off", *isa.copts) if x86 else ())],
+        # 32-bit Arm: the ISA's flags but -march/-mfpu (zig's -mcpu: lowp.emulator.targets.arm.build_cpu)
+        "cflags": ["-O2", "-fno-math-errno", *(("-ffp-contract=off", *isa.copts) if x86 or arm else ())],
         "include_dirs": [str(STUBS), str(checkout.root)],
         # what XNNPACK's build defines (CMakeLists.txt L345-384, L1226): assembly on, the ISA on, no logging
         "defines": ["XNN_ENABLE_ASSEMBLY=1", "XNN_LOG_LEVEL=0", f"XNN_ENABLE_{isa.name.upper()}=1",

@@ -77,6 +77,10 @@ def known_mnemonics(target: str) -> set[str]:
         names |= set(VXUNARY0.values()) | {"vsetvli", "vsetivli", "vsetvl", "vle8.v", "vle16.v", "vle32.v",
                                            "vle64.v", "vse8.v", "vse16.v", "vse32.v", "vse64.v"}
         return names | {i.mnemonic for i in intrinsics("riscv64")}
+    if target == "arm":                 # capstone 5's A32 names (VMLAL, VSDOT, SMLAD; no data-type suffix)
+        from capstone import arm_const
+        names = {n[len("ARM_INS_"):].lower() for n in dir(arm_const) if n.startswith("ARM_INS_")}
+        return names | {i.mnemonic for i in intrinsics("arm")}
     module, prefix, arch = (x86_const, "X86_INS_", "x86") if target == "x86-64" else (arm64_const, "ARM64_INS_",
                                                                                        "aarch64")
     names = {n[len(prefix):].lower() for n in dir(module) if n.startswith(prefix)}
