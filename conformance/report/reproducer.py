@@ -6,8 +6,9 @@ them, the indirection buffer's pointers and the zero buffer of an IGEMM, C's poi
 made, argument for argument (lowp.kernels.abi.invocation, the same adapter every executor runs). The kernel is
 declared by its ABI (size_t for every integer, pointers for buffers), so the file needs no header of the library:
 it builds with the kernel's own sources and flags and nothing of lowp. It exits 1 and lists the elements that
-differ while the bug is there, 0 once it is fixed. XNN_EXTRA_BYTES of slack follow every buffer, as the library
-allows its kernels to over-read.
+differ while the bug is there, 0 once it is fixed. Slack follows every buffer, as the library allows its kernels
+to over-read, holding the executors' canary bytes: a kernel whose result depends on what it over-reads computes
+here what it computed under lowp.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 SLACK = 128          # bytes after every buffer: the largest over-read XNNPACK allows (XNN_EXTRA_BYTES on Hexagon)
+CANARY = 0xA5        # what every executor puts after a buffer (kernels.guard, emulator.machine): a kernel that lets
+                     # over-read bytes into C must see the same ones here
 CROSS = {"aarch64": ("aarch64-linux-gnu-gcc -static", "qemu-aarch64 "), "riscv64":
          ("riscv64-linux-gnu-gcc -static", "qemu-riscv64 -cpu rv64,v=true,vlen=128 ")}
 
@@ -55,11 +58,14 @@ def c_source(kernel, row: dict, title: str = "") -> str:
     out += ["", f"static const size_t c_offset[{M}][{N}] = {{{_rows(offsets)}}};",
             f"static const uint8_t expected[{M}][{N}][{expected.itemsize}] = {{{_element_bytes(expected)}}};",
             "", "int main(void) {"]
+    for name, array in inv.buffers.items():
+        if name not in inv.pointers:
+            out.append(f"    memset({_c(name)} + {np.asarray(array).nbytes}, {CANARY}, {SLACK});")
     for name, refs in inv.pointers.items():
         out += [f"    {_c(name)}[{i}] = {_pointer(r)};" for i, r in enumerate(refs)]
     for symbol, args in inv.calls:
         out.append(f"    {symbol}({', '.join(_argument(a) for a in args)});")
-    out += _compare(_c(inv.output), kernel.c_type, M, N) + ["}", ""]
+    out += _compare(_c(inv.output), kernel.c_type, expected.itemsize, M, N) + ["}", ""]
     return "\n".join(out)
 
 
@@ -114,8 +120,11 @@ def _pointer(ref) -> str:
     return f"(void *) ((uintptr_t) {_c(ref.buffer)} + {int(ref.offset)})" if ref.offset else f"(void *) {_c(ref.buffer)}"
 
 
-def _compare(c_buffer: str, c_type: str, M: int, N: int) -> list[str]:
-    fmt = {"f32": ("float", "%.9g"), "s8": ("int8_t", "%d"), "u8": ("uint8_t", "%d")}.get(c_type, ("uint8_t", "%d"))
+def _compare(c_buffer: str, c_type: str, itemsize: int, M: int, N: int) -> list[str]:
+    """Bits compared; values printed as the type's (f16 and bf16 as their bits, which C has no type for)."""
+    bits = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}[itemsize]
+    fmt = {"f32": ("float", "%.9g"), "s8": ("int8_t", "%d"), "u8": ("uint8_t", "%d"), "s32": ("int32_t", "%d")}.get(
+        c_type, (bits, f"0x%0{2 * itemsize}x"))
     return [f"    int differ = 0;",
             f"    for (int i = 0; i < {M}; i++) for (int j = 0; j < {N}; j++) {{",
             f"        {fmt[0]} got, want;",
