@@ -96,39 +96,35 @@ def _cpu_name(value: str) -> str:
 
 
 def _aarch64(flags: list[str], default_cpu: str) -> tuple[str, list[str]]:
-    cpu, features = default_cpu.split("+")[0], default_cpu.split("+")[1:]
-    for flag in flags:
-        key, _, value = flag.partition("=")
-        if key == "-march":
-            head, extensions = _split(value)
-            cpu, features = "generic", [_arm_version(head, flag), *_extensions(extensions, AARCH64_EXTENSIONS)]
-        elif key == "-mcpu":
-            head, extensions = _split(value)
-            _not_native(head, flag)
-            cpu, features = _cpu_name(head), _extensions(extensions, AARCH64_EXTENSIONS)
-        elif key != "-mtune":
-            raise CpuFlagError(f"{flag}: not an AArch64 option (AArch64 takes -march, -mcpu, -mtune)")
-    return cpu, features
+    return _arm_family(flags, default_cpu, AARCH64_EXTENSIONS, None, "an AArch64 option (it takes -march, -mcpu, "
+                                                                     "-mtune)")
 
 
 def _arm(flags: list[str], default_cpu: str) -> tuple[str, list[str]]:
-    cpu, arch_features, fpu = default_cpu.split("+")[0], default_cpu.split("+")[1:], []
+    return _arm_family(flags, default_cpu, ARM_EXTENSIONS, ARM_FPUS, "an AArch32 CPU option (it takes -march, "
+                                                                     "-mcpu, -mfpu, -mtune)")
+
+
+def _arm_family(flags: list[str], default_cpu: str, extensions: dict, fpus: dict | None,
+                what: str) -> tuple[str, list[str]]:
+    """-march=armvX.Y-a+ext / -mcpu=<cpu>+ext (the last one wins, as with GCC), and AArch32's -mfpu."""
+    cpu, features, fpu = default_cpu.split("+")[0], default_cpu.split("+")[1:], []
     for flag in flags:
         key, _, value = flag.partition("=")
         if key == "-march":
-            head, extensions = _split(value)
-            cpu, arch_features = "generic", [_arm_version(head, flag), *_extensions(extensions, ARM_EXTENSIONS)]
+            head, names = _split(value)
+            cpu, features = "generic", [_arm_version(head, flag), *_extensions(names, extensions)]
         elif key == "-mcpu":
-            head, extensions = _split(value)
+            head, names = _split(value)
             _not_native(head, flag)
-            cpu, arch_features = _cpu_name(head), _extensions(extensions, ARM_EXTENSIONS)
-        elif key == "-mfpu":
-            if value not in ARM_FPUS:
-                raise CpuFlagError(f"{flag}: not a -mfpu value lowp knows ({', '.join(ARM_FPUS)})")
-            fpu = list(ARM_FPUS[value])
+            cpu, features = _cpu_name(head), _extensions(names, extensions)
+        elif key == "-mfpu" and fpus is not None:
+            if value not in fpus:
+                raise CpuFlagError(f"{flag}: not a -mfpu value lowp knows ({', '.join(fpus)})")
+            fpu = list(fpus[value])
         elif key != "-mtune":
-            raise CpuFlagError(f"{flag}: not an AArch32 CPU option (it takes -march, -mcpu, -mfpu, -mtune)")
-    return cpu, [*arch_features, *fpu]
+            raise CpuFlagError(f"{flag}: not {what}")
+    return cpu, [*features, *fpu]
 
 
 def _riscv(flags: list[str], default_cpu: str) -> tuple[str, list[str]]:
