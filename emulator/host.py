@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from lowp.emulator.buildcache import CacheError
-from lowp.emulator.features import AARCH64_HWCAPS, COMPILER_NAMES, RISCV64_EXTENSIONS, TARGETS, X86_LINUX_FLAGS, \
+from lowp.emulator.features import AARCH64_HWCAPS, COMPILER_NAMES, HEXAGON_FEATURES, RISCV64_EXTENSIONS, TARGETS, X86_LINUX_FLAGS, \
     did_you_mean
 from lowp.emulator.x86.cpuid import FEATURE_BITS, detected_x86_features
 
@@ -111,6 +111,8 @@ def known_features(target: str) -> frozenset[str]:
         names = set(AARCH64_HWCAPS)
     elif target == "riscv64":
         names = set(RISCV64_EXTENSIONS)
+    elif target == "hexagon":
+        names = set(HEXAGON_FEATURES)
     else:
         raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     if host_arch() == target:

@@ -9,6 +9,7 @@
  *   SIGACTION_RESTORER   1 if the kernel's struct sigaction has sa_restorer (AArch64), 0 if not (RISC-V)
  *   lowpq_sys6, lowpq_setjmp, lowpq_longjmp, lowpq_invoke(frame)
  *   lowpq_capture(reply, context)   the pc (reply[4]) and the registers (reply[5...]) from a signal's ucontext
+ *   LOWPQ_SETUP          optional: a function main() calls once the signal handlers are installed
  *
  * The protocol (little-endian 64-bit words, byte data padded to 8):
  *   request  op (OP_CALL, OP_HELLO or OP_EXIT), budget_us, count (1: block counts through lowp's TCG plugin),
@@ -23,10 +24,18 @@
  *            byte of the allowed over-read (index from its start, or -1), then its bytes
  *   OP_HELLO reply: pid, page size, AT_HWCAP, AT_HWCAP2 (the CPU features qemu's -cpu gives)
  *
- * The Linux system call numbers below are asm-generic's (include/uapi/asm-generic/unistd.h), which AArch64 and
- * RISC-V 64 both use. */
+ * The Linux system call numbers below are asm-generic's (include/uapi/asm-generic/unistd.h), which AArch64,
+ * RISC-V 64 and Hexagon use (Hexagon's 222 is mmap2: the same call for offset 0).
+ *
+ * 32-bit guests (Hexagon): the protocol's words stay 64-bit (a pointer or scalar is a word's low half); what the
+ * kernel's ABI lays out is the guest's own: siginfo's si_addr (SIGINFO_ADDR), stack_t, iovec and the auxiliary
+ * vector in unsigned long, and a pointer table's entries in 32-bit words of (slot << 27) | (offset mod 2^27)
+ * (sign-extended from 27 bits), which the driver replaces by 32-bit addresses. */
 #include <stddef.h>
 #include <stdint.h>
+
+#define GUEST64 (UINTPTR_MAX > 0xFFFFFFFFu)
+#define SIGINFO_ADDR (GUEST64 ? 16 : 12)      /* si_signo, si_errno, si_code, then the union (pointer-aligned) */
 
 long lowp_read(int fd, void *buf, long n);
 long lowp_write(int fd, const void *buf, long n);
@@ -60,7 +69,8 @@ static volatile int armed;
 static uint64_t reply[HEADER];          /* status, signo, code, addr, pc, the arch's registers */
 
 /* ---- the signal handler ---- */
-/* The kernel's siginfo_t: si_signo @0, si_code @8, si_addr @16 (include/uapi/asm-generic/siginfo.h). */
+/* The kernel's siginfo_t: si_signo @0, si_code @8, si_addr @16 (@12 on a 32-bit guest; include/uapi/asm-generic/
+   siginfo.h). */
 struct kernel_sigaction {
     void (*handler)(int, void *, void *);
     unsigned long flags;
@@ -83,13 +93,13 @@ static void lowpq_on_signal(int signo, void *info, void *context) {
     reply[0] = 1;
     reply[1] = (uint64_t)signo;
     reply[2] = (uint64_t)*(const int32_t *)((const char *)info + 8);
-    reply[3] = *(const uint64_t *)((const char *)info + 16);
+    reply[3] = (uint64_t)*(const uintptr_t *)((const char *)info + SIGINFO_ADDR);
     lowpq_capture(reply, context);
     lowpq_longjmp(jump, 1);
 }
 
 static void lowpq_install(void) {
-    struct { void *sp; int flags; uint64_t size; } ss = {altstack, 0, sizeof altstack};
+    struct { void *sp; int flags; unsigned long size; } ss = {altstack, 0, sizeof altstack};
     lowpq_sys6(SYS_SIGALTSTACK, (long)&ss, 0, 0, 0, 0, 0);
     /* SA_NODEFER: the signal stays unblocked after the handler siglongjmps away (the mask is also reset then). */
     struct kernel_sigaction sa = {0};
@@ -105,21 +115,21 @@ static void lowpq_set_timer(uint64_t us) {
 }
 
 /* ---- I/O: readv/writev over every piece of a request or reply, whatever the pipe's chunking ---- */
-struct iovec { void *base; uint64_t len; };
+struct iovec { void *base; unsigned long len; };
 enum { SYS_READV = 65, SYS_WRITEV = 66, MAX_IOV = 1 + 3 * MAX_ARGS };
 
 static void lowpq_transfer(long nr, int fd, struct iovec *iov, int n) {
     while (n) {
         long done = lowpq_sys6(nr, fd, (long)iov, n, 0, 0, 0);
         if (done <= 0) lowp_exit(done == 0 ? 0 : nr == SYS_READV ? 3 : 4);   /* the host closed the pipe: done */
-        while (n && (uint64_t)done >= iov->len) {
+        while (n && (unsigned long)done >= iov->len) {
             done -= (long)iov->len;
             iov++;
             n--;
         }
         if (n) {
             iov->base = (char *)iov->base + done;
-            iov->len -= (uint64_t)done;
+            iov->len -= (unsigned long)done;
         }
     }
 }
@@ -147,8 +157,12 @@ static char *lowpq_place(int i, uint64_t size) {
         b->map = 0;
     }
     if (!b->map) {
+#if GUEST64
         /* above 4 GiB (a hint): a kernel that truncates a pointer to 32 bits faults */
         long hint = 0x100000000L + (long)i * 0x40000000L;
+#else
+        long hint = 0;                  /* a 32-bit guest: wherever the kernel puts it */
+#endif
         long m = lowpq_sys6(SYS_MMAP, hint, (long)total, PROT_NONE, MAP_PRIVATE_ANONYMOUS, -1, 0);
         if (m < 0 && m > -4096) lowp_exit(5);
         if (lowpq_sys6(SYS_MPROTECT, m + (long)page, (long)size, PROT_RW, 0, 0, 0)) lowp_exit(6);
@@ -166,7 +180,7 @@ static const uint64_t CANARY8 = 0x0101010101010101ull * CANARY;
 
 static int64_t lowpq_first_damaged(const unsigned char *p, uint64_t n) {
     uint64_t i = 0;
-    for (; i < n && ((uint64_t)(p + i) & 7); i++)
+    for (; i < n && ((uintptr_t)(p + i) & 7); i++)
         if (p[i] != CANARY) return (int64_t)i;
     for (; i + 64 <= n; i += 64) {
         const uint64_t *w = (const uint64_t *)(p + i);
@@ -183,7 +197,7 @@ static int64_t lowpq_first_damaged(const unsigned char *p, uint64_t n) {
 
 static void lowpq_fill(unsigned char *p, uint64_t n) {
     uint64_t i = 0;
-    for (; i < n && ((uint64_t)(p + i) & 7); i++) p[i] = CANARY;
+    for (; i < n && ((uintptr_t)(p + i) & 7); i++) p[i] = CANARY;
     for (; i + 64 <= n; i += 64) {
         uint64_t *w = (uint64_t *)(p + i);
         w[0] = w[1] = w[2] = w[3] = w[4] = w[5] = w[6] = w[7] = CANARY8;
@@ -228,13 +242,14 @@ static void lowpq_serve_call(void) {
         }
         iov[n++] = (struct iovec){base[i], size};
         if (size % 8) iov[n++] = (struct iovec){&pad, 8 - size % 8};
-        uint64_t address = (uint64_t)base[i];
+        uint64_t address = (uint64_t)(uintptr_t)base[i];
         if (kind == 3) continue;
         if (i < 8) request.frame.x[ARG_SLOT(i)] = address; else request.frame.stack[i - 8] = address;
     }
     lowpq_transfer(SYS_READV, 0, iov, n);
     for (uint64_t i = 0; i < nargs; i++) {
         if (request.args[i][0] != 2) continue;
+#if GUEST64
         uint64_t *word = (uint64_t *)base[i];
         for (uint64_t j = 0; j < request.args[i][1] / 8; j++) {
             uint64_t slot = word[j] >> 48, offset = word[j] & 0xFFFFFFFFFFFFull;
@@ -242,6 +257,15 @@ static void lowpq_serve_call(void) {
             if (offset >> 47) offset |= 0xFFFF000000000000ull;      /* a negative offset */
             word[j] = (uint64_t)base[slot] + offset;
         }
+#else
+        uint32_t *word = (uint32_t *)base[i];
+        for (uint64_t j = 0; j < request.args[i][1] / 4; j++) {
+            uint32_t slot = word[j] >> 27, offset = word[j] & 0x7FFFFFFu;
+            if (slot >= nargs || request.args[slot][0] == 0) lowp_exit(8);
+            if (offset >> 26) offset |= 0xF8000000u;                 /* a negative offset */
+            word[j] = (uint32_t)(uintptr_t)base[slot] + offset;
+        }
+#endif
     }
     for (int i = 0; i < HEADER; i++) reply[i] = 0;
     uint64_t budget_us = request.budget_us, count = request.count;
@@ -287,7 +311,7 @@ static uint64_t lowpq_auxv(char **argv, uint64_t type, uint64_t otherwise) {
     while (*p) p++;
     p++;
     while (*p) p++;
-    for (uint64_t *aux = (uint64_t *)(p + 1); aux[0]; aux += 2)
+    for (unsigned long *aux = (unsigned long *)(p + 1); aux[0]; aux += 2)
         if (aux[0] == type) return aux[1];
     return otherwise;
 }
@@ -296,6 +320,9 @@ int main(int argc, char **argv) {
     (void)argc;
     page = lowpq_auxv(argv, 6, 4096);
     lowpq_install();
+#ifdef LOWPQ_SETUP
+    LOWPQ_SETUP();                      /* the arch part's own start-up (Hexagon: where the context keeps the pc) */
+#endif
     for (;;) {
         lowpq_read_all(&request, sizeof request);
         uint64_t op = request.op;
