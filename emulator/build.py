@@ -64,6 +64,8 @@ class Recipe:
     freestanding_headers: bool = False    # lowp's emulator/include first (-isystem)
     link_flags: tuple[str, ...] = ()
     compile_flags: tuple[str, ...] = ()   # after BASE_FLAGS (so they override them)
+    libc_headers: tuple[str, ...] = ()    # folders of zig's lib/libc/include searched last (-idirafter): -nostdlib
+                                          # drops zig's libc headers, which kernels written for a libc include
 
 
 # The recipes live here, not in the targets that use them: build() takes one by name, and the targets sit above
@@ -88,7 +90,8 @@ HEXAGON_CPU = "hexagonv68+hvxv68+hvx_length128b"
 # leaves out unless asked for.
 HEXAGON_LINUX = Recipe("hexagon-linux", "hexagon-linux-musl", HEXAGON_CPU, HERE / "linux_runtime_hexagon.c",
                        "EM_QDSP6", compile_flags=("-flax-vector-conversions=integer",),
-                       link_flags=("-lcompiler_rt",))
+                       link_flags=("-lcompiler_rt",),
+                       libc_headers=("hexagon-linux-musl", "generic-musl", "hexagon-linux-any", "any-linux-any"))
 RECIPES = {r.name: r for r in (BARE, LINUX, RISCV64_LINUX, HEXAGON_LINUX, X86_64_STATIC)}
 
 
@@ -193,6 +196,16 @@ def zig(directory: Path, driver: str = "cc") -> Toolchain:
     return Toolchain((sys.executable, "-m", "ziglang", driver), compiler_version(), env)
 
 
+def zig_libc_headers(how: Recipe) -> tuple[str, ...]:
+    """-idirafter flags for the recipe's libc header folders, inside the installed ziglang package (after lowp's
+    own headers and the kernel's, so lowp's assert.h and string.h still win)."""
+    if not how.libc_headers:
+        return ()
+    import ziglang
+    root = Path(ziglang.__file__).resolve().parent / "lib" / "libc" / "include"
+    return tuple(f"-idirafter{root / name}" for name in how.libc_headers)
+
+
 def include_files() -> list[Path]:
     """lowp's freestanding headers: -isystem keeps them out of -MMD's list, so their bytes join the key as
     inputs (a changed header in a new lowp rebuilds)."""
@@ -225,7 +238,7 @@ def build(*sources, target: str = "bare", flags=(), cpu: str | None = None, depe
         out = buildcache.build(
             zig(directory), [*paths, *runtime], directory=directory, stem=f"{paths[0].stem}-{target}",
             suffix=".elf", compile_flags=("-target", how.triple, f"-mcpu={cpu}", *BASE_FLAGS, *how.compile_flags, *headers,
-                                         *flags),
+                                         *flags, *zig_libc_headers(how)),
             link_flags=how.link_flags,
             inputs=[*depends, *(include_files() if headers else ())],
             cxx=zig(directory, "c++") if cxx else None, language_flags={"c++": CXX_FLAGS})

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 # What each signature kind's parameters are, as the calling convention sees them: 'int' (an integer of 8 bytes:
-# int64_t, size_t) or 'ptr'; qd8 XNNPACK ukernels take one more pointer (the per-row quantization parameters).
+# int64_t, size_t; on a 32-bit target, the register-wide size_t of 4 bytes) or 'ptr'; qd8 XNNPACK ukernels take one more pointer (the per-row quantization parameters).
 EXPECTED = {
     "gemm": ("int", "int", "int", "ptr", "ptr", "ptr", "ptr"),
     "quant-gemm": ("int", "int", "int", "ptr", "ptr", "ptr", "ptr", "ptr"),
@@ -55,7 +55,8 @@ def parameters(path: str | Path, symbol: str) -> list[tuple[str, str, str]] | No
                     continue
                 if assembly:       # GNU as 2.40 describes a .type @function symbol, with no parameters to read
                     return None
-                return [(_name(child) or "?", *_kind(child)) for child in die.iter_children()
+                word = cu["address_size"]          # the target's pointer (and size_t) width: 8, or 4 (Hexagon)
+                return [(_name(child) or "?", *_kind(child, word)) for child in die.iter_children()
                         if child.tag == "DW_TAG_formal_parameter"]
     return None
 
@@ -93,8 +94,9 @@ def _name(die) -> str | None:
     return attr.value.decode() if attr else None
 
 
-def _kind(die) -> tuple[str, str]:
-    """('int' for an 8-byte integer, 'ptr', or the type's own kind) and a C-like spelling of the type."""
+def _kind(die, word: int = 8) -> tuple[str, str]:
+    """('int' for an 8-byte integer or one as wide as a pointer (`word` bytes: size_t), 'ptr', or the type's own
+    kind) and a C-like spelling of the type."""
     quals = []
     while die is not None and "DW_AT_type" in die.attributes:
         die = die.get_DIE_from_attribute("DW_AT_type")
@@ -108,7 +110,7 @@ def _kind(die) -> tuple[str, str]:
             size = die.attributes["DW_AT_byte_size"].value
             text = quals[0] if quals else _name(die) or "?"
             float_type = die.attributes["DW_AT_encoding"].value == 4         # DW_ATE_float
-            return ("float" if float_type else "int" if size == 8 else f"int{8 * size}"), text
+            return ("float" if float_type else "int" if size in (8, word) else f"int{8 * size}"), text
         if die.tag == "DW_TAG_array_type":                     # a parameter declared as an array is a pointer
             return "ptr", "array"
         return die.tag.replace("DW_TAG_", ""), _name(die) or die.tag
