@@ -1,8 +1,8 @@
 """Hexagon (v68, HVX with 128-byte vectors) on x86-64 under qemu-hexagon: a static Linux program (zig, target
 hexagon-linux-musl with musl's headers and no libc; linux_runtime_hexagon.c), the driver qemu_driver_hexagon.c.
 
-What qemu-hexagon 10 runs right and what it does not (measured: /work/shared/research/more-targets.md, and the HVX
-models' proof in tests/test_hexagon.py): integer HVX is right; HVX floating point is not usable (the qfloat
+What qemu-hexagon 10 runs right and what it does not (measured on qemu-user 10.0.2 and 11.1.3; the HVX models'
+proof is tests/test_hexagon.py): integer HVX is right; HVX floating point is not usable (the qfloat
 instructions of v73 abort qemu 10.0.2 and raise SIGILL in 11.1.3; `v.sf = v.w` returns wrong bits in both). So a
 kernel that lists hvx_qfloat, hvx_ieee_fp or an HVX version past v71 is a known defect here: its row names why,
 rather than a result judged on instructions qemu gets wrong.
