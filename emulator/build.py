@@ -13,6 +13,10 @@ the one it builds with):
            qemu-arm.
   'riscv64-linux'  the same for RISC-V 64 (linux_runtime_riscv64.c), for qemu-riscv64; cpu baseline_rv64+v
            (zig's spelling of -march=rv64gcv: RV64GC plus the V 1.0 extension).
+  'hexagon-linux'  the same for Hexagon (linux_runtime_hexagon.c), for qemu-hexagon; cpu
+           hexagonv68+hvxv68+hvx_length128b (zig's spelling of -mv68 -mhvx -mhvx-length=128B, which it rejects):
+           triple hexagon-linux-musl for musl's headers (math.h, stdio.h: XNNPACK's hvx kernels include them), but
+           no libc is linked (-nostdlib): the runtime supplies what those kernels call.
 
 C++ sources (.cc, .cpp, .cxx) compile with `zig c++` and -fno-exceptions -fno-rtti -fno-threadsafe-statics:
 freestanding, no libc++ runtime; runtime_cxx.cc supplies the two hooks a class hierarchy references
@@ -62,6 +66,9 @@ class Recipe:
     elf_machine: str              # what pyelftools says e_machine is
     freestanding_headers: bool = False    # lowp's emulator/include first (-isystem)
     link_flags: tuple[str, ...] = ()
+    compile_flags: tuple[str, ...] = ()   # after BASE_FLAGS (so they override them)
+    libc_headers: tuple[str, ...] = ()    # folders of zig's lib/libc/include searched last (-idirafter): -nostdlib
+                                          # drops zig's libc headers, which kernels written for a libc include
 
 
 # The recipes live here, not in the targets that use them: build() takes one by name, and the targets sit above
@@ -82,11 +89,22 @@ ARM_LINUX = Recipe("arm-linux", "arm-linux-musleabihf", "cortex_a7", HERE / "lin
 # Built by the host's C compiler (lowp.emulator.x86.bochs.build_for_bochs), not zig: the recipe names the ELF it
 # makes, so Binary checks it.
 X86_64_STATIC = Recipe("x86-64-static", "x86_64-linux-gnu", "", HERE / "runtime_x86.c", "EM_X86_64")
-RECIPES = {r.name: r for r in (BARE, LINUX, RISCV64_LINUX, ARM_LINUX, X86_64_STATIC)}
+# HVX v68 with 128-byte vectors: integer HVX runs right on qemu-hexagon 10, HVX floating point (qfloat, v73) does
+# not (lowp.emulator.targets.hexagon says why).
+HEXAGON_CPU = "hexagonv68+hvxv68+hvx_length128b"
+# clang's HVX intrinsics take int vectors where HVX_Vector is a vector of long (hexagon_types.h): the same-size
+# integer conversions clang allows by default, which BASE_FLAGS forbids elsewhere, are what they are written for.
+# Hexagon has no divide instruction: every division calls compiler-rt (__hexagon_divsi3, ...), which -nostdlib
+# leaves out unless asked for.
+HEXAGON_LINUX = Recipe("hexagon-linux", "hexagon-linux-musl", HEXAGON_CPU, HERE / "linux_runtime_hexagon.c",
+                       "EM_QDSP6", compile_flags=("-flax-vector-conversions=integer",),
+                       link_flags=("-lcompiler_rt",),
+                       libc_headers=("hexagon-linux-musl", "generic-musl", "hexagon-linux-any", "any-linux-any"))
+RECIPES = {r.name: r for r in (BARE, LINUX, RISCV64_LINUX, ARM_LINUX, HEXAGON_LINUX, X86_64_STATIC)}
 
 
 def recipe(name: str) -> Recipe:
-    """The build recipe `name` ('bare', 'linux', 'riscv64-linux', 'arm-linux', 'x86-64-static')."""
+    """The build recipe `name` ('bare', 'linux', 'riscv64-linux', 'arm-linux', 'hexagon-linux', 'x86-64-static')."""
     try:
         return RECIPES[name]
     except KeyError:
@@ -186,6 +204,16 @@ def zig(directory: Path, driver: str = "cc") -> Toolchain:
     return Toolchain((sys.executable, "-m", "ziglang", driver), compiler_version(), env)
 
 
+def zig_libc_headers(how: Recipe) -> tuple[str, ...]:
+    """-idirafter flags for the recipe's libc header folders, inside the installed ziglang package (after lowp's
+    own headers and the kernel's, so lowp's assert.h and string.h still win)."""
+    if not how.libc_headers:
+        return ()
+    import ziglang
+    root = Path(ziglang.__file__).resolve().parent / "lib" / "libc" / "include"
+    return tuple(f"-idirafter{root / name}" for name in how.libc_headers)
+
+
 def include_files() -> list[Path]:
     """lowp's freestanding headers: -isystem keeps them out of -MMD's list, so their bytes join the key as
     inputs (a changed header in a new lowp rebuilds)."""
@@ -217,7 +245,8 @@ def build(*sources, target: str = "bare", flags=(), cpu: str | None = None, depe
     try:
         out = buildcache.build(
             zig(directory), [*paths, *runtime], directory=directory, stem=f"{paths[0].stem}-{target}",
-            suffix=".elf", compile_flags=("-target", how.triple, f"-mcpu={cpu}", *BASE_FLAGS, *headers, *flags),
+            suffix=".elf", compile_flags=("-target", how.triple, f"-mcpu={cpu}", *BASE_FLAGS, *how.compile_flags, *headers,
+                                         *flags, *zig_libc_headers(how)),
             link_flags=how.link_flags,
             inputs=[*depends, *(include_files() if headers else ())],
             cxx=zig(directory, "c++") if cxx else None, language_flags={"c++": CXX_FLAGS})

@@ -109,8 +109,14 @@ ARM_HWCAPS2 = ("aes", "pmull", "sha1", "sha2", "crc32", "sb", "ssbs")
 # Linux prints it as "CPU architecture". lowp names it armv6, armv7, armv8: a CPU of version v has every armvN, N <= v.
 ARM_ARCHITECTURES = ("armv5", "armv6", "armv7", "armv8")
 
+# Hexagon (qemu-hexagon): zig's -mcpu feature names of the architecture versions and of HVX (the versions qemu-hexagon
+# 10 offers as -cpu, v66..v73; hvx_length128b, the only vector length qemu implements; the HVX float extensions).
+# lowp.emulator.qemu.hexagon_features says which a -cpu gives.
+HEXAGON_FEATURES = ("v66", "v67", "v68", "v69", "v71", "v73", "hvx", "hvxv66", "hvxv67", "hvxv68", "hvxv69",
+                    "hvxv71", "hvxv73", "hvx_length64b", "hvx_length128b", "hvx_qfloat", "hvx_ieee_fp")
+
 # The architectures a kernel entry names as its `target`, each with its table above.
-TARGETS = ("x86-64", "aarch64", "riscv64", "arm")
+TARGETS = ("x86-64", "aarch64", "riscv64", "arm", "hexagon")
 
 # Compiler spellings (GCC/clang -m and -march=+feature names) of features whose /proc/cpuinfo name differs by more
 # than separators: a kernel author writes what they pass the compiler; the error then names the flag to list.

@@ -38,6 +38,12 @@ Guests: QemuMachine(binary, guest=RISCV64) runs a RISC-V 64 program (build_for_q
 same protocol, guard pages, canaries and errors (both drivers share emulator/qemu_driver_common.h); a QemuGuest
 says what differs (the qemu binary, the -cpu, the driver, the registers, the disassembler, the CPU features).
 AARCH64 is the default everywhere, so callers that name no guest run AArch64 as before.
+QemuMachine(binary, guest=ARM) runs a 32-bit Arm program (target 'arm-linux', emulator/qemu_driver_arm.c) under
+qemu-arm, and guest=HEXAGON a Hexagon program (target 'hexagon-linux', emulator/qemu_driver_hexagon.c) under
+qemu-hexagon -cpu v68: both 32-bit guests, so a pointer table's entries are 4 bytes (QemuGuest.pointer_bytes: the
+host sends 32-bit words of slot and offset, the driver replaces them in place) and the scalars and addresses are
+the protocol words' low halves. On Hexagon no disassembler knows Hexagon here (capstone 5 has none), so a
+fault names the instruction word, not its text.
 
 Registers: `seed` chooses X(nargs)..X28 and V0..V31 as Machine does (emulator.aapcs64.seeded_registers: the same
 values), except X30 (the return address) and X29 (the frame pointer). Without a seed they are zero. Flags, FPCR
@@ -130,6 +136,7 @@ class QemuGuest:
     header: int                     # reply words before the buffers
     features_of: Callable[[int, int, str], frozenset]   # (AT_HWCAP, AT_HWCAP2, -cpu) -> feature names
     install: str
+    pointer_bytes: int = 8          # a pointer's size in the guest (a pointer table's entries)
 
     def path(self) -> str | None:
         """The qemu-user binary: $env, else on PATH; None if neither."""
@@ -187,8 +194,39 @@ RISCV64 = QemuGuest(
 # the reply's registers r0..r15 and cpsr.
 ARM = QemuGuest(
     "arm", "qemu-arm", "LOWP_QEMU_ARM", "max", _no_vector_length, "arm-linux", HERE / "qemu_driver_arm.c", 17, 0, 0,
-    13, 22, arm_features, "apt-get install qemu-user (Debian/Ubuntu), or set LOWP_QEMU_ARM to a qemu-arm binary")
-GUESTS = {g.name: g for g in (AARCH64, RISCV64, ARM)}
+    13, 22, arm_features, "apt-get install qemu-user (Debian/Ubuntu), or set LOWP_QEMU_ARM to a qemu-arm binary",
+    pointer_bytes=4)
+HEXAGON_CPUS = ("v66", "v67", "v68", "v69", "v71", "v73")     # qemu-hexagon 10's -cpu help
+
+
+def hexagon_features(hwcap: int, hwcap2: int, cpu: str) -> frozenset[str]:
+    """Hexagon features of qemu-hexagon -cpu vNN: the architecture versions up to NN and HVX at the same versions
+    with 128-byte vectors (qemu's HVX is always the 128-byte mode: target/hexagon/mmvec/mmvec.h MAX_VEC_SIZE_BYTES
+    128), named as zig's -mcpu names them (v68, hvxv68, hvx_length128b). Nothing comes from AT_HWCAP (Linux gives
+    Hexagon none). HVX floating point (hvx_qfloat, hvx_ieee_fp) is left out: lowp.emulator.targets.hexagon says
+    why."""
+    if cpu not in HEXAGON_CPUS:
+        raise ValueError(f"-cpu {cpu!r}: qemu-hexagon takes {', '.join(HEXAGON_CPUS)}")
+    versions = HEXAGON_CPUS[:HEXAGON_CPUS.index(cpu) + 1]
+    return frozenset({"hvx", "hvx_length128b", *versions, *(f"hvx{v}" for v in versions)})
+
+
+def seeded_registers_hexagon(seed: int, nargs: int) -> tuple[dict[int, int], bytes]:
+    """The Hexagon register state a seed chooses: r(nargs)..r27 (r0..r5 are arguments, r6 and r7 the 7th and 8th
+    when there are that many; r28 carries the entry, r29..r31 are the driver's), random 32-bit values from the
+    seed, and Machine's V state (16 bytes per vector register, repeated over HVX's 128 by the driver)."""
+    _, vs = seeded_registers(seed, nargs)
+    rng = np.random.default_rng([0x5EED, 0x6E8, seed % REGISTER_STATES])
+    regs = list(range(min(nargs, 8), 28))
+    return dict(zip(regs, rng.integers(0, 2 ** 32, len(regs)).tolist())), vs
+
+
+HEXAGON = QemuGuest(
+    "hexagon", "qemu-hexagon", "LOWP_QEMU_HEXAGON", "v68", lambda bits: "v68", "hexagon-linux",
+    HERE / "qemu_driver_hexagon.c", 32, 0, 0, 29, 37, hexagon_features,
+    "apt-get install qemu-user (Debian/Ubuntu; qemu-hexagon is in it since qemu 6), or set LOWP_QEMU_HEXAGON to a "
+    "qemu-hexagon binary", pointer_bytes=4)
+GUESTS = {g.name: g for g in (AARCH64, RISCV64, ARM, HEXAGON)}
 
 
 def qemu_path(guest: QemuGuest = AARCH64) -> str | None:
@@ -460,8 +498,8 @@ class QemuMachine(GuestProcess):
         scalars, kinds, arrays, array_names, data = [], [], [], [], []
         entries = [(name, a, 1) for name, a in zip(names, args)] + [(name, a, 3) for name, a in memory]
         for i, (name, a, kind) in enumerate(entries):
-            if isinstance(a, Pointers):         # the driver writes the addresses: (slot << 48) | offset here
-                a, kind = _pointer_words(a, entries), 2
+            if isinstance(a, Pointers):         # the driver writes the addresses: (slot, offset) words here
+                a, kind = _pointer_words(a, entries, self.guest.pointer_bytes), 2
             if isinstance(a, np.ndarray) and a.ndim > 0:
                 raw = a.tobytes()               # C order, whatever a's
                 after = int(overread.get(name, 0))
@@ -734,6 +772,8 @@ class QemuMachine(GuestProcess):
                     elif self.guest is ARM:
                         from lowp.emulator.arm32.a32 import mnemonic as arm_mnemonic
                         m = self._mnemonic[word] = arm_mnemonic(word, pc)
+                    elif self.guest is HEXAGON:
+                        m = self._mnemonic[word] = self._disasm(pc)
                     else:
                         m = self._mnemonic[word] = aarch64_mnemonic(word, pc)
                 counts[m] += times
@@ -785,6 +825,8 @@ class QemuMachine(GuestProcess):
         word = self._word(pc)
         if word is None:
             return "<not in the kernel's code>"
+        if self.guest is HEXAGON:               # capstone 5 has no Hexagon: the word itself
+            return f".word {int.from_bytes(word, 'little'):#010x}"
         if self.guest is ARM:
             from lowp.emulator.arm32.a32 import disassemble as text
             return text(word, pc)
@@ -795,11 +837,11 @@ class QemuMachine(GuestProcess):
 
     def _insn(self, pc: int):
         word = self._word(pc)
-        if self.guest is RISCV64:
-            return None
         if self.guest is ARM:
             from lowp.emulator.arm32.a32 import instruction
             return instruction(word, pc) if word is not None else None
+        if self.guest is not AARCH64:
+            return None
         return next(_capstone(detail=True).disasm(word, pc), None) if word is not None else None
 
     def _signal_error(self, symbol, signo, code, addr, pc, regs, buffers, seconds) -> EmulatorError:
@@ -817,7 +859,7 @@ class QemuMachine(GuestProcess):
                                         f"{self.cpu} does not implement it", pc=pc, encoding=encoding,
                                         instruction=text)
         if signo == 5:
-            brk = {"riscv64": "ebreak", "arm": "bkpt"}.get(self.guest.name, "brk")
+            brk = {"riscv64": "ebreak", "arm": "bkpt", "hexagon": "trap0"}.get(self.guest.name, "brk")
             return Trap(f"the kernel executed {brk} at {pc:#x} ({text}): SIGTRAP under qemu, no debugger to take "
                         "it", pc=pc, kind=brk, instruction=text)
         if signo in (7, 11):
@@ -835,7 +877,7 @@ class QemuMachine(GuestProcess):
             from lowp.emulator.arm32.a32 import access_kind
             kind = "fetch" if fetch else access_kind(insn)
         else:
-            kind = "fetch" if fetch else access[0] if access else "access" if self.guest is RISCV64 else \
+            kind = "fetch" if fetch else access[0] if access else "access" if self.guest is not AARCH64 else \
                 _access_kind(insn)
         text = "(jump target)" if fetch else self._disasm(pc)
         where = f"by {text} at {pc:#x}"
@@ -1017,7 +1059,8 @@ def seeded_registers_arm(seed: int, nargs: int) -> tuple[dict[int, int], bytes]:
     return dict(zip(regs, rng.integers(0, 2 ** 32, len(regs)).tolist())), vs
 
 
-SEEDED_REGISTERS = {"aarch64": seeded_registers, "riscv64": seeded_registers_riscv64, "arm": seeded_registers_arm}
+SEEDED_REGISTERS = {"aarch64": seeded_registers, "riscv64": seeded_registers_riscv64, "arm": seeded_registers_arm,
+                    "hexagon": seeded_registers_hexagon}
 
 
 @lru_cache(maxsize=None)
@@ -1070,16 +1113,21 @@ def _access_kind(insn) -> str:
     return "read"
 
 
-def _pointer_words(table: Pointers, entries) -> np.ndarray:
-    """A pointer table as the guest driver takes it: each entry (slot of its target << 48) | (offset mod 2^48)."""
+def _pointer_words(table: Pointers, entries, pointer_bytes: int = 8) -> np.ndarray:
+    """A pointer table as the guest driver takes it: each entry (slot of its target << 48) | (offset mod 2^48); in
+    a 32-bit guest (pointer_bytes 4) a 32-bit word (slot << 27) | (offset mod 2^27)."""
     slot_of = [i for i, (_, a, _) in enumerate(entries) if isinstance(a, (np.ndarray, Pointers)) and
                getattr(a, "ndim", 1) > 0]
+    bits = 48 if pointer_bytes == 8 else 27
+    if slot_of and slot_of[-1] >> (8 * pointer_bytes - bits):
+        raise ValueError(f"pointer table: argument slot {slot_of[-1]} does not fit the driver's "
+                         f"{8 * pointer_bytes - bits} bits")
     words = []
     for position, offset in pointer_targets(table, [entries[i][0] for i in slot_of]):
-        if not -(1 << 47) <= offset < (1 << 47):
-            raise ValueError(f"pointer table entry: offset {offset} does not fit the driver's 48 bits")
-        words.append((slot_of[position] << 48) | (offset & ((1 << 48) - 1)))
-    return np.array(words, np.uint64)
+        if not -(1 << (bits - 1)) <= offset < (1 << (bits - 1)):
+            raise ValueError(f"pointer table entry: offset {offset} does not fit the driver's {bits} bits")
+        words.append((slot_of[position] << bits) | (offset & ((1 << bits) - 1)))
+    return np.array(words, np.uint64 if pointer_bytes == 8 else np.uint32)
 
 
 def _canary_damage(buffers) -> OutOfBounds | None:
@@ -1102,7 +1150,7 @@ def _canary_damage(buffers) -> OutOfBounds | None:
     return None
 
 
-__all__ = ["QemuMachine", "QemuDied", "QemuGuest", "AARCH64", "RISCV64", "ARM", "GUESTS", "arm_features",
+__all__ = ["QemuMachine", "QemuDied", "QemuGuest", "AARCH64", "RISCV64", "ARM", "HEXAGON", "GUESTS", "arm_features",
            "seeded_registers_arm", "build_for_qemu", "unavailable",
            "qemu_path", "cpu_features", "riscv64_vector_length_cpu", "seeded_registers_riscv64", "DRIVER",
            "DEFAULT_SECONDS"]

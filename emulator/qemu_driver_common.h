@@ -9,6 +9,7 @@
  *   SIGACTION_RESTORER   1 if the kernel's struct sigaction has sa_restorer (AArch64), 0 if not (RISC-V)
  *   lowpq_sys6, lowpq_setjmp, lowpq_longjmp, lowpq_invoke(frame)
  *   lowpq_capture(reply, context)   the pc (reply[4]) and the registers (reply[5...]) from a signal's ucontext
+ *   LOWPQ_SETUP          optional: a function main() calls once the signal handlers are installed
  *
  * The protocol (little-endian 64-bit words, byte data padded to 8):
  *   request  op (OP_CALL, OP_HELLO or OP_EXIT), budget_us, count (1: block counts through lowp's TCG plugin),
@@ -23,12 +24,20 @@
  *            byte of the allowed over-read (index from its start, or -1), then its bytes
  *   OP_HELLO reply: pid, page size, AT_HWCAP, AT_HWCAP2 (the CPU features qemu's -cpu gives)
  *
- * The Linux system call numbers below are asm-generic's (include/uapi/asm-generic/unistd.h), which AArch64 and
- * RISC-V 64 both use; an arch part with its own table (32-bit Arm, qemu_driver_arm.c) defines LOWPQ_ARCH_SYSCALLS
- * and the SYS_* names itself. Words of the protocol are 64-bit on every guest; a 32-bit guest (__SIZEOF_POINTER__
- * 4) takes the low half of each address and argument word, and its pointer tables hold 4-byte pointers (below). */
+ * The Linux system call numbers below are asm-generic's (include/uapi/asm-generic/unistd.h), which AArch64,
+ * RISC-V 64 and Hexagon use (Hexagon's 222 is mmap2: the same call for offset 0); an arch part with its own table
+ * (32-bit Arm, qemu_driver_arm.c) defines LOWPQ_ARCH_SYSCALLS and the SYS_* names itself.
+ *
+ * 32-bit guests (Arm, Hexagon): the protocol's words stay 64-bit (a pointer or scalar is a word's low half); what
+ * the kernel's ABI lays out is the guest's own: siginfo's si_addr (SIGINFO_ADDR), stack_t, iovec, the signal mask
+ * and the auxiliary vector in unsigned long, and a pointer table's entries in 32-bit words of
+ * (slot << 27) | (offset mod 2^27) (sign-extended from 27 bits), which the driver replaces in place by 32-bit
+ * addresses: the table the kernel is passed is exactly its 4n bytes, between its guard pages and canaries. */
 #include <stddef.h>
 #include <stdint.h>
+
+#define GUEST64 (UINTPTR_MAX > 0xFFFFFFFFu)
+#define SIGINFO_ADDR (GUEST64 ? 16 : 12)      /* si_signo, si_errno, si_code, then the union (pointer-aligned) */
 
 long lowp_read(int fd, void *buf, long n);
 long lowp_write(int fd, const void *buf, long n);
@@ -65,8 +74,9 @@ static uint64_t lowpq_hwcap;              /* AT_HWCAP, read once at the start (a
 static uint64_t reply[HEADER];          /* status, signo, code, addr, pc, the arch's registers */
 
 /* ---- the signal handler ---- */
-/* The kernel's siginfo_t: si_signo @0, si_code @8, si_addr after the three ints, aligned to a pointer (@16 on
- * 64-bit, @12 on 32-bit; include/uapi/asm-generic/siginfo.h). The signal mask is 64 bits in unsigned longs. */
+/* The kernel's siginfo_t: si_signo @0, si_code @8, si_addr after the three ints, aligned to a pointer
+ * (SIGINFO_ADDR: @16 on 64-bit, @12 on 32-bit; include/uapi/asm-generic/siginfo.h). The signal mask is 64 bits in
+ * unsigned longs. */
 struct kernel_sigaction {
     void (*handler)(int, void *, void *);
     unsigned long flags;
@@ -89,7 +99,7 @@ static void lowpq_on_signal(int signo, void *info, void *context) {
     reply[0] = 1;
     reply[1] = (uint64_t)signo;
     reply[2] = (uint64_t)*(const int32_t *)((const char *)info + 8);
-    reply[3] = (uintptr_t)*(void *const *)((const char *)info + (sizeof(void *) == 8 ? 16 : 12));
+    reply[3] = (uint64_t)*(const uintptr_t *)((const char *)info + SIGINFO_ADDR);
     lowpq_capture(reply, context);
     lowpq_longjmp(jump, 1);
 }
@@ -118,14 +128,14 @@ static void lowpq_transfer(long nr, int fd, struct iovec *iov, int n) {
     while (n) {
         long done = lowpq_sys6(nr, fd, (long)iov, n, 0, 0, 0);
         if (done <= 0) lowp_exit(done == 0 ? 0 : nr == SYS_READV ? 3 : 4);   /* the host closed the pipe: done */
-        while (n && (uint64_t)done >= iov->len) {
+        while (n && (unsigned long)done >= iov->len) {
             done -= (long)iov->len;
             iov++;
             n--;
         }
         if (n) {
             iov->base = (char *)iov->base + done;
-            iov->len -= (uint64_t)done;
+            iov->len -= (unsigned long)done;
         }
     }
 }
@@ -154,11 +164,11 @@ static char *lowpq_place(int i, uint64_t size) {
         b->map = 0;
     }
     if (!b->map) {
-#if __SIZEOF_POINTER__ == 8
+#if GUEST64
         /* above 4 GiB (a hint): a kernel that truncates a pointer to 32 bits faults */
         long hint = 0x100000000L + (long)i * 0x40000000L;
 #else
-        long hint = 0;
+        long hint = 0;                  /* a 32-bit guest: wherever the kernel puts it */
 #endif
         long m = lowpq_sys6(SYS_MMAP, hint, (long)total, PROT_NONE, MAP_PRIVATE_ANONYMOUS, -1, 0);
         if (m < 0 && m > -4096) lowp_exit(5);
@@ -239,32 +249,34 @@ static void lowpq_serve_call(void) {
         }
         iov[n++] = (struct iovec){base[i], size};
         if (size % 8) iov[n++] = (struct iovec){&pad, 8 - size % 8};
-        uint64_t address = (uintptr_t)base[i];
-        if (kind == 2 && sizeof(void *) == 4) address += size / 2;      /* its 4-byte pointers (below) */
+        uint64_t address = (uint64_t)(uintptr_t)base[i];
         if (kind == 3) continue;
         if (i < 8) request.frame.x[ARG_SLOT(i)] = address; else request.frame.stack[i - 8] = address;
     }
     lowpq_transfer(SYS_READV, 0, iov, n);
     for (uint64_t i = 0; i < nargs; i++) {
         if (request.args[i][0] != 2) continue;
+#if GUEST64
         uint64_t *word = (uint64_t *)base[i];
-        uint64_t n = request.args[i][1] / 8;
-        /* A 32-bit guest's table is n 4-byte pointers in the upper half of the 8n bytes (so it still ends at the
-           guard page), and the kernel is passed that half: written from the last entry down, each 4-byte pointer
-           lands on a word already read. */
-        for (uint64_t k = 0; k < n; k++) {
-            uint64_t j = sizeof(void *) == 8 ? k : n - 1 - k;
+        for (uint64_t j = 0; j < request.args[i][1] / 8; j++) {
             uint64_t slot = word[j] >> 48, offset = word[j] & 0xFFFFFFFFFFFFull;
             if (slot >= nargs || request.args[slot][0] == 0) lowp_exit(8);
             if (offset >> 47) offset |= 0xFFFF000000000000ull;      /* a negative offset */
-            uint64_t pointer = (uintptr_t)base[slot] + offset;
-            if (sizeof(void *) == 8) word[j] = pointer;
-            else ((uint32_t *)(base[i] + 4 * n))[j] = (uint32_t)pointer;
+            word[j] = (uint64_t)base[slot] + offset;
         }
+#else
+        uint32_t *word = (uint32_t *)base[i];
+        for (uint64_t j = 0; j < request.args[i][1] / 4; j++) {
+            uint32_t slot = word[j] >> 27, offset = word[j] & 0x7FFFFFFu;
+            if (slot >= nargs || request.args[slot][0] == 0) lowp_exit(8);
+            if (offset >> 26) offset |= 0xF8000000u;                 /* a negative offset */
+            word[j] = (uint32_t)(uintptr_t)base[slot] + offset;
+        }
+#endif
     }
     for (int i = 0; i < HEADER; i++) reply[i] = 0;
     uint64_t budget_us = request.budget_us, count = request.count;
-#if __SIZEOF_LONG__ == 4
+#if !GUEST64
     /* 32-bit: a 64-bit division is a call into compiler-rt, which qemu's exec log would count as the kernel's;
        a 32-bit division by a constant is a multiplication (the budget is then at most 71 minutes) */
     uint32_t us = budget_us > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)budget_us;
@@ -325,6 +337,9 @@ int main(int argc, char **argv) {
     page = lowpq_auxv(argv, 6, 4096);
     lowpq_hwcap = lowpq_auxv(argv, 16, 0);
     lowpq_install();
+#ifdef LOWPQ_SETUP
+    LOWPQ_SETUP();                      /* the arch part's own start-up (Hexagon: where the context keeps the pc) */
+#endif
     for (;;) {
         lowpq_read_all(&request, sizeof request);
         uint64_t op = request.op;

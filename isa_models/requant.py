@@ -299,6 +299,17 @@ def xnnpack_fp32_neon(acc, q, out_type):
     return _store(np.minimum(np.maximum(o, _int(q, "output_min")), _int(q, "output_max")), out_type)
 
 
+def xnnpack_fp32_hvx(acc, q, out_type):
+    """HVX 'fp32' built for HVX v68..v71 (__HVX_ARCH__ < 73): per lane (float)acc * scale and lrintf (ties to even;
+    Hexagon's convert_sf2w saturates beyond int32, where C leaves lrintf undefined), then Vh.vpack(Vw,Vw):sat,
+    Vh.vadd(zp):sat, Vb.vpack(Vh,Vh):sat, Vb.vmax(output_min), Vb.vmin(output_max) (lowp.isa_models.hexagon.hvx:
+    vpackwh_sat, vaddhsat, vpackhb_sat, vmaxb, vminb). No float clamp. Step for step the NEONv8 sequence
+    (FCVTNS, SQXTN, SQADD, SQXTN, SMAX, SMIN), so equal to it bit for bit; zp, min and max are splatted from the
+    int16 fields of fp32_scalar (Vh.vsplat: exact; Vb.vsplat: their low byte, exact for s8 bounds).
+    src/qs8-gemm/c4-hvx.c.in L34-61 (rescale_fp32, the #else branch) and L222-263."""
+    return _neon_tail(fcvtns(_fp32_scaled(acc, q)).astype(np.int64), q, out_type)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # XNNPACK rndnu: a 24-bit multiplier and a shift taken from the float scale's bits
 
@@ -701,6 +712,9 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
                 "XNNPACK fp32 NEON (ARMv7 params): FMUL, FADD magic bias, SQSUB magic - zp, SQXTN, SQXTN, SMAX/SMIN",
                 f"{XNNPACK} src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x8-minmax-fp32-neon-mlal-lane.c L153-185; "
                 f"src/qs8-gemm/4x8-aarch32-neon-mlal-lane-cortex-a7.S.in; {XQ}"),
+    OutputStage("xnnpack-fp32-hvx", xnnpack_fp32_hvx,
+                "XNNPACK fp32 HVX (v68-v71): lrintf per lane, vpack w->h sat, vadd h sat zp, vpack h->b sat, vmax/vmin",
+                f"{XNNPACK} src/qs8-gemm/c4-hvx.c.in L34-61, L222-263", ("s8",)),
     OutputStage("xnnpack-rndnu", xnnpack_rndnu, "XNNPACK rndnu, exact: (x*m + 2^(s-1)) >> s, clamp, + zp",
                 f"{XNNPACK} src/xnnpack/requantization.h L140-186"),
     OutputStage("xnnpack-rndnu-scalar", xnnpack_rndnu_scalar,

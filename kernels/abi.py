@@ -94,17 +94,16 @@ def reject_abi_options(kernel: Kernel, strides, igemm) -> None:
                          f"'xnnpack-gemm' or 'xnnpack-igemm'), not {kernel.signature!r}")
 
 
-POINTER_BYTES = {"arm": 4}      # sizeof(void *) of the targets whose pointers are not 8 bytes
-
-
 def ukernel(kernel: Kernel):
-    """The lowp.kernels.xnnpack.Ukernel of an XNNPACK-ABI kernel entry."""
-    from lowp.kernels.xnnpack import Ukernel
+    """The lowp.kernels.xnnpack.Ukernel of an XNNPACK-ABI kernel entry (its target's pointer size and
+    XNN_EXTRA_BYTES: lowp.kernels.xnnpack.TARGET_ABI)."""
+    from lowp.kernels.xnnpack import EXTRA_BYTES, TARGET_ABI, Ukernel
     x = kernel.xnnpack
+    pointer_bytes, extra_bytes = TARGET_ABI.get(kernel.target, (8, EXTRA_BYTES))
     return Ukernel(kernel.symbol, x["datatype"], x["params"], kernel.tile.mr, kernel.tile.nr, kernel.tile.kr,
                    x.get("sr", 1), _a_shift(kernel), kernel.signature == "xnnpack-igemm", x.get("bl", 0),
-                   x.get("kernel_zero_point", 8), x.get("nibbles", "signed") == "unsigned",
-                   POINTER_BYTES.get(kernel.target, 8))
+                   x.get("kernel_zero_point", 8), x.get("nibbles", "signed") == "unsigned", pointer_bytes,
+                   extra_bytes)
 
 
 def _a_shift(kernel: Kernel) -> int:

@@ -196,9 +196,10 @@ def _unpassed(inv: Invocation, args) -> list[str]:
 def _pointers(inv: Invocation, ref: Ref, args):
     """The Pointers of a table argument: its entries from the argument's offset on."""
     from lowp.emulator.machine import Pointers
-    if ref.offset % 8:
+    size = inv.buffers[ref.buffer].itemsize          # 8, or 4 on a 32-bit target (its placeholder's entries)
+    if ref.offset % size:
         raise ValueError(f"pointer table {ref.buffer!r} passed at byte offset {ref.offset}: not a whole entry")
-    return Pointers(tuple((r.buffer, r.offset) for r in inv.pointers[ref.buffer][ref.offset // 8:]))
+    return Pointers(tuple((r.buffer, r.offset) for r in inv.pointers[ref.buffer][ref.offset // size:]))
 
 
 def _out(result, position: int, args) -> np.ndarray:

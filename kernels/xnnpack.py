@@ -26,6 +26,9 @@ from lowp.kernels.invocation import Invocation, Ref, Strided
 XNN = "google/XNNPACK @75db3c0"
 EXTRA_QUANTIZATION_PARAMS = 15     # include/xnnpack.h L117 (10 before 0b4168b, 2024-11-19: taller kernels)
 EXTRA_BYTES = 16                   # include/xnnpack.h L31 (XNN_EXTRA_BYTES): the zero buffer's slack
+# What differs on a 32-bit target: sizeof(void *) (an IGEMM's ks and indirection entries: convolution-nhwc.c L2980)
+# and XNN_EXTRA_BYTES, 128 on Hexagon (include/xnnpack.h L28-32). target -> (pointer bytes, XNN_EXTRA_BYTES).
+TARGET_ABI = {"arm": (4, EXTRA_BYTES), "hexagon": (4, 128)}
 MIN_BLOCKSIZE = 32                 # include/xnnpack.h L120 (XNN_MIN_BLOCKSIZE): qb4w block sizes are multiples
 
 
@@ -709,7 +712,8 @@ class Ukernel:
     bl: int = 0                      # qb4w: the block size
     kernel_zero_point: int = 8       # 4-bit: what the params struct is told (0 or 8; the nibbles are the same)
     unsigned_nibbles: bool = False   # qc4uw: nibbles w + 8, the kernel subtracts 8 (madd); int32 sums not 16x
-    pointer_bytes: int = 8           # sizeof(void *) on the kernel's target (4 on 32-bit Arm): an IGEMM's ks
+    pointer_bytes: int = 8           # sizeof(void *) on the kernel's target (TARGET_ABI): an IGEMM's ks, its table
+    extra_bytes: int = EXTRA_BYTES   # XNN_EXTRA_BYTES on the kernel's target
 
     @property
     def d(self) -> Datatype:
@@ -935,7 +939,7 @@ def _igemm_calls(inv: Invocation, u: Ukernel, A, q, ind: Indirection, a_stride, 
     M, K = A.shape
     kc = K // ind.ks
     zp = int(np.asarray(q.get("a_zero_point", 0)).reshape(-1)[0])
-    zero_bytes = packed_k(kc, u.kr, u.sr, d.planes) + EXTRA_BYTES
+    zero_bytes = packed_k(kc, u.kr, u.sr, d.planes) + u.extra_bytes
     zero_value = np.array([zp]).astype(A.dtype)
     taps = ind.zero_taps(A, zp)
     if d.dynamic:       # the sentinel is never read: one poison byte at a page's end, a read there faults
@@ -944,7 +948,7 @@ def _igemm_calls(inv: Invocation, u: Ukernel, A, q, ind: Indirection, a_stride, 
     else:
         inv.buffers["zero"] = np.full(zero_bytes, zero_value.view(np.uint8)[0], np.uint8)
     if M % u.mr:        # the last call's rows past M: junk, as XNNPACK's tester gives them
-        inv.buffers["junk"] = junk(kc + EXTRA_BYTES)
+        inv.buffers["junk"] = junk(kc + u.extra_bytes)
     refs = []
     for m0 in range(0, M, u.mr):
         for p in range(ind.ks):
@@ -953,12 +957,13 @@ def _igemm_calls(inv: Invocation, u: Ukernel, A, q, ind: Indirection, a_stride, 
                 refs.append(Ref("junk", -ind.a_offset) if m >= M else Ref("zero") if taps[p, m]
                             else Ref("A", m * a_stride + p * kc - ind.a_offset))
     inv.pointers["indirection"] = tuple(refs)
-    inv.buffers["indirection"] = np.zeros(len(refs), np.uint64)
+    inv.buffers["indirection"] = np.zeros(len(refs), np.uint64 if u.pointer_bytes == 8 else np.uint32)
+    table = ind.ks * u.mr * u.pointer_bytes             # ks as the ukernel takes it: bytes of pointers per block
     zero_args = [Ref("zero"), Ref("zero_data")] if d.dynamic else [Ref("zero")]
     for i, m0 in enumerate(range(0, M, u.mr)):
-        args = [min(u.mr, M - m0), c.shape[1], kc, ind.ks * u.mr * u.pointer_bytes,
-                Ref("indirection", i * ind.ks * u.mr * 8),
-                Ref("w", 0), Ref("C", m0 * c.row), c.row, c.block_stride, ind.a_offset & 0xFFFF_FFFF_FFFF_FFFF,
+        args = [min(u.mr, M - m0), c.shape[1], kc, table, Ref("indirection", i * table),
+                Ref("w", 0), Ref("C", m0 * c.row), c.row, c.block_stride,
+                ind.a_offset & ((1 << (8 * u.pointer_bytes)) - 1),
                 *zero_args, Ref("params", 0)]
         inv.calls.append((u.symbol, args + ([Ref("quantization_params", 0)] if d.dynamic else [])))
     inv.arg_names = ("mr", "nc", "kc", "ks", "a", "w", "c", "cm_stride", "cn_stride", "a_offset", "zero",

@@ -26,6 +26,7 @@ from lowp.conformance.run import campaign as seam
 STUBS = Path(__file__).resolve().parent / "xnnpack_stubs"   # pthreadpool.h: what include/xnnpack.h needs of it
 KAI_STUBS = Path(__file__).resolve().parent / "kleidiai_stubs"   # stdio.h, stdlib.h: what kai/kai_common.h needs
 XNN_EXTRA_BYTES = 16     # include/xnnpack.h L25-32: "XNNPACK may read beyond array bounds" (128 on Hexagon)
+XNN_EXTRA_BYTES_HEXAGON = 128
 
 
 # ---- the ISA table -------------------------------------------------------------------------------------------
@@ -96,7 +97,13 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
     Isa("armsimd32", "arm", ("armv6",), ("-marm", "-munaligned-access"), ("smlad",),
         layouts=(("fp32_armsimd32", "xnnpack-fp32-armsimd32"),)),
     Isa("neonmlal", None, skip="an AArch32 assembly token (the qd8 *_asm_aarch32_neonmlal_* kernels)"),
-    Isa("hvx", None, skip="Hexagon HVX: lowp has no Hexagon target"),
+    # Hexagon HVX: XNNPACK's build targets Hexagon as a whole (no per-ISA flag: CMakeLists.txt L386-390, L900-906;
+    # the Hexagon toolchain's -mhvx -mhvx-length=128B, zig's -mcpu hexagonv68+hvxv68+hvx_length128b); its dispatch
+    # turns hvx on from v69 (src/configs/hardware-config.c L321-323). Built for v68 (v69-v71 compile the same: only
+    # __HVX_ARCH__ >= 73 switches the rescale to qfloat, which qemu-hexagon cannot run); no `requires`: lowp has no
+    # Hexagon decoder to count vrmpy with (capstone 5 has none).
+    Isa("hvx", "hexagon", ("hvx", "hvxv68", "hvx_length128b"), ("-mhvx", "-mhvx-length=128B"), (),
+        "xnnpack-fp32-hvx"),
     *(Isa(w, None, skip="WebAssembly: lowp has no wasm target")
       for w in ("wasm", "wasmsimd", "wasmrelaxedsimd", "wasmsdot", "wasmusdot", "wasmpshufb", "wasmblendvps")),
 )}
@@ -249,10 +256,15 @@ class Checkout:
             return None
         return lines[1]
 
-    def extra_bytes(self) -> int:
-        """XNN_EXTRA_BYTES as this checkout's include/xnnpack.h defines it (outside Hexagon): the over-read of
-        every input XNNPACK documents."""
+    def extra_bytes(self, target: str | None = None) -> int:
+        """XNN_EXTRA_BYTES as this checkout's include/xnnpack.h defines it for `target` (its `#if XNN_ARCH_HEXAGON`
+        branch for 'hexagon', the last definition otherwise): the over-read of every input XNNPACK documents."""
         text = (self.root / "include" / "xnnpack.h").read_text(errors="replace")
+        if target == "hexagon":
+            hexagon = re.search(r"#if\s+XNN_ARCH_HEXAGON\s+#define\s+XNN_EXTRA_BYTES\s+(\d+)", text)
+            if hexagon:
+                return int(hexagon[1])
+            return XNN_EXTRA_BYTES_HEXAGON
         values = [int(v) for v in re.findall(r"#define\s+XNN_EXTRA_BYTES\s+(\d+)", text)]
         return values[-1] if values else XNN_EXTRA_BYTES
 
@@ -543,7 +555,7 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
         "output": output,
         "domain": {"a": [0, 255] if d.a_type == "u8" else [-128, 127], "b": [lo_b, hi_b]},
         "model": {"accumulate": model, "output": stage},
-        "overread": {"A": checkout.extra_bytes()},
+        "overread": {"A": checkout.extra_bytes(isa.target)},
         "description": f"XNNPACK {item.where}: init {item.data['init']}, pack {item.data['pack']}, k-block "
                        f"{item.data['k-block']}" + ("" if not name.variant else f"; variant {'_'.join(name.variant)}"),
     }

@@ -66,6 +66,8 @@ def known_mnemonics(target: str) -> set[str]:
     from capstone import arm64_const, x86_const
 
     from lowp.isa_models import intrinsics
+    if target == "hexagon":             # no disassembler knows Hexagon here: lowp's HVX models' names only
+        return {i.mnemonic for i in intrinsics("hexagon")}
     if target == "riscv64":             # capstone 5's RV64GC names and lowp's RVV decoder's (lowp.emulator.riscv)
         from capstone import riscv_const
 
