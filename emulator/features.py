@@ -98,8 +98,14 @@ AARCH64_HWCAPS = (
 RISCV64_EXTENSIONS = ("i", "m", "a", "f", "d", "c", "v", "zve32x", "zve32f", "zve64x", "zve64f", "zve64d",
                       "zvl32b", "zvl64b", "zvl128b", "zvl256b", "zvl512b", "zvl1024b", "zvl2048b", "zvl4096b")
 
+# WebAssembly (wasm32, on wasmtime): the proposals a module may use (SIMD128; relaxed SIMD) and the behaviour of
+# the relaxed dot product the engine gives (implementation-defined: lowp.isa_models.wasm.RELAXED_DOT names each).
+# XNNPACK's dispatch asks the same question of the engine (src/configs/hardware-config.c: use_wasm_sdot,
+# use_wasm_usdot); a kernel entry lists the behaviour it is judged under.
+WASM32_FEATURES = ("simd128", "relaxed_simd", "relaxed_dot_sdot", "relaxed_dot_pmaddubsw", "relaxed_dot_vpdpbusd")
+
 # The architectures a kernel entry names as its `target`, each with its table above.
-TARGETS = ("x86-64", "aarch64", "riscv64")
+TARGETS = ("x86-64", "aarch64", "riscv64", "wasm32")
 
 # Compiler spellings (GCC/clang -m and -march=+feature names) of features whose /proc/cpuinfo name differs by more
 # than separators: a kernel author writes what they pass the compiler; the error then names the flag to list.

@@ -14,8 +14,8 @@ from functools import cache
 from pathlib import Path
 
 from lowp.emulator.buildcache import CacheError
-from lowp.emulator.features import AARCH64_HWCAPS, COMPILER_NAMES, RISCV64_EXTENSIONS, TARGETS, X86_LINUX_FLAGS, \
-    did_you_mean
+from lowp.emulator.features import AARCH64_HWCAPS, COMPILER_NAMES, RISCV64_EXTENSIONS, TARGETS, WASM32_FEATURES, \
+    X86_LINUX_FLAGS, did_you_mean
 from lowp.emulator.x86.cpuid import FEATURE_BITS, detected_x86_features
 
 
@@ -111,6 +111,8 @@ def known_features(target: str) -> frozenset[str]:
         names = set(AARCH64_HWCAPS)
     elif target == "riscv64":
         names = set(RISCV64_EXTENSIONS)
+    elif target == "wasm32":
+        names = set(WASM32_FEATURES)
     else:
         raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     if host_arch() == target:
