@@ -13,6 +13,7 @@ words), nothing else.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from lowp.emulator import buildcache
@@ -36,6 +37,13 @@ class WasmBinary:
     path: Path
     sources: tuple[str, ...] = field(default=())
     target: str = "wasm32"
+
+    @cached_property
+    def symbols(self) -> dict[str, tuple[int, int]]:
+        """Function name -> (function index, 0), from the module's "name" section (every function the machine can
+        call: lowp.emulator.wasm.guard exports them all), as Binary.symbols gives an ELF's."""
+        from lowp.emulator.wasm.guard import module_function_names
+        return {name: (index, 0) for index, name in module_function_names(self.path.read_bytes()).items()}
 
 
 def build_for_wasm(*sources, flags=(), depends=(), cache=None) -> WasmBinary:

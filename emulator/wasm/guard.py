@@ -387,6 +387,14 @@ def _function_names(payload: bytes) -> dict[int, str]:
     return {}
 
 
+def module_function_names(wasm: bytes) -> dict[int, str]:
+    """Function index -> name, from the module's "name" section ({} without one)."""
+    for sid, payload in _sections(wasm):
+        if sid == 0 and _custom_name(payload) == "name":
+            return _function_names(payload)
+    return {}
+
+
 def _custom_name(payload: bytes) -> str:
     n, i = uleb(payload, 0)
     return payload[i:i + n].decode(errors="replace")

@@ -43,7 +43,7 @@ from lowp.emulator.errors import BudgetExceeded, EmulationFailed, EmulatorError,
 from lowp.emulator.machine import CallResult, call_each, pointer_tables, pointer_targets, split_arguments
 from lowp.emulator.wasm.guard import FAULT_GLOBALS, REGIONS, instrument, region_globals
 
-DEFAULT_BUDGET = 2_000_000_000     # fuel units per call (about wasm instructions)
+DEFAULT_BUDGET = 500_000_000       # fuel units per call (about wasm instructions), as Unicorn's instruction budget
 GAP = 4096                         # bytes between buffers (canary)
 PAGE = 65536                       # a wasm page
 CANARY = 0xA5
