@@ -4,6 +4,7 @@ from lowp.isa_models import x86, x86_intrinsics  # noqa: F401  (registers the x8
 from lowp.isa_models import arm, arm_intrinsics  # noqa: F401  (registers the AArch64 models)
 from lowp.isa_models import sme, sve, sve_intrinsics  # noqa: F401  (registers the SVE/SVE2 and SME models)
 from lowp.isa_models import rvv, rvv_intrinsics  # noqa: F401  (registers the RISC-V V 1.0 models)
+from lowp.isa_models import wasm  # noqa: F401  (registers the WebAssembly SIMD128 and relaxed SIMD models)
 from lowp.isa_models.registry import Instruction, Intrinsic, Param, instruction, instructions, intrinsic, intrinsics
 
 __all__ = ["Instruction", "Intrinsic", "Param", "instruction", "instructions", "intrinsic", "intrinsics", "x86"]
