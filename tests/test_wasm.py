@@ -148,7 +148,8 @@ def test_lowps_own_wasm_kernels_get_the_right_verdicts(wasm_kernels, name):
 def test_each_relaxed_row_says_how_its_behaviour_was_given(wasm_kernels):
     from lowp.kernels import executor
     from lowp.emulator.wasm.relaxed import engine_behaviour
-    assert "relaxed dot: sdot (wasmtime's own, deterministic mode)" in executor(wasm_kernels["wasm_relaxed_sdot"]).describe()
+    sdot = executor(wasm_kernels["wasm_relaxed_sdot"]).describe()
+    assert "relaxed dot: sdot (wasmtime's own, deterministic mode)" in sdot
     vpdpbusd = executor(wasm_kernels["wasm_relaxed_vpdpbusd"]).describe()
     if engine_behaviour("native") != "vpdpbusd":
         assert "relaxed dot: vpdpbusd (substituted: plain SIMD128 at compile time" in vpdpbusd

@@ -448,8 +448,8 @@ def _relaxed_dot(entry: dict, isa: Isa, behaviour: str) -> None:
     entry["name"] = f"{entry['name']}+{behaviour}"
     entry["features"] = [*entry["features"], f"relaxed_dot_{behaviour}"]
     dispatched = "XNNPACK dispatches it under this behaviour" if behaviour == isa.dispatch else \
-        f"XNNPACK dispatches it only under {isa.dispatch} (hardware-config.c use_wasm_{isa.name[4:]}): a wrong result " \
-        "here is what an engine with this behaviour would compute, not a dispatched path"
+        f"XNNPACK dispatches it only under {isa.dispatch} (hardware-config.c use_wasm_{isa.name[4:]}): a wrong " \
+        "result here is what an engine with this behaviour would compute, not a dispatched path"
     entry["description"] += f"; relaxed dot: {behaviour} ({RELAXED_DOT[behaviour]}); {dispatched}"
 
 

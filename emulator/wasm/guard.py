@@ -370,7 +370,7 @@ def _function_names(payload: bytes) -> dict[int, str]:
         n, i = uleb(payload, 0)
         i += n                                       # the section's own name, "name"
         while i < len(payload):
-            sub, size = payload[i], None
+            sub = payload[i]
             size, j = uleb(payload, i + 1)
             if sub == 1:
                 count, k = uleb(payload, j)

@@ -142,9 +142,8 @@ class WasmMachine:
             raise EmulatorError(reason)
         import wasmtime
         self.binary, self.relaxed, self.budget = binary, relaxed, budget
-        path = str(binary.path)
-        import os
-        self.module, self.rewritten = _compiled(path, os.path.getmtime(path), relaxed)
+        path = Path(binary.path)
+        self.module, self.rewritten = _compiled(str(path), path.stat().st_mtime, relaxed)
         self.store = wasmtime.Store(engine(relaxed))
         self.store.set_fuel(DEFAULT_BUDGET)
         self.stderr = bytearray()         # what the module wrote through WASI fd_write (a failed assert's words)
@@ -169,13 +168,9 @@ class WasmMachine:
             self.exports["_initialize"](self.store)
 
     def _address(self, symbol: str, default: int) -> int:
-        g = self.exports.get(symbol) if hasattr(self.exports, "get") else None
-        if g is None:
-            try:
-                g = self.exports[symbol]
-            except KeyError:
-                return default
-        return int(g.value(self.store))
+        """The value of an exported global (a layout symbol the build exports), or `default`."""
+        g = self.exports.get(symbol)
+        return default if g is None else int(g.value(self.store))
 
     def describe(self) -> str:
         return describe(self.relaxed)
