@@ -187,8 +187,12 @@ def test_the_campaign_judges_each_relaxed_kernel_under_each_behaviour(campaign):
     assert dropped["counterexample"]["shape"][2] % 8 and dropped["cause"].startswith("wrong value")   # K % 8 != 0
     usdot = rows[prefix + "1x4c16__wasmusdot+vpdpbusd:xnnpack-fp32:claimed"]
     assert usdot["target"] == "wasm32" and "relaxed dot: vpdpbusd" in usdot["emulator"]
-    kept = (out / "kernels.toml").read_text()
-    assert '"-msimd128", "-mrelaxed-simd"' in kept and '"relaxed_dot_pmaddubsw"' in kept
+    import tomllib
+    kept = {k["name"]: k for k in tomllib.loads((out / "kernels.toml").read_text())["kernel"]}
+    sdot = kept[prefix + "1x4c16__wasmsdot+pmaddubsw"]
+    assert sdot["target"] == "wasm32" and sdot["cflags"][-2:] == ["-msimd128", "-mrelaxed-simd"]
+    assert "relaxed_dot_pmaddubsw" in sdot["features"] and sdot["model"]["output"] == "xnnpack-fp32-imagic"
+    assert "dispatches it only under sdot" in sdot["description"]
 
 
 # ---- the output stage ----------------------------------------------------------------------------------------------
