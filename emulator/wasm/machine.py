@@ -159,6 +159,7 @@ class WasmMachine:
         self.memory = self.exports["memory"]
         self.globals = {g: self.exports[g] for r in range(REGIONS) for g in region_globals(r)}
         self.globals.update({g: self.exports[g] for g in FAULT_GLOBALS})
+        self._globals_set = {g: 0 for g in self.globals}    # what the globals hold (the module starts them at 0)
         self.heap_base = self._address("__heap_base", 0)
         # the stack's bottom, but never the first page: a NULL pointer (plus a small offset) is no region
         self.lowest_static = max(self._address("__stack_low", 0), NULL_PAGE)
@@ -206,14 +207,17 @@ class WasmMachine:
         return placed
 
     def _set_regions(self, placed, module=None) -> None:
+        """The allowed regions into the check's globals: only those that changed since the last call (a global's
+        set costs about 20 us through the Python API, and a case's calls repeat their layout)."""
         regions = [module or (self.lowest_static, self.heap_base, self.heap_base)]
         regions += [(p.base, p.base + p.nbytes + p.after, p.base + p.nbytes) for p in placed]
         regions += [(0, 0, 0)] * (REGIONS - len(regions))
-        for r, values in enumerate(regions):
-            for g, v in zip(region_globals(r), values):
-                self.globals[g].set_value(self.store, _i32(v))
-        self.globals["lowp_fault_size"].set_value(self.store, 0)
-        self.globals["lowp_fault_site"].set_value(self.store, -1)
+        values = {g: _i32(v) for r, bounds in enumerate(regions) for g, v in zip(region_globals(r), bounds)}
+        values["lowp_fault_site"] = -1
+        for g, v in values.items():
+            if self._globals_set.get(g) != v:
+                self.globals[g].set_value(self.store, v)
+                self._globals_set[g] = v
 
     # -- the call ------------------------------------------------------------------------------------------------
     def call(self, symbol: str, *args, names=None, overread=None, seed=None, budget: int | None = None,
@@ -279,6 +283,7 @@ class WasmMachine:
     def _fault(self, error, symbol: str, placed, fuel: int) -> EmulatorError:
         text = str(error)
         site = int(self.globals["lowp_fault_site"].value(self.store))
+        self._globals_set.pop("lowp_fault_site", None)         # a check wrote it: set again by the next call
         if site >= 0:
             return self._out_of_bounds(site, placed)
         if "fuel" in text:
