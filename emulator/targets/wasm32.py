@@ -34,5 +34,9 @@ class Wasm32Wasmtime(Target):
         return WasmMachine(build_for_wasm(*sources, flags=(*flags, *substitute), depends=depends), relaxed=mode,
                            **options)
 
+    def intrinsic_backends(self) -> list:
+        from lowp.emulator.wasm.instructions import WasmtimeBackend
+        return [WasmtimeBackend()]
+
 
 WASMTIME = register(Wasm32Wasmtime())

@@ -47,3 +47,26 @@ def run(instruction: str, operands, result_dtype, *, relaxed: str = "determinist
     instance.exports(store)["run"](store, n)
     raw = memory.read(store, len(operands) * STRIDE, len(operands) * STRIDE + 16 * n)
     return np.frombuffer(raw, result_dtype).reshape(n, -1).copy()
+
+
+class WasmtimeBackend:
+    """`lowp isa verify`'s executor of the wasm32 models (lowp.isa_models.verify.backend.Backend): each intrinsic's
+    instruction run by run() in wasmtime's deterministic mode. The relaxed dot products (implementation-defined) and
+    the float instructions are proven by tests/test_wasm_models.py (each behaviour against the engine mode or lowp's
+    substitute that gives it; floats on their own corners)."""
+    name, arch = "wasmtime", "wasm32"
+
+    def unavailable(self, intr) -> str | None:
+        from lowp.emulator.wasm.machine import unavailable
+        if "relaxed" in intr.mnemonic:
+            return "implementation-defined: each behaviour is proven by tests/test_wasm_models.py"
+        if any(p.dtype.kind == "f" for p in (*intr.params, intr.result)):
+            return "float lanes (the proof's corners are integer extremes): proven by tests/test_wasm_models.py"
+        return unavailable()
+
+    def run(self, intr, args) -> np.ndarray:
+        return run(intr.mnemonic, [np.asarray(a) for a in args], intr.result.dtype)
+
+    def describe(self) -> str:
+        from lowp.emulator.wasm.machine import describe
+        return describe("deterministic")
