@@ -3,11 +3,11 @@ made of (src/qs8-gemm/*wasm*.c.in and src/qs8-qc8w-gemm/gen/*wasm*.c of google/X
 each, mirroring the WebAssembly Core Specification's execution rules (section 4.4.3 "Vector Instructions" and the
 numerics of 4.3). Operands are numpy arrays of lanes (the last axis; leading axes are a batch of v128 values) of
 the lane type the instruction reads: a v128 is untyped in wasm, the model takes the interpretation the instruction
-gives it. Nothing is cast silently.
+gives it. Nothing is cast silently. numpy only: no wasm kernel runs on the bit-vector backend (`lowp prove`).
 
 The relaxed dot products are implementation-defined: `behaviour` names the result the caller wants
-(RELAXED_DOT), and without one the model raises ImplementationDefined where the behaviours differ, never picking
-one silently.
+(RELAXED_DOT), and without one the model raises ImplementationDefined (lowp.isa_models.fixedpoint's, as every
+implementation-defined corner does) where the behaviours differ, never picking one silently.
 
 Citations: "Core 2.0 4.4.3" is WebAssembly Core Specification 2.0 (W3C, 2022), section 4.4.3; "Core 3.0" the 3.0
 draft that adds relaxed SIMD (WebAssembly/spec document/core/exec/instructions.rst and numerics.rst,
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowp.isa_models.lanes import operand, same_register, saturate, wrap
+from lowp.isa_models.fixedpoint import ImplementationDefined
+from lowp.isa_models.lanes import numpy_only, operand, same_register, saturate, wrap
 
 V128 = (128,)
 
@@ -31,11 +32,11 @@ RELAXED_DOT = {
 }
 
 
-class ImplementationDefined(ValueError):
-    """A relaxed instruction's result differs between the behaviours engines may give, and none was named."""
+NUMPY_ONLY = "no symbolic wasm executor: lowp prove does not run wasm kernels"
 
 
 def _v(x, name, dtype):
+    numpy_only("lowp.isa_models.wasm", x, why=NUMPY_ONLY)
     return operand(x, name, dtype, widths=V128)
 
 
