@@ -217,12 +217,12 @@ def i32x4_trunc_sat_f32x4_s(a):
 
 
 # ---- relaxed SIMD: the dot products -----------------------------------------------------------------------------
-def _behaviour(behaviour, allowed, differs: bool, what: str) -> str | None:
+def _behaviour(behaviour, allowed, b, what: str) -> str | None:
     if behaviour is None:
-        if differs:
+        if (b < 0).any():
             raise ImplementationDefined(
-                f"{what}: b has lanes with the high bit set, where the result is implementation-defined (Core 3.0 "
-                f"irelaxed_dot_mul); name the behaviour: behaviour= one of {', '.join(allowed)}")
+                "relaxed_dot", f"{what}: b has lanes with the high bit set, where the result is implementation-defined (Core 3.0 "
+                f"irelaxed_dot_mul); name the behaviour: behaviour= one of {', '.join(allowed)}", where=b < 0)
         return None
     if behaviour not in allowed:
         raise ValueError(f"{what}: behaviour {behaviour!r}: expected one of {', '.join(allowed)}")
@@ -235,7 +235,7 @@ def i16x8_relaxed_dot_i8x16_i7x16_s(a, b, behaviour: str | None = None):
     deterministic); pmaddubsw: signed x unsigned, the pair sum saturates. Lanes of b below 128 give one answer.
     Core 3.0 4.4.3 (relaxed_dot: irelaxed_dot_mul 8 16, then the pairs added)."""
     a, b = _v(a, "a", np.int8), _v(b, "b", np.int8)
-    chosen = _behaviour(behaviour, ("sdot", "pmaddubsw"), bool((b < 0).any()), "i16x8.relaxed_dot_i8x16_i7x16_s")
+    chosen = _behaviour(behaviour, ("sdot", "pmaddubsw"), b, "i16x8.relaxed_dot_i8x16_i7x16_s")
     if chosen == "pmaddubsw":
         p = _i(a) * _i(b.view(np.uint8))
         return saturate(p[..., 0::2] + p[..., 1::2], np.int16)
@@ -250,7 +250,7 @@ def i32x4_relaxed_dot_i8x16_i7x16_add_s(a, b, c, behaviour: str | None = None):
     signed x unsigned, exact. Lanes of b below 128 give one answer for every behaviour.
     Core 3.0 4.4.3 (relaxed_dot_add: irelaxed_dot_mul 8 16, pairs, extadd_pairwise, iadd 32)."""
     a, b, c = _v(a, "a", np.int8), _v(b, "b", np.int8), _v(c, "c", np.int32)
-    chosen = _behaviour(behaviour, tuple(RELAXED_DOT), bool((b < 0).any()), "i32x4.relaxed_dot_i8x16_i7x16_add_s")
+    chosen = _behaviour(behaviour, tuple(RELAXED_DOT), b, "i32x4.relaxed_dot_i8x16_i7x16_add_s")
     p = _i(a) * (_i(b.view(np.uint8)) if chosen in ("pmaddubsw", "vpdpbusd") else _i(b))
     pairs = p[..., 0::2] + p[..., 1::2]
     if chosen == "pmaddubsw":
