@@ -115,8 +115,14 @@ ARM_ARCHITECTURES = ("armv5", "armv6", "armv7", "armv8")
 HEXAGON_FEATURES = ("v66", "v67", "v68", "v69", "v71", "v73", "hvx", "hvxv66", "hvxv67", "hvxv68", "hvxv69",
                     "hvxv71", "hvxv73", "hvx_length64b", "hvx_length128b", "hvx_qfloat", "hvx_ieee_fp")
 
+# WebAssembly (wasm32, on wasmtime): the proposals a module may use (SIMD128; relaxed SIMD) and the behaviour of
+# the relaxed dot product the engine gives (implementation-defined: lowp.isa_models.wasm.RELAXED_DOT names each).
+# XNNPACK's dispatch asks the same question of the engine (src/configs/hardware-config.c: use_wasm_sdot,
+# use_wasm_usdot); a kernel entry lists the behaviour it is judged under.
+WASM32_FEATURES = ("simd128", "relaxed_simd", "relaxed_dot_sdot", "relaxed_dot_pmaddubsw", "relaxed_dot_vpdpbusd")
+
 # The architectures a kernel entry names as its `target`, each with its table above.
-TARGETS = ("x86-64", "aarch64", "riscv64", "arm", "hexagon")
+TARGETS = ("x86-64", "aarch64", "riscv64", "arm", "hexagon", "wasm32")
 
 # Compiler spellings (GCC/clang -m and -march=+feature names) of features whose /proc/cpuinfo name differs by more
 # than separators: a kernel author writes what they pass the compiler; the error then names the flag to list.

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lowp.emulator.buildcache import CacheError
 from lowp.emulator.features import AARCH64_HWCAPS, ARM_ARCHITECTURES, ARM_HWCAPS, ARM_HWCAPS2, COMPILER_NAMES, \
-    HEXAGON_FEATURES, RISCV64_EXTENSIONS, TARGETS, X86_LINUX_FLAGS, did_you_mean
+    HEXAGON_FEATURES, RISCV64_EXTENSIONS, TARGETS, WASM32_FEATURES, X86_LINUX_FLAGS, did_you_mean
 from lowp.emulator.x86.cpuid import FEATURE_BITS, detected_x86_features
 
 
@@ -115,6 +115,8 @@ def known_features(target: str) -> frozenset[str]:
         names = set(ARM_HWCAPS) | set(ARM_HWCAPS2) | set(ARM_ARCHITECTURES)
     elif target == "hexagon":
         names = set(HEXAGON_FEATURES)
+    elif target == "wasm32":
+        names = set(WASM32_FEATURES)
     else:
         raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     if host_arch() == target:

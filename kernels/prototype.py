@@ -42,9 +42,13 @@ def _dynamic(kernel) -> bool:
 
 def parameters(path: str | Path, symbol: str) -> list[tuple[str, str, str]] | None:
     """[(name, 'int' | 'ptr' | other kind, type text)] of the function `symbol` defined in the ELF at `path`, or None
-    when its DWARF does not describe it (no -g, assembly)."""
+    when its DWARF does not describe it (no -g, assembly) or the build is no ELF (a wasm module: its machine checks
+    each call's arguments against the function's type)."""
     from elftools.elf.elffile import ELFFile
     with open(path, "rb") as f:
+        if f.read(4) != b"\x7fELF":
+            return None
+        f.seek(0)
         elf = ELFFile(f)
         if not elf.has_dwarf_info():
             return None

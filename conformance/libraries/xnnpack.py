@@ -15,7 +15,7 @@ goes on past it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lowp.isa_models.requant import OUTPUT_STAGES
@@ -41,6 +41,9 @@ class Isa:
     fp32_stage: str | None = None      # the output stage its fp32 kernels compute (fp32_scalar params)
     skip: str = ""                     # why lowp does not run it
     layouts: tuple[tuple[str, str], ...] = ()   # (params layout, output stage) this ISA's kernels compute
+    # wasm relaxed dots: the behaviours a kernel is judged under (one row each) and the one XNNPACK dispatches it on
+    relaxed_dot: tuple[str, ...] = ()
+    dispatch: str | None = None
 
 
 _SKX = ("avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "fma", "f16c")
@@ -52,6 +55,8 @@ _SKX_FLAGS = ("-mf16c", "-mfma", "-mavx512f", "-mavx512cd", "-mavx512bw", "-mavx
 _X86, _WRAP = "xnnpack-fp32-x86", "xnnpack-fp32-avxvnni-wrap"
 _ARM_FP16 = ("fphp", "asimdhp")
 _NEON_MLAL = ("smlal*", "smull*", "umlal*", "umull*")
+_WASM, _RELAXED, _RELAXED_FLAGS = "xnnpack-fp32-imagic", ("simd128", "relaxed_simd"), ("-msimd128", "-mrelaxed-simd")
+_DOTS = ("sdot", "pmaddubsw", "vpdpbusd")       # lowp.isa_models.wasm.RELAXED_DOT
 
 ISAS: dict[str, Isa] = {i.name: i for i in (
     Isa("scalar", "x86-64", (), (), ()),
@@ -104,8 +109,22 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
     # Hexagon decoder to count vrmpy with (capstone 5 has none).
     Isa("hvx", "hexagon", ("hvx", "hvxv68", "hvx_length128b"), ("-mhvx", "-mhvx-length=128B"), (),
         "xnnpack-fp32-hvx"),
-    *(Isa(w, None, skip="WebAssembly: lowp has no wasm target")
-      for w in ("wasm", "wasmsimd", "wasmrelaxedsimd", "wasmsdot", "wasmusdot", "wasmpshufb", "wasmblendvps")),
+    # WebAssembly on wasmtime (CMakeLists.txt L1123-1129: -msimd128 for wasmsimd, -msimd128 -mrelaxed-simd for the
+    # relaxed ones; L427-430 for the whole wasm build). The fp32 kernels' stage: f32x4 convert, mul, add the magic
+    # bias, i32x4.max with magic_min, i32x4.sub, narrow to int16 and int8 (saturating), i8x16.min output_max
+    # (src/qs8-gemm/MRx4c8-wasmsimd-dot16x2.c.in, MRx4c16-wasmdot.c.in): the scalar imagic stage bit for bit (the
+    # upper clamp after the saturating narrows is the same as imagic's magic_max clamp; tests/test_wasm.py).
+    # wasmsdot / wasmusdot: XNNPACK dispatches on its probe of the engine's relaxed dot (src/configs/
+    # hardware-config.c L403-423: use_wasm_sdot wants signed x signed exact, use_wasm_usdot signed x unsigned
+    # exact); lowp judges each kernel under every behaviour an engine may give (lowp.isa_models.wasm.RELAXED_DOT).
+    Isa("wasm", "wasm32", (), (), ()),
+    Isa("wasmsimd", "wasm32", ("simd128",), ("-msimd128",), (), _WASM),
+    Isa("wasmrelaxedsimd", "wasm32", _RELAXED, _RELAXED_FLAGS, (), _WASM),
+    Isa("wasmsdot", "wasm32", _RELAXED, _RELAXED_FLAGS, (), _WASM, relaxed_dot=_DOTS, dispatch="sdot"),
+    Isa("wasmusdot", "wasm32", _RELAXED, _RELAXED_FLAGS, (), _WASM, relaxed_dot=_DOTS, dispatch="vpdpbusd"),
+    *(Isa(w, None, skip="relaxed swizzle / laneselect behaviours are not modelled; no int8 GEMM kernel of XNNPACK "
+                        "@75db3c0 uses this ISA")
+      for w in ("wasmpshufb", "wasmblendvps")),
 )}
 # The AArch32 kernels' ISA tokens (a name with asm_aarch32 / aarch32): the same tokens as AArch64's, another
 # target. XNNPACK assembles every AArch32 .S file with -march=armv8.2-a+dotprod+fp16 -mfpu=neon-fp-armv8 (CMakeLists.txt
@@ -154,11 +173,13 @@ class YamlEntry:
     data: dict
     datatype: str           # from the file name: 'qs8-qc8w'
     op: str                 # 'gemm' or 'igemm'
+    behaviour: str | None = None    # the wasm relaxed dot's behaviour this row judges the kernel under
 
     @property
     def name(self) -> str:
         name = self.data.get("name") if isinstance(self.data, dict) else None
-        return name if isinstance(name, str) else f"{self.file.name}#{self.index + 1}"
+        name = name if isinstance(name, str) else f"{self.file.name}#{self.index + 1}"
+        return f"{name}+{self.behaviour}" if self.behaviour else name
 
     @property
     def where(self) -> str:
@@ -312,6 +333,9 @@ def _unsupported(name: UkernelName, data: dict, checkout: Checkout) -> Skip | No
                                    f"{', '.join(name.variant)})")
     if isa.target is None:
         return Skip(f"ISA {isa.name} not run", isa.skip)
+    if isa.target == "wasm32" and name.op == "igemm":
+        return Skip("not supported yet", "a wasm32 IGEMM: its indirection buffer holds 4-byte pointers, lowp's IGEMM "
+                                         "adapter lays out 8-byte ones (not supported yet)")
     check = str(data.get("cpp-check") or "")
     if "KLEIDIAI" in check:
         return _kleidiai(name, data, check, checkout)
@@ -491,7 +515,7 @@ def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
         return own
     if layout in LAYOUT_STAGES:
         return LAYOUT_STAGES[layout]
-    if isa.name == "scalar":
+    if isa.name in ("scalar", "wasm"):
         flavour = next((v for v in name.variant if v in ("fmagic", "imagic", "lrintf")), None)
         if flavour:
             return f"xnnpack-fp32-{flavour}"
@@ -544,7 +568,8 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
         # XNNPACK's build: -fno-math-errno for every ukernel (CMakeLists.txt L1042), -ffp-contract=off under GCC
         # (L411: no FMA contraction), the ISA's flags (x86; zig's AArch64/RISC-V -mcpu covers theirs), -O2.
         # 32-bit Arm: the ISA's flags but -march/-mfpu (zig's -mcpu: lowp.emulator.targets.arm.build_cpu)
-        "cflags": ["-O2", "-fno-math-errno", *(("-ffp-contract=off", *isa.copts) if x86 or arm else ())],
+        "cflags": ["-O2", "-fno-math-errno", *(("-ffp-contract=off", *isa.copts) if x86 or arm else ()),
+                   *(isa.copts if isa.target == "wasm32" else ())],
         "include_dirs": [str(STUBS), str(checkout.root)],
         # what XNNPACK's build defines (CMakeLists.txt L345-384, L1226): assembly on, the ISA on, no logging
         "defines": ["XNN_ENABLE_ASSEMBLY=1", "XNN_LOG_LEVEL=0", f"XNN_ENABLE_{isa.name.upper()}=1",
@@ -565,7 +590,22 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
         entry["a_shift"] = abi["a_shift"]
     if vector_bits:
         entry["vector_bits"] = vector_bits
+    if item.behaviour:
+        _relaxed_dot(entry, isa, item.behaviour)
     return entry
+
+
+def _relaxed_dot(entry: dict, isa: Isa, behaviour: str) -> None:
+    """The row of a wasmsdot / wasmusdot kernel under one behaviour of the relaxed dot: its own name
+    (<ukernel>+<behaviour>), the behaviour as a feature (the wasm target runs it in the wasmtime mode that gives it,
+    or substitutes it at compile time: the row's emulator says which), and whether XNNPACK would dispatch it so."""
+    from lowp.isa_models.wasm import RELAXED_DOT
+    entry["name"] = f"{entry['name']}+{behaviour}"
+    entry["features"] = [*entry["features"], f"relaxed_dot_{behaviour}"]
+    dispatched = "XNNPACK dispatches it under this behaviour" if behaviour == isa.dispatch else \
+        f"XNNPACK dispatches it only under {isa.dispatch} (hardware-config.c use_wasm_{isa.name[4:]}): a wrong " \
+        "result here is what an engine with this behaviour would compute, not a dispatched path"
+    entry["description"] += f"; relaxed dot: {behaviour} ({RELAXED_DOT[behaviour]}); {dispatched}"
 
 
 def _short(value, limit: int = 60) -> str:
@@ -607,8 +647,10 @@ class Xnnpack(seam.Library):
                 isa = parse_name(entry.name).isa or "?"
             except ValueError:
                 isa = "?"
-            yield seam.Found(entry.name, {"datatype": entry.datatype, "op": entry.op, "isa": isa}, entry.where,
-                             what=entry)
+            group = {"datatype": entry.datatype, "op": entry.op, "isa": isa}
+            behaviours = ISAS[isa].relaxed_dot if isa in ISAS else ()
+            for row in [replace(entry, behaviour=b) for b in behaviours] or [entry]:   # one row per behaviour
+                yield seam.Found(row.name, group, entry.where, what=row)
 
     def map(self, checkout: Checkout, found: seam.Found) -> dict | Skip:
         result = translate(found.what, checkout)

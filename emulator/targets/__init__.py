@@ -1,6 +1,6 @@
 """Targets: where lowp builds and runs code. One object per (architecture, executor): x86-64 native, x86-64 on
-Bochs, AArch64 on Unicorn, AArch64 on qemu-user, 32-bit Arm, RISC-V 64 and Hexagon on qemu-user. A target says how
-its programs are built
+Bochs, AArch64 on Unicorn, AArch64 on qemu-user, 32-bit Arm, RISC-V 64 and Hexagon on qemu-user, wasm32 on
+wasmtime. A target says how its programs are built
 (a build recipe: compiler triple, cpu, flags, runtime, ELF machine), which CPU features it gives a kernel, its
 calling convention, the backends that prove instruction models on it (`lowp isa verify`) and how a kernel runs on
 it (a machine with `call()`, or natively). kernels/executors.py and lowp isa verify ask the targets instead of
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from lowp.emulator.build import Recipe, recipe
 from lowp.emulator.host import Host, disabled_features, host, host_arch, proc_cpuinfo, proc_cpuinfo_flags
-from lowp.emulator.targets import aarch64, arm, hexagon, riscv64, x86_64
+from lowp.emulator.targets import aarch64, arm, hexagon, riscv64, wasm32, x86_64
 from lowp.emulator.targets.base import _TARGETS, Target, register
 
 # Every module that registers targets, imported above for that: all_targets() knows theirs and no others.
-TARGET_MODULES = (aarch64, arm, hexagon, riscv64, x86_64)
+TARGET_MODULES = (aarch64, arm, hexagon, riscv64, wasm32, x86_64)
 
 __all__ = ["Host", "Recipe", "Target", "all_targets", "arches", "backends", "choose", "disabled_features", "find",
            "get", "host", "host_arch", "of_arch", "proc_cpuinfo", "proc_cpuinfo_flags", "recipe", "register"]

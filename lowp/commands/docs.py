@@ -21,7 +21,8 @@ ARCH_TITLES = {"x86": "x86 (SSE2 to AVX-512, VNNI, AVX-VNNI-INT8, AVX10.2, AMX-I
                "aarch64": "AArch64 (Advanced SIMD, DotProd, I8MM, SVE/SVE2, SME)",
                "riscv64": "RISC-V (V 1.0; intrinsics scalable: bits at VLEN=128)",
                "arm": "32-bit Arm (AArch32: ARMv6 SIMD32, ARMv5TE DSP saturation)",
-               "hexagon": "Hexagon HVX (128-byte vectors; verified on qemu-hexagon: tests/test_hexagon.py)"}
+               "hexagon": "Hexagon HVX (128-byte vectors; verified on qemu-hexagon: tests/test_hexagon.py)",
+               "wasm32": "WebAssembly (SIMD128, relaxed SIMD; proven on wasmtime by tests/test_wasm_models.py)"}
 HEADER = """# ISA model reference
 
 Every instruction lowp models, as the registry (`lowp.isa_models`) declares it: what it reads, where it saturates
@@ -44,7 +45,7 @@ def registry_section() -> str:
     """The machine-independent part: one table per architecture, from the registry."""
     from lowp.isa_models import instructions, intrinsics
     out = []
-    for arch in ("x86", "aarch64", "riscv64", "arm", "hexagon"):
+    for arch in ARCH_TITLES:
         insts = instructions(arch)
         out += [f"## {ARCH_TITLES[arch]}", "",
                 f"{len(insts)} instructions, {len(intrinsics(arch))} intrinsics.", ""]

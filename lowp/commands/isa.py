@@ -9,7 +9,7 @@ from tabulate import tabulate
 from lowp.isa_models import instructions, intrinsics
 
 
-ARCHES = ("x86", "aarch64", "riscv64", "arm")
+ARCHES = ("x86", "aarch64", "riscv64", "arm", "wasm32")
 AMX = ("tdpbssd", "tdpbsud", "tdpbusd", "tdpbuud")
 
 
@@ -98,6 +98,8 @@ def target_of(v) -> str:
         return "riscv64 (qemu)"
     if intr.instruction.arch == "arm":
         return "arm (qemu)"
+    if intr.instruction.arch == "wasm32":
+        return "wasm32 (wasmtime)"
     if "avx10_2" in intr.features:
         return "x86 AVX10.2 (modelled)"
     if getattr(intr, "vl", 0):

@@ -1,0 +1,224 @@
+"""wasm32 on wasmtime (lowp.emulator.wasm, emulator/targets/wasm32.py): the machine's guarantees (a read one byte
+past a buffer, a write into its declared over-read, a NULL pointer: named OutOfBounds; a runaway loop: the fuel
+budget; a failed assert: a Trap with its words), lowp's own wasm GEMMs through the conformance checks (an exact
+SIMD128 kernel passes; a dropped tail, a relaxed dot where exact is needed, an over-read, a runaway loop and a trap
+each fail naming why; the relaxed-dot kernel judged under each behaviour), the XNNPACK campaign over a small tree
+of lowp's own wasm kernels (tests/xnnpack_wasm_tree: one row per relaxed-dot behaviour, right only under the one
+XNNPACK dispatches on), and the wasm fp32 output stage composed from the instruction models equal to the scalar
+imagic stage. Everything that runs wasm skips with the reason without wasmtime."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lowp.emulator.errors import BudgetExceeded, OutOfBounds, Trap
+from lowp.emulator.wasm.machine import unavailable
+
+HERE = Path(__file__).parent
+TOML = HERE / "wasm" / "gemm.toml"
+TREE = HERE / "xnnpack_wasm_tree"
+needs_wasmtime = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+
+GUEST_C = textwrap.dedent("""
+    #include <assert.h>
+    #include <stdint.h>
+    int32_t sum(const int32_t *x, long n, int64_t scale) {
+        int32_t s = 0;
+        for (long i = 0; i < n; i++) s += x[i];
+        return s * (int32_t) scale;
+    }
+    int32_t peek(const int8_t *x, long i) { return ((volatile const int8_t *) x)[i]; }
+    void poke(int8_t *x, long i) { ((volatile int8_t *) x)[i] = 1; }
+    int32_t deref(const int32_t **table, long i) { return *table[i]; }
+    int32_t null_read(long i) { return ((volatile const int32_t *) 0)[i]; }
+    void spin(long n) { while (*(volatile long *) &n) {} }
+    void check(long n) { assert(n == 3); }
+""")
+
+
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory):
+    if unavailable():
+        pytest.skip(unavailable())
+    from lowp.emulator.wasm.build import build_for_wasm
+    from lowp.emulator.wasm.machine import WasmMachine
+    source = tmp_path_factory.mktemp("wasm") / "guest.c"
+    source.write_text(GUEST_C)
+    return WasmMachine(build_for_wasm(source))
+
+
+# ---- the machine ---------------------------------------------------------------------------------------------
+@needs_wasmtime
+def test_calls_pass_arrays_by_address_and_ints_by_the_functions_types(machine):
+    x = np.arange(-50, 47, dtype=np.int32)
+    r = machine.call("sum", x, len(x), 3, names=["x", "n", "scale"])
+    assert r.ret == 3 * int(x.sum()) and np.array_equal(r["x"], x) and r.instructions > len(x)
+    assert "wasmtime" in machine.describe() and "relaxed SIMD deterministic" in machine.describe()
+
+
+@needs_wasmtime
+def test_a_read_one_byte_past_a_buffer_is_a_named_fault(machine):
+    x = np.arange(10, dtype=np.int8)
+    assert machine.call("peek", x, 9).ret == 9
+    with pytest.raises(OutOfBounds) as e:
+        machine.call("peek", x, 10, names=["x", "i"])
+    assert e.value.buffer == "x" and e.value.offset == 10 and e.value.access == "read"
+    assert "reaches 1 byte past its end" in str(e.value) and "in function peek" in str(e.value)
+    with pytest.raises(OutOfBounds, match="1 bytes before its start"):
+        machine.call("peek", x, -1, names=["x", "i"])
+
+
+@needs_wasmtime
+def test_a_declared_over_read_may_be_read_but_not_written(machine):
+    x = np.zeros(10, np.int8)
+    assert machine.call("peek", x, 12, names=["x", "i"], overread={"x": 4}).ret == np.int8(-91)   # the canary, 0xA5
+    with pytest.raises(OutOfBounds) as e:
+        machine.call("peek", x, 14, names=["x", "i"], overread={"x": 4})
+    assert "beyond the 4 bytes of over-read the kernel declares" in str(e.value)
+    with pytest.raises(OutOfBounds) as e:
+        machine.call("poke", x, 10, names=["x", "i"], overread={"x": 4})
+    assert e.value.access == "write" and e.value.offset == 10
+
+
+@needs_wasmtime
+def test_a_null_pointer_and_a_pointer_table_of_4_byte_addresses(machine):
+    from lowp.emulator.machine import Pointers
+    value = np.array([7, 42], np.int32)
+    r = machine.call("deref", Pointers((("v", 4), ("v", 0))), 0, names=["table", "i"], memory=[("v", value)])
+    assert r.ret == 42
+    with pytest.raises(OutOfBounds, match="at address 0x4, in no buffer"):
+        machine.call("null_read", 1)
+
+
+@needs_wasmtime
+def test_a_runaway_loop_spends_its_fuel_and_an_assert_is_a_trap(machine):
+    with pytest.raises(BudgetExceeded, match="runaway loop"):
+        machine.call("spin", 1, budget=200_000)
+    with pytest.raises(Trap, match="Assertion failed: n == 3"):
+        machine.call("check", 2)
+    assert machine.call("check", 3).ret == 0        # the machine goes on after a trap
+
+
+# ---- lowp's own kernels through the checks ---------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def wasm_kernels():
+    if unavailable():
+        pytest.skip(unavailable())
+    from lowp.kernels import KernelConfigError, load_toml
+    from lowp.kernels.registry import kernel
+    try:
+        return {k.name: k for k in load_toml(TOML)}
+    except KernelConfigError as e:
+        if "already registered" not in str(e):
+            raise
+        import tomllib
+        return {e["name"]: kernel(e["name"]) for e in tomllib.loads(TOML.read_text())["kernel"]}
+
+
+EXPECTED = {               # kernel -> (verdict of its claimed exact check, words its cause must hold)
+    "wasm_simd": ("PASS", ""),
+    "wasm_notail": ("FAIL", "k value dropped"),
+    "wasm_relaxed_sdot": ("PASS", ""),
+    "wasm_relaxed_pmaddubsw": ("FAIL", "B read as u8"),
+    "wasm_relaxed_vpdpbusd": ("FAIL", "B read as u8"),
+    "wasm_overread": ("FAIL", "OutOfBounds: out-of-bounds read of 1 byte"),
+    "wasm_spin": ("FAIL", "BudgetExceeded"),
+    "wasm_trap": ("FAIL", "Trap: trap_gemm: trap: wasm `unreachable`"),
+}
+
+
+@needs_wasmtime
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_lowps_own_wasm_kernels_get_the_right_verdicts(wasm_kernels, name):
+    from lowp.conformance.run.checks import Check, run_check
+    verdict, cause = EXPECTED[name]
+    row = run_check(Check(name, "exact", "claimed", True), lambda e: None, examples=30)
+    assert row["verdict"] == verdict, row
+    assert cause in (row.get("cause") or ""), row["cause"]
+    assert row["target"] == "wasm32" and row["backend"] == "wasmtime"
+
+
+@needs_wasmtime
+def test_each_relaxed_row_says_how_its_behaviour_was_given(wasm_kernels):
+    from lowp.kernels import executor
+    from lowp.emulator.wasm.relaxed import engine_behaviour
+    sdot = executor(wasm_kernels["wasm_relaxed_sdot"]).describe()
+    assert "relaxed dot: sdot (wasmtime's own, deterministic mode)" in sdot
+    vpdpbusd = executor(wasm_kernels["wasm_relaxed_vpdpbusd"]).describe()
+    if engine_behaviour("native") != "vpdpbusd":
+        assert "relaxed dot: vpdpbusd (substituted: plain SIMD128 at compile time" in vpdpbusd
+
+
+# ---- XNNPACK-shaped kernels: the campaign ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    if unavailable():
+        pytest.skip(unavailable())
+    out = tmp_path_factory.mktemp("wasm-campaign")
+    result = subprocess.run([sys.executable, "-m", "lowp", "xnnpack", str(TREE), "--out", str(out), "--no-database",
+                             "--jobs", "2"], capture_output=True, text=True, timeout=1200)
+    return out, result
+
+
+@needs_wasmtime
+def test_the_campaign_judges_each_relaxed_kernel_under_each_behaviour(campaign):
+    out, result = campaign
+    assert result.returncode == 1, result.stderr[-2000:]
+    doc = json.loads((out / "campaign.json").read_text())
+    status = {k["name"]: k["status"] for k in doc["kernels"]}
+    prefix = "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_"
+    assert status == {
+        prefix + "1x4c8__wasmsimd_dot16x2_ld64": "passed",
+        prefix + "1x4c8__wasmsimd_dot16x2_ld128": "failed",          # drops the last block of k
+        prefix + "1x4c16__wasmsdot+sdot": "passed",                   # XNNPACK dispatches wasmsdot here only
+        prefix + "1x4c16__wasmsdot+pmaddubsw": "failed",
+        prefix + "1x4c16__wasmsdot+vpdpbusd": "failed",
+        prefix + "1x4c16__wasmusdot+sdot": "failed",
+        prefix + "1x4c16__wasmusdot+pmaddubsw": "failed",
+        prefix + "1x4c16__wasmusdot+vpdpbusd": "passed"}              # ... and wasmusdot here only
+    rows = {r["id"]: r for r in json.loads((out / "report.json").read_text())["rows"]}
+    dropped = rows[prefix + "1x4c8__wasmsimd_dot16x2_ld128:xnnpack-fp32:claimed"]
+    assert dropped["counterexample"]["shape"][2] % 8 and dropped["cause"].startswith("wrong value")   # K % 8 != 0
+    usdot = rows[prefix + "1x4c16__wasmusdot+vpdpbusd:xnnpack-fp32:claimed"]
+    assert usdot["target"] == "wasm32" and "relaxed dot: vpdpbusd" in usdot["emulator"]
+    import tomllib
+    kept = {k["name"]: k for k in tomllib.loads((out / "kernels.toml").read_text())["kernel"]}
+    sdot = kept[prefix + "1x4c16__wasmsdot+pmaddubsw"]
+    assert sdot["target"] == "wasm32" and sdot["cflags"][-2:] == ["-msimd128", "-mrelaxed-simd"]
+    assert "relaxed_dot_pmaddubsw" in sdot["features"] and sdot["model"]["output"] == "xnnpack-fp32-imagic"
+    assert "dispatches it only under sdot" in sdot["description"]
+
+
+# ---- the output stage ----------------------------------------------------------------------------------------------
+def test_the_wasm_fp32_stage_is_the_scalar_imagic_stage():
+    """XNNPACK's wasm stage composed from the instruction models (convert, mul, the magic bias, i32x4.max with
+    magic_min, i32x4.sub, the saturating narrows, i8x16.min with output_max) equals xnnpack-fp32-imagic, on
+    accumulators from 0 to beyond the magic bias's exact range, at every zero point and clamp."""
+    from lowp.isa_models.float32 import MAGIC_BIAS_BITS
+    from lowp.isa_models.requant import xnnpack_fp32_imagic
+    from lowp.isa_models.wasm import simd128 as w
+    rng = np.random.default_rng(7)
+    n = 4000
+    acc = np.concatenate([rng.integers(-2 ** 31, 2 ** 31, n), rng.integers(-5000, 5000, n)]).astype(np.int32)
+    for _ in range(30):
+        zp = int(rng.integers(-128, 128))
+        lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))
+        scale = np.float32(2.0 ** rng.uniform(-24, 2))
+        q = {"bias": np.zeros(4, np.int32), "scale": np.full(4, scale, np.float32), "output_zero_point": zp,
+             "output_min": lo, "output_max": hi}
+        want = xnnpack_fp32_imagic(acc.reshape(-1, 4), q, "s8").reshape(-1, 4)
+        v = w.f32x4_mul(w.f32x4_convert_i32x4_s(acc.reshape(-1, 4)), np.full((1, 4), scale, np.float32))
+        v = w.f32x4_add(v, np.full((1, 4), 12582912.0, np.float32)).view(np.int32)
+        magic_min = np.float32(12582912.0 + (lo - zp)).view(np.int32)
+        v = w.i32x4_max_s(v, np.full((1, 4), magic_min, np.int32))
+        v = w.i32x4_sub(v, np.full((1, 4), MAGIC_BIAS_BITS - zp, np.int32))
+        s16 = w.i16x8_narrow_i32x4_s(v, v)
+        s8 = w.i8x16_narrow_i16x8_s(s16, s16)
+        got = w.i8x16_min_s(s8, np.full((1, 16), hi, np.int8))[:, :4]
+        assert np.array_equal(got, want), (zp, lo, hi, scale)

@@ -1,0 +1,76 @@
+// lowp's test tree: 1x4c8 qs8-qc8w GEMM micro-kernels for wasm32 with SIMD128 (i16x8.extend, i32x4.dot_i16x8_s),
+// XNNPACK's prototype and packing (per 4 columns: 4 int32 biases, per block of 8 k: 8 int8 weights of each column,
+// 4 float scales), written for lowp. The _ld64 one is exact; the _ld128 one drops the last block of k when kc is
+// not a multiple of 8 (a one-bug kernel: wrong wherever K % 8 != 0). Output stage as the wasmsdot kernel's.
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <wasm_simd128.h>
+
+#include "src/xnnpack/gemm.h"
+
+DECLARE_QS8_QC8W_GEMM_MINMAX_UKERNEL_FUNCTION(xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4c8__wasmsimd_dot16x2_ld64)
+DECLARE_QS8_QC8W_GEMM_MINMAX_UKERNEL_FUNCTION(xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4c8__wasmsimd_dot16x2_ld128)
+
+static int32_t lane_sum(v128_t v) {
+  return wasm_i32x4_extract_lane(v, 0) + wasm_i32x4_extract_lane(v, 1) + wasm_i32x4_extract_lane(v, 2) +
+         wasm_i32x4_extract_lane(v, 3);
+}
+
+static void gemm_1x4c8(size_t nc, size_t kc, const int8_t* a, const void* w, int8_t* c, size_t cn_stride,
+                       const union xnn_qs8_qc8w_conv_minmax_params* params, size_t blocks, size_t packed) {
+  const int32_t zero_point = params->fp32_scalar.output_zero_point;
+  const float magic = 12582912.0f;
+  const float low = magic + (float) ((int32_t) params->fp32_scalar.output_min - zero_point);
+  int32_t low_bits;
+  memcpy(&low_bits, &low, sizeof(low_bits));
+  (void) kc;
+  do {
+    const int32_t* bias = (const int32_t*) w;
+    const int8_t* wk = (const int8_t*) (bias + 4);
+    v128_t acc[4];
+    for (int n = 0; n < 4; n++) acc[n] = wasm_i32x4_make(bias[n], 0, 0, 0);
+    for (size_t b = 0; b < blocks; b++) {
+      const v128_t va = wasm_i16x8_load8x8(a + 8 * b);
+      for (int n = 0; n < 4; n++)
+        acc[n] = wasm_i32x4_add(acc[n], wasm_i32x4_dot_i16x8(va, wasm_i16x8_load8x8(wk + 32 * b + 8 * n)));
+    }
+    const float* scale = (const float*) (wk + 32 * packed);
+    v128_t sums = wasm_i32x4_make(lane_sum(acc[0]), lane_sum(acc[1]), lane_sum(acc[2]), lane_sum(acc[3]));
+    v128_t vf = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), wasm_v128_load(scale));
+    v128_t bits = wasm_i32x4_max(wasm_f32x4_add(vf, wasm_f32x4_splat(magic)), wasm_i32x4_splat(low_bits));
+    v128_t out16 = wasm_i16x8_narrow_i32x4(wasm_i32x4_sub(bits, wasm_i32x4_splat(0x4B400000 - zero_point)),
+                                           wasm_i32x4_splat(0));
+    v128_t out8 = wasm_i8x16_min(wasm_i8x16_narrow_i16x8(out16, out16),
+                                 wasm_i8x16_splat((int8_t) params->fp32_scalar.output_max));
+    w = (const void*) (scale + 4);
+    int8_t out[16];
+    wasm_v128_store(out, out8);
+    const size_t stored = nc < 4 ? nc : 4;
+    for (size_t n = 0; n < stored; n++) c[n] = out[n];
+    c = (int8_t*) ((uintptr_t) c + cn_stride);
+    nc -= stored;
+  } while (nc != 0);
+}
+
+void xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4c8__wasmsimd_dot16x2_ld64(
+    size_t mr, size_t nc, size_t kc, const int8_t* a, size_t a_stride, const void* w, int8_t* c, size_t cm_stride,
+    size_t cn_stride, const union xnn_qs8_qc8w_conv_minmax_params* params) XNN_OOB_READS
+{
+  assert(mr == 1);
+  (void) a_stride;
+  (void) cm_stride;
+  gemm_1x4c8(nc, kc, a, w, c, cn_stride, params, (kc + 7) / 8, (kc + 7) / 8);
+}
+
+void xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4c8__wasmsimd_dot16x2_ld128(
+    size_t mr, size_t nc, size_t kc, const int8_t* a, size_t a_stride, const void* w, int8_t* c, size_t cm_stride,
+    size_t cn_stride, const union xnn_qs8_qc8w_conv_minmax_params* params) XNN_OOB_READS
+{
+  assert(mr == 1);
+  (void) a_stride;
+  (void) cm_stride;
+  gemm_1x4c8(nc, kc, a, w, c, cn_stride, params, kc / 8, (kc + 7) / 8);     /* the bug: kc / 8 blocks */
+}
