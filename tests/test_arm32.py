@@ -14,6 +14,7 @@ import pytest
 
 from lowp.emulator.errors import BudgetExceeded, OutOfBounds, UndefinedInstruction
 from lowp.emulator.qemu import ARM, QemuMachine, build_for_qemu, seeded_registers_arm
+from tests.conftest import load_kernels
 
 ROOT = Path(__file__).resolve().parent
 TOML = ROOT / "arm32" / "arm32.toml"
@@ -206,15 +207,7 @@ def test_the_build_cpu_follows_the_features():
 
 @pytest.fixture(scope="module")
 def own_kernels():
-    from lowp.kernels import KernelConfigError, load_toml
-    from lowp.kernels.registry import kernel
-    try:
-        return {k.name: k for k in load_toml(TOML)}
-    except KernelConfigError as e:
-        if "already registered" not in str(e):
-            raise
-        import tomllib
-        return {e["name"]: kernel(e["name"]) for e in tomllib.loads(TOML.read_text())["kernel"]}
+    return load_kernels(TOML)
 
 
 def _check(name: str, check: str, domain: str):

@@ -14,6 +14,7 @@ import pytest
 from lowp.emulator.errors import BudgetExceeded, OutOfBounds
 from lowp.emulator.qemu import HEXAGON, QemuMachine, build_for_qemu
 from lowp.isa_models import intrinsics
+from tests.conftest import load_kernels
 
 HERE = Path(__file__).resolve().parent / "hexagon"
 TOML = HERE / "hvx.toml"
@@ -152,15 +153,7 @@ def test_the_hvx_stage_equals_the_reference_on_xnnpacks_domain():
 
 @pytest.fixture(scope="module")
 def hvx_kernels():
-    from lowp.kernels import KernelConfigError, load_toml
-    from lowp.kernels.registry import kernel
-    try:
-        return {k.name: k for k in load_toml(TOML)}
-    except KernelConfigError as e:
-        if "already registered" not in str(e):
-            raise
-        import tomllib
-        return {e["name"]: kernel(e["name"]) for e in tomllib.loads(TOML.read_text())["kernel"]}
+    return load_kernels(TOML)
 
 
 def _row(kernel, check, examples=25):

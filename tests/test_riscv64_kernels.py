@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from lowp.emulator.errors import BudgetExceeded, OutOfBounds, UndefinedInstruction
 from lowp.emulator.qemu import RISCV64, QemuMachine, build_for_qemu, seeded_registers_riscv64
 from lowp.isa_models.requant import OUTPUT_STAGES, xnnpack_rndnu_neon_params
+from tests.conftest import load_kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 TOML = ROOT / "kernels" / "riscv64" / "riscv64.toml"
@@ -240,15 +241,7 @@ def test_the_other_vxrm_modes_equal_no_existing_stage(stage):
 
 @pytest.fixture(scope="module")
 def rv_kernels():
-    from lowp.kernels import KernelConfigError, load_toml
-    from lowp.kernels.registry import kernel
-    try:
-        return {k.name: k for k in load_toml(TOML)}
-    except KernelConfigError as e:
-        if "already registered" not in str(e):
-            raise
-        import tomllib
-        return {e["name"]: kernel(e["name"]) for e in tomllib.loads(TOML.read_text())["kernel"]}
+    return load_kernels(TOML)
 
 
 def _runnable(k):

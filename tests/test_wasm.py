@@ -19,6 +19,7 @@ import pytest
 
 from lowp.emulator.errors import BudgetExceeded, OutOfBounds, Trap
 from lowp.emulator.wasm.machine import unavailable
+from tests.conftest import load_kernels
 
 HERE = Path(__file__).parent
 TOML = HERE / "wasm" / "gemm.toml"
@@ -110,15 +111,7 @@ def test_a_runaway_loop_spends_its_fuel_and_an_assert_is_a_trap(machine):
 def wasm_kernels():
     if unavailable():
         pytest.skip(unavailable())
-    from lowp.kernels import KernelConfigError, load_toml
-    from lowp.kernels.registry import kernel
-    try:
-        return {k.name: k for k in load_toml(TOML)}
-    except KernelConfigError as e:
-        if "already registered" not in str(e):
-            raise
-        import tomllib
-        return {e["name"]: kernel(e["name"]) for e in tomllib.loads(TOML.read_text())["kernel"]}
+    return load_kernels(TOML)
 
 
 EXPECTED = {               # kernel -> (verdict of its claimed exact check, words its cause must hold)
