@@ -4,6 +4,7 @@ a loop that loads each operand's v128, applies the instruction and stores the re
 registers is one call."""
 from __future__ import annotations
 
+import atexit
 from functools import lru_cache
 
 import numpy as np
@@ -28,6 +29,9 @@ def _wat(instruction: str, arity: int) -> str:
 def _module(instruction: str, arity: int, relaxed: str):
     import wasmtime
     return wasmtime.Module(engine(relaxed), wasmtime.wat2wasm(_wat(instruction, arity)))
+
+
+atexit.register(_module.cache_clear)     # before wasmtime's teardown (see machine._release_modules)
 
 
 def run(instruction: str, operands, result_dtype, *, relaxed: str = "deterministic") -> np.ndarray:

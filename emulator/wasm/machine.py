@@ -31,6 +31,7 @@ module sets none.
 """
 from __future__ import annotations
 
+import atexit
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -105,6 +106,14 @@ def _compiled(path: str, mtime: float, relaxed: str):
     _write_atomically(compiled, module.serialize())
     _write_atomically(sites, pickle.dumps(rewritten))
     return module, rewritten
+
+
+@atexit.register
+def _release_modules() -> None:
+    """Drop the cached modules and engines while wasmtime's C library is still bound: left to the interpreter's
+    teardown, each one's __del__ finds wasmtime's ctypes functions already None and prints a TypeError."""
+    _compiled.cache_clear()
+    engine.cache_clear()
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
