@@ -8,13 +8,16 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from lowp.kernels.ggml.blocks import FORMATS
-from lowp.kernels.ggml.dot import VEC_DOT_TYPE, exact_dot, terms
+from lowp.kernels.ggml.blocks import FORMATS, IQ_FORMATS
+from lowp.kernels.ggml.dot import VEC_DOT_TYPE, exact_dot, formats_for, terms
+from lowp.kernels.ggml.grids import GRID_TABLES, KSIGNS, from_gguf, from_header
+
+gguf = pytest.importorskip("gguf", reason="gguf (llama.cpp's numpy quants, the second opinion) is not installed")
 
 
 def random_blocks(name: str, nb: int, rng, finite: bool = True) -> np.ndarray:
     """nb blocks of random bytes; with `finite`, every fp16 scale a finite value (gguf warns on overflow)."""
-    fmt = FORMATS[name]
+    fmt = formats_for(name)[name]
     raw = rng.integers(0, 256, (nb, fmt.dtype.itemsize), dtype=np.uint8)
     rec = raw.reshape(-1).view(fmt.dtype)
     if finite:
@@ -26,19 +29,18 @@ def random_blocks(name: str, nb: int, rng, finite: bool = True) -> np.ndarray:
     return raw
 
 
-GGUF_TYPES = [name for name in FORMATS if name not in ("q1_0", "q2_0", "q8_1", "q8_K")]
+GGUF_TYPES = [name for name in [*FORMATS, *IQ_FORMATS] if name not in ("q1_0", "q2_0", "q8_1", "q8_K")]
 
 
 @pytest.mark.parametrize("name", GGUF_TYPES)
 def test_dequantize_matches_gguf_bit_for_bit(name):
-    gguf = pytest.importorskip("gguf", reason="gguf (llama.cpp's numpy quants) is not installed")
     from gguf.quants import dequantize
     qtype = getattr(gguf.GGMLQuantizationType, name.upper())
     rng = np.random.default_rng(sum(map(ord, name)))
     raw = random_blocks(name, 96, rng)
     with np.errstate(all="ignore"):
         theirs = dequantize(raw, qtype).reshape(-1)
-    ours = FORMATS[name].dequantize(raw)
+    ours = formats_for(name)[name].dequantize(raw)
     differ = (theirs.view(np.uint32) != ours.view(np.uint32)) & ~(np.isnan(theirs) & np.isnan(ours))
     assert not differ.any(), f"{name}: {differ.sum()} values differ, first at {np.flatnonzero(differ)[:5]}"
 
@@ -82,7 +84,8 @@ def consistent_activations(y_type: str, nb: int, rng) -> np.ndarray:
 
 
 def exact_values(name: str, raw) -> list[Fraction]:
-    x = FORMATS[name].decode(FORMATS[name].records(raw))
+    fmt = formats_for(name)[name]
+    x = fmt.decode(fmt.records(raw))
     scale, codes = x.scale.reshape(-1), x.codes.reshape(-1)
     offset = np.zeros_like(scale) if x.offset is None else x.offset.reshape(-1)
     return [Fraction(float(s)) * int(c) + Fraction(float(o)) for s, c, o in zip(scale, codes, offset)]
@@ -92,11 +95,12 @@ def exact_values(name: str, raw) -> list[Fraction]:
 def test_exact_dot_is_the_sum_of_the_dequantized_products(x_type):
     y_type = VEC_DOT_TYPE[x_type]
     rng = np.random.default_rng(sum(map(ord, x_type)))
-    qk = max(FORMATS[x_type].qk, FORMATS[y_type].qk)
+    formats = formats_for(x_type)
+    qk = max(formats[x_type].qk, formats[y_type].qk)
     for blocks in (1, 3):
         n = qk * blocks
-        x = random_blocks(x_type, n // FORMATS[x_type].qk, rng)
-        y = consistent_activations(y_type, n // FORMATS[y_type].qk, rng)
+        x = random_blocks(x_type, n // formats[x_type].qk, rng)
+        y = consistent_activations(y_type, n // formats[y_type].qk, rng)
         expected = sum((a * b for a, b in zip(exact_values(x_type, x), exact_values(y_type, y))), Fraction(0))
         assert exact_dot(x_type, x, y, n) == expected, f"{x_type} x {y_type}, n = {n}"
 
@@ -117,3 +121,30 @@ def test_the_minimum_term_reads_the_stored_activation_sum():
 def test_n_must_be_whole_blocks():
     with pytest.raises(ValueError, match="q4_0: n = 48 is not a positive multiple of its block size 32"):
         terms("q4_0", bytes(36), bytes(68), 48)
+
+
+def test_the_sign_table_is_the_even_parity_completion():
+    """ksigns_iq2xs, defined by lowp (grids.py) as the 7 sign bits plus an eighth of even parity, is gguf's."""
+    assert KSIGNS.tobytes() == gguf.quants.IQ2_XXS.ksigns
+
+
+def write_header(path, tables: dict) -> None:
+    """A ggml-common.h-shaped file holding `tables` as GGML_TABLE_BEGIN ... END blocks of little-endian words."""
+    text = ["#define GGML_TABLE_BEGIN(type, name, size) static const type name[size] = {"]
+    for name, entries in tables.items():
+        kind, count = GRID_TABLES[name]
+        words = np.ascontiguousarray(entries).view(np.uint8).reshape(len(entries), -1).copy().view(kind).reshape(-1)
+        text += [f"GGML_TABLE_BEGIN({'uint64_t' if kind == '<u8' else 'uint32_t'}, {name}, {count})",
+                 ", ".join(f"0x{int(w):x}" for w in words), "GGML_TABLE_END()"]
+    path.write_text("\n".join(text) + "\n")
+
+
+def test_grids_read_from_a_header_equal_ggufs_and_a_missing_table_is_named(tmp_path):
+    ours = from_gguf()
+    header = tmp_path / "ggml-common.h"
+    write_header(header, ours.tables)
+    parsed = from_header(header)
+    assert all(np.array_equal(parsed[name], ours[name]) for name in GRID_TABLES)
+    write_header(header, {k: v for k, v in ours.tables.items() if k != "iq3s_grid"})
+    with pytest.raises(ValueError, match="no table iq3s_grid"):
+        from_header(header)

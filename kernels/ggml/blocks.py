@@ -13,9 +13,12 @@ src/ggml-impl.h L477-515 (E8M0 and UE4M3 decoding).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache, partial
 from typing import Callable
 
 import numpy as np
+
+from lowp.kernels.ggml.grids import KMASK, KSIGNS, Grids, from_gguf
 
 QK_K = 256                                   # ggml-common.h: the K-quants' super-block
 KVALUES_FP4 = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], np.int32)   # E2M1 doubled
@@ -37,11 +40,15 @@ class Decoded:
 
 @dataclass(frozen=True)
 class Format:
-    """A block format: `qk` elements in `dtype.itemsize` bytes, read by `decode` (records -> Decoded)."""
+    """A block format: `qk` elements in `dtype.itemsize` bytes, read by `read` (records -> Decoded)."""
     name: str
     qk: int
     dtype: np.dtype
-    decode: Callable[[np.ndarray], Decoded]
+    read: Callable[[np.ndarray], Decoded]
+
+    def decode(self, records: np.ndarray) -> Decoded:
+        with np.errstate(all="ignore"):      # any bytes are a block: NaN and infinite scales included
+            return self.read(records)
 
     def records(self, raw) -> np.ndarray:
         """The blocks of `raw` (bytes, or a uint8 array of a whole number of blocks) as records."""
@@ -290,3 +297,133 @@ FORMATS: dict[str, Format] = {f.name: f for f in [
     Format("iq4_xs", QK_K, _struct(("d", H, 1), ("scales_h", H, 1), ("scales_l", "u1", 4), ("qs", "u1", 128)),
            _iq4_xs),
 ]}
+
+
+# ---- the iq formats: entries of a lattice table (grids.py), signs, and a 4- or 3-bit scale per group ----------------
+def _signed(entries: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    """entries (..., 8) bytes of grid entries, signs (...) sign bytes: bit j set negates byte j."""
+    return np.where(signs[..., None] & KMASK, -1, 1) * entries.astype(np.int32)
+
+
+def _words(field: np.ndarray, dtype: str) -> np.ndarray:
+    return np.ascontiguousarray(field).view(dtype).astype(np.int64)
+
+
+def _iq2_xxs(b, grids: Grids):
+    """block_iq2_xxs: per 32 values two uint32: bytes 0-3 of the first index the grid, the second holds four
+    7-bit sign indices (ksigns_iq2xs) and a 4-bit scale in bits 28-31: db = d * (0.5 + s) * 0.25."""
+    nb = b.shape[0]
+    aux = _words(b["qs"], "<u4").reshape(nb, 8, 2)
+    index = b["qs"].view(np.uint8).reshape(nb, 8, 8)[:, :, 0:4]
+    signs = KSIGNS[(aux[:, :, 1:2] >> (7 * np.arange(4))) & 127]
+    codes = _signed(grids["iq2xxs_grid"][index], signs).reshape(nb, QK_K)
+    db = _f16(b["d"])[:, None] * (0.5 + (aux[:, :, 1] >> 28)) * 0.25
+    return Decoded(codes, _per_element(db, 32))
+
+
+def _half_group_scales(d: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """iq2_xs/iq2_s: per 32 values a byte of two 4-bit scales, one for each 16: d * (0.5 + s) * 0.25."""
+    s = scales.astype(np.int32)
+    halves = np.stack([s & 0xF, s >> 4], axis=2).reshape(s.shape[0], -1)
+    return _per_element(d[:, None] * (0.5 + halves) * 0.25, 16)
+
+
+def _iq2_xs(b, grids: Grids):
+    """block_iq2_xs: a uint16 per 8 values: a 9-bit grid index and a 7-bit sign index."""
+    nb = b.shape[0]
+    q = b["qs"].astype(np.int64)
+    codes = _signed(grids["iq2xs_grid"][q & 511], KSIGNS[q >> 9]).reshape(nb, QK_K)
+    return Decoded(codes, _half_group_scales(_f16(b["d"]), b["scales"]))
+
+
+def _iq2_s(b, grids: Grids):
+    """block_iq2_s: qs[0:32] the low 8 bits of the grid indices, qs[32:64] one sign byte per 8 values, qh[g] the
+    2 high index bits of each 8 of group g (bits 2l, 2l+1 for entry l)."""
+    nb = b.shape[0]
+    qs = b["qs"].astype(np.int64)
+    high = (b["qh"].astype(np.int64)[:, :, None] >> (2 * np.arange(4))) & 3           # (nb, 8 groups, 4)
+    index = qs[:, :32].reshape(nb, 8, 4) | (high << 8)
+    codes = _signed(grids["iq2s_grid"][index], qs[:, 32:].reshape(nb, 8, 4)).reshape(nb, QK_K)
+    return Decoded(codes, _half_group_scales(_f16(b["d"]), b["scales"]))
+
+
+def _iq3_xxs(b, grids: Grids):
+    """block_iq3_xxs: qs[0:64] a grid index per 4 values; then per 32 values a uint32 of four 7-bit sign indices
+    and a 4-bit scale in bits 28-31: db = d * (0.5 + s) * 0.5."""
+    nb = b.shape[0]
+    entries = grids["iq3xxs_grid"][b["qs"][:, :64].astype(np.int64)].reshape(nb, 8, 4, 8)   # 2 entries per 8
+    aux = _words(b["qs"][:, 64:], "<u4").reshape(nb, 8)
+    signs = KSIGNS[(aux[:, :, None] >> (7 * np.arange(4))) & 127]
+    codes = _signed(entries, signs).reshape(nb, QK_K)
+    return Decoded(codes, _per_element(_f16(b["d"])[:, None] * (0.5 + (aux >> 28)) * 0.5, 32))
+
+
+def _iq3_s(b, grids: Grids):
+    """block_iq3_s: qs a grid index's low 8 bits per 4 values, its ninth bit in qh (bit k of qh[g] for the k-th
+    4 of group g), a sign byte per 8 values, and a 4-bit scale per 32: db = d * (1 + 2s)."""
+    nb = b.shape[0]
+    high = (b["qh"].astype(np.int64)[:, :, None] >> np.arange(8)) & 1                # (nb, 8 groups, 8)
+    index = b["qs"].astype(np.int64).reshape(nb, 8, 8) | (high << 8)
+    entries = grids["iq3s_grid"][index].reshape(nb, 8, 4, 8)
+    codes = _signed(entries, b["signs"].reshape(nb, 8, 4)).reshape(nb, QK_K)
+    s = b["scales"].astype(np.int32)
+    group = np.stack([s & 0xF, s >> 4], axis=2).reshape(nb, 8)
+    return Decoded(codes, _per_element(_f16(b["d"])[:, None] * (1 + 2 * group), 32))
+
+
+IQ1_DELTA = 0.125      # IQ1S_DELTA, IQ1M_DELTA (ggml-common.h)
+
+
+def _iq1_s(b, grids: Grids):
+    """block_iq1_s: per 32 values a uint16 qh: three index bits per 8 values (bits 3l..3l+2), a 3-bit scale
+    (bits 12-14: dl = d * (2s + 1)) and the sign of its delta (bit 15); x = dl * (grid + delta). The delta part is
+    the offset: ggml_vec_dot_iq1_s multiplies it by the activation's stored bsums."""
+    nb = b.shape[0]
+    qh = b["qh"].astype(np.int64)
+    index = b["qs"].astype(np.int64).reshape(nb, 8, 4) | (((qh[:, :, None] >> (3 * np.arange(4))) & 7) << 8)
+    codes = grids["iq1s_grid"][index].astype(np.int32).reshape(nb, QK_K)
+    dl = _f16(b["d"])[:, None] * (2 * ((qh >> 12) & 7) + 1)
+    delta = np.where(qh & 0x8000, -IQ1_DELTA, IQ1_DELTA)
+    return Decoded(codes, _per_element(dl, 32), _per_element(dl * delta, 32))
+
+
+def _iq1_m_scale(scales: np.ndarray) -> np.ndarray:
+    """iq1_m's fp16 d, spread over the top 4 bits of its four uint16 scale words (iq1m_scale_t)."""
+    sc = _words(scales, "<u2")
+    bits = (sc[:, 0] >> 12) | ((sc[:, 1] >> 8) & 0x00F0) | ((sc[:, 2] >> 4) & 0x0F00) | (sc[:, 3] & 0xF000)
+    return bits.astype(np.uint16).view(np.float16).astype(np.float32)
+
+
+def _iq1_m(b, grids: Grids):
+    """block_iq1_m: per 8 values a grid index (8 bits in qs, 3 in a nibble of qh) and a delta sign (the nibble's
+    top bit); a 3-bit scale per 16 (dl = d * (2s + 1)). ggml_vec_dot_iq1_m sums the delta with the codes (not
+    from bsums), so the code here is 8 * (grid + delta) and the scale dl / 8: the same products, exactly."""
+    nb = b.shape[0]
+    nibble = (b["qh"].astype(np.int64)[:, :, None] >> np.array([0, 4])).reshape(nb, 32) & 0xF
+    index = b["qs"].astype(np.int64) | ((nibble & 7) << 8)
+    grid = grids["iq1s_grid"][index].astype(np.int32)                                  # (nb, 32, 8)
+    codes = (8 * grid + np.where(nibble & 8, -1, 1)[:, :, None]).reshape(nb, QK_K)
+    sc = _words(b["scales"], "<u2")                                                     # (nb, 4)
+    three = (sc[:, :, None] >> np.array([0, 3, 6, 9])) & 7                             # 4 scales a word
+    dl = _iq1_m_scale(b["scales"])[:, None] * (2 * three.reshape(nb, 16) + 1) / 8
+    return Decoded(codes, _per_element(dl, 16))
+
+
+IQ_FORMATS = {
+    "iq2_xxs": (_struct(("d", H, 1), ("qs", "<u2", 32)), _iq2_xxs),
+    "iq2_xs": (_struct(("d", H, 1), ("qs", "<u2", 32), ("scales", "u1", 8)), _iq2_xs),
+    "iq2_s": (_struct(("d", H, 1), ("qs", "u1", 64), ("qh", "u1", 8), ("scales", "u1", 8)), _iq2_s),
+    "iq3_xxs": (_struct(("d", H, 1), ("qs", "u1", 96)), _iq3_xxs),
+    "iq3_s": (_struct(("d", H, 1), ("qs", "u1", 64), ("qh", "u1", 8), ("signs", "u1", 32), ("scales", "u1", 4)),
+              _iq3_s),
+    "iq1_s": (_struct(("d", H, 1), ("qs", "u1", 32), ("qh", "<u2", 8)), _iq1_s),
+    "iq1_m": (_struct(("qs", "u1", 32), ("qh", "u1", 16), ("scales", "u1", 8)), _iq1_m),
+}
+
+
+@lru_cache(maxsize=8)
+def with_grids(grids: Grids | None = None) -> dict[str, Format]:
+    """Every format, the iq ones reading `grids` (default: gguf's, grids.from_gguf)."""
+    grids = grids or from_gguf()
+    return FORMATS | {name: Format(name, QK_K, dtype, partial(decode, grids=grids))
+                      for name, (dtype, decode) in IQ_FORMATS.items()}

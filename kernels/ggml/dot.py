@@ -22,17 +22,20 @@ from math import gcd
 
 import numpy as np
 
-from lowp.kernels.ggml.blocks import FORMATS, QK_K, Decoded
+from lowp.kernels.ggml.blocks import FORMATS, IQ_FORMATS, QK_K, Decoded, Format, with_grids
+from lowp.kernels.ggml.grids import Grids
 
 # type_traits_cpu[x].vec_dot_type: the activation format each weight format is multiplied with.
 VEC_DOT_TYPE = {
     "q1_0": "q8_0", "q2_0": "q8_0", "q4_0": "q8_0", "q4_1": "q8_1", "mxfp4": "q8_0", "nvfp4": "q8_0",
     "q5_0": "q8_0", "q5_1": "q8_1", "q8_0": "q8_0", "tq1_0": "q8_K", "tq2_0": "q8_K", "q2_K": "q8_K",
     "q3_K": "q8_K", "q4_K": "q8_K", "q5_K": "q8_K", "q6_K": "q8_K", "iq4_nl": "q8_0", "iq4_xs": "q8_K",
+    "iq2_xxs": "q8_K", "iq2_xs": "q8_K", "iq2_s": "q8_K", "iq3_xxs": "q8_K", "iq3_s": "q8_K", "iq1_s": "q8_K",
+    "iq1_m": "q8_K",
 }
-SCALE_GROUP = {name: 16 for name in ("q2_K", "q3_K", "q6_K")} | {"nvfp4": 16, "q4_K": 32, "q5_K": 32,
-                                                                  "iq4_xs": 32}
-MIN_GROUP = {"q4_1": 32, "q5_1": 32, "q2_K": 16, "q4_K": 32, "q5_K": 32}   # elements sharing one offset
+SCALE_GROUP = {name: 16 for name in ("q2_K", "q3_K", "q6_K", "nvfp4", "iq2_xs", "iq2_s", "iq1_m")} | \
+              {name: 32 for name in ("q4_K", "q5_K", "iq4_xs", "iq2_xxs", "iq3_xxs", "iq3_s", "iq1_s")}
+MIN_GROUP = {"q4_1": 32, "q5_1": 32, "q2_K": 16, "q4_K": 32, "q5_K": 32, "iq1_s": 32}   # values sharing an offset
 
 
 @dataclass(frozen=True)
@@ -51,18 +54,24 @@ class Terms:
         return total + sum((Fraction(float(o)) * y for o, y in zip(self.offsets, self.y_sums)), Fraction(0))
 
 
+def formats_for(x_type: str, grids: Grids | None = None) -> dict[str, Format]:
+    """The formats a dot product of x_type reads: an iq format's reads its grids (default gguf's)."""
+    return with_grids(grids) if x_type in IQ_FORMATS else FORMATS
+
+
 def blocks_of(name: str, n: int) -> int:
     """How many blocks of format `name` hold n values; n must be a whole number of them (ggml asserts it)."""
-    qk = FORMATS[name].qk
+    qk = FORMATS[name].qk if name in FORMATS else QK_K
     if n <= 0 or n % qk:
         raise ValueError(f"{name}: n = {n} is not a positive multiple of its block size {qk}")
     return n // qk
 
 
-def terms(x_type: str, x_raw, y_raw, n: int) -> Terms:
+def terms(x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> Terms:
     """The terms of ggml_vec_dot_<x_type>_<vec_dot_type>(n, x, y): x_raw and y_raw hold its blocks."""
     y_type = VEC_DOT_TYPE[x_type]
-    xf, yf = FORMATS[x_type], FORMATS[y_type]
+    formats = formats_for(x_type, grids)
+    xf, yf = formats[x_type], formats[y_type]
     xr = xf.records(x_raw)[: blocks_of(x_type, n)]
     yr = yf.records(y_raw)[: blocks_of(y_type, n)]
     if len(xr) * xf.qk != n or len(yr) * yf.qk != n:
@@ -88,6 +97,6 @@ def _minimum_terms(x_type: str, x: Decoded, yr: np.ndarray, y_type: str) -> tupl
     return offsets, [Fraction(int(b)) * Fraction(float(s)) for b, s in zip(bsums, d)]
 
 
-def exact_dot(x_type: str, x_raw, y_raw, n: int) -> Fraction:
+def exact_dot(x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> Fraction:
     """The exact value of ggml_vec_dot_<x_type>_<its q8 type>(n, x, y), with the stored activation sums."""
-    return terms(x_type, x_raw, y_raw, n).exact()
+    return terms(x_type, x_raw, y_raw, n, grids).exact()
