@@ -686,12 +686,13 @@ QC2W_ORDERS = {
             "* inv_scale, VFMADD", "src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-1x8c8-minmax-avx2-madd.c L171-189"),
     "unfused": (False, "none", "product", "unfused", "x86 SSSE3: every step a multiply, then an add",
                 "src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-1x4c8-minmax-ssse3-madd.c"),
-    "neon": (True, "row", "product", "fma", "AArch64 NEON dot: crumbs w + 2, FMLS (kzp + 2) * row_sum, vmlaq_f32 "
-             "as FMUL + FADD, * inv_scale, FMLA", "src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-1x8c4-minmax-"
-             "neondot.c"),
-    "neon-mla-fused": (True, "both", "product", "fma", "the NEON order with vmlaq_f32 contracted to FMLA (clang "
-                       "may fuse the a + b * c of arm_neon.h)", "src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-1x8c4-"
-                       "minmax-neondot.c"),
+    "neon-fmla": (True, "both", "product", "fma", "AArch64 NEON dot as clang builds it: crumbs w + 2, FMLS (kzp + 2) "
+                  "* row_sum, vmlaq_f32 contracted to FMLA (arm_neon.h's a + b * c under clang's default "
+                  "-ffp-contract=on), * inv_scale, FMLA", "src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-1x8c4-"
+                  "minmax-neondot.c"),
+    "neon-fmul-fadd": (True, "row", "product", "fma", "the NEON order with vmlaq_f32 as FMUL + FADD (a GCC build: "
+                       "XNNPACK's CMakeLists.txt L411 passes -ffp-contract=off to GCC)",
+                       "src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-1x8c4-minmax-neondot.c"),
     "scalar": (True, "none", "scalar", "unfused", "scalar: crumbs w + 2, (kzp + 2) * row_sum subtracted, (kzp * kc) "
                "* zp added, * inv_scale, * b_scale, + bias", "src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-2x2-"
                "minmax-scalar.c"),

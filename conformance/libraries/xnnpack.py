@@ -502,7 +502,7 @@ def _qc2w_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
     elif isa.target == "x86-64":
         order = "fma" if "fma" in isa.features else "unfused"
     elif isa.target == "aarch64" and not name.assembly:
-        order = "neon"
+        order = "neon-fmla"           # lowp builds AArch64 C with zig's clang: vmlaq_f32 contracts to FMLA
     else:
         return Skip("output stage not modelled", f"{name.name}: no model of the qd8-qc2w float order on {isa.name}")
     return f"qd8-{out}-qc2w-{order}"
