@@ -153,3 +153,14 @@ def test_the_orders_differ_where_a_rounding_does():
     assert (q["a_row_sum"].tolist(), q["kc"]) == ([225], 4)
     fmla, fadd = (_stage(o, [[0]], q)[0, 0] for o in ("neon-fmla", "neon-fmul-fadd"))
     assert fmla == F32(64.19438934326172) and fadd != fmla and abs(float(fadd) - float(fmla)) < 1e-5
+
+
+def test_the_qd8_qc2w_prototype_takes_the_rows_sums():
+    """xnn_qd8_f32_qc2w_gemm_ukernel_fn (src/xnnpack/microfnptr.h L140-144): the qd8 GEMM's ten parameters, then
+    const float *row_sum, then the quantization parameters; a kernel built without row_sum is named before a case."""
+    from types import SimpleNamespace
+
+    from lowp.kernels.prototype import expected
+    qc2w, qc8w = (SimpleNamespace(signature="xnnpack-gemm", params={}, xnnpack={"datatype": d})
+                  for d in ("qd8-f32-qc2w", "qd8-f32-qc8w"))
+    assert expected(qc2w) == expected(qc8w) + ("ptr",) and len(expected(qc2w)) == 12
