@@ -156,7 +156,8 @@ class XnnpackSpec(_Strict):
     """The XNNPACK ABI facts of a ukernel (lowp.kernels.xnnpack): its datatype, params layout and k shuffle; a qb4w
     kernel's block size `bl`; what a 4-bit params struct is told the weights' zero point is (0 or 8); how 4-bit
     weights are packed: `nibbles` "signed" (two's complement nibbles a kernel shifts into a byte's high half: 16x
-    sums) or "unsigned" (XNNPACK's qc4uw packers for madd kernels: w + 8, the int32 bias not scaled)."""
+    sums) or "unsigned" (XNNPACK's qc4uw packers for madd kernels: w + 8, the int32 bias not scaled); of 2-bit
+    weights (qc2w): "signed" crumbs, or "unsigned" w + 2 (the qs8_to_qu8 packer; qd8-qc2w packs so always)."""
     datatype: StrictStr
     params: StrictStr
     sr: Positive = 1
@@ -169,9 +170,9 @@ class XnnpackSpec(_Strict):
     def _nibbles_are_4_bit(cls, nibbles, info: ValidationInfo):
         from lowp.kernels.xnnpack import DATATYPES
         datatype = DATATYPES.get(info.data.get("datatype"))
-        if datatype is not None and nibbles == "unsigned" and (datatype.weight_bits != 4 or datatype.blockwise):
-            raise _custom("bad_xnnpack", f"nibbles = 'unsigned' (qc4uw) is for the 4-bit qc4w datatypes, not "
-                                         f"{datatype.name}")
+        if datatype is not None and nibbles == "unsigned" and (datatype.weight_bits == 8 or datatype.blockwise):
+            raise _custom("bad_xnnpack", f"nibbles = 'unsigned' (qc4uw, qc2w's w + 2) is for the 4-bit qc4w and "
+                                         f"2-bit qc2w datatypes, not {datatype.name}")
         return nibbles
 
     @field_validator("datatype")
@@ -417,7 +418,8 @@ class KernelSpec(_Strict):
         fields["xnnpack"] = self.xnnpack.model_dump() if self.xnnpack else None
         if isinstance(self.model, ModelPartsSpec):
             from lowp.kernels.models.quant import ModelParts
-            fields["model"] = ModelParts(self.model.accumulate, self.model.output, self.c_type)
+            fields["model"] = ModelParts(self.model.accumulate, self.model.output, self.c_type,
+                                         self.xnnpack.datatype if self.xnnpack else None)
         return Kernel(**fields)
 
 

@@ -119,6 +119,8 @@ def test_draw_stays_inside_outside_stays_out_simplifications_inside(name, out_ty
         for style in STYLES:
             q = c.draw(np.random.default_rng(seed), M, N, out_type, style, -(1 << 20), 1 << 20)
             assert c.domain_problems(q, M, N, out_type) == [], (style, seed, q)
+            if OUTPUT_STAGES[c.accepted[0]].reads_rows:      # qd8-qc2w: the rows' sums and kc, derived from A
+                q = {**q, "a_row_sum": rng.integers(-(1 << 12), 1 << 12, M), "kc": 32}
             acc = rng.integers(-(1 << 20), 1 << 20, (M, N)).astype(np.int32)
             out = OUTPUT_STAGES[c.accepted[0]].compute(acc, q, out_type)
             assert c.judge(out, acc, q, out_type)[0]

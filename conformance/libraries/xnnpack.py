@@ -441,7 +441,8 @@ def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) 
     d = xnnpack.DATATYPES[abi["xnnpack"]["datatype"]]
     scaled = d.weight_bits == 4 and abi["xnnpack"].get("nibbles") != "unsigned"     # 16x sums: 28-bit accumulators
     output = _output_contract(d, name.requantization, scaled)
-    stage = _stage(name, abi["xnnpack"]["params"], isa_of(name), scaled)
+    stage = _qc2w_stage(name, abi["xnnpack"]["params"], isa_of(name)) if d.row_sums else \
+        _stage(name, abi["xnnpack"]["params"], isa_of(name), scaled)
     for result in (output, stage):
         if isinstance(result, Skip):
             return result
@@ -456,7 +457,8 @@ def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) 
 # The output-stage contract of each datatype's kernels (the requantizing ones: by their requantization token).
 FLOAT_CONTRACTS = {"qd8-f32-qc8w": "qd8-f32", "qdu8-f32-qc8w": "qdu8-f32", "qd8-f32-qc4w": "qd8-f32-qc4w",
                    "qdu8-f32-qc4w": "qdu8-f32-qc4w", "qd8-f16-qc8w": "qd8-f16", "qdu8-f16-qc8w": "qdu8-f16",
-                   "qd8-f16-qc4w": "qd8-f16-qc4w", "qdu8-f16-qc4w": "qdu8-f16-qc4w"}
+                   "qd8-f16-qc4w": "qd8-f16-qc4w", "qdu8-f16-qc4w": "qdu8-f16-qc4w",
+                   **{f"{a}-{c}-qc2w": f"{a}-{c}-qc2w" for a in ("qd8", "qdu8") for c in ("f32", "f16")}}
 # The variants of XNNPACK's xngen qd8 AArch64 assembly (src/qs8-gemm/4x16c4-aarch64-neondot-{ld64,ld128,cortex-a55}.S.in)
 XNGEN_QD8_VARIANTS = (("ld64",), ("ld128",), ("cortex", "a55"))
 # The qd8 float stage of each float params layout: its output type (the stage's name part)
@@ -489,6 +491,21 @@ def _stage(name: UkernelName, layout: str, isa: Isa, scaled: bool) -> str | Skip
     if f"{stage}-acc28" not in OUTPUT_STAGES:
         return Skip("output stage not modelled", f"{name.name}: no 4-bit (-acc28) form of the output stage {stage}")
     return f"{stage}-acc28"
+
+
+def _qc2w_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
+    """The float order of a qd8-qc2w kernel (lowp.isa_models.requant.QC2W_ORDERS): the scalar C's, x86's (VFNMADD
+    and VFMADD where the ISA has FMA, SSSE3's multiplies and adds), the AArch64 NEON intrinsics'; a Skip elsewhere."""
+    out = QD8_LAYOUTS[layout]
+    if isa.name == "scalar":
+        order = "scalar"
+    elif isa.target == "x86-64":
+        order = "fma" if "fma" in isa.features else "unfused"
+    elif isa.target == "aarch64" and not name.assembly:
+        order = "neon-fmla"           # lowp builds AArch64 C with zig's clang: vmlaq_f32 contracts to FMLA
+    else:
+        return Skip("output stage not modelled", f"{name.name}: no model of the qd8-qc2w float order on {isa.name}")
+    return f"qd8-{out}-qc2w-{order}"
 
 
 def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:

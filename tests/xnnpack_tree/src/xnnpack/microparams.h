@@ -36,3 +36,11 @@ struct xnn_f32_qc4w_minmax_params {
     int32_t kernel_zero_point;
   } scalar;
 };
+
+// The float clamp of a qd8-f32 kernel (XNNPACK's struct xnn_f32_minmax_params), the params of qd8-f32-qc2w.
+struct xnn_f32_minmax_params {
+  struct {
+    float min;
+    float max;
+  } scalar;
+};
