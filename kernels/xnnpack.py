@@ -28,7 +28,8 @@ EXTRA_QUANTIZATION_PARAMS = 15     # include/xnnpack.h L117 (10 before 0b4168b, 
 EXTRA_BYTES = 16                   # include/xnnpack.h L31 (XNN_EXTRA_BYTES): the zero buffer's slack
 # What differs on a 32-bit target: sizeof(void *) (an IGEMM's ks and indirection entries: convolution-nhwc.c L2980)
 # and XNN_EXTRA_BYTES, 128 on Hexagon (include/xnnpack.h L28-32). target -> (pointer bytes, XNN_EXTRA_BYTES).
-TARGET_ABI = {"arm": (4, EXTRA_BYTES), "hexagon": (4, 128)}
+# wasm32's pointers are 4-byte linear-memory addresses (its machine writes them: lowp.emulator.wasm.machine).
+TARGET_ABI = {"arm": (4, EXTRA_BYTES), "hexagon": (4, 128), "wasm32": (4, EXTRA_BYTES)}
 MIN_BLOCKSIZE = 32                 # include/xnnpack.h L120 (XNN_MIN_BLOCKSIZE): qb4w block sizes are multiples
 
 
@@ -1041,8 +1042,10 @@ def _igemm_calls(inv: Invocation, u: Ukernel, A, q, ind: Indirection, a_stride, 
     a read by a row past mr shows in C only when those rows hold other values than the last one), the zero
     buffer (XNN_EXTRA_BYTES past the packed depth, filled with the input zero point: convolution-nhwc.c L841; a qd8 IGEMM compares with a sentinel and reads a
     zero_data buffer of its batch's zero point: operator-run.c L782-787), and one call per mr rows with
-    ks = ks * MR * sizeof(void *) (convolution-nhwc.c L2980; the target's pointer size). The table itself is lowp's
-    (8 bytes an entry, as Pointers; a 32-bit guest's driver writes 4-byte pointers)."""
+    ks = ks * MR * sizeof(void *) (convolution-nhwc.c L2980; the target's pointer size). The table's entries are Refs
+    the executor turns into addresses of the target's size (lowp.emulator.machine.Pointers: 8 bytes natively and on
+    the 64-bit machines; 4 on a 32-bit qemu guest, whose driver writes them, and on wasm32, whose machine writes
+    linear-memory addresses); the buffer here is a placeholder of entries of that size."""
     d = u.d
     M, K = A.shape
     kc = K // ind.ks

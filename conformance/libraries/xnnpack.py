@@ -333,9 +333,6 @@ def _unsupported(name: UkernelName, data: dict, checkout: Checkout) -> Skip | No
                                    f"{', '.join(name.variant)})")
     if isa.target is None:
         return Skip(f"ISA {isa.name} not run", isa.skip)
-    if isa.target == "wasm32" and name.op == "igemm":
-        return Skip("not supported yet", "a wasm32 IGEMM: its indirection buffer holds 4-byte pointers, lowp's IGEMM "
-                                         "adapter lays out 8-byte ones (not supported yet)")
     check = str(data.get("cpp-check") or "")
     if "KLEIDIAI" in check:
         return _kleidiai(name, data, check, checkout)
