@@ -610,7 +610,9 @@ def half_output(compute, out_type: str, conversion: str):
     """A qd8 float stage stored as half precision: the float32 stage (its clamp included), then the store's
     conversion. out_type "f16": fp16_bits(v, conversion) as float16 values (VCVTPS2PH imm8 0 on x86, FCVTN
     vcvt_f16_f32 on AArch64, then FMAXNM/FMINNM in f16 there: the same values, as the clamp's bounds are halves and
-    rounding is monotone); "bf16": bf16_bits(v, conversion), the bits. XNNPACK @75db3c0
+    rounding is monotone; AArch32 NEON's VCVT.F16.F32 flushes its float32 input under the Standard FPSCR value,
+    which the -ftz stages have flushed already, and never its half output: FPConvert rounds with FZ16 cleared, Arm
+    ARM DDI 0487 FPRoundCV); "bf16": bf16_bits(v, conversion), the bits. XNNPACK @75db3c0
     src/qd8-f16-qc8w-gemm/gen/qd8-f16-qc8w-gemm-1x8c8-minmax-avx2.c (_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
     after the f32 clamp), qd8-f16-qc8w-gemm-1x8c4-minmax-neondotfp16arith.c (vcvt_f16_f32, then vmaxq_f16 and
     vminq_f16); src/qd8-bf16-qb4w-gemm/gen/*-scalar.c (xnn_bfloat16_from_float)."""
@@ -886,7 +888,8 @@ for _name in ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic
 HALF_F16 = f"{XNNPACK} src/qd8-f16-qc8w-gemm/gen/qd8-f16-qc8w-gemm-1x8c8-minmax-avx2.c (_mm256_cvtps_ph); " \
            "qd8-f16-qc8w-gemm-1x8c4-minmax-neondotfp16arith.c (vcvt_f16_f32)"
 for _name in ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-fma-acc28", "qd8-f32-unfused-acc28",
-              "qd8-f32-scale-product-unfused", *(f"qd8-f32-qc2w-{_order}" for _order in QC2W_ORDERS)):
+              "qd8-f32-scale-product-unfused", "qd8-f32-unfused-ftz", "qd8-f32-unfused-ftz-acc28",
+              *(f"qd8-f32-qc2w-{_order}" for _order in QC2W_ORDERS)):
     _base, _half = OUTPUT_STAGES[_name], _name.replace("qd8-f32", "qd8-f16")
     OUTPUT_STAGES[_half] = OutputStage(_half, half_output(_base.compute, "f16", "rne"),
                                        f"{_base.description}; stored as f16, rounded to nearest even",

@@ -157,13 +157,16 @@ class XnnpackSpec(_Strict):
     kernel's block size `bl`; what a 4-bit params struct is told the weights' zero point is (0 or 8); how 4-bit
     weights are packed: `nibbles` "signed" (two's complement nibbles a kernel shifts into a byte's high half: 16x
     sums) or "unsigned" (XNNPACK's qc4uw packers for madd kernels: w + 8, the int32 bias not scaled); of 2-bit
-    weights (qc2w): "signed" crumbs, or "unsigned" w + 2 (the qs8_to_qu8 packer; qd8-qc2w packs so always)."""
+    weights (qc2w): "signed" crumbs, or "unsigned" w + 2 (the qs8_to_qu8 packer; qd8-qc2w packs so always);
+    `non_planar`, the register_bytes of XNNPACK's non-planar 4-bit packers (16: aarch64, 64: avx512), whose bytes
+    pair column n with column n + non_planar / kr at one k (0: planar, a byte pairs k and k + kr of one column)."""
     datatype: StrictStr
     params: StrictStr
     sr: Positive = 1
     bl: Annotated[NonNegative, Field(validate_default=True)] = 0
     kernel_zero_point: Literal[0, 8] = 8
     nibbles: Literal["signed", "unsigned"] = "signed"
+    non_planar: NonNegative = 0
 
     @field_validator("nibbles")
     @classmethod
@@ -174,6 +177,17 @@ class XnnpackSpec(_Strict):
             raise _custom("bad_xnnpack", f"nibbles = 'unsigned' (qc4uw, qc2w's w + 2) is for the 4-bit qc4w and "
                                          f"2-bit qc2w datatypes, not {datatype.name}")
         return nibbles
+
+    @field_validator("non_planar")
+    @classmethod
+    def _non_planar_is_signed_4_bit(cls, non_planar, info: ValidationInfo):
+        from lowp.kernels.xnnpack import DATATYPES
+        datatype = DATATYPES.get(info.data.get("datatype"))
+        if non_planar and ((datatype is not None and (datatype.weight_bits != 4 or datatype.blockwise))
+                           or info.data.get("nibbles") == "unsigned"):
+            raise _custom("bad_xnnpack", "non_planar (XNNPACK's non-planar 4-bit packers) is for signed nibbles of "
+                                         "the 4-bit qc4w datatypes")
+        return non_planar
 
     @field_validator("datatype")
     @classmethod

@@ -335,6 +335,15 @@ class Packing:
     source: str = ""
     unsigned_nibbles: bool = False    # qc4uw: 4-bit weights as w + 8 for madd kernels, their sums not scaled by 16;
                                       # qs8_to_qu8 qc2w: 2-bit weights as w + 2 (qd8-qc2w packs so always)
+    # the non-planar 4-bit packers' register_bytes (16: aarch64, 64: avx512): a byte pairs column n and column
+    # n + register_bytes / kr at one k; 0: planar (a byte pairs k and k + kr of one column)
+    non_planar: int = 0
+
+    @property
+    def planes(self) -> int | None:
+        """The planes its test entries give (XNNPACK's test generator's `planes`): 1 for a non-planar packer,
+        None for the datatype's own."""
+        return 1 if self.non_planar else None
 
 
 _QD8 = ("qd8-f32-qc8w", "qdu8-f32-qc8w", "qd8-f16-qc8w", "qdu8-f16-qc8w")
@@ -357,6 +366,12 @@ PACKINGS = {p.kind: p for p in (
     Packing("qc2w-goi", ("qs8-qc2w",), 0, False, "src/reference/packing.cc L653-743, L756-765"),
     Packing("qs8-to-qu8-qc2w-goi", ("qs8-qc2w",), 128, False, "src/reference/packing.cc L653-743, L779-789", True),
     Packing("qd8-qc2w-goi", _QC2W_DYNAMIC, 0, False, "src/reference/packing.cc L791-888"),
+    Packing("qc4w-goi-non-planar-aarch64", ("qs8-qc4w", *_QC4W_DYNAMIC), 0, False,
+            "src/reference/packing.cc L1014-1133, L1149-1159", non_planar=16),
+    Packing("qc4w-goi-non-planar-avx512", ("qs8-qc4w", *_QC4W_DYNAMIC), 0, False,
+            "src/reference/packing.cc L1014-1133, L1161-1171", non_planar=64),
+    Packing("qs8-to-qu8-qc4w-goi-non-planar-avx512", ("qs8-qc4w",), 128, False,
+            "src/reference/packing.cc L1014-1133, L1173-1183", non_planar=64),
 )}
 # The pack function a test YAML entry names (`pack:`) -> the packing kind lowp reproduces. XNNPACK's packw
 # micro-kernels write the reference packer's layout (test/packw-microkernel-tester.h L112-165 compares them with
@@ -370,6 +385,9 @@ PACKING_OF_PACK: dict[str, str] = {
     "xnn_pack_qs8_qc4uw_gemm_goi_w": "qc4uw-goi", "xnn_pack_qs8_to_qu8_qc4uw_gemm_goi_w": "qs8-to-qu8-qc4uw-goi",
     "xnn_pack_qs8_qc2w_gemm_goi_w": "qc2w-goi", "xnn_pack_qs8_to_qu8_qc2w_gemm_goi_w": "qs8-to-qu8-qc2w-goi",
     "xnn_pack_qd8_qc2w_gemm_goi_w": "qd8-qc2w-goi",
+    "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_aarch64": "qc4w-goi-non-planar-aarch64",
+    "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_avx512": "qc4w-goi-non-planar-avx512",
+    "xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w_non_planar_avx512": "qs8-to-qu8-qc4w-goi-non-planar-avx512",
     "xnn_qs8_packw_gemm_goi_ukernel_x16c4__neondot": "qs8-goi",
     "xnn_qs8_packw_gemm_goi_ukernel_x8c4__neondot": "qs8-goi",
 }
@@ -379,9 +397,6 @@ UNSUPPORTED_PACKS = {
         "xnn_pack_kai_qb4_weights_and_biases", "xnn_pack_kai_qs4_weights_and_biases",
         "xnn_pack_kai_qs4_weights_and_biases_sme", "xnn_pack_kai_qs8_conv_goki_w_sme",
         "xnn_pack_kai_qs8_qc8w_weights_and_biases_sme", "xnn_pack_kai_qs8_weights_and_biases")},
-    **{name: "a non-planar 4-bit layout: not modelled" for name in (
-        "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_aarch64", "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_avx512",
-        "xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w_non_planar_avx512")},
 }
 
 
@@ -475,14 +490,16 @@ def from_test_entry(entry: dict) -> dict:
     _, layout = _looked_up(entry, "init", layout_of_init, "params layout not supported yet")
     packing = _looked_up(entry, "pack", packing_of_pack, "packing not supported yet")
     d = DATATYPES[datatype]
-    planes = entry.get("planes")
-    if planes is not None and planes != d.planes:
-        raise Unmapped("packing not supported yet", f"planes {planes}: lowp packs {datatype} in {d.planes} plane(s)")
+    planes, packed_planes = entry.get("planes"), packing.planes or d.planes
+    if planes is not None and planes != packed_planes:
+        raise Unmapped("packing not supported yet", f"planes {planes}: lowp packs {datatype} in {packed_planes} "
+                                                    "plane(s)")
     _check_consistent(entry, facts, datatype, layout, packing)
     return {"symbol": entry["name"], "signature": f"xnnpack-{facts.op}",
             "tile": {"mr": facts.mr, "nr": facts.nr, "kr": facts.kr},
             "xnnpack": {"datatype": datatype, "params": layout, "sr": facts.sr,
-                        **({"nibbles": "unsigned"} if packing.unsigned_nibbles else {})},
+                        **({"nibbles": "unsigned"} if packing.unsigned_nibbles else {}),
+                        **({"non_planar": packing.non_planar} if packing.non_planar else {})},
             "a_shift": packing.a_shift, "a_type": d.a_type, "b_type": d.b_type, "c_type": d.c_type}
 
 
@@ -507,10 +524,20 @@ def _check_consistent(entry: dict, facts: UkernelName, datatype: str, layout: st
     if datatype not in packing.datatypes or packing.conv != (facts.op == "igemm"):
         raise Unmapped("entry inconsistent", f"{name}: pack {entry['pack']} ({packing.kind}) does not pack a "
                                              f"{datatype} {facts.op}")
+    if packing.non_planar and not non_planar_fits(facts.nr, facts.kr, packing.non_planar):
+        raise Unmapped("entry inconsistent", f"{name}: pack {entry['pack']} pairs columns {packing.non_planar} / kr "
+                                             f"apart, which does not tile nr={facts.nr} with kr={facts.kr}")
+
+
+def non_planar_fits(nr: int, kr: int, register_bytes: int) -> bool:
+    """Whether a non-planar packer's column pairs (n, n + register_bytes / kr) tile nr columns: the packer's loop
+    walks groups of 2 * register_bytes / kr columns (packing.cc L1030, L1048-1052), so nr must be a multiple of it."""
+    pair = register_bytes // kr
+    return pair >= 1 and nr % (2 * pair) == 0
 
 
 def describe_packing(datatype: str, layout: str, *, nr: int, kr: int, sr: int = 1, igemm: bool = False,
-                     a_shift: int = 0, bl: int = 0, unsigned_nibbles: bool = False) -> str:
+                     a_shift: int = 0, bl: int = 0, unsigned_nibbles: bool = False, non_planar: int = 0) -> str:
     """The packed weights in words, for a kernel entry that leaves `packing` to the xnnpack table."""
     d = DATATYPES[datatype]
     if unsigned_nibbles or d.row_sums:
@@ -526,6 +553,9 @@ def describe_packing(datatype: str, layout: str, *, nr: int, kr: int, sr: int = 
     weights = f"{ {4: '4-bit weights two to a byte', 2: '2-bit weights four to a byte'}.get(d.weight_bits, 'int8 weights')}" \
               f" in {kr}-deep k blocks " \
               f"{taps}(sr {sr})"
+    if non_planar:
+        weights = f"4-bit weights two to a byte, columns n and n + {non_planar // kr} at one k (non-planar, " \
+                  f"{non_planar}-byte registers) in {kr}-deep k blocks (sr {sr})"
     head = "int32 bias - izp x column sums (K padded to a multiple of 4)" if d.weight_bits == 2 else \
         "int32 16 x (bias - (izp + 128) x column sums)" if d.weight_bits == 4 and a_shift else \
         "int32 16 x (bias - izp x column sums)" if d.weight_bits == 4 and d.int_bias else \
@@ -613,29 +643,41 @@ def _column_block(values, b: int, nr: int, N: int, dtype) -> np.ndarray:
     return out.view(np.uint8)
 
 
-def _packed_fields(Bb: np.ndarray, nr: int, kr: int, sr: int, bits: int) -> np.ndarray:
-    """One block of nr columns of sub-byte weights (K x nr) as XNNPACK's planar packers lay them: per chunk of
-    planes * kr k per column (planes = 8 / bits: 2 nibbles, 4 crumbs), kr bytes, byte j holding k = kc_begin + j +
-    p * kr in its field p (bits p * bits up), each the weight's two's complement field (0 past K); packing.cc L434-534
-    (4-bit: both encodings of the input, kernel_zero_point 0 and 8, pack to these nibbles), L653-743 and L791-888
-    (2-bit: kv_0 | kv_1 << 2 | kv_2 << 4 | kv_3 << 6). Returns (values (chunks, nr, planes, kr), bytes)."""
-    planes = 8 // bits
+def _packed_fields(Bb: np.ndarray, nr: int, kr: int, sr: int, bits: int, non_planar: int = 0) -> np.ndarray:
+    """One block of nr columns of sub-byte weights (K x nr) as XNNPACK's packers lay them, each the weight's two's
+    complement field (0 past K). Planar (non_planar 0): per chunk of planes * kr k per column (planes = 8 / bits: 2
+    nibbles, 4 crumbs), kr bytes, byte j holding k = kc_begin + j + p * kr in its field p (bits p * bits up);
+    packing.cc L434-534 (4-bit: both encodings of the input, kernel_zero_point 0 and 8, pack to these nibbles),
+    L653-743 and L791-888 (2-bit: kv_0 | kv_1 << 2 | kv_2 << 4 | kv_3 << 6). Non-planar (4-bit; non_planar: the
+    packer's register_bytes; packing.cc L1014-1133): per chunk of kr k, per group of 2R columns (R =
+    register_bytes / kr), for each of its first R columns n kr bytes, byte j holding column n's weight at
+    k = kc_begin(n) + j in its low nibble and column n + R's at the same k in its high nibble; the chunks are
+    kr * sr deep (planes 1). Returns (values (chunks, nr, fields a byte of the column holds, kr), bytes)."""
+    planes = 1 if non_planar else 8 // bits
     K = Bb.shape[0]
     kp = packed_k(K, kr, sr, planes)
     first = _k_index(kp, kr, sr, nr, planes * kr)                          # field 0's k
+    padded = np.zeros((kp + (8 // bits) * kr * (sr + 1), nr), np.int64)
+    padded[:K] = Bb
+    if non_planar:
+        pair = non_planar // kr
+        low = np.flatnonzero(np.arange(nr) // pair % 2 == 0)              # the first R columns of each group
+        klow = first[:, low, :]
+        lo, hi = padded[klow, low[None, :, None]], padded[klow, low[None, :, None] + pair]
+        values = np.zeros((first.shape[0], nr, 1, kr), np.int64)
+        values[:, low, 0], values[:, low + pair, 0] = lo, hi
+        return values, ((lo & 0xF) | ((hi & 0xF) << 4)).astype(np.uint8).reshape(-1)
     kidx = np.stack([first + p * kr for p in range(planes)], axis=2)      # (chunks, nr, planes, kr)
     cols = np.broadcast_to(np.arange(nr)[None, :, None, None], kidx.shape)
-    padded = np.zeros((kp + planes * kr * sr + planes * kr, nr), np.int64)
-    padded[:K] = Bb
     values = padded[kidx, cols]
     mask = (1 << bits) - 1
     packed = sum((values[:, :, p, :] & mask) << (bits * p) for p in range(planes))
     return values, packed.astype(np.uint8).reshape(-1)
 
 
-def _nibbles(Bb: np.ndarray, nr: int, kr: int, sr: int) -> np.ndarray:
+def _nibbles(Bb: np.ndarray, nr: int, kr: int, sr: int, non_planar: int = 0) -> np.ndarray:
     """_packed_fields of 4-bit weights (the qc4w and qb4w packers)."""
-    return _packed_fields(Bb, nr, kr, sr, 4)
+    return _packed_fields(Bb, nr, kr, sr, 4, non_planar)
 
 
 def sign_bits(bits: int) -> np.uint8:
@@ -646,7 +688,7 @@ def sign_bits(bits: int) -> np.uint8:
 
 def pack_subbyte(B: np.ndarray, *, bits: int, nr: int, kr: int, sr: int, bias, izp: int,
                  column_floats: tuple[np.ndarray, ...] = (), unsigned: bool = False,
-                 zero_points=None) -> np.ndarray:
+                 zero_points=None, non_planar: int = 0) -> np.ndarray:
     """XNNPACK's planar sub-byte packers. bits 4: xnn_pack_qs8_qc4w_gemm_goi_w (and its qs8_to_qu8 form with izp +
     128): per block of nr columns, nr int32 16 * bias - 16 * izp * (the sum of the packed weights), int32 wrapping
     as the packer's arithmetic does (the kernels shift each nibble into the high half of a byte, so their
@@ -661,8 +703,15 @@ def pack_subbyte(B: np.ndarray, *, bits: int, nr: int, kr: int, sr: int, bias, i
     kernels mask each crumb into the low bits of a byte); unsigned: each crumb w + 2 (XOR 0xAA: the qs8_to_qu8 and
     qd8 packers; the madd kernels subtract 2, _mm256_dpbusd_epi32_madd_kzp2, intrinsics-polyfill.h L234-238; the
     others multiply w + 2 and take 2 x the row sum off in float). zero_points: qd8-qc2w's nr float32 weight zero
-    points, packed right after the int32 (packing.cc L822-833)."""
+    points, packed right after the int32 (packing.cc L822-833). non_planar: the register_bytes of
+    xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_{aarch64,avx512} and xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w_non_planar_avx512
+    (packing.cc L1014-1183): the same ints and floats, the nibbles paired across columns (_packed_fields)."""
+
     _check_blocks(kr, sr)
+    if non_planar and (unsigned or not non_planar_fits(nr, kr, non_planar)):
+        raise ValueError(f"non_planar={non_planar} with nr={nr}, kr={kr}{', unsigned' if unsigned else ''}: XNNPACK's "
+                         "non-planar packers pair signed nibbles of columns register_bytes / kr apart, in groups "
+                         "that tile nr")
     K, N = B.shape
     blocks = -(-N // nr)
     Bn = np.zeros((K, blocks * nr), np.int64)
@@ -671,7 +720,7 @@ def pack_subbyte(B: np.ndarray, *, bits: int, nr: int, kr: int, sr: int, bias, i
     scale = 16 if bits == 4 and not unsigned else 1
     parts = []
     for b in range(blocks):
-        values, packed = _packed_fields(Bn[:, b * nr:(b + 1) * nr], nr, kr, sr, bits)
+        values, packed = _packed_fields(Bn[:, b * nr:(b + 1) * nr], nr, kr, sr, bits, non_planar)
         sums = values.sum(axis=(0, 2, 3))[:min(nr, N - b * nr)]
         ints = wrap(scale * bias[b * nr:b * nr + len(sums)] - scale * izp * sums, S32)
         if unsigned:
@@ -769,6 +818,7 @@ class Ukernel:
     unsigned_nibbles: bool = False   # qc4uw: nibbles w + 8, the kernel subtracts 8 (madd); int32 sums not 16x
     pointer_bytes: int = 8           # sizeof(void *) on the kernel's target (TARGET_ABI): an IGEMM's ks, its table
     extra_bytes: int = EXTRA_BYTES   # XNN_EXTRA_BYTES on the kernel's target
+    non_planar: int = 0              # a non-planar 4-bit packer's register_bytes (Packing.non_planar); 0: planar
 
     @property
     def d(self) -> Datatype:
@@ -785,7 +835,7 @@ def _weights(u: Ukernel, B: np.ndarray, q: dict, ks: int) -> np.ndarray:
     if d.weight_bits < 8:
         return pack_subbyte(B, bits=d.weight_bits, nr=u.nr, kr=u.kr, sr=u.sr, bias=q["bias"] if d.int_bias else None,
                             izp=_packing_zero_point(u, q), column_floats=floats,
-                            unsigned=u.unsigned_nibbles or d.row_sums,
+                            unsigned=u.unsigned_nibbles or d.row_sums, non_planar=u.non_planar,
                             zero_points=np.asarray(q["b_float_zero_point"], np.float32) if d.row_sums else None)
     return pack_weights(B, nr=u.nr, kr=u.kr, sr=u.sr, column_ints=column_ints(u, B, q), column_floats=floats,
                         pad=weight_padding(u, q), ks=ks)

@@ -68,9 +68,9 @@ def test_an_unknown_init_or_pack_is_a_skip_naming_it():
     assert skip.category == "params layout not supported yet" and skip.message.startswith(
         "init xnn_init_qs8_qc8w_conv_minmax_fp32_future_params: not an init function")
     skip = translate(_entry("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
-                            pack="xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_aarch64"), checkout)
-    assert skip == Skip("packing not supported yet", "pack xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_aarch64: a "
-                                                     "non-planar 4-bit layout: not modelled")
+                            pack="xnn_pack_kai_qs8_weights_and_biases"), checkout)
+    assert skip == Skip("packing not supported yet", "pack xnn_pack_kai_qs8_weights_and_biases: KleidiAI's own "
+                                                     "packed layout (src/reference/packing.cc xnn_pack_kai_*)")
     skip = translate(_entry("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
                             pack="xnn_pack_qs8_qc2w_gemm_goi_w"), checkout)     # known now, but packs qc2w only
     assert skip.category == "entry inconsistent" and "does not pack a qs8-qc8w gemm" in skip.message
@@ -188,7 +188,7 @@ def test_the_campaign_counts_and_reasons(campaign):
     doc = json.loads((out / "run" / "campaign.json").read_text())
     # the wasmsdot entry is three rows, one per behaviour of the relaxed dot, each without a source in this tree
     # (tests/test_wasm.py judges wasm kernels on tests/xnnpack_wasm_tree)
-    assert doc["totals"] == {"found": 26, "judged": 12, "passed": 8, "failed": 4, "skipped": 14, "not_run": 0}
+    assert doc["totals"] == {"found": 28, "judged": 14, "passed": 9, "failed": 5, "skipped": 14, "not_run": 0}
     status = {k["name"]: (k["status"], k["category"]) for k in doc["kernels"]}
     prefix = "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_"
     assert status[prefix + "2x8c8__avx2"] == ("passed", None)
@@ -206,7 +206,7 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert status["xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_1x4__scalar_lrintf"] == ("passed", None)
     assert status["xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_2x4__scalar_lrintf"] == ("skipped", "entry inconsistent")
     assert status["xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf"] == ("passed", None)
-    assert status["xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x8c8__neoni8mm"] == ("skipped", "packing not supported yet")
+    assert status["xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x8c8__neoni8mm"] == ("skipped", "source not found")
     assert status["xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x4__scalar"] == ("skipped", "output stage not modelled")
     assert status["xnn_qu8_gemm_minmax_rndnu16_ukernel_1x4__scalar"] == ("skipped", "source not found")
     assert status["xnn_qd8_f16_qc8w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
@@ -216,6 +216,8 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert status["xnn_qs8_qc2w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf"] == ("passed", None)
     assert status["xnn_qd8_f32_qc2w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
     assert status["xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
+    assert status["xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x8c4__scalar"] == ("passed", None)
+    assert status["xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x8c4__scalar"] == ("failed", None)
     reasons = {k["name"]: k["reason"] for k in doc["kernels"]}
     assert "no output-stage model for params fp32_armsimd32 on neon" in reasons[prefix + "1x8__neon_mlal_lane"]
     assert "lowp_undeclared_zero_point" in reasons[prefix + "1x8c8__avx2"]      # the compiler's error line
@@ -223,9 +225,9 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert groups["qu8", "gemm", "?"]["skipped"] == 1          # the unreadable YAML, counted under its file's datatype
     assert doc["source"]["commit"] is None      # the tree sits inside lowp's repository: that commit is not its own
     assert (groups["qs8-qc8w", "gemm", "scalar"]["found"], groups["qs8-qc8w", "gemm", "scalar"]["failed"]) == (4, 1)
-    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 12
+    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 14
     text = (out / "run" / "campaign.md").read_text()
-    assert "26 kernels found: 12 judged (8 passed, 4 failed), 14 skipped" in text
+    assert "28 kernels found: 14 judged (9 passed, 5 failed), 14 skipped" in text
 
 
 def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
@@ -239,7 +241,9 @@ def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
         "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:model:full",
         "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:qd8-f32:claimed",
         "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar:model:full",
-        "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar:qd8-f32-qc2w:claimed"}
+        "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar:qd8-f32-qc2w:claimed",
+        "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x8c4__scalar:model:full",
+        "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x8c4__scalar:qd8-f32-qc4w:claimed"}
     rows = {r["id"]: r for r in json.loads((out / "run" / "report.json").read_text())["rows"]}
     cx = rows["xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed"]["counterexample"]
     assert cx["shape"] == [1, 1, 9] and cx["kind"] == "value"       # the 9th k is the one the kernel drops
@@ -292,6 +296,19 @@ def test_two_bit_crumbs_read_in_the_wrong_order_are_caught(campaign):
     assert row["verdict"] == "FAIL" and row["counterexample"]["shape"] == [1, 1, 1]
 
 
+def test_non_planar_nibbles_swapped_are_caught(campaign):
+    """The non-planar qd8-f32-qc4w kernels of the tree (XNNPACK's non-planar packing for 16-byte registers: a byte
+    pairs columns n and n + 4 at one k, planes 1): the one reading the low nibble as column n passes its model and
+    the qd8-f32-qc4w contract; the one swapping the nibbles fails both, shrunk to 1x1x1 (column 0 read from
+    column 4's zero padding), and its mapped entry says the packing."""
+    out, _, rows = campaign
+    good, bad = (f"xnn_qd8_f32_qc4w_gemm_minmax_ukernel_{t}__scalar" for t in ("1x8c4", "2x8c4"))
+    assert rows[f"{good}:model:full"]["verdict"] == rows[f"{good}:qd8-f32-qc4w:claimed"]["verdict"] == "PASS"
+    row = rows[f"{bad}:qd8-f32-qc4w:claimed"]
+    assert row["verdict"] == "FAIL" and row["counterexample"]["shape"] == [1, 1, 1]
+    assert "non_planar = 16" in (out / "kept.toml").read_text()
+
+
 def test_the_kernels_toml_rejudges_the_same_kernels(campaign, tmp_path):
     """--write-toml FILE holds the kernels that reached the checks; `lowp conformance --kernels FILE --no-builtin`
     plans exactly theirs, and --kernel takes a glob (issue 23 part 5)."""
@@ -311,7 +328,9 @@ def test_the_kernels_toml_rejudges_the_same_kernels(campaign, tmp_path):
                                                   "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar",
                                                   "xnn_qs8_qc2w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
                                                   "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_1x4__scalar",
-                                                  "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar"}
+                                                  "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar",
+                                                  "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x8c4__scalar",
+                                                  "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x8c4__scalar"}
     result = lowp("conformance", "--kernels", kept, "--no-builtin", "--kernel", "*__scalar_*", "list")
     assert {line.split(":")[0] for line in result.stdout.splitlines()} == {
         "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",

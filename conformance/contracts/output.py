@@ -608,9 +608,11 @@ def _half_contracts() -> list:
     f16 rounded to nearest even; a truncating store is a known variant."""
     out = []
     for name, accepted, known, cite, zp in (
-            ("qd8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused"), (), QD8, (-128, 127)),
+            ("qd8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused", "qd8-f16-unfused-ftz"),
+             (), QD8, (-128, 127)),
             ("qdu8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused"), (), QDU8, (0, 255)),
-            ("qd8-f16-qc4w", ("qd8-f16-fma-acc28", "qd8-f16-unfused-acc28"), ("qd8-f16-fma", "qd8-f16-unfused"),
+            ("qd8-f16-qc4w", ("qd8-f16-fma-acc28", "qd8-f16-unfused-acc28", "qd8-f16-unfused-ftz-acc28"),
+             ("qd8-f16-fma", "qd8-f16-unfused"),
              f"{QD8}; {XNN_QC4W}", (-128, 127)),
             ("qdu8-f16-qc4w", ("qd8-f16-fma-acc28", "qd8-f16-unfused-acc28"), ("qd8-f16-fma", "qd8-f16-unfused"),
              f"{QDU8}; {XNN_QC4W}", (0, 255))):

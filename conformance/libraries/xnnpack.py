@@ -57,6 +57,7 @@ _ARM_FP16 = ("fphp", "asimdhp")
 _NEON_MLAL = ("smlal*", "smull*", "umlal*", "umull*")
 _WASM, _RELAXED, _RELAXED_FLAGS = "xnnpack-fp32-imagic", ("simd128", "relaxed_simd"), ("-msimd128", "-mrelaxed-simd")
 _DOTS = ("sdot", "pmaddubsw", "vpdpbusd")       # lowp.isa_models.wasm.RELAXED_DOT
+_RVV_MUL = ("vwmacc*", "vwmul*")
 
 ISAS: dict[str, Isa] = {i.name: i for i in (
     Isa("scalar", "x86-64", (), (), ()),
@@ -91,7 +92,13 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
         ("smmla", "ummla", "usmmla")),
     Isa("neoni8mmbf16", "aarch64", ("asimd", "asimddp", "i8mm", "bf16") + _ARM_FP16,
         ("-march=armv8.2-a+i8mm+fp16+bf16",), ("smmla", "ummla", "usmmla")),
-    Isa("rvv", "riscv64", ("v", "zvl128b"), ("-march=rv64gcv", "-mabi=lp64d"), ("vwmacc*",), "xnnpack-fp32-lrintf"),
+    # RVV: the 8-bit kernels multiply-accumulate with VWMACC, the 4-bit ones multiply the shifted nibbles with VWMUL
+    # and add with VWADD.WV (src/qs8-gemm/rvv.c.in L116-151)
+    Isa("rvv", "riscv64", ("v", "zvl128b"), ("-march=rv64gcv", "-mabi=lp64d"), _RVV_MUL, "xnnpack-fp32-lrintf"),
+    # RVV with half-precision vector arithmetic (CMakeLists.txt L1119: -march=rv64gcv_zvfh -mabi=lp64d; the dispatch
+    # asks riscv_hwprobe for Zvfh: src/configs/hardware-config.c L159-185, L349): the qd8-f16 kernels
+    Isa("rvvfp16arith", "riscv64", ("v", "zvl128b", "zvfh"), ("-march=rv64gcv_zvfh", "-mabi=lp64d"), _RVV_MUL,
+        "xnnpack-fp32-lrintf"),
     Isa("fp16arith", None, skip="fp16 output (qd8-f16) kernels: lowp has no f16 output type"),
     # SME (CMakeLists.txt L132-133, L350-351: XNN_ENABLE_ARM_SME/SME2; hardware-config.c L255-256): KleidiAI's
     # kernels, mr and nr asked of <name>_get_mr()/_get_nr() on the target (kleidiai_tile); SME2 runs on qemu 11.
@@ -138,8 +145,10 @@ AARCH32_ISAS: dict[str, Isa] = {i.name: i for i in (
     Isa("neonmlal", "arm", ("neon",), ("-marm",), _A32_MLAL),
     Isa("neonv8", "arm", ("neon", "armv8"), ("-marm",), _A32_MLAL),
     Isa("neondot", "arm", ("neon", "asimddp"), ("-marm",), ("vsdot", "vudot")),
-    Isa("neonfp16arith", None, skip="fp16 output (qd8-f16) kernels: lowp has no f16 output type"),
-    Isa("neondotfp16arith", None, skip="fp16 output (qd8-f16) kernels: lowp has no f16 output type"),
+    # ARMv8.2-A half-precision NEON arithmetic (cpuinfo's neon_fp16_arith: AT_HWCAP fphp and asimdhp), the qd8-f16
+    # kernels' f16 clamp and store (VMIN.F16, VCVT.F16.F32): built for cortex_a55 (BUILD_CPUS of the arm target)
+    Isa("neonfp16arith", "arm", ("neon",) + _ARM_FP16, ("-marm",), _A32_MLAL),
+    Isa("neondotfp16arith", "arm", ("neon", "asimddp") + _ARM_FP16, ("-marm",), ("vsdot", "vudot")),
 )}
 
 
@@ -580,10 +589,11 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
         "symbol": abi["symbol"], "signature": abi["signature"],
         "a_type": abi["a_type"], "b_type": abi["b_type"], "c_type": abi["c_type"],
         # XNNPACK's build: -fno-math-errno for every ukernel (CMakeLists.txt L1042), -ffp-contract=off under GCC
-        # (L411: no FMA contraction), the ISA's flags (x86; zig's AArch64/RISC-V -mcpu covers theirs), -O2.
-        # 32-bit Arm: the ISA's flags but -march/-mfpu (zig's -mcpu: lowp.emulator.targets.arm.build_cpu)
+        # (L411: no FMA contraction), the ISA's flags (x86; zig's AArch64 -mcpu covers theirs), -O2.
+        # 32-bit Arm: the ISA's flags but -march/-mfpu (zig's -mcpu: lowp.emulator.targets.arm.build_cpu).
+        # RISC-V: the ISA's -march (rv64gcv, rv64gcv_zvfh: lowp.emulator.cpuflags reads it as zig's -mcpu)
         "cflags": ["-O2", "-fno-math-errno", *(("-ffp-contract=off", *isa.copts) if x86 or arm else ()),
-                   *(isa.copts if isa.target == "wasm32" else ())],
+                   *(isa.copts if isa.target in ("wasm32", "riscv64") else ())],
         "include_dirs": [str(STUBS), str(checkout.root)],
         # what XNNPACK's build defines (CMakeLists.txt L345-384, L1226): assembly on, the ISA on, no logging
         "defines": ["XNN_ENABLE_ASSEMBLY=1", "XNN_LOG_LEVEL=0", f"XNN_ENABLE_{isa.name.upper()}=1",
