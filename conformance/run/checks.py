@@ -1108,8 +1108,9 @@ def case_quant(case: Case, kern, A, B) -> dict | None:
     int32 kernel)."""
     if not kern.quantized:
         return None
+    from lowp.conformance.search.stage_edges import edge_of
     return quantized.draw_params(kern, A, B, case.seed, quantized.case_style(case.values), case.domain,
-                                 quantized.case_pins(kern, case.name))
+                                 quantized.case_pins(kern, case.name), edge_of(case.name))
 
 
 def _call_from(cx: dict, kern) -> Call:

@@ -94,11 +94,12 @@ def _tensorwise(q: dict) -> dict:
 
 
 def draw_params(kern, A: np.ndarray, B: np.ndarray, seed: int, style: str, domain: str = "claimed",
-                pins: dict | None = None) -> dict:
+                pins: dict | None = None, edge: str | None = None) -> dict:
     """The quantization parameters of one case, from `seed`: zero points, then the output contract's draw given the
     accumulators' range (or its `outside` draw for the not-claimed probe beyond the documented domain). pins: what
     the case's name fixes (`case_pins`): its input zero points before the accumulators are formed (the draw fits
-    the scale to them), the rest over the draw; the kernel's own pins win. The `outside` probe takes none."""
+    the scale to them), the rest over the draw; the kernel's own pins win. The `outside` probe takes none. edge: an
+    output-stage edge (search/stage_edges.py STAGE_EDGES) the parameters and biases are solved for, over the draw."""
     rng = np.random.default_rng([seed, 0x0A7])
     M, N = A.shape[0], B.shape[1]
     pins = {} if domain == "outside" else pins or {}
@@ -108,8 +109,11 @@ def draw_params(kern, A: np.ndarray, B: np.ndarray, seed: int, style: str, domai
     contract = output_contract(kern.output)
     if domain == "outside":
         return _outside(kern, contract, rng, acc, zps)
-    drawn = _with(contract.draw(rng, M, N, kern.c_type, style, lo, hi), {k: v for k, v in pins.items()
-                                                                         if k not in INPUT_ZERO_POINTS})
+    drawn = contract.draw(rng, M, N, kern.c_type, style, lo, hi)
+    if edge is not None:
+        from lowp.conformance.search.stage_edges import aim
+        drawn = aim(kern, contract, drawn, acc, rng, edge, kern.c_type)
+    drawn = _with(drawn, {k: v for k, v in pins.items() if k not in INPUT_ZERO_POINTS})
     q = pinned(kern, {**drawn, **zps})
     return _tensorwise(q) if per_tensor(kern) else q
 
