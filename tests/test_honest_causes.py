@@ -115,3 +115,11 @@ def test_findings_group_whatever_share_of_cases_a_reading_explains():
     tie = f"wrong value: the result matches A; B ({checks.UNDECIDED})"
     assert finding_key({"cause": tie}) == finding_key({"cause": tie.replace(
         "(one", "(on 3 of the 4 failing cases; one")}) != finding_key({"cause": "wrong value: the result matches A"})
+
+
+def test_a_known_variant_and_the_family_reading_that_describes_it_are_not_alternatives(monkeypatch):
+    """The contract's known variant (a named implementation: XNNPACK's AVX-VNNI wrap, pair-saturating) beside a
+    family reading of the same output is one cause in two words, not "one of these"; two families still are."""
+    known, x, y = ("pair-saturating", "pair-saturating"), ("x", "X"), ("y", "Y")
+    assert variants(monkeypatch, {0: [known, x], 1: [known, x]}) == ": the result matches pair-saturating; X"
+    assert variants(monkeypatch, {0: [known, x, y], 1: [known, x, y]}).endswith(f"({checks.UNDECIDED})")
