@@ -39,7 +39,8 @@ from lowp.kernels.cases import edge_cases, edge_name
 from lowp.kernels.registry import XNNPACK_SIGNATURES
 
 from lowp.conformance.search.names import (  # noqa: F401 - the case vocabulary, public here as before
-    A_OFFSET, END_CLASSES, SMALL_KERNEL, STRIDED_NAMES, SUBTILE, VALUE_CLASSES, ZERO_INDEX, abi_name, zero_row)
+    A_OFFSET, END_CLASSES, PAIR_CLASSES, SMALL_KERNEL, STRIDED_NAMES, SUBTILE, VALUE_CLASSES, ZERO_INDEX, abi_name,
+    zero_row)
 from lowp.conformance.search.quantized import pinned_names, quant_strategy
 
 # Depths where common GEMM blockings switch (K blocks of 256 .. 4096) and where vectors of 16 .. 128 bytes end.
@@ -56,6 +57,7 @@ LADDER_NAMES = {"int16 pair sum": "depth_pair_saturate", "int16 lane": "depth_in
                 "uint16 lane": "depth_uint16_wrap", "int16 column sums of B": "depth_colsum_int16_wrap",
                 "int16 row sums of A": "depth_rowsum_int16_wrap", "int32 accumulator": "depth_int32_wrap"}
 GRID_NAME, SHAPE_FILE_NAME = "grid", "shape_file"
+PAIR_NAME, PAIR_K = "int16_pair_index", 33       # two 16-k blocks and one k more
 
 
 @dataclass(frozen=True)
@@ -120,13 +122,27 @@ def _values(rng, cls: str, lo_hi: tuple[int, int], shape, dtype, role: str):
         x = np.clip(np.rint(x), lo, hi)
     elif cls in END_CLASSES:
         x = np.full(shape, lo if cls.split("_")[1 if role == "A" else 3] == "min" else hi)
+    elif cls in PAIR_CLASSES:
+        x = _pair_pattern(cls, lo_hi, shape, role)
     elif cls == "adversarial":
         # Drive every pair sum and accumulator to its limit: A at its largest magnitude, B at the matching sign.
         big_a = hi if abs(hi) >= abs(lo) else lo
         x = np.full(shape, big_a) if role == "A" else np.where(rng.random(shape) < 0.85, hi, lo)
     else:
-        raise ValueError(f"unknown value class {cls!r}; known: {', '.join(VALUE_CLASSES + END_CLASSES)}")
+        known = VALUE_CLASSES + END_CLASSES + PAIR_CLASSES
+        raise ValueError(f"unknown value class {cls!r}; known: {', '.join(known)}")
     return np.asarray(x, dtype=np.int64).astype(dtype)
+
+
+def _pair_pattern(cls: str, lo_hi: tuple[int, int], shape, role: str) -> np.ndarray:
+    """A PAIR_CLASSES operand: the end of the range of the larger magnitude (-128 of int8, 255 of uint8: the products
+    furthest from zero) on every k with k mod 2d < d, zero elsewhere (k: A's columns, B's rows)."""
+    lo, hi = lo_hi
+    d = int(cls.split("_")[1])
+    end = lo if abs(lo) >= abs(hi) else hi
+    axis = 1 if role == "A" else 0
+    on = np.arange(shape[axis]) % (2 * d) < d
+    return np.where(np.expand_dims(on, 1 - axis), end, 0) * np.ones(shape, np.int64)
 
 
 def operands(case: Case, kernel) -> tuple[np.ndarray, np.ndarray]:
@@ -181,6 +197,9 @@ def _ladder(kernel, domain: str) -> list[tuple[str, tuple[int, int, int], str]]:
             out += [(name + step, (1, 1, kk), cls) for cls in END_CLASSES if kk >= 1]
         if mr * nr * k <= FULL_TILE_MACS:
             out += [(name, (mr, nr, k), cls) for cls in END_CLASSES]
+    if "int16 pair sum" in overflow_depths(a, b) and a[0] <= 0 <= a[1] and b[0] <= 0 <= b[1]:
+        # two products can leave int16: which k a kernel pairs shows in where the wraps fall (PAIR_CLASSES)
+        out += [(PAIR_NAME, shape, cls) for shape in ((1, 1, PAIR_K), (mr, nr, PAIR_K)) for cls in PAIR_CLASSES]
     for prefix, bases in (("k_block_", BLOCKING_KS), ("k_vector_", VECTOR_KS)):
         for base in bases:
             for k, step in ((base - 1, "_minus1"), (base, ""), (base + 1, "_plus1")):
