@@ -57,7 +57,9 @@ LADDER_NAMES = {"int16 pair sum": "depth_pair_saturate", "int16 lane": "depth_in
                 "uint16 lane": "depth_uint16_wrap", "int16 column sums of B": "depth_colsum_int16_wrap",
                 "int16 row sums of A": "depth_rowsum_int16_wrap", "int32 accumulator": "depth_int32_wrap"}
 GRID_NAME, SHAPE_FILE_NAME = "grid", "shape_file"
-PAIR_NAME, PAIR_K = "int16_pair_index", 33       # two 16-k blocks and one k more
+# int16_pair_index depths: a 16-k block that is whole only if kc is rounded up to 8 (9) or to 4 (13), and two
+# whole blocks and one k more (33)
+PAIR_NAME, PAIR_KS = "int16_pair_index", (9, 13, 33)
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,8 @@ def _ladder(kernel, domain: str) -> list[tuple[str, tuple[int, int, int], str]]:
             out += [(name, (mr, nr, k), cls) for cls in END_CLASSES]
     if "int16 pair sum" in overflow_depths(a, b) and a[0] <= 0 <= a[1] and b[0] <= 0 <= b[1]:
         # two products can leave int16: which k a kernel pairs shows in where the wraps fall (PAIR_CLASSES)
-        out += [(PAIR_NAME, shape, cls) for shape in ((1, 1, PAIR_K), (mr, nr, PAIR_K)) for cls in PAIR_CLASSES]
+        shapes = [(1, 1, k) for k in PAIR_KS] + [(mr, nr, PAIR_KS[-1])]
+        out += [(PAIR_NAME, shape, cls) for shape in shapes for cls in PAIR_CLASSES]
     for prefix, bases in (("k_block_", BLOCKING_KS), ("k_vector_", VECTOR_KS)):
         for base in bases:
             for k, step in ((base - 1, "_minus1"), (base, ""), (base + 1, "_plus1")):

@@ -1,8 +1,9 @@
 /* lowp's own qs8-qc8w GEMM micro-kernel, 2x8c2, MLAL: two s8 products per int16 lane before SADALP widens them,
  * as XNNPACK's NEON MLAL kernels do (facts, not code: google/XNNPACK @75db3c0 src/qs8-gemm/c2-neon-mull-dup.c.in
- * L83-133: per 16-k step, SMULL of k-block c (k 2c, 2c+1) and SMLAL of k-block c + 4 (k 2c + 8, 2c + 9) into the
- * same int16 lanes, then SADALP into int32; the remainder SMULL alone). The pair (k, k + 8) wraps in int16 only when
- * both products are -128 * -128, so the kernel claims weights in [-127, 127] (XNNPACK's tester draws them there).
+ * L51, L83-133: kc rounded up to 2; per whole 16-k step, SMULL of k-block c (k 2c, 2c+1) and SMLAL of k-block c + 4
+ * (k 2c + 8, 2c + 9) into the same int16 lanes, then SADALP into int32; the remainder SMULL alone). The pair
+ * (k, k + 8) wraps in int16 only when both products are -128 * -128, so the kernel claims weights in [-127, 127]
+ * (XNNPACK's tester draws them there).
  * Output stage: XNNPACK's fp32_neonv8 params (FCVTNS, SQXTN, SQADD zp, SQXTN, SMAX/SMIN).
  *
  * LOWP_BUG_PAIRS: the one-bug version: each 16-k step pairs k-block c with c + 1 (k, k + 2) instead of c + 4; every
