@@ -12,7 +12,8 @@ Case names (the fourth field of a case id; docs/verdicts.md#case-names lists the
 - the depth ladder: `depth_int16_wrap`, `depth_uint16_wrap`, `depth_pair_saturate`, `depth_colsum_int16_wrap`,
   `depth_rowsum_int16_wrap`, `depth_int32_wrap` at the depth where that accumulator overflows, with `_minus1` and
   `_plus1` a step either side; `k_block_256` .. `k_block_4096` and `k_vector_16` .. `k_vector_128` (also `_minus1`,
-  `_plus1`) where blockings switch and vectors end;
+  `_plus1`) where blockings switch and vectors end; `int16_pair_index` (value classes PAIR_CLASSES) where two
+  products can leave int16: which k a kernel pairs in an int16 lane shows in where the wraps fall;
 - `grid`: the seeds' grid shapes; `shape_file`: a shape of the user's `--shapes` file;
 - XNNPACK ukernels only (signature xnnpack-gemm or xnnpack-igemm), as XNNPACK's test generator names them
   (tools/generate-gemm-test.py @75db3c0), each with its ABI options (`abi_options`): `strided_a` (GEMM),
@@ -21,7 +22,8 @@ Case names (the fourth field of a case id; docs/verdicts.md#case-names lists the
   `small_kernel_subtile`, `a_offset`, `zero_index_0` .. `zero_index_<mr-1>`; and the parameters the tester pins
   or never draws (lowp.conformance.search.quantized.case_pins): `qmin`, `qmax` (`min`, `max` for a float output),
   `no_zero_point` (qu8), `zero_points_min`, `zero_points_max`, `scale_max`.
-The value class (the sixth field) is one of VALUE_CLASSES, or for the ladder's all-ends cases one of END_CLASSES:
+The value class (the sixth field) is one of VALUE_CLASSES, for the ladder's all-ends cases one of END_CLASSES (or
+PAIR_CLASSES for its int16_pair_index cases):
 `a_min_b_max` is every element of A at the low end of its range and every element of B at the high end."""
 from __future__ import annotations
 
