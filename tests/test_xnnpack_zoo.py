@@ -411,6 +411,25 @@ def test_an_igemm_mlal_kernels_pairs_restart_at_every_tap():
     assert e["model"]["accumulate"] == "lowp.kernels.models.arm:smlal_sadalp_igemm" and e["domain"]["b"] == [-127, 127]
 
 
+@pytest.mark.parametrize("name,model", [
+    ("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x8c2__neon_mlal_ld4r", "smlal_sadalp_kc2"),
+    ("xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_2x8c2s4__neonv8_mlal", "smlal_sadalp"),
+    ("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x8c4__neonv8_mlal_dup", "smlal_sadalp_kc4"),
+    ("xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_1x8c4s2__neon_mlal", "smlal_sadalp"),
+    ("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x8c8__neonv8_mlal", "smlal_sadalp")])
+def test_c2_and_c4_mlal_kernels_pair_k_with_k_plus_8_in_whole_blocks(name, model):
+    """Issue 34 item 5: XNNPACK's c2, c2s4, c4 and c4s2 NEON MLAL templates (dup, LD1R/LD2R/LD4R, the shuffles) all
+    SMLAL the k 8 on from each SMULL's, in the whole 16-k blocks of kc rounded up to their k-block (MLAL_PAIRS:
+    2 for c2 dup, 4 for c4 dup, 8 for the shuffles and c8, whose pairs are c16's): per tap for an IGEMM, and the
+    weights XNNPACK's tester draws, [-127, 127] (-128 twice would wrap an int16 lane)."""
+    igemm = "_igemm_" in name
+    e = _mapped_as(name, "src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x4-minmax-fp32-scalar-lrintf.c",
+                   init="xnn_init_qs8_qc8w_conv_minmax_fp32_neonv8_params",
+                   pack="xnn_pack_qs8_conv_goki_w" if igemm else "xnn_pack_qs8_gemm_goi_w").entry
+    op = "igemm" if igemm else "gemm"
+    assert (e["model"]["accumulate"], e["domain"]["b"]) == (f"lowp.kernels.models.arm:{model}_{op}", [-127, 127])
+
+
 def test_failures_are_grouped_into_findings_by_cause():
     """One finding per cause, numbers aside (issue 34: one wrapping zero-point add showed as 204 failures): the
     kernels it covers, and the smallest counterexample as its example."""

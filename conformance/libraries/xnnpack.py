@@ -553,16 +553,37 @@ def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
     return Skip("output stage not modelled", f"{name.name}: no output-stage model for params {layout} on {isa.name}")
 
 
+# XNNPACK's NEON MLAL templates (not MLAL-by-lane), per (kr, sr): which two k share an int16 lane (SMULL of one,
+# SMLAL of the other, then SADALP), as (distance, kc rounding): lane l pairs k0 + l with k0 + l + 8 in each whole
+# 16-k block of a call's (an IGEMM tap's) kc, kc first rounded up to the template's k-block; the k past the last
+# whole block are lone SMULL products. Every template loads A's two 8-byte halves of a 16-k step, va x0 = a[k0:k0+8]
+# and va x1 = a[k0+8:k0+16] (or duplicates the same int16/int32 lane of both: dup, LD1R, LD2R, LD4R; or rotates both
+# by the same VEXT: the s4/s2 shuffles), and the weights of a lane from the same halves of the packed block, so the
+# distance is 8 in all of them; the rounding is the template's own (@75db3c0: src/qs8-gemm/c2-neon-mull-dup.c.in
+# L51 round_up_po2(kc, 2), L83-133 "while (k >= 16" with vmull_s8 of the x0 operands, vmlal_s8 of the x1, L136-209
+# SMULL alone; c2-neon-mull-shuffle.c.in L85 (8), L111-134, vext_s8 by 2 of va x0 and va x1 alike; c4-neon-mull-
+# dup.c.in L51 (4), L83-122; c4-neon-mull-shuffle.c.in L71 (8), L81-104, vext_s8 by 4; c8-neon-mull.c.in L50 (8),
+# L82-99; c16-neon-mlal.c.in L42 (16), L84-88; the src/qs8-igemm/ templates of the same names per tap). A kc of 10
+# pairs nothing in a c2 dup kernel and k 0 with k 8 in a c2s4 one.
+MLAL_PAIRS = {(2, 1): (8, 2), (2, 4): (8, 8), (4, 1): (8, 4), (4, 2): (8, 8), (8, 1): (8, 8), (16, 1): (8, 16)}
+# lowp.kernels.models.arm's named models of mlal_pairs_gemm / _igemm (+ "_gemm" or "_igemm"): rounding kc to 8 or
+# 16 pairs the same k (a block of 16 is whole or holds 8 lone products)
+PAIR_MODELS = {(8, 2): "smlal_sadalp_kc2", (8, 4): "smlal_sadalp_kc4", (8, 8): "smlal_sadalp",
+               (8, 16): "smlal_sadalp"}
+
+
 def _accumulation(name: UkernelName, isa: Isa) -> tuple[str, tuple[int, int] | None] | Skip:
     """(the int32 accumulation model, the weight domain claimed if narrower than int8). Every kernel lowp maps
     accumulates exactly except NEON's MLAL ones (not MLAL-by-lane): SMULL + SMLAL put two products in an int16
-    lane, exact while the weights stay in [-127, 127], the range XNNPACK's tester draws them from."""
+    lane (the pairs of MLAL_PAIRS), exact while the weights stay in [-127, 127], the range XNNPACK's tester
+    draws them from (test/gemm-microkernel-tester.cc: w8rng over [-int8 max, int8 max], every qs8/qd8 Test)."""
     if isa.name in ("neon", "neonv8") and "mlal" in name.variant and "lane" not in name.variant:
-        if name.kr not in (8, 16):
-            return Skip("accumulation not modelled", f"{name.name}: no model of the int16 pair sums of a c{name.kr} "
-                                                     "MLAL kernel yet (lowp models the c8/c16 pairs k, k+8)")
+        pairs = MLAL_PAIRS.get((name.kr, name.sr))
+        if pairs is None:
+            return Skip("accumulation not modelled", f"{name.name}: no reading of which k a c{name.kr}s{name.sr} "
+                                                     "MLAL template pairs in an int16 lane (MLAL_PAIRS)")
         op = "igemm" if name.op == "igemm" else "gemm"      # an IGEMM's pairs restart at every tap
-        return f"lowp.kernels.models.arm:smlal_sadalp_{op}", (-127, 127)
+        return f"lowp.kernels.models.arm:{PAIR_MODELS[pairs]}_{op}", (-127, 127)
     return "lowp.kernels.models:exact_gemm", None
 
 

@@ -12,7 +12,8 @@ Case names (the fourth field of a case id; docs/verdicts.md#case-names lists the
 - the depth ladder: `depth_int16_wrap`, `depth_uint16_wrap`, `depth_pair_saturate`, `depth_colsum_int16_wrap`,
   `depth_rowsum_int16_wrap`, `depth_int32_wrap` at the depth where that accumulator overflows, with `_minus1` and
   `_plus1` a step either side; `k_block_256` .. `k_block_4096` and `k_vector_16` .. `k_vector_128` (also `_minus1`,
-  `_plus1`) where blockings switch and vectors end;
+  `_plus1`) where blockings switch and vectors end; `int16_pair_index` (value classes PAIR_CLASSES) where two
+  products can leave int16: which k a kernel pairs in an int16 lane shows in where the wraps fall;
 - `grid`: the seeds' grid shapes; `shape_file`: a shape of the user's `--shapes` file;
 - XNNPACK ukernels only (signature xnnpack-gemm or xnnpack-igemm), as XNNPACK's test generator names them
   (tools/generate-gemm-test.py @75db3c0), each with its ABI options (`abi_options`): `strided_a` (GEMM),
@@ -25,7 +26,8 @@ Case names (the fourth field of a case id; docs/verdicts.md#case-names lists the
   `stage_pre_shift`, `stage_int16`, `stage_zero_point_add_high`, `stage_zero_point_add_low`, `stage_8bit`,
   `stage_clamp`, those its stage has: parameters and biases solved so that the intermediate sits at its saturation
   or wrap edge, one step past it and one inside.
-The value class (the sixth field) is one of VALUE_CLASSES, or for the ladder's all-ends cases one of END_CLASSES:
+The value class (the sixth field) is one of VALUE_CLASSES, for the ladder's all-ends cases one of END_CLASSES (or
+PAIR_CLASSES for its int16_pair_index cases):
 `a_min_b_max` is every element of A at the low end of its range and every element of B at the high end."""
 from __future__ import annotations
 
@@ -43,7 +45,8 @@ from lowp.kernels.cases import edge_cases, edge_name
 from lowp.kernels.registry import XNNPACK_SIGNATURES
 
 from lowp.conformance.search.names import (  # noqa: F401 - the case vocabulary, public here as before
-    A_OFFSET, END_CLASSES, SMALL_KERNEL, STRIDED_NAMES, SUBTILE, VALUE_CLASSES, ZERO_INDEX, abi_name, zero_row)
+    A_OFFSET, END_CLASSES, PAIR_CLASSES, SMALL_KERNEL, STRIDED_NAMES, SUBTILE, VALUE_CLASSES, ZERO_INDEX, abi_name,
+    zero_row)
 from lowp.conformance.search.quantized import pinned_names, quant_strategy
 
 # Depths where common GEMM blockings switch (K blocks of 256 .. 4096) and where vectors of 16 .. 128 bytes end.
@@ -60,6 +63,9 @@ LADDER_NAMES = {"int16 pair sum": "depth_pair_saturate", "int16 lane": "depth_in
                 "uint16 lane": "depth_uint16_wrap", "int16 column sums of B": "depth_colsum_int16_wrap",
                 "int16 row sums of A": "depth_rowsum_int16_wrap", "int32 accumulator": "depth_int32_wrap"}
 GRID_NAME, SHAPE_FILE_NAME = "grid", "shape_file"
+# int16_pair_index depths: a 16-k block that is whole only if kc is rounded up to 8 (9) or to 4 (13), and two
+# whole blocks and one k more (33)
+PAIR_NAME, PAIR_KS = "int16_pair_index", (9, 13, 33)
 
 
 @dataclass(frozen=True)
@@ -124,13 +130,27 @@ def _values(rng, cls: str, lo_hi: tuple[int, int], shape, dtype, role: str):
         x = np.clip(np.rint(x), lo, hi)
     elif cls in END_CLASSES:
         x = np.full(shape, lo if cls.split("_")[1 if role == "A" else 3] == "min" else hi)
+    elif cls in PAIR_CLASSES:
+        x = _pair_pattern(cls, lo_hi, shape, role)
     elif cls == "adversarial":
         # Drive every pair sum and accumulator to its limit: A at its largest magnitude, B at the matching sign.
         big_a = hi if abs(hi) >= abs(lo) else lo
         x = np.full(shape, big_a) if role == "A" else np.where(rng.random(shape) < 0.85, hi, lo)
     else:
-        raise ValueError(f"unknown value class {cls!r}; known: {', '.join(VALUE_CLASSES + END_CLASSES)}")
+        known = VALUE_CLASSES + END_CLASSES + PAIR_CLASSES
+        raise ValueError(f"unknown value class {cls!r}; known: {', '.join(known)}")
     return np.asarray(x, dtype=np.int64).astype(dtype)
+
+
+def _pair_pattern(cls: str, lo_hi: tuple[int, int], shape, role: str) -> np.ndarray:
+    """A PAIR_CLASSES operand: the end of the range of the larger magnitude (-128 of int8, 255 of uint8: the products
+    furthest from zero) on every k with k mod 2d < d, zero elsewhere (k: A's columns, B's rows)."""
+    lo, hi = lo_hi
+    d = int(cls.split("_")[1])
+    end = lo if abs(lo) >= abs(hi) else hi
+    axis = 1 if role == "A" else 0
+    on = np.arange(shape[axis]) % (2 * d) < d
+    return np.where(np.expand_dims(on, 1 - axis), end, 0) * np.ones(shape, np.int64)
 
 
 def operands(case: Case, kernel) -> tuple[np.ndarray, np.ndarray]:
@@ -185,6 +205,10 @@ def _ladder(kernel, domain: str) -> list[tuple[str, tuple[int, int, int], str]]:
             out += [(name + step, (1, 1, kk), cls) for cls in END_CLASSES if kk >= 1]
         if mr * nr * k <= FULL_TILE_MACS:
             out += [(name, (mr, nr, k), cls) for cls in END_CLASSES]
+    if "int16 pair sum" in overflow_depths(a, b) and a[0] <= 0 <= a[1] and b[0] <= 0 <= b[1]:
+        # two products can leave int16: which k a kernel pairs shows in where the wraps fall (PAIR_CLASSES)
+        shapes = [(1, 1, k) for k in PAIR_KS] + [(mr, nr, PAIR_KS[-1])]
+        out += [(PAIR_NAME, shape, cls) for shape in shapes for cls in PAIR_CLASSES]
     for prefix, bases in (("k_block_", BLOCKING_KS), ("k_vector_", VECTOR_KS)):
         for base in bases:
             for k, step in ((base - 1, "_minus1"), (base, ""), (base + 1, "_plus1")):

@@ -8,6 +8,11 @@ from __future__ import annotations
 VALUE_CLASSES = ("uniform", "extremes", "realistic", "adversarial")
 # Every element at one end of its range: "a_min_b_max" is A all at its low end, B all at its high end.
 END_CLASSES = tuple(f"a_{a}_b_{b}" for a in ("min", "max") for b in ("min", "max"))
+# Which k share an int16 pair sum: "pairs_4" is A and B at the ends of the largest product on every k with
+# k mod 8 < 4, zero elsewhere; a kernel pairing k with k + d wraps on pairs_e for e < d dividing it (both products
+# at the ends), not on pairs_d (one product a lane), so the four tell the pair distances 1, 2, 4, 8 apart.
+PAIR_DISTANCES = (1, 2, 4, 8)
+PAIR_CLASSES = tuple(f"pairs_{d}" for d in PAIR_DISTANCES)
 # The XNNPACK ABI cases (the tester's strides, indirection taps, a_offset and zero buffer), and a sub-tile's suffix.
 STRIDED_NAMES = ("strided_a", "strided_cm", "strided_cn")
 SUBTILE = "_subtile"

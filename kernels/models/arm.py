@@ -19,35 +19,91 @@ def _blocks(x: np.ndarray, rows: int, k: int, kb: int) -> np.ndarray:
     return _pad(x, rows, kp).reshape(rows, kp // kb, kb)
 
 
-def smlal_sadalp_gemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """gemmlowp_s8.c: per 16-k block, int16 lane l = SMLAL(SMULL(a[l], b[l]), a[8+l], b[8+l]) (wraps mod 2^16 only
-    when both products are 16384), SADALP into int32x4, ADDV at the end."""
+def mlal_pairs_gemm(A: np.ndarray, B: np.ndarray, *, distance: int, k_round: int | None = None) -> np.ndarray:
+    """Two s8 products per int16 lane, the pair (k, k + distance): in each whole block of 2 * distance k values
+    (counted from the first k), lane l = SMLAL(SMULL(a[l], b[l]), a[l + distance], b[l + distance]), wrapping mod
+    2^16 (only when both products are -128 * -128 = 16384), then SADALP into int32 lanes; the k past the last whole
+    block are lone SMULL products (exact); all summed and wrapped to int32 once.
+    The pair-index function is the two parameters: `distance` (k -> k + distance for k mod 2 * distance < distance)
+    and `k_round`, what the kernel rounds kc up to before it counts whole blocks (its packed k-block kr * sr; the
+    packed weights past K are zero): None, a whole block, pairs every k (gemmlowp_s8.c, XNNPACK's c16); XNNPACK's
+    NEON MLAL templates pair at distance 8 and round to 2 (c2 dup), 4 (c4 dup) or 8 (c2s4, c4s2, c8): a kc of 10
+    (K 9 or 10) pairs nothing in a c2 dup kernel, k 0 with 8 in a c8 one (lowp.conformance.libraries.xnnpack
+    MLAL_PAIRS)."""
+    if distance < 1:
+        raise ValueError(f"distance must be >= 1, got {distance}")
     M, K = A.shape
     N = B.shape[1]
-    a, b = _blocks(A, M, K, 16), _blocks(np.ascontiguousarray(B.T), N, K, 16)
-    total = np.zeros((M, N), np.int64)
-    step = max(1, CHUNK_BYTES // max(1, M * N * 16 * 8))
+    block = 2 * distance
+    whole = _round_up(K, k_round or block) // block * block        # the k of whole blocks (zero past K)
+    paired = min(whole, K)
+    a, b = (_pair_halves(_blocks(x[:, :paired], rows, whole, block), distance)
+            for x, rows in ((A, M), (np.ascontiguousarray(B.T), N)))      # (rows, blocks, registers, 2, 8)
+    total = A[:, paired:].astype(np.int64) @ B[paired:].astype(np.int64)   # lone SMULL products, SADALP: exact
+    step = max(1, CHUNK_BYTES // max(1, M * N * a.shape[2] * 16 * 8))
     for g in range(0, a.shape[1], step):
         ar = a[:, None, g:g + step]
         br = b[None, :, g:g + step]
-        shape = (M, N, ar.shape[2], 8)
-        p = arm.smull(np.broadcast_to(ar[..., :8], shape), np.broadcast_to(br[..., :8], shape))
-        p = arm.smlal(p, np.broadcast_to(ar[..., 8:], shape), np.broadcast_to(br[..., 8:], shape))
+        shape = (M, N, ar.shape[2], a.shape[2], 8)
+        p = arm.smull(np.broadcast_to(ar[..., 0, :], shape), np.broadcast_to(br[..., 0, :], shape))
+        p = arm.smlal(p, np.broadcast_to(ar[..., 1, :], shape), np.broadcast_to(br[..., 1, :], shape))
         q = arm.sadalp(np.zeros(shape[:-1] + (4,), np.int32), p)
-        total += q.sum(axis=(2, 3), dtype=np.int64)
+        total += q.sum(axis=(2, 3, 4), dtype=np.int64)
     return wrap(total, S32)
 
 
-def smlal_sadalp_igemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """An XNNPACK IGEMM of MLAL pairs (k, k+8): each tap's kc values are paired from the tap's own first k (the
-    kernel walks each tap's pointer anew), so the int16 pairs restart at every tap; K is split in the taps an IGEMM
-    case uses unless it names its own (lowp.kernels.xnnpack.default_taps)."""
+def _pair_halves(x: np.ndarray, distance: int) -> np.ndarray:
+    """(rows, blocks, 2 * distance) k values as the SMULL and SMLAL operands of 8-lane registers: (rows, blocks,
+    registers, 2, 8), [..., 0, l] = k l and [..., 1, l] = k l + distance, zero lanes past distance."""
+    lanes = _round_up(distance, 8)
+    halves = x.reshape(x.shape[:2] + (2, distance))
+    halves = np.concatenate([halves, np.zeros(x.shape[:2] + (2, lanes - distance), x.dtype)], axis=3)
+    return halves.reshape(x.shape[:2] + (2, lanes // 8, 8)).transpose(0, 1, 3, 2, 4)
+
+
+def mlal_pairs_igemm(A: np.ndarray, B: np.ndarray, *, distance: int, k_round: int | None = None) -> np.ndarray:
+    """An XNNPACK IGEMM of MLAL pairs: each tap's kc values are paired from the tap's own first k (the kernel walks
+    each tap's pointer anew, rounding kc per tap), so the int16 pairs restart at every tap; K is split in the taps
+    an IGEMM case uses unless it names its own (lowp.kernels.xnnpack.default_taps)."""
     from lowp.kernels.xnnpack import default_taps
     ks = default_taps(A.shape[1])
     kc = A.shape[1] // ks
-    total = sum(smlal_sadalp_gemm(A[:, p * kc:(p + 1) * kc], B[p * kc:(p + 1) * kc]).astype(np.int64)
-                for p in range(ks))
+    total = sum(mlal_pairs_gemm(A[:, p * kc:(p + 1) * kc], B[p * kc:(p + 1) * kc], distance=distance,
+                                k_round=k_round).astype(np.int64) for p in range(ks))
     return wrap(total, S32)
+
+
+# The named models of the kernels (a TOML entry names a model 'module:function'): pairs (k, k + 8), kc rounded to
+# a whole 16-k block (gemmlowp_s8.c; XNNPACK's c8, c16, c2s4 and c4s2: rounding to 8 pairs the same k), to 2 (c2
+# dup, LD1R, LD2R, LD4R) or to 4 (c4 dup, LD1R, LD2R).
+def smlal_sadalp_gemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """gemmlowp_s8.c and XNNPACK's c8/c16/shuffled NEON MLAL GEMMs: the pairs (k, k + 8) of each 16-k block."""
+    return mlal_pairs_gemm(A, B, distance=8)
+
+
+def smlal_sadalp_igemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """XNNPACK's c8/c16/shuffled NEON MLAL IGEMMs: the pairs (k, k + 8) of each tap's 16-k blocks."""
+    return mlal_pairs_igemm(A, B, distance=8)
+
+
+def smlal_sadalp_kc2_gemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """XNNPACK's c2 dup NEON MLAL GEMMs: kc rounded to 2, pairs (k, k + 8) in whole 16-k blocks only."""
+    return mlal_pairs_gemm(A, B, distance=8, k_round=2)
+
+
+def smlal_sadalp_kc2_igemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """XNNPACK's c2 dup NEON MLAL IGEMMs: per tap, kc rounded to 2, pairs in whole 16-k blocks only."""
+    return mlal_pairs_igemm(A, B, distance=8, k_round=2)
+
+
+def smlal_sadalp_kc4_gemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """XNNPACK's c4 dup NEON MLAL GEMMs: kc rounded to 4, pairs (k, k + 8) in whole 16-k blocks only."""
+    return mlal_pairs_gemm(A, B, distance=8, k_round=4)
+
+
+def smlal_sadalp_kc4_igemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """XNNPACK's c4 dup NEON MLAL IGEMMs: per tap, kc rounded to 4, pairs in whole 16-k blocks only."""
+    return mlal_pairs_igemm(A, B, distance=8, k_round=4)
 
 
 def sdot_gemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
