@@ -103,7 +103,7 @@ def ukernel(kernel: Kernel):
     return Ukernel(kernel.symbol, x["datatype"], x["params"], kernel.tile.mr, kernel.tile.nr, kernel.tile.kr,
                    x.get("sr", 1), _a_shift(kernel), kernel.signature == "xnnpack-igemm", x.get("bl", 0),
                    x.get("kernel_zero_point", 8), x.get("nibbles", "signed") == "unsigned", pointer_bytes,
-                   extra_bytes)
+                   extra_bytes, x.get("depth", "whole-blocks") == "padded")
 
 
 def _a_shift(kernel: Kernel) -> int:

@@ -469,9 +469,7 @@ def _output_contract(d, requantization: str | None, scaled: bool) -> str | Skip:
     packers), whose contracts are the 28-bit ones; XNNPACK's qc4uw kernels (unsigned nibbles, madd) sum exactly in
     int32 and claim the 8-bit datatypes' contracts."""
     if d.blockwise:
-        return Skip("output stage not modelled", f"{d.name}: a blockwise (qb4w) kernel has no output-stage contract "
-                                                 "yet (lowp checks the scalar kernels' float orders only: "
-                                                 "docs/xnnpack-abi.md)")
+        return d.name          # qd8-f32-qb4w, qdu8-bf16-qb4w, ...: lowp.conformance.contracts.output._qb4w_contracts
     if d.c_type in ("f32", "f16", "bf16"):
         return FLOAT_CONTRACTS[d.name if scaled or d.weight_bits != 4 else d.name.replace("qc4w", "qc8w")]
     if scaled:
@@ -483,12 +481,44 @@ def _stage(name: UkernelName, layout: str, isa: Isa, scaled: bool) -> str | Skip
     """The output stage model of the kernel: by params layout, then by ISA (x86 and RVV fp32), then by the scalar
     variant (fmagic, imagic, lrintf); on 4-bit weights its -acc28 form (the int32 holds 16x the sum); a Skip where
     lowp has no model of it."""
+    if layout.startswith("qb4w_"):
+        return _qb4w_stage(name, layout, isa)
     stage = _base_stage(name, layout, isa)
     if isinstance(stage, Skip) or not scaled:
         return stage
     if f"{stage}-acc28" not in OUTPUT_STAGES:
         return Skip("output stage not modelled", f"{name.name}: no 4-bit (-acc28) form of the output stage {stage}")
     return f"{stage}-acc28"
+
+
+# The float order of each family of XNNPACK's qb4w kernels (lowp.kernels.models.quant.QB4W_STAGES; src/qd8-{f32,f16,
+# bf16}-qb4w-gemm/gen/*.c @75db3c0): by ISA, the MLAL-lane kernels by their variant
+QB4W_ORDER_OF_ISA = {"scalar": "qb4w-unfused", "sse2": "qb4w-unfused", "sse41": "qb4w-unfused", "avx": "qb4w-unfused",
+                     "avx2": "qb4w-fma-fused-lanes4", "avx512vnni": "qb4w-fma", "avx512vnnigfni": "qb4w-fma",
+                     "neondot": "qb4w-fma", "neondotfp16arith": "qb4w-fma", "neoni8mm": "qb4w-fma",
+                     "neoni8mmbf16": "qb4w-fma"}
+
+
+def _qb4w_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
+    """The qb4w kernel's float order (`stage`), with its bf16 store where that is not the NaN-quieting RNE
+    (`stage:store`, lowp.isa_models.float32.BF16_CONVERSIONS): src/qd8-bf16-qb4w-gemm/gen/qd8-bf16-qb4w-gemm-1x8c4-
+    minmax-neondot.c (vaddq_u32 of 0x7FFF + the kept bit, then the narrowing shift), ...-1x16c8-minmax-avx512vnni.c
+    (_mm512_cvtneps_pbh)."""
+    if isa.target == "arm":
+        return Skip("output stage not modelled", f"{name.name}: no flush-to-zero model of the qb4w float order "
+                                                 "(AArch32 NEON flushes denormals)")
+    if "mlal" in name.variant and "lane" in name.variant and isa.target == "aarch64":
+        stage = "qb4w-fma-fused"          # vfmaq_f32 per block and vfmaq_f32(bias, vout, inv_scale) on ARM64
+    elif isa.name in QB4W_ORDER_OF_ISA:
+        stage = QB4W_ORDER_OF_ISA[isa.name]
+    else:
+        return Skip("output stage not modelled", f"{name.name}: no qb4w float order read for {isa.name}")
+    if layout.endswith("bf16"):
+        # the NEON dot kernels: vaddq_u32 and a narrowing shift, no NaN test; the AVX-512 ones: _mm512_cvtneps_pbh
+        # (VCVTNEPS2BF16: subnormals as zero); the rest math_cvt_bf16_fp32, its AVX2 blend, BFCVTN: quieted NaNs
+        store = {"neondot": "rne-nonan", "avx512vnni": "rne-daz"}.get(isa.name)
+        return f"{stage}:{store}" if store else stage
+    return stage
 
 
 def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
@@ -575,7 +605,8 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
         "defines": ["XNN_ENABLE_ASSEMBLY=1", "XNN_LOG_LEVEL=0", f"XNN_ENABLE_{isa.name.upper()}=1",
                     *([f"{item.data['cpp-check']}=1"] if item.data.get("cpp-check") else [])],
         "tile": tile,
-        "xnnpack": abi["xnnpack"],
+        # qb4w: lowp's cases draw every depth; one that is not a whole number of blocks runs padded with zeros
+        "xnnpack": {**abi["xnnpack"], **({"depth": "padded"} if d.blockwise else {})},
         "contract": "exact",
         "output": output,
         "domain": {"a": [0, 255] if d.a_type == "u8" else [-128, 127], "b": [lo_b, hi_b]},
