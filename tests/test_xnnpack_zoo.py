@@ -162,7 +162,7 @@ def test_the_campaign_counts_and_reasons(campaign):
     doc = json.loads((out / "run" / "campaign.json").read_text())
     # the wasmsdot entry is three rows, one per behaviour of the relaxed dot, each without a source in this tree
     # (tests/test_wasm.py judges wasm kernels on tests/xnnpack_wasm_tree)
-    assert doc["totals"] == {"found": 23, "judged": 9, "passed": 6, "failed": 3, "skipped": 14, "not_run": 0}
+    assert doc["totals"] == {"found": 24, "judged": 11, "passed": 7, "failed": 4, "skipped": 13, "not_run": 0}
     status = {k["name"]: (k["status"], k["category"]) for k in doc["kernels"]}
     prefix = "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_"
     assert status[prefix + "2x8c8__avx2"] == ("passed", None)
@@ -181,7 +181,8 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert status["xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_2x4__scalar_lrintf"] == ("skipped", "entry inconsistent")
     assert status["xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf"] == ("passed", None)
     assert status["xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x8c8__neoni8mm"] == ("skipped", "packing not supported yet")
-    assert status["xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x4__scalar"] == ("skipped", "output stage not modelled")
+    assert status["xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
+    assert status["xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
     assert status["xnn_qu8_gemm_minmax_rndnu16_ukernel_1x4__scalar"] == ("skipped", "source not found")
     assert status["xnn_qd8_f16_qc8w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
     assert status["xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
@@ -194,9 +195,9 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert groups["qu8", "gemm", "?"]["skipped"] == 1          # the unreadable YAML, counted under its file's datatype
     assert doc["source"]["commit"] is None      # the tree sits inside lowp's repository: that commit is not its own
     assert (groups["qs8-qc8w", "gemm", "scalar"]["found"], groups["qs8-qc8w", "gemm", "scalar"]["failed"]) == (4, 1)
-    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 9
+    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 11
     text = (out / "run" / "campaign.md").read_text()
-    assert "23 kernels found: 9 judged (6 passed, 3 failed), 14 skipped" in text
+    assert "24 kernels found: 11 judged (7 passed, 4 failed), 13 skipped" in text
 
 
 def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
@@ -208,7 +209,9 @@ def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
         "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar:model:full",
         "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar:qd8-f16:claimed",
         "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:model:full",
-        "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:qd8-f32:claimed"}
+        "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:qd8-f32:claimed",
+        "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar:model:full",
+        "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar:qd8-f32-qb4w:claimed"}
     rows = {r["id"]: r for r in json.loads((out / "run" / "report.json").read_text())["rows"]}
     cx = rows["xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed"]["counterexample"]
     assert cx["shape"] == [1, 1, 9] and cx["kind"] == "value"       # the 9th k is the one the kernel drops
@@ -247,6 +250,19 @@ def test_unsigned_nibbles_read_as_signed_are_caught(campaign):
     assert row["verdict"] == "FAIL" and row["counterexample"]["shape"] == [1, 1, 1]
 
 
+def test_a_qb4w_kernel_scaling_blocks_by_the_wrong_scales_is_caught(campaign):
+    """The blockwise (qb4w) kernels of the tree, one bf16 scale per block of 32 k: the one scaling each block's sum
+    by its own scales passes its model (qb4w-unfused) and the qd8-f32-qb4w contract; the one scaling every block by
+    the first block's scales fails both, shrunk to one element at the smallest depth with two blocks (K = 33, run
+    padded with zeros to 64: lowp.kernels.xnnpack.pad_to_blocks), and no known variant explains it."""
+    out, _, rows = campaign
+    good, bad = (f"xnn_qd8_f32_qb4w_gemm_minmax_ukernel_{t}__scalar" for t in ("1x4", "2x4"))
+    assert rows[f"{good}:model:full"]["verdict"] == rows[f"{good}:qd8-f32-qb4w:claimed"]["verdict"] == "PASS"
+    row = rows[f"{bad}:qd8-f32-qb4w:claimed"]
+    assert row["verdict"] == "FAIL" and row["counterexample"]["shape"] == [1, 1, 33], row["counterexample"]
+    assert row["cause"] == "wrong value (no known variant)"
+
+
 def test_the_kernels_toml_rejudges_the_same_kernels(campaign, tmp_path):
     """--write-toml FILE holds the kernels that reached the checks; `lowp conformance --kernels FILE --no-builtin`
     plans exactly theirs, and --kernel takes a glob (issue 23 part 5)."""
@@ -263,7 +279,9 @@ def test_the_kernels_toml_rejudges_the_same_kernels(campaign, tmp_path):
                                                   "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_1x4__scalar",
                                                   "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar",
                                                   "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x4__scalar",
-                                                  "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar"}
+                                                  "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar",
+                                                  "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x4__scalar",
+                                                  "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar"}
     result = lowp("conformance", "--kernels", kept, "--no-builtin", "--kernel", "*__scalar_*", "list")
     assert {line.split(":")[0] for line in result.stdout.splitlines()} == {
         "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
