@@ -44,6 +44,8 @@ class Isa:
     # wasm relaxed dots: the behaviours a kernel is judged under (one row each) and the one XNNPACK dispatches it on
     relaxed_dot: tuple[str, ...] = ()
     dispatch: str | None = None
+    # AArch64: what lowp adds to zig's -mcpu (the recipe's cortex_a76+i8mm) where the ISA needs more
+    zig_cpu: tuple[str, ...] = ()
 
 
 _SKX = ("avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "fma", "f16c")
@@ -90,7 +92,7 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
     Isa("neoni8mm", "aarch64", ("asimd", "asimddp", "i8mm") + _ARM_FP16, ("-march=armv8.2-a+i8mm+fp16",),
         ("smmla", "ummla", "usmmla")),
     Isa("neoni8mmbf16", "aarch64", ("asimd", "asimddp", "i8mm", "bf16") + _ARM_FP16,
-        ("-march=armv8.2-a+i8mm+fp16+bf16",), ("smmla", "ummla", "usmmla")),
+        ("-march=armv8.2-a+i8mm+fp16+bf16",), ("smmla", "ummla", "usmmla"), zig_cpu=("-mcpu=cortex_a76+i8mm+bf16",)),
     Isa("rvv", "riscv64", ("v", "zvl128b"), ("-march=rv64gcv", "-mabi=lp64d"), ("vwmacc*",), "xnnpack-fp32-lrintf"),
     Isa("fp16arith", None, skip="fp16 output (qd8-f16) kernels: lowp has no f16 output type"),
     # SME (CMakeLists.txt L132-133, L350-351: XNN_ENABLE_ARM_SME/SME2; hardware-config.c L255-256): KleidiAI's
@@ -591,15 +593,16 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
     if b_domain:
         lo_b, hi_b = max(lo_b, b_domain[0]), min(hi_b, b_domain[1])
     x86, arm = isa.target == "x86-64", isa.target == "arm"
+    copts, features = (*isa.copts, *_bf16_copts(d, isa)), (*isa.features, *_bf16_features(d, isa))
     entry = {
-        "name": name.name, "target": isa.target, "features": list(isa.features), "sources": [str(source)],
+        "name": name.name, "target": isa.target, "features": list(features), "sources": [str(source)],
         "symbol": abi["symbol"], "signature": abi["signature"],
         "a_type": abi["a_type"], "b_type": abi["b_type"], "c_type": abi["c_type"],
         # XNNPACK's build: -fno-math-errno for every ukernel (CMakeLists.txt L1042), -ffp-contract=off under GCC
         # (L411: no FMA contraction), the ISA's flags (x86; zig's AArch64/RISC-V -mcpu covers theirs), -O2.
         # 32-bit Arm: the ISA's flags but -march/-mfpu (zig's -mcpu: lowp.emulator.targets.arm.build_cpu)
-        "cflags": ["-O2", "-fno-math-errno", *(("-ffp-contract=off", *isa.copts) if x86 or arm else ()),
-                   *(isa.copts if isa.target == "wasm32" else ())],
+        "cflags": ["-O2", "-fno-math-errno", *(("-ffp-contract=off", *copts) if x86 or arm else ()),
+                   *(isa.copts if isa.target == "wasm32" else ()), *isa.zig_cpu],
         "include_dirs": [str(STUBS), str(checkout.root)],
         # what XNNPACK's build defines (CMakeLists.txt L345-384, L1226): assembly on, the ISA on, no logging
         "defines": ["XNN_ENABLE_ASSEMBLY=1", "XNN_LOG_LEVEL=0", f"XNN_ENABLE_{isa.name.upper()}=1",
@@ -624,6 +627,17 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
     if item.behaviour:
         _relaxed_dot(entry, isa, item.behaviour)
     return entry
+
+
+def _bf16_copts(d, isa: Isa) -> tuple[str, ...]:
+    """XNNPACK builds its AVX-512 VNNI bf16-output kernels in the avx512bf16 set (cmake/gen/
+    avx512bf16_microkernels.cmake; CMakeLists.txt L1203 adds -mavx512bf16 to those sources): their store is
+    VCVTNEPS2BF16 (_mm512_cvtneps_pbh)."""
+    return ("-mavx512bf16",) if d.c_type == "bf16" and isa.name == "avx512vnni" else ()
+
+
+def _bf16_features(d, isa: Isa) -> tuple[str, ...]:
+    return ("avx512_bf16",) if _bf16_copts(d, isa) else ()
 
 
 def _relaxed_dot(entry: dict, isa: Isa, behaviour: str) -> None:
