@@ -421,3 +421,33 @@ def test_the_xngen_qd8_assembly_takes_its_scales_first_order():
                  "minmax_f16") == "qd8-f16-scale-product-unfused"
     assert stage(prefix + "asm_aarch64_neondot_ld128_2") == "qd8-f32-unfused"
     assert stage(prefix + "neondot") == "qd8-f32-fma"
+
+
+def test_qb4w_stage_and_store_follow_each_kernel_family():
+    """Each qb4w family's float order and store (docs/xnnpack-abi.md, the qb4w output contract): scalar and SSE
+    unfused, NEON dot and I8MM and AVX-512 VNNI an FMA per block, AArch64 MLAL-lane FMA both steps, AVX2 per
+    VPMADDWD lane; bf16 stores by add-and-narrow on NEON dot and by VCVTNEPS2BF16 on AVX-512 (built with
+    -mavx512bf16, as XNNPACK's avx512bf16 set is); block size 32 (XNNPACK's tester's) and depths padded."""
+    checkout = Checkout(TREE)
+    got = {}
+    for datatype, init, name in (
+            ("qd8-f32-qb4w", "f32", "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x4c8__sse41_ld128"),
+            ("qd8-f32-qb4w", "f32", "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x8c8__avx2"),
+            ("qd8-f32-qb4w", "f32", "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x16__neon_mlal_lane"),
+            ("qd8-f32-qb4w", "f32", "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x8c8__neoni8mm"),
+            ("qd8-bf16-qb4w", "bf16", "xnn_qd8_bf16_qb4w_gemm_minmax_ukernel_1x8c4__neondot"),
+            ("qd8-bf16-qb4w", "bf16", "xnn_qd8_bf16_qb4w_gemm_minmax_ukernel_1x16c8__avx512vnni")):
+        parsed = parse_name(name)
+        checkout._definitions(TREE / "src" / f"{parsed.datatype}-{parsed.op}")[name] = TREE / "src/x.c"
+        entry = YamlEntry(YAML, 0, {"name": name, "init": f"xnn_init_{init}_qb4w_minmax_scalar_params",
+                                    "pack": "xnn_pack_qs8_qb4w_gemm_goi_w", "k-block": 8, "planes": 2,
+                                    **({"unsigned-inputs": True} if "avx512" in name else {})}, datatype, "gemm")
+        e = translate(entry, checkout).entry
+        assert e["xnnpack"]["bl"] == 32 and e["xnnpack"]["depth"] == "padded"
+        got[name.split("__")[1]] = (e["output"], e["model"]["output"], "-mavx512bf16" in e["cflags"])
+    assert got == {"sse41_ld128": ("qd8-f32-qb4w", "qb4w-unfused", False),
+                   "avx2": ("qd8-f32-qb4w", "qb4w-fma-fused-lanes4", False),
+                   "neon_mlal_lane": ("qd8-f32-qb4w", "qb4w-fma-fused", False),
+                   "neoni8mm": ("qd8-f32-qb4w", "qb4w-fma", False),
+                   "neondot": ("qd8-bf16-qb4w", "qb4w-fma:rne-nonan", False),
+                   "avx512vnni": ("qdu8-bf16-qb4w", "qb4w-fma:rne-daz", True)}
