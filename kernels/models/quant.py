@@ -149,7 +149,6 @@ class Qb4wOrder:
     def floats(self, A, B, q, *, bl: int, kr: int = 1, sr: int = 1) -> np.ndarray:
         """The clamped float32 (M, N) before the store."""
         from lowp.isa_models.float32 import fma_f32
-        from lowp.isa_models.requant import _qd8_clamp
         M, K = A.shape
         s16 = _packed_scales(q, K, bl)                                     # (N, blocks) as the kernel reads them
         zp, inv = _qd8_rows(q, M)
@@ -168,7 +167,7 @@ class Qb4wOrder:
             out, bias = v[0], np.broadcast_to(np.asarray(q["bias"], np.float32), v[0].shape)
             inv = np.broadcast_to(inv, out.shape)
             out = fma_f32(out, inv, bias) if self.final_fma else ((out * inv).astype(np.float32) + bias)
-            return _qd8_clamp(out.astype(np.float32), q)
+            return _clamped(out.astype(np.float32), q)
 
 
 def _packed_scales(q, K: int, bl: int) -> np.ndarray:
