@@ -96,7 +96,10 @@ AARCH64_HWCAPS = (
 # sections 18.1-18.3): a kernel that needs VLEN >= 256 lists zvl256b. lowp.emulator.qemu.riscv64_features says
 # which a -cpu gives.
 RISCV64_EXTENSIONS = ("i", "m", "a", "f", "d", "c", "v", "zve32x", "zve32f", "zve64x", "zve64f", "zve64d",
-                      "zvl32b", "zvl64b", "zvl128b", "zvl256b", "zvl512b", "zvl1024b", "zvl2048b", "zvl4096b")
+                      "zvl32b", "zvl64b", "zvl128b", "zvl256b", "zvl512b", "zvl1024b", "zvl2048b", "zvl4096b",
+                      # half precision: scalar (Zfh, Zfhmin) and vector (Zvfh, Zvfhmin; Zvfh implies Zvfhmin and
+                      # Zfhmin: v-spec.adoc section 18.5); XNNPACK's rvvfp16arith kernels ask for Zvfh
+                      "zfh", "zfhmin", "zvfh", "zvfhmin")
 
 # 32-bit Arm (AArch32): the names /proc/cpuinfo prints for AT_HWCAP bits 0.. and AT_HWCAP2 bits 0.. (hwcap_str and
 # hwcap2_str). Source: torvalds/linux arch/arm/kernel/setup.c and arch/arm/include/uapi/asm/hwcap.h (v6.12).

@@ -523,11 +523,12 @@ def call_each(machine, symbol: str, calls, *, seeds=None, **options) -> list:
 
 @dataclass(frozen=True)
 class Pointers:
-    """An array argument of 8-byte pointers into the call's own buffers (an indirection buffer: XNNPACK's IGEMM
-    takes one), given as (buffer name, byte offset) per entry: the name of an array argument or of a `memory`
-    buffer, the offset from that buffer's start (negative or past its end too: only the address is computed).
-    The machine places it like any buffer and writes the addresses once every buffer has its place: where a
-    buffer lands is the machine's business (Unicorn's and Bochs's layouts, qemu's mmap in the guest)."""
+    """An array argument of pointers into the call's own buffers (an indirection buffer: XNNPACK's IGEMM takes
+    one), of the machine's pointer size (8 bytes; 4 on the 32-bit qemu guests and wasm32), given as (buffer name,
+    byte offset) per entry: the name of an array argument or of a `memory` buffer, the offset from that buffer's
+    start (negative or past its end too: only the address is computed). The machine places it like any buffer and
+    writes the addresses once every buffer has its place: where a buffer lands is the machine's business
+    (Unicorn's and Bochs's layouts, qemu's mmap in the guest, wasm32's linear memory)."""
     targets: tuple[tuple[str, int], ...]
 
     def placeholder(self) -> np.ndarray:

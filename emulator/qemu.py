@@ -116,6 +116,33 @@ def riscv64_vector_length_cpu(bits: int) -> str:
     return f"rv64,v=true,vlen={bits},elen=64,vext_spec=v1.0"
 
 
+# The -cpu options of RISC-V half precision: scalar Zfh and vector Zvfh (which implies Zvfhmin and Zfhmin). QEMU
+# 10.0 has both as rv64 properties; 7.2 has no zvfh (an unknown property stops qemu before it loads the program),
+# so they are added only where the binary takes them (riscv64_takes_options).
+RISCV64_HALF_OPTIONS = ",zfh=true,zvfh=true"
+
+
+def riscv64_takes_options(qemu: str, options: str) -> bool:
+    """Whether the qemu-riscv64 binary at `qemu` accepts the -cpu options `options` (',name=value...') on an rv64:
+    asked once per binary (its path and mtime), by starting it on no program: qemu applies the -cpu's properties
+    before it opens the program and names an unknown one ("can't apply global ...: Property ... not found")."""
+    try:
+        stamp = os.stat(qemu).st_mtime_ns
+    except OSError:
+        return False
+    return _takes_options(qemu, stamp, options)
+
+
+@lru_cache(maxsize=None)
+def _takes_options(qemu: str, stamp, options: str) -> bool:
+    try:
+        run = subprocess.run([qemu, "-cpu", "rv64,v=true" + options, os.devnull], capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "can't apply global" not in run.stderr
+
+
 @dataclass(frozen=True)
 class QemuGuest:
     """What one guest architecture of QemuMachine is: the qemu-user binary (and the environment variable that
@@ -158,6 +185,10 @@ def riscv64_features(hwcap: int, hwcap2: int, cpu: str) -> frozenset[str]:
     if options.get("v") in ("true", "on"):
         vlen = int(options.get("vlen", 128))
         names |= {"v", *(f"zvl{n}b" for n in (32, 64, 128, 256, 512, 1024, 2048, 4096) if n <= vlen)}
+        if options.get("zvfh") in ("true", "on"):
+            names |= {"zvfh", "zvfhmin", "zfhmin"}
+    if options.get("zfh") in ("true", "on"):
+        names |= {"zfh", "zfhmin"}
     return frozenset(names)
 
 

@@ -10,6 +10,9 @@ Every stage is `compute(acc, q, out_type)`: `acc` is the int32 (M, N) accumulato
     multiplier, shift   int32 (N,), fixed point, TFLite's convention: real ~ multiplier * 2^(shift - 31)
     output_zero_point   int; output_min, output_max: ints (qd8: floats)
     a_zero_point        int32 (M,), a_inv_scale float32 (M,), b_scale float32 (N,): qd8 only
+    b_float_zero_point  float32 (N,): qd8-qc2w's weight zero point per output channel; with it a qc2w stage reads
+    a_row_sum, kc       int (M,), int: the sums of A's rows and the depth as the ukernel is handed them (derived
+                        from A by lowp.kernels.xnnpack.row_terms, not drawn)
     src_scale, dst_scale  float32 scalars: oneDNN only
 
 and `out_type` is "s8", "u8", "f32", "f16" or "bf16". The result is np.int8 / np.uint8 / np.float32 / np.float16
@@ -45,6 +48,7 @@ class OutputStage:
     description: str
     citation: str
     out_types: tuple = ("s8", "u8")
+    reads_rows: bool = False   # it reads a_row_sum and kc (lowp.kernels.xnnpack.row_terms) beside acc and q
 
     def __call__(self, acc, q, out_type):
         if out_type not in self.out_types:
@@ -606,7 +610,9 @@ def half_output(compute, out_type: str, conversion: str):
     """A qd8 float stage stored as half precision: the float32 stage (its clamp included), then the store's
     conversion. out_type "f16": fp16_bits(v, conversion) as float16 values (VCVTPS2PH imm8 0 on x86, FCVTN
     vcvt_f16_f32 on AArch64, then FMAXNM/FMINNM in f16 there: the same values, as the clamp's bounds are halves and
-    rounding is monotone); "bf16": bf16_bits(v, conversion), the bits. XNNPACK @75db3c0
+    rounding is monotone; AArch32 NEON's VCVT.F16.F32 flushes its float32 input under the Standard FPSCR value,
+    which the -ftz stages have flushed already, and never its half output: FPConvert rounds with FZ16 cleared, Arm
+    ARM DDI 0487 FPRoundCV); "bf16": bf16_bits(v, conversion), the bits. XNNPACK @75db3c0
     src/qd8-f16-qc8w-gemm/gen/qd8-f16-qc8w-gemm-1x8c8-minmax-avx2.c (_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
     after the f32 clamp), qd8-f16-qc8w-gemm-1x8c4-minmax-neondotfp16arith.c (vcvt_f16_f32, then vmaxq_f16 and
     vminq_f16); src/qd8-bf16-qb4w-gemm/gen/*-scalar.c (xnn_bfloat16_from_float)."""
@@ -627,6 +633,78 @@ def qd8_f32_scale_product_unfused(acc, q, out_type):
     s = _row(q, "b_scale", N, F32) * _col(q, "a_inv_scale", M, F32)
     with np.errstate(over="ignore", invalid="ignore"):
         return _qd8_clamp(f32(wrap32(a)) * s + _row(q, "bias", N, F32), q)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# qd8 with 2-bit weights (qd8-qc2w): a float weight zero point per channel, taken off in float with the row sums
+
+def _fnmadd(a, b, c):
+    """c - a * b with one rounding (VFNMADD, FMLS: both negate the exact product)."""
+    return fma_f32(-a, b, c)
+
+
+def _qd8_qc2w(acc, q, out_type, *, biased: bool, fused: str, kc_term: str, tail: str):
+    """One of XNNPACK's qd8-qc2w float orders. acc: sum_k (A - zp) w, exact int32 (what every kernel's integer part
+    holds, less 2 x the row sum where the crumbs stay w + 2). Each kernel then takes the float weight zero point
+    kzp off as v - kzp * row_sum + kzp * (kc * zp), in its own order:
+      biased: the int32 holds acc + 2 * row_sum (crumbs w + 2 multiplied as they are: the scalar and NEON dot
+              kernels), and (kzp + 2) * row_sum is subtracted; else acc itself (the x86 madd / VNNI kernels
+              subtract 2 from each crumb) and kzp * row_sum;
+      fused:  which of the two zero-point steps are one rounding: "both" (VFNMADD, VFMADD), "row" (FMLS, then
+              vmlaq_f32 as FMUL + FADD), "none";
+      kc_term: "product": f32(f32(kc) * f32(zp)) first, then kzp times it; "scalar": (kzp * f32(kc)) * f32(zp);
+      tail:   "fma" (* inv_scale, then FMA(b_scale, bias)) or "unfused" (* inv_scale, * b_scale, + bias).
+    src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-1x8c8-minmax-avx2-madd.c L171-189, -avxvnni.c (the same),
+    -1x4c8-minmax-ssse3-madd.c (mul, sub, mul, add), -1x8c4-minmax-neondot.c (vaddq kzp + 2, vfmsq, vmlaq, vfmaq),
+    -2x2-minmax-scalar.c (vout -= (kzp + 2.0f) * row_sum; vout += kzp * (float) kc * (float) zp)."""
+    a = _acc(acc)
+    M, N = a.shape
+    kzp = _row(q, "b_float_zero_point", N, F32)
+    rows = np.asarray(need(q, "a_row_sum"), np.int64).reshape(M, 1)
+    zp = np.asarray(need(q, "a_zero_point"), np.int64).reshape(-1, 1) * np.ones((M, 1), np.int64)
+    kc = F32(int(need(q, "kc")))
+    with np.errstate(over="ignore", invalid="ignore"):
+        k = (kzp + F32(2)).astype(F32) if biased else kzp
+        v = f32(wrap32(a + 2 * rows)) if biased else f32(wrap32(a))
+        rs = np.broadcast_to(f32(rows), v.shape)
+        kb = np.broadcast_to(k, v.shape)
+        v = _fnmadd(kb, rs, v) if fused in ("both", "row") else (v - (kb * rs).astype(F32)).astype(F32)
+        kzb = np.broadcast_to(kzp, v.shape)
+        if kc_term == "scalar":
+            v = (v + ((kzb * kc).astype(F32) * np.broadcast_to(f32(zp), v.shape)).astype(F32)).astype(F32)
+        else:
+            t = np.broadcast_to((kc * f32(zp)).astype(F32), v.shape)
+            v = fma_f32(kzb, t, v) if fused == "both" else (v + (kzb * t).astype(F32)).astype(F32)
+        v = (v * _col(q, "a_inv_scale", M, F32)).astype(F32)
+        b, bias = np.broadcast_to(_row(q, "b_scale", N, F32), v.shape), np.broadcast_to(_row(q, "bias", N, F32),
+                                                                                          v.shape)
+        v = fma_f32(v, b, bias) if tail == "fma" else ((v * b).astype(F32) + bias).astype(F32)
+    return _qd8_clamp(v, q)
+
+
+# name -> (biased, fused, kc_term, tail, description, the source whose order it is)
+QC2W_ORDERS = {
+    "fma": (False, "both", "product", "fma", "x86 AVX2 / AVX-VNNI: VFNMADD kzp * row_sum, VFMADD kzp * (kc * zp), "
+            "* inv_scale, VFMADD", "src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-1x8c8-minmax-avx2-madd.c L171-189"),
+    "unfused": (False, "none", "product", "unfused", "x86 SSSE3: every step a multiply, then an add",
+                "src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-1x4c8-minmax-ssse3-madd.c"),
+    "neon-fmla": (True, "both", "product", "fma", "AArch64 NEON dot as clang builds it: crumbs w + 2, FMLS (kzp + 2) "
+                  "* row_sum, vmlaq_f32 contracted to FMLA (arm_neon.h's a + b * c under clang's default "
+                  "-ffp-contract=on), * inv_scale, FMLA", "src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-1x8c4-"
+                  "minmax-neondot.c"),
+    "neon-fmul-fadd": (True, "row", "product", "fma", "the NEON order with vmlaq_f32 as FMUL + FADD (a GCC build: "
+                       "XNNPACK's CMakeLists.txt L411 passes -ffp-contract=off to GCC)",
+                       "src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-1x8c4-minmax-neondot.c"),
+    "scalar": (True, "none", "scalar", "unfused", "scalar: crumbs w + 2, (kzp + 2) * row_sum subtracted, (kzp * kc) "
+               "* zp added, * inv_scale, * b_scale, + bias", "src/qd8-f32-qc2w-gemm/gen/qd8-f32-qc2w-gemm-2x2-"
+               "minmax-scalar.c"),
+}
+
+
+def _qc2w_stage(order: str):
+    biased, fused, kc_term, tail, _, _ = QC2W_ORDERS[order]
+    return lambda acc, q, out_type: _qd8_qc2w(acc, q, out_type, biased=biased, fused=fused, kc_term=kc_term,
+                                              tail=tail)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -791,6 +869,11 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
 ]}
 
 
+for _order, (*_, _what, _where) in QC2W_ORDERS.items():
+    OUTPUT_STAGES[f"qd8-f32-qc2w-{_order}"] = OutputStage(
+        f"qd8-f32-qc2w-{_order}", _qc2w_stage(_order), f"XNNPACK qd8-qc2w {_what}, clamp",
+        f"{XNNPACK} {_where}; src/reference/packing.cc L791-888", ("f32",), reads_rows=True)
+
 QC4W = f"{XNNPACK} src/reference/packing.cc L459, L516-517; src/qs8-qc4w-gemm/gen/qs8-qc4w-gemm-1x2-minmax-fp32-" \
        "scalar-lrintf.c (math_asr_s32(vacc, 4)); src/qd8-f32-qc4w-gemm/gen/qd8-f32-qc4w-gemm-1x2-minmax-scalar.c"
 for _name in ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
@@ -805,15 +888,16 @@ for _name in ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic
 HALF_F16 = f"{XNNPACK} src/qd8-f16-qc8w-gemm/gen/qd8-f16-qc8w-gemm-1x8c8-minmax-avx2.c (_mm256_cvtps_ph); " \
            "qd8-f16-qc8w-gemm-1x8c4-minmax-neondotfp16arith.c (vcvt_f16_f32)"
 for _name in ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-fma-acc28", "qd8-f32-unfused-acc28",
-              "qd8-f32-scale-product-unfused"):
+              "qd8-f32-scale-product-unfused", "qd8-f32-unfused-ftz", "qd8-f32-unfused-ftz-acc28",
+              *(f"qd8-f32-qc2w-{_order}" for _order in QC2W_ORDERS)):
     _base, _half = OUTPUT_STAGES[_name], _name.replace("qd8-f32", "qd8-f16")
     OUTPUT_STAGES[_half] = OutputStage(_half, half_output(_base.compute, "f16", "rne"),
                                        f"{_base.description}; stored as f16, rounded to nearest even",
-                                       f"{_base.citation}; {HALF_F16}", ("f16",))
+                                       f"{_base.citation}; {HALF_F16}", ("f16",), _base.reads_rows)
     OUTPUT_STAGES[f"{_half}-trunc"] = OutputStage(
         f"{_half}-trunc", half_output(_base.compute, "f16", "trunc"),
         f"{_base.description}; stored as f16 rounded toward zero (VCVTPS2PH imm8 3 for 0; not XNNPACK's)",
-        f"{_base.citation}; Intel SDM Vol. 2A VCVTPS2PH (imm8 rounding control)", ("f16",))
+        f"{_base.citation}; Intel SDM Vol. 2A VCVTPS2PH (imm8 rounding control)", ("f16",), _base.reads_rows)
 
 
 def output_stage(name: str) -> OutputStage:

@@ -29,7 +29,8 @@ def requant_blob(q: dict, N: int) -> np.ndarray:
 # The canonical parameter keys (lowp.isa_models.requant): what each holds, so a wrong one is named before a call.
 # 'N' is one per output channel, 'M' one per row of A, () a scalar; the dtype kind: i(nt) or f(loat32).
 PARAM_SHAPES = {"bias": ("N", "if"), "scale": ("N", "f"), "multiplier": ("N", "i"), "shift": ("N", "i"),
-                "b_scale": ("N", "f"), "b_block_scale": ("N, blocks", "f"), "a_inv_scale": ("M", "f"),
+                "b_scale": ("N", "f"), "b_block_scale": ("N, blocks", "f"), "b_float_zero_point": ("N", "f"),
+                "a_inv_scale": ("M", "f"),
                 "a_zero_point": ("M?", "i"),
                 "b_zero_point": ((), "i"), "output_zero_point": ((), "i"), "output_min": ((), "if"),
                 "output_max": ((), "if")}
@@ -103,7 +104,8 @@ def ukernel(kernel: Kernel):
     return Ukernel(kernel.symbol, x["datatype"], x["params"], kernel.tile.mr, kernel.tile.nr, kernel.tile.kr,
                    x.get("sr", 1), _a_shift(kernel), kernel.signature == "xnnpack-igemm", x.get("bl", 0),
                    x.get("kernel_zero_point", 8), x.get("nibbles", "signed") == "unsigned", pointer_bytes,
-                   extra_bytes, x.get("depth", "whole-blocks") == "padded")
+                   extra_bytes, pad_blocks=x.get("depth", "whole-blocks") == "padded",
+                   non_planar=x.get("non_planar", 0))
 
 
 def _a_shift(kernel: Kernel) -> int:

@@ -101,7 +101,8 @@ class Kernel:
                 self.packing = describe_packing(x["datatype"], x["params"], nr=self.tile.nr, kr=self.tile.kr,
                                                 sr=x.get("sr", 1), igemm=self.signature == "xnnpack-igemm",
                                                 a_shift=self.a_shift if isinstance(self.a_shift, int) else 0,
-                                                bl=x.get("bl", 0), unsigned_nibbles=x.get("nibbles") == "unsigned")
+                                                bl=x.get("bl", 0), unsigned_nibbles=x.get("nibbles") == "unsigned",
+                                                non_planar=x.get("non_planar", 0))
             except KeyError:          # an unknown datatype or layout: the schema names it
                 pass
         if isinstance(self.sources, (str, Path)):        # one file given as a path: the one-file form

@@ -4,8 +4,8 @@ base + offset; the emulated one passes the buffer from that offset to its end (w
 copies the writable ones back after each call. Either way a ukernel sees exactly the memory a real driver gives it.
 
 Two things a real driver hands a ukernel that are more than a buffer:
-- a pointer table (`Invocation.pointers`): a buffer of 8-byte addresses into the other buffers (XNNPACK's IGEMM
-  indirection buffer). Its addresses exist only once every buffer has its place, which natively is the arena's
+- a pointer table (`Invocation.pointers`): a buffer of addresses into the other buffers (XNNPACK's IGEMM
+  indirection buffer; 8 bytes an entry, 4 on a 32-bit target: the 32-bit qemu guests and wasm32). Its addresses exist only once every buffer has its place, which natively is the arena's
   and emulated is the machine's (lowp.emulator.machine.Pointers: Unicorn and Bochs write them from their layouts,
   the qemu guest driver after its own mmaps); a buffer a table points into but no call passes is placed all the
   same (the machines' `memory`).

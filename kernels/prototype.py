@@ -19,7 +19,8 @@ NAMES = {
     "gemm": "int64_t M, int64_t N, int64_t K, const A*, const B*, C*, void *work",
     "quant-gemm": "int64_t M, int64_t N, int64_t K, const A*, const B*, C*, void *work, const struct lowp_requant *q",
     "xnnpack-gemm": "size_t mr, size_t nc, size_t kc, const int8_t *a, size_t a_stride, const void *w, C *c, "
-                    "size_t cm_stride, size_t cn_stride, const params *params",
+                    "size_t cm_stride, size_t cn_stride, const params *params[, const float *row_sum (qd8-qc2w)]"
+                    "[, const struct xnn_qd8_quantization_params *quantization_params (qd8)]",
     "xnnpack-igemm": "size_t mr, size_t nc, size_t kc, size_t ks, const int8_t **a, const void *w, C *c, "
                      "size_t cm_stride, size_t cn_stride, size_t a_offset, const int8_t *zero, "
                      "[const int8_t *zero_data (qd8), ]const params *params",
@@ -29,14 +30,21 @@ NAMES = {
 def expected(kernel) -> tuple[str, ...]:
     base = EXPECTED[kernel.signature]
     if kernel.signature in ("xnnpack-gemm", "xnnpack-igemm") and _dynamic(kernel):
-        # qd8/qdu8: the rows' quantization parameters; an IGEMM's zero_data before its params too
-        return base[:-1] + ("ptr", "ptr", "ptr") if kernel.signature == "xnnpack-igemm" else base + ("ptr",)
+        # qd8/qdu8: the rows' quantization parameters; an IGEMM's zero_data before its params too; qd8-qc2w the
+        # rows' sums before them (xnn_qd8_f32_qc2w_gemm_ukernel_fn)
+        if kernel.signature == "xnnpack-igemm":
+            return base[:-1] + ("ptr", "ptr", "ptr")
+        return base + ("ptr",) * (1 + _datatype(kernel).row_sums)
     return base + ("int",) * len(kernel.params)
 
 
-def _dynamic(kernel) -> bool:
+def _datatype(kernel):
     from lowp.kernels.xnnpack import DATATYPES
-    d = DATATYPES.get((kernel.xnnpack or {}).get("datatype", ""))
+    return DATATYPES.get((kernel.xnnpack or {}).get("datatype", ""))
+
+
+def _dynamic(kernel) -> bool:
+    d = _datatype(kernel)
     return d is not None and d.dynamic
 
 

@@ -156,7 +156,10 @@ class XnnpackSpec(_Strict):
     """The XNNPACK ABI facts of a ukernel (lowp.kernels.xnnpack): its datatype, params layout and k shuffle; a qb4w
     kernel's block size `bl`; what a 4-bit params struct is told the weights' zero point is (0 or 8); how 4-bit
     weights are packed: `nibbles` "signed" (two's complement nibbles a kernel shifts into a byte's high half: 16x
-    sums) or "unsigned" (XNNPACK's qc4uw packers for madd kernels: w + 8, the int32 bias not scaled)."""
+    sums) or "unsigned" (XNNPACK's qc4uw packers for madd kernels: w + 8, the int32 bias not scaled); of 2-bit
+    weights (qc2w): "signed" crumbs, or "unsigned" w + 2 (the qs8_to_qu8 packer; qd8-qc2w packs so always);
+    `non_planar`, the register_bytes of XNNPACK's non-planar 4-bit packers (16: aarch64, 64: avx512), whose bytes
+    pair column n with column n + non_planar / kr at one k (0: planar, a byte pairs k and k + kr of one column)."""
     datatype: StrictStr
     params: StrictStr
     sr: Positive = 1
@@ -166,16 +169,28 @@ class XnnpackSpec(_Strict):
     depth: Literal["whole-blocks", "padded"] = "whole-blocks"     # qb4w: K not a whole number of blocks refused,
     # or padded with zero weights and zero activations to the next block (the campaign's entries: lowp's cases draw
     # every depth; lowp.kernels.xnnpack.pad_to_blocks)
+    non_planar: NonNegative = 0
 
     @field_validator("nibbles")
     @classmethod
     def _nibbles_are_4_bit(cls, nibbles, info: ValidationInfo):
         from lowp.kernels.xnnpack import DATATYPES
         datatype = DATATYPES.get(info.data.get("datatype"))
-        if datatype is not None and nibbles == "unsigned" and (datatype.weight_bits != 4 or datatype.blockwise):
-            raise _custom("bad_xnnpack", f"nibbles = 'unsigned' (qc4uw) is for the 4-bit qc4w datatypes, not "
-                                         f"{datatype.name}")
+        if datatype is not None and nibbles == "unsigned" and (datatype.weight_bits == 8 or datatype.blockwise):
+            raise _custom("bad_xnnpack", f"nibbles = 'unsigned' (qc4uw, qc2w's w + 2) is for the 4-bit qc4w and "
+                                         f"2-bit qc2w datatypes, not {datatype.name}")
         return nibbles
+
+    @field_validator("non_planar")
+    @classmethod
+    def _non_planar_is_signed_4_bit(cls, non_planar, info: ValidationInfo):
+        from lowp.kernels.xnnpack import DATATYPES
+        datatype = DATATYPES.get(info.data.get("datatype"))
+        if non_planar and ((datatype is not None and (datatype.weight_bits != 4 or datatype.blockwise))
+                           or info.data.get("nibbles") == "unsigned"):
+            raise _custom("bad_xnnpack", "non_planar (XNNPACK's non-planar 4-bit packers) is for signed nibbles of "
+                                         "the 4-bit qc4w datatypes")
+        return non_planar
 
     @field_validator("datatype")
     @classmethod
@@ -429,7 +444,8 @@ class KernelSpec(_Strict):
                 fields["model"] = Qb4wModel(stage, self.c_type, x.bl if x else 0, self.tile.kr, x.sr if x else 1,
                                             store or "rne")
             else:
-                fields["model"] = ModelParts(self.model.accumulate, self.model.output, self.c_type)
+                fields["model"] = ModelParts(self.model.accumulate, self.model.output, self.c_type,
+                                             self.xnnpack.datatype if self.xnnpack else None)
         return Kernel(**fields)
 
 

@@ -28,7 +28,8 @@ EXTRA_QUANTIZATION_PARAMS = 15     # include/xnnpack.h L117 (10 before 0b4168b, 
 EXTRA_BYTES = 16                   # include/xnnpack.h L31 (XNN_EXTRA_BYTES): the zero buffer's slack
 # What differs on a 32-bit target: sizeof(void *) (an IGEMM's ks and indirection entries: convolution-nhwc.c L2980)
 # and XNN_EXTRA_BYTES, 128 on Hexagon (include/xnnpack.h L28-32). target -> (pointer bytes, XNN_EXTRA_BYTES).
-TARGET_ABI = {"arm": (4, EXTRA_BYTES), "hexagon": (4, 128)}
+# wasm32's pointers are 4-byte linear-memory addresses (its machine writes them: lowp.emulator.wasm.machine).
+TARGET_ABI = {"arm": (4, EXTRA_BYTES), "hexagon": (4, 128), "wasm32": (4, EXTRA_BYTES)}
 TESTER_BLOCKSIZE = 32              # the block size of every qb4w test XNNPACK generates (generate-gemm-test.py .bl(32))
 MIN_BLOCKSIZE = 32                 # include/xnnpack.h L120 (XNN_MIN_BLOCKSIZE): qb4w block sizes are multiples
 
@@ -45,19 +46,26 @@ class Datatype:
     int_bias: bool = True                 # an int32 bias (less the zero-point terms) leads each packed block
     kernel_zero_point: bool = False       # qu8: the weights' zero point travels in the params and pads the packing
     dynamic: bool = False                 # qd8/qdu8: a {zero_point, inv_scale} per row of A; packed -column sums
-    weight_bits: int = 8                  # 4: two weights a byte, the int32 accumulators carry 16x the sum
+    weight_bits: int = 8                  # 4: two weights a byte, the int32 accumulators carry 16x the sum;
+                                          # 2: four weights a byte (qc2w), the int32 holds the plain sum
     blockwise: bool = False               # qb4w: one bf16 scale per block of `bl` k per column
     shiftable: bool = False               # a qs8_to_qu8 packer exists: a kernel may read A + 128 (a_shift)
+    row_sums: bool = False                # qd8-qc2w: a float weight zero point per column packed after the int32
+                                          # column sums, and the ukernel is handed the float sums of A's rows
 
     @property
     def weight_range(self) -> tuple[int, int]:
-        """The values of B the packing can hold: a 4-bit weight is w = nibble - kernel_zero_point in [-8, 7]."""
-        return (-8, 7) if self.weight_bits == 4 else (-128, 127) if self.b_type == "s8" else (0, 255)
+        """The values of B the packing can hold: a sub-byte weight is its field's two's complement value (4-bit
+        [-8, 7], 2-bit [-2, 1])."""
+        if self.weight_bits < 8:
+            return -(1 << (self.weight_bits - 1)), (1 << (self.weight_bits - 1)) - 1
+        return (-128, 127) if self.b_type == "s8" else (0, 255)
 
     @property
     def planes(self) -> int:
-        """k values per packed byte position of a column (XNNPACK's test generator's `planes`: 2 nibbles)."""
-        return 2 if self.weight_bits == 4 else 1
+        """k values per packed byte position of a column (XNNPACK's test generator's `planes`: 2 nibbles, 4
+        crumbs)."""
+        return 8 // self.weight_bits
 
 
 QC8W_PARAMS = ("fp32_scalar", "fp32_armsimd32", "fp32_neon", "fp32_neonv8")
@@ -85,6 +93,10 @@ DATATYPES = {d.name: d for d in (
                weight_bits=4) for a, t in (("qd8", "s8"), ("qdu8", "u8"))),
     *(Datatype(f"{a}-{c}-qb4w", t, "s8", c, (f"qb4w_minmax_{c}",), ("bias",), False, dynamic=True, weight_bits=4,
                blockwise=True) for a, t in (("qd8", "s8"), ("qdu8", "u8")) for c in ("f16", "bf16")),
+    # 2-bit weights (qc2w): four to a byte; the qd8 forms take a float zero point per column and the rows' sums
+    Datatype("qs8-qc2w", "s8", "s8", "s8", QC8W_PARAMS, ("scale",), weight_bits=2, shiftable=True),
+    *(Datatype(f"{a}-{c}-qc2w", t, "s8", c, (f"minmax_{c}",), ("b_scale", "bias"), False, dynamic=True,
+               weight_bits=2, row_sums=True) for a, t in (("qd8", "s8"), ("qdu8", "u8")) for c in ("f32", "f16")),
 )}
 
 
@@ -114,7 +126,7 @@ def _qc8w_layouts(name):
 # The params structs, laid out like XNNPACK's (microparams.h @75db3c0: the unions L179-322, the float minmax structs
 # L97-132) and lowp/xnnpack.h's copies of them.
 PARAMS_LAYOUTS = {
-    **_qc8w_layouts("qs8-qc8w"), **_qc8w_layouts("qs8-qc4w"),
+    **_qc8w_layouts("qs8-qc8w"), **_qc8w_layouts("qs8-qc4w"), **_qc8w_layouts("qs8-qc2w"),
     # union xnn_qs8_conv_minmax_params, L179-226
     ("qs8", "fp32_scalar"): _struct(SCALE, ZP16, MIN16, MAX16),
     ("qs8", "rndnu_scalar"): _struct(*RNDNU_SCALAR, ("rounding", "<i8")),
@@ -135,14 +147,16 @@ PARAMS_LAYOUTS = {
     ("qu8", "rndnu_neon"): _struct(KZP8, PAD3, *RNDNU_NEON, ("output_min", "u1"), ("output_max", "u1")),
     # struct xnn_f32_minmax_params L97-102, xnn_f32_qc4w_minmax_params L118-124, xnn_f32_qb4w_minmax_params
     # L126-132 (blocksize a size_t)
-    **{(d, "minmax_f32"): _struct(("min", "<f4"), ("max", "<f4")) for d in ("qd8-f32-qc8w", "qdu8-f32-qc8w")},
+    **{(d, "minmax_f32"): _struct(("min", "<f4"), ("max", "<f4")) for d in ("qd8-f32-qc8w", "qdu8-f32-qc8w",
+                                                                           "qd8-f32-qc2w", "qdu8-f32-qc2w")},
     **{(d, "qc4w_minmax_f32"): _struct(("min", "<f4"), ("max", "<f4"), ("kernel_zero_point", "<i4"))
        for d in ("qd8-f32-qc4w", "qdu8-f32-qc4w")},
     **{(d, "qb4w_minmax_f32"): _struct(("min", "<f4"), ("max", "<f4"), ("blocksize", "<u8"))
        for d in ("qd8-f32-qb4w", "qdu8-f32-qb4w")},
     # struct xnn_f16_minmax_params L90-95, xnn_f16_qc4w_minmax_params L104-109, xnn_f16_qb4w_minmax_params
     # L111-117 (xnn_float16 bounds: their bits), xnn_bf16_qb4w_minmax_params L135-141 (float bounds)
-    **{(d, "minmax_f16"): _struct(("min", "<u2"), ("max", "<u2")) for d in ("qd8-f16-qc8w", "qdu8-f16-qc8w")},
+    **{(d, "minmax_f16"): _struct(("min", "<u2"), ("max", "<u2")) for d in ("qd8-f16-qc8w", "qdu8-f16-qc8w",
+                                                                           "qd8-f16-qc2w", "qdu8-f16-qc2w")},
     **{(d, "qc4w_minmax_f16"): _struct(("min", "<u2"), ("max", "<u2")) for d in ("qd8-f16-qc4w", "qdu8-f16-qc4w")},
     **{(d, "qb4w_minmax_f16"): _struct(("min", "<u2"), ("max", "<u2"), ("blocksize", "<u8"))
        for d in ("qd8-f16-qb4w", "qdu8-f16-qb4w")},
@@ -165,9 +179,11 @@ LAYOUT_KEYS = {**{layout: REQUANT_KEYS for layout in ("fp32_scalar", "fp32_armsi
 
 
 def required_keys(datatype: str, layout: str) -> tuple[str, ...]:
-    """The q keys a ukernel of `datatype` with params `layout` is handed: the layout's, and qu8's kernel zero
-    point."""
-    return LAYOUT_KEYS[layout] + (("b_zero_point",) if DATATYPES[datatype].kernel_zero_point else ())
+    """The q keys a ukernel of `datatype` with params `layout` is handed: the layout's, qu8's kernel zero point and
+    qd8-qc2w's float weight zero points."""
+    d = DATATYPES[datatype]
+    return LAYOUT_KEYS[layout] + (("b_zero_point",) if d.kernel_zero_point else ()) + \
+        (("b_float_zero_point",) if d.row_sums else ())
 
 
 def params_blob(datatype: str, layout: str, q: dict, *, bl: int = 0, kernel_zero_point: int = 8) -> np.ndarray:
@@ -318,12 +334,23 @@ class Packing:
     a_shift: int = 0
     conv: bool = False
     source: str = ""
-    unsigned_nibbles: bool = False    # qc4uw: 4-bit weights as w + 8 for madd kernels, their sums not scaled by 16
+    unsigned_nibbles: bool = False    # qc4uw: 4-bit weights as w + 8 for madd kernels, their sums not scaled by 16;
+                                      # qs8_to_qu8 qc2w: 2-bit weights as w + 2 (qd8-qc2w packs so always)
+    # the non-planar 4-bit packers' register_bytes (16: aarch64, 64: avx512): a byte pairs column n and column
+    # n + register_bytes / kr at one k; 0: planar (a byte pairs k and k + kr of one column)
+    non_planar: int = 0
+
+    @property
+    def planes(self) -> int | None:
+        """The planes its test entries give (XNNPACK's test generator's `planes`): 1 for a non-planar packer,
+        None for the datatype's own."""
+        return 1 if self.non_planar else None
 
 
 _QD8 = ("qd8-f32-qc8w", "qdu8-f32-qc8w", "qd8-f16-qc8w", "qdu8-f16-qc8w")
 _QC4W_DYNAMIC = ("qd8-f32-qc4w", "qdu8-f32-qc4w", "qd8-f16-qc4w", "qdu8-f16-qc4w")
 _QB4W = tuple(f"{a}-{c}-qb4w" for a in ("qd8", "qdu8") for c in ("f32", "f16", "bf16"))
+_QC2W_DYNAMIC = tuple(f"{a}-{c}-qc2w" for a in ("qd8", "qdu8") for c in ("f32", "f16"))
 PACKINGS = {p.kind: p for p in (
     Packing("qs8-goi", ("qs8-qc8w", "qs8", *_QD8), 0, False, "src/reference/packing.cc L329-377"),
     Packing("qs8-to-qu8-goi", ("qs8-qc8w", "qs8"), 128, False, "src/reference/packing.cc L379-427"),
@@ -337,6 +364,15 @@ PACKINGS = {p.kind: p for p in (
     Packing("qc4uw-goi", ("qs8-qc4w", *_QC4W_DYNAMIC), 0, False, "src/reference/packing.cc L1186-1292", True),
     Packing("qs8-to-qu8-qc4uw-goi", ("qs8-qc4w",), 128, False, "src/reference/packing.cc L1294-1304", True),
     Packing("qb4w-goi", _QB4W, 0, False, "src/reference/packing.cc L1306-1420"),
+    Packing("qc2w-goi", ("qs8-qc2w",), 0, False, "src/reference/packing.cc L653-743, L756-765"),
+    Packing("qs8-to-qu8-qc2w-goi", ("qs8-qc2w",), 128, False, "src/reference/packing.cc L653-743, L779-789", True),
+    Packing("qd8-qc2w-goi", _QC2W_DYNAMIC, 0, False, "src/reference/packing.cc L791-888"),
+    Packing("qc4w-goi-non-planar-aarch64", ("qs8-qc4w", *_QC4W_DYNAMIC), 0, False,
+            "src/reference/packing.cc L1014-1133, L1149-1159", non_planar=16),
+    Packing("qc4w-goi-non-planar-avx512", ("qs8-qc4w", *_QC4W_DYNAMIC), 0, False,
+            "src/reference/packing.cc L1014-1133, L1161-1171", non_planar=64),
+    Packing("qs8-to-qu8-qc4w-goi-non-planar-avx512", ("qs8-qc4w",), 128, False,
+            "src/reference/packing.cc L1014-1133, L1173-1183", non_planar=64),
 )}
 # The pack function a test YAML entry names (`pack:`) -> the packing kind lowp reproduces. XNNPACK's packw
 # micro-kernels write the reference packer's layout (test/packw-microkernel-tester.h L112-165 compares them with
@@ -348,6 +384,11 @@ PACKING_OF_PACK: dict[str, str] = {
     "xnn_pack_qs8_qc4w_gemm_goi_w": "qc4w-goi", "xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w": "qs8-to-qu8-qc4w-goi",
     "xnn_pack_qs8_qb4w_gemm_goi_w": "qb4w-goi",
     "xnn_pack_qs8_qc4uw_gemm_goi_w": "qc4uw-goi", "xnn_pack_qs8_to_qu8_qc4uw_gemm_goi_w": "qs8-to-qu8-qc4uw-goi",
+    "xnn_pack_qs8_qc2w_gemm_goi_w": "qc2w-goi", "xnn_pack_qs8_to_qu8_qc2w_gemm_goi_w": "qs8-to-qu8-qc2w-goi",
+    "xnn_pack_qd8_qc2w_gemm_goi_w": "qd8-qc2w-goi",
+    "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_aarch64": "qc4w-goi-non-planar-aarch64",
+    "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_avx512": "qc4w-goi-non-planar-avx512",
+    "xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w_non_planar_avx512": "qs8-to-qu8-qc4w-goi-non-planar-avx512",
     "xnn_qs8_packw_gemm_goi_ukernel_x16c4__neondot": "qs8-goi",
     "xnn_qs8_packw_gemm_goi_ukernel_x8c4__neondot": "qs8-goi",
 }
@@ -357,11 +398,6 @@ UNSUPPORTED_PACKS = {
         "xnn_pack_kai_qb4_weights_and_biases", "xnn_pack_kai_qs4_weights_and_biases",
         "xnn_pack_kai_qs4_weights_and_biases_sme", "xnn_pack_kai_qs8_conv_goki_w_sme",
         "xnn_pack_kai_qs8_qc8w_weights_and_biases_sme", "xnn_pack_kai_qs8_weights_and_biases")},
-    **{name: "2-bit weights (qc2w): not modelled" for name in (
-        "xnn_pack_qd8_qc2w_gemm_goi_w", "xnn_pack_qs8_qc2w_gemm_goi_w", "xnn_pack_qs8_to_qu8_qc2w_gemm_goi_w")},
-    **{name: "a non-planar 4-bit layout: not modelled" for name in (
-        "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_aarch64", "xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_avx512",
-        "xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w_non_planar_avx512")},
 }
 
 
@@ -455,14 +491,16 @@ def from_test_entry(entry: dict) -> dict:
     _, layout = _looked_up(entry, "init", layout_of_init, "params layout not supported yet")
     packing = _looked_up(entry, "pack", packing_of_pack, "packing not supported yet")
     d = DATATYPES[datatype]
-    planes = entry.get("planes")
-    if planes is not None and planes != d.planes:
-        raise Unmapped("packing not supported yet", f"planes {planes}: lowp packs {datatype} in {d.planes} plane(s)")
+    planes, packed_planes = entry.get("planes"), packing.planes or d.planes
+    if planes is not None and planes != packed_planes:
+        raise Unmapped("packing not supported yet", f"planes {planes}: lowp packs {datatype} in {packed_planes} "
+                                                    "plane(s)")
     _check_consistent(entry, facts, datatype, layout, packing)
     return {"symbol": entry["name"], "signature": f"xnnpack-{facts.op}",
             "tile": {"mr": facts.mr, "nr": facts.nr, "kr": facts.kr},
             "xnnpack": {"datatype": datatype, "params": layout, "sr": facts.sr,
                         **({"nibbles": "unsigned"} if packing.unsigned_nibbles else {}),
+                        **({"non_planar": packing.non_planar} if packing.non_planar else {}),
                         # XNNPACK's tester runs every qb4w test with .bl(32) (tools/generate-gemm-test.py L196-551)
                         **({"bl": TESTER_BLOCKSIZE} if d.blockwise else {})},
             "a_shift": packing.a_shift, "a_type": d.a_type, "b_type": d.b_type, "c_type": d.c_type}
@@ -489,22 +527,40 @@ def _check_consistent(entry: dict, facts: UkernelName, datatype: str, layout: st
     if datatype not in packing.datatypes or packing.conv != (facts.op == "igemm"):
         raise Unmapped("entry inconsistent", f"{name}: pack {entry['pack']} ({packing.kind}) does not pack a "
                                              f"{datatype} {facts.op}")
+    if packing.non_planar and not non_planar_fits(facts.nr, facts.kr, packing.non_planar):
+        raise Unmapped("entry inconsistent", f"{name}: pack {entry['pack']} pairs columns {packing.non_planar} / kr "
+                                             f"apart, which does not tile nr={facts.nr} with kr={facts.kr}")
+
+
+def non_planar_fits(nr: int, kr: int, register_bytes: int) -> bool:
+    """Whether a non-planar packer's column pairs (n, n + register_bytes / kr) tile nr columns: the packer's loop
+    walks groups of 2 * register_bytes / kr columns (packing.cc L1030, L1048-1052), so nr must be a multiple of it."""
+    pair = register_bytes // kr
+    return pair >= 1 and nr % (2 * pair) == 0
 
 
 def describe_packing(datatype: str, layout: str, *, nr: int, kr: int, sr: int = 1, igemm: bool = False,
-                     a_shift: int = 0, bl: int = 0, unsigned_nibbles: bool = False) -> str:
+                     a_shift: int = 0, bl: int = 0, unsigned_nibbles: bool = False, non_planar: int = 0) -> str:
     """The packed weights in words, for a kernel entry that leaves `packing` to the xnnpack table."""
     d = DATATYPES[datatype]
-    if unsigned_nibbles:
+    if unsigned_nibbles or d.row_sums:
         izp = "(izp + 128)" if a_shift else "izp" if d.int_bias else "1"
         head = f"int32 {'bias - ' if d.int_bias else '-'}{izp} x column sums"
+        head += f", {nr} float32 weight zero points" if d.row_sums else ""
         floats = f", then {nr} float32 {' and '.join(d.floats)}" if d.floats else ""
-        return f"XNNPACK {datatype} ({layout}): per {nr} columns {nr} {head}, unsigned 4-bit weights w + 8 two to a " \
-               f"byte (qc4uw) in {kr}-deep k blocks (sr {sr}){floats}"
+        bits, half = d.weight_bits, 1 << (d.weight_bits - 1)
+        many = {4: "two", 2: "four"}[bits]
+        return f"XNNPACK {datatype} ({layout}): per {nr} columns {nr} {head}, unsigned {bits}-bit weights w + " \
+               f"{half} {many} to a byte{' (qc4uw)' if bits == 4 else ''} in {kr}-deep k blocks (sr {sr}){floats}"
     taps = "per tap (ks of them, goki) " if igemm else ""
-    weights = f"{'4-bit weights two to a byte' if d.weight_bits == 4 else 'int8 weights'} in {kr}-deep k blocks " \
+    weights = f"{ {4: '4-bit weights two to a byte', 2: '2-bit weights four to a byte'}.get(d.weight_bits, 'int8 weights')}" \
+              f" in {kr}-deep k blocks " \
               f"{taps}(sr {sr})"
-    head = "int32 16 x (bias - (izp + 128) x column sums)" if d.weight_bits == 4 and a_shift else \
+    if non_planar:
+        weights = f"4-bit weights two to a byte, columns n and n + {non_planar // kr} at one k (non-planar, " \
+                  f"{non_planar}-byte registers) in {kr}-deep k blocks (sr {sr})"
+    head = "int32 bias - izp x column sums (K padded to a multiple of 4)" if d.weight_bits == 2 else \
+        "int32 16 x (bias - (izp + 128) x column sums)" if d.weight_bits == 4 and a_shift else \
         "int32 16 x (bias - izp x column sums)" if d.weight_bits == 4 and d.int_bias else \
         "int32 -16 x column sums" if d.weight_bits == 4 and not d.blockwise else \
         "float -sum of block scale x block column sums" if d.blockwise else \
@@ -590,51 +646,99 @@ def _column_block(values, b: int, nr: int, N: int, dtype) -> np.ndarray:
     return out.view(np.uint8)
 
 
-def _nibbles(Bb: np.ndarray, nr: int, kr: int, sr: int) -> np.ndarray:
-    """One block of nr columns of 4-bit weights (K x nr) as XNNPACK's planar 4-bit packers lay them: per chunk
-    of 2*kr k per column, kr bytes, byte j holding k = kc_begin + j in its low nibble and kc_begin + j + kr in its
-    high nibble, each the weight's two's complement nibble (0 past K); packing.cc L434-534 (both encodings of the
-    input, kernel_zero_point 0 and 8, pack to these nibbles). Returns (values (chunks, nr, 2, kr), bytes)."""
+def _packed_fields(Bb: np.ndarray, nr: int, kr: int, sr: int, bits: int, non_planar: int = 0) -> np.ndarray:
+    """One block of nr columns of sub-byte weights (K x nr) as XNNPACK's packers lay them, each the weight's two's
+    complement field (0 past K). Planar (non_planar 0): per chunk of planes * kr k per column (planes = 8 / bits: 2
+    nibbles, 4 crumbs), kr bytes, byte j holding k = kc_begin + j + p * kr in its field p (bits p * bits up);
+    packing.cc L434-534 (4-bit: both encodings of the input, kernel_zero_point 0 and 8, pack to these nibbles),
+    L653-743 and L791-888 (2-bit: kv_0 | kv_1 << 2 | kv_2 << 4 | kv_3 << 6). Non-planar (4-bit; non_planar: the
+    packer's register_bytes; packing.cc L1014-1133): per chunk of kr k, per group of 2R columns (R =
+    register_bytes / kr), for each of its first R columns n kr bytes, byte j holding column n's weight at
+    k = kc_begin(n) + j in its low nibble and column n + R's at the same k in its high nibble; the chunks are
+    kr * sr deep (planes 1). Returns (values (chunks, nr, fields a byte of the column holds, kr), bytes)."""
+    planes = 1 if non_planar else 8 // bits
     K = Bb.shape[0]
-    kp = packed_k(K, kr, sr, 2)
-    kidx = _k_index(kp, kr, sr, nr, 2 * kr)                               # low nibbles' k
-    kidx = np.stack([kidx, kidx + kr], axis=2)                            # (chunks, nr, 2, kr)
-    cols = np.broadcast_to(np.arange(nr)[None, :, None, None], kidx.shape)
-    padded = np.zeros((kp + 2 * kr * sr + kr, nr), np.int64)
+    kp = packed_k(K, kr, sr, planes)
+    first = _k_index(kp, kr, sr, nr, planes * kr)                          # field 0's k
+    padded = np.zeros((kp + (8 // bits) * kr * (sr + 1), nr), np.int64)
     padded[:K] = Bb
+    if non_planar:
+        pair = non_planar // kr
+        low = np.flatnonzero(np.arange(nr) // pair % 2 == 0)              # the first R columns of each group
+        klow = first[:, low, :]
+        lo, hi = padded[klow, low[None, :, None]], padded[klow, low[None, :, None] + pair]
+        values = np.zeros((first.shape[0], nr, 1, kr), np.int64)
+        values[:, low, 0], values[:, low + pair, 0] = lo, hi
+        return values, ((lo & 0xF) | ((hi & 0xF) << 4)).astype(np.uint8).reshape(-1)
+    kidx = np.stack([first + p * kr for p in range(planes)], axis=2)      # (chunks, nr, planes, kr)
+    cols = np.broadcast_to(np.arange(nr)[None, :, None, None], kidx.shape)
     values = padded[kidx, cols]
-    packed = (values[:, :, 0, :] & 0xF) | ((values[:, :, 1, :] & 0xF) << 4)
+    mask = (1 << bits) - 1
+    packed = sum((values[:, :, p, :] & mask) << (bits * p) for p in range(planes))
     return values, packed.astype(np.uint8).reshape(-1)
 
 
-def pack_qc4w(B: np.ndarray, *, nr: int, kr: int, sr: int, bias, izp: int,
-              column_floats: tuple[np.ndarray, ...] = (), unsigned: bool = False) -> np.ndarray:
-    """xnn_pack_qs8_qc4w_gemm_goi_w (and its qs8_to_qu8 form with izp + 128): per block of nr columns, nr int32
-    16 * bias - 16 * izp * (the sum of the packed weights), int32 wrapping as the packer's arithmetic does (the
-    kernels shift each nibble into the high half of a byte, so their accumulators hold 16x the sum and shift right
-    by 4 at the end), the nibbles, then the floats. bias None: zero (qd8 packs with izp = 1 and no bias).
-    unsigned: xnn_pack_qs8_qc4uw_gemm_goi_w and xnn_pack_qs8_to_qu8_qc4uw_gemm_goi_w (src/reference/packing.cc
-    L1186-1304, "for qd8_qc4w madd"): the same chunks, each nibble w + 8 (the two's complement nibble XOR 8, in
-    [0, 15]; padding 8, a zero weight), the int32 bias - izp * (the sum) not multiplied by 16: the madd kernels
-    subtract 8 from each nibble in a register (_mm256_dpbusd_offset_epi32_madd, src/xnnpack/intrinsics-polyfill.h
-    L210-230), so their accumulators hold the plain sum."""
+def _nibbles(Bb: np.ndarray, nr: int, kr: int, sr: int, non_planar: int = 0) -> np.ndarray:
+    """_packed_fields of 4-bit weights (the qc4w and qb4w packers)."""
+    return _packed_fields(Bb, nr, kr, sr, 4, non_planar)
+
+
+def sign_bits(bits: int) -> np.uint8:
+    """Every field's top bit, as a byte: XORed into a field it adds 2^(bits-1) to its two's complement value, the
+    unsigned encodings (0x88: qc4uw's w + 8, packing.cc L1186-1292; 0xAA: qc2w's w + 2, packing.cc L731, L874)."""
+    return np.uint8(sum((1 << (bits - 1)) << (bits * p) for p in range(8 // bits)))
+
+
+def pack_subbyte(B: np.ndarray, *, bits: int, nr: int, kr: int, sr: int, bias, izp: int,
+                 column_floats: tuple[np.ndarray, ...] = (), unsigned: bool = False,
+                 zero_points=None, non_planar: int = 0) -> np.ndarray:
+    """XNNPACK's planar sub-byte packers. bits 4: xnn_pack_qs8_qc4w_gemm_goi_w (and its qs8_to_qu8 form with izp +
+    128): per block of nr columns, nr int32 16 * bias - 16 * izp * (the sum of the packed weights), int32 wrapping
+    as the packer's arithmetic does (the kernels shift each nibble into the high half of a byte, so their
+    accumulators hold 16x the sum and shift right by 4 at the end), the nibbles, then the floats. bias None: zero
+    (qd8 packs with izp = 1 and no bias). unsigned: xnn_pack_qs8_qc4uw_gemm_goi_w and
+    xnn_pack_qs8_to_qu8_qc4uw_gemm_goi_w (src/reference/packing.cc L1186-1304, "for qd8_qc4w madd"): the same
+    chunks, each nibble w + 8 (the two's complement nibble XOR 8, in [0, 15]; padding 8, a zero weight), the int32
+    bias - izp * (the sum) not multiplied by 16: the madd kernels subtract 8 from each nibble in a register
+    (_mm256_dpbusd_offset_epi32_madd, src/xnnpack/intrinsics-polyfill.h L210-230), so their accumulators hold the
+    plain sum.
+    bits 2 (qc2w, packing.cc L653-888): four crumbs a byte, the int32 bias - izp * (the sum) never scaled (the
+    kernels mask each crumb into the low bits of a byte); unsigned: each crumb w + 2 (XOR 0xAA: the qs8_to_qu8 and
+    qd8 packers; the madd kernels subtract 2, _mm256_dpbusd_epi32_madd_kzp2, intrinsics-polyfill.h L234-238; the
+    others multiply w + 2 and take 2 x the row sum off in float). zero_points: qd8-qc2w's nr float32 weight zero
+    points, packed right after the int32 (packing.cc L822-833). non_planar: the register_bytes of
+    xnn_pack_qs8_qc4w_gemm_goi_w_non_planar_{aarch64,avx512} and xnn_pack_qs8_to_qu8_qc4w_gemm_goi_w_non_planar_avx512
+    (packing.cc L1014-1183): the same ints and floats, the nibbles paired across columns (_packed_fields)."""
+
     _check_blocks(kr, sr)
+    if non_planar and (unsigned or not non_planar_fits(nr, kr, non_planar)):
+        raise ValueError(f"non_planar={non_planar} with nr={nr}, kr={kr}{', unsigned' if unsigned else ''}: XNNPACK's "
+                         "non-planar packers pair signed nibbles of columns register_bytes / kr apart, in groups "
+                         "that tile nr")
     K, N = B.shape
     blocks = -(-N // nr)
     Bn = np.zeros((K, blocks * nr), np.int64)
     Bn[:, :N] = B
     bias = np.zeros(N, np.int64) if bias is None else np.asarray(bias, np.int64)
+    scale = 16 if bits == 4 and not unsigned else 1
     parts = []
     for b in range(blocks):
-        values, packed = _nibbles(Bn[:, b * nr:(b + 1) * nr], nr, kr, sr)
+        values, packed = _packed_fields(Bn[:, b * nr:(b + 1) * nr], nr, kr, sr, bits, non_planar)
         sums = values.sum(axis=(0, 2, 3))[:min(nr, N - b * nr)]
-        scale = 1 if unsigned else 16
         ints = wrap(scale * bias[b * nr:b * nr + len(sums)] - scale * izp * sums, S32)
         if unsigned:
-            packed = packed ^ np.uint8(0x88)
-        parts += [_column_block(ints, 0, nr, len(sums), "<i4"), packed]
+            packed = packed ^ sign_bits(bits)
+        parts.append(_column_block(ints, 0, nr, len(sums), "<i4"))
+        if zero_points is not None:
+            parts.append(_column_block(zero_points, b, nr, N, "<f4"))
+        parts.append(packed)
         parts += [_column_block(f, b, nr, N, "<f4") for f in column_floats]
     return np.concatenate(parts)
+
+
+def pack_qc4w(B: np.ndarray, **options) -> np.ndarray:
+    """pack_subbyte of 4-bit weights: XNNPACK's qc4w and qc4uw packers."""
+    return pack_subbyte(B, bits=4, **options)
 
 
 def check_bf16(scales: np.ndarray, name: str = "b_block_scale") -> np.ndarray:
@@ -762,6 +866,7 @@ class Ukernel:
     pointer_bytes: int = 8           # sizeof(void *) on the kernel's target (TARGET_ABI): an IGEMM's ks, its table
     extra_bytes: int = EXTRA_BYTES   # XNN_EXTRA_BYTES on the kernel's target
     pad_blocks: bool = False         # qb4w: a K that is no whole number of blocks padded with zeros (pad_to_blocks)
+    non_planar: int = 0              # a non-planar 4-bit packer's register_bytes (Packing.non_planar); 0: planar
 
     @property
     def d(self) -> Datatype:
@@ -775,9 +880,11 @@ def _weights(u: Ukernel, B: np.ndarray, q: dict, ks: int) -> np.ndarray:
     if d.blockwise:
         return pack_qb4w(B, nr=u.nr, kr=u.kr, sr=u.sr, bl=u.bl, scales=np.asarray(q["b_block_scale"]),
                          bias=floats[0])
-    if d.weight_bits == 4:
-        return pack_qc4w(B, nr=u.nr, kr=u.kr, sr=u.sr, bias=q["bias"] if d.int_bias else None,
-                         izp=_packing_zero_point(u, q), column_floats=floats, unsigned=u.unsigned_nibbles)
+    if d.weight_bits < 8:
+        return pack_subbyte(B, bits=d.weight_bits, nr=u.nr, kr=u.kr, sr=u.sr, bias=q["bias"] if d.int_bias else None,
+                            izp=_packing_zero_point(u, q), column_floats=floats,
+                            unsigned=u.unsigned_nibbles or d.row_sums, non_planar=u.non_planar,
+                            zero_points=np.asarray(q["b_float_zero_point"], np.float32) if d.row_sums else None)
     return pack_weights(B, nr=u.nr, kr=u.kr, sr=u.sr, column_ints=column_ints(u, B, q), column_floats=floats,
                         pad=weight_padding(u, q), ks=ks)
 
@@ -805,6 +912,35 @@ def column_ints(u: Ukernel, B, q: dict):
     if u.d.dynamic:
         return _int32(-column_sums(B))
     return _int32(np.asarray(q["bias"], np.int64) - izp * column_sums(B) + B.shape[0] * izp * kzp)
+
+
+def depth_padded(d: Datatype, A: np.ndarray, q: dict) -> np.ndarray:
+    """A as lowp hands it to a ukernel of datatype d. XNNPACK calls a qc2w ukernel with kc a multiple of 4 (its
+    tester passes k4 = round_up_po2(k, 4), test/gemm-microkernel-tester.cc L727-731, L2024-2026; the fully
+    connected operator rounds input_channels up to its planes, src/operators/fully-connected-nc.c L3046-3047), and
+    its qd8 kernels count every k below kc in the row sums and kc * zero point terms: so a K that is not a multiple
+    of 4 is handed over with each row padded by its zero point (and B by zero weights), every padded product
+    (zp - zp) * w being 0. The pad is stored in A's type as C would store it. Other datatypes: A unchanged."""
+    if d.weight_bits != 2:
+        return A
+    M, K = A.shape
+    kc = packed_k(K, 1, 1, d.planes)
+    if kc == K:
+        return A
+    zp = np.broadcast_to(np.asarray(q.get("a_zero_point", 0), np.int64).reshape(-1), (M,))
+    return np.concatenate([A, np.repeat(zp[:, None], kc - K, axis=1).astype(A.dtype)], axis=1)
+
+
+def row_terms(datatype: str, A: np.ndarray, q: dict) -> dict:
+    """What a qd8-qc2w output stage reads beside the accumulator (lowp.isa_models.requant): a_row_sum, the sum of
+    each row of A as the ukernel is handed it (depth_padded; XNNPACK's operator sums the quantized row with its
+    rsum ukernel and passes it as float, src/operator-run.c L1620-1628), and kc, the depth the ukernel is called
+    with. {} for a datatype whose kernels take no row sums."""
+    d = DATATYPES[datatype]
+    if not d.row_sums:
+        return {}
+    padded = depth_padded(d, A, q)
+    return {"a_row_sum": padded.astype(np.int64).sum(axis=1), "kc": padded.shape[1]}
 
 
 def _check_operands(u: Ukernel, A: np.ndarray, B: np.ndarray) -> None:
@@ -883,14 +1019,10 @@ def invocation(A: np.ndarray, B: np.ndarray, q: dict, u: Ukernel, *, strides=Non
     "a_offset", "zero"} for an IGEMM (Indirection.of). fill(nbytes, salt) -> poison bytes (default: a fixed
     pattern); C's elements get fill's first M*N*size bytes, so a contiguous C is the poison it always was."""
     d = u.d
-    if d.blockwise and u.pad_blocks and u.bl > 0 and A.shape[1] % u.bl:
-        grown = -A.shape[1] % u.bl
-        A, B = pad_to_blocks(A, B, u.bl)
-        if strides and strides.get("a") is not None:        # the same gap after each row of A
-            strides = {**strides, "a": strides["a"] + grown}
+    A, B, strides = _depth_padded_call(u, A, B, q, strides)
+    _check_operands(u, A, B)
     M, K = A.shape
     N = B.shape[1]
-    _check_operands(u, A, B)
     fill = fill or (lambda n, salt: np.full(n, 0xA5 ^ salt, np.uint8))
     c_dtype = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "s8": np.int8, "u8": np.uint8}[d.c_type]
     item = np.dtype(c_dtype).itemsize
@@ -906,6 +1038,8 @@ def invocation(A: np.ndarray, B: np.ndarray, q: dict, u: Ukernel, *, strides=Non
                "params": params_blob(u.datatype, u.layout, q, bl=u.bl, kernel_zero_point=u.kernel_zero_point)}
     if d.dynamic:
         buffers["quantization_params"] = _qd8_rows(u, q, M)
+    if d.row_sums:
+        buffers["row_sum"] = _padded_rows(np.float32(A.astype(np.int64).sum(axis=1)))
     inv = Invocation(buffers, [], output="C", writable=("C",), layouts={"C": c_layout},
                      gaps={"C": c_layout.gaps()} if c_layout.gaps() else {})
     if ind is None:
@@ -915,14 +1049,40 @@ def invocation(A: np.ndarray, B: np.ndarray, q: dict, u: Ukernel, *, strides=Non
     return inv
 
 
+def _depth_padded_call(u: Ukernel, A: np.ndarray, B: np.ndarray, q: dict, strides) -> tuple[np.ndarray, np.ndarray,
+                                                                                            Strides]:
+    """(A and B as the ukernel is handed them, the strides with an a stride grown by the pad: the gap after each row
+    keeps its size). qc2w: A as depth_padded hands it over (its rows' zero points to a multiple of 4); qb4w with
+    xnnpack.depth = "padded": pad_to_blocks (zeros to the next whole block); B grown by zero weights to A's depth."""
+    if u.d.blockwise and u.pad_blocks and u.bl > 0:
+        padded, B = pad_to_blocks(A, B, u.bl)
+    else:
+        padded = depth_padded(u.d, A, q)
+        if padded.shape[1] > len(B):
+            B = np.concatenate([B, np.zeros((padded.shape[1] - B.shape[0], B.shape[1]), B.dtype)])
+    grown = padded.shape[1] - A.shape[1]
+    s = Strides.of(strides)
+    if grown and s.a is not None:
+        s = Strides(s.a + grown * A.itemsize, s.cm, s.cn)
+    return padded, B, s
+
+
+def _padded_rows(values: np.ndarray) -> np.ndarray:
+    """Per-row values as XNNPACK's operator leaves them for a ukernel: XNN_EXTRA_QUANTIZATION_PARAMS copies of the
+    last after them (src/operator-run.c xnn_compute_pad_qd8_params L1575-1588 pads the row sums too)."""
+    return np.concatenate([values, np.repeat(values[-1:], EXTRA_QUANTIZATION_PARAMS)]).astype(values.dtype)
+
+
 def _gemm_calls(inv: Invocation, u: Ukernel, M, K, N, a_stride, c: Strided) -> None:
-    qp = "quantization_params" in inv.buffers
+    qp, rs = "quantization_params" in inv.buffers, "row_sum" in inv.buffers
     for m0 in range(0, M, u.mr):
         args = [min(u.mr, M - m0), N, K, Ref("A", m0 * a_stride), a_stride, Ref("w", 0), Ref("C", m0 * c.row),
                 c.row, c.block_stride, Ref("params", 0)]
+        args += [Ref("row_sum", m0 * 4)] if rs else []          # xnn_qd8_f32_qc2w_gemm_ukernel_fn's row_sum
         inv.calls.append((u.symbol, args + ([Ref("quantization_params", m0 * QD8_ROW.itemsize)] if qp else [])))
-    inv.arg_names = ("mr", "nc", "kc", "a", "a_stride", "w", "c", "cm_stride", "cn_stride", "params",
-                     "quantization_params")[:len(inv.calls[0][1]) if inv.calls else 10]
+    names = ("mr", "nc", "kc", "a", "a_stride", "w", "c", "cm_stride", "cn_stride", "params",
+             *(("row_sum",) if rs else ()), "quantization_params")
+    inv.arg_names = names[:len(inv.calls[0][1]) if inv.calls else 10]
 
 
 # ---- IGEMM: the indirection buffer -------------------------------------------------------------------------------
@@ -986,8 +1146,10 @@ def _igemm_calls(inv: Invocation, u: Ukernel, A, q, ind: Indirection, a_stride, 
     a read by a row past mr shows in C only when those rows hold other values than the last one), the zero
     buffer (XNN_EXTRA_BYTES past the packed depth, filled with the input zero point: convolution-nhwc.c L841; a qd8 IGEMM compares with a sentinel and reads a
     zero_data buffer of its batch's zero point: operator-run.c L782-787), and one call per mr rows with
-    ks = ks * MR * sizeof(void *) (convolution-nhwc.c L2980; the target's pointer size). The table itself is lowp's
-    (8 bytes an entry, as Pointers; a 32-bit guest's driver writes 4-byte pointers)."""
+    ks = ks * MR * sizeof(void *) (convolution-nhwc.c L2980; the target's pointer size). The table's entries are Refs
+    the executor turns into addresses of the target's size (lowp.emulator.machine.Pointers: 8 bytes natively and on
+    the 64-bit machines; 4 on a 32-bit qemu guest, whose driver writes them, and on wasm32, whose machine writes
+    linear-memory addresses); the buffer here is a placeholder of entries of that size."""
     d = u.d
     M, K = A.shape
     kc = K // ind.ks

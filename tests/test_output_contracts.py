@@ -124,6 +124,8 @@ def test_draw_stays_inside_outside_stays_out_simplifications_inside(name, out_ty
                 geometry = BlockGeometry(32, 8)
                 assert c.judge_blocks(c.expected_blocks(A, B, q, out_type, geometry), A, B, q, out_type, geometry)[0]
             else:
+                if OUTPUT_STAGES[c.accepted[0]].reads_rows:      # qd8-qc2w: the rows' sums and kc, derived from A
+                    q = {**q, "a_row_sum": rng.integers(-(1 << 12), 1 << 12, M), "kc": 32}
                 acc = rng.integers(-(1 << 20), 1 << 20, (M, N)).astype(np.int32)
                 out = OUTPUT_STAGES[c.accepted[0]].compute(acc, q, out_type)
                 assert c.judge(out, acc, q, out_type)[0]

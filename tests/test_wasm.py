@@ -4,7 +4,8 @@ budget; a failed assert: a Trap with its words), lowp's own wasm GEMMs through t
 SIMD128 kernel passes; a dropped tail, a relaxed dot where exact is needed, an over-read, a runaway loop and a trap
 each fail naming why; the relaxed-dot kernel judged under each behaviour), the XNNPACK campaign over a small tree
 of lowp's own wasm kernels (tests/xnnpack_wasm_tree: one row per relaxed-dot behaviour, right only under the one
-XNNPACK dispatches on), and the wasm fp32 output stage composed from the instruction models equal to the scalar
+XNNPACK dispatches on; IGEMMs through an indirection buffer of 4-byte wasm32 pointers, one exact, one that ignores
+a_offset and reads out of bounds through its pointers, one that reads the pointers as 8 bytes), and the wasm fp32 output stage composed from the instruction models equal to the scalar
 imagic stage. Everything that runs wasm skips with the reason without wasmtime."""
 from __future__ import annotations
 
@@ -174,7 +175,10 @@ def test_the_campaign_judges_each_relaxed_kernel_under_each_behaviour(campaign):
         prefix + "1x4c16__wasmsdot+vpdpbusd": "failed",
         prefix + "1x4c16__wasmusdot+sdot": "failed",
         prefix + "1x4c16__wasmusdot+pmaddubsw": "failed",
-        prefix + "1x4c16__wasmusdot+vpdpbusd": "passed"}              # ... and wasmusdot here only
+        prefix + "1x4c16__wasmusdot+vpdpbusd": "passed",              # ... and wasmusdot here only
+        IGEMM + "2x4c8__wasmsimd_dot16x2_ld64": "passed",             # 4-byte pointers, a_offset, zero, junk rows
+        IGEMM + "2x4c8__wasmsimd_dot16x2_ld128": "failed",            # ignores a_offset
+        IGEMM + "1x4c8__wasmsimd_dot16x2_ld64": "failed"}             # reads the pointers as 8 bytes
     rows = {r["id"]: r for r in json.loads((out / "report.json").read_text())["rows"]}
     dropped = rows[prefix + "1x4c8__wasmsimd_dot16x2_ld128:xnnpack-fp32:claimed"]
     assert dropped["counterexample"]["shape"][2] % 8 and dropped["cause"].startswith("wrong value")   # K % 8 != 0
@@ -186,6 +190,28 @@ def test_the_campaign_judges_each_relaxed_kernel_under_each_behaviour(campaign):
     assert sdot["target"] == "wasm32" and sdot["cflags"][-2:] == ["-msimd128", "-mrelaxed-simd"]
     assert "relaxed_dot_pmaddubsw" in sdot["features"] and sdot["model"]["output"] == "xnnpack-fp32-imagic"
     assert "dispatches it only under sdot" in sdot["description"]
+
+
+IGEMM = "xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_"
+
+
+@needs_wasmtime
+def test_a_wasm_igemm_that_ignores_a_offset_reads_out_of_bounds_through_its_pointers(campaign):
+    """The indirection buffer holds wasm32 addresses less a_offset: a kernel that does not add a_offset back reads
+    before A, which the bounds-checked module names (buffer A, a negative offset, the load, the function). Its
+    checks at a_offset 0 pass: only the a_offset cases (XNNPACK's a_offset and zero_index tests) catch it."""
+    out, _ = campaign
+    rows = {r["id"]: r for r in json.loads((out / "report.json").read_text())["rows"]}
+    row = rows[IGEMM + "2x4c8__wasmsimd_dot16x2_ld128:xnnpack-fp32:claimed"]
+    assert row["verdict"] == "FAIL" and row["target"] == "wasm32", row
+    cause = row["cause"]
+    assert cause.startswith("OutOfBounds: out-of-bounds read of 8 bytes at byte offset -"), cause
+    assert "of buffer 'A'" in cause and "bytes before its start" in cause and "in function igemm_mrx4c8" in cause
+    assert row["counterexample"]["options"]["igemm"]["a_offset"] > 0, row["counterexample"]
+    eight = rows[IGEMM + "1x4c8__wasmsimd_dot16x2_ld64:xnnpack-fp32:claimed"]
+    assert eight["verdict"] == "FAIL" and eight["cause"].startswith("wrong value"), eight["cause"]
+    exact = rows[IGEMM + "2x4c8__wasmsimd_dot16x2_ld64:xnnpack-fp32:claimed"]
+    assert exact["verdict"] == "PASS" and exact["executed"] == exact["cases"] > 100, exact
 
 
 # ---- the output stage ----------------------------------------------------------------------------------------------

@@ -92,8 +92,8 @@ def _c_layout(text: str, function: str, nfields: int):
 @pytest.mark.native
 def test_params_layouts_are_the_c_structs():
     fields = {**{(d, f"fp32_{x}"): f"lowp_xnn_qs8_qc8w_fp32_{x}_params"
-                 for d in ("qs8-qc8w", "qs8-qc4w") for x in ("armsimd32", "neon", "neonv8")},
-              **{(d, "fp32_scalar"): "lowp_xnn_qs8_qc8w_fp32_params" for d in ("qs8-qc8w", "qs8-qc4w")},
+                 for d in ("qs8-qc8w", "qs8-qc4w", "qs8-qc2w") for x in ("armsimd32", "neon", "neonv8")},
+              **{(d, "fp32_scalar"): "lowp_xnn_qs8_qc8w_fp32_params" for d in ("qs8-qc8w", "qs8-qc4w", "qs8-qc2w")},
               ("qs8", "fp32_scalar"): "lowp_xnn_qs8_fp32_params",
               ("qs8", "rndnu_scalar"): "lowp_xnn_qs8_rndnu_scalar_params",
               ("qs8", "fp32_armsimd32"): "lowp_xnn_qs8_fp32_armsimd32_params",
@@ -107,7 +107,9 @@ def test_params_layouts_are_the_c_structs():
               ("qu8", "fp32_neon"): "lowp_xnn_qu8_fp32_neon_params",
               ("qu8", "fp32_neonv8"): "lowp_xnn_qu8_fp32_neonv8_params",
               ("qu8", "rndnu_neon"): "lowp_xnn_qu8_rndnu_neon_params",
-              **{(d, "minmax_f32"): "lowp_xnn_f32_minmax_params" for d in ("qd8-f32-qc8w", "qdu8-f32-qc8w")},
+              **{(d, "minmax_f32"): "lowp_xnn_f32_minmax_params" for d in ("qd8-f32-qc8w", "qdu8-f32-qc8w",
+                                                                           "qd8-f32-qc2w", "qdu8-f32-qc2w")},
+              **{(f"{a}-f16-qc2w", "minmax_f16"): "lowp_xnn_f16_minmax_params" for a in ("qd8", "qdu8")},
               **{(d, "qc4w_minmax_f32"): "lowp_xnn_f32_qc4w_minmax_params" for d in ("qd8-f32-qc4w",
                                                                                      "qdu8-f32-qc4w")},
               **{(d, "qb4w_minmax_f32"): "lowp_xnn_f32_qb4w_minmax_params" for d in ("qd8-f32-qb4w",

@@ -241,6 +241,61 @@ def test_qc4w_packing_matches_the_loops(nr, kr, sr, K, N):
     assert got.tobytes() == _qc4w_loops(B, bias, 123, nr, kr, sr, (scale,))
 
 
+def _qc4w_non_planar_loops(B, bias, izp, nr, kr, sr, register_bytes, floats=()):
+    """xnn_pack_qs8_qc4w_gemm_goi_w_non_planar (packing.cc L1014-1133) element by element: per nr block the bias *
+    16, then per chunk (kr_block_start step kr, to K rounded up to kr * sr) per group of 2R columns (R =
+    register_bytes / kr) per inner column c < R kr bytes of (column n's weight | column n + R's << 4) at
+    kc_begin(n) + j, n = group + c; packed_b[n] less ksum_lo * izp * 16, packed_b[n + R] less ksum_hi * izp * 16;
+    then nr * kr / 2 bytes a chunk (the groups past the block's columns left as the zeroed buffer), the floats."""
+    K, N = B.shape
+    skr, R = kr * sr, register_bytes // kr
+    kp = -(-K // skr) * skr
+    out = bytearray()
+    for n0 in range(0, N, nr):
+        size = min(N - n0, nr)
+        ints, body = [16 * int(bias[n0 + n]) if n < size else 0 for n in range(nr)], bytearray()
+        for kb in range(0, kp, kr):
+            chunk = bytearray(nr * kr // 2)
+            at = 0
+            for g in range(0, size, 2 * R):
+                for c in range(R):
+                    n = g + c
+                    kc_begin = (kb // skr) * skr + ((kb + n * kr) & (skr - 1))
+                    for j in range(kr):
+                        k = kc_begin + j
+                        lo = int(B[k, n0 + n]) if n0 + n < N and k < K else 0
+                        hi = int(B[k, n0 + n + R]) if n0 + n + R < N and k < K else 0
+                        chunk[at + j] = (lo & 0xF) | ((hi & 0xF) << 4)
+                        ints[n] -= lo * izp * 16
+                        ints[n + R] -= hi * izp * 16
+                    at += kr
+            body += chunk
+        wrapped = (np.array(ints, np.int64) + 2 ** 31) % 2 ** 32 - 2 ** 31
+        out += wrapped.astype("<i4").tobytes() + bytes(body)
+        for f in floats:
+            out += np.array([f[n0 + n] if n0 + n < N else 0 for n in range(nr)], "<f4").tobytes()
+    return bytes(out)
+
+
+@pytest.mark.parametrize("nr,kr,sr,register_bytes", [(8, 4, 1, 16), (16, 4, 1, 16), (16, 8, 1, 64),
+                                                     (64, 4, 1, 64), (16, 4, 2, 16)])
+@pytest.mark.parametrize("K,N", [(1, 1), (5, 3), (16, 9), (33, 20)])
+def test_qc4w_non_planar_packing_matches_the_loops(nr, kr, sr, register_bytes, K, N):
+    rng = np.random.default_rng(K * 7 + N)
+    B = rng.integers(-8, 8, (K, N)).astype(np.int8)
+    bias = rng.integers(-(1 << 26), 1 << 26, N)
+    scale = rng.random(N).astype(F32)
+    got = xnnpack.pack_qc4w(B, nr=nr, kr=kr, sr=sr, bias=bias, izp=-5 + 128, column_floats=(scale,),
+                            non_planar=register_bytes)
+    assert got.tobytes() == _qc4w_non_planar_loops(B, bias, 123, nr, kr, sr, register_bytes, (scale,))
+
+
+def test_a_non_planar_packer_refuses_a_tile_its_column_pairs_do_not_cover():
+    B = np.zeros((4, 4), np.int8)
+    with pytest.raises(ValueError, match="non-planar"):
+        xnnpack.pack_qc4w(B, nr=4, kr=4, sr=1, bias=None, izp=1, non_planar=16)     # pairs 4 apart: 8 columns
+
+
 def _bf16(rng, shape):
     return (xnnpack.bf16_bits(rng.uniform(0.25, 4, shape).astype(F32)).astype(np.uint32) << 16).view(F32)
 

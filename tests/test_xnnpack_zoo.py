@@ -68,9 +68,12 @@ def test_an_unknown_init_or_pack_is_a_skip_naming_it():
     assert skip.category == "params layout not supported yet" and skip.message.startswith(
         "init xnn_init_qs8_qc8w_conv_minmax_fp32_future_params: not an init function")
     skip = translate(_entry("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
-                            pack="xnn_pack_qs8_qc2w_gemm_goi_w"), checkout)
-    assert skip == Skip("packing not supported yet", "pack xnn_pack_qs8_qc2w_gemm_goi_w: 2-bit weights (qc2w): not "
-                                                     "modelled")
+                            pack="xnn_pack_kai_qs8_weights_and_biases"), checkout)
+    assert skip == Skip("packing not supported yet", "pack xnn_pack_kai_qs8_weights_and_biases: KleidiAI's own "
+                                                     "packed layout (src/reference/packing.cc xnn_pack_kai_*)")
+    skip = translate(_entry("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
+                            pack="xnn_pack_qs8_qc2w_gemm_goi_w"), checkout)     # known now, but packs qc2w only
+    assert skip.category == "entry inconsistent" and "does not pack a qs8-qc8w gemm" in skip.message
     skip = translate(_entry("xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_1x4__scalar_lrintf"), checkout)
     assert skip.category == "entry inconsistent" and "does not pack a qs8-qc8w igemm" in skip.message
     assert translate(_entry("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__wasmpshufb"), checkout).category == \
@@ -120,6 +123,29 @@ def test_the_abi_as_shipped_maps_with_no_free_text_packing():
     assert skip == Skip("packing not supported yet", "planes 4: lowp packs qd8-f32-qc4w in 2 plane(s)")
 
 
+def test_qc2w_entries_map_to_their_contracts_and_float_orders():
+    """2-bit weights: qs8-qc2w claims the plain xnnpack-fp32 contract (its int32 sums are not scaled, so no 28-bit
+    form), weights in [-2, 1]; the qd8 forms claim the qd8/qdu8 qc2w contracts with the float order of their
+    source family: scalar C, x86 with FMA (AVX2, AVX-VNNI), SSSE3 without, AArch64 NEON intrinsics."""
+    src = "src/qs8-qc8w-gemm/gen/qs8-qc8w-gemm-1x4-minmax-fp32-scalar-lrintf.c"
+    e = _mapped_as("xnn_qs8_qc2w_gemm_minmax_fp32_ukernel_1x8c8__avx2_madd", src, pack="xnn_pack_qs8_to_qu8_qc2w_"
+                   "gemm_goi_w", planes=4).entry
+    assert (e["output"], e["model"]["output"], e["domain"]["b"], e["a_shift"]) == (
+        "xnnpack-fp32", "xnnpack-fp32-avxvnni-wrap", [-2, 1], 128)
+    qd8 = {"init": "xnn_init_f32_minmax_scalar_params", "pack": "xnn_pack_qd8_qc2w_gemm_goi_w", "planes": 4}
+    for name, unsigned, output, stage in (
+            ("2x2__scalar", False, "qd8-f32-qc2w", "qd8-f32-qc2w-scalar"),
+            ("1x8c8__avx2_madd", True, "qdu8-f32-qc2w", "qd8-f32-qc2w-fma"),
+            ("1x4c8__ssse3_madd", True, "qdu8-f32-qc2w", "qd8-f32-qc2w-unfused"),
+            ("1x8c4__neondot", False, "qd8-f32-qc2w", "qd8-f32-qc2w-neon-fmla")):
+        e = _mapped_as(f"xnn_qd8_f32_qc2w_gemm_minmax_ukernel_{name}", src, **qd8,
+                       **({"unsigned-inputs": True} if unsigned else {})).entry
+        assert (e["output"], e["model"]["output"]) == (output, stage), name
+    e = _mapped_as("xnn_qd8_f16_qc2w_gemm_minmax_ukernel_1x8c4__neondotfp16arith", src, **{
+        **qd8, "init": "xnn_init_f16_minmax_scalar_params"}).entry
+    assert (e["output"], e["model"]["output"], e["c_type"]) == ("qd8-f16-qc2w", "qd8-f16-qc2w-neon-fmla", "f16")
+
+
 def test_the_isa_table_names_features_and_instructions_lowp_knows():
     from lowp.conformance.search.validate import known_mnemonics
     from lowp.kernels.features import known_features
@@ -162,7 +188,7 @@ def test_the_campaign_counts_and_reasons(campaign):
     doc = json.loads((out / "run" / "campaign.json").read_text())
     # the wasmsdot entry is three rows, one per behaviour of the relaxed dot, each without a source in this tree
     # (tests/test_wasm.py judges wasm kernels on tests/xnnpack_wasm_tree)
-    assert doc["totals"] == {"found": 24, "judged": 11, "passed": 7, "failed": 4, "skipped": 13, "not_run": 0}
+    assert doc["totals"] == {"found": 29, "judged": 16, "passed": 10, "failed": 6, "skipped": 13, "not_run": 0}
     status = {k["name"]: (k["status"], k["category"]) for k in doc["kernels"]}
     prefix = "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_"
     assert status[prefix + "2x8c8__avx2"] == ("passed", None)
@@ -180,7 +206,7 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert status["xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_1x4__scalar_lrintf"] == ("passed", None)
     assert status["xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_2x4__scalar_lrintf"] == ("skipped", "entry inconsistent")
     assert status["xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf"] == ("passed", None)
-    assert status["xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x8c8__neoni8mm"] == ("skipped", "packing not supported yet")
+    assert status["xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x8c8__neoni8mm"] == ("skipped", "source not found")
     assert status["xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
     assert status["xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
     assert status["xnn_qu8_gemm_minmax_rndnu16_ukernel_1x4__scalar"] == ("skipped", "source not found")
@@ -188,6 +214,11 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert status["xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
     assert status["xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
     assert status["xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
+    assert status["xnn_qs8_qc2w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf"] == ("passed", None)
+    assert status["xnn_qd8_f32_qc2w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
+    assert status["xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
+    assert status["xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x8c4__scalar"] == ("passed", None)
+    assert status["xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x8c4__scalar"] == ("failed", None)
     reasons = {k["name"]: k["reason"] for k in doc["kernels"]}
     assert "no output-stage model for params fp32_armsimd32 on neon" in reasons[prefix + "1x8__neon_mlal_lane"]
     assert "lowp_undeclared_zero_point" in reasons[prefix + "1x8c8__avx2"]      # the compiler's error line
@@ -195,9 +226,9 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert groups["qu8", "gemm", "?"]["skipped"] == 1          # the unreadable YAML, counted under its file's datatype
     assert doc["source"]["commit"] is None      # the tree sits inside lowp's repository: that commit is not its own
     assert (groups["qs8-qc8w", "gemm", "scalar"]["found"], groups["qs8-qc8w", "gemm", "scalar"]["failed"]) == (4, 1)
-    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 11
+    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 16
     text = (out / "run" / "campaign.md").read_text()
-    assert "24 kernels found: 11 judged (7 passed, 4 failed), 13 skipped" in text
+    assert "29 kernels found: 16 judged (10 passed, 6 failed), 13 skipped" in text
 
 
 def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
@@ -211,7 +242,11 @@ def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
         "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:model:full",
         "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:qd8-f32:claimed",
         "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar:model:full",
-        "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar:qd8-f32-qb4w:claimed"}
+        "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar:qd8-f32-qb4w:claimed",
+        "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar:model:full",
+        "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar:qd8-f32-qc2w:claimed",
+        "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x8c4__scalar:model:full",
+        "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x8c4__scalar:qd8-f32-qc4w:claimed"}
     rows = {r["id"]: r for r in json.loads((out / "run" / "report.json").read_text())["rows"]}
     cx = rows["xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic:xnnpack-fp32:claimed"]["counterexample"]
     assert cx["shape"] == [1, 1, 9] and cx["kind"] == "value"       # the 9th k is the one the kernel drops
@@ -263,6 +298,33 @@ def test_a_qb4w_kernel_scaling_blocks_by_the_wrong_scales_is_caught(campaign):
     assert row["cause"] == "wrong value (no known variant)"
 
 
+def test_two_bit_crumbs_read_in_the_wrong_order_are_caught(campaign):
+    """The qc2w kernels of the tree (XNNPACK's 2-bit weights, planes 4): the signed qs8 one and the qd8 one (crumbs
+    w + 2, a float weight zero point per column, the rows' sums passed in, the scalar float order) pass their
+    models and contracts; the qd8 one reading each byte's crumbs in the reverse order fails both, shrunk to 1x1x1
+    (K = 1 padded to 4 with the row's zero point: the padding's crumb lands on A's one value)."""
+    out, _, rows = campaign
+    qs8 = "xnn_qs8_qc2w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf"
+    assert rows[f"{qs8}:model:full"]["verdict"] == rows[f"{qs8}:xnnpack-fp32:claimed"]["verdict"] == "PASS"
+    good, bad = (f"xnn_qd8_f32_qc2w_gemm_minmax_ukernel_{t}__scalar" for t in ("1x4", "2x4"))
+    assert rows[f"{good}:model:full"]["verdict"] == rows[f"{good}:qd8-f32-qc2w:claimed"]["verdict"] == "PASS"
+    row = rows[f"{bad}:qd8-f32-qc2w:claimed"]
+    assert row["verdict"] == "FAIL" and row["counterexample"]["shape"] == [1, 1, 1]
+
+
+def test_non_planar_nibbles_swapped_are_caught(campaign):
+    """The non-planar qd8-f32-qc4w kernels of the tree (XNNPACK's non-planar packing for 16-byte registers: a byte
+    pairs columns n and n + 4 at one k, planes 1): the one reading the low nibble as column n passes its model and
+    the qd8-f32-qc4w contract; the one swapping the nibbles fails both, shrunk to 1x1x1 (column 0 read from
+    column 4's zero padding), and its mapped entry says the packing."""
+    out, _, rows = campaign
+    good, bad = (f"xnn_qd8_f32_qc4w_gemm_minmax_ukernel_{t}__scalar" for t in ("1x8c4", "2x8c4"))
+    assert rows[f"{good}:model:full"]["verdict"] == rows[f"{good}:qd8-f32-qc4w:claimed"]["verdict"] == "PASS"
+    row = rows[f"{bad}:qd8-f32-qc4w:claimed"]
+    assert row["verdict"] == "FAIL" and row["counterexample"]["shape"] == [1, 1, 1]
+    assert "non_planar = 16" in (out / "kept.toml").read_text()
+
+
 def test_the_kernels_toml_rejudges_the_same_kernels(campaign, tmp_path):
     """--write-toml FILE holds the kernels that reached the checks; `lowp conformance --kernels FILE --no-builtin`
     plans exactly theirs, and --kernel takes a glob (issue 23 part 5)."""
@@ -281,13 +343,19 @@ def test_the_kernels_toml_rejudges_the_same_kernels(campaign, tmp_path):
                                                   "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x4__scalar",
                                                   "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar",
                                                   "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x4__scalar",
-                                                  "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar"}
+                                                  "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar",
+                                                  "xnn_qs8_qc2w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
+                                                  "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_1x4__scalar",
+                                                  "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar",
+                                                  "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x8c4__scalar",
+                                                  "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x8c4__scalar"}
     result = lowp("conformance", "--kernels", kept, "--no-builtin", "--kernel", "*__scalar_*", "list")
     assert {line.split(":")[0] for line in result.stdout.splitlines()} == {
         "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
         "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic",
         "xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
-        "xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf"}
+        "xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
+        "xnn_qs8_qc2w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf"}
     result = lowp("conformance", "--kernels", kept, "--kernel", "*__neon_*", "list")
     assert result.returncode == 2 and "'*__neon_*': no registered kernel matches this pattern" in result.stderr
     result = lowp("conformance", "--no-builtin", "list")
@@ -309,10 +377,11 @@ def test_isa_and_kernel_filters_and_resume(campaign, tmp_path):
         "qu8-gemm-minmax-fp32.yaml": "skipped", "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf": "passed",
         "xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_1x4__scalar_lrintf": "passed",
         "xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_2x4__scalar_lrintf": "skipped",
-        "xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf": "passed"}
+        "xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf": "passed",
+        "xnn_qs8_qc2w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf": "passed"}
     # --resume kept the journal's rows of the first run: its checks did not run again (the same rows, seconds too)
     again = {r["id"]: r for r in json.loads((out / "run" / "report.json").read_text())["rows"]}
-    assert set(again) == {i for i in first if "1x4__scalar_lrintf" in i}     # 3 kernels' rows
+    assert set(again) == {i for i in first if "1x4__scalar_lrintf" in i}     # 4 kernels' rows
     assert all(again[i]["seconds"] == first[i]["seconds"] for i in again)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from lowp.isa_models.fixedpoint import quantize_multiplier
 from lowp.isa_models.float32 import f16_values, fp16_bits
-from lowp.isa_models.requant import OUT_RANGE, OUTPUT_STAGES
+from lowp.isa_models.requant import OUT_RANGE, OUTPUT_STAGES, QC2W_ORDERS
 from lowp.kernels.models.quant import zero_point_corrected
 
 from lowp.conformance.contracts.int32 import EXACT
@@ -352,18 +352,27 @@ class Qd8Domain:
     (N,), output_min <= output_max float32 (the values the kernel's params hold). zp_range: the row zero points'
     type, int8 (qd8) or uint8 (qdu8: XNNPACK's unsigned inputs, A and its zero point shifted by 128). half: the
     clamp's bounds are IEEE halves (qd8-f16: struct xnn_f16_minmax_params holds two xnn_float16, microparams.h
-    L90-95), so output_min / output_max must be float32 values a half holds exactly (infinities included)."""
+    L90-95), so output_min / output_max must be float32 values a half holds exactly (infinities included).
+    weight_zero_point: qd8-qc2w's b_float_zero_point float32 (N,), any finite value (the weights' zero point in
+    the weights' own units: XNNPACK's tester draws it from [-1, 1], test/gemm-microkernel-tester.cc L2055-2062)."""
     cite: str = QD8
     zp_range: tuple[int, int] = (-128, 127)
     half: bool = False
+    weight_zero_point: bool = False
     keys = ("bias", "a_zero_point", "a_inv_scale", "b_scale", "output_min", "output_max")
+    qc2w_keys = keys + ("b_float_zero_point",)
 
     def problems(self, q, M, N, out_type):
-        out = _type_problems(q, M, N, {"bias": ("f32", "N"), "a_zero_point": ("i32", "M"), "a_inv_scale": ("f32", "M"),
-                                       "b_scale": ("f32", "N"), "output_min": ("float", ""),
-                                       "output_max": ("float", "")})
+        spec = {"bias": ("f32", "N"), "a_zero_point": ("i32", "M"), "a_inv_scale": ("f32", "M"),
+                "b_scale": ("f32", "N"), "output_min": ("float", ""), "output_max": ("float", ""),
+                **({"b_float_zero_point": ("f32", "N")} if self.weight_zero_point else {})}
+        out = _type_problems(q, M, N, spec)
         if out:
             return out
+        if self.weight_zero_point and not np.isfinite(q["b_float_zero_point"]).all():
+            v = np.asarray(q["b_float_zero_point"])
+            out.append(f"b_float_zero_point{_first_bad(v.tolist(), ~np.isfinite(v))}: expected finite "
+                       f"({self.cite})")
         zp = np.asarray(q["a_zero_point"])
         zlo, zhi = self.zp_range
         bad = (zp < zlo) | (zp > zhi)
@@ -390,10 +399,13 @@ class Qd8Domain:
         v = F32(v)
         return F32(f16_values(fp16_bits(v))) if self.half else v
 
-    def _base(self, rng, M, N, inv, bs, bias):
-        return {"a_zero_point": rng.integers(self.zp_range[0], self.zp_range[1] + 1, M).astype(np.int32),
-                "a_inv_scale": inv.astype(F32),
-                "b_scale": bs.astype(F32), "bias": bias.astype(F32)}
+    def _base(self, rng, M, N, inv, bs, bias, kzp=None):
+        q = {"a_zero_point": rng.integers(self.zp_range[0], self.zp_range[1] + 1, M).astype(np.int32),
+             "a_inv_scale": inv.astype(F32),
+             "b_scale": bs.astype(F32), "bias": bias.astype(F32)}
+        if self.weight_zero_point:
+            q["b_float_zero_point"] = (rng.uniform(-1, 1, N) if kzp is None else kzp).astype(F32)
+        return q
 
     def typical(self, rng, M, N, out_type, acc_lo, acc_hi):
         q = self._base(rng, M, N, rng.uniform(1e-3, 1, M), rng.uniform(1e-3, 1, N), rng.uniform(-10, 10, N))
@@ -404,7 +416,8 @@ class Qd8Domain:
 
     def ends(self, rng, M, N, out_type, acc_lo, acc_hi):
         pick = np.array([2.0 ** -32, 1.0, 2.0 ** 32, float(np.finfo(F32).tiny)])
-        q = self._base(rng, M, N, rng.choice(pick, M), rng.choice(pick, N), rng.choice([0.0, -1e30, 1e30], N))
+        q = self._base(rng, M, N, rng.choice(pick, M), rng.choice(pick, N), rng.choice([0.0, -1e30, 1e30], N),
+                       rng.choice([0.0, -2.0, 1.0, 0.5], N))
         q["a_zero_point"] = rng.choice(np.array([*self.zp_range, 0 if self.zp_range[0] < 0 else 128], np.int32),
                                        M).astype(np.int32)
         v = self._bound(rng.uniform(-10, 10))
@@ -412,7 +425,7 @@ class Qd8Domain:
 
     def limits(self, rng, M, N, out_type, acc_lo, acc_hi):
         q = self._base(rng, M, N, rng.uniform(1, 2 ** 20, M), rng.uniform(1, 2 ** 20, N),
-                       rng.choice([-3e38, 3e38], N))
+                       rng.choice([-3e38, 3e38], N), rng.uniform(-1e4, 1e4, N))
         return {**q, "output_min": F32(-np.inf), "output_max": F32(np.inf)}
 
     def outside(self, rng, q, out_type):
@@ -430,6 +443,8 @@ class Qd8Domain:
 
     def simplify(self, q, out_type):
         yield from _simplify_bias(q)
+        if self.weight_zero_point and (q["b_float_zero_point"] != 0).any():
+            yield {**q, "b_float_zero_point": np.zeros_like(q["b_float_zero_point"])}
         for k in ("a_inv_scale", "b_scale"):
             if (q[k] != 1).any():
                 yield {**q, k: np.ones_like(q[k])}
@@ -593,9 +608,11 @@ def _half_contracts() -> list:
     f16 rounded to nearest even; a truncating store is a known variant."""
     out = []
     for name, accepted, known, cite, zp in (
-            ("qd8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused"), (), QD8, (-128, 127)),
+            ("qd8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused", "qd8-f16-unfused-ftz"),
+             (), QD8, (-128, 127)),
             ("qdu8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused"), (), QDU8, (0, 255)),
-            ("qd8-f16-qc4w", ("qd8-f16-fma-acc28", "qd8-f16-unfused-acc28"), ("qd8-f16-fma", "qd8-f16-unfused"),
+            ("qd8-f16-qc4w", ("qd8-f16-fma-acc28", "qd8-f16-unfused-acc28", "qd8-f16-unfused-ftz-acc28"),
+             ("qd8-f16-fma", "qd8-f16-unfused"),
              f"{QD8}; {XNN_QC4W}", (-128, 127)),
             ("qdu8-f16-qc4w", ("qd8-f16-fma-acc28", "qd8-f16-unfused-acc28"), ("qd8-f16-fma", "qd8-f16-unfused"),
              f"{QDU8}; {XNN_QC4W}", (0, 255))):
@@ -646,8 +663,8 @@ class Qb4wDomain(Qd8Domain):
                        f"({XNN_QB4W})")
         return out
 
-    def _base(self, rng, M, N, inv, bs, bias):
-        q = super()._base(rng, M, N, inv, bs, bias)
+    def _base(self, rng, M, N, inv, bs, bias, kzp=None):
+        q = super()._base(rng, M, N, inv, bs, bias, kzp)
         del q["b_scale"]
         # per block: the column's drawn scale times a factor of up to 4 either way, so blocks differ
         factors = np.exp2(rng.integers(-2, 3, (N, QB4W_BLOCKS)))
@@ -754,6 +771,31 @@ def _qb4w_contracts() -> list:
     return out
 
 
+XNN_QC2W = "google/XNNPACK @75db3c0 src/reference/packing.cc L791-888 (xnn_pack_qd8_qc2w_gemm_goi_w: crumbs w + 2, " \
+           "a float kernel zero point per channel); test/gemm-microkernel-tester.cc L2010-2195 (the reference: " \
+           "(acc - zp * ksum - row_sum * kzp + k * zp * kzp) * inv_scale * scale + bias)"
+
+
+def _qc2w_contracts() -> list:
+    """XNNPACK's qd8 outputs of 2-bit weights with a float weight zero point (qd8-f32-qc2w, qd8-f16-qc2w and their
+    qdu8 forms): sum (a - zp)(w - kzp) * inv_scale * scale + bias, the weight zero point taken off in float with
+    the rows' sums; every order XNNPACK's kernels compute it in is accepted (lowp.isa_models.requant.QC2W_ORDERS),
+    each a named stage; f16: stored rounded to nearest even (a truncating store is a known variant)."""
+    out = []
+    for a, cite, zp in (("qd8", QD8, (-128, 127)), ("qdu8", QDU8, (0, 255))):
+        for c in ("f32", "f16"):
+            accepted = tuple(f"qd8-{c}-qc2w-{order}" for order in QC2W_ORDERS)
+            known = tuple(f"{s}-trunc" for s in accepted) if c == "f16" else ()
+            unsigned = " with unsigned inputs (u8 A, uint8 row zero points)" if a == "qdu8" else ""
+            out.append(OutputContract(
+                f"{a}-{c}-qc2w", f"XNNPACK qd8 {c} output of 2-bit weights{unsigned}: (acc - kzp * (row_sum - kc * "
+                "zp)) * inv_scale * b_scale + bias with a float weight zero point kzp, in each order XNNPACK's "
+                f"kernels take it{', stored as f16' if c == 'f16' else ''}", (c,), Qd8Domain.qc2w_keys, accepted,
+                known, f"{cite}; {XNN_QC2W}" + (f"; {QD8_F16}" if c == "f16" else ""),
+                Qd8Domain(cite, zp, half=c == "f16", weight_zero_point=True)))
+    return out
+
+
 XNN_FP32_DOMAIN = ScaleDomain(2.0 ** -32, 256.0, f"{XNN_REQ}; {XNN_INIT}", "XNNPACK fp32 asserts 2^-32 <= scale < 256")
 XNN_QC4W = "google/XNNPACK @75db3c0 src/reference/packing.cc L459, L516-517 (packed_b = b * 16, less 16 * izp * ksum)"
 XNN_FP32_QC4W_DOMAIN = ScaleDomain(2.0 ** -32, 256.0, f"{XNN_REQ}; {XNN_INIT}; {XNN_QC4W}",
@@ -839,6 +881,7 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                    ("qd8-f32-scale-product",), QDU8, Qd8Domain(QDU8, (0, 255))),
     *_half_contracts(),
     *_qb4w_contracts(),
+    *_qc2w_contracts(),
     OutputContract("onednn-scales", "oneDNN: f32_to_int8((src_scale * wei_scale[n] * f32(acc) + bias) / dst_scale "
                    "+ zp): the reference's orders (division, reciprocal) and the JIT's precomputed scales",
                    ("s8", "u8"), OneDNNDomain.keys, ("onednn-ref", "onednn-ref-reciprocal", "onednn-jit"),

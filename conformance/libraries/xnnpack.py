@@ -59,6 +59,7 @@ _ARM_FP16 = ("fphp", "asimdhp")
 _NEON_MLAL = ("smlal*", "smull*", "umlal*", "umull*")
 _WASM, _RELAXED, _RELAXED_FLAGS = "xnnpack-fp32-imagic", ("simd128", "relaxed_simd"), ("-msimd128", "-mrelaxed-simd")
 _DOTS = ("sdot", "pmaddubsw", "vpdpbusd")       # lowp.isa_models.wasm.RELAXED_DOT
+_RVV_MUL = ("vwmacc*", "vwmul*")
 
 ISAS: dict[str, Isa] = {i.name: i for i in (
     Isa("scalar", "x86-64", (), (), ()),
@@ -93,7 +94,13 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
         ("smmla", "ummla", "usmmla")),
     Isa("neoni8mmbf16", "aarch64", ("asimd", "asimddp", "i8mm", "bf16") + _ARM_FP16,
         ("-march=armv8.2-a+i8mm+fp16+bf16",), ("smmla", "ummla", "usmmla"), zig_cpu=("-mcpu=cortex_a76+i8mm+bf16",)),
-    Isa("rvv", "riscv64", ("v", "zvl128b"), ("-march=rv64gcv", "-mabi=lp64d"), ("vwmacc*",), "xnnpack-fp32-lrintf"),
+    # RVV: the 8-bit kernels multiply-accumulate with VWMACC, the 4-bit ones multiply the shifted nibbles with VWMUL
+    # and add with VWADD.WV (src/qs8-gemm/rvv.c.in L116-151)
+    Isa("rvv", "riscv64", ("v", "zvl128b"), ("-march=rv64gcv", "-mabi=lp64d"), _RVV_MUL, "xnnpack-fp32-lrintf"),
+    # RVV with half-precision vector arithmetic (CMakeLists.txt L1119: -march=rv64gcv_zvfh -mabi=lp64d; the dispatch
+    # asks riscv_hwprobe for Zvfh: src/configs/hardware-config.c L159-185, L349): the qd8-f16 kernels
+    Isa("rvvfp16arith", "riscv64", ("v", "zvl128b", "zvfh"), ("-march=rv64gcv_zvfh", "-mabi=lp64d"), _RVV_MUL,
+        "xnnpack-fp32-lrintf"),
     Isa("fp16arith", None, skip="fp16 output (qd8-f16) kernels: lowp has no f16 output type"),
     # SME (CMakeLists.txt L132-133, L350-351: XNN_ENABLE_ARM_SME/SME2; hardware-config.c L255-256): KleidiAI's
     # kernels, mr and nr asked of <name>_get_mr()/_get_nr() on the target (kleidiai_tile); SME2 runs on qemu 11.
@@ -140,8 +147,10 @@ AARCH32_ISAS: dict[str, Isa] = {i.name: i for i in (
     Isa("neonmlal", "arm", ("neon",), ("-marm",), _A32_MLAL),
     Isa("neonv8", "arm", ("neon", "armv8"), ("-marm",), _A32_MLAL),
     Isa("neondot", "arm", ("neon", "asimddp"), ("-marm",), ("vsdot", "vudot")),
-    Isa("neonfp16arith", None, skip="fp16 output (qd8-f16) kernels: lowp has no f16 output type"),
-    Isa("neondotfp16arith", None, skip="fp16 output (qd8-f16) kernels: lowp has no f16 output type"),
+    # ARMv8.2-A half-precision NEON arithmetic (cpuinfo's neon_fp16_arith: AT_HWCAP fphp and asimdhp), the qd8-f16
+    # kernels' f16 clamp and store (VMIN.F16, VCVT.F16.F32): built for cortex_a55 (BUILD_CPUS of the arm target)
+    Isa("neonfp16arith", "arm", ("neon",) + _ARM_FP16, ("-marm",), _A32_MLAL),
+    Isa("neondotfp16arith", "arm", ("neon", "asimddp") + _ARM_FP16, ("-marm",), ("vsdot", "vudot")),
 )}
 
 
@@ -335,9 +344,6 @@ def _unsupported(name: UkernelName, data: dict, checkout: Checkout) -> Skip | No
                                    f"{', '.join(name.variant)})")
     if isa.target is None:
         return Skip(f"ISA {isa.name} not run", isa.skip)
-    if isa.target == "wasm32" and name.op == "igemm":
-        return Skip("not supported yet", "a wasm32 IGEMM: its indirection buffer holds 4-byte pointers, lowp's IGEMM "
-                                         "adapter lays out 8-byte ones (not supported yet)")
     check = str(data.get("cpp-check") or "")
     if "KLEIDIAI" in check:
         return _kleidiai(name, data, check, checkout)
@@ -443,7 +449,8 @@ def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) 
     d = xnnpack.DATATYPES[abi["xnnpack"]["datatype"]]
     scaled = d.weight_bits == 4 and abi["xnnpack"].get("nibbles") != "unsigned"     # 16x sums: 28-bit accumulators
     output = _output_contract(d, name.requantization, scaled)
-    stage = _stage(name, abi["xnnpack"]["params"], isa_of(name), scaled)
+    stage = _qc2w_stage(name, abi["xnnpack"]["params"], isa_of(name)) if d.row_sums else \
+        _stage(name, abi["xnnpack"]["params"], isa_of(name), scaled)
     for result in (output, stage):
         if isinstance(result, Skip):
             return result
@@ -458,7 +465,8 @@ def _mapped(item: YamlEntry, name: UkernelName, data: dict, checkout: Checkout) 
 # The output-stage contract of each datatype's kernels (the requantizing ones: by their requantization token).
 FLOAT_CONTRACTS = {"qd8-f32-qc8w": "qd8-f32", "qdu8-f32-qc8w": "qdu8-f32", "qd8-f32-qc4w": "qd8-f32-qc4w",
                    "qdu8-f32-qc4w": "qdu8-f32-qc4w", "qd8-f16-qc8w": "qd8-f16", "qdu8-f16-qc8w": "qdu8-f16",
-                   "qd8-f16-qc4w": "qd8-f16-qc4w", "qdu8-f16-qc4w": "qdu8-f16-qc4w"}
+                   "qd8-f16-qc4w": "qd8-f16-qc4w", "qdu8-f16-qc4w": "qdu8-f16-qc4w",
+                   **{f"{a}-{c}-qc2w": f"{a}-{c}-qc2w" for a in ("qd8", "qdu8") for c in ("f32", "f16")}}
 # The variants of XNNPACK's xngen qd8 AArch64 assembly (src/qs8-gemm/4x16c4-aarch64-neondot-{ld64,ld128,cortex-a55}.S.in)
 XNGEN_QD8_VARIANTS = (("ld64",), ("ld128",), ("cortex", "a55"))
 # The qd8 float stage of each float params layout: its output type (the stage's name part)
@@ -521,6 +529,21 @@ def _qb4w_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
         store = {"neondot": "rne-nonan", "avx512vnni": "rne-daz"}.get(isa.name)
         return f"{stage}:{store}" if store else stage
     return stage
+
+
+def _qc2w_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
+    """The float order of a qd8-qc2w kernel (lowp.isa_models.requant.QC2W_ORDERS): the scalar C's, x86's (VFNMADD
+    and VFMADD where the ISA has FMA, SSSE3's multiplies and adds), the AArch64 NEON intrinsics'; a Skip elsewhere."""
+    out = QD8_LAYOUTS[layout]
+    if isa.name == "scalar":
+        order = "scalar"
+    elif isa.target == "x86-64":
+        order = "fma" if "fma" in isa.features else "unfused"
+    elif isa.target == "aarch64" and not name.assembly:
+        order = "neon-fmla"           # lowp builds AArch64 C with zig's clang: vmlaq_f32 contracts to FMLA
+    else:
+        return Skip("output stage not modelled", f"{name.name}: no model of the qd8-qc2w float order on {isa.name}")
+    return f"qd8-{out}-qc2w-{order}"
 
 
 def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
@@ -599,10 +622,12 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
         "symbol": abi["symbol"], "signature": abi["signature"],
         "a_type": abi["a_type"], "b_type": abi["b_type"], "c_type": abi["c_type"],
         # XNNPACK's build: -fno-math-errno for every ukernel (CMakeLists.txt L1042), -ffp-contract=off under GCC
-        # (L411: no FMA contraction), the ISA's flags (x86; zig's AArch64/RISC-V -mcpu covers theirs), -O2.
-        # 32-bit Arm: the ISA's flags but -march/-mfpu (zig's -mcpu: lowp.emulator.targets.arm.build_cpu)
+        # (L411: no FMA contraction), the ISA's flags (x86; zig's AArch64 -mcpu covers theirs, with what the ISA adds to
+        # it: Isa.zig_cpu), -O2. 32-bit Arm: the ISA's flags but -march/-mfpu (zig's -mcpu:
+        # lowp.emulator.targets.arm.build_cpu). RISC-V: the ISA's -march (rv64gcv, rv64gcv_zvfh: lowp.emulator.cpuflags
+        # reads it as zig's -mcpu)
         "cflags": ["-O2", "-fno-math-errno", *(("-ffp-contract=off", *copts) if x86 or arm else ()),
-                   *(isa.copts if isa.target == "wasm32" else ()), *isa.zig_cpu],
+                   *(isa.copts if isa.target in ("wasm32", "riscv64") else ()), *isa.zig_cpu],
         "include_dirs": [str(STUBS), str(checkout.root)],
         # what XNNPACK's build defines (CMakeLists.txt L345-384, L1226): assembly on, the ISA on, no logging
         "defines": ["XNN_ENABLE_ASSEMBLY=1", "XNN_LOG_LEVEL=0", f"XNN_ENABLE_{isa.name.upper()}=1",

@@ -43,7 +43,8 @@ def supported(kernel: Kernel) -> str | None:
     from lowp.kernels.abi import ukernel
     d = ukernel(kernel).d
     if d.weight_bits != 8 or d.blockwise:
-        return f"{kernel.xnnpack['datatype']}: 4-bit and blockwise weights are not laid out symbolically yet"
+        return f"{kernel.xnnpack['datatype']}: sub-byte (4-bit, 2-bit) and blockwise weights are not laid out " \
+               "symbolically yet"
     if d.dynamic:
         return f"{kernel.xnnpack['datatype']}: dynamically quantized (float output, per-row parameters) not yet"
     return None

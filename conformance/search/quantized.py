@@ -108,7 +108,7 @@ def draw_params(kern, A: np.ndarray, B: np.ndarray, seed: int, style: str, domai
     lo, hi = (int(acc.min()), int(acc.max())) if acc.size else (0, 0)
     contract = output_contract(kern.output)
     if domain == "outside":
-        return _outside(kern, contract, rng, acc, zps)
+        return _outside(kern, contract, rng, acc, zps, A)
     drawn = _with(contract.draw(rng, M, N, kern.c_type, style, lo, hi), {k: v for k, v in pins.items()
                                                                          if k not in INPUT_ZERO_POINTS})
     q = pinned(kern, {**drawn, **zps})
@@ -192,7 +192,7 @@ def pinned_names(kern) -> list[str]:
 OUTSIDE_TRIES = 50
 
 
-def _outside(kern, contract, rng, acc, zps) -> dict:
+def _outside(kern, contract, rng, acc, zps, A) -> dict:
     """Parameters beyond the documented domain that the kernel can still be handed and the library's arithmetic
     still defines (a scale the params initialisation cannot encode, a shift the library asserts against, have no
     result to compare with: they are drawn again)."""
@@ -200,19 +200,19 @@ def _outside(kern, contract, rng, acc, zps) -> dict:
     for _ in range(OUTSIDE_TRIES):
         q = pinned(kern, {**contract.outside(rng, M, N, kern.c_type), **zps})
         q = _tensorwise(q) if per_tensor(kern) else q
-        if _defined(kern, contract, acc, q):
+        if _defined(kern, contract, acc, q, A):
             return q
     return q
 
 
-def _defined(kern, contract, acc, q) -> bool:
+def _defined(kern, contract, acc, q, A) -> bool:
     from lowp.isa_models.requant import OUTPUT_STAGES
     try:
         if blockwise(contract):
             from lowp.kernels.xnnpack import check_bf16
             check_bf16(np.asarray(q["b_block_scale"]))
         else:
-            OUTPUT_STAGES[contract.accepted[0]].compute(acc, q, kern.c_type)
+            OUTPUT_STAGES[contract.accepted[0]].compute(acc, with_rows(kern, A, q), kern.c_type)
         if kern.xnnpack is not None:
             from lowp.kernels.xnnpack import params_blob
             params_blob(kern.xnnpack["datatype"], kern.xnnpack["params"], q)
@@ -268,10 +268,21 @@ def block_geometry(kern):
     return BlockGeometry(int(x.get("bl", 0)), int(kern.tile.kr), int(x.get("sr", 1)))
 
 
+def with_rows(kern, A, q: dict) -> dict:
+    """q with what a qd8-qc2w output stage reads beside the accumulator: the sums of A's rows and the depth as the
+    ukernel is handed them (lowp.kernels.xnnpack.row_terms); q itself for every other kernel."""
+    if not kern.xnnpack:
+        return q
+    from lowp.kernels.xnnpack import row_terms
+    terms = row_terms(kern.xnnpack["datatype"], A, q)
+    return {**q, **terms} if terms else q
+
+
 def judge(check_name: str, kern, A, B, q, C) -> tuple[bool, str | None, np.ndarray]:
     """(ok, matched, expected) of a quantized kernel's output C: against its behaviour model ('model'), or against
     its output-stage contract applied to every accepted accumulator of its accumulation contract (a blockwise
     contract: to A and B)."""
+    q = with_rows(kern, A, q)
     if check_name == "model":
         expected = kern.predict(A, B, q)
         ok = same(C, expected)
@@ -293,6 +304,7 @@ def judge(check_name: str, kern, A, B, q, C) -> tuple[bool, str | None, np.ndarr
 def expected(check_name: str, kern, A, B, q) -> np.ndarray:
     """What the check compares a kernel's output with: its model's prediction, or the output contract's first
     accepted stage on the accumulation contract's first accepted accumulator."""
+    q = with_rows(kern, A, q)
     if check_name == "model":
         return kern.predict(A, B, q)
     if blockwise(output_contract(check_name)):
@@ -306,6 +318,7 @@ def readings(check_name: str, kern, A, B, q, C) -> list[str]:
     """The known variants C equals: the output contract's known stages on the exact accumulator, then the
     accumulation contract's known variants through the output contract's first accepted stage."""
     from lowp.isa_models.requant import OUTPUT_STAGES
+    q = with_rows(kern, A, q)
     out = output_contract(kern.output if check_name == "model" else check_name)
     if blockwise(out):
         return [f"output stage {name}" for name, accepted, r in out.results(A, B, q, kern.c_type, block_geometry(kern))
@@ -341,6 +354,7 @@ def named_readings(check_name: str, kern, A, B, q, C, keys=None) -> list[tuple[s
     the key is the family and its parameter, so another case's reading of the same bug shares it. keys: only
     these readings."""
     from lowp.conformance.diagnosis.stage_families import matches
+    q = with_rows(kern, A, q)
     named = [(name, name) for name in readings(check_name, kern, A, B, q, C) if keys is None or name in keys]
     contract = kern.output if check_name == "model" else check_name
     if blockwise(output_contract(contract)):      # the stage families and accumulation bugs are int32 readings

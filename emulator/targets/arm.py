@@ -13,7 +13,8 @@ from lowp.emulator.targets.qemu_user import QemuUserTarget
 # tunes for and builds its AArch32 flavours with (CMakeLists.txt L1046-1066: -march=armv6 for armsimd32,
 # armv7-a+neon for neon, armv8-a for neonv8, armv8.2-a+dotprod+fp16 for neondot and the assembly).
 BUILD_CPUS = (
-    (("asimddp", "i8mm", "asimdhp", "fphp"), "cortex_a55"),      # ARMv8.2-A: dot product, fp16
+    (("asimdhp", "fphp"), "cortex_a55+fullfp16"),                # ARMv8.2-A half-precision arithmetic (optional)
+    (("asimddp", "i8mm"), "cortex_a55"),                         # ARMv8.2-A: dot product
     (("armv8", "crc32", "aes", "sha2", "pmull"), "cortex_a53"),  # ARMv8-A AArch32
     (("neon", "armv7", "vfpv4", "vfpv3", "vfpd32", "idiva"), "cortex_a7"),   # ARMv7-A, NEON + VFPv4
     (("armv6", "edsp", "vfp"), "arm1176jzf_s+dsp"),               # ARMv6 SIMD32 (clang wants +dsp for __qsub)

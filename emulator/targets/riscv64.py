@@ -13,6 +13,16 @@ class Riscv64Qemu(QemuUserTarget):
     name, arch, isa, guest_name = "riscv64-qemu", "riscv64", "riscv64", "riscv64"
     recipe = LINUX
 
+    def cpu(self, vector_bits=None, cpu=None) -> str:
+        """The guest's -cpu at the kernel's vector length, with half precision (Zfh, Zvfh) where this qemu has it
+        (lowp.emulator.qemu.RISCV64_HALF_OPTIONS: not 7.2's, whose rvvfp16arith kernels then skip lacking zvfh)."""
+        from lowp.emulator.qemu import RISCV64_HALF_OPTIONS, riscv64_takes_options
+        chosen = super().cpu(vector_bits, cpu)
+        qemu = None if cpu else self.guest.path()
+        if qemu and riscv64_takes_options(qemu, RISCV64_HALF_OPTIONS):
+            return chosen + RISCV64_HALF_OPTIONS
+        return chosen
+
     def intrinsic_backends(self) -> list:
         from lowp.emulator.rvv import RvvQemuBackend
         return [RvvQemuBackend()]

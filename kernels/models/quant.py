@@ -27,15 +27,22 @@ def zero_point_corrected(raw: np.ndarray, A: np.ndarray, B: np.ndarray, q: dict)
 
 @dataclass(frozen=True)
 class ModelParts:
-    """model(A, B, q, **params): the output stage `output` applied to the zero-point corrected `accumulate`."""
+    """model(A, B, q, **params): the output stage `output` applied to the zero-point corrected `accumulate`.
+    datatype: an XNNPACK kernel's (its xnnpack table's); a stage that reads the rows' sums (qd8-qc2w) gets them as
+    the ukernel is handed them (lowp.kernels.xnnpack.row_terms)."""
     accumulate: Callable
     output: str
     c_type: str
+    datatype: str | None = None
 
     def __call__(self, A, B, q, **params):
         from lowp.isa_models.requant import OUTPUT_STAGES
         acc = zero_point_corrected(self.accumulate(A, B, **params), A, B, q)
-        return OUTPUT_STAGES[self.output].compute(acc, q, self.c_type)
+        stage = OUTPUT_STAGES[self.output]
+        if stage.reads_rows and self.datatype:
+            from lowp.kernels.xnnpack import row_terms
+            q = {**q, **row_terms(self.datatype, A, q)}
+        return stage.compute(acc, q, self.c_type)
 
     def __str__(self) -> str:
         name = getattr(self.accumulate, "__name__", repr(self.accumulate))

@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- qs8-qc8w and qs8-qc4w (per-channel scales in the packed weights): union xnn_qs8_qc8w_conv_minmax_params */
+/* ---- qs8-qc8w, qs8-qc4w and qs8-qc2w (per-channel scales in the packed weights): union
+ * xnn_qs8_qc8w_conv_minmax_params */
 struct lowp_xnn_qs8_qc8w_fp32_params { int16_t output_zero_point; int16_t output_min; int16_t output_max; };
 /* ARM32 SIMD32: the clamp's byte repeated in each of a word's four bytes */
 struct lowp_xnn_qs8_qc8w_fp32_armsimd32_params {
@@ -102,6 +103,12 @@ typedef void (*lowp_xnn_qd8_f32_gemm_ukernel)(size_t mr, size_t nc, size_t kc, c
                                               const void *w, float *c, size_t cm_stride, size_t cn_stride,
                                               const void *params,
                                               const struct lowp_xnn_qd8_quantization_params *quantization_params);
+/* qd8-qc2w (2-bit weights with a float zero point per column, src/xnnpack/microfnptr.h L140-150): the float sums of
+ * A's rows (as the ukernel reads A: kc, a multiple of 4) come before the rows' quantization parameters. */
+typedef void (*lowp_xnn_qd8_f32_qc2w_gemm_ukernel)(size_t mr, size_t nc, size_t kc, const int8_t *a,
+                                                   size_t a_stride, const void *w, float *c, size_t cm_stride,
+                                                   size_t cn_stride, const void *params, const float *row_sum,
+                                                   const struct lowp_xnn_qd8_quantization_params *quantization_params);
 /* IGEMM: ks = taps * MR * sizeof(void *) bytes of the indirection buffer `a` per call (taps groups of MR row
  * pointers); a pointer other than `zero` is read at itself + a_offset. The qd8 form compares with `zero` (a
  * sentinel, never read) and reads `zero_data` (the batch's zero point) instead. */

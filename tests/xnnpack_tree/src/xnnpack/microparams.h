@@ -46,3 +46,11 @@ struct xnn_f32_qb4w_minmax_params {
     size_t blocksize;
   } scalar;
 };
+
+// The float clamp of a qd8-f32 kernel (XNNPACK's struct xnn_f32_minmax_params), the params of qd8-f32-qc2w.
+struct xnn_f32_minmax_params {
+  struct {
+    float min;
+    float max;
+  } scalar;
+};

@@ -1,0 +1,102 @@
+"""What ggml_vec_dot_<x>_<y> computes, in exact arithmetic: lowp's oracle for ggml's dot products.
+
+Every vec_dot multiplies integer codes of x (blocks.py) by the int8 codes of its activation type y (q8_0, q8_1 or
+q8_K) and sums them exactly in integers within a group that shares one scale on each side, then scales the group's
+sum: sum_g I_g * sx_g * sy_g. A format with a minimum adds sum_g offset_g * Y_g, where Y_g is what ggml stores for
+the group's activation sum (q8_1's fp16 `s` = d * sum(qs), or q8_K's int16 `bsums` times d): the kernels read the
+stored value and never recompute it, so the model reads it too (the precondition that it is consistent with qs is
+the claimed domain's, docs/ggml.md).
+
+The result here is the exact rational value (fractions.Fraction: every scale is a float, so exact). A kernel's
+float result equals it bit for bit when every partial sum is representable (scales powers of two, sums below
+2^24: the `exact` contract); where it is not, each ISA's float order is a named model of its own.
+
+Sources: ggml-org/ggml @d99724f src/ggml-cpu/quants.c (the _generic vec_dots: the integer groups and which stored
+sums they read), src/ggml-cpu/ggml-cpu.c type_traits_cpu (each type's vec_dot_type).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from math import gcd
+
+import numpy as np
+
+from lowp.kernels.ggml.blocks import FORMATS, IQ_FORMATS, QK_K, Decoded, Format, with_grids
+from lowp.kernels.ggml.grids import Grids
+
+# type_traits_cpu[x].vec_dot_type: the activation format each weight format is multiplied with.
+VEC_DOT_TYPE = {
+    "q1_0": "q8_0", "q2_0": "q8_0", "q4_0": "q8_0", "q4_1": "q8_1", "mxfp4": "q8_0", "nvfp4": "q8_0",
+    "q5_0": "q8_0", "q5_1": "q8_1", "q8_0": "q8_0", "tq1_0": "q8_K", "tq2_0": "q8_K", "q2_K": "q8_K",
+    "q3_K": "q8_K", "q4_K": "q8_K", "q5_K": "q8_K", "q6_K": "q8_K", "iq4_nl": "q8_0", "iq4_xs": "q8_K",
+    "iq2_xxs": "q8_K", "iq2_xs": "q8_K", "iq2_s": "q8_K", "iq3_xxs": "q8_K", "iq3_s": "q8_K", "iq1_s": "q8_K",
+    "iq1_m": "q8_K",
+}
+SCALE_GROUP = {name: 16 for name in ("q2_K", "q3_K", "q6_K", "nvfp4", "iq2_xs", "iq2_s", "iq1_m")} | \
+              {name: 32 for name in ("q4_K", "q5_K", "iq4_xs", "iq2_xxs", "iq3_xxs", "iq3_s", "iq1_s")}
+MIN_GROUP = {"q4_1": 32, "q5_1": 32, "q2_K": 16, "q4_K": 32, "q5_K": 32, "iq1_s": 32}   # values sharing an offset
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A dot product as ggml's kernels build it: integer group sums times their two scales, plus the minimum
+    terms. Arrays are flat over the row's groups, in order."""
+    sums: np.ndarray            # int64: sum of x code * y code over each group
+    x_scale: np.ndarray         # float32: the group's scale on the x side
+    y_scale: np.ndarray         # float32: its activation block's d
+    offsets: np.ndarray         # float32: each min group's offset (empty for a format without minimum)
+    y_sums: list[Fraction]      # the stored activation sum each offset multiplies (d * sum(qs), as stored)
+
+    def exact(self) -> Fraction:
+        total = sum((Fraction(int(i)) * Fraction(float(a)) * Fraction(float(b))
+                     for i, a, b in zip(self.sums, self.x_scale, self.y_scale)), Fraction(0))
+        return total + sum((Fraction(float(o)) * y for o, y in zip(self.offsets, self.y_sums)), Fraction(0))
+
+
+def formats_for(x_type: str, grids: Grids | None = None) -> dict[str, Format]:
+    """The formats a dot product of x_type reads: an iq format's reads its grids (default gguf's)."""
+    return with_grids(grids) if x_type in IQ_FORMATS else FORMATS
+
+
+def blocks_of(name: str, n: int) -> int:
+    """How many blocks of format `name` hold n values; n must be a whole number of them (ggml asserts it)."""
+    qk = FORMATS[name].qk if name in FORMATS else QK_K
+    if n <= 0 or n % qk:
+        raise ValueError(f"{name}: n = {n} is not a positive multiple of its block size {qk}")
+    return n // qk
+
+
+def terms(x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> Terms:
+    """The terms of ggml_vec_dot_<x_type>_<vec_dot_type>(n, x, y): x_raw and y_raw hold its blocks."""
+    y_type = VEC_DOT_TYPE[x_type]
+    formats = formats_for(x_type, grids)
+    xf, yf = formats[x_type], formats[y_type]
+    xr = xf.records(x_raw)[: blocks_of(x_type, n)]
+    yr = yf.records(y_raw)[: blocks_of(y_type, n)]
+    if len(xr) * xf.qk != n or len(yr) * yf.qk != n:
+        raise ValueError(f"{x_type} x {y_type}: {len(xr)} and {len(yr)} blocks given for n = {n}")
+    x, y = xf.decode(xr), yf.decode(yr)
+    group = gcd(SCALE_GROUP.get(x_type, xf.qk), yf.qk)
+    products = (x.codes.reshape(-1).astype(np.int64) * y.codes.reshape(-1)).reshape(-1, group).sum(axis=1)
+    offsets, y_sums = _minimum_terms(x_type, x, yr, y_type)
+    return Terms(products, x.scale.reshape(-1)[::group], y.scale.reshape(-1)[::group], offsets, y_sums)
+
+
+def _minimum_terms(x_type: str, x: Decoded, yr: np.ndarray, y_type: str) -> tuple[np.ndarray, list[Fraction]]:
+    if x_type not in MIN_GROUP:
+        return np.zeros(0, np.float32), []
+    size = MIN_GROUP[x_type]
+    offsets = x.offset.reshape(-1)[::size]
+    if y_type == "q8_1":        # one stored s = d * sum(qs) per 32-value block
+        stored = [Fraction(float(s)) for s in yr["s"].view(np.float16).astype(np.float32)]
+        return offsets, stored
+    pieces = size // 16         # q8_K: bsums per 16 values, times the block's d
+    bsums = yr["bsums"].astype(np.int64).reshape(-1, pieces).sum(axis=1)
+    d = np.repeat(yr["d"], QK_K // size)
+    return offsets, [Fraction(int(b)) * Fraction(float(s)) for b, s in zip(bsums, d)]
+
+
+def exact_dot(x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> Fraction:
+    """The exact value of ggml_vec_dot_<x_type>_<its q8 type>(n, x, y), with the stored activation sums."""
+    return terms(x_type, x_raw, y_raw, n, grids).exact()
