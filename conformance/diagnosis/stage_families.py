@@ -582,3 +582,19 @@ def matches(contract_name: str, A, B, q: dict, C, out_type: str, *, acc_variants
                     found[key] = f"{contract_name} with {text}"
                     break
     return list(found.items())
+
+
+def undetermined(contract_name: str, B, q: dict, keys, *, blocks: tuple[int, int] | None = None) -> set[str]:
+    """The keys of `keys` (per-channel and per-row readings) that a case cannot show: each of its columns (rows)
+    would read another column's value only past the ends or in XNNPACK's zero padding (a 1-column case and "bias
+    read from the previous column"). matches() never names them there, so such a case is no evidence against them;
+    every other reading it shows or refutes."""
+    from lowp.conformance.contracts.output import output_contract
+    contract = output_contract(contract_name)
+    paths = list(dict.fromkeys(p for s in contract.accepted for p in PATHS.get(s, ())))
+    out = set()
+    for path in paths:
+        for key, _, _, remap in _members(path, q, blocks):
+            if remap is not None and key in keys and not _remapped(q, *remap, B, blocks)[2].any():
+                out.add(key)
+    return out

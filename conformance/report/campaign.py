@@ -110,11 +110,18 @@ def failures(items: list[Item], rows: list[dict]) -> list[dict]:
             for r in rows if r["claimed"] and r["verdict"] in ("FAIL", "CRASH")]
 
 
+# How many of the failing cases a reading explains (run/checks.py _variants): a detail of one kernel's run, not of
+# the bug: "(on 4 of the 5 failing cases)", alone or before the undecided note.
+SHARE_NOTE = r" \(on \d+ of the \d+ failing cases\)$|on \d+ of the \d+ failing cases; "
+
+
 def finding_key(row: dict) -> str:
     """What a failure is, without what one case of it was: its cause up to the details (the kind and the readings
-    that explain it: 'wrong value: the result matches X; Y'), every number in it a '#'. The same bug in 204
+    that explain it: 'wrong value: the result matches X; Y', without how many failing cases they explain), every
+    number in it a '#'. The same bug in 204
     kernels (one wrapping zero-point add in a template) is one key, whichever of a kernel's checks showed it."""
     cause = row.get("cause") or row.get("reason") or row["verdict"]
+    cause = re.sub(SHARE_NOTE, "", cause)
     return re.sub(r"(?<![\w.])-?\d+(\.\d+)?(?!\w)", "#", ": ".join(cause.split(": ")[:2]))
 
 

@@ -198,7 +198,7 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure, *, also=(), na
                                   f"{out.describe()}"))
     if findings:
         return findings[0][0], "; ".join(text for _, text in findings)
-    return "value", "wrong value" + (_variants(check, kern, call, C, also) if name else "")
+    return "value", "wrong value" + (_variants(check, kern, call, C, also, rec) if name else "")
 
 
 def _abi_cause(rec: Recorder, call: Call, expected) -> str | None:
@@ -289,21 +289,98 @@ def _right(out: Outcome, expected) -> str:
     return " (right)" if out.fault is None and quantized.same(out.C, expected) else ""
 
 
-def _variants(check, kern, call: Call, C, also=()) -> str:
+def _variants(check, kern, call: Call, C, also=(), rec: "Recorder | None" = None) -> str:
     """The names of what the kernel computed on `call`: the contract's own known variant when C is one, then the
-    parametrised families C belongs to (on a counterexample at the first overflowing depth two readings can
-    coincide: both are named). `also`: (call, C) of other failures (the case the shrunk one came from, another
-    failing case): of `call`'s readings, those whose family every case shares are kept, since several coincide on
-    a small case; the names stay `call`'s own (a deep case's "N=300" is not what a shrunk 1x1x271 shows), and
-    where the others share none, `call`'s readings all stay."""
+    parametrised families C belongs to. Every reading is tested against every failing case there is (`call`, and
+    `also`: (call, C) of the case the shrunk one came from, other failing cases): those that explain the most of
+    them stay (on a small case several coincide; the names stay `call`'s own: a deep case's "N=300" is not what a
+    shrunk 1x1x271 shows). Where several tie, a requantizing kernel is run on cases that tell them apart
+    (`_told_apart`, with `rec`). Several still tied are stated as one of them, undecided; where the best explains
+    no more than half of the failing cases, "no named variant explains it", not the counterexample's nearest."""
     names = _readings(check, kern, call, C)
-    for other in also:
-        shared = {key for key, _ in _readings(check, kern, *other)}
-        names = [(key, name) for key, name in names if key in shared] or names
-    shown = [name for _, name in names]
+    if not names:
+        return " (no known variant)"
+    evidence = [(call, C, {key for key, _ in names})] + [(c, x, None) for c, x in also]
+    kept, best = _best_explained(check, kern, names, evidence)
+    if len(kept) > 1 and rec is not None and kern.quantized:
+        evidence += _told_apart(check, kern, rec, call, kept)
+        kept, best = _best_explained(check, kern, kept, evidence)
+    total = len(evidence)
+    if 2 * best <= total:
+        return (f" (no named variant explains it: the counterexample alone matches {_listed(kept)}, which reads "
+                f"{best} of the {total} failing cases)")
+    share = f"on {best} of the {total} failing cases" if best < total else ""
+    notes = "; ".join(filter(None, [share, UNDECIDED if _undecided(check, kern, kept) else ""]))
+    return f": the result matches {_listed(kept)}" + (f" ({notes})" if notes else "")
+
+
+UNDECIDED = "one of these, which the failing cases do not tell apart"
+TELL_APART_STYLES = ("typical", "ends", "limits")
+TELL_APART_SEEDS = 2
+
+
+def _undecided(check, kern, kept) -> bool:
+    """Whether the readings left are alternatives: more than one besides the contract's known variants, which are
+    named implementations (XNNPACK's AVX-VNNI wrap) that a family reading beside them describes step by step, not
+    another cause."""
+    if kern.quantized:
+        known = [key for key, _ in kept if key.startswith(KNOWN_PREFIXES)]
+    else:
+        names = {v.name for v in contract("exact" if check.check == "model" else check.check).known}
+        known = [key for key, _ in kept if key in names]
+    mechanisms = len(kept) - len(known)
+    return mechanisms > 1 or (not mechanisms and len(kept) > 1)
+
+
+KNOWN_PREFIXES = ("output stage ", "accumulation ")
+
+
+def _listed(names) -> str:
     # '; ' between readings: a reading's own name may hold commas ("A read as u8, a = -128 read as 128")
+    shown = [name for _, name in names]
     listed, more = (shown, "") if len(shown) <= 4 else (shown[:3], f" (and {len(shown) - 3} more)")
-    return f": the result matches {'; '.join(listed)}{more}" if shown else " (no known variant)"
+    return "; ".join(listed) + more
+
+
+def _best_explained(check, kern, names, evidence) -> tuple[list[tuple[str, str]], int]:
+    """(the readings of `names` that the most failing cases of `evidence` ((call, C, its reading keys or None))
+    confirm, how many): a case confirms a reading it reads as, or cannot show (a per-channel reading on a case of
+    one column); it refutes the others."""
+    counts = {key: 0 for key, _ in names}
+    for call, C, keys in evidence:
+        for key in _confirmed(check, kern, call, C, list(counts), keys):
+            counts[key] += 1
+    best = max(counts.values())
+    return [(key, name) for key, name in names if counts[key] == best], best
+
+
+def _told_apart(check, kern, rec: Recorder, call: Call, kept: list[tuple[str, str]]) -> list:
+    """More failing cases for readings that tie: the same operands with parameters drawn in each style (a few
+    seeds), each run; the failing ones, until one of them refutes some of `kept` (a case the kernel gets right
+    tells nothing: the readings are named only where they differ from the contract)."""
+    out = []
+    for i, style in enumerate(TELL_APART_STYLES * TELL_APART_SEEDS):
+        try:
+            quant = quantized.draw_params(kern, call.A, call.B, call.seed + 1000 + i, style)
+        except (ArithmeticError, ValueError, AssertionError):
+            continue
+        other = Call(call.A, call.B, call.seed + 1000 + i, None, quant, call.options)
+        result = rec.run(other)
+        if result.fault is not None or result.C is None or _judge(check, kern, other, result)[0]:
+            continue
+        out.append((other, result.C, None))
+        if len(_confirmed(check, kern, other, result.C, [key for key, _ in kept])) < len(kept):
+            break
+    return out
+
+
+def _confirmed(check, kern, call: Call, C, keys, read=None) -> list[str]:
+    """The keys of `keys` that a failing case (call, C) does not refute: those it reads as (`read`, if known),
+    and those it cannot show (a per-channel reading on a case of one column)."""
+    shared = read if read is not None else {key for key, _ in _readings(check, kern, call, C)}
+    if kern.quantized:
+        shared = shared | quantized.undetermined_readings(check.check, kern, call.A, call.B, call.quant, keys)
+    return [key for key in keys if key in shared]
 
 
 def _readings(check, kern, call: Call, C) -> list[tuple[str, str]]:
@@ -818,7 +895,7 @@ def explain(check: Check, kern, rec: Recorder, failure: Failure, *, shrinking: b
     if shrunk_kind == kind:
         return kind, shrunk_cause, shrunk
     if kind == "value":
-        cause += _variants(check, kern, failure.call, failure.outcome.C, others)
+        cause += _variants(check, kern, failure.call, failure.outcome.C, others, rec)
     return kind, cause, failure
 
 
@@ -1108,8 +1185,9 @@ def case_quant(case: Case, kern, A, B) -> dict | None:
     int32 kernel)."""
     if not kern.quantized:
         return None
+    from lowp.conformance.search.stage_edges import edge_of
     return quantized.draw_params(kern, A, B, case.seed, quantized.case_style(case.values), case.domain,
-                                 quantized.case_pins(kern, case.name))
+                                 quantized.case_pins(kern, case.name), edge_of(case.name))
 
 
 def _call_from(cx: dict, kern) -> Call:

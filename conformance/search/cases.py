@@ -20,7 +20,11 @@ Case names (the fourth field of a case id; docs/verdicts.md#case-names lists the
   not-claimed `outside` probe only: XNNPACK no longer promises a cn_stride beyond nr columns); IGEMM: `small_kernel`,
   `small_kernel_subtile`, `a_offset`, `zero_index_0` .. `zero_index_<mr-1>`; and the parameters the tester pins
   or never draws (lowp.conformance.search.quantized.case_pins): `qmin`, `qmax` (`min`, `max` for a float output),
-  `no_zero_point` (qu8), `zero_points_min`, `zero_points_max`, `scale_max`.
+  `no_zero_point` (qu8), `zero_points_min`, `zero_points_max`, `scale_max`;
+- a requantizing kernel's output-stage edges (conformance/search/stage_edges.py): `stage_int32`, `stage_magic_bias`,
+  `stage_pre_shift`, `stage_int16`, `stage_zero_point_add_high`, `stage_zero_point_add_low`, `stage_8bit`,
+  `stage_clamp`, those its stage has: parameters and biases solved so that the intermediate sits at its saturation
+  or wrap edge, one step past it and one inside.
 The value class (the sixth field) is one of VALUE_CLASSES, or for the ladder's all-ends cases one of END_CLASSES:
 `a_min_b_max` is every element of A at the low end of its range and every element of B at the high end."""
 from __future__ import annotations
@@ -293,6 +297,18 @@ def xnnpack_cases(kernel, domain: str) -> list[tuple[str, tuple[int, int, int]]]
     return _abi_shapes(kernel, domain) + _param_shapes(kernel, domain)
 
 
+STAGE_EDGE_VALUES = "uniform"
+
+
+def stage_edge_cases(kernel, domain: str) -> list[tuple[str, tuple[int, int, int]]]:
+    """(name, shape) of a requantizing kernel's output-stage edge cases (search/stage_edges.py): one row (each
+    column's bias puts its x at an edge), at least EDGE_COLUMNS columns, one k-block deep; two calls each
+    intermediate at most, a handful a stage."""
+    from lowp.conformance.search.stage_edges import EDGE_COLUMNS, edge_names
+    shape = (1, max(kernel.tile.nr, EDGE_COLUMNS), k_block(kernel))
+    return [(name, shape) for name in edge_names(kernel, domain)]
+
+
 def with_zero_row(case: Case, A: np.ndarray, zero_point) -> np.ndarray:
     """A with a `zero_index_<i>` case's row i at the input zero point, so that every tap of it is padding and the
     indirection buffer points it at the zero buffer (lowp.kernels.xnnpack.Indirection, zero='auto'): the GEMM is
@@ -379,6 +395,8 @@ def cases_for(kernel, check: str, domain: str, *, grid: bool = True, seed: int =
                             seed * 100003 + 70000 + i * 7 + j))
     for i, (name, (m, n, k)) in enumerate(xnnpack_cases(kernel, domain)):
         out.append(Case(kernel.name, check, domain, name, m, n, k, XNNPACK_VALUES, seed * 100003 + 80000 + i))
+    for i, (name, (m, n, k)) in enumerate(stage_edge_cases(kernel, domain)):
+        out.append(Case(kernel.name, check, domain, name, m, n, k, STAGE_EDGE_VALUES, seed * 100003 + 90000 + i))
     return [c for c in out if c.matches(only)] if only else out
 
 

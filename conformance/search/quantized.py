@@ -95,11 +95,12 @@ def _tensorwise(q: dict) -> dict:
 
 
 def draw_params(kern, A: np.ndarray, B: np.ndarray, seed: int, style: str, domain: str = "claimed",
-                pins: dict | None = None) -> dict:
+                pins: dict | None = None, edge: str | None = None) -> dict:
     """The quantization parameters of one case, from `seed`: zero points, then the output contract's draw given the
     accumulators' range (or its `outside` draw for the not-claimed probe beyond the documented domain). pins: what
     the case's name fixes (`case_pins`): its input zero points before the accumulators are formed (the draw fits
-    the scale to them), the rest over the draw; the kernel's own pins win. The `outside` probe takes none."""
+    the scale to them), the rest over the draw; the kernel's own pins win. The `outside` probe takes none. edge: an
+    output-stage edge (search/stage_edges.py STAGE_EDGES) the parameters and biases are solved for, over the draw."""
     rng = np.random.default_rng([seed, 0x0A7])
     M, N = A.shape[0], B.shape[1]
     pins = {} if domain == "outside" else pins or {}
@@ -109,8 +110,11 @@ def draw_params(kern, A: np.ndarray, B: np.ndarray, seed: int, style: str, domai
     contract = output_contract(kern.output)
     if domain == "outside":
         return _outside(kern, contract, rng, acc, zps, A)
-    drawn = _with(contract.draw(rng, M, N, kern.c_type, style, lo, hi), {k: v for k, v in pins.items()
-                                                                         if k not in INPUT_ZERO_POINTS})
+    drawn = contract.draw(rng, M, N, kern.c_type, style, lo, hi)
+    if edge is not None:
+        from lowp.conformance.search.stage_edges import aim
+        drawn = aim(kern, contract, drawn, acc, rng, edge, kern.c_type)
+    drawn = _with(drawn, {k: v for k, v in pins.items() if k not in INPUT_ZERO_POINTS})
     q = pinned(kern, {**drawn, **zps})
     return _tensorwise(q) if per_tensor(kern) else q
 
@@ -357,12 +361,65 @@ def named_readings(check_name: str, kern, A, B, q, C, keys=None) -> list[tuple[s
     q = with_rows(kern, A, q)
     named = [(name, name) for name in readings(check_name, kern, A, B, q, C) if keys is None or name in keys]
     contract = kern.output if check_name == "model" else check_name
-    if blockwise(output_contract(contract)):      # the stage families and accumulation bugs are int32 readings
-        return named
-    accepted = accumulation_contract(kern.contract).accepted
-    named += matches(contract, A, B, q, C, kern.c_type, acc_variants=accepted, isa=kernel_isa(kern), keys=keys,
-                     blocks=(kern.tile.mr, kern.tile.nr) if kern.signature == "xnnpack-gemm" else None)
-    return named + accumulation_readings(contract, kern, A, B, q, C, accepted, keys=keys)
+    if not blockwise(output_contract(contract)):  # the stage families and accumulation bugs are int32 readings
+        accepted = accumulation_contract(kern.contract).accepted
+        named += matches(contract, A, B, q, C, kern.c_type, acc_variants=accepted, isa=kernel_isa(kern), keys=keys,
+                         blocks=(kern.tile.mr, kern.tile.nr) if kern.signature == "xnnpack-gemm" else None)
+        named += accumulation_readings(contract, kern, A, B, q, C, accepted, keys=keys)
+    # readings of C itself (a clamp bound everywhere, a store of the wrong columns): a blockwise kernel's too
+    observed = bound_readings(kern, A, B, q, C, check_name) + shifted_readings(kern, A, B, q, C, check_name)
+    return named + [(key, name) for key, name in observed if keys is None or key in keys]
+
+
+SHIFTS_SEEN = 16
+
+
+def shifted_readings(kern, A, B, q, C, check_name) -> list[tuple[str, str]]:
+    """(key, name) of C whose every wrong element holds the right value of the element d columns to its left
+    (d = 1 .. 16): a store of the wrong part of a vector (the low half stored twice), whatever the stage did."""
+    C = np.asarray(C)
+    if C.ndim != 2 or C.shape[1] < 2:
+        return []
+    right = expected(check_name, kern, A, B, q)
+    wrong = np.argwhere(C.view(f"u{C.itemsize}") != np.asarray(right, C.dtype).view(f"u{C.itemsize}"))
+    if not len(wrong):
+        return []
+    out = []
+    for d in range(1, min(C.shape[1], SHIFTS_SEEN + 1)):
+        if (wrong[:, 1] >= d).all() and same(C[wrong[:, 0], wrong[:, 1]], right[wrong[:, 0], wrong[:, 1] - d]):
+            out.append((f"store:columns-{d}", f"each wrong element holding the right value of the element {d} "
+                                              f"column{'s' if d > 1 else ''} to its left (a store of the wrong part "
+                                              f"of a vector)"))
+    return out
+
+
+BOUND_WORDS = ("every output at {bound} ({value}) whatever the inputs, as anything driving the value past {bound} "
+               "gives (a clamp to {bound} alone, an accumulator or scale far out of range such as bytes read past "
+               "the operands)")
+
+
+def bound_readings(kern, A, B, q, C, check_name) -> list[tuple[str, str]]:
+    """(key, name) of C held at one clamp bound everywhere (output_min or output_max, every element) where the
+    contract gives something else: a reading of its own, beside the bugs that give it (output_min and output_max
+    swapped gives a constant too), since nothing in such a C tells which of them it was. None for a float output."""
+    C = np.asarray(C)
+    if kern.float_output or not C.size or C.dtype.kind not in "iu" or "output_min" not in (q or {}):
+        return []
+    out = []
+    for bound in ("output_min", "output_max"):
+        value = int(q[bound])
+        if (C == value).all() and not same(C, expected(check_name, kern, A, B, q)):
+            out.append((f"bound:{bound}", BOUND_WORDS.format(bound=bound, value=value)))
+    return out[:1]
+
+
+def undetermined_readings(check_name: str, kern, A, B, q, keys) -> set[str]:
+    """The keys of `keys` this case cannot show, whatever the kernel gives (stage_families.undetermined): a
+    per-channel reading on a case of one column."""
+    from lowp.conformance.diagnosis.stage_families import undetermined
+    contract = kern.output if check_name == "model" else check_name
+    return undetermined(contract, B, q, set(keys),
+                        blocks=(kern.tile.mr, kern.tile.nr) if kern.signature == "xnnpack-gemm" else None)
 
 
 def accumulation_readings(contract_name: str, kern, A, B, q, C, accepted, keys=None) -> list[tuple[str, str]]:

@@ -21,22 +21,29 @@ KERNELS = {
               [], ["-O2"], 0),
     "tflite": ("tflite_gemm_scalar.c", "sb_tflite_gemm", "quant-gemm", None, (1, 1, 1), "s8",
                "tflite-single-rounding", "tflite-S", [], ["-O2"], 0),
+    "rndnu16": ("qu8_gemm_2x4_rndnu16_scalar.c", "lowp_sb_qu8_gemm_minmax_rndnu16_ukernel_2x4__scalar",
+                "xnnpack-gemm", ("qu8", "rndnu16_scalar"), (2, 4, 1), "u8", "xnnpack-rndnu16", "xnnpack-rndnu16",
+                [], ["-O2"], 0),
     "qd8": ("qd8_f32_qc8w_gemm_2x4_scalar.c", "lowp_qd8_f32_qc8w_gemm_minmax_ukernel_2x4__scalar", "xnnpack-gemm",
             ("qd8-f32-qc8w", "minmax_f32"), (2, 4, 1), "f32", "qd8-f32", "qd8-f32-unfused", [], ["-O2"], 0),
 }
+
+# The input types and their domain where a kernel's are not s8 x s8 (XNNPACK's qu8 kinds).
+INPUTS = {"rndnu16": ("u8", "u8", "[0, 255]")}
 
 
 def entry(kernel: str, bug: int, pins: str = "") -> str:
     """The TOML entry of `kernel` built with LOWP_BUG=bug (named sb_<kernel>_<bug>), `pins` its quant table."""
     source, symbol, signature, xnn, (mr, nr, kr), c_type, output, model, features, cflags, overread = KERNELS[kernel]
+    a_type, b_type, span = INPUTS.get(kernel, ("s8", "s8", "[-128, 127]"))
     lines = [
         "[[kernel]]", f'name = "sb_{kernel}_{bug}{"_pinned" if pins else ""}"', 'target = "x86-64"',
         f'source = "{HERE / source}"', f'symbol = "{symbol}"', f'signature = "{signature}"',
-        'a_type = "s8"', 'b_type = "s8"', f'c_type = "{c_type}"', f"features = {features!r}".replace("'", '"'),
+        f'a_type = "{a_type}"', f'b_type = "{b_type}"', f'c_type = "{c_type}"', f"features = {features!r}".replace("'", '"'),
         f"cflags = {cflags + ['-I' + str(INCLUDE)]!r}".replace("'", '"'), f'defines = ["LOWP_BUG={bug}"]',
         'packing = "XNNPACK goi" ' if xnn else 'packing = "none: A and B row-major"',
         f"tile = {{mr = {mr}, nr = {nr}, kr = {kr}}}", 'contract = "exact"',
-        "domain = {a = [-128, 127], b = [-128, 127]}", f'output = "{output}"',
+        f"domain = {{a = {span}, b = {span}}}", f'output = "{output}"',
         f'model = {{accumulate = "lowp.kernels.models:exact_gemm", output = "{model}"}}',
     ]
     if xnn:

@@ -9,7 +9,9 @@
  *   5 clamped to [min, max] (not less the zero point) 6 clamped to the type's range less the zero point
  *   7 the zero point added twice                      8 the zero point subtracted
  *   9 every column's scale read from column 0         10 column n's scale read from column n + 1
- *   11 the biases of column pairs exchanged           12 no min with output_max - zp */
+ *   11 the biases of column pairs exchanged           12 no min with output_max - zp
+ *   13 min with output_min - zp for output_max - zp (every output clamped to output_min)
+ *   14 the block's upper half (columns 2, 3) stored from its lower half (columns 0, 1) */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,7 +29,9 @@ static int32_t requantize(uint32_t acc, float scale, float vmin, float vmax, int
 #if LOWP_BUG != 4
   v = fmaxf(v, vmin);
 #endif
-#if LOWP_BUG != 12
+#if LOWP_BUG == 13
+  v = fminf(v, vmin);
+#elif LOWP_BUG != 12
   v = fminf(v, vmax);
 #endif
 #if LOWP_BUG == 1
@@ -101,8 +105,13 @@ void lowp_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_lrintf(
     }
     const size_t cols = nc < NR ? nc : NR;
     for (size_t n = 0; n < cols; n++) {
+#if LOWP_BUG == 14
+      c0[n] = (int8_t) out0[n % 2];
+      c1[n] = (int8_t) out1[n % 2];
+#else
       c0[n] = (int8_t) out0[n];
       c1[n] = (int8_t) out1[n];
+#endif
     }
     c0 = (int8_t *) ((uintptr_t) c0 + cn_stride);
     c1 = (int8_t *) ((uintptr_t) c1 + cn_stride);
