@@ -104,7 +104,8 @@ def ukernel(kernel: Kernel):
     return Ukernel(kernel.symbol, x["datatype"], x["params"], kernel.tile.mr, kernel.tile.nr, kernel.tile.kr,
                    x.get("sr", 1), _a_shift(kernel), kernel.signature == "xnnpack-igemm", x.get("bl", 0),
                    x.get("kernel_zero_point", 8), x.get("nibbles", "signed") == "unsigned", pointer_bytes,
-                   extra_bytes, x.get("non_planar", 0))
+                   extra_bytes, pad_blocks=x.get("depth", "whole-blocks") == "padded",
+                   non_planar=x.get("non_planar", 0))
 
 
 def _a_shift(kernel: Kernel) -> int:

@@ -166,6 +166,9 @@ class XnnpackSpec(_Strict):
     bl: Annotated[NonNegative, Field(validate_default=True)] = 0
     kernel_zero_point: Literal[0, 8] = 8
     nibbles: Literal["signed", "unsigned"] = "signed"
+    depth: Literal["whole-blocks", "padded"] = "whole-blocks"     # qb4w: K not a whole number of blocks refused,
+    # or padded with zero weights and zero activations to the next block (the campaign's entries: lowp's cases draw
+    # every depth; lowp.kernels.xnnpack.pad_to_blocks)
     non_planar: NonNegative = 0
 
     @field_validator("nibbles")
@@ -235,6 +238,9 @@ class ModelPartsSpec(_Strict):
     @classmethod
     def _known_stage(cls, output):
         from lowp.isa_models.requant import OUTPUT_STAGES
+        from lowp.kernels.models.quant import qb4w_stage_names
+        if output.split(":")[0] in qb4w_stage_names():      # a blockwise (qb4w) stage, `stage[:store]`
+            return _known_name("unknown_stage", "qb4w output stage", output, qb4w_stage_names(stores=True))
         return _known_name("unknown_stage", "output stage", output, OUTPUT_STAGES)
 
 
@@ -431,9 +437,15 @@ class KernelSpec(_Strict):
             fields["pipeline"] = tuple(stage.model_dump() for stage in self.pipeline)
         fields["xnnpack"] = self.xnnpack.model_dump() if self.xnnpack else None
         if isinstance(self.model, ModelPartsSpec):
-            from lowp.kernels.models.quant import ModelParts
-            fields["model"] = ModelParts(self.model.accumulate, self.model.output, self.c_type,
-                                         self.xnnpack.datatype if self.xnnpack else None)
+            from lowp.kernels.models.quant import ModelParts, Qb4wModel, qb4w_stage_names
+            if self.model.output.split(":")[0] in qb4w_stage_names():
+                stage, _, store = self.model.output.partition(":")
+                x = self.xnnpack
+                fields["model"] = Qb4wModel(stage, self.c_type, x.bl if x else 0, self.tile.kr, x.sr if x else 1,
+                                            store or "rne")
+            else:
+                fields["model"] = ModelParts(self.model.accumulate, self.model.output, self.c_type,
+                                             self.xnnpack.datatype if self.xnnpack else None)
         return Kernel(**fields)
 
 

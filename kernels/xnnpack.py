@@ -30,6 +30,7 @@ EXTRA_BYTES = 16                   # include/xnnpack.h L31 (XNN_EXTRA_BYTES): th
 # and XNN_EXTRA_BYTES, 128 on Hexagon (include/xnnpack.h L28-32). target -> (pointer bytes, XNN_EXTRA_BYTES).
 # wasm32's pointers are 4-byte linear-memory addresses (its machine writes them: lowp.emulator.wasm.machine).
 TARGET_ABI = {"arm": (4, EXTRA_BYTES), "hexagon": (4, 128), "wasm32": (4, EXTRA_BYTES)}
+TESTER_BLOCKSIZE = 32              # the block size of every qb4w test XNNPACK generates (generate-gemm-test.py .bl(32))
 MIN_BLOCKSIZE = 32                 # include/xnnpack.h L120 (XNN_MIN_BLOCKSIZE): qb4w block sizes are multiples
 
 
@@ -499,7 +500,9 @@ def from_test_entry(entry: dict) -> dict:
             "tile": {"mr": facts.mr, "nr": facts.nr, "kr": facts.kr},
             "xnnpack": {"datatype": datatype, "params": layout, "sr": facts.sr,
                         **({"nibbles": "unsigned"} if packing.unsigned_nibbles else {}),
-                        **({"non_planar": packing.non_planar} if packing.non_planar else {})},
+                        **({"non_planar": packing.non_planar} if packing.non_planar else {}),
+                        # XNNPACK's tester runs every qb4w test with .bl(32) (tools/generate-gemm-test.py L196-551)
+                        **({"bl": TESTER_BLOCKSIZE} if d.blockwise else {})},
             "a_shift": packing.a_shift, "a_type": d.a_type, "b_type": d.b_type, "c_type": d.c_type}
 
 
@@ -749,18 +752,62 @@ def check_bf16(scales: np.ndarray, name: str = "b_block_scale") -> np.ndarray:
     return s
 
 
+def pad_to_blocks(A: np.ndarray, B: np.ndarray, bl: int) -> tuple[np.ndarray, np.ndarray]:
+    """A and B with K grown to the next whole number of blocks of bl by zero activations and zero weights: the same
+    GEMM (an added k contributes 0 to every block sum and to the packer's column sums) on a depth XNNPACK accepts.
+    A conformance case of a qb4w entry with xnnpack.depth = "padded" runs so at a depth that is not a whole number
+    of blocks; its models pad the same way."""
+    grow = -A.shape[1] % bl if bl > 0 else 0
+    if not grow:
+        return A, B
+    return (np.concatenate([A, np.zeros((A.shape[0], grow), A.dtype)], axis=1),
+            np.concatenate([B, np.zeros((grow, B.shape[1]), B.dtype)], axis=0))
+
+
+def block_scales(scales, K: int, bl: int) -> np.ndarray:
+    """The (N, K / bl) bf16 scales of a qb4w case: b_block_scale's block b, or, where b_block_scale has fewer
+    columns than K has blocks, its block b mod that width (a conformance case draws its scales before its depth
+    is known, and a shrunk case keeps them: the scales repeat along k). ValueError for a K that is not a whole
+    number of blocks (XNNPACK refuses it: fully-connected-nc.c check_block_size)."""
+    s = check_bf16(np.asarray(scales))
+    if s.ndim != 2 or bl <= 0 or K % bl:
+        raise ValueError(f"b_block_scale: (N, blocks) bf16 scales for K = {K} in blocks of bl = {bl} (K a whole "
+                         f"number of blocks), got shape {s.shape}")
+    return s[:, np.arange(K // bl) % s.shape[1]]
+
+
 def qb4w_ksums(B: np.ndarray, scales: np.ndarray, *, kr: int, sr: int, bl: int, izp: int = 1) -> np.ndarray:
     """The float32 each packed qb4w column starts with, as xnn_pack_qs8_qb4w_gemm_goi_w accumulates it: from 0,
     minus float(ksum) * izp * scale[block] for every chunk of 2*kr packed weights in packing order, each step
     rounded to float32 (packing.cc L1353-1409). izp is 1 for qd8 (the kernel multiplies by the row's zero point)."""
     K, N = B.shape
-    out = np.zeros(N, np.float32)
-    for n in range(N):
-        values, _ = _nibbles(B[:, n:n + 1], 1, kr, sr)                      # one column: (chunks, 1, 2, kr)
-        k0 = np.arange(0, values.shape[0]) * 2 * kr
-        for c, ksum in enumerate(values.sum(axis=(1, 2, 3))):
-            t = np.float32(np.float32(ksum) * np.float32(izp)) * scales[n, k0[c] // bl]
-            out[n] = np.float32(out[n] - np.float32(t))
+    scales = block_scales(scales, K, bl)
+    if sr == 1:                  # the chunks' k do not depend on the column: all columns at once
+        sums = _nibbles(B, N, kr, sr)[0].sum(axis=(2, 3))                   # (chunks, N)
+    else:
+        sums = np.concatenate([_nibbles(B[:, n:n + 1], 1, kr, sr)[0].sum(axis=(2, 3)) for n in range(N)], axis=1)
+    key = (sums.tobytes(), sums.shape, scales.tobytes(), kr, bl, izp)
+    if key not in _KSUMS:
+        _KSUMS.clear()                  # one B at a time: a check judges it under several stages, then moves on
+        _KSUMS[key] = _chunk_sums_subtracted(sums, scales, kr=kr, bl=bl, izp=izp)
+    return _KSUMS[key].copy()
+
+
+_KSUMS: dict = {}
+
+
+def _chunk_sums_subtracted(sums: np.ndarray, scales: np.ndarray, *, kr: int, bl: int, izp: int) -> np.ndarray:
+    """0 - f32(sum_c) * izp * scale[block of c] for every chunk c in order, each step rounded to float32. A chunk
+    that is zero in every column under finite scales subtracts +-0 and changes nothing: skipped (deep sparse
+    cases)."""
+    out = np.zeros(sums.shape[1], np.float32)
+    finite = np.isfinite(scales).all(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):                      # inf and NaN as the packer gets them
+        for c in np.flatnonzero(sums.any(axis=1) | ~finite[np.minimum(np.arange(len(sums)) * 2 * kr // bl,
+                                                                       scales.shape[1] - 1)]):
+            block = min(c * 2 * kr // bl, scales.shape[1] - 1)
+            t = (sums[c].astype(np.float32) * np.float32(izp)) * scales[:, block]
+            out = (out - t.astype(np.float32)).astype(np.float32)
     return out
 
 
@@ -772,7 +819,7 @@ def pack_qb4w(B: np.ndarray, *, nr: int, kr: int, sr: int, bl: int, scales: np.n
     biases (xnn_init_qs8_qc8w_scale_fp32_params)."""
     _check_blocks(kr, sr)
     K, N = B.shape
-    check_bf16(scales)
+    scales = block_scales(scales, K, bl)
     blocks = -(-N // nr)
     Bn = np.zeros((K, blocks * nr), np.int64)
     Bn[:, :N] = B
@@ -818,6 +865,7 @@ class Ukernel:
     unsigned_nibbles: bool = False   # qc4uw: nibbles w + 8, the kernel subtracts 8 (madd); int32 sums not 16x
     pointer_bytes: int = 8           # sizeof(void *) on the kernel's target (TARGET_ABI): an IGEMM's ks, its table
     extra_bytes: int = EXTRA_BYTES   # XNN_EXTRA_BYTES on the kernel's target
+    pad_blocks: bool = False         # qb4w: a K that is no whole number of blocks padded with zeros (pad_to_blocks)
     non_planar: int = 0              # a non-planar 4-bit packer's register_bytes (Packing.non_planar); 0: planar
 
     @property
@@ -971,9 +1019,8 @@ def invocation(A: np.ndarray, B: np.ndarray, q: dict, u: Ukernel, *, strides=Non
     "a_offset", "zero"} for an IGEMM (Indirection.of). fill(nbytes, salt) -> poison bytes (default: a fixed
     pattern); C's elements get fill's first M*N*size bytes, so a contiguous C is the poison it always was."""
     d = u.d
+    A, B, strides = _depth_padded_call(u, A, B, q, strides)
     _check_operands(u, A, B)
-    A, strides = _depth_padded_call(u, A, q, strides)
-    B = np.concatenate([B, np.zeros((A.shape[1] - B.shape[0], B.shape[1]), B.dtype)]) if A.shape[1] > len(B) else B
     M, K = A.shape
     N = B.shape[1]
     fill = fill or (lambda n, salt: np.full(n, 0xA5 ^ salt, np.uint8))
@@ -1002,15 +1049,22 @@ def invocation(A: np.ndarray, B: np.ndarray, q: dict, u: Ukernel, *, strides=Non
     return inv
 
 
-def _depth_padded_call(u: Ukernel, A: np.ndarray, q: dict, strides) -> tuple[np.ndarray, object]:
-    """(A as depth_padded hands it over, the strides with an a stride grown by the pad: the gap after each row keeps
-    its size)."""
-    padded = depth_padded(u.d, A, q)
+def _depth_padded_call(u: Ukernel, A: np.ndarray, B: np.ndarray, q: dict, strides) -> tuple[np.ndarray, np.ndarray,
+                                                                                            Strides]:
+    """(A and B as the ukernel is handed them, the strides with an a stride grown by the pad: the gap after each row
+    keeps its size). qc2w: A as depth_padded hands it over (its rows' zero points to a multiple of 4); qb4w with
+    xnnpack.depth = "padded": pad_to_blocks (zeros to the next whole block); B grown by zero weights to A's depth."""
+    if u.d.blockwise and u.pad_blocks and u.bl > 0:
+        padded, B = pad_to_blocks(A, B, u.bl)
+    else:
+        padded = depth_padded(u.d, A, q)
+        if padded.shape[1] > len(B):
+            B = np.concatenate([B, np.zeros((padded.shape[1] - B.shape[0], B.shape[1]), B.dtype)])
     grown = padded.shape[1] - A.shape[1]
     s = Strides.of(strides)
     if grown and s.a is not None:
         s = Strides(s.a + grown * A.itemsize, s.cm, s.cn)
-    return padded, s
+    return padded, B, s
 
 
 def _padded_rows(values: np.ndarray) -> np.ndarray:

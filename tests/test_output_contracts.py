@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, find, settings
 
-from lowp.conformance.contracts.output import OUTPUT_CONTRACTS, STYLES, output_contract
+from lowp.conformance.contracts.output import OUTPUT_CONTRACTS, STYLES, BlockGeometry, output_contract
 from lowp.isa_models.requant import OUTPUT_STAGES
 
 F32 = np.float32
@@ -119,11 +119,16 @@ def test_draw_stays_inside_outside_stays_out_simplifications_inside(name, out_ty
         for style in STYLES:
             q = c.draw(np.random.default_rng(seed), M, N, out_type, style, -(1 << 20), 1 << 20)
             assert c.domain_problems(q, M, N, out_type) == [], (style, seed, q)
-            if OUTPUT_STAGES[c.accepted[0]].reads_rows:      # qd8-qc2w: the rows' sums and kc, derived from A
-                q = {**q, "a_row_sum": rng.integers(-(1 << 12), 1 << 12, M), "kc": 32}
-            acc = rng.integers(-(1 << 20), 1 << 20, (M, N)).astype(np.int32)
-            out = OUTPUT_STAGES[c.accepted[0]].compute(acc, q, out_type)
-            assert c.judge(out, acc, q, out_type)[0]
+            if hasattr(c, "judge_blocks"):          # a blockwise (qb4w) contract judges A and B, not an int32
+                A, B = rng.integers(-128, 128, (M, 64)).astype(np.int8), rng.integers(-8, 8, (64, N)).astype(np.int8)
+                geometry = BlockGeometry(32, 8)
+                assert c.judge_blocks(c.expected_blocks(A, B, q, out_type, geometry), A, B, q, out_type, geometry)[0]
+            else:
+                if OUTPUT_STAGES[c.accepted[0]].reads_rows:      # qd8-qc2w: the rows' sums and kc, derived from A
+                    q = {**q, "a_row_sum": rng.integers(-(1 << 12), 1 << 12, M), "kc": 32}
+                acc = rng.integers(-(1 << 20), 1 << 20, (M, N)).astype(np.int32)
+                out = OUTPUT_STAGES[c.accepted[0]].compute(acc, q, out_type)
+                assert c.judge(out, acc, q, out_type)[0]
             for s in c.simplifications(q, out_type):
                 assert c.domain_problems(s, M, N, out_type) == [], (style, seed, s)
         o = c.outside(np.random.default_rng(seed), M, N, out_type)
@@ -160,3 +165,28 @@ def test_search_finds_the_avxvnni_corner_within_100_examples():
                  settings=settings(max_examples=100, database=None, derandomize=True,
                                    suppress_health_check=list(HealthCheck)))
     assert c.domain_problems(found, 1, 4, "s8") == []
+
+
+def test_qb4w_contract_accepts_the_kernels_orders_and_names_the_others():
+    """qd8-f32-qb4w accepts the four float orders XNNPACK's blockwise kernels use and names the tester's reference
+    order (not a kernel's) where it differs from them; a result with every block scaled by the first block's scales
+    is neither. qd8-bf16-qb4w accepts each store conversion a bf16 kernel uses."""
+    from lowp.kernels.models.quant import qb4w_output
+    c, geometry = output_contract("qd8-f32-qb4w"), BlockGeometry(32, 8)
+    rng = np.random.default_rng(4)
+    named = set()
+    for seed in range(20):
+        A, B = rng.integers(-128, 128, (2, 128)).astype(np.int8), rng.integers(-8, 8, (128, 8)).astype(np.int8)
+        q = c.draw(np.random.default_rng(seed), 2, 8, "f32", "typical")
+        for stage in c.accepted:
+            assert c.judge_blocks(qb4w_output(stage, A, B, q, "f32", bl=32, kr=8), A, B, q, "f32", geometry)[0]
+        ok, matched, _ = c.judge_blocks(qb4w_output("qb4w-reference", A, B, q, "f32", bl=32, kr=8), A, B, q, "f32",
+                                        geometry)
+        named |= {matched} if not ok else set()
+        first = {**q, "b_block_scale": np.repeat(q["b_block_scale"][:, :1], 4, axis=1)}
+        wrong = qb4w_output("qb4w-unfused", A, B, first, "f32", bl=32, kr=8)
+        assert c.judge_blocks(wrong, A, B, q, "f32", geometry)[:2] == (False, None)
+    assert named == {"qb4w-reference"}
+    bf16 = output_contract("qd8-bf16-qb4w")
+    assert {name.split(":")[1] for name, accepted, _ in bf16.results(A, B, q, "bf16", geometry) if accepted} == {
+        "rne", "rne-nonan", "rne-daz"}

@@ -630,6 +630,29 @@ def test_qb4w_kernel_is_the_scalar_order_bit_for_bit(ks):
         runner(k).run(A[:, :48], B[:48], quant={**q, "b_block_scale": q["b_block_scale"][:, :1]})
 
 
+@pytest.mark.native
+def test_qb4w_avx2_lanes_order_bit_for_bit(ks):
+    """lowp's AVX2 qb4w kernel (VPMADDWD lanes, an FMA per block and lane, two VHADDPS, a final FMA) computes
+    qb4w-fma-fused-lanes4 bit for bit on the CPU, and the qd8-f32-qb4w contract accepts it; the
+    orders that convert each block's whole int32 sum (qb4w-unfused, qb4w-fma, qb4w-fma-fused) differ from it on
+    some of the same cases: the lanes are part of the order, not a detail."""
+    from lowp.conformance.contracts.output import BlockGeometry, output_contract
+    from lowp.kernels.models.quant import qb4w_output
+    k = ks["xnn_qd8_f32_qb4w_gemm_1x8c8_avx2"]
+    contract, geometry = output_contract("qd8-f32-qb4w"), BlockGeometry(32, 8, 1)
+    rng = np.random.default_rng(34)
+    whole = {"qb4w-unfused": 0, "qb4w-fma": 0, "qb4w-fma-fused": 0}
+    for M, N, K in ((1, 8, 32), (1, 13, 96), (1, 16, 256), (1, 5, 512)):
+        A, B, q = _qb4w_case(rng, M, N, K, spread=8)
+        C = runner(k).run(A, B, quant=q, seed=6)
+        assert C.tobytes() == k.predict(A, B, q).tobytes()
+        assert C.tobytes() == qb4w_output("qb4w-fma-fused-lanes4", A, B, q, "f32", bl=32, kr=8).tobytes()
+        assert contract.judge_blocks(C, A, B, q, "f32", geometry)[0]
+        for name in whole:
+            whole[name] += int((qb4w_output(name, A, B, q, "f32", bl=32, kr=8) != C).sum())
+    assert all(whole.values()), whole
+
+
 def test_qb4w_scales_must_be_bf16():
     with pytest.raises(ValueError, match="not a bf16 number"):
         xnnpack.check_bf16(np.array([[0.1]], F32))

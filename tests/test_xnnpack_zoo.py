@@ -188,7 +188,7 @@ def test_the_campaign_counts_and_reasons(campaign):
     doc = json.loads((out / "run" / "campaign.json").read_text())
     # the wasmsdot entry is three rows, one per behaviour of the relaxed dot, each without a source in this tree
     # (tests/test_wasm.py judges wasm kernels on tests/xnnpack_wasm_tree)
-    assert doc["totals"] == {"found": 28, "judged": 14, "passed": 9, "failed": 5, "skipped": 14, "not_run": 0}
+    assert doc["totals"] == {"found": 29, "judged": 16, "passed": 10, "failed": 6, "skipped": 13, "not_run": 0}
     status = {k["name"]: (k["status"], k["category"]) for k in doc["kernels"]}
     prefix = "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_"
     assert status[prefix + "2x8c8__avx2"] == ("passed", None)
@@ -207,7 +207,8 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert status["xnn_qs8_qc8w_igemm_minmax_fp32_ukernel_2x4__scalar_lrintf"] == ("skipped", "entry inconsistent")
     assert status["xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf"] == ("passed", None)
     assert status["xnn_qs8_qc4w_gemm_minmax_fp32_ukernel_1x8c8__neoni8mm"] == ("skipped", "source not found")
-    assert status["xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x4__scalar"] == ("skipped", "output stage not modelled")
+    assert status["xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
+    assert status["xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
     assert status["xnn_qu8_gemm_minmax_rndnu16_ukernel_1x4__scalar"] == ("skipped", "source not found")
     assert status["xnn_qd8_f16_qc8w_gemm_minmax_ukernel_1x4__scalar"] == ("passed", None)
     assert status["xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar"] == ("failed", None)
@@ -225,9 +226,9 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert groups["qu8", "gemm", "?"]["skipped"] == 1          # the unreadable YAML, counted under its file's datatype
     assert doc["source"]["commit"] is None      # the tree sits inside lowp's repository: that commit is not its own
     assert (groups["qs8-qc8w", "gemm", "scalar"]["found"], groups["qs8-qc8w", "gemm", "scalar"]["failed"]) == (4, 1)
-    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 14
+    assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 16
     text = (out / "run" / "campaign.md").read_text()
-    assert "28 kernels found: 14 judged (9 passed, 5 failed), 14 skipped" in text
+    assert "29 kernels found: 16 judged (10 passed, 6 failed), 13 skipped" in text
 
 
 def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
@@ -240,6 +241,8 @@ def test_the_seeded_bug_is_found_with_its_minimal_counterexample(campaign):
         "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar:qd8-f16:claimed",
         "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:model:full",
         "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar:qd8-f32:claimed",
+        "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar:model:full",
+        "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar:qd8-f32-qb4w:claimed",
         "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar:model:full",
         "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar:qd8-f32-qc2w:claimed",
         "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x8c4__scalar:model:full",
@@ -280,6 +283,19 @@ def test_unsigned_nibbles_read_as_signed_are_caught(campaign):
     assert rows[f"{good}:model:full"]["verdict"] == rows[f"{good}:qd8-f32:claimed"]["verdict"] == "PASS"
     row = rows[f"{bad}:qd8-f32:claimed"]
     assert row["verdict"] == "FAIL" and row["counterexample"]["shape"] == [1, 1, 1]
+
+
+def test_a_qb4w_kernel_scaling_blocks_by_the_wrong_scales_is_caught(campaign):
+    """The blockwise (qb4w) kernels of the tree, one bf16 scale per block of 32 k: the one scaling each block's sum
+    by its own scales passes its model (qb4w-unfused) and the qd8-f32-qb4w contract; the one scaling every block by
+    the first block's scales fails both, shrunk to one element at the smallest depth with two blocks (K = 33, run
+    padded with zeros to 64: lowp.kernels.xnnpack.pad_to_blocks), and no known variant explains it."""
+    out, _, rows = campaign
+    good, bad = (f"xnn_qd8_f32_qb4w_gemm_minmax_ukernel_{t}__scalar" for t in ("1x4", "2x4"))
+    assert rows[f"{good}:model:full"]["verdict"] == rows[f"{good}:qd8-f32-qb4w:claimed"]["verdict"] == "PASS"
+    row = rows[f"{bad}:qd8-f32-qb4w:claimed"]
+    assert row["verdict"] == "FAIL" and row["counterexample"]["shape"] == [1, 1, 33], row["counterexample"]
+    assert row["cause"] == "wrong value (no known variant)"
 
 
 def test_two_bit_crumbs_read_in_the_wrong_order_are_caught(campaign):
@@ -326,6 +342,8 @@ def test_the_kernels_toml_rejudges_the_same_kernels(campaign, tmp_path):
                                                   "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_2x4__scalar",
                                                   "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_1x4__scalar",
                                                   "xnn_qd8_f32_qc4w_gemm_minmax_ukernel_2x4__scalar",
+                                                  "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x4__scalar",
+                                                  "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_2x4__scalar",
                                                   "xnn_qs8_qc2w_gemm_minmax_fp32_ukernel_1x4__scalar_lrintf",
                                                   "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_1x4__scalar",
                                                   "xnn_qd8_f32_qc2w_gemm_minmax_ukernel_2x4__scalar",
@@ -491,3 +509,33 @@ def test_the_xngen_qd8_assembly_takes_its_scales_first_order():
                  "minmax_f16") == "qd8-f16-scale-product-unfused"
     assert stage(prefix + "asm_aarch64_neondot_ld128_2") == "qd8-f32-unfused"
     assert stage(prefix + "neondot") == "qd8-f32-fma"
+
+
+def test_qb4w_stage_and_store_follow_each_kernel_family():
+    """Each qb4w family's float order and store (docs/xnnpack-abi.md, the qb4w output contract): scalar and SSE
+    unfused, NEON dot and I8MM and AVX-512 VNNI an FMA per block, AArch64 MLAL-lane FMA both steps, AVX2 per
+    VPMADDWD lane; bf16 stores by add-and-narrow on NEON dot and by VCVTNEPS2BF16 on AVX-512 (built with
+    -mavx512bf16, as XNNPACK's avx512bf16 set is); block size 32 (XNNPACK's tester's) and depths padded."""
+    checkout = Checkout(TREE)
+    got = {}
+    for datatype, init, name in (
+            ("qd8-f32-qb4w", "f32", "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x4c8__sse41_ld128"),
+            ("qd8-f32-qb4w", "f32", "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x8c8__avx2"),
+            ("qd8-f32-qb4w", "f32", "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x16__neon_mlal_lane"),
+            ("qd8-f32-qb4w", "f32", "xnn_qd8_f32_qb4w_gemm_minmax_ukernel_1x8c8__neoni8mm"),
+            ("qd8-bf16-qb4w", "bf16", "xnn_qd8_bf16_qb4w_gemm_minmax_ukernel_1x8c4__neondot"),
+            ("qd8-bf16-qb4w", "bf16", "xnn_qd8_bf16_qb4w_gemm_minmax_ukernel_1x16c8__avx512vnni")):
+        parsed = parse_name(name)
+        checkout._definitions(TREE / "src" / f"{parsed.datatype}-{parsed.op}")[name] = TREE / "src/x.c"
+        entry = YamlEntry(YAML, 0, {"name": name, "init": f"xnn_init_{init}_qb4w_minmax_scalar_params",
+                                    "pack": "xnn_pack_qs8_qb4w_gemm_goi_w", "k-block": 8, "planes": 2,
+                                    **({"unsigned-inputs": True} if "avx512" in name else {})}, datatype, "gemm")
+        e = translate(entry, checkout).entry
+        assert e["xnnpack"]["bl"] == 32 and e["xnnpack"]["depth"] == "padded"
+        got[name.split("__")[1]] = (e["output"], e["model"]["output"], "-mavx512bf16" in e["cflags"])
+    assert got == {"sse41_ld128": ("qd8-f32-qb4w", "qb4w-unfused", False),
+                   "avx2": ("qd8-f32-qb4w", "qb4w-fma-fused-lanes4", False),
+                   "neon_mlal_lane": ("qd8-f32-qb4w", "qb4w-fma-fused", False),
+                   "neoni8mm": ("qd8-f32-qb4w", "qb4w-fma", False),
+                   "neondot": ("qd8-bf16-qb4w", "qb4w-fma:rne-nonan", False),
+                   "avx512vnni": ("qdu8-bf16-qb4w", "qb4w-fma:rne-daz", True)}

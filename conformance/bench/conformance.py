@@ -98,7 +98,8 @@ def expected_failure(entry: dict) -> str | None:
     is not one its claimed output contract accepts (the seeded AVX-512 VNNI kernel's zero-point wrap)."""
     from lowp.conformance.contracts.output import OUTPUT_CONTRACTS
     model, claimed = entry.get("model"), OUTPUT_CONTRACTS.get(entry.get("output"))
-    if not isinstance(model, dict) or claimed is None or model.get("output") in claimed.accepted:
+    # a qb4w model names its store after the stage (`qb4w-fma:rne-nonan`): the contract accepts stages
+    if not isinstance(model, dict) or claimed is None or str(model.get("output")).split(":")[0] in claimed.accepted:
         return None
     return f"its model's output stage {model.get('output')} is not one {claimed.name} accepts (seeded)"
 

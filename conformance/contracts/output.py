@@ -626,6 +626,151 @@ def _half_contracts() -> list:
     return out
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Blockwise 4-bit weights (qb4w): no int32 accumulator describes the kernel, the float steps see every block
+
+XNN_QB4W = "google/XNNPACK @75db3c0 src/qd8-f32-qb4w-gemm/gen/*.c, src/qd8-f16-qb4w-gemm/gen/*.c, " \
+           "src/qd8-bf16-qb4w-gemm/gen/*.c; src/reference/packing.cc L1306-1420 (xnn_pack_qs8_qb4w_gemm_goi_w); " \
+           "src/microparams-init.c L462-487 (bf16 scale / 16)"
+QB4W_BLOCKS = 4        # the block scales a case draws; they repeat along k (lowp.kernels.xnnpack.block_scales)
+
+
+def _bf16(x) -> np.ndarray:
+    """float32 values truncated to bf16 numbers (a positive normal stays positive and normal)."""
+    return (np.asarray(x, F32).view(np.uint32) & np.uint32(0xFFFF0000)).view(F32)
+
+
+@dataclass(frozen=True)
+class Qb4wDomain(Qd8Domain):
+    """The qd8 float domain with one bf16 scale per block of bl k per column instead of one per column:
+    b_block_scale float32 (N, blocks) holding bf16 numbers, finite and > 0 (XNNPACK takes them as bf16:
+    xnn_create_fully_connected_nc_qd8_f32_qb4w). A case draws QB4W_BLOCKS columns of scales before its depth is
+    known; block b of a deeper case takes column b mod QB4W_BLOCKS."""
+    keys = ("bias", "a_zero_point", "a_inv_scale", "b_block_scale", "output_min", "output_max")
+
+    def problems(self, q, M, N, out_type):
+        if "b_block_scale" not in q:
+            return [f"b_block_scale: missing (this contract needs {', '.join(self.keys)})"]
+        s = np.asarray(q["b_block_scale"])
+        if s.dtype != F32 or s.ndim != 2 or s.shape[0] != N or s.shape[1] < 1:
+            return [f"b_block_scale: expected float32 (N={N}, blocks), got {s.dtype} {s.shape}"]
+        out = super().problems({**{k: v for k, v in q.items() if k != "b_block_scale"},
+                                "b_scale": np.ones(N, F32)}, M, N, out_type)
+        bad = ~np.isfinite(s) | (s <= 0) | ((s.view(np.uint32) & 0xFFFF) != 0)
+        if bad.any():
+            n, b = np.argwhere(bad)[0]
+            out.append(f"b_block_scale[{n}, {b}]={float(s[n, b])!r}: expected a finite bf16 number > 0 "
+                       f"({XNN_QB4W})")
+        return out
+
+    def _base(self, rng, M, N, inv, bs, bias, kzp=None):
+        q = super()._base(rng, M, N, inv, bs, bias, kzp)
+        del q["b_scale"]
+        # per block: the column's drawn scale times a factor of up to 4 either way, so blocks differ
+        factors = np.exp2(rng.integers(-2, 3, (N, QB4W_BLOCKS)))
+        scales = np.clip(np.asarray(bs, np.float64)[:, None] * factors, float(np.finfo(F32).tiny), 2.0 ** 120)
+        return {**q, "b_block_scale": _bf16(scales.astype(F32))}
+
+    def outside(self, rng, q, out_type):
+        q = dict(q)
+        choice = rng.integers(3)
+        if choice == 0:
+            q["b_block_scale"] = q["b_block_scale"].copy()
+            q["b_block_scale"][0, 0] = F32(0) if rng.random() < 0.5 else F32(np.inf)
+        elif choice == 1:
+            q["a_zero_point"] = q["a_zero_point"].copy()
+            q["a_zero_point"][0] = self.zp_range[1] + 1
+        else:
+            q["output_min"], q["output_max"] = F32(1.0), F32(-1.0)
+        return q
+
+    def simplify(self, q, out_type):
+        for simpler in super().simplify({**q, "b_scale": np.ones(len(q["bias"]), F32)}, out_type):
+            yield {k: v for k, v in simpler.items() if k != "b_scale"}
+        if (q["b_block_scale"] != 1).any():
+            yield {**q, "b_block_scale": np.ones_like(q["b_block_scale"])}
+
+
+@dataclass(frozen=True)
+class BlockGeometry:
+    """What a qb4w stage needs of the kernel besides the case: the block size, kr and sr (the packer's column sums
+    are rounded per chunk of 2*kr k, in packing order)."""
+    bl: int
+    kr: int = 1
+    sr: int = 1
+
+
+@dataclass(frozen=True)
+class BlockwiseContract(OutputContract):
+    """An output contract on A and B themselves (a qb4w kernel scales every block in float): accepted and known
+    are names of lowp.kernels.models.quant.QB4W_STAGES (or QB4W_ORDERS); `stores` the accepted f16/bf16 store
+    conversions and `known_stores` the named wrong ones. A result is named `<stage>` (f32) or `<stage>:<store>`."""
+    stores: tuple = ("rne",)
+    known_stores: tuple = ()
+
+    def judge(self, out, acc, q, out_type):
+        raise TypeError(f"output contract {self.name!r} is blockwise: it judges A and B (judge_blocks), not an int32 "
+                        "accumulator")
+
+    def results(self, A, B, q, out_type, geometry: BlockGeometry, names=None):
+        """(name, accepted, result) of every accepted and known variant (only `names` if given), the first accepted
+        first; a variant undefined on the case (a parameter its packing refuses) is left out."""
+        from lowp.kernels.models.quant import qb4w_floats, qb4w_store
+        self._check_out_type(out_type)
+        stores = [(s, True) for s in self.stores] + [(s, False) for s in self.known_stores]
+        if out_type == "f32":
+            stores = [("rne", True)]
+        for stage in self.accepted + self.known:
+            wanted = [(store, ok) for store, ok in stores
+                      if names is None or (stage if out_type == "f32" else f"{stage}:{store}") in names]
+            if not wanted:
+                continue
+            try:
+                v = qb4w_floats(stage, A, B, q, bl=geometry.bl, kr=geometry.kr, sr=geometry.sr)
+            except (ArithmeticError, ValueError):
+                continue
+            for store, store_ok in wanted:
+                yield (stage if out_type == "f32" else f"{stage}:{store}"), stage in self.accepted and store_ok, \
+                    qb4w_store(v, out_type, store)
+
+    def expected_blocks(self, A, B, q, out_type, geometry: BlockGeometry) -> np.ndarray:
+        return next(self.results(A, B, q, out_type, geometry))[2]
+
+    def judge_blocks(self, out, A, B, q, out_type, geometry: BlockGeometry):
+        """(ok, matched, expected) as OutputContract.judge, on A and B."""
+        out = np.asarray(out)
+        expected = None
+        for name, accepted, r in self.results(A, B, q, out_type, geometry):
+            expected = r if expected is None else expected
+            if r.shape == out.shape and r.dtype == out.dtype and np.array_equal(r, out, equal_nan=out.dtype.kind == "f"):
+                return accepted, name, expected
+        return False, None, expected
+
+
+QB4W_ACCEPTED = ("qb4w-unfused", "qb4w-fma", "qb4w-fma-fused", "qb4w-fma-fused-lanes4")
+QB4W_KNOWN = ("qb4w-reference", "qb4w-unfused-fused", "qb4w-fma-lanes4", "qb4w-exact")
+
+
+def _qb4w_contracts() -> list:
+    """XNNPACK's blockwise kernels, f32, f16 and bf16 outputs, signed (qd8) and unsigned (qdu8) inputs."""
+    out = []
+    for a, zp, cite in (("qd8", (-128, 127), QD8), ("qdu8", (0, 255), QDU8)):
+        unsigned = " with unsigned inputs (u8 A, uint8 row zero points)" if a == "qdu8" else ""
+        for c, stores, known_stores, how in (
+                ("f32", ("rne",), (), ""),
+                ("f16", ("rne",), ("trunc",), ", stored as f16 rounded to nearest even (VCVTPS2PH, FCVTN)"),
+                ("bf16", ("rne", "rne-nonan", "rne-daz"), (), ", stored as bf16 rounded to nearest even (NaNs "
+                 "quieted or not: the NEON dot kernels' add-and-narrow has no NaN test; subnormals kept or, "
+                 "VCVTNEPS2BF16 in the AVX-512 kernels, taken as zero)")):
+            out.append(BlockwiseContract(
+                f"{a}-{c}-qb4w", f"XNNPACK blockwise 4-bit output{unsigned}: vksum * zp, then per block f32(16 x "
+                "the block's int32 sum) * bf16(scale / 16) added in float (fused or not; the AVX2 kernels per "
+                f"PMADDWD lane), * inv_scale + bias (fused or not), clamp{how}", (c,), Qb4wDomain.keys,
+                QB4W_ACCEPTED, QB4W_KNOWN, f"{cite}; {XNN_QB4W}", Qb4wDomain(cite, zp, half=c == "f16"),
+                stores=stores, known_stores=known_stores))
+    return out
+
+
 XNN_QC2W = "google/XNNPACK @75db3c0 src/reference/packing.cc L791-888 (xnn_pack_qd8_qc2w_gemm_goi_w: crumbs w + 2, " \
            "a float kernel zero point per channel); test/gemm-microkernel-tester.cc L2010-2195 (the reference: " \
            "(acc - zp * ksum - row_sum * kzp + k * zp * kzp) * inv_scale * scale + bias)"
@@ -735,6 +880,7 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                                                          "qd8-f32-scale-product-unfused"),
                    ("qd8-f32-scale-product",), QDU8, Qd8Domain(QDU8, (0, 255))),
     *_half_contracts(),
+    *_qb4w_contracts(),
     *_qc2w_contracts(),
     OutputContract("onednn-scales", "oneDNN: f32_to_int8((src_scale * wei_scale[n] * f32(acc) + bias) / dst_scale "
                    "+ zp): the reference's orders (division, reciprocal) and the JIT's precomputed scales",

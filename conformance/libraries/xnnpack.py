@@ -44,6 +44,8 @@ class Isa:
     # wasm relaxed dots: the behaviours a kernel is judged under (one row each) and the one XNNPACK dispatches it on
     relaxed_dot: tuple[str, ...] = ()
     dispatch: str | None = None
+    # AArch64: what lowp adds to zig's -mcpu (the recipe's cortex_a76+i8mm) where the ISA needs more
+    zig_cpu: tuple[str, ...] = ()
 
 
 _SKX = ("avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "fma", "f16c")
@@ -91,7 +93,7 @@ ISAS: dict[str, Isa] = {i.name: i for i in (
     Isa("neoni8mm", "aarch64", ("asimd", "asimddp", "i8mm") + _ARM_FP16, ("-march=armv8.2-a+i8mm+fp16",),
         ("smmla", "ummla", "usmmla")),
     Isa("neoni8mmbf16", "aarch64", ("asimd", "asimddp", "i8mm", "bf16") + _ARM_FP16,
-        ("-march=armv8.2-a+i8mm+fp16+bf16",), ("smmla", "ummla", "usmmla")),
+        ("-march=armv8.2-a+i8mm+fp16+bf16",), ("smmla", "ummla", "usmmla"), zig_cpu=("-mcpu=cortex_a76+i8mm+bf16",)),
     # RVV: the 8-bit kernels multiply-accumulate with VWMACC, the 4-bit ones multiply the shifted nibbles with VWMUL
     # and add with VWADD.WV (src/qs8-gemm/rvv.c.in L116-151)
     Isa("rvv", "riscv64", ("v", "zvl128b"), ("-march=rv64gcv", "-mabi=lp64d"), _RVV_MUL, "xnnpack-fp32-lrintf"),
@@ -477,9 +479,7 @@ def _output_contract(d, requantization: str | None, scaled: bool) -> str | Skip:
     packers), whose contracts are the 28-bit ones; XNNPACK's qc4uw kernels (unsigned nibbles, madd) sum exactly in
     int32 and claim the 8-bit datatypes' contracts."""
     if d.blockwise:
-        return Skip("output stage not modelled", f"{d.name}: a blockwise (qb4w) kernel has no output-stage contract "
-                                                 "yet (lowp checks the scalar kernels' float orders only: "
-                                                 "docs/xnnpack-abi.md)")
+        return d.name          # qd8-f32-qb4w, qdu8-bf16-qb4w, ...: lowp.conformance.contracts.output._qb4w_contracts
     if d.c_type in ("f32", "f16", "bf16"):
         return FLOAT_CONTRACTS[d.name if scaled or d.weight_bits != 4 else d.name.replace("qc4w", "qc8w")]
     if scaled:
@@ -491,12 +491,44 @@ def _stage(name: UkernelName, layout: str, isa: Isa, scaled: bool) -> str | Skip
     """The output stage model of the kernel: by params layout, then by ISA (x86 and RVV fp32), then by the scalar
     variant (fmagic, imagic, lrintf); on 4-bit weights its -acc28 form (the int32 holds 16x the sum); a Skip where
     lowp has no model of it."""
+    if layout.startswith("qb4w_"):
+        return _qb4w_stage(name, layout, isa)
     stage = _base_stage(name, layout, isa)
     if isinstance(stage, Skip) or not scaled:
         return stage
     if f"{stage}-acc28" not in OUTPUT_STAGES:
         return Skip("output stage not modelled", f"{name.name}: no 4-bit (-acc28) form of the output stage {stage}")
     return f"{stage}-acc28"
+
+
+# The float order of each family of XNNPACK's qb4w kernels (lowp.kernels.models.quant.QB4W_STAGES; src/qd8-{f32,f16,
+# bf16}-qb4w-gemm/gen/*.c @75db3c0): by ISA, the MLAL-lane kernels by their variant
+QB4W_ORDER_OF_ISA = {"scalar": "qb4w-unfused", "sse2": "qb4w-unfused", "sse41": "qb4w-unfused", "avx": "qb4w-unfused",
+                     "avx2": "qb4w-fma-fused-lanes4", "avx512vnni": "qb4w-fma", "avx512vnnigfni": "qb4w-fma",
+                     "neondot": "qb4w-fma", "neondotfp16arith": "qb4w-fma", "neoni8mm": "qb4w-fma",
+                     "neoni8mmbf16": "qb4w-fma"}
+
+
+def _qb4w_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
+    """The qb4w kernel's float order (`stage`), with its bf16 store where that is not the NaN-quieting RNE
+    (`stage:store`, lowp.isa_models.float32.BF16_CONVERSIONS): src/qd8-bf16-qb4w-gemm/gen/qd8-bf16-qb4w-gemm-1x8c4-
+    minmax-neondot.c (vaddq_u32 of 0x7FFF + the kept bit, then the narrowing shift), ...-1x16c8-minmax-avx512vnni.c
+    (_mm512_cvtneps_pbh)."""
+    if isa.target == "arm":
+        return Skip("output stage not modelled", f"{name.name}: no flush-to-zero model of the qb4w float order "
+                                                 "(AArch32 NEON flushes denormals)")
+    if "mlal" in name.variant and "lane" in name.variant and isa.target == "aarch64":
+        stage = "qb4w-fma-fused"          # vfmaq_f32 per block and vfmaq_f32(bias, vout, inv_scale) on ARM64
+    elif isa.name in QB4W_ORDER_OF_ISA:
+        stage = QB4W_ORDER_OF_ISA[isa.name]
+    else:
+        return Skip("output stage not modelled", f"{name.name}: no qb4w float order read for {isa.name}")
+    if layout.endswith("bf16"):
+        # the NEON dot kernels: vaddq_u32 and a narrowing shift, no NaN test; the AVX-512 ones: _mm512_cvtneps_pbh
+        # (VCVTNEPS2BF16: subnormals as zero); the rest math_cvt_bf16_fp32, its AVX2 blend, BFCVTN: quieted NaNs
+        store = {"neondot": "rne-nonan", "avx512vnni": "rne-daz"}.get(isa.name)
+        return f"{stage}:{store}" if store else stage
+    return stage
 
 
 def _qc2w_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
@@ -605,22 +637,25 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
     if b_domain:
         lo_b, hi_b = max(lo_b, b_domain[0]), min(hi_b, b_domain[1])
     x86, arm = isa.target == "x86-64", isa.target == "arm"
+    copts, features = (*isa.copts, *_bf16_copts(d, isa)), (*isa.features, *_bf16_features(d, isa))
     entry = {
-        "name": name.name, "target": isa.target, "features": list(isa.features), "sources": [str(source)],
+        "name": name.name, "target": isa.target, "features": list(features), "sources": [str(source)],
         "symbol": abi["symbol"], "signature": abi["signature"],
         "a_type": abi["a_type"], "b_type": abi["b_type"], "c_type": abi["c_type"],
         # XNNPACK's build: -fno-math-errno for every ukernel (CMakeLists.txt L1042), -ffp-contract=off under GCC
-        # (L411: no FMA contraction), the ISA's flags (x86; zig's AArch64 -mcpu covers theirs), -O2.
-        # 32-bit Arm: the ISA's flags but -march/-mfpu (zig's -mcpu: lowp.emulator.targets.arm.build_cpu).
-        # RISC-V: the ISA's -march (rv64gcv, rv64gcv_zvfh: lowp.emulator.cpuflags reads it as zig's -mcpu)
-        "cflags": ["-O2", "-fno-math-errno", *(("-ffp-contract=off", *isa.copts) if x86 or arm else ()),
-                   *(isa.copts if isa.target in ("wasm32", "riscv64") else ())],
+        # (L411: no FMA contraction), the ISA's flags (x86; zig's AArch64 -mcpu covers theirs, with what the ISA adds to
+        # it: Isa.zig_cpu), -O2. 32-bit Arm: the ISA's flags but -march/-mfpu (zig's -mcpu:
+        # lowp.emulator.targets.arm.build_cpu). RISC-V: the ISA's -march (rv64gcv, rv64gcv_zvfh: lowp.emulator.cpuflags
+        # reads it as zig's -mcpu)
+        "cflags": ["-O2", "-fno-math-errno", *(("-ffp-contract=off", *copts) if x86 or arm else ()),
+                   *(isa.copts if isa.target in ("wasm32", "riscv64") else ()), *isa.zig_cpu],
         "include_dirs": [str(STUBS), str(checkout.root)],
         # what XNNPACK's build defines (CMakeLists.txt L345-384, L1226): assembly on, the ISA on, no logging
         "defines": ["XNN_ENABLE_ASSEMBLY=1", "XNN_LOG_LEVEL=0", f"XNN_ENABLE_{isa.name.upper()}=1",
                     *([f"{item.data['cpp-check']}=1"] if item.data.get("cpp-check") else [])],
         "tile": tile,
-        "xnnpack": abi["xnnpack"],
+        # qb4w: lowp's cases draw every depth; one that is not a whole number of blocks runs padded with zeros
+        "xnnpack": {**abi["xnnpack"], **({"depth": "padded"} if d.blockwise else {})},
         "contract": "exact",
         "output": output,
         "domain": {"a": [0, 255] if d.a_type == "u8" else [-128, 127], "b": [lo_b, hi_b]},
@@ -638,6 +673,17 @@ def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage:
     if item.behaviour:
         _relaxed_dot(entry, isa, item.behaviour)
     return entry
+
+
+def _bf16_copts(d, isa: Isa) -> tuple[str, ...]:
+    """XNNPACK builds its AVX-512 VNNI bf16-output kernels in the avx512bf16 set (cmake/gen/
+    avx512bf16_microkernels.cmake; CMakeLists.txt L1203 adds -mavx512bf16 to those sources): their store is
+    VCVTNEPS2BF16 (_mm512_cvtneps_pbh)."""
+    return ("-mavx512bf16",) if d.c_type == "bf16" and isa.name == "avx512vnni" else ()
+
+
+def _bf16_features(d, isa: Isa) -> tuple[str, ...]:
+    return ("avx512_bf16",) if _bf16_copts(d, isa) else ()
 
 
 def _relaxed_dot(entry: dict, isa: Isa, behaviour: str) -> None:

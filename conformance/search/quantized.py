@@ -28,6 +28,7 @@ def output_contract(name: str):
 # Quantization arrays indexed by the rows of A (the dynamically quantized qd8 kind); every other 1-d array is per
 # output channel (a column of B and C).
 ROW_KEYS = ("a_zero_point", "a_inv_scale")
+COLUMN_BLOCK_KEYS = ("b_block_scale",)        # (N, blocks): one row per output channel
 STYLE_OF_VALUES = {"uniform": "typical", "realistic": "typical", "extremes": "ends", "adversarial": "limits"}
 
 
@@ -211,7 +212,11 @@ def _outside(kern, contract, rng, acc, zps, A) -> dict:
 def _defined(kern, contract, acc, q, A) -> bool:
     from lowp.isa_models.requant import OUTPUT_STAGES
     try:
-        OUTPUT_STAGES[contract.accepted[0]].compute(acc, with_rows(kern, A, q), kern.c_type)
+        if blockwise(contract):
+            from lowp.kernels.xnnpack import check_bf16
+            check_bf16(np.asarray(q["b_block_scale"]))
+        else:
+            OUTPUT_STAGES[contract.accepted[0]].compute(acc, with_rows(kern, A, q), kern.c_type)
         if kern.xnnpack is not None:
             from lowp.kernels.xnnpack import params_blob
             params_blob(kern.xnnpack["datatype"], kern.xnnpack["params"], q)
@@ -254,6 +259,19 @@ def same(x: np.ndarray, y: np.ndarray) -> bool:
     return x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
 
 
+def blockwise(contract) -> bool:
+    """A contract on A and B themselves (XNNPACK's qb4w kernels: lowp.conformance.contracts.output.BlockwiseContract),
+    not on an int32 accumulator."""
+    return hasattr(contract, "judge_blocks")
+
+
+def block_geometry(kern):
+    """The qb4w kernel's block size, kr and sr (what a blockwise contract's stages need of it)."""
+    from lowp.conformance.contracts.output import BlockGeometry
+    x = kern.xnnpack or {}
+    return BlockGeometry(int(x.get("bl", 0)), int(kern.tile.kr), int(x.get("sr", 1)))
+
+
 def with_rows(kern, A, q: dict) -> dict:
     """q with what a qd8-qc2w output stage reads beside the accumulator: the sums of A's rows and the depth as the
     ukernel is handed them (lowp.kernels.xnnpack.row_terms); q itself for every other kernel."""
@@ -266,13 +284,16 @@ def with_rows(kern, A, q: dict) -> dict:
 
 def judge(check_name: str, kern, A, B, q, C) -> tuple[bool, str | None, np.ndarray]:
     """(ok, matched, expected) of a quantized kernel's output C: against its behaviour model ('model'), or against
-    its output-stage contract applied to every accepted accumulator of its accumulation contract."""
+    its output-stage contract applied to every accepted accumulator of its accumulation contract (a blockwise
+    contract: to A and B)."""
     q = with_rows(kern, A, q)
     if check_name == "model":
         expected = kern.predict(A, B, q)
         ok = same(C, expected)
         return ok, "behaviour model" if ok else None, expected
     out = output_contract(check_name)
+    if blockwise(out):                 # its known variants are named by judge_blocks itself
+        return out.judge_blocks(C, A, B, q, kern.c_type, block_geometry(kern))
     acc_contract = accumulation_contract(kern.contract)
     first = None
     for variant in acc_contract.accepted:
@@ -290,6 +311,8 @@ def expected(check_name: str, kern, A, B, q) -> np.ndarray:
     q = with_rows(kern, A, q)
     if check_name == "model":
         return kern.predict(A, B, q)
+    if blockwise(output_contract(check_name)):
+        return output_contract(check_name).expected_blocks(A, B, q, kern.c_type, block_geometry(kern))
     from lowp.isa_models.requant import OUTPUT_STAGES
     acc = accumulators(accumulation_contract(kern.contract).accepted[0], A, B, q)
     return OUTPUT_STAGES[output_contract(check_name).accepted[0]].compute(acc, q, kern.c_type)
@@ -301,6 +324,9 @@ def readings(check_name: str, kern, A, B, q, C) -> list[str]:
     from lowp.isa_models.requant import OUTPUT_STAGES
     q = with_rows(kern, A, q)
     out = output_contract(kern.output if check_name == "model" else check_name)
+    if blockwise(out):
+        return [f"output stage {name}" for name, accepted, r in out.results(A, B, q, kern.c_type, block_geometry(kern))
+                if not accepted and same(C, r)]
     exact = exact_accumulators(A, B, q)
     names = []
     for name in out.known:
@@ -335,10 +361,12 @@ def named_readings(check_name: str, kern, A, B, q, C, keys=None) -> list[tuple[s
     q = with_rows(kern, A, q)
     named = [(name, name) for name in readings(check_name, kern, A, B, q, C) if keys is None or name in keys]
     contract = kern.output if check_name == "model" else check_name
-    accepted = accumulation_contract(kern.contract).accepted
-    named += matches(contract, A, B, q, C, kern.c_type, acc_variants=accepted, isa=kernel_isa(kern), keys=keys,
-                     blocks=(kern.tile.mr, kern.tile.nr) if kern.signature == "xnnpack-gemm" else None)
-    named += accumulation_readings(contract, kern, A, B, q, C, accepted, keys=keys)
+    if not blockwise(output_contract(contract)):  # the stage families and accumulation bugs are int32 readings
+        accepted = accumulation_contract(kern.contract).accepted
+        named += matches(contract, A, B, q, C, kern.c_type, acc_variants=accepted, isa=kernel_isa(kern), keys=keys,
+                         blocks=(kern.tile.mr, kern.tile.nr) if kern.signature == "xnnpack-gemm" else None)
+        named += accumulation_readings(contract, kern, A, B, q, C, accepted, keys=keys)
+    # readings of C itself (a clamp bound everywhere, a store of the wrong columns): a blockwise kernel's too
     observed = bound_readings(kern, A, B, q, C, check_name) + shifted_readings(kern, A, B, q, C, check_name)
     return named + [(key, name) for key, name in observed if keys is None or key in keys]
 
@@ -449,7 +477,7 @@ def take(q: dict | None, axis: int, index) -> dict | None:
     out = {}
     for key, value in q.items():
         rows = per_row(key, value)
-        if np.ndim(value) == 1 and rows == (axis == 0):
+        if np.ndim(value) == 1 and rows == (axis == 0) or key in COLUMN_BLOCK_KEYS and axis == 1:
             out[key] = np.asarray(value)[index]
         else:
             out[key] = value

@@ -1,6 +1,7 @@
 // lowp's test tree: the qs8-qc8w params union, with XNNPACK's fp32_scalar member layout.
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "include/xnnpack.h"
@@ -34,6 +35,15 @@ struct xnn_f32_qc4w_minmax_params {
     float min;
     float max;
     int32_t kernel_zero_point;
+  } scalar;
+};
+
+// The float clamp and block size of a qd8-f32-qb4w kernel (XNNPACK's struct xnn_f32_qb4w_minmax_params).
+struct xnn_f32_qb4w_minmax_params {
+  struct {
+    float min;
+    float max;
+    size_t blocksize;
   } scalar;
 };
 
