@@ -812,6 +812,25 @@ def _layouts(u: Ukernel, M: int, K: int, N: int, strides: Strides, item: int, c_
     return a_stride, Strided((M, N), np.dtype(c_dtype).str, cm, u.nr, cn)
 
 
+PACKED_WORD = 4         # packed weights open each block of nr columns with int32 (or float) words: bias, sums
+
+
+def caller_alignment(u: Ukernel, a_item: int, c_item: int) -> dict[str, int]:
+    """The least alignment, in bytes, XNNPACK's ABI lets a caller hand each buffer of a ukernel call: its element's
+    and no more (the ukernel prototypes take `const int8_t *a`, `const void *w`, `void *c`, a params union: the
+    library's allocations are 64-byte aligned, but an operator passes a row, a column block or a batch within them):
+    A and C their element size, the packed weights their leading int32 words, the params struct and a qd8 kernel's
+    {zero_point, inv_scale} rows their C alignment (microparams.h @75db3c0). A requantizing ukernel's params are
+    a union of every layout of its datatype (xnn_qs8_qc8w_conv_minmax_params, ...): the union's alignment is its
+    widest member's; a dynamic one's are a struct of their own."""
+    layouts = [PARAMS_LAYOUTS[(u.datatype, u.layout)]] if u.d.dynamic else \
+        [layout for (datatype, _), layout in PARAMS_LAYOUTS.items() if datatype == u.datatype]
+    out = {"A": a_item, "w": PACKED_WORD, "C": c_item, "params": max(layout.alignment for layout in layouts)}
+    if u.d.dynamic:
+        out["quantization_params"] = QD8_ROW.alignment
+    return out
+
+
 def _qd8_rows(u: Ukernel, q: dict, M: int) -> np.ndarray:
     """The {zero_point, inv_scale} rows a qd8/qdu8 ukernel reads: M of them and XNN_EXTRA_QUANTIZATION_PARAMS
     copies of the last (src/operator-run.c xnn_compute_pad_qd8_params); an IGEMM reads one for all its rows (the
