@@ -143,7 +143,7 @@ class Machine:
         self._pristine = self.uc.context_save()     # the CPU as created: every seeded state starts from it
         self._seeded = {}
         self._mapped = []       # the buffers' regions (address, size), kept from one call to the next
-        self._intact = set()    # (lo, base, hi) of the buffers whose canaries the last call found intact
+        self._intact = set()    # (lo, base, hi, nbytes) of the buffers whose canaries the last call found intact
         self._entered = {}      # (register state, arguments) -> the saved context a call starts from (_enter)
 
     # -- layout -------------------------------------------------------------------------------------------
@@ -171,7 +171,8 @@ class Machine:
         intact, self._intact = self._intact, set()
         for b in buffers:       # every byte of every mapping is written: nothing of an earlier call shows through
             data = np.ascontiguousarray(b.array).tobytes() if b.nbytes else b""
-            if (b.lo, b.base, b.hi) in intact:
+            # nbytes too: with an alignment's slack, one place can hold a buffer of another length
+            if (b.lo, b.base, b.hi, b.nbytes) in intact:
                 # the last call's check read these canaries back intact: only the data differs from a full write
                 self.uc.mem_write(b.base, data)
             else:
@@ -418,7 +419,7 @@ class Machine:
                 below, data, over = region[:start], region[start:end], region[end:]
                 out.append(np.frombuffer(data, b.array.dtype).reshape(b.array.shape).copy())
                 if below == _canary(len(below)) and over == _canary(len(over)):
-                    self._intact.add((b.lo, b.base, b.hi))
+                    self._intact.add((b.lo, b.base, b.hi, b.nbytes))
                 elif error is None:
                     error = canary_damage(b, below, over)
         finally:

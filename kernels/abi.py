@@ -100,7 +100,8 @@ def caller_alignment(kernel: Kernel) -> dict[str, int]:
     if kernel.signature not in XNNPACK_SIGNATURES:
         return {}
     from lowp.kernels.xnnpack import caller_alignment as of_ukernel
-    return of_ukernel(ukernel(kernel), np.dtype(kernel.a_dtype).itemsize, np.dtype(kernel.c_dtype).itemsize)
+    return of_ukernel(ukernel(kernel), np.dtype(kernel.a_dtype).itemsize, np.dtype(kernel.c_dtype).itemsize,
+                      kernel.target)
 
 
 def ukernel(kernel: Kernel):

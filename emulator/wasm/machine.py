@@ -234,8 +234,8 @@ class WasmMachine:
              count: bool = False, mnemonics: bool = False, memory=(), align=None, **options) -> CallResult:
         """Call the exported function `symbol`: arrays by address of a copy, ints by value; `memory` buffers are
         placed but not passed. budget: fuel for this call (default the machine's). align: {buffer name: offset
-        from a 64-byte boundary} its start is placed at (its bounds stay byte-exact: no slack). Raises an EmulatorError (with
-        .result) on an out-of-bounds access, a trap or a budget overrun."""
+        from a 64-byte boundary} its start is placed at (its bounds stay byte-exact: no slack). Raises an
+        EmulatorError (with .result) on an out-of-bounds access, a trap or a budget overrun."""
         import wasmtime
         if options:
             raise TypeError(f"unknown option(s) {', '.join(sorted(options))} (the wasm machine has no hooks)")

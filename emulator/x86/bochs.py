@@ -346,8 +346,9 @@ class BochsMachine(GuestProcess):
     def call(self, symbol: str, *args, names=None, overread=None, seed=None, memory=(), align=None,
              **options) -> CallResult:
         """Call `symbol` with numpy arrays (passed as pointers to copies), Pointers and ints (64-bit scalars), and
-        place the `memory` buffers (at `align`'s offsets), as Machine.call. options: budget (instructions; None: none), seconds (the time budget of a call that counts
-        nothing; default budget / INSTRUCTIONS_PER_SECOND), count (executed instructions), mnemonics
+        place the `memory` buffers (every buffer at `align`'s offset), as Machine.call. options: budget
+        (instructions; None: none), seconds (the time budget of a call that counts nothing; default budget /
+        INSTRUCTIONS_PER_SECOND), count (executed instructions), mnemonics
         (per-mnemonic counts). seed: the registers the arguments leave free start pseudo-random, as that seed
         chooses. Raises an EmulatorError (with .result) on a fault, a budget overrun, an undefined instruction or
         a dead guest."""
