@@ -264,3 +264,34 @@ def test_an_unaligned_safe_kernel_passes_at_every_offset(ks):
         align = {"A": offset, "w": offset // 4 * 4, "C": (offset * 7) % 64, "params": (offset * 4) % 64}
         assert _right(k, A, B, q, ex.run(A, B, quant=q, seed=offset, align=align)), align
     assert _check(k.name)["verdict"] == "PASS"
+
+
+def test_a_wasm_trap_after_a_native_call_is_still_a_trap():
+    """The native guard installs its signal handlers for a call and puts back the ones it replaced: a wasm trap
+    (wasmtime's handlers, installed when its first engine was made) after a native call is the trap it was, not a
+    SIGILL that ends the process. In a child process: where that breaks, the process dies."""
+    import subprocess
+    import sys
+    script = f"""
+import numpy as np
+from lowp.kernels import executor, load_toml
+from lowp.emulator.errors import OutOfBounds
+ks = {{k.name: k for k in load_toml({str(HERE / "kernels.toml")!r})}}
+ks.update({{k.name: k for k in load_toml({str(HERE / "probe.toml")!r})}})
+wasm = executor(ks["xnn_align_bug_rounded_params_wasm32"])
+if wasm.unavailable():
+    print("skip", wasm.unavailable()); raise SystemExit
+from lowp.conformance.search.quantized import draw_params
+A, B = np.ones((2, 3), np.int8), np.ones((3, 4), np.int8)
+q = draw_params(ks["xnn_align_bug_rounded_params_wasm32"], A, B, 0, "typical")
+wasm.run(A, B, quant=q, seed=1, align={{"params": 0}})            # wasmtime's handlers are in
+executor(ks["align_probe_x86_64"], "native").run(np.zeros((1, 1), np.int8), np.zeros((1, 4), np.int8))
+try:
+    wasm.run(A, B, quant=q, seed=1, align={{"params": 4}})
+except OutOfBounds:
+    print("trapped")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    if done.stdout.startswith("skip"):
+        pytest.skip(done.stdout.strip())
+    assert done.returncode == 0 and done.stdout.strip().endswith("trapped"), (done.returncode, done.stderr[-2000:])
