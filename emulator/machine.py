@@ -47,6 +47,7 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETC
 
 from lowp.emulator.aarch64.aapcs64 import AAPCS64, REGISTER_STATES
 from lowp.emulator.build import Binary
+from lowp.emulator.placement import check_alignment, padded_after
 from lowp.emulator.errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
                      UndefinedInstruction, describe_out_of_bounds, stopped_after)
 
@@ -142,7 +143,7 @@ class Machine:
         self._pristine = self.uc.context_save()     # the CPU as created: every seeded state starts from it
         self._seeded = {}
         self._mapped = []       # the buffers' regions (address, size), kept from one call to the next
-        self._intact = set()    # (lo, base, hi) of the buffers whose canaries the last call found intact
+        self._intact = set()    # (lo, base, hi, nbytes) of the buffers whose canaries the last call found intact
         self._entered = {}      # (register state, arguments) -> the saved context a call starts from (_enter)
 
     # -- layout -------------------------------------------------------------------------------------------
@@ -152,11 +153,12 @@ class Machine:
     def _down(self, x):
         return x // self.page * self.page
 
-    def _place(self, arrays, names, overread, tables=None):
+    def _place(self, arrays, names, overread, tables=None, align=None):
         buffers, cursor, layout = [], BUFFERS, []
         for i, (name, a) in enumerate(zip(names, arrays)):
             nbytes = a.nbytes
-            after = int(overread.get(name, 0))           # allowed over-read: canary-filled, readable
+            # allowed over-read and the slack an alignment needs: canary-filled, readable
+            after = padded_after(name, nbytes, overread, align)
             size = self._up(max(nbytes + after, 1))
             lo = cursor + self.page                      # one unmapped guard page below
             hi = lo + size
@@ -169,7 +171,8 @@ class Machine:
         intact, self._intact = self._intact, set()
         for b in buffers:       # every byte of every mapping is written: nothing of an earlier call shows through
             data = np.ascontiguousarray(b.array).tobytes() if b.nbytes else b""
-            if (b.lo, b.base, b.hi) in intact:
+            # nbytes too: with an alignment's slack, one place can hold a buffer of another length
+            if (b.lo, b.base, b.hi, b.nbytes) in intact:
                 # the last call's check read these canaries back intact: only the data differs from a full write
                 self.uc.mem_write(b.base, data)
             else:
@@ -356,7 +359,8 @@ class Machine:
         return self.cc.disassemble(word, pc)
 
     # -- the call -----------------------------------------------------------------------------------------
-    def call(self, symbol: str, *args, names=None, overread=None, seed=None, memory=(), **options) -> CallResult:
+    def call(self, symbol: str, *args, names=None, overread=None, seed=None, memory=(), align=None,
+             **options) -> CallResult:
         """Call `symbol` with numpy arrays (passed as pointers to copies), Pointers (tables of addresses into the
         call's buffers) and ints (scalars); see the module doc. memory: (name, array) buffers placed like the
         arguments' but not passed (a Pointers table is how the kernel reaches them; CallResult lists them after the
@@ -364,7 +368,8 @@ class Machine:
         a kernel may read past that buffer's end (writes there are still caught, by a canary). seed: the CPU
         starts from the state it chooses (the other general and vector registers pseudo-random, the flags and the
         rest as created; one of REGISTER_STATES), not from the last call's, so a kernel that reads a register it
-        never set behaves the same on replay. Raises an EmulatorError (with
+        never set behaves the same on replay. align: {buffer name: offset from a 64-byte boundary} its start is
+        placed at (lowp.emulator.placement). Raises an EmulatorError (with
         .result) on a fault, a budget overrun, an undefined instruction or a lockstep mismatch."""
         unknown = set(options) - set(self.defaults)
         if unknown:
@@ -375,7 +380,8 @@ class Machine:
         names, arrays, array_names, scalars = split_arguments(args, names, memory)
         native_budget = bool(opts["budget"]) and not count
         self._configure(count, opts["mnemonics"], opts["lockstep"], opts["trace"], native_budget)
-        buffers = self._place(arrays, array_names, overread or {}, pointer_tables(args, memory))
+        buffers = self._place(arrays, array_names, overread or {}, pointer_tables(args, memory),
+                              check_alignment(align))
         self._state = s = dict(buffers=buffers, blocks=Counter(), total=0, budget=opts["budget"] if count else None,
                                modeled=Counter(), error=None, pending=None, checked=0, trace=opts["trace"])
         values, it = [], iter(buffers)
@@ -413,7 +419,7 @@ class Machine:
                 below, data, over = region[:start], region[start:end], region[end:]
                 out.append(np.frombuffer(data, b.array.dtype).reshape(b.array.shape).copy())
                 if below == _canary(len(below)) and over == _canary(len(over)):
-                    self._intact.add((b.lo, b.base, b.hi))
+                    self._intact.add((b.lo, b.base, b.hi, b.nbytes))
                 elif error is None:
                     error = canary_damage(b, below, over)
         finally:

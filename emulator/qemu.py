@@ -73,6 +73,7 @@ from lowp.emulator.build import HERE, INCLUDE, Binary, build, include_files
 from lowp.emulator.features import AARCH64_HWCAPS, ARM_ARCHITECTURES, ARM_HWCAPS, ARM_HWCAPS2
 from lowp.emulator.native_build import NativeUnavailable, build_shared_library
 from lowp.emulator.qemu_batch import identify
+from lowp.emulator.placement import check_alignment, padded_after
 from lowp.emulator.errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
     describe_out_of_bounds, guest_death, stopped_after
 from lowp.emulator.aarch64.aapcs64 import REGISTER_STATES, _access_size, _capstone, disassemble, effective_address, \
@@ -462,19 +463,22 @@ class QemuMachine(GuestProcess):
 
     # -- the call ---------------------------------------------------------------------------------------------
     def call(self, symbol: str, *args, names=None, overread=None, seed=None, budget: int | None = None,
-             seconds: float | None = None, count: bool = False, mnemonics: bool = False, memory=(),
+             seconds: float | None = None, count: bool = False, mnemonics: bool = False, memory=(), align=None,
              **options) -> CallResult:
         """Call `symbol` with numpy arrays (passed as pointers to copies), Pointers (whose addresses the guest
         driver writes, once it has mapped every buffer) and ints (64-bit scalars), and place the `memory` buffers,
         as Machine.call. seconds: the time budget (default the machine's); budget: an instruction budget, converted
-        to seconds at INSTRUCTIONS_PER_SECOND (at least 1 s) when `seconds` is not given. Raises an EmulatorError
-        (with .result) on a fault, a budget overrun, an undefined instruction or a dead guest."""
+        to seconds at INSTRUCTIONS_PER_SECOND (at least 1 s) when `seconds` is not given. align: {buffer name:
+        offset from a 64-byte boundary} (lowp.emulator.placement: the driver ends each mapping at a page, the
+        slack after the buffer holds canaries). Raises an EmulatorError (with .result) on a fault, a budget
+        overrun, an undefined instruction or a dead guest."""
         if options:
             raise TypeError(f"unknown option(s) {', '.join(sorted(options))} (qemu runs without Unicorn's hooks: "
                             "no lockstep or trace)")
         counted = bool(count or mnemonics)
         seconds = self._seconds(seconds, budget)
-        request = self._request(symbol, args, names, overread, seed, memory, seconds, counted)
+        request = self._request(symbol, args, names, overread, seed, memory, seconds, counted,
+                                check_alignment(align))
         t0 = time.perf_counter()
         self._log_wanted |= counted
         self._process()
@@ -516,7 +520,7 @@ class QemuMachine(GuestProcess):
                               f"time budget of {seconds:g} s did not stop it in the guest: signals blocked?); "
                               "killed, the next call starts a new process", budget=seconds)
 
-    def _request(self, symbol, args, names, overread, seed, memory, seconds, counted) -> "_Request":
+    def _request(self, symbol, args, names, overread, seed, memory, seconds, counted, align=None) -> "_Request":
         """One OP_CALL request's bytes (qemu_driver_common.h's protocol) and what its reply holds."""
         entry = self.binary.symbol(symbol)
         names = list(names) if names is not None else [f"arg{i}" for i in range(len(args))]
@@ -533,7 +537,7 @@ class QemuMachine(GuestProcess):
                 a, kind = _pointer_words(a, entries, self.guest.pointer_bytes), 2
             if isinstance(a, np.ndarray) and a.ndim > 0:
                 raw = a.tobytes()               # C order, whatever a's
-                after = int(overread.get(name, 0))
+                after = padded_after(name, len(raw), overread, align)
                 kinds += [kind, len(raw), after]
                 arrays.append(a)
                 array_names.append(name)

@@ -95,6 +95,16 @@ def reject_abi_options(kernel: Kernel, strides, igemm) -> None:
                          f"'xnnpack-gemm' or 'xnnpack-igemm'), not {kernel.signature!r}")
 
 
+def caller_alignment(kernel: Kernel) -> dict[str, int]:
+    """{buffer: the least alignment in bytes a caller may give it} of an XNNPACK ukernel's calls
+    (lowp.kernels.xnnpack.caller_alignment); {} for lowp's own signatures, whose alignment no case varies."""
+    if kernel.signature not in XNNPACK_SIGNATURES:
+        return {}
+    from lowp.kernels.xnnpack import caller_alignment as of_ukernel
+    return of_ukernel(ukernel(kernel), np.dtype(kernel.a_dtype).itemsize, np.dtype(kernel.c_dtype).itemsize,
+                      kernel.target)
+
+
 def ukernel(kernel: Kernel):
     """The lowp.kernels.xnnpack.Ukernel of an XNNPACK-ABI kernel entry (its target's pointer size and
     XNN_EXTRA_BYTES: lowp.kernels.xnnpack.TARGET_ABI)."""

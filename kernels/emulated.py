@@ -11,7 +11,7 @@ import numpy as np
 
 from lowp.kernels import abi
 from lowp.kernels.entry import Kernel, checked_workspace, workspace_symbol
-from lowp.kernels.invocation import call_emulated, outcome, poison, poison_rows
+from lowp.kernels.invocation import GEMM_BUFFERS, call_emulated, checked_align, outcome, poison, poison_rows
 
 # Bytes of workspace per kernel are asked of the kernel itself (its <prefix>_workspace function), also emulated.
 
@@ -77,10 +77,10 @@ class EmulatedExecutor:
 
     def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None,
             mnemonics: bool = False, budget: int | None = None, quant: dict | None = None,
-            strides: dict | None = None, igemm: dict | None = None) -> np.ndarray:
+            strides: dict | None = None, igemm: dict | None = None, align: dict | None = None) -> np.ndarray:
         """C and the workspace start as poison(seed), the registers as the seed chooses (Machine.call); the
-        machine's static data persists from call to call, as a loaded library's does. quant, strides, igemm: as
-        NativeExecutor.run."""
+        machine's static data persists from call to call, as a loaded library's does. quant, strides, igemm,
+        align: as NativeExecutor.run."""
         k = self.kernel
         k.check_operands(A, B)
         M, K = A.shape
@@ -89,8 +89,12 @@ class EmulatedExecutor:
         if budget:
             options["budget"] = budget
         if k.quantized:
-            return self._run_quantized(A, B, quant, seed, work_seed, options, strides=strides, igemm=igemm)
+            return self._run_quantized(A, B, quant, seed, work_seed, options, strides=strides, igemm=igemm,
+                                       align=align)
         abi.reject_abi_options(k, strides, igemm)
+        align = checked_align(k, align, GEMM_BUFFERS)
+        if align:
+            options["align"] = align
         size = self.workspace_bytes(M, N, K)
         work = poison(max(int(size), 1), np.uint8, seed + 1 if work_seed is None else work_seed)
         C = poison((M, N), np.int32, seed)
@@ -182,15 +186,17 @@ class EmulatedExecutor:
                 self.last = r
         return outcomes
 
-    def _run_quantized(self, A, B, quant, seed, work_seed, options, **abi_options) -> np.ndarray:
-        """A quantized signature: its adapter's calls, one machine.call each (the mnemonic counts add up)."""
+    def _run_quantized(self, A, B, quant, seed, work_seed, options, align=None, **abi_options) -> np.ndarray:
+        """A quantized signature: its adapter's calls, one machine.call each (the mnemonic counts add up), each
+        buffer at its `align` offset."""
         from collections import Counter
 
         if quant is None:
             raise ValueError(f"{self.kernel.name}: a quantized kernel runs with the case's quantization parameters")
         inv = abi.invocation(self.kernel, A, B, quant, seed=seed, work_seed=work_seed,
                              workspace_bytes=self.workspace_bytes, **abi_options)
-        results, out = call_emulated(inv, self.machine, overread=self.kernel.overread, seed=seed, options=options)
+        results, out = call_emulated(inv, self.machine, overread=self.kernel.overread, seed=seed, options=options,
+                                     align=checked_align(self.kernel, align, inv.buffers))
         self.last = results[-1]          # counts below add up every ukernel call of the GEMM
         if self.last.instructions is not None:
             self.last.instructions = sum(r.instructions or 0 for r in results)

@@ -22,6 +22,7 @@ from lowp.kernels.entry import SIGNATURES, XNNPACK_SIGNATURES, Kernel, workspace
 # re-exported here, where callers have always found them.
 from lowp.kernels.entry import MAX_WORKSPACE_BYTES, WorkspaceTooLarge, checked_workspace  # noqa: F401
 from lowp.kernels.invocation import POISON_POOL, outcome, poison, poison_start  # noqa: F401
+from lowp.kernels.invocation import GEMM_BUFFERS, checked_align
 
 
 class KernelUnavailable(RuntimeError):
@@ -184,10 +185,12 @@ class NativeExecutor:
         return local.cdata
 
     def run(self, A: np.ndarray, B: np.ndarray, *, seed: int = 0, work_seed: int | None = None,
-            quant: dict | None = None, strides: dict | None = None, igemm: dict | None = None) -> np.ndarray:
+            quant: dict | None = None, strides: dict | None = None, igemm: dict | None = None,
+            align: dict | None = None) -> np.ndarray:
         """C for A x B (a quantized kernel: with the case's parameters `quant`; an XNNPACK ukernel: with the
         case's ABI options, strides {"a", "cm", "cn"} and igemm {"ks", "a_offset", "zero"}: see
-        lowp.kernels.xnnpack)."""
+        lowp.kernels.xnnpack). align: {buffer name: offset from a 64-byte boundary} a buffer starts at
+        (lowp.emulator.placement; default: each ends at its guard page)."""
         k = self.kernel
         k.check_operands(A, B)
         if not self._checked:
@@ -196,8 +199,9 @@ class NativeExecutor:
                 raise KernelUnavailable(f"{k.name} cannot run here: {reason}")
             self._checked = True
         if k.quantized:
-            return self._run_quantized(A, B, quant, seed, work_seed, strides=strides, igemm=igemm)
+            return self._run_quantized(A, B, quant, seed, work_seed, strides=strides, igemm=igemm, align=align)
         abi.reject_abi_options(k, strides, igemm)
+        align = checked_align(k, align, GEMM_BUFFERS)
         ffi, fn, _ = self._entry
         A, B = np.ascontiguousarray(A), np.ascontiguousarray(B)
         M, K = A.shape
@@ -211,10 +215,10 @@ class NativeExecutor:
         from lowp.kernels import guard
         allowed = k.overread
         with guard.Arena() as arena:
-            a, b = (arena.place(name, x, allowed.get(name, 0)) for name, x in (("A", A), ("B", B)))
-            c = arena.place("C", poison((M, N), np.int32, seed), allowed.get("C", 0))
+            a, b = (arena.place(name, x, allowed.get(name, 0), align.get(name)) for name, x in (("A", A), ("B", B)))
+            c = arena.place("C", poison((M, N), np.int32, seed), allowed.get("C", 0), align.get("C"))
             w = arena.place("work", poison(size, np.uint8, seed + 1 if work_seed is None else work_seed),
-                            allowed.get("work", 0))
+                            allowed.get("work", 0), align.get("work"))
             address = int(ffi.cast("uintptr_t", fn))
             guard.call(address, [M, N, K, a.base, b.base, c.base, w.base, *k.params.values()], arena,
                        budget=self.budget, library=self.library_path)
@@ -272,8 +276,9 @@ class NativeExecutor:
                                               *k.params.values()], arena, regions, A3, B3, starts, work_starts,
                                     POISON_POOL, budget=self.budget, library=self.library_path)
 
-    def _run_quantized(self, A, B, quant, seed, work_seed, **options) -> np.ndarray:
-        """A quantized signature: its adapter's buffers, always behind guard pages (a ukernel call per MR rows)."""
+    def _run_quantized(self, A, B, quant, seed, work_seed, align=None, **options) -> np.ndarray:
+        """A quantized signature: its adapter's buffers, always behind guard pages (a ukernel call per MR rows),
+        each at its `align` offset."""
         from lowp.kernels import guard
         from lowp.kernels.invocation import call_native
         if quant is None:
@@ -282,10 +287,11 @@ class NativeExecutor:
         inv = abi.invocation(self.kernel, A, B, quant, seed=seed, work_seed=work_seed,
                              workspace_bytes=self.workspace_bytes, **options)
         allowed = self.kernel.overread
+        align = checked_align(self.kernel, align, inv.buffers)
         with guard.Arena() as arena:
             regions = call_native(
                 inv, self.address,
-                lambda name, array: arena.place(name, array, allowed.get(name, 0)),
+                lambda name, array: arena.place(name, array, allowed.get(name, 0), align.get(name)),
                 lambda address, args: guard.call(address, args, arena, budget=self.budget, library=self.library_path))
             return inv.result({name: regions[name].array.copy() for name in inv.writable})
 

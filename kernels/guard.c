@@ -8,9 +8,10 @@
  * can name the buffer, the offset and the instruction. The process goes on: the kernel's frame is abandoned with
  * siglongjmp, which is safe for the leaf computations kernels are (they hold no locks and no heap state of ours).
  *
- * The handlers are installed at every call (something else, Python's faulthandler for one, may have replaced them
- * since the last) and stay: outside lowp_call they restore the default action and return, so a fault anywhere
- * else still kills the process as it would have without lowp.
+ * The handlers are installed at every call and the ones they replaced (Python's faulthandler, wasmtime's trap
+ * handlers: lowp's wasm executor runs in the same process) are put back when it returns, so a fault or a wasm trap
+ * anywhere else is handled as it would have been without lowp. Should one of ours still run outside a call, it
+ * restores the default action and returns, so the fault ends the process as usual.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -104,6 +105,8 @@ static void on_signal(int signo, siginfo_t *info, void *context) {
     siglongjmp(jump, 1);
 }
 
+static struct sigaction replaced[NSIGNALS];     /* what install() replaced, for restore() */
+
 static void install(void) {
     stack_t ss;
     memset(&ss, 0, sizeof ss);
@@ -115,7 +118,12 @@ static void install(void) {
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < NSIGNALS; ++i) sigaction(SIGNALS[i], &sa, NULL);
+    for (size_t i = 0; i < NSIGNALS; ++i) sigaction(SIGNALS[i], &sa, &replaced[i]);
+}
+
+/* Puts back the handlers install() replaced; every timer is disarmed by then, so no SIGALRM of ours is left. */
+static void restore(void) {
+    for (size_t i = 0; i < NSIGNALS; ++i) sigaction(SIGNALS[i], &replaced[i], NULL);
 }
 
 static void set_periodic_timer(int64_t microseconds, int64_t interval_us) {
@@ -142,6 +150,7 @@ int lowp_call(void *fn, const int64_t *args, int64_t budget_us, lowp_fault *out)
     fault_out = out;
     if (sigsetjmp(jump, 1)) {      /* 1: the signal mask is restored, so the next fault is delivered too */
         set_timer(0);
+        restore();
         return 1;
     }
     if (budget_us > 0) set_timer(budget_us);
@@ -150,6 +159,7 @@ int lowp_call(void *fn, const int64_t *args, int64_t budget_us, lowp_fault *out)
                    args[8], args[9], args[10], args[11], args[12], args[13], args[14], args[15]);
     in_call = 0;
     if (budget_us > 0) set_timer(0);
+    restore();
     return 0;
 }
 
@@ -207,6 +217,7 @@ int lowp_call_batch(void *fn, const int64_t *args, int64_t budget_us, lowp_batch
     if (sigsetjmp(jump, 1)) {
         set_timer(0);
         batch_budget_ns = 0;
+        restore();
         return batch_case;
     }
     if (budget_us > 0) {
@@ -231,6 +242,7 @@ int lowp_call_batch(void *fn, const int64_t *args, int64_t budget_us, lowp_batch
     }
     if (budget_us > 0) set_timer(0);
     batch_budget_ns = 0;
+    restore();
     return -1;
 }
 

@@ -16,6 +16,7 @@ import cffi
 import numpy as np
 
 from lowp.emulator.x86 import faults as x86_faults
+from lowp.emulator.placement import slack
 from lowp.emulator.errors import BudgetExceeded, OutOfBounds, Trap, UndefinedInstruction
 
 PAGE = mmap.PAGESIZE
@@ -122,9 +123,13 @@ class Arena:
     def __init__(self):
         self.regions: list[Region] = []
 
-    def place(self, name: str, array: np.ndarray, after: int = 0) -> Region:
+    def place(self, name: str, array: np.ndarray, after: int = 0, align: int | None = None) -> Region:
+        """`array` in a mapping of its own, ending `after` bytes (its allowed over-read) before the guard page, or
+        starting at `align` (an offset from a 64-byte boundary) with the slack that needs after the over-read
+        (canary too: lowp.emulator.placement)."""
         array = np.ascontiguousarray(array)
         nbytes = array.nbytes
+        after += slack(nbytes, after, align)
         pages = max(1, -(-(nbytes + after) // PAGE))
         start_addr, view = _take(pages)
         end = start_addr + pages * PAGE

@@ -149,13 +149,33 @@ def call_native(inv: Invocation, resolve_symbol, arena_place, call) -> dict:
     return regions
 
 
-def call_emulated(inv: Invocation, machine, *, overread: dict, seed: int, options: dict):
+GEMM_BUFFERS = ("A", "B", "C", "work")       # the `gemm` signature's buffers
+
+
+def checked_align(kernel, align, names) -> dict[str, int]:
+    """A call's `align` option ({buffer name: offset from a 64-byte boundary}, lowp.emulator.placement) checked
+    against the buffers the call has (`names`): ValueError naming the kernel and the key."""
+    from lowp.emulator.placement import check_alignment
+    try:
+        align = check_alignment(align)
+    except ValueError as e:
+        raise ValueError(f"{kernel.name}: {e}") from None
+    unknown = sorted(set(align) - set(names))
+    if unknown:
+        raise ValueError(f"{kernel.name}: align names no buffer of the call: {', '.join(unknown)} (its buffers: "
+                         f"{', '.join(names)})")
+    return align
+
+
+def call_emulated(inv: Invocation, machine, *, overread: dict, seed: int, options: dict, align=None):
     """Run `inv` on an emulator's machine, one machine.call per call. The writable buffers' bytes from each pointer
     on are copied back, so the next call (the next MR rows) sees them as a real one would. A pointer table goes as
     lowp.emulator.machine.Pointers; a buffer it points into that the call does not pass at offset 0 is placed as
     the call's memory. Returns (every call's CallResult, {writable name: its bytes after the last call}). A fault's
     byte offset is counted from the pointer the faulting call was handed (a ukernel's `a` is the first of its MR
-    rows)."""
+    rows). align: {buffer name: offset from a 64-byte boundary} of each buffer's start; a call handed a buffer from
+    an offset on gets it placed where that pointer would be (the buffer's offset plus the pointer's)."""
+    from lowp.emulator.placement import shifted
     flat = {name: np.ascontiguousarray(a).reshape(-1).view(np.uint8).copy() for name, a in inv.buffers.items()}
     results = []
     for symbol, args in inv.calls:
@@ -169,6 +189,12 @@ def call_emulated(inv: Invocation, machine, *, overread: dict, seed: int, option
                 values.append(int(a))
                 names.append(name)
         memory = [(name, flat[name]) for name in _unpassed(inv, args)]
+        placed = dict(align or {})
+        for a in args:
+            if isinstance(a, Ref) and a.buffer not in inv.pointers and a.offset:
+                placed = shifted(placed, a.buffer, a.offset)
+        if placed:
+            options = {**options, "align": placed}
         result = machine.call(symbol, *values, names=names, overread=overread, seed=seed, memory=memory, **options)
         results.append(result)
         for i, a in enumerate(args):

@@ -13,6 +13,7 @@ kernels/include/lowp/xnnpack.h.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -994,6 +995,44 @@ def _layouts(u: Ukernel, M: int, K: int, N: int, strides: Strides, item: int, c_
                              f"{'a row of A' if name == 'a' else 'nr columns' if name == 'cn' else 'a row of C'} "
                              "takes; rows and blocks would overlap")
     return a_stride, Strided((M, N), np.dtype(c_dtype).str, cm, u.nr, cn)
+
+
+# XNN_ALLOCATION_ALIGNMENT (src/xnnpack/common.h L416-424 @75db3c0): where XNNPACK's own buffers (the packed
+# weights among them) start, by target; 16 elsewhere.
+ALLOCATION_ALIGNMENT = {"wasm32": 4, "x86-64": 64, "hexagon": 128}
+DEFAULT_ALLOCATION_ALIGNMENT = 16
+
+
+def packed_alignment(u: Ukernel, target: str) -> int:
+    """The alignment XNNPACK's operators give a ukernel's `w` on `target`: the packed weights start at an
+    allocation (ALLOCATION_ALIGNMENT) and a call's `w` is a whole number of column blocks into them, each block nr
+    columns of int32 / float32 words (the bias, sums and scales), k bytes padded to kr * sr (two k a byte for
+    4-bit weights) and, for qb4w, bf16 block scales: the gcd of what those sizes always share. XNNPACK's HVX
+    kernels load w with aligned vector loads (src/qs8-qc8w-gemm/gen/*-hvx.c @75db3c0: *((HVX_Vector *) w)) and may:
+    there it is 128."""
+    d = u.d
+    words = 4 * (1 + len(d.floats))
+    k_bytes = max(1, u.kr * u.sr // d.planes)
+    block = u.nr * math.gcd(words, k_bytes)
+    if d.blockwise:
+        block = math.gcd(block, 2 * u.nr)
+    return math.gcd(ALLOCATION_ALIGNMENT.get(target, DEFAULT_ALLOCATION_ALIGNMENT), block)
+
+
+def caller_alignment(u: Ukernel, a_item: int, c_item: int, target: str) -> dict[str, int]:
+    """The least alignment, in bytes, XNNPACK lets a ukernel call's buffers have: A and C their element's and no
+    more (the ukernel prototypes take `const int8_t *a`, `void *c`; the operator passes the user's tensors, a row
+    or a batch within them), the packed weights what the packing always gives (packed_alignment), the params
+    struct and a qd8 kernel's {zero_point, inv_scale} rows their C alignment (microparams.h @75db3c0). A
+    requantizing ukernel's params are a union of every layout of its datatype (xnn_qs8_qc8w_conv_minmax_params,
+    ...): the union's alignment is its widest member's; a dynamic one's are a struct of their own."""
+    layouts = [PARAMS_LAYOUTS[(u.datatype, u.layout)]] if u.d.dynamic else \
+        [layout for (datatype, _), layout in PARAMS_LAYOUTS.items() if datatype == u.datatype]
+    out = {"A": a_item, "w": packed_alignment(u, target), "C": c_item,
+           "params": max(layout.alignment for layout in layouts)}
+    if u.d.dynamic:
+        out["quantization_params"] = max(QD8_ROW.fields[name][0].alignment for name in QD8_ROW.names)
+    return out
 
 
 def _qd8_rows(u: Ukernel, q: dict, M: int) -> np.ndarray:

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import runner
 
 from lowp.conformance.search import quantized
-from lowp.conformance.search.cases import Case, abi_name, abi_options, cases_for, next_prime
+from lowp.conformance.search.cases import ALIGN_NAMES, Case, abi_name, abi_options, cases_for, next_prime
 from lowp.conformance.run.checks import Call, Check, case_call, replay, run_check, shrunk_options
 from lowp.conformance.search.problem import decode, encode
 from lowp.kernels import KernelConfigError, load_toml
@@ -63,13 +63,16 @@ def test_gemm_cases_and_their_strides_follow_from_the_tile(ks):
     claimed = _new(k)
     names = {c.name for c in claimed}
     assert names == {*STRIDED[:2], *(f"{s}_subtile" for s in STRIDED[:2]), "qmin", "qmax", "zero_points_min",
-                     "zero_points_max", "scale_max"}
+                     "zero_points_max", "scale_max", *ALIGN_NAMES}
     cases = claimed + [c for c in _new(k, "outside") if c.name.startswith("strided_cn")]
     for case in cases:
         assert Case.from_id(case.id) == case and case.values == "uniform"
         options = abi_options(Case.from_id(case.id), k)
         assert options == abi_options(case, k)
         base = case.name.removesuffix("_subtile")
+        if base in ALIGN_NAMES:         # only the buffers' alignment (tests/test_alignment.py)
+            assert set(options) == {"align"}, case.id
+            continue
         expect = {"strided_a": {"a": next_prime(case.k + 1)}, "strided_cm": {"cm": next_prime(max(case.n, 4) + 1)},
                   "strided_cn": {"cn": next_prime(5)}}.get(base)
         assert options == ({"strides": expect} if expect else {}), case.id

@@ -165,9 +165,14 @@ def counterexample_lines(r: dict, cx: dict, replay_args: str | None = "") -> lis
     if cx.get("quant"):
         from lowp.conformance.search.quantized import describe, from_json
         body += [f"with {describe(from_json(cx['quant']))}"]
-    if cx.get("options"):
+    options = dict(cx.get("options") or {})
+    align = options.pop("align", None)
+    if align:
+        body += ["with its buffers' starts at " + ", ".join(f"{buffer} {offset}" for buffer, offset in align.items())
+                 + " bytes past a 64-byte boundary"]
+    if any(options.values()):
         from lowp.conformance.search.problem import abi_text
-        body += [f"through the XNNPACK ABI with {abi_text(cx['options']).replace(',', ', ')} "
+        body += [f"through the XNNPACK ABI with {abi_text(options).replace(',', ', ')} "
                  "(strides and a_offset in bytes)"]
     if cx.get("fault"):
         body += [f"the call faulted: {cx['fault']}"]

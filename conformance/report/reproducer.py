@@ -6,7 +6,8 @@ them, the indirection buffer's pointers and the zero buffer of an IGEMM, C's poi
 made, argument for argument (lowp.kernels.abi.invocation, the same adapter every executor runs). The kernel is
 declared by its ABI (size_t for every integer, pointers for buffers), so the file needs no header of the library:
 it builds with the kernel's own sources and flags and nothing of lowp. It exits 1 and lists the elements that
-differ while the bug is there, 0 once it is fixed. Slack follows every buffer, as the library allows its kernels
+differ while the bug is there, 0 once it is fixed. Every buffer starts where the case placed it (64-byte aligned, or
+at its `align` offset from 64). Slack follows every buffer, as the library allows its kernels
 to over-read, holding the executors' canary bytes: a kernel whose result depends on what it over-reads computes
 here what it computed under lowp.
 """
@@ -45,13 +46,12 @@ def c_source(kernel, row: dict, title: str = "") -> str:
     expected = np.asarray(cx["expected"]).astype(kernel.c_dtype)
     out = [_comment(kernel, row, title), "#include <stddef.h>", "#include <stdint.h>", "#include <stdio.h>",
            "#include <string.h>", "", _prototype(inv), ""]
+    align = (cx.get("options") or {}).get("align") or {}
     for name, array in inv.buffers.items():
         if name in inv.pointers:
             out.append(f"static const void *{_c(name)}[{len(inv.pointers[name])}];")
         else:
-            data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
-            out.append(f"static uint8_t {_c(name)}[{data.size} + {SLACK}] __attribute__((aligned(64))) = "
-                       f"{{{_bytes(data)}}};")
+            out += _buffer(name, np.ascontiguousarray(array).reshape(-1).view(np.uint8), align.get(name, 0))
     layout = inv.layouts.get(inv.output)
     M, N = expected.shape
     offsets = layout.offsets() if layout is not None else np.arange(M * N).reshape(M, N) * expected.itemsize
@@ -67,6 +67,18 @@ def c_source(kernel, row: dict, title: str = "") -> str:
         out.append(f"    {symbol}({', '.join(_argument(a) for a in args)});")
     out += _compare(_c(inv.output), kernel.c_type, expected.itemsize, M, N) + ["}", ""]
     return "\n".join(out)
+
+
+def _buffer(name: str, data: np.ndarray, offset: int) -> list[str]:
+    """A buffer's declaration: 64-byte aligned, or `offset` bytes past a 64-byte boundary where the case placed it
+    there (its `align` option, docs/alignment.md: a kernel whose result depends on it shows it here too)."""
+    if not offset:
+        return [f"static uint8_t {_c(name)}[{data.size} + {SLACK}] __attribute__((aligned(64))) = "
+                f"{{{_bytes(data)}}};"]
+    lead = np.full(offset, CANARY, np.uint8)       # what an executor puts below a buffer's start
+    return [f"static uint8_t {_c(name)}_storage[{offset} + {data.size} + {SLACK}] __attribute__((aligned(64))) = "
+            f"{{{_bytes(np.concatenate([lead, data]))}}};",
+            f"#define {_c(name)} ({_c(name)}_storage + {offset})    /* {offset} bytes past a 64-byte boundary */"]
 
 
 def _comment(kernel, row: dict, title: str) -> str:

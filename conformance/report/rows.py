@@ -58,7 +58,7 @@ class Counterexample(TypedDict):
     previous: Call | None
     quant: dict[str, Any] | None  # a requantizing kernel's parameters (lowp.conformance.search.quantized)
     tile: list[int]             # the kernel's [mr, nr]: the report shows the first differing tile lane by lane
-    # an XNNPACK ukernel's ABI options, {"strides": {...}, "igemm": {...}} (lowp.conformance.search.cases.abi_options)
+    # an XNNPACK ukernel's ABI options, {"strides": {...}, "igemm": {...}, "align": {...}} (search.cases.abi_options)
     options: NotRequired[dict[str, Any] | None]
 
 

@@ -165,6 +165,9 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure, *, also=(), na
     word of the cause is about `failure` itself: the report shows the case it was computed from."""
     call, out = failure.call, failure.outcome
     seen = _at_sight(check, kern, call, out, rec)
+    if seen is not None and seen[0] == "fault":
+        aligned = _alignment_cause(rec, call, reference(check, kern, call.A, call.B, call.quant))
+        return ("fault", f"{aligned}: {seen[1]}") if aligned else seen
     if seen is not None:
         return seen
     C = out.C
@@ -180,8 +183,11 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure, *, also=(), na
         findings.append(("state", f"depends on earlier calls: two identical calls gave different results "
                                   f"({out.describe()}, then {again.describe()}), while a fresh copy of the kernel "
                                   f"gives {first_fresh.describe()}{_right(first_fresh, expected)} every time"))
-    abi = _abi_cause(rec, call, expected)
-    if abi:         # (C's poison, and the poison in A's and C's gaps, follow one seed: poison-C would be confounded)
+    aligned = _alignment_cause(rec, call, expected)
+    abi = None if aligned else _abi_cause(rec, call, expected)
+    if aligned:
+        findings.append(("alignment", aligned))
+    elif abi:       # (C's poison, and the poison in A's and C's gaps, follow one seed: poison-C would be confounded)
         findings.append(("abi", abi))
     elif _changes_with(rec, call, lambda: rec.run(replace(call, seed=call.seed + 7777, case=None),
                                                      work_seed=call.seed + 1)):
@@ -199,6 +205,33 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure, *, also=(), na
     if findings:
         return findings[0][0], "; ".join(text for _, text in findings)
     return "value", "wrong value" + (_variants(check, kern, call, C, also, rec) if name else "")
+
+
+def _alignment_cause(rec: Recorder, call: Call, expected) -> str | None:
+    """'depends on the alignment of A: offset 1 from 64 (...)' where the call's `align` option is to blame: the
+    targeted probe of a failure (docs/alignment.md). Each buffer not 64-byte aligned is moved to a 64-byte boundary,
+    one at a time, the others staying where they were; those with which the same call gives the right C are named.
+    Where none alone is to blame (a kernel that needs two buffers aligned), all of them move at once. None where
+    the call has no alignment, or the result does not depend on it."""
+    options = call.options or {}
+    align = options.get("align") or {}
+    moved = {buffer: offset for buffer, offset in align.items() if offset}
+    if not moved:
+        return None
+
+    def right_with(placed: dict) -> bool:
+        out = rec.run(replace(call, case=None, options={**options, "align": placed}))
+        return out.fault is None and quantized.same(out.C, expected)
+
+    named = [buffer for buffer in moved if right_with({**align, buffer: 0})]
+    if not named and len(moved) > 1 and right_with({buffer: 0 for buffer in align}):
+        named = list(moved)
+    if not named:
+        return None
+    where = " and ".join(f"of {buffer}: offset {moved[buffer]} from 64" for buffer in named)
+    whom = named[0] if len(named) == 1 else " and ".join(named)
+    return (f"depends on the alignment {where} (with {whom} 64-byte aligned, the same call gives the right C; "
+            "a caller may give any multiple of the element size)")
 
 
 def _abi_cause(rec: Recorder, call: Call, expected) -> str | None:
@@ -463,10 +496,10 @@ def shrunk_options(call: Call, kern, A, B) -> dict | None:
     if not call.options:
         return {}
     try:
-        name = Case.from_id(call.case or "").name
+        case = Case.from_id(call.case or "")
     except ValueError:
         return call.options if (A.shape, B.shape) == (call.A.shape, call.B.shape) else None
-    return options_at(name, A.shape[0], B.shape[1], A.shape[1], kern)
+    return options_at(case.name, A.shape[0], B.shape[1], A.shape[1], kern, seed=case.seed)
 
 
 def counterexample(check: Check, kern, failure: Failure, kind: str, cause: str) -> dict:

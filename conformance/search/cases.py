@@ -19,7 +19,10 @@ Case names (the fourth field of a case id; docs/verdicts.md#case-names lists the
   (tools/generate-gemm-test.py @75db3c0), each with its ABI options (`abi_options`): `strided_a` (GEMM),
   `strided_cm` and their `_subtile` forms (m < mr or n < nr), `strided_cn` and `strided_cn_subtile` (in the
   not-claimed `outside` probe only: XNNPACK no longer promises a cn_stride beyond nr columns); IGEMM: `small_kernel`,
-  `small_kernel_subtile`, `a_offset`, `zero_index_0` .. `zero_index_<mr-1>`; and the parameters the tester pins
+  `small_kernel_subtile`, `a_offset`, `zero_index_0` .. `zero_index_<mr-1>`; the alignment cases (`align`
+  options: docs/alignment.md) `align_element` (every buffer at its element size from a 64-byte boundary),
+  `align_64` (every buffer 64-byte aligned) and `align_drawn` (offsets drawn from the case's seed, each a multiple
+  of its element size); and the parameters the tester pins
   or never draws (lowp.conformance.search.quantized.case_pins): `qmin`, `qmax` (`min`, `max` for a float output),
   `no_zero_point` (qu8), `zero_points_min`, `zero_points_max`, `scale_max`;
 - a requantizing kernel's output-stage edges (conformance/search/stage_edges.py): `stage_int32`, `stage_magic_bias`,
@@ -45,8 +48,8 @@ from lowp.kernels.cases import edge_cases, edge_name
 from lowp.kernels.registry import XNNPACK_SIGNATURES
 
 from lowp.conformance.search.names import (  # noqa: F401 - the case vocabulary, public here as before
-    A_OFFSET, END_CLASSES, PAIR_CLASSES, SMALL_KERNEL, STRIDED_NAMES, SUBTILE, VALUE_CLASSES, ZERO_INDEX, abi_name,
-    zero_row)
+    A_OFFSET, ALIGN_64, ALIGN_DRAWN, ALIGN_ELEMENT, ALIGN_NAMES, END_CLASSES, PAIR_CLASSES, SMALL_KERNEL,
+    STRIDED_NAMES, SUBTILE, VALUE_CLASSES, ZERO_INDEX, abi_name, zero_row)
 from lowp.conformance.search.quantized import pinned_names, quant_strategy
 
 # Depths where common GEMM blockings switch (K blocks of 256 .. 4096) and where vectors of 16 .. 128 bytes end.
@@ -313,12 +316,46 @@ def _param_shapes(kernel, domain: str) -> list[tuple[str, tuple[int, int, int]]]
     return [(name, s) for name in pinned_names(kernel) for s in ((mr, nr, kb), (2 * mr + 1, 2 * nr + 1, 2 * kb + 1))]
 
 
+def _align_shapes(kernel, domain: str) -> list[tuple[str, tuple[int, int, int]]]:
+    """(name, shape) of the alignment cases: each at a full tile with a k remainder (A's rows then start at every
+    offset a caller's rows can have) and at a tile and a half, so one kernel costs five calls' worth, not every
+    case times every alignment (docs/alignment.md says why that is enough). Not for the `outside` probe, which is
+    about parameters past the domain's edge."""
+    if domain == "outside":
+        return []
+    mr, nr, kb = kernel.tile.mr, kernel.tile.nr, k_block(kernel)
+    taps = SMALL_KERNEL_TAPS if kernel.signature == "xnnpack-igemm" else 1
+    tile, wide = (mr, nr, taps * (2 * kb + 1)), (mr + 1, 2 * nr + 1, taps * (kb + 1))
+    return [(ALIGN_ELEMENT, tile), (ALIGN_ELEMENT, wide), (ALIGN_64, tile), (ALIGN_DRAWN, tile), (ALIGN_DRAWN, wide)]
+
+
 def xnnpack_cases(kernel, domain: str) -> list[tuple[str, tuple[int, int, int]]]:
     """(name, shape) of the cases an XNNPACK ukernel gets beside the tile edges and the ladder; none for other
     kernels (lowp's driver ABI has no strides, taps or offsets)."""
     if kernel.signature not in XNNPACK_SIGNATURES:
         return []
-    return _abi_shapes(kernel, domain) + _param_shapes(kernel, domain)
+    # the alignment cases last: the cases before them keep the seeds (their place here) they always had
+    return _abi_shapes(kernel, domain) + _param_shapes(kernel, domain) + _align_shapes(kernel, domain)
+
+
+def alignment_of(name: str, kernel, seed: int | None) -> dict[str, int] | None:
+    """The `align` option ({buffer: offset from a 64-byte boundary}) of an alignment case, from its name, its
+    kernel's ABI (lowp.kernels.abi.caller_alignment: each buffer's offsets are the multiples of its element size a
+    caller may give) and, for `align_drawn`, its seed; None for another name, or a drawn case without its seed.
+    A buffer the ABI gives 64 bytes or more (the packed weights on x86-64 and Hexagon, mostly) is left where the
+    executor puts it (its end at the guard page: its length is a multiple of its alignment): an offset from a
+    64-byte boundary cannot say 128."""
+    from lowp.kernels.abi import caller_alignment
+    from lowp.emulator.placement import ALIGNMENT
+    units = {buffer: unit for buffer, unit in caller_alignment(kernel).items() if unit < ALIGNMENT}
+    if name == ALIGN_ELEMENT:
+        return dict(units)
+    if name == ALIGN_64:
+        return {buffer: 0 for buffer in units}
+    if name == ALIGN_DRAWN and seed is not None:
+        rng = np.random.default_rng([int(seed) & (2 ** 63 - 1), 0xA11C])
+        return {buffer: unit * int(rng.integers(0, ALIGNMENT // unit)) for buffer, unit in units.items()}
+    return None
 
 
 STAGE_EDGE_VALUES = "uniform"
@@ -349,14 +386,14 @@ def abi_options(case: Case, kernel) -> dict:
     """The ABI options a case passes to the executor ({"strides": {...}, "igemm": {...}}, lowp.kernels.xnnpack's
     Strides and Indirection), from its name, shape and kernel alone; {} for a kernel that is no XNNPACK ukernel.
     ValueError for an id whose depth cannot be split into its taps."""
-    options = options_at(case.name, case.m, case.n, case.k, kernel)
+    options = options_at(case.name, case.m, case.n, case.k, kernel, seed=case.seed)
     if options is None:
         raise ValueError(f"case {case.id}: K={case.k} is not {SMALL_KERNEL_TAPS} taps of equal depth, as a "
                          f"{case.name} case needs")
     return options
 
 
-def options_at(name: str, m: int, n: int, k: int, kernel) -> dict | None:
+def options_at(name: str, m: int, n: int, k: int, kernel, seed: int | None = None) -> dict | None:
     """The ABI options of a case named `name` at the shape m x n x k: what `abi_options` gives, and what a shrunk
     case keeps (the same strides, taps and a_offset, computed for the smaller shape as the name says, so shrinking
     never drops the option that made a case fail); None where the shape cannot carry them (a depth that is not
@@ -368,7 +405,9 @@ def options_at(name: str, m: int, n: int, k: int, kernel) -> dict | None:
     - an IGEMM: ks = 3 taps for small_kernel, a_offset and zero_index_<i>, and a_offset = NextPrime(mr * k_block *
       3 + 1) elements for a_offset and zero_index_<i> (the tester's), 0 for every other case (the tester's
       default), so a kernel that mishandles a_offset fails the cases named for it. The search keeps the executor's
-      default a_offset (64)."""
+      default a_offset (64);
+    - align_element, align_64, align_drawn: the buffers' alignment (`alignment_of`; `seed`: the case's, which
+      align_drawn's offsets are drawn from: without it, None)."""
     if kernel.signature not in XNNPACK_SIGNATURES:
         return {}
     a_item, c_item, nr = np.dtype(kernel.a_dtype).itemsize, np.dtype(kernel.c_dtype).itemsize, kernel.tile.nr
@@ -377,6 +416,11 @@ def options_at(name: str, m: int, n: int, k: int, kernel) -> dict | None:
                "strided_cm": {"cm": next_prime(max(n, nr) + 1) * c_item},
                "strided_cn": {"cn": next_prime(nr + 1) * c_item}}.get(base)
     out = {"strides": strides} if strides else {}
+    if base in ALIGN_NAMES:
+        align = alignment_of(base, kernel, seed)
+        if align is None:
+            return None
+        out["align"] = align
     if kernel.signature == "xnnpack-igemm":
         taps = _taps(base, k, kernel)
         if taps is None:

@@ -1,4 +1,5 @@
-"""The names cases go by: the value classes, the ladder's all-ends classes and the XNNPACK ABI cases' names.
+"""The names cases go by: the value classes, the ladder's all-ends classes and the XNNPACK ABI cases' names
+(strides, taps, alignment).
 
 A case's name says why it exists (search/cases.py makes them); the quantized parameters pin values by the same
 names (search/quantized.py). Both read this vocabulary, which depends on neither.
@@ -17,12 +18,16 @@ PAIR_CLASSES = tuple(f"pairs_{d}" for d in PAIR_DISTANCES)
 STRIDED_NAMES = ("strided_a", "strided_cm", "strided_cn")
 SUBTILE = "_subtile"
 SMALL_KERNEL, A_OFFSET, ZERO_INDEX = "small_kernel", "a_offset", "zero_index_"
+# The alignment cases (docs/alignment.md): every buffer at its element size from a 64-byte boundary (the least
+# aligned start a caller may give), every buffer 64-byte aligned, and offsets drawn from the case's seed.
+ALIGN_ELEMENT, ALIGN_64, ALIGN_DRAWN = "align_element", "align_64", "align_drawn"
+ALIGN_NAMES = (ALIGN_ELEMENT, ALIGN_64, ALIGN_DRAWN)
 
 
 def abi_name(name: str) -> bool:
     """Whether a case name is one of the ABI cases' (its options are not the defaults)."""
     base = name.removesuffix(SUBTILE)
-    return base in STRIDED_NAMES or base in (SMALL_KERNEL, A_OFFSET) or zero_row(base) is not None
+    return base in STRIDED_NAMES or base in (SMALL_KERNEL, A_OFFSET, *ALIGN_NAMES) or zero_row(base) is not None
 
 
 def zero_row(name: str) -> int | None:

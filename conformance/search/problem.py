@@ -7,7 +7,8 @@
 can be written, however. `lowp conformance replay ID` runs it with no journal or report: the id carries
 everything but the kernel, which `--kernels FILE` registers when it is not built in. <ABI options> are an XNNPACK
 ukernel's strides and indirection (lowp.conformance.search.cases.abi_options) as key=value pairs without colons:
-`abi=a=17,cm=13` (strides in bytes), `abi=ks=3,a_offset=11,zero=auto` (an IGEMM's taps; listed zero taps as
+`abi=a=17,cm=13` (strides in bytes), `abi=align_A=1,align_params=4` (buffers' offsets from a 64-byte boundary:
+docs/alignment.md), `abi=ks=3,a_offset=11,zero=auto` (an IGEMM's taps; listed zero taps as
 `zero=p.m/p.m`).
 """
 from __future__ import annotations
@@ -90,8 +91,12 @@ def unruns(text: str, shape: tuple[int, int], name: str) -> np.ndarray:
 ABI_KEYS = {"strides": ("a", "cm", "cn"), "igemm": ("ks", "a_offset", "zero")}
 
 
+ALIGN_KEY = "align_"     # `align_A=1`: buffer A's start 1 byte past a 64-byte boundary (the `align` option)
+
+
 def abi_text(options: dict) -> str:
-    """{"strides": {"a": 17}, "igemm": {"ks": 3, "zero": "auto"}} as `a=17,ks=3,zero=auto`."""
+    """{"strides": {"a": 17}, "igemm": {"ks": 3, "zero": "auto"}, "align": {"A": 1}} as
+    `a=17,ks=3,zero=auto,align_A=1`."""
     items = []
     for group, keys in ABI_KEYS.items():
         for key, value in (options.get(group) or {}).items():
@@ -100,6 +105,7 @@ def abi_text(options: dict) -> str:
             if key == "zero" and value != "auto":
                 value = "/".join(f"{int(p)}.{int(m)}" for p, m in value)
             items.append(f"{key}={value}")
+    items += [f"{ALIGN_KEY}{buffer}={int(offset)}" for buffer, offset in (options.get("align") or {}).items()]
     return ",".join(items)
 
 
@@ -109,6 +115,9 @@ def abi_options(text: str) -> dict:
     group_of = {key: group for group, keys in ABI_KEYS.items() for key in keys}
     for item in filter(None, text.split(",")):
         key, _, value = item.partition("=")
+        if key.startswith(ALIGN_KEY) and key != ALIGN_KEY and value.isdigit():
+            out.setdefault("align", {})[key.removeprefix(ALIGN_KEY)] = int(value)
+            continue
         if key not in group_of or not value:
             raise ValueError(f"abi={text}: {item!r} is not KEY=VALUE with KEY one of {', '.join(group_of)}")
         if key == "zero":

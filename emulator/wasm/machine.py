@@ -41,6 +41,7 @@ import numpy as np
 
 from lowp.emulator.errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, \
     describe_out_of_bounds
+from lowp.emulator.placement import check_alignment, start_at
 from lowp.emulator.machine import CallResult, call_each, pointer_tables, pointer_targets, split_arguments
 from lowp.emulator.wasm.guard import FAULT_GLOBALS, REGIONS, instrument, region_globals
 
@@ -186,13 +187,13 @@ class WasmMachine:
         return describe(self.relaxed)
 
     # -- layout --------------------------------------------------------------------------------------------------
-    def _place(self, arrays, array_names, overread, tables) -> list[_Placed]:
+    def _place(self, arrays, array_names, overread, tables, align=None) -> list[_Placed]:
         cursor = -(-self.heap_base // 16) * 16 + GAP
         placed = []
         for name, a in zip(array_names, arrays):
             nbytes = a.nbytes
             after = int(overread.get(name, 0))
-            base = -(-cursor // 16) * 16
+            base = start_at(cursor, (align or {}).get(name))
             placed.append(_Placed(name, base, nbytes, after, a))
             cursor = base + nbytes + after + GAP
         if len(placed) > REGIONS - 1:
@@ -230,10 +231,11 @@ class WasmMachine:
 
     # -- the call ------------------------------------------------------------------------------------------------
     def call(self, symbol: str, *args, names=None, overread=None, seed=None, budget: int | None = None,
-             count: bool = False, mnemonics: bool = False, memory=(), **options) -> CallResult:
+             count: bool = False, mnemonics: bool = False, memory=(), align=None, **options) -> CallResult:
         """Call the exported function `symbol`: arrays by address of a copy, ints by value; `memory` buffers are
-        placed but not passed. budget: fuel for this call (default the machine's). Raises an EmulatorError (with
-        .result) on an out-of-bounds access, a trap or a budget overrun."""
+        placed but not passed. budget: fuel for this call (default the machine's). align: {buffer name: offset
+        from a 64-byte boundary} its start is placed at (its bounds stay byte-exact: no slack). Raises an
+        EmulatorError (with .result) on an out-of-bounds access, a trap or a budget overrun."""
         import wasmtime
         if options:
             raise TypeError(f"unknown option(s) {', '.join(sorted(options))} (the wasm machine has no hooks)")
@@ -247,7 +249,7 @@ class WasmMachine:
         params = [str(t) for t in func.type(self.store).params]
         if len(params) != len(scalars):
             raise EmulatorError(f"{symbol} takes {len(params)} arguments, the call passes {len(scalars)}")
-        placed = self._place(arrays, array_names, overread or {}, tables)
+        placed = self._place(arrays, array_names, overread or {}, tables, check_alignment(align))
         values, k = [], 0
         for value, ptype in zip(scalars, params):
             if value is None:

@@ -45,6 +45,7 @@ from lowp.emulator import buildcache
 from lowp.emulator.x86 import faults as x86_faults
 from lowp.emulator.build import Binary, zig
 from lowp.emulator.cpuflags import zig_cpu
+from lowp.emulator.placement import check_alignment, padded_after
 from lowp.emulator.errors import (BudgetExceeded, BuildError, EmulationFailed, EmulatorError, OutOfBounds, Trap,
                      UndefinedInstruction, guest_death)
 from lowp.emulator.native_build import NativeUnavailable, build_shared_library, cache_dir, host_amx_intrinsics_unsafe, \
@@ -342,10 +343,12 @@ class BochsMachine(GuestProcess):
             self._reap()
 
     # -- the call ---------------------------------------------------------------------------------------------
-    def call(self, symbol: str, *args, names=None, overread=None, seed=None, memory=(), **options) -> CallResult:
+    def call(self, symbol: str, *args, names=None, overread=None, seed=None, memory=(), align=None,
+             **options) -> CallResult:
         """Call `symbol` with numpy arrays (passed as pointers to copies), Pointers and ints (64-bit scalars), and
-        place the `memory` buffers, as Machine.call. options: budget (instructions; None: none), seconds (the time budget of a call that counts
-        nothing; default budget / INSTRUCTIONS_PER_SECOND), count (executed instructions), mnemonics
+        place the `memory` buffers (every buffer at `align`'s offset), as Machine.call. options: budget
+        (instructions; None: none), seconds (the time budget of a call that counts nothing; default budget /
+        INSTRUCTIONS_PER_SECOND), count (executed instructions), mnemonics
         (per-mnemonic counts). seed: the registers the arguments leave free start pseudo-random, as that seed
         chooses. Raises an EmulatorError (with .result) on a fault, a budget overrun, an undefined instruction or
         a dead guest."""
@@ -355,7 +358,7 @@ class BochsMachine(GuestProcess):
         opts = {**self.defaults, **options}
         entry = self.binary.symbol(symbol)
         names, arrays, array_names, values = split_arguments(args, names, memory)
-        buffers = _place(arrays, array_names, overread or {})
+        buffers = _place(arrays, array_names, overread or {}, check_alignment(align))
         relocate(buffers, pointer_tables(args, memory))
         it = iter(buffers)
         values = [next(it).base if v is None else v for v in values]
@@ -542,13 +545,13 @@ def _iced_text(code: bytes, address: int) -> tuple[str, str]:
     return text.split()[0], text
 
 
-def _place(arrays, names, overread) -> list[_Buffer]:
+def _place(arrays, names, overread, align=None) -> list[_Buffer]:
     """Machine's layout: each buffer in its own mapping with an unmapped guard page on each side, ending at the
-    mapping's end (after its allowed over-read), the mappings 64 KiB apart from BUFFERS (above 4 GiB, so a
-    pointer truncated to 32 bits faults)."""
+    mapping's end (after its allowed over-read and the slack its alignment needs: lowp.emulator.placement), the
+    mappings 64 KiB apart from BUFFERS (above 4 GiB, so a pointer truncated to 32 bits faults)."""
     buffers, cursor = [], BUFFERS
     for name, a in zip(names, arrays):
-        after = int(overread.get(name, 0))
+        after = padded_after(name, a.nbytes, overread, align)
         size = -(-max(a.nbytes + after, 1) // PAGE) * PAGE
         lo = cursor + PAGE
         hi = lo + size

@@ -82,8 +82,9 @@ def general_protection(start: int, size: int | None, instruction: str, where: st
     need = f"a {size}-byte aligned address" if size else "an aligned address"
     return AlignmentFault(
         f"misaligned access {where}: it needs {need}, but byte offset {offset} of buffer {buffer!r} is at "
-        f"{start:#x}, {min(alignment, 4096)}-byte aligned; lowp places each buffer to end at a page boundary, so a "
-        "kernel may not assume its buffers are aligned", buffer=buffer, offset=offset, address=start, pc=rip,
+        f"{start:#x}, {min(alignment, 4096)}-byte aligned; lowp places each buffer to end at a page boundary (or "
+        "at the offset from 64 bytes a case chooses), so a kernel may not assume its buffers are aligned",
+        buffer=buffer, offset=offset, address=start, pc=rip,
         instruction=instruction)
 
 

@@ -8,7 +8,12 @@
  *
  * Two defines plant the stride bugs XNNPACK's strided_a / strided_cm tests exist for:
  *   LOWP_BUG_A_STRIDE: row 1 of A is read at a0 + kc instead of a0 + a_stride (right only when a_stride == kc);
- *   LOWP_BUG_C_STRIDE: row 1 of C is written at c0 + nc instead of c0 + cm_stride (right when cm_stride == nc). */
+ *   LOWP_BUG_C_STRIDE: row 1 of C is written at c0 + nc instead of c0 + cm_stride (right when cm_stride == nc).
+ * And two that assume more alignment than XNNPACK promises (tests/test_alignment.py):
+ *   LOWP_BUG_ALIGNED_W (x86-64): each block's bias words are loaded with MOVDQA, which needs w 16-byte aligned
+ *     (the ABI promises 4): a general-protection fault wherever the caller's w is not;
+ *   LOWP_BUG_ROUNDED_PARAMS: params are read at their address rounded down to 8 bytes (the params union promises
+ *     4): right only where the caller's params happen to be 8-byte aligned. */
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,14 +51,21 @@ void lowp_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic(
   int8_t *c1 = (int8_t *) ((uintptr_t) c0 + cm_stride);
 #endif
   if (mr != 2) { a1 = a0; c1 = c0; }
+#ifdef LOWP_BUG_ROUNDED_PARAMS
+  params = (const struct lowp_xnn_qs8_qc8w_fp32_params *) ((uintptr_t) params & ~(uintptr_t) 7);
+#endif
   const int32_t zp = params->output_zero_point;
   const float vmin = (float) ((int32_t) params->output_min - zp);
   const float vmax = (float) ((int32_t) params->output_max - zp);
   const int32_t magic_less_zp = INT32_C(0x4B400000) - zp;
   do {
     int32_t acc0[4], acc1[4];
+#if defined(LOWP_BUG_ALIGNED_W) && defined(__x86_64__)
+    __asm__ volatile("movdqa (%1), %%xmm0\n\tmovdqu %%xmm0, (%0)" : : "r"(acc0), "r"(w) : "xmm0", "memory");
+#else
     memcpy(acc0, w, sizeof acc0);
-    memcpy(acc1, w, sizeof acc1);
+#endif
+    memcpy(acc1, acc0, sizeof acc1);
     w = (const int32_t *) w + 4;
     for (size_t k = 0; k < kc; k++) {
       const int8_t *wk = (const int8_t *) w;
