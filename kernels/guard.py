@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import mmap
 import signal
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -160,6 +161,13 @@ class Arena:
         return None
 
 
+# guard.c's signal handlers, jump buffer, alternate stack and budget timer are the process's, not a thread's: two
+# guarded calls at once (a campaign's build threads probe kernels; cffi releases the GIL) would interleave install()
+# and restore() and leave guard.c's handler in place after both, where it ends the process on the next fault that is
+# not a kernel's (a wasm trap, which wasmtime's handler would have caught). One guarded call at a time.
+_ONE_CALL_AT_A_TIME = threading.Lock()
+
+
 def call(fn_address: int, args, arena: Arena, *, budget: float | None, library: Path | None = None):
     """Call the kernel at `fn_address` with integer/pointer `args`; raise the emulator's exceptions on a fault, an
     overrun of `budget` seconds or a canary found damaged after the call."""
@@ -169,8 +177,10 @@ def call(fn_address: int, args, arena: Arena, *, budget: float | None, library: 
     argv = np.zeros(MAX_ARGS, np.int64)
     argv[: len(args)] = [np.int64(np.uint64(a & (2 ** 64 - 1)).view(np.int64)) for a in args]
     fault = ffi.new("lowp_fault *")
-    if lib.lowp_call(ffi.cast("void *", fn_address), ffi.from_buffer("int64_t[]", argv),
-                     int((budget or 0) * 1e6), fault):
+    with _ONE_CALL_AT_A_TIME:
+        faulted = lib.lowp_call(ffi.cast("void *", fn_address), ffi.from_buffer("int64_t[]", argv),
+                                int((budget or 0) * 1e6), fault)
+    if faulted:
         raise _exception(fault, arena, budget, library)
     for r in arena.regions:
         damage = r.canary_damage()
@@ -229,7 +239,8 @@ def call_batch(fn_address: int, args, arena: Arena, regions: dict[str, Region], 
     fn, args_c = ffi.cast("void *", fn_address), ffi.from_buffer("int64_t[]", argv)
     while first < n:
         batch.first, batch.count = first, n - first
-        at = lib.lowp_call_batch(fn, args_c, int((budget or 0) * 1e6), batch, fault)
+        with _ONE_CALL_AT_A_TIME:
+            at = lib.lowp_call_batch(fn, args_c, int((budget or 0) * 1e6), batch, fault)
         if at < 0:
             break
         faults[at] = _exception(fault, arena, budget, library)

@@ -241,3 +241,30 @@ def test_the_wasm_fp32_stage_is_the_scalar_imagic_stage():
         s8 = w.i8x16_narrow_i16x8_s(s16, s16)
         got = w.i8x16_min_s(s8, np.full((1, 16), hi, np.int8))[:, :4]
         assert np.array_equal(got, want), (zp, lo, hi, scale)
+
+
+@needs_wasmtime
+def test_a_trap_is_a_trap_after_another_handler_took_sigill(machine):
+    """wasmtime's trap handlers are put back for each wasm call (lowp.emulator.wasm.traps): a handler installed
+    after them (here the default action, as a native guard that was cut short leaves it) would take the trap and
+    end the process with "Illegal instruction". In a child process."""
+    import subprocess
+    import sys
+    script = f"""
+import signal, numpy as np
+from lowp.emulator.wasm.machine import WasmMachine
+from lowp.emulator.wasm.build import build_for_wasm
+from lowp.emulator.errors import OutOfBounds
+m = WasmMachine(build_for_wasm({str(machine.binary.sources[0])!r}))
+x = np.zeros(10, np.int8)
+for label in ("first trap", "trapped"):
+    try:
+        m.call("poke", x, 10, names=["x", "i"])
+    except OutOfBounds:
+        print(label)
+    signal.signal(signal.SIGILL, signal.SIG_DFL)      # not wasmtime's any more
+    signal.signal(signal.SIGSEGV, signal.SIG_DFL)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.split()[:3] == ["first", "trap", "trapped"], \
+        (done.returncode, done.stdout, done.stderr[-1500:])

@@ -9,6 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from lowp.emulator.wasm import traps
 from lowp.emulator.wasm.machine import engine
 
 STRIDE = 1 << 20      # bytes between the operands' arrays (and the result's) in linear memory: 65536 registers
@@ -44,6 +45,7 @@ def run(instruction: str, operands, result_dtype, *, relaxed: str = "determinist
         raise ValueError(f"{n} registers: at most {STRIDE // 16} a batch")
     store = wasmtime.Store(engine(relaxed))
     store.set_fuel(1 << 40)
+    traps.reinstate()
     instance = wasmtime.Instance(store, _module(instruction, len(operands), relaxed), [])
     memory = instance.exports(store)["memory"]
     for k, x in enumerate(operands):

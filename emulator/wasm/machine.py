@@ -43,6 +43,7 @@ from lowp.emulator.errors import BudgetExceeded, EmulationFailed, EmulatorError,
     describe_out_of_bounds
 from lowp.emulator.placement import check_alignment, start_at
 from lowp.emulator.machine import CallResult, call_each, pointer_tables, pointer_targets, split_arguments
+from lowp.emulator.wasm import traps
 from lowp.emulator.wasm.guard import FAULT_GLOBALS, REGIONS, instrument, region_globals
 
 DEFAULT_BUDGET = 500_000_000       # fuel units per call (about wasm instructions), as Unicorn's instruction budget
@@ -83,7 +84,9 @@ def engine(relaxed: str):
     config.wasm_relaxed_simd = True
     config.wasm_relaxed_simd_deterministic = relaxed == "deterministic"
     config.consume_fuel = True
-    return wasmtime.Engine(config)
+    made = wasmtime.Engine(config)
+    traps.remember()          # the first Engine installs wasmtime's trap handlers: keep them (traps.py)
+    return made
 
 
 @lru_cache(maxsize=64)
@@ -258,6 +261,7 @@ class WasmMachine:
             values.append(_i32(value) if ptype == "i32" else _i64(value))
         fuel = budget or self.budget or DEFAULT_BUDGET
         self.store.set_fuel(fuel)
+        traps.reinstate()
         t0 = time.perf_counter()
         error = None
         ret = 0
