@@ -428,12 +428,16 @@ class Qd8Domain:
                        rng.choice([-3e38, 3e38], N), rng.uniform(-1e4, 1e4, N))
         return {**q, "output_min": F32(-np.inf), "output_max": F32(np.inf)}
 
+    # the weight scale the outside probe spoils, and which of its elements (Qb4wDomain: the first block's)
+    SPOILED_SCALE = ("b_scale", (0,))
+
     def outside(self, rng, q, out_type):
         q = dict(q)
         choice = rng.integers(3)
         if choice == 0:
-            q["b_scale"] = q["b_scale"].copy()
-            q["b_scale"][0] = F32(0) if rng.random() < 0.5 else F32(np.inf)
+            key, at = self.SPOILED_SCALE
+            q[key] = q[key].copy()
+            q[key][at] = F32(0) if rng.random() < 0.5 else F32(np.inf)
         elif choice == 1:
             q["a_zero_point"] = q["a_zero_point"].copy()
             q["a_zero_point"][0] = self.zp_range[1] + 1
@@ -646,6 +650,7 @@ class Qb4wDomain(Qd8Domain):
     b_block_scale float32 (N, blocks) holding bf16 numbers, finite and > 0 (XNNPACK takes them as bf16:
     xnn_create_fully_connected_nc_qd8_f32_qb4w). A case draws QB4W_BLOCKS columns of scales before its depth is
     known; block b of a deeper case takes column b mod QB4W_BLOCKS."""
+    SPOILED_SCALE = ("b_block_scale", (0, 0))
     keys = ("bias", "a_zero_point", "a_inv_scale", "b_block_scale", "output_min", "output_max")
 
     def problems(self, q, M, N, out_type):
@@ -670,19 +675,6 @@ class Qb4wDomain(Qd8Domain):
         factors = np.exp2(rng.integers(-2, 3, (N, QB4W_BLOCKS)))
         scales = np.clip(np.asarray(bs, np.float64)[:, None] * factors, float(np.finfo(F32).tiny), 2.0 ** 120)
         return {**q, "b_block_scale": _bf16(scales.astype(F32))}
-
-    def outside(self, rng, q, out_type):
-        q = dict(q)
-        choice = rng.integers(3)
-        if choice == 0:
-            q["b_block_scale"] = q["b_block_scale"].copy()
-            q["b_block_scale"][0, 0] = F32(0) if rng.random() < 0.5 else F32(np.inf)
-        elif choice == 1:
-            q["a_zero_point"] = q["a_zero_point"].copy()
-            q["a_zero_point"][0] = self.zp_range[1] + 1
-        else:
-            q["output_min"], q["output_max"] = F32(1.0), F32(-1.0)
-        return q
 
     def simplify(self, q, out_type):
         for simpler in super().simplify({**q, "b_scale": np.ones(len(q["bias"]), F32)}, out_type):
