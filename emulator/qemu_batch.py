@@ -302,6 +302,21 @@ def run(qemu: str, cpu: str, program: Program, name: str, *, inputs: Sequence[np
     return [np.concatenate(r) if r else np.zeros((0, *s), dt) for r, (dt, s) in zip(results, outputs)]
 
 
+def split_operands(intr, args: Sequence):
+    """An intrinsic's arguments as its batch of vector registers (each (n, lanes)) and its immediate; (vectors,
+    immediate, n). ValueError where the vectors' batch sizes differ."""
+    vecs, imm = [], 0
+    for p, a in zip(intr.params, args):
+        if p.kind == "vec":
+            vecs.append(registers(intr.name, p, a, (p.lanes,), p.dtype))
+        else:
+            imm = immediate(intr.name, p, args[intr.params.index(p)])
+    n = {len(v) for v in vecs}
+    if len(n) != 1:
+        raise ValueError(f"{intr.name}: vector arguments have different batch sizes {sorted(n)}")
+    return vecs, imm, n.pop()
+
+
 class BatchBackend:
     """The part of a qemu intrinsic backend that is not its family's: the qemu binary (`qemu`, None when absent),
     the program of its wrappers, and a batch through it. A subclass gives its build (`target`, `build_name`,
@@ -331,6 +346,13 @@ class BatchBackend:
     @property
     def binary(self) -> Binary:
         return self.program.binary
+
+    def run(self, intr, args: Sequence) -> np.ndarray:
+        """One intrinsic over a batch: its vector operands (up to `inputs`) and immediate in, one result register
+        out (the fixed-width families; SVE, SME2 and RVV lay theirs out themselves)."""
+        vecs, imm, _ = split_operands(intr, args)
+        return self.batch(self.cpu, intr.name, vecs + [None] * (self.inputs - len(vecs)),
+                          [(intr.result.dtype, (intr.result.lanes,))], imm)[0]
 
     def missing_qemu(self) -> str | None:
         """Why nothing runs here (qemu-user absent, and how to install it), or None."""

@@ -79,19 +79,6 @@ def _aarch64_intrinsics():
     return [i for i in all_intrinsics("aarch64") if i.encoding == "a64"]
 
 
-def _split(intr: Intrinsic, args: Sequence):
-    vecs, imm = [], 0
-    for p, a in zip(intr.params, args):
-        if p.kind == "vec":
-            vecs.append(batch.registers(intr.name, p, a, (p.lanes,), p.dtype))
-        else:
-            imm = batch.immediate(intr.name, p, args[intr.params.index(p)])
-    n = {len(v) for v in vecs}
-    if len(n) != 1:
-        raise ValueError(f"{intr.name}: vector arguments have different batch sizes {sorted(n)}")
-    return vecs, imm, n.pop()
-
-
 class UnicornBackend:
     """Run AArch64 intrinsics under Unicorn (lowp.emulator.Machine), batch by batch."""
     name = "unicorn"
@@ -118,7 +105,7 @@ class UnicornBackend:
         return _no_wrapper(self._intrinsics, intr)
 
     def run(self, intr: Intrinsic, args: Sequence) -> np.ndarray:
-        vecs, imm, n = _split(intr, args)
+        vecs, imm, n = batch.split_operands(intr, args)
         out = np.zeros((n, intr.result.lanes), intr.result.dtype)
         pointers = vecs + [0] * (3 - len(vecs))
         r = self.machine.call(f"lowp_w_{intr.name}", *pointers, out, imm, n)
@@ -160,11 +147,6 @@ class QemuBackend(batch.BatchBackend):
 
     def unavailable(self, intr: Intrinsic) -> str | None:
         return self.missing_qemu() or _no_wrapper(self._intrinsics, intr)
-
-    def run(self, intr: Intrinsic, args: Sequence) -> np.ndarray:
-        vecs, imm, _ = _split(intr, args)
-        return self.batch(self.cpu, intr.name, vecs + [None] * (3 - len(vecs)),
-                          [(intr.result.dtype, (intr.result.lanes,))], imm)[0]
 
     def describe(self) -> str:
         if self.qemu is None:

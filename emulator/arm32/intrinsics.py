@@ -9,15 +9,10 @@ through a switch over its legal values) and writes the 32-bit result to out.
 """
 from __future__ import annotations
 
-from typing import Sequence
-
-import numpy as np
-
 from lowp.isa_models import intrinsics as all_intrinsics
 from lowp.isa_models.registry import Intrinsic
 
 from lowp.emulator import qemu_batch as batch
-from lowp.emulator.aarch64.intrinsics import _split
 
 BUILD_CPU, QEMU_CPU = "arm1176jzf_s+dsp", "arm1176"
 
@@ -71,11 +66,6 @@ class ArmQemuBackend(batch.BatchBackend):
         if intr.name not in {i.name for i in self._intrinsics}:
             return f"{intr.name} has no wrapper in this backend"
         return self.missing_qemu()
-
-    def run(self, intr: Intrinsic, args: Sequence) -> np.ndarray:
-        vecs, imm, _ = _split(intr, args)
-        return self.batch(self.cpu, intr.name, vecs + [None] * (3 - len(vecs)),
-                          [(intr.result.dtype, (intr.result.lanes,))], imm)[0]
 
     def describe(self) -> str:
         if self.qemu is None:
