@@ -47,6 +47,7 @@ class Terms:
     y_scale: np.ndarray         # float32: its activation block's d
     offsets: np.ndarray         # float32: each min group's offset (empty for a format without minimum)
     y_sums: list[Fraction]      # the stored activation sum each offset multiplies (d * sum(qs), as stored)
+    abs_sums: np.ndarray | None = None   # int64: sum of |x code * y code| over each group (what a partial can reach)
 
     def exact(self) -> Fraction:
         total = sum((Fraction(int(i)) * Fraction(float(a)) * Fraction(float(b))
@@ -78,9 +79,10 @@ def terms(x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> Term
         raise ValueError(f"{x_type} x {y_type}: {len(xr)} and {len(yr)} blocks given for n = {n}")
     x, y = xf.decode(xr), yf.decode(yr)
     group = gcd(SCALE_GROUP.get(x_type, xf.qk), yf.qk)
-    products = (x.codes.reshape(-1).astype(np.int64) * y.codes.reshape(-1)).reshape(-1, group).sum(axis=1)
+    products = (x.codes.reshape(-1).astype(np.int64) * y.codes.reshape(-1)).reshape(-1, group)
     offsets, y_sums = _minimum_terms(x_type, x, yr, y_type)
-    return Terms(products, x.scale.reshape(-1)[::group], y.scale.reshape(-1)[::group], offsets, y_sums)
+    return Terms(products.sum(axis=1), x.scale.reshape(-1)[::group], y.scale.reshape(-1)[::group], offsets, y_sums,
+                 np.abs(products).sum(axis=1))
 
 
 def _minimum_terms(x_type: str, x: Decoded, yr: np.ndarray, y_type: str) -> tuple[np.ndarray, list[Fraction]]:

@@ -1,0 +1,56 @@
+"""The exact domain of ggml's dot products (lowp.kernels.ggml.exact): blocks drawn there give a dot product that
+float32 computes exactly in any order, which is what lets the `exact` contract ask for bit-exact results."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from lowp.kernels.ggml.dot import VEC_DOT_TYPE, exact_dot, terms
+from lowp.kernels.ggml.exact import FLOAT32_INTEGERS, draw, margin, units_used
+
+pytest.importorskip("gguf", reason="the iq formats' grids come from gguf without a ggml checkout")
+F32 = np.float32
+
+
+def float32_in_some_order(t, rng) -> np.float32:
+    """The terms multiplied out and summed in float32 in a random order and grouping, as some kernel might."""
+    values = []
+    for i, a, b in zip(t.sums, t.x_scale, t.y_scale):
+        factors = [F32(i), F32(a), F32(b)]
+        rng.shuffle(factors)
+        values.append(F32(F32(factors[0] * factors[1]) * factors[2]))
+    values += [F32(F32(o) * F32(float(y))) for o, y in zip(t.offsets, t.y_sums)]
+    rng.shuffle(values)
+    while len(values) > 1:                          # pairwise in a random tree
+        k = int(rng.integers(len(values) - 1))
+        values[k:k + 2] = [F32(values[k] + values[k + 1])]
+    return values[0] if values else F32(0)
+
+
+@pytest.mark.parametrize("x_type", sorted(VEC_DOT_TYPE))
+def test_drawn_blocks_are_exact_in_every_float_order(x_type):
+    rng = np.random.default_rng(sum(map(ord, x_type)))
+    for blocks in (1, 2, 3, 5):
+        x, y, n = draw(x_type, blocks, rng)
+        t = terms(x_type, x, y, n)
+        assert margin(t) >= 1, (x_type, blocks)
+        exact = exact_dot(x_type, x, y, n)
+        assert Fraction(float(F32(float(exact)))) == exact, "the exact value is a float32 number"
+        for _ in range(5):
+            assert float32_in_some_order(t, rng) == F32(float(exact)), (x_type, blocks)
+
+
+def test_past_the_bound_some_order_rounds():
+    """The bound is what it says: q6_K with full-range activations over 4 blocks is past 2^24 units, and a float32
+    evaluation of its terms rounds in some order."""
+    rng = np.random.default_rng(3)
+    from lowp.kernels.ggml import exact as ex
+    x, _, n = draw("q6_K", 4, rng)
+    y = ex._activations("q8_K", 4, 127, rng)
+    t = terms("q6_K", x, y, n)
+    total, unit = units_used(t)
+    assert total / unit > FLOAT32_INTEGERS and margin(t) < 1
+    exact = F32(float(exact_dot("q6_K", x, y, n)))
+    assert any(float32_in_some_order(t, rng) != exact for _ in range(50))
