@@ -7,7 +7,6 @@ the previous column"."""
 from __future__ import annotations
 
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -16,28 +15,16 @@ import pytest
 from lowp.conformance.run import checks
 
 sys.path.insert(0, str(Path(__file__).parent / "stage_bugs"))
-from kernels import entry  # noqa: E402  (tests/stage_bugs/kernels.py)
+from kernels import claimed_row, entry, register  # noqa: E402  (tests/stage_bugs/kernels.py)
 
 
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory):
-    from lowp.kernels import load_toml
-    from lowp.kernels.registry import _KERNELS
-    text = "".join(entry("scalar_fp32", bug) for bug in (13, 14))
-    toml = tmp_path_factory.mktemp("honest") / "honest.toml"
-    toml.write_text(text)
-    for kernel in tomllib.loads(text)["kernel"]:
-        _KERNELS.pop(kernel["name"], None)
-    return {k.name: k for k in load_toml(toml)}
+    return register("".join(entry("scalar_fp32", bug) for bug in (13, 14)), tmp_path_factory.mktemp("honest"))
 
 
 def claimed(kernels, name):
-    from lowp.kernels import executor
-    k = kernels[name]
-    reason = executor(k).unavailable()
-    if reason:
-        pytest.skip(f"{name}: {reason}")
-    return checks.run_check(checks.Check(name, k.output, "claimed", True), lambda e: None, examples=40, grid=False)
+    return claimed_row(kernels, name)
 
 
 @pytest.mark.native

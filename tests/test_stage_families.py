@@ -7,7 +7,6 @@ kernels without the bug pass."""
 from __future__ import annotations
 
 import sys
-import tomllib
 from fractions import Fraction
 
 import numpy as np
@@ -16,14 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lowp.conformance.diagnosis import stage_families as sf
-from lowp.conformance.run.checks import Check, run_check
 from lowp.conformance.contracts.int32 import EXACT
 from lowp.conformance.contracts.output import OUTPUT_CONTRACTS, STYLES, output_contract
 from lowp.conformance.search.quantized import accumulators, from_json
 from lowp.isa_models.requant import OUT_RANGE, OUTPUT_STAGES
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent / "stage_bugs"))
-from kernels import entry  # noqa: E402  (tests/stage_bugs/kernels.py)
+from kernels import claimed_row, entry, register  # noqa: E402  (tests/stage_bugs/kernels.py)
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 F32 = np.float32
@@ -320,23 +318,8 @@ CORRECT = sorted({k for k, *_ in BUGS})
 @pytest.fixture(scope="module")
 def bug_kernels(tmp_path_factory):
     """Every kernel of BUGS and CORRECT, registered afresh from one TOML file."""
-    from lowp.kernels import load_toml
-    from lowp.kernels.registry import _KERNELS
     text = "".join(entry(k, b, pins) for k, b, pins, _ in BUGS) + "".join(entry(k, 0) for k in CORRECT)
-    toml = tmp_path_factory.mktemp("stage_bugs") / "stage_bugs.toml"
-    toml.write_text(text)
-    for kernel in tomllib.loads(text)["kernel"]:
-        _KERNELS.pop(kernel["name"], None)
-    return {k.name: k for k in load_toml(toml)}
-
-
-def claimed_row(kernels, name):
-    k = kernels[name]
-    from lowp.kernels import executor
-    reason = executor(k).unavailable()
-    if reason:
-        pytest.skip(f"{name}: {reason}")
-    return run_check(Check(name, k.output, "claimed", True), lambda e: None, examples=40, grid=False)
+    return register(text, tmp_path_factory.mktemp("stage_bugs"))
 
 
 @pytest.mark.native

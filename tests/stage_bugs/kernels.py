@@ -53,3 +53,29 @@ def entry(kernel: str, bug: int, pins: str = "") -> str:
     if pins:
         lines.append(f"quant = {pins}")
     return "\n".join(lines) + "\n"
+
+
+def register(text: str, folder: Path) -> dict:
+    """The kernels of TOML `text` (entry()'s tables), registered afresh (a re-run in one process replaces them)."""
+    import tomllib
+
+    from lowp.kernels import load_toml
+    from lowp.kernels.registry import _KERNELS
+    toml = folder / "stage_bugs.toml"
+    toml.write_text(text)
+    for kernel in tomllib.loads(text)["kernel"]:
+        _KERNELS.pop(kernel["name"], None)
+    return {k.name: k for k in load_toml(toml)}
+
+
+def claimed_row(kernels: dict, name: str) -> dict:
+    """The row of kernel `name`'s claimed check (40 examples, no grid); a skip naming why where it cannot run here."""
+    import pytest
+
+    from lowp.conformance.run.checks import Check, run_check
+    from lowp.kernels import executor
+    k = kernels[name]
+    reason = executor(k).unavailable()
+    if reason:
+        pytest.skip(f"{name}: {reason}")
+    return run_check(Check(name, k.output, "claimed", True), lambda e: None, examples=40, grid=False)
