@@ -214,6 +214,20 @@ def zig_libc_headers(how: Recipe) -> tuple[str, ...]:
     return tuple(f"-idirafter{root / name}" for name in how.libc_headers)
 
 
+# musl's header folders in zig's lib/libc/include, per lowp arch: for sources written against a libc (ggml.h
+# includes stdio.h) built for a guest that links none.
+MUSL_HEADERS = {"aarch64": ("aarch64-linux-musl", "generic-musl", "aarch64-linux-any", "any-linux-any"),
+                "riscv64": ("riscv64-linux-musl", "generic-musl", "riscv-linux-any", "any-linux-any"),
+                "arm": ("arm-linux-musl", "generic-musl", "arm-linux-any", "any-linux-any")}
+
+
+def libc_header_flags(arch: str) -> tuple[str, ...]:
+    """-idirafter flags for musl's headers of `arch` (searched last), or () where the build has a libc of its own
+    (x86-64 with the host's, wasm32 with WASI's) or lowp knows none."""
+    names = MUSL_HEADERS.get(arch)
+    return zig_libc_headers(Recipe("headers", "", "", HERE, "", libc_headers=names)) if names else ()
+
+
 def include_files() -> list[Path]:
     """lowp's freestanding headers: -isystem keeps them out of -MMD's list, so their bytes join the key as
     inputs (a changed header in a new lowp rebuilds)."""

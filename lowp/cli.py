@@ -14,7 +14,7 @@ import re
 import sys
 import warnings
 
-COMMANDS = ("isa", "emulate", "conformance", "fuzz", "bounds", "bench", "docs", "study", "peers", "xnnpack", "prove")
+COMMANDS = ("isa", "emulate", "conformance", "fuzz", "bounds", "bench", "docs", "study", "peers", "xnnpack", "ggml", "prove")
 # argparse takes '-127:127' for an option unless it looks like a negative number: ranges are values too.
 NEGATIVE_VALUE = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d+:-?\d+$")
 SIGPIPE_STATUS = 141          # what a shell reports for a program ended by SIGPIPE (128 + 13)

@@ -124,6 +124,9 @@ def failure_lines(r: dict, replay_args: str | None = "") -> list[str]:
     """What the report says of one row beyond its table line: the minimal counterexample of a FAIL, the cause of
     a FAIL without one, the traceback of a CRASH; nothing for the rest."""
     cx = r.get("counterexample")
+    if cx and "lines" in cx:            # a check that renders its own (a ggml vec_dot's blocks)
+        return [f"## {r['id']}: minimal counterexample", "", f"Cause: {r.get('cause') or cx['cause']}", "",
+                *cx["lines"], ""]
     if cx:
         return counterexample_lines(r, cx, replay_args)
     if r["verdict"] == "FAIL" and r.get("cause"):

@@ -62,6 +62,28 @@ class Counterexample(TypedDict):
     options: NotRequired[dict[str, Any] | None]
 
 
+class GgmlCounterexample(TypedDict):
+    """The minimal failing call of a ggml vec_dot (lowp.conformance.run.ggml): its blocks as hex, the float it
+    returned and the one its contract expected, and the lines the report prints."""
+    __pydantic_config__ = STRICT
+    case: str | None
+    shape: list[int]            # [1, 1, n]
+    nonzero: int
+    seed: int
+    x_type: str
+    y_type: str
+    blocks: int
+    x: str                      # the weight blocks' bytes, hex
+    y: str                      # the activation blocks' bytes, hex
+    actual: float | None        # None: the call faulted
+    expected: float
+    matched: str | None
+    kind: str
+    cause: str
+    fault: str | None
+    lines: list[str]
+
+
 class Build(TypedDict):
     """How the kernel that ran was built (from the build cache's manifest)."""
     __pydantic_config__ = STRICT
@@ -114,7 +136,7 @@ class CheckRow(TypedDict):
     failed: int
     matched: dict[str, int]     # cases per variant the results matched
     path: str | None            # the instructions that carried the kernel
-    counterexample: Counterexample | None
+    counterexample: Counterexample | GgmlCounterexample | None
     seconds: float
     build: NotRequired[Build | None]
     searched: NotRequired[int | None]   # examples the hypothesis search tried; None: it did not run (--case)

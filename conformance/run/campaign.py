@@ -71,6 +71,26 @@ class Library:
         """What was judged, for campaign.json: {'path': ..., 'commit': ...}."""
         raise NotImplementedError
 
+    # How the entries become runnable kernels, built and checked. The defaults are lowp's kernel entries
+    # (lowp.kernels.Kernel: a GEMM micro-kernel and its checks); a library whose kernels are something else (ggml's
+    # vec_dots) overrides all three.
+    def register(self, entries: list[dict], toml: Path) -> tuple[list, dict[str, str]]:
+        """(the kernels of the valid entries, {name: why an entry is not valid})."""
+        return register_kernel_entries(entries, toml)
+
+    def build_problem(self, kernel) -> tuple[str, str] | None:
+        """(category, message) of a kernel that does not build or lacks its symbol, else None (built)."""
+        return kernel_build_problem(kernel)
+
+    def plan(self, kernels: list) -> list:
+        """The checks of the built kernels."""
+        from lowp.conformance.run.checks import plan
+        return plan(kernels)
+
+    def reproduce(self, found: list[dict], rows: list[dict], folder: Path) -> list[dict]:
+        """Each finding's standalone C reproducer, written to folder/<id>.c (and run where this machine can)."""
+        return reproduce(found, rows, folder)
+
 
 @dataclass
 class Campaign:
@@ -106,9 +126,9 @@ def run(campaign: Campaign) -> tuple[int, Any]:
         print("error: no kernel of the checkout matches the selection", file=sys.stderr)
         return 2, None
     mapping = time.perf_counter() - started
-    kernels = register(items, entries, campaign.toml)
+    kernels = register(campaign.library, items, entries, campaign.toml)
     build_started = time.perf_counter()
-    kernels = build(items, kernels, campaign.jobs)
+    kernels = build(campaign.library, items, kernels, campaign.jobs)
     built = time.perf_counter() - build_started
     for path in filter(None, (campaign.toml, campaign.write_toml)):
         write_toml(path, [entries[k.name] for k in kernels], items, campaign)
@@ -155,39 +175,45 @@ def write_toml(path: Path, entries: list[dict], items: list[Item], campaign: Cam
     write_text(path, head + text + ("\n" + "\n".join(skipped) + "\n" if skipped else ""))
 
 
-def register(items: list[Item], entries: dict, toml: Path) -> list:
-    """Register the entries in memory (each checked by the kernel schema and lowp.conformance's own checks); an entry
-    that fails them is a skipped item naming the problem."""
+def register(library: Library, items: list[Item], entries: dict, toml: Path) -> list:
+    """Register the entries (the library's way); an entry that is not valid is a skipped item naming the problem."""
+    kernels, problems = library.register(list(entries.values()), toml)
+    by_name = {i.name: i for i in items}
+    for name, message in problems.items():
+        by_name[name].skip = ("lowp entry invalid", message)
+    return kernels
+
+
+def register_kernel_entries(entries: list[dict], toml: Path) -> tuple[list, dict[str, str]]:
+    """lowp kernel entries registered in memory, each checked by the kernel schema and lowp.conformance's own
+    checks: (the valid kernels, {name: the problems of each other one})."""
     from lowp.kernels import KernelConfigError
     from lowp.kernels.registry import register_entries
 
     from lowp.conformance.search.validate import validate_kernels
-    kernels, problems = register_entries(list(entries.values()), toml)
-    by_name = {i.name: i for i in items}
-    for name, found in problems.items():
-        by_name[name].skip = ("lowp entry invalid", "; ".join(p.message for p in found))
+    kernels, found = register_entries(entries, toml)
+    problems = {name: "; ".join(p.message for p in ps) for name, ps in found.items()}
     valid = []
     for k in kernels:
         try:
             validate_kernels([k])
         except KernelConfigError as e:
-            by_name[k.name].skip = ("lowp entry invalid", "; ".join(f"{p.key}: {p.message}" for p in e.problems))
+            problems[k.name] = "; ".join(f"{p.key}: {p.message}" for p in e.problems)
             continue
         valid.append(k)
-    return valid
+    return valid, problems
 
 
-def build(items: list[Item], kernels: list, jobs: int | None) -> list:
+def build(library: Library, items: list[Item], kernels: list, jobs: int | None) -> list:
     """Build every kernel that can run here (the checks' builds come from the same cache), `jobs` at a time; a
     source that does not build or a symbol the build lacks is a skipped item with the compiler's first lines."""
-    from lowp.conformance.search.validate import build_problems
     by_name = {i.name: i for i in items}
 
     def one(kernel):
         start = time.perf_counter()
-        problems = build_problems([kernel])
+        problem = library.build_problem(kernel)
         by_name[kernel.name].build_seconds = time.perf_counter() - start
-        return kernel, problems
+        return kernel, problem
     results = []
     print(f"building {len(kernels)} kernels (cached builds are instant)", file=sys.stderr, flush=True)
     with ThreadPoolExecutor(max(1, jobs or os.cpu_count() or 1)) as pool:
@@ -196,24 +222,32 @@ def build(items: list[Item], kernels: list, jobs: int | None) -> list:
             if done % 100 == 0 or done == len(kernels):      # a cold build of a datatype takes minutes: say so
                 print(f"  built {done}/{len(kernels)}", file=sys.stderr, flush=True)
     built = []
-    for kernel, problems in results:
-        if problems:
-            first = problems[0]
-            lines = [line.strip() for line in first.message.splitlines()]
-            error = next((line for line in lines[1:] if "error" in line), "")     # the compiler's own words
-            by_name[kernel.name].skip = ("does not build" if first.key in ("source", "sources") else
-                                         "symbol problem", " ".join(filter(None, [lines[0], error])))
+    for kernel, problem in results:
+        if problem:
+            by_name[kernel.name].skip = problem
         else:
             built.append(kernel)
     return built
+
+
+def kernel_build_problem(kernel) -> tuple[str, str] | None:
+    """A lowp kernel entry's build problem: the first of build_problems, with the compiler's own words."""
+    from lowp.conformance.search.validate import build_problems
+    problems = build_problems([kernel])
+    if not problems:
+        return None
+    first = problems[0]
+    lines = [line.strip() for line in first.message.splitlines()]
+    error = next((line for line in lines[1:] if "error" in line), "")     # the compiler's own words
+    return ("does not build" if first.key in ("source", "sources") else "symbol problem",
+            " ".join(filter(None, [lines[0], error])))
 
 
 def judge(campaign: Campaign, kernels: list) -> tuple[list[dict], float, Any]:
     """The ordinary checks of the built kernels on the process pool; (rows, seconds, the RunStopped of a run that
     Ctrl-C, SIGTERM or a full disk stopped, else None)."""
     from lowp.conformance.run import runner
-    from lowp.conformance.run.checks import plan
-    checks = plan(kernels)
+    checks = campaign.library.plan(kernels)
     start = time.perf_counter()
     stop = None
     try:
@@ -234,7 +268,7 @@ def report(campaign: Campaign, items: list[Item], rows: list[dict], seconds: dic
     paths = reports.write(rows, campaign.out, seconds["checks"], replay_args, {**settings, "kernels": []}) \
         if rows else {}
     campaign_report.summarize(items, rows)
-    found = reproduce(campaign_report.findings(items, rows), rows, campaign.out / "findings")
+    found = campaign.library.reproduce(campaign_report.findings(items, rows), rows, campaign.out / "findings")
     cpaths = campaign_report.write(campaign.out, items, rows, library=campaign.library.name,
                                    source=campaign.library.source(campaign.checkout), settings=settings,
                                    seconds=seconds, replay_args=replay_args,

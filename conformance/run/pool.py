@@ -37,7 +37,7 @@ def _worker(check: Check, conn, options: dict, setup=None) -> None:
     try:
         if setup is not None:
             setup()
-        run_check(check, emit, **options)
+        _runner(check)(check, emit, **options)
     except BaseException as e:  # an exception in Python becomes a CRASH row with its traceback
         conn.send({"event": "error", "id": check.id, "error": f"{type(e).__name__}: {e}",
                    "traceback": traceback.format_exc(limit=6)})
@@ -45,6 +45,16 @@ def _worker(check: Check, conn, options: dict, setup=None) -> None:
         from lowp.kernels.executors import remove_fresh_copies
         remove_fresh_copies()      # a forked worker ends with os._exit: no atexit handler would
         conn.close()
+
+
+def _runner(check: Check):
+    """The run_check of the check's kind: a ggml vec_dot's (lowp.conformance.run.ggml) for a kernel the ggml room
+    registered, else the GEMM kernels' (lowp.conformance.run.checks)."""
+    from lowp.kernels.ggml.kernel import registered
+    if registered(check.kernel) is not None:
+        from lowp.conformance.run import ggml
+        return ggml.run_check
+    return run_check
 
 
 @dataclass

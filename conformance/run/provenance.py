@@ -61,6 +61,10 @@ def kernel_key(name: str) -> str:
     """The SHA-256 of a registered kernel's entry and build (see the module's doc); an unregistered name keys as
     itself (its check then fails as any check of an unknown kernel does)."""
     from lowp.kernels import kernel
+    from lowp.kernels.ggml.kernel import registered
+    vec_dot = registered(name)
+    if vec_dot is not None:            # a ggml vec_dot: its entry and its sources
+        return vec_dot.key()
     try:
         k = kernel(name)
     except (KeyError, LookupError):

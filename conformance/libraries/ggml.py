@@ -1,0 +1,179 @@
+"""ggml's room on the library seam: every ggml_vec_dot_* of a ggml or llama.cpp checkout, as each variant ggml ships
+builds it (lowp.kernels.ggml.variants), judged by the exact contract and by its float order or the bound
+(lowp.conformance.contracts.ggml); `lowp ggml PATH` is its command.
+
+What a kernel is here: one function of src/ggml-cpu/arch/<arch>/quants.c (found by its definition), built for one
+variant of that arch at one vector length ('ggml_vec_dot_q4_0_q8_0@haswell', '...@armv8.2_3@256'), plus the
+`_generic` twins of src/ggml-cpu/quants.c, built once per arch at its baseline variant as a second opinion (never
+the oracle: lowp's own block models are). Arch folders no lowp target runs (powerpc, loongarch, s390) are rows
+that say so. The campaign groups kernels by type and ISA (the variant, at its vector length).
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from lowp.kernels.ggml import kernel as vec_dots
+from lowp.kernels.ggml.dot import VEC_DOT_TYPE
+from lowp.kernels.ggml.executor import GgmlBuild, VecDot
+from lowp.kernels.ggml.variants import ARCH_OF_FOLDER, UNRUN_FOLDERS, Variant, variant, variants_of
+
+from lowp.conformance.run.campaign import Found, Library, NotACheckout, Skip
+
+# A definition (not a prototype) of a vec_dot at the start of a line: `void ggml_vec_dot_q4_0_q8_0(int n, ...) {`
+DEFINITION = re.compile(r"^void\s+(ggml_vec_dot_(\w+?)_(q8_[01K])(_generic)?)\s*\(([^)]*)\)\s*\{", re.M)
+BASELINE = {"x86-64": "x64", "aarch64": "armv8.0_1", "riscv64": "riscv64_0", "wasm32": "wasm_simd128"}
+
+
+@dataclass(frozen=True)
+class Checkout:
+    root: Path              # the folder holding include/ and src/ (a llama.cpp checkout's ggml/)
+    given: Path             # PATH as the user gave it
+
+    @property
+    def cpu(self) -> Path:
+        return self.root / "src" / "ggml-cpu"
+
+    def build(self, folder: str, v: Variant) -> GgmlBuild:
+        src = self.root / "src"
+        return GgmlBuild(self.cpu / "arch" / folder / "quants.c", self.cpu / "quants.c",
+                         (self.root / "include", src, self.cpu), src / "ggml-quants.h", v)
+
+
+@dataclass(frozen=True)
+class Function:
+    symbol: str
+    x_type: str
+    y_type: str
+    folder: str             # the arch folder ('x86'), or 'generic' for quants.c's twins
+    line: int
+
+
+class Ggml(Library):
+    name = "ggml"
+    group_keys = ("type", "isa")
+    selectors = {"type": "--type", "isa": "--isa"}
+
+    def open(self, path: Path) -> Checkout:
+        path = Path(path)
+        for root in (path, path / "ggml"):
+            if (root / "src" / "ggml-cpu" / "quants.c").is_file() and (root / "src" / "ggml-cpu" / "arch").is_dir():
+                return Checkout(root.resolve(), path)
+        raise NotACheckout(f"{path}: not a ggml checkout (src/ggml-cpu/quants.c and src/ggml-cpu/arch/) nor a "
+                           f"llama.cpp checkout (ggml/src/ggml-cpu/...)")
+
+    def refuse(self, checkout: Checkout, selection: dict) -> str | None:
+        unknown = [t for t in selection.get("type", ()) if t not in VEC_DOT_TYPE]
+        if unknown:
+            return f"--type {unknown[0]}: not a ggml weight type lowp knows ({', '.join(VEC_DOT_TYPE)})"
+        return None
+
+    def functions(self, checkout: Checkout) -> list[Function]:
+        """Every vec_dot the checkout defines: per arch folder, and quants.c's `_generic` twins."""
+        out = []
+        files = [(d.name, d / "quants.c") for d in sorted((checkout.cpu / "arch").iterdir()) if d.is_dir()]
+        for folder, path in [*files, ("generic", checkout.cpu / "quants.c")]:
+            if not path.is_file():
+                continue
+            text = path.read_text(errors="replace")
+            for m in DEFINITION.finditer(text):
+                if (folder == "generic") != bool(m.group(4)):
+                    continue
+                out.append(Function(m.group(1), m.group(2), m.group(3), folder, text.count("\n", 0, m.start()) + 1))
+        return out
+
+    def found(self, checkout: Checkout, selection: dict):
+        for f in self.functions(checkout):
+            where = f"{self._relative(checkout, f)}:{f.line}"
+            if f.folder in UNRUN_FOLDERS or (f.folder != "generic" and f.folder not in ARCH_OF_FOLDER):
+                yield Found(f"{f.symbol}@{f.folder}", {"type": f.x_type, "isa": f.folder}, where, what=(f, None, None))
+                continue
+            for v, bits in self._variants(f):
+                yield Found(f"{f.symbol}@{v.label(bits)}", {"type": f.x_type, "isa": v.label(bits)}, where,
+                            what=(f, v, bits))
+
+    def _variants(self, f: Function):
+        """(variant, vector length) pairs a function is judged at: its arch's variants, or the baselines."""
+        if f.folder == "generic":
+            chosen = [variant(BASELINE[a]) for a in ("x86-64", "aarch64", "riscv64")]
+        else:
+            chosen = variants_of(ARCH_OF_FOLDER[f.folder])
+        return [(v, bits) for v in chosen for bits in v.vector_bits]
+
+    @staticmethod
+    def _relative(checkout: Checkout, f: Function) -> str:
+        path = checkout.cpu / ("quants.c" if f.folder == "generic" else f"arch/{f.folder}/quants.c")
+        try:
+            return str(path.relative_to(checkout.given.resolve()))
+        except ValueError:
+            return str(path)
+
+    def map(self, checkout: Checkout, found: Found) -> dict | Skip:
+        f, v, bits = found.what
+        if v is None:
+            return Skip("no target here", f"no lowp target runs {f.folder} code ({f.symbol})")
+        if f.x_type not in VEC_DOT_TYPE:
+            return Skip("type not modelled", f"{f.symbol}: lowp has no block model of {f.x_type}")
+        if VEC_DOT_TYPE[f.x_type] != f.y_type:
+            return Skip("type not modelled", f"{f.symbol}: lowp knows {f.x_type} as multiplied with "
+                                             f"{VEC_DOT_TYPE[f.x_type]}, not {f.y_type}")
+        folder = ARCH_OF_FOLDER_NAME[v.arch] if f.folder == "generic" else f.folder
+        k = vec_dots.VecDotKernel(found.name, f.symbol, f.x_type, checkout.build(folder, v), bits,
+                                  _order(v, f, bits))
+        return k.entry()
+
+    def source(self, checkout: Checkout) -> dict:
+        try:
+            commit = subprocess.run(["git", "-C", str(checkout.root), "rev-parse", "HEAD"], capture_output=True,
+                                    text=True, timeout=10).stdout.strip() or None
+        except (OSError, subprocess.SubprocessError):
+            commit = None
+        return {"path": str(checkout.given), "commit": commit}
+
+    def register(self, entries: list[dict], toml: Path):
+        kernels, problems = [], {}
+        for e in entries:
+            try:
+                kernels.append(vec_dots.register(vec_dots.from_entry(e)))
+            except (ValueError, KeyError) as err:
+                problems[e.get("name", "?")] = str(err)
+        return kernels, problems
+
+    def build_problem(self, kernel: vec_dots.VecDotKernel) -> tuple[str, str] | None:
+        vd = VecDot(kernel.build, kernel.vector_bits)
+        if vd.unavailable():
+            return None                 # its checks say why it cannot run here (SKIPPED rows)
+        try:
+            symbols = vd.symbols()
+        except Exception as e:          # noqa: BLE001 - BuildError, BuildFailed, NativeUnavailable: the words count
+            lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+            error = next((line for line in lines[1:] if "error" in line), "")
+            return "does not build", " ".join(filter(None, [lines[0] if lines else type(e).__name__, error]))[:600]
+        finally:
+            vd.close()
+        if kernel.symbol not in symbols:
+            return "symbol problem", f"the {kernel.label} build defines no {kernel.symbol}"
+        return None
+
+    def plan(self, kernels: list) -> list:
+        from lowp.conformance.run.ggml import plan
+        return plan(kernels)
+
+    def reproduce(self, found: list[dict], rows: list[dict], folder: Path) -> list[dict]:
+        from lowp.conformance.report.ggml import reproducers
+        return reproducers(found, rows, folder)
+
+
+ARCH_OF_FOLDER_NAME = {arch: folder for folder, arch in ARCH_OF_FOLDER.items()}
+
+
+def _order(v: Variant, f: Function, bits: int | None) -> str | None:
+    """The float order ggml's code for this build takes (lowp.kernels.ggml.orders), or None (the bound)."""
+    try:
+        from lowp.kernels.ggml.orders import order_for
+    except ImportError:                 # no order modelled yet in this lowp
+        return None
+    # a _generic twin takes the plain C path whatever the flags: the order of a build without features
+    return order_for(v.arch, frozenset() if f.folder == "generic" else frozenset(v.features), f.x_type, bits)

@@ -1,0 +1,95 @@
+"""A ggml finding's standalone reproducer: a C file that calls the checkout's own vec_dot on the shrunk blocks and
+prints the float it returns against the one lowp's contract expects, ready to attach to an upstream report. It
+includes nothing of lowp; the command that builds it (the variant's flags, ggml's include folders, the two
+quants.c files and the few definitions ggml-cpu.c would supply) is in its head comment.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from lowp.conformance.report.outfolder import write_text
+
+TEMPLATE = """/* {title}
+ *
+ * {kernel}: {cause}
+ *
+ * Calls the vec_dot of {x_type} through ggml's public CPU API (ggml-cpu.h: ggml_get_type_traits_cpu) on the
+ * blocks lowp shrank the failure to, and prints what it returns against lowp's exact or ordered value.
+ * Build ggml's CPU backend as the variant {variant} ({flags}), e.g. from the checkout's root:
+ *   cmake -B build -DGGML_NATIVE=OFF {cmake} && cmake --build build
+ *   cc repro.c -Iinclude -Lbuild/src -lggml-cpu -lggml-base -lm -o repro
+ * (llama.cpp: -Iggml/include and -Lbuild/bin; another arch: the cross toolchain, and run under {runner}.)
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ggml.h"
+#include "ggml-cpu.h"
+
+static const uint8_t x[{x_bytes}] = {{{x}}};   /* {blocks} block(s) of {x_type} */
+static const uint8_t y[{y_bytes}] = {{{y}}};   /* the {y_type} activation blocks */
+
+int main(void) {{
+    ggml_cpu_init();
+    const struct ggml_type_traits_cpu *traits = ggml_get_type_traits_cpu({ggml_type});
+    float s = 0.0f;
+    traits->vec_dot({n}, &s, 0, x, 0, y, 0, 1);
+    uint32_t bits;
+    memcpy(&bits, &s, 4);
+    printf("actual   s = %.9g (0x%08x)\\n", s, bits);
+    printf("expected s = {expected!r} ({expected_bits})  [lowp: {check}]\\n");
+    return bits != {expected_bits}u;
+}}
+"""
+
+# What ggml's CMake options are for a variant's features (ggml/CMakeLists.txt option names).
+CMAKE_OPTIONS = {"sse4_2": "GGML_SSE42", "avx": "GGML_AVX", "f16c": "GGML_F16C", "fma": "GGML_FMA", "bmi2": "GGML_BMI2",
+                 "avx2": "GGML_AVX2", "avx_vnni": "GGML_AVX_VNNI", "avx512f": "GGML_AVX512",
+                 "avx512vbmi": "GGML_AVX512_VBMI", "avx512_vnni": "GGML_AVX512_VNNI",
+                 "avx512_bf16": "GGML_AVX512_BF16", "amx_tile": "GGML_AMX_TILE", "amx_int8": "GGML_AMX_INT8",
+                 "v": "GGML_RVV"}
+
+
+def _cmake(variant) -> str:
+    if variant.arch == "aarch64":
+        march = next((f.split("=", 1)[1] for f in variant.flags if f.startswith("-march=")), "armv8-a")
+        return f"-DGGML_CPU_ARM_ARCH={march}"
+    return " ".join(f"-D{CMAKE_OPTIONS[f]}=ON" for f in variant.features if f in CMAKE_OPTIONS) or "(no options)"
+
+
+def _bytes_text(hex_text: str) -> str:
+    data = bytes.fromhex(hex_text)
+    return ",".join(f"0x{b:02x}" for b in data)
+
+
+def c_source(row: dict, title: str) -> str:
+    import numpy as np
+    from lowp.kernels.ggml.kernel import get
+    cx = row["counterexample"]
+    k = get(row["kernel"])
+    v = k.build.variant
+    expected_bits = f"0x{int(np.float32(cx['expected']).view(np.uint32)):08x}"
+    return TEMPLATE.format(title=title, kernel=f"{k.name} ({row['id']})", cause=" ".join(row["cause"].split()),
+                           variant=k.label, flags=" ".join(v.flags) or "no flags", cmake=_cmake(v),
+                           runner=row.get("emulator") or "the CPU", ggml_type=f"GGML_TYPE_{cx['x_type'].upper()}",
+                           x_bytes=len(cx["x"]) // 2, y_bytes=len(cx["y"]) // 2, x=_bytes_text(cx["x"]),
+                           y=_bytes_text(cx["y"]), blocks=cx["blocks"], x_type=cx["x_type"], y_type=cx["y_type"],
+                           n=row["counterexample"]["shape"][2], expected=cx["expected"],
+                           expected_bits=expected_bits, check=row["check"])
+
+
+def reproducers(found: list[dict], rows: list[dict], folder: Path) -> list[dict]:
+    """Each finding's reproducer, written to folder/<id>.c (not run here: it links the checkout's whole CPU
+    backend, which lowp does not build)."""
+    by_id = {r["id"]: r for r in rows}
+    for f in found:
+        row = by_id[f["example"]]
+        cx = row.get("counterexample") or {}
+        if not cx.get("x"):
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{f['id']}.c"
+        write_text(path, c_source(row, f"lowp finding {f['id']}: {f['cause']}"))
+        f["reproducer"], f["reproduced"] = str(path), "written; build it as its head comment says"
+    return found

@@ -1,0 +1,162 @@
+"""One check of a ggml vec_dot (lowp.kernels.ggml.kernel.VecDotKernel): its generated cases, then drawn ones, each
+run on the variant's executor and judged by its contract; the first failure shrinks to a block count and block
+values, and its row carries the counterexample as the report prints it.
+
+The checks of a vec_dot (plan):
+- exact, claimed: the exact domain (lowp.kernels.ggml.exact), bit for bit;
+- ordered:<order> (where the kernel's order is modelled) or bounded, claimed: scales of every size;
+- exact, outside (not claimed): activation codes of -128, which ggml's preconditions exclude.
+
+Runs in the pool's child process, like lowp.conformance.run.checks.run_check, and reports through emit(dict).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from lowp.emulator.errors import EmulatorError
+from lowp.kernels.ggml.kernel import VecDotKernel, get
+from lowp.kernels.ggml.executor import VecDot
+
+from lowp.conformance.contracts import ggml as contracts
+from lowp.conformance.search import ggml_cases as cases
+from lowp.conformance.report.rows import check_row
+from lowp.conformance.run.checks import Check
+
+CASE_BUDGET = 5.0           # seconds one vec_dot call may take before it counts as hung
+
+
+def plan(kernels: list[VecDotKernel]) -> list[Check]:
+    out = []
+    for k in kernels:
+        out.append(Check(k.name, "exact", "claimed", True))
+        out.append(Check(k.name, f"ordered:{k.order}" if k.order else "bounded", "claimed", True))
+        out.append(Check(k.name, "exact", "outside", False))
+    return out
+
+
+@dataclass
+class Outcome:
+    s: np.float32 | None = None
+    fault: Exception | None = None
+
+    def describe(self) -> str:
+        if self.fault is not None:
+            return f"{type(self.fault).__name__}: {self.fault}"
+        return f"{float(self.s)!r} ({contracts._bits(self.s)})"
+
+
+def _call(vd: VecDot, k: VecDotKernel, case: cases.Case) -> Outcome:
+    try:
+        return Outcome(vd.call(k.symbol, case.x, case.y, case.n))
+    except EmulatorError as e:
+        return Outcome(fault=e)
+
+
+def _judge(check: Check, k: VecDotKernel, case: cases.Case, out: Outcome) -> contracts.Judgement:
+    if out.fault is not None:
+        return contracts.Judgement(False, float("nan"), "fault")
+    return contracts.judge(check.check, k.x_type, case.x, case.y, case.n, out.s)
+
+
+def _generated(check: Check, k: VecDotKernel, seed: int) -> list[cases.Case]:
+    if check.domain == "outside":
+        return cases.outside_cases(k.x_type, seed)
+    return cases.exact_cases(k.x_type, seed) if check.check == "exact" else cases.scaled_cases(k.x_type, seed)
+
+
+def _drawn(check: Check, k: VecDotKernel, rng) -> cases.Case:
+    return cases.random_exact(k.x_type, rng) if check.check == "exact" else cases.random_scaled(k.x_type, rng)
+
+
+def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 30, seed: int = 0,
+              probe_examples: int | None = None, budget: float | None = None, **_ignored) -> dict:
+    """Execute one check of a registered vec_dot and return its row (also emitted)."""
+    k = get(check.kernel)
+    vd = VecDot(k.build, k.vector_bits, budget=budget or CASE_BUDGET)
+    if not check.claimed and probe_examples is not None:
+        examples = probe_examples
+    if check.domain == "outside":
+        examples = 0                    # the probes are the generated cases
+    generated = _generated(check, k, seed)
+    row = check_row(check, backend=vd.backend, target=k.arch, contract_claimed=_claimed(k),
+                    cases=len(generated) + examples)
+    reason = vd.unavailable()
+    if reason:
+        row.update(verdict="SKIPPED", reason=f"{k.label}: {reason}")
+        emit(row)
+        return row
+    if vd.backend != "native":
+        row["emulator"] = vd.describe()
+    emit({"event": "plan", "check": check.id, "cases": row["cases"]})
+    start = time.perf_counter()
+    rng = np.random.default_rng(seed + 99)
+    failure = None
+    try:
+        for i in range(len(generated) + examples):
+            case = generated[i] if i < len(generated) else _drawn(check, k, rng)
+            emit({"event": "case", "check": check.id, "case": case.name})
+            out = _call(vd, k, case)
+            verdict = _judge(check, k, case, out)
+            row["executed"] += 1
+            row["matched"][verdict.matched or "other"] = row["matched"].get(verdict.matched or "other", 0) + 1
+            if not verdict.ok:
+                row["failed"] += 1
+                row.setdefault("first_failure_seconds", round(time.perf_counter() - start, 3))
+                failure = (case, out)
+                break
+        if failure is not None:
+            case, out = failure
+            small = cases.shrink(lambda c: not _judge(check, k, c, _call(vd, k, c)).ok, k.x_type, case)
+            small_out = _call(vd, k, small)
+            verdict = _judge(check, k, small, small_out)
+            row["cause"] = _cause(check, small_out, verdict)
+            row["counterexample"] = counterexample(check, k, vd, small, small_out, verdict)
+        row["cases"] = row["executed"] if failure is not None else row["cases"]
+        row["searched"] = max(0, row["executed"] - len(generated))
+    finally:
+        vd.close()
+    row["verdict"] = "FAIL" if row["failed"] else "PASS"
+    row["seconds"] = round(time.perf_counter() - start, 3)
+    emit(row)
+    return row
+
+
+def _claimed(k: VecDotKernel) -> str:
+    return "exact + " + (f"ordered:{k.order}" if k.order else "bounded")
+
+
+def _cause(check: Check, out: Outcome, verdict: contracts.Judgement) -> str:
+    if out.fault is not None:
+        return f"fault: {out.describe()}"
+    # "wrong value: <reading>: <detail>": a finding is its first two parts (the contract is the row's check), so
+    # one bug that fails the exact and the bounded check is one finding
+    explained = verdict.matched or "no simple reading explains it"
+    return f"wrong value: {explained}" + (f": {verdict.detail}" if verdict.detail else "")
+
+
+def counterexample(check: Check, k: VecDotKernel, vd: VecDot, case: cases.Case, out: Outcome,
+                   verdict: contracts.Judgement) -> dict:
+    """The shrunk case as the row keeps it: blocks as hex (what a reproducer feeds the kernel), decoded values,
+    actual and expected, and the lines the report prints."""
+    x_hex, y_hex = bytes(case.x.reshape(-1)).hex(), bytes(case.y.reshape(-1)).hex()
+    nb = len(case.x)
+    lines = [f"{k.name} ({k.label}, {vd.describe()}): `{k.symbol}(n = {case.n}, &s, 0, x, 0, y, 0, 1)` on "
+             f"{nb} block(s) of {k.x_type} and {len(case.y)} of {k.y_type} (shrunk from case {case.name}).", "",
+             "```", f"x = {_blocks_text(case.x)}", f"y = {_blocks_text(case.y)}"]
+    lines += [f"actual   s = {out.describe()}",
+              f"expected s = {verdict.expected!r} ({contracts._bits(verdict.expected)})  ({check.check})", "```"]
+    return {"case": case.name, "shape": [1, 1, case.n], "nonzero": int(np.count_nonzero(case.y)),
+            "seed": 0, "x_type": k.x_type, "y_type": k.y_type, "blocks": nb, "x": x_hex, "y": y_hex,
+            "actual": None if out.fault is not None else float(out.s), "expected": verdict.expected,
+            "matched": verdict.matched, "kind": "fault" if out.fault is not None else "value",
+            "cause": _cause(check, out, verdict), "fault": None if out.fault is None else out.describe(),
+            "lines": lines}
+
+
+def _blocks_text(blocks: np.ndarray) -> str:
+    rows = [bytes(b).hex() for b in np.asarray(blocks, np.uint8).reshape(len(blocks), -1)]
+    return " | ".join(rows) if len(rows) <= 4 else " | ".join(rows[:4]) + f" | ... ({len(rows)} blocks)"

@@ -1,0 +1,94 @@
+"""One ggml vec_dot as lowp judges it: a function of a checkout, built as one variant, run at one vector length,
+with the contracts it claims; and the in-memory registry the campaign's checks find it in (a check's child process
+is forked from the campaign, so it sees what the campaign registered; the journal keys a row by entry()).
+
+A vec_dot is not a GEMM: its operands are blocks, its result one float. So it is not a lowp.kernels.Kernel entry
+(A, B, C, tile, packing); it is this, and lowp.conformance.run.ggml runs its checks.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from lowp.kernels.ggml.dot import VEC_DOT_TYPE
+from lowp.kernels.ggml.executor import GgmlBuild
+from lowp.kernels.ggml.variants import variant
+
+ENTRY_FIELDS = ("name", "symbol", "x_type", "variant", "vector_bits", "arch_source", "generic_source",
+                "include_dirs", "quants_header", "order")
+
+
+@dataclass(frozen=True)
+class VecDotKernel:
+    name: str                   # 'ggml_vec_dot_q4_0_q8_0@haswell': the symbol, '@', the variant's label
+    symbol: str                 # 'ggml_vec_dot_q4_0_q8_0' (or its '_generic' twin)
+    x_type: str                 # 'q4_0'
+    build: GgmlBuild
+    vector_bits: int | None = None
+    order: str | None = None    # the float order it claims (lowp.kernels.ggml.orders), None: the bounded contract
+
+    @property
+    def y_type(self) -> str:
+        return VEC_DOT_TYPE[self.x_type]
+
+    @property
+    def arch(self) -> str:
+        return self.build.variant.arch
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return self.build.variant.features
+
+    @property
+    def label(self) -> str:
+        return self.build.variant.label(self.vector_bits)
+
+    def entry(self) -> dict:
+        """The kernel as a TOML table (what kernels.toml holds; paths absolute)."""
+        b = self.build
+        return {"name": self.name, "symbol": self.symbol, "x_type": self.x_type, "variant": b.variant.name,
+                **({"vector_bits": self.vector_bits} if self.vector_bits else {}),
+                "arch_source": str(b.arch_source), "generic_source": str(b.generic_source),
+                "include_dirs": [str(d) for d in b.include_dirs], "quants_header": str(b.quants_header),
+                **({"order": self.order} if self.order else {})}
+
+    def key(self) -> str:
+        """SHA-256 of the entry and its two sources' bytes: what a journal row was produced from (headers aside)."""
+        h = hashlib.sha256(repr(sorted(self.entry().items())).encode())
+        for p in (self.build.arch_source, self.build.generic_source):
+            h.update(Path(p).read_bytes() if Path(p).is_file() else b"missing")
+        return h.hexdigest()
+
+
+def from_entry(entry: dict) -> VecDotKernel:
+    """The kernel a kernels.toml table describes; ValueError naming the field that is missing or wrong."""
+    missing = [f for f in ENTRY_FIELDS if f not in entry and f not in ("vector_bits", "order")]
+    if missing:
+        raise ValueError(f"ggml kernel entry {entry.get('name', '?')!r}: missing {', '.join(missing)}")
+    if entry["x_type"] not in VEC_DOT_TYPE:
+        raise ValueError(f"ggml kernel entry {entry['name']!r}: unknown x_type {entry['x_type']!r}")
+    build = GgmlBuild(Path(entry["arch_source"]), Path(entry["generic_source"]),
+                      tuple(Path(d) for d in entry["include_dirs"]), Path(entry["quants_header"]),
+                      variant(entry["variant"]))
+    return VecDotKernel(entry["name"], entry["symbol"], entry["x_type"], build, entry.get("vector_bits"),
+                        entry.get("order"))
+
+
+_REGISTERED: dict[str, VecDotKernel] = {}
+
+
+def register(kernel: VecDotKernel) -> VecDotKernel:
+    _REGISTERED[kernel.name] = kernel
+    return kernel
+
+
+def registered(name: str) -> VecDotKernel | None:
+    return _REGISTERED.get(name)
+
+
+def get(name: str) -> VecDotKernel:
+    try:
+        return _REGISTERED[name]
+    except KeyError:
+        raise KeyError(f"no ggml vec_dot {name!r} is registered in this process") from None
