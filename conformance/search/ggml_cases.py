@@ -99,6 +99,10 @@ def _scaled(x_type: str, x: np.ndarray, y: np.ndarray, rng, edge: str | None) ->
     for field in ("d", "m", "dmin"):
         if field in xr.dtype.names and xr.dtype[field].base == np.dtype("<u2"):
             xr[field] = values(xr[field].shape).astype(np.float16).view(np.uint16)
+    if x_type == "mxfp4":           # E8M0: a power of two 2^(e - 127), from the normal range of the others
+        xr["e"] = 127 + rng.integers(-12, 3, xr["e"].shape)
+    if x_type == "nvfp4":           # UE4M3 sub-block scales: exponent fields 1..14 (not NaN), any mantissa
+        xr["d"] = (rng.integers(1, 15, xr["d"].shape) << 3) | rng.integers(0, 8, xr["d"].shape)
     if y_type == "q8_K":
         yr["d"] = np.abs(values(yr["d"].shape)).astype(np.float32)
     else:
@@ -155,20 +159,24 @@ def outside_cases(x_type: str, seed: int = 0) -> list[Case]:
 
 
 def shrink(fails, x_type: str, case: Case, tries: int = 200) -> Case:
-    """A smaller case that still fails (fails(case) -> bool): fewer blocks (each block and the activation
-    blocks it pairs with dropped while the failure stays), then activation blocks zeroed."""
+    """A smaller case that still fails (fails(case) -> bool): runs of blocks dropped (halves first, then smaller
+    runs down to single blocks: an odd-count bug needs two dropped at a time), each with the activation blocks it
+    pairs with; then activation blocks zeroed."""
     xf, yf = _formats(x_type)
     ratio = xf.qk // yf.qk
     best = case
-    i = len(best.x) - 1
-    while i >= 0 and len(best.x) > 1 and tries > 0:
-        keep = [b for b in range(len(best.x)) if b != i]
-        ykeep = [b * ratio + j for b in keep for j in range(ratio)]
-        trial = Case(best.name, best.x[keep], best.y[ykeep], best.n - xf.qk)
-        tries -= 1
-        if fails(trial):
-            best = trial
-        i = min(i - 1, len(best.x) - 1)
+    size = max(1, len(best.x) // 2)
+    while size >= 1 and tries > 0:
+        start = len(best.x) - size
+        while start >= 0 and len(best.x) > size and tries > 0:
+            keep = [b for b in range(len(best.x)) if not start <= b < start + size]
+            ykeep = [b * ratio + j for b in keep for j in range(ratio)]
+            trial = Case(best.name, best.x[keep], best.y[ykeep], best.n - size * xf.qk)
+            tries -= 1
+            if fails(trial):
+                best = trial
+            start = min(start - size, len(best.x) - size)
+        size //= 2
     for b in range(len(best.y)):
         if tries <= 0:
             break
