@@ -145,17 +145,29 @@ class Ggml(Library):
         vd = VecDot(kernel.build, kernel.vector_bits)
         if vd.unavailable():
             return None                 # its checks say why it cannot run here (SKIPPED rows)
-        try:
-            symbols = vd.symbols()
-        except Exception as e:          # noqa: BLE001 - BuildError, BuildFailed, NativeUnavailable: the words count
-            lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-            error = next((line for line in lines[1:] if "error" in line), "")
-            return "does not build", " ".join(filter(None, [lines[0] if lines else type(e).__name__, error]))[:600]
-        finally:
-            vd.close()
+        symbols = self._built(vd)
+        if isinstance(symbols, tuple):
+            return symbols
         if kernel.symbol not in symbols:
             return "symbol problem", f"the {kernel.label} build defines no {kernel.symbol}"
         return None
+
+    def _built(self, vd: VecDot) -> frozenset[str] | tuple[str, str]:
+        """The functions of one build (every kernel of a variant shares it: built and read once per campaign,
+        whatever the vector length), or (category, message) when it does not build."""
+        cache = self.__dict__.setdefault("_builds", {})
+        key = (vd.build, vd.backend)
+        if key not in cache:
+            try:
+                cache[key] = frozenset(vd.symbols())
+            except Exception as e:      # noqa: BLE001 - BuildError, BuildFailed, NativeUnavailable: the words count
+                lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+                error = next((line for line in lines[1:] if "error" in line), "")
+                cache[key] = ("does not build",
+                              " ".join(filter(None, [lines[0] if lines else type(e).__name__, error]))[:600])
+            finally:
+                vd.close()
+        return cache[key]
 
     def plan(self, kernels: list) -> list:
         from lowp.conformance.run.ggml import plan

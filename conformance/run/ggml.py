@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from lowp.emulator.errors import EmulatorError
+from lowp.kernels.ggml.dot import NROWS_2, exact_dot
 from lowp.kernels.ggml.kernel import VecDotKernel, get
 from lowp.kernels.ggml.executor import VecDot
 
@@ -33,9 +34,16 @@ def plan(kernels: list[VecDotKernel]) -> list[Check]:
     out = []
     for k in kernels:
         out.append(Check(k.name, "exact", "claimed", True))
+        if takes_pairs(k):
+            out.append(Check(k.name, "exact", "nrc2", True))
         out.append(Check(k.name, f"ordered:{k.order}" if k.order else "bounded", "claimed", True))
         out.append(Check(k.name, "exact", "outside", False))
     return out
+
+
+def takes_pairs(k: VecDotKernel) -> bool:
+    """ggml calls it with nrc == 2 (its type's nrows is 2 on a build with i8mm: dot.NROWS_2)."""
+    return k.arch == "aarch64" and "i8mm" in k.features and k.x_type in NROWS_2 and not k.symbol.endswith("_generic")
 
 
 @dataclass
@@ -45,7 +53,7 @@ class Outcome:
 
     def describe(self) -> str:
         if self.fault is not None:
-            return f"{type(self.fault).__name__}: {self.fault}"
+            return str(self.fault)
         return f"{float(self.s)!r} ({contracts._bits(self.s)})"
 
 
@@ -81,6 +89,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 30,
         examples = probe_examples
     if check.domain == "outside":
         examples = 0                    # the probes are the generated cases
+    if check.domain == "nrc2":
+        return run_pairs(check, k, vd, emit, seed)
     generated = _generated(check, k, seed)
     row = check_row(check, backend=vd.backend, target=k.arch, contract_claimed=_claimed(k),
                     cases=len(generated) + examples)
@@ -123,6 +133,58 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 30,
     row["seconds"] = round(time.perf_counter() - start, 3)
     emit(row)
     return row
+
+
+def run_pairs(check: Check, k: VecDotKernel, vd: VecDot, emit, seed: int) -> dict:
+    """The nrc == 2 path: every pair case's four dot products exact, s[2] (between the two output rows at bs = 3)
+    left alone."""
+    generated = cases.pair_cases(k.x_type, seed)
+    row = check_row(check, backend=vd.backend, target=k.arch, contract_claimed="exact (nrc == 2: s[j*bs + i] = "
+                    "x_i . y_j)", cases=len(generated))
+    reason = vd.unavailable()
+    if reason:
+        row.update(verdict="SKIPPED", reason=f"{k.label}: {reason}")
+        emit(row)
+        return row
+    if vd.backend != "native":
+        row["emulator"] = vd.describe()
+    emit({"event": "plan", "check": check.id, "cases": row["cases"]})
+    start = time.perf_counter()
+    try:
+        for case in generated:
+            emit({"event": "case", "check": check.id, "case": case.name})
+            expected = np.array([[np.float32(float(exact_dot(k.x_type, x, y, case.n))) for y in case.ys]
+                                 for x in case.xs], np.float32)
+            try:
+                got, s = vd.call_pairs(k.symbol, case.xs, case.ys, case.n)
+                problem = _pairs_problem(got, s, expected)
+            except EmulatorError as e:
+                problem = f"fault: {e}"
+            row["executed"] += 1
+            if problem:
+                row["failed"] += 1
+                row["cause"] = problem + f" (case {case.name}, n = {case.n})"
+                break
+            row["matched"]["exact"] = row["matched"].get("exact", 0) + 1
+    finally:
+        vd.close()
+    row["verdict"] = "FAIL" if row["failed"] else "PASS"
+    row["seconds"] = round(time.perf_counter() - start, 3)
+    emit(row)
+    return row
+
+
+def _pairs_problem(got: np.ndarray, s: np.ndarray, expected: np.ndarray) -> str | None:
+    if not np.isnan(s[2]):
+        return f"wrong value: nrc == 2 wrote s[2] = {float(s[2])!r}, between its two rows (bs = 3)"
+    same = got.view(np.uint32) == expected.view(np.uint32)
+    if same.all():
+        return None
+    if (got.T.view(np.uint32) == expected.view(np.uint32)).all():
+        return "wrong value: nrc == 2 results transposed (s[i * bs + j] = x_i . y_j)"
+    bad = [f"x{i}.y{j} = {float(got[i, j])!r} instead of {float(expected[i, j])!r}"
+           for i in range(2) for j in range(2) if not same[i, j]]
+    return "wrong value: nrc == 2: " + ", ".join(bad)
 
 
 def _claimed(k: VecDotKernel) -> str:

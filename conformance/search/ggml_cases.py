@@ -80,6 +80,26 @@ def exact_cases(x_type: str, seed: int = 0) -> list[Case]:
     return out
 
 
+@dataclass
+class PairCase:
+    """An nrc == 2 case: two weight rows and two activation rows of one block count, every one of the four dot
+    products on the exact domain."""
+    name: str
+    xs: tuple
+    ys: tuple
+    n: int
+
+
+def pair_cases(x_type: str, seed: int = 0, counts=TAIL_COUNTS[:9]) -> list[PairCase]:
+    rng = np.random.default_rng(seed + 3)
+    out = []
+    for nb in counts:
+        (x0, y0, n), (x1, y1, _) = draw(x_type, nb, rng, limit=31), draw(x_type, nb, rng, limit=31)
+        if all(margin(terms(x_type, x, y, n)) >= 1 for x in (x0, x1) for y in (y0, y1)):
+            out.append(PairCase(f"pairs-blocks-{nb}", (x0, x1), (y0, y1), n))
+    return out
+
+
 def random_exact(x_type: str, rng, most_blocks: int = 40) -> Case:
     nb = int(rng.integers(1, most_blocks + 1))
     return Case(f"drawn-{nb}", *draw(x_type, nb, rng))
@@ -92,13 +112,15 @@ def _scaled(x_type: str, x: np.ndarray, y: np.ndarray, rng, edge: str | None) ->
     y_type = VEC_DOT_TYPE[x_type]
     xr, yr = x.reshape(-1).view(xf.dtype).copy(), y.reshape(-1).view(yf.dtype).copy()
 
-    def values(shape):
-        if edge is not None:
+    def values(shape, at_edge=False):
+        if at_edge:
             return np.full(shape, FP16_EDGES[edge])
         return rng.uniform(0.5, 1.0, shape) * 2.0 ** rng.integers(-12, 2, shape) * rng.choice([-1, 1], shape)
+    # the edges are the weights' scales: an activation's d comes from its values (amax / 127), and q8_1's stored
+    # s = d * sum must stay finite
     for field in ("d", "m", "dmin"):
         if field in xr.dtype.names and xr.dtype[field].base == np.dtype("<u2"):
-            xr[field] = values(xr[field].shape).astype(np.float16).view(np.uint16)
+            xr[field] = values(xr[field].shape, edge is not None).astype(np.float16).view(np.uint16)
     if x_type == "mxfp4":           # E8M0: a power of two 2^(e - 127), from the normal range of the others
         xr["e"] = 127 + rng.integers(-12, 3, xr["e"].shape)
     if x_type == "nvfp4":           # UE4M3 sub-block scales: exponent fields 1..14 (not NaN), any mantissa

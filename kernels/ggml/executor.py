@@ -193,7 +193,22 @@ class VecDot:
         r = self._machine.call(symbol, n, s, 0, x, 0, y, 0, nrc, names=ARGUMENTS, **timing)
         return np.float32(r["s"][0])
 
-    def _call_native(self, symbol, x, y, n, nrc, s) -> np.float32:
+    def call_pairs(self, symbol: str, xs: tuple, ys: tuple, n: int, bs: int = 3) -> tuple[np.ndarray, np.ndarray]:
+        """The nrc == 2 call: two x rows by two y rows, each row's blocks `bx` (`by`) bytes after the first's:
+        ((2, 2) results [i, j] = x_i . y_j read from s[j * bs + i], all of s). bs = 3 leaves s[2] between them,
+        poisoned: a store there is a stride error."""
+        x = np.concatenate([np.ascontiguousarray(a, np.uint8).reshape(-1) for a in xs])
+        y = np.concatenate([np.ascontiguousarray(a, np.uint8).reshape(-1) for a in ys])
+        bx, by = x.size // 2, y.size // 2
+        s = np.full(bs + 2, np.float32(np.nan), np.float32)
+        if self.backend == "native":
+            out = self._call_native(symbol, x, y, n, 2, s, strides=(bs, bx, by), whole=True)
+        else:
+            timing = {"seconds": self.budget} if self.backend in ("qemu", "bochs") else {}
+            out = self._machine.call(symbol, n, s, bs, x, bx, y, by, 2, names=ARGUMENTS, **timing)["s"]
+        return np.array([[out[0], out[bs]], [out[1], out[bs + 1]]], np.float32), np.asarray(out, np.float32)
+
+    def _call_native(self, symbol, x, y, n, nrc, s, strides=(0, 0, 0), whole=False):
         from lowp.kernels import guard
         ffi, lib, path = self._native
         address = guard.function_address(path, symbol)
@@ -201,9 +216,10 @@ class VecDot:
             raise KeyError(f"{path.name}: no function {symbol!r}")
         with guard.Arena() as arena:
             rs, rx, ry = arena.place("s", s), arena.place("x", x), arena.place("y", y)
-            guard.call(address, [n, rs.base, 0, rx.base, 0, ry.base, 0, nrc], arena, budget=self.budget,
+            bs, bx, by = strides
+            guard.call(address, [n, rs.base, bs, rx.base, bx, ry.base, by, nrc], arena, budget=self.budget,
                        library=path)
-            return np.float32(rs.array[0])
+            return rs.array.copy() if whole else np.float32(rs.array[0])
 
     def close(self) -> None:
         m = self.__dict__.get("_machine")
