@@ -7,7 +7,7 @@ that bug bites. The verdicts and the smallest failing block counts are tests/ggm
 
 Builds (one per module, shared by every test): x86-64 natively with the host compiler, with AVX2 (+FMA, F16C) and
 without (the generic fallbacks, fp16 through ggml's table); AArch64 armv8-a and armv8.2-a+dotprod, and RISC-V 64
-rv64gcv at VLEN 128, under qemu-user (skipped with the reason where its qemu is missing).
+rv64gcv at VLEN 128 and 1024, under qemu-user (skipped with the reason where its qemu is missing).
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ class Build:
     folder: str             # src/ggml-cpu/arch/<folder>
     flags: tuple[str, ...]
     host_flags: tuple[str, ...] = ()    # /proc/cpuinfo flags a native build needs
+    vlen: int = 128                     # RISC-V: qemu's VLEN (the kernels are written for any VLEN >= 128)
 
 
 BUILDS = (
@@ -53,6 +54,7 @@ BUILDS = (
     Build("armv8-a", "arm", ("-march=armv8-a",)),
     Build("armv8.2-a+dotprod", "arm", ("-march=armv8.2-a+dotprod",)),
     Build("rv64gcv@128", "riscv", ("-march=rv64gcv",)),
+    Build("rv64gcv@1024", "riscv", ("-march=rv64gcv",), vlen=1024),
 )
 
 
@@ -131,7 +133,7 @@ def runner(build: Build):
     why = qemu.unavailable(guest)
     if why:
         pytest.skip(f"{build.name}: {why}")
-    cpu = qemu.riscv64_vector_length_cpu(128) if guest is qemu.RISCV64 else None
+    cpu = qemu.riscv64_vector_length_cpu(build.vlen) if guest is qemu.RISCV64 else None
     return Guest(build, guest, cpu)
 
 
@@ -249,7 +251,7 @@ class Expected:
     bug: str | None         # BUG_MODELS' key (FAIL)
 
 
-ROW = re.compile(r"^\|\s*`(\w+)`\s*\|\s*(\S+)\s*\|\s*(PASS|FAIL)\s*\|\s*(\d+|-)\s*\|\s*([^|]*?)\s*\|")
+ROW = re.compile(r"^\|\s*`(\w+)`\s*\|\s*([^|\s]+)\s*\|\s*(PASS|FAIL)\s*\|\s*(\d+|-)\s*\|\s*([^|]*?)\s*\|")
 
 
 def expected_rows() -> list[Expected]:
@@ -264,7 +266,7 @@ def expected_rows() -> list[Expected]:
 
 
 def expected(kernel: str, build: str) -> Expected:
-    found = [r for r in expected_rows() if r.kernel == kernel and r.build in (build, "every")]
+    found = [r for r in expected_rows() if r.kernel == kernel and (r.build == "every" or build in r.build.split(","))]
     assert len(found) == 1, f"EXPECTED.md: {len(found)} rows for {kernel} on {build}"
     return found[0]
 
@@ -316,3 +318,41 @@ def test_bug_cases_are_where_the_bugs_bite():
     assert any(vdotq_fallback_lanes(c) != exact(c) for c in q8 if c.blocks == 2)
     assert all(maddubs_saturated(c) == exact(c) for c in iq4 if "|y|<=64" in c.label)
     assert all(maddubs_saturated(c) != exact(c) for c in iq4 if "+-127" in c.label or "+127" in c.label)
+
+
+# -- the builds no test runs: what the fallbacks make of them ------------------------------------------------------
+def vec_dot_symbols(obj: Path) -> tuple[set[str], set[str]]:
+    """(the vec_dots an object file defines, those it calls)."""
+    from elftools.elf.elffile import ELFFile
+    with open(obj, "rb") as f:
+        symbols = [s for s in ELFFile(f).get_section_by_name(".symtab").iter_symbols() if "vec_dot" in s.name]
+        return ({s.name for s in symbols if s["st_shndx"] != "SHN_UNDEF"},
+                {s.name for s in symbols if s["st_shndx"] == "SHN_UNDEF"})
+
+
+def compile_object(source: Path, triple: str, cpu: str, out: Path) -> Path:
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", triple, f"-mcpu={cpu}", "-O2", "-std=gnu11",
+                    "-ffreestanding", "-Werror", "-Wall", "-Wextra", *INCLUDES, "-c", str(source), "-o", str(out)],
+                   check=True, capture_output=True)
+    return out
+
+
+PLAIN = set(TYPES.values())
+GENERIC = {k + "_generic" for k in PLAIN}
+
+
+@pytest.mark.parametrize("folder, triple, cpu, arch_defines, arch_calls, generic_defines", [
+    # RISC-V without V (ggml's riscv64 variant without RVV): the arch file's kernels call the generic ones
+    ("riscv", "riscv64-linux-none", "generic_rv64+m+a+f+d+c", PLAIN, GENERIC, GENERIC),
+    # POWER: only the q8_0 dot is in arch/powerpc; arch-fallback.h makes the other generics the plain names
+    ("powerpc", "powerpc64le-linux-none", "generic", {TYPES["q8_0"]}, {TYPES["q8_0"] + "_generic"},
+     {TYPES["q4_0"], TYPES["iq4_nl"], TYPES["q8_0"] + "_generic"}),
+])
+def test_every_arch_folder_builds_and_falls_back(tmp_path, folder, triple, cpu, arch_defines, arch_calls,
+                                                 generic_defines):
+    arch = compile_object(CPU / "arch" / folder / "quants.c", triple, cpu, tmp_path / "arch.o")
+    generic = compile_object(CPU / "quants.c", triple, cpu, tmp_path / "generic.o")
+    assert vec_dot_symbols(arch) == (arch_defines, arch_calls)
+    assert vec_dot_symbols(generic)[0] == generic_defines

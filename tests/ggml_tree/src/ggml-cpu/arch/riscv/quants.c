@@ -1,12 +1,12 @@
 // lowp's ggml-shaped test tree (tests/ggml_tree/README.md): not ggml's code. RISC-V vec_dots with the V
-// extension's intrinsics where the build has them (any VLEN >= 128), else the generic ones. q4_0 and q8_0 are
-// right; iq4_nl carries one public bug.
+// extension's intrinsics where the build has V (any VLEN >= 128; clang defines __riscv_v_intrinsic even without
+// V, so __riscv_v decides), else the generic ones. q4_0 and q8_0 are right; iq4_nl carries one public bug.
 #include "ggml-common.h"
 #include "ggml-quants.h"
 #include "simd-mappings.h"
 #include "quants.h"
 
-#if defined(__riscv_v_intrinsic)
+#if defined(__riscv_v) && defined(__riscv_v_intrinsic)
 #include <riscv_vector.h>
 
 // acc[0] + the widened products of count int8 pairs, in as many strips as VLEN needs
@@ -40,7 +40,7 @@ static inline float block_scale(ggml_half dx, ggml_half dy) {
 #endif
 
 void ggml_vec_dot_q4_0_q8_0(int n, float * GGML_RESTRICT s, size_t bs, const void * GGML_RESTRICT vx, size_t bx, const void * GGML_RESTRICT vy, size_t by, int nrc) {
-#if defined(__riscv_v_intrinsic)
+#if defined(__riscv_v) && defined(__riscv_v_intrinsic)
     GGML_ASSERT(n % QK8_0 == 0);
     GGML_ASSERT(nrc == 1);
     GGML_UNUSED(bs); GGML_UNUSED(bx); GGML_UNUSED(by);
@@ -69,7 +69,7 @@ void ggml_vec_dot_q4_0_q8_0(int n, float * GGML_RESTRICT s, size_t bs, const voi
 }
 
 void ggml_vec_dot_q8_0_q8_0(int n, float * GGML_RESTRICT s, size_t bs, const void * GGML_RESTRICT vx, size_t bx, const void * GGML_RESTRICT vy, size_t by, int nrc) {
-#if defined(__riscv_v_intrinsic)
+#if defined(__riscv_v) && defined(__riscv_v_intrinsic)
     GGML_ASSERT(n % QK8_0 == 0);
     GGML_ASSERT(nrc == 1);
     GGML_UNUSED(bs); GGML_UNUSED(bx); GGML_UNUSED(by);
@@ -91,7 +91,7 @@ void ggml_vec_dot_q8_0_q8_0(int n, float * GGML_RESTRICT s, size_t bs, const voi
 // THE BUG (re-created from llama.cpp #29131, open at ggml d99724f): two blocks a step with `ib + 1 < nb` and no
 // tail, so an odd block count drops its last block (nb = 1 returns 0).
 void ggml_vec_dot_iq4_nl_q8_0(int n, float * GGML_RESTRICT s, size_t bs, const void * GGML_RESTRICT vx, size_t bx, const void * GGML_RESTRICT vy, size_t by, int nrc) {
-#if defined(__riscv_v_intrinsic)
+#if defined(__riscv_v) && defined(__riscv_v_intrinsic)
     GGML_ASSERT(n % QK4_NL == 0);
     GGML_ASSERT(nrc == 1);
     GGML_UNUSED(bs); GGML_UNUSED(bx); GGML_UNUSED(by);
