@@ -75,27 +75,28 @@ def sources(build: Build) -> list[Path]:
 
 
 class Native:
-    """The build as a shared object of the host compiler, called through cffi."""
+    """The build as a shared object of the host compiler, each call guarded (lowp.kernels.guard: x and y end at a
+    guard page, so a read past n / 32 blocks faults and names its buffer, as under qemu)."""
 
     def __init__(self, build: Build):
         import cffi
 
         from lowp.emulator.native_build import build_shared_library
-        path = build_shared_library(sources(build), ("-O2", "-std=gnu11", *build.flags, *INCLUDES),
-                                    f"ggml-tree-{build.name}")
+        self.path = build_shared_library(sources(build), ("-O2", "-std=gnu11", *build.flags, *INCLUDES),
+                                         f"ggml-tree-{build.name}")
         self.ffi = cffi.FFI()
-        self.ffi.cdef("void lowp_set_f16_table(const float *t);" + "".join(
-            f"void {name}{suffix}(int, float *, size_t, const void *, size_t, const void *, size_t, int);"
-            for name in TYPES.values() for suffix in ("", "_generic")))
-        self.lib = self.ffi.dlopen(str(path))
+        self.ffi.cdef("void lowp_set_f16_table(const float *t);")
+        self.lib = self.ffi.dlopen(str(self.path))
         self.table = f16_table()
         self.lib.lowp_set_f16_table(self.ffi.from_buffer("float[]", self.table))
 
     def call(self, symbol: str, x: np.ndarray, y: np.ndarray, n: int) -> np.float32:
-        s = np.full(1, np.nan, np.float32)
-        getattr(self.lib, symbol)(n, self.ffi.from_buffer("float[]", s), 0, self.ffi.from_buffer(x), 0,
-                                  self.ffi.from_buffer(y), 0, 1)
-        return s[0]
+        from lowp.kernels import guard
+        with guard.Arena() as arena:
+            s, rx, ry = arena.place("s", np.full(1, np.nan, np.float32)), arena.place("x", x), arena.place("y", y)
+            guard.call(guard.function_address(self.path, symbol), [n, s.base, 0, rx.base, 0, ry.base, 0, 1], arena,
+                       budget=5.0, library=self.path)
+            return np.float32(s.array[0])
 
     def close(self) -> None:
         pass
@@ -122,8 +123,8 @@ def runner(build: Build):
     """The build's caller here, or pytest.skip saying why it cannot run."""
     from lowp.emulator import qemu
     if build.folder == "x86":
-        from lowp.emulator.host import host, proc_cpuinfo_flags
-        if host().arch != "x86-64":
+        from lowp.emulator.host import host_arch, proc_cpuinfo_flags
+        if host_arch() != "x86-64":
             pytest.skip(f"{build.name}: the host is not x86-64")
         missing = set(build.host_flags) - proc_cpuinfo_flags()
         if missing:
