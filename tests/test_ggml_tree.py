@@ -14,14 +14,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from lowp.kernels.ggml.blocks import FORMATS
-from lowp.kernels.ggml.dot import exact_dot
-from lowp.kernels.ggml.exact import draw
+from lowp.kernels.ggml.dot import exact_dot, terms
+from lowp.kernels.ggml.exact import draw, margin
 
 TREE = Path(__file__).resolve().parent / "ggml_tree"
 CPU = TREE / "src" / "ggml-cpu"
@@ -184,12 +185,13 @@ def full_range_iq4_nl(nb: int, rng, all_max: bool) -> Case:
                 32 * nb)
 
 
-def cases(x_type: str) -> list[Case]:
+@cache
+def cases(x_type: str) -> tuple[Case, ...]:
     found = drawn_cases(x_type)
     if x_type == "iq4_nl":
         rng = np.random.default_rng(427)
         found += [full_range_iq4_nl(nb, rng, m) for m in (False, True) for nb in BLOCK_COUNTS]
-    return found
+    return tuple(found)
 
 
 # -- the models: the exact value, and what each bug makes of it ---------------------------------------------------
@@ -314,6 +316,7 @@ def test_bug_cases_are_where_the_bugs_bite():
     """The cases reach each bug and spare what it spares: the odd tail only at odd counts; the lane mix-up from
     two blocks on; the saturation on full-range activations and never at |y| <= 64."""
     q4, q8, iq4 = cases("q4_0"), cases("q8_0"), cases("iq4_nl")
+    assert all(margin(terms(c.x_type, c.x, c.y, c.n)) >= 1 for c in (*q4, *q8, *iq4)), "all in the exact domain"
     assert all((odd_tail_dropped(c) != exact(c)) == (c.blocks % 2 == 1) for c in q4)
     assert all(vdotq_fallback_lanes(c) == exact(c) for c in q8 if c.blocks == 1)
     assert any(vdotq_fallback_lanes(c) != exact(c) for c in q8 if c.blocks == 2)
