@@ -1,0 +1,34 @@
+// lowp's ggml-shaped test tree: not ggml's code. The three block formats this tree's kernels read, laid out as
+// ggml-common.h lays them out (lowp.kernels.ggml.blocks models the same bytes).
+#pragma once
+
+#include "ggml.h"
+
+// 32 weights: a fp16 scale, then 16 bytes whose low nibbles are elements 0..15 and high nibbles 16..31 (q - 8)
+#define QK4_0 32
+typedef struct {
+    ggml_half d;
+    uint8_t qs[QK4_0 / 2];
+} block_q4_0;
+_Static_assert(sizeof(block_q4_0) == sizeof(ggml_half) + QK4_0 / 2, "block_q4_0 has padding");
+
+// 32 int8 values and their fp16 scale: the activations of every dot product here (and a weight type itself)
+#define QK8_0 32
+typedef struct {
+    ggml_half d;
+    int8_t qs[QK8_0];
+} block_q8_0;
+_Static_assert(sizeof(block_q8_0) == sizeof(ggml_half) + QK8_0, "block_q8_0 has padding");
+
+// q4_0's nibble order, but a nibble indexes kvalues_iq4nl instead of being q - 8
+#define QK4_NL 32
+typedef struct {
+    ggml_half d;
+    uint8_t qs[QK4_NL / 2];
+} block_iq4_nl;
+_Static_assert(sizeof(block_iq4_nl) == sizeof(ggml_half) + QK4_NL / 2, "block_iq4_nl has padding");
+
+// The non-linear 4-bit grid: it spans the whole int8 range, which is what makes an unsigned-offset trick overflow.
+__attribute__((unused)) static const int8_t kvalues_iq4nl[16] = {
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+};
