@@ -168,6 +168,9 @@ __asm__(
     "  sd t1, 112(sp)\n"
     "  ld t1, 896(a0)\n"
     "  sd t1, 120(sp)\n"
+    /* V for these lines even where the kernel is built without it (ggml's rv64gc variant): qemu's CPU has V */
+    "  .option push\n"
+    "  .option arch, +v\n"
     "  csrr t1, vlenb\n"
     "  slli t1, t1, 3\n"
     "  vl8re8.v v0, (a1)\n"
@@ -177,6 +180,7 @@ __asm__(
     "  vl8re8.v v16, (a1)\n"
     "  add a1, a1, t1\n"
     "  vl8re8.v v24, (a1)\n"
+    "  .option pop\n"
     "  ld ra, 0(a0)\n"
     "  ld x5, 48(a0)\n"
     "  ld x6, 56(a0)\n"
@@ -255,7 +259,7 @@ static unsigned char vseed[32 * 128] __attribute__((aligned(16)));
 static uint64_t lowpq_invoke(const void *frame) {
     const struct frame *f = frame;
     unsigned long vlenb;
-    __asm__ volatile("csrr %0, vlenb" : "=r"(vlenb));
+    __asm__ volatile(".option push\n.option arch, +v\ncsrr %0, vlenb\n.option pop" : "=r"(vlenb));
     if (vlenb > 128) lowp_exit(9);
     const unsigned char *v = (const unsigned char *)f->v;
     for (unsigned long r = 0; r < 32; r++)

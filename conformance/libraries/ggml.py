@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import subprocess
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from lowp.kernels.ggml import kernel as vec_dots
@@ -27,7 +28,7 @@ DEFINITION = re.compile(r"^void\s+(ggml_vec_dot_(\w+?)_(q8_[01K])(_generic)?)\s*
 BASELINE = {"x86-64": "x64", "aarch64": "armv8.0_1", "riscv64": "riscv64_0", "wasm32": "wasm_simd128"}
 
 
-@dataclass(frozen=True)
+@dataclass
 class Checkout:
     root: Path              # the folder holding include/ and src/ (a llama.cpp checkout's ggml/)
     given: Path             # PATH as the user gave it
@@ -35,6 +36,19 @@ class Checkout:
     @property
     def cpu(self) -> Path:
         return self.root / "src" / "ggml-cpu"
+
+    @cached_property
+    def nrows_2(self) -> frozenset[str]:
+        """The types whose vec_dot ggml also calls with nrc == 2 on an i8mm build: type_traits_cpu's `.nrows = 2`
+        (ggml @d99724f ggml-cpu.c L239-331, under __ARM_FEATURE_MATMUL_INT8: q4_0, q4_1, q8_0, q4_K, q6_K).
+        None where the checkout has no ggml-cpu.c."""
+        path = self.cpu / "ggml-cpu.c"
+        if not path.is_file():
+            return frozenset()
+        text = path.read_text(errors="replace")
+        entries = re.split(r"\[GGML_TYPE_(\w+)\]\s*=\s*\{", text)
+        return frozenset(name.lower().replace("_k", "_K") for name, body in zip(entries[1::2], entries[2::2])
+                         if re.search(r"\.nrows\s*=\s*2\b", body.split("}", 1)[0]))
 
     def build(self, folder: str, v: Variant) -> GgmlBuild:
         src = self.root / "src"
@@ -120,8 +134,10 @@ class Ggml(Library):
             return Skip("type not modelled", f"{f.symbol}: lowp knows {f.x_type} as multiplied with "
                                              f"{VEC_DOT_TYPE[f.x_type]}, not {f.y_type}")
         folder = ARCH_OF_FOLDER_NAME[v.arch] if f.folder == "generic" else f.folder
+        pairs = v.arch == "aarch64" and "i8mm" in v.features and f.folder != "generic" and \
+            f.x_type in checkout.nrows_2
         k = vec_dots.VecDotKernel(found.name, f.symbol, f.x_type, checkout.build(folder, v), bits,
-                                  _order(v, f, bits))
+                                  _order(v, f, bits), pairs)
         return k.entry()
 
     def source(self, checkout: Checkout) -> dict:

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from lowp.emulator.errors import EmulatorError
-from lowp.kernels.ggml.dot import NROWS_2, exact_dot
+from lowp.kernels.ggml.dot import exact_dot
 from lowp.kernels.ggml.kernel import VecDotKernel, get
 from lowp.kernels.ggml.executor import VecDot
 
@@ -34,16 +34,11 @@ def plan(kernels: list[VecDotKernel]) -> list[Check]:
     out = []
     for k in kernels:
         out.append(Check(k.name, "exact", "claimed", True))
-        if takes_pairs(k):
+        if k.pairs:
             out.append(Check(k.name, "exact", "nrc2", True))
         out.append(Check(k.name, f"ordered:{k.order}" if k.order else "bounded", "claimed", True))
         out.append(Check(k.name, "exact", "outside", False))
     return out
-
-
-def takes_pairs(k: VecDotKernel) -> bool:
-    """ggml calls it with nrc == 2 (its type's nrows is 2 on a build with i8mm: dot.NROWS_2)."""
-    return k.arch == "aarch64" and "i8mm" in k.features and k.x_type in NROWS_2 and not k.symbol.endswith("_generic")
 
 
 @dataclass

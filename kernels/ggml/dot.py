@@ -33,9 +33,6 @@ VEC_DOT_TYPE = {
     "iq2_xxs": "q8_K", "iq2_xs": "q8_K", "iq2_s": "q8_K", "iq3_xxs": "q8_K", "iq3_s": "q8_K", "iq1_s": "q8_K",
     "iq1_m": "q8_K",
 }
-# type_traits_cpu[x].nrows = 2 where __ARM_FEATURE_MATMUL_INT8 (ggml-cpu.c L239-331): the vec_dot also takes nrc == 2,
-# two x rows (bx bytes apart) by two y rows (by bytes apart) into s[j * bs + i] = x_i . y_j (the SMMLA 2x2 path).
-NROWS_2 = ("q4_0", "q4_1", "q8_0", "q4_K", "q6_K")
 SCALE_GROUP = {name: 16 for name in ("q2_K", "q3_K", "q6_K", "nvfp4", "iq2_xs", "iq2_s", "iq1_m")} | \
               {name: 32 for name in ("q4_K", "q5_K", "iq4_xs", "iq2_xxs", "iq3_xxs", "iq3_s", "iq1_s")}
 MIN_GROUP = {"q4_1": 32, "q5_1": 32, "q2_K": 16, "q4_K": 32, "q5_K": 32, "iq1_s": 32}   # values sharing an offset

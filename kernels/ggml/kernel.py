@@ -16,7 +16,8 @@ from lowp.kernels.ggml.executor import GgmlBuild
 from lowp.kernels.ggml.variants import variant
 
 ENTRY_FIELDS = ("name", "symbol", "x_type", "variant", "vector_bits", "arch_source", "generic_source",
-                "include_dirs", "quants_header", "order")
+                "include_dirs", "quants_header", "order", "pairs")
+OPTIONAL = ("vector_bits", "order", "pairs")
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class VecDotKernel:
     build: GgmlBuild
     vector_bits: int | None = None
     order: str | None = None    # the float order it claims (lowp.kernels.ggml.orders), None: the bounded contract
+    pairs: bool = False         # ggml also calls it with nrc == 2: two x rows by two y rows into s[j * bs + i]
 
     @property
     def y_type(self) -> str:
@@ -51,7 +53,7 @@ class VecDotKernel:
                 **({"vector_bits": self.vector_bits} if self.vector_bits else {}),
                 "arch_source": str(b.arch_source), "generic_source": str(b.generic_source),
                 "include_dirs": [str(d) for d in b.include_dirs], "quants_header": str(b.quants_header),
-                **({"order": self.order} if self.order else {})}
+                **({"order": self.order} if self.order else {}), **({"pairs": True} if self.pairs else {})}
 
     def key(self) -> str:
         """SHA-256 of the entry and its two sources' bytes: what a journal row was produced from (headers aside)."""
@@ -63,7 +65,7 @@ class VecDotKernel:
 
 def from_entry(entry: dict) -> VecDotKernel:
     """The kernel a kernels.toml table describes; ValueError naming the field that is missing or wrong."""
-    missing = [f for f in ENTRY_FIELDS if f not in entry and f not in ("vector_bits", "order")]
+    missing = [f for f in ENTRY_FIELDS if f not in entry and f not in OPTIONAL]
     if missing:
         raise ValueError(f"ggml kernel entry {entry.get('name', '?')!r}: missing {', '.join(missing)}")
     if entry["x_type"] not in VEC_DOT_TYPE:
@@ -72,7 +74,7 @@ def from_entry(entry: dict) -> VecDotKernel:
                       tuple(Path(d) for d in entry["include_dirs"]), Path(entry["quants_header"]),
                       variant(entry["variant"]))
     return VecDotKernel(entry["name"], entry["symbol"], entry["x_type"], build, entry.get("vector_bits"),
-                        entry.get("order"))
+                        entry.get("order"), bool(entry.get("pairs", False)))
 
 
 _REGISTERED: dict[str, VecDotKernel] = {}

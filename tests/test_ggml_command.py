@@ -1,0 +1,82 @@
+"""`lowp ggml PATH` on lowp's own ggml-shaped tree (tests/ggml_tree): the campaign finds every vec_dot per variant,
+judges each where an executor runs it, and its verdicts are EXPECTED.md's: the odd tail (#8549, #29131), the vdotq
+fallback lanes (#21462) and the maddubs saturation (ik_llama #427) fail, with shrunk counterexamples grouped into
+findings, each with a reproducer; everything else passes. PATH may be a llama.cpp checkout (ggml/ inside); anything
+else exits 2 saying what was expected."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lowp.cli import main
+from tests.test_ggml_tree import TREE, expected
+
+# EXPECTED.md's builds as ggml's variants
+VARIANT_OF_BUILD = {"x86-avx2": "haswell", "x86-baseline": "x64", "armv8-a": "armv8.0_1",
+                    "armv8.2-a+dotprod": "armv8.2_1", "rv64gcv@128": "riscv64_v@128"}
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ggml-campaign")
+    argv = ["ggml", str(TREE), "--out", str(out), "--jobs", "2", "--examples", "8"]
+    for variant in VARIANT_OF_BUILD.values():
+        argv += ["--isa", variant]
+    status = main(argv)
+    return status, out, json.loads((out / "campaign.json").read_text())
+
+
+def test_the_verdicts_are_the_expected_ones(campaign):
+    status, out, doc = campaign
+    assert status == 1
+    kernels = {k["name"]: k for k in doc["kernels"]}
+    judged = 0
+    for build, variant in VARIANT_OF_BUILD.items():
+        for symbol in ("ggml_vec_dot_q4_0_q8_0", "ggml_vec_dot_q8_0_q8_0", "ggml_vec_dot_iq4_nl_q8_0"):
+            k = kernels[f"{symbol}@{variant}"]
+            assert {"name", "type", "isa", "status", "category", "reason"} <= set(k)
+            if k["status"] == "skipped":          # no executor here (a CPU without AVX2 and no Bochs)
+                assert k["reason"], k
+                continue
+            judged += 1
+            want = "failed" if expected(symbol, build).verdict == "FAIL" else "passed"
+            assert k["status"] == want, (k["name"], k["status"], k["checks"])
+    assert judged >= 12
+    assert doc["totals"]["judged"] + doc["totals"]["skipped"] + doc["totals"]["not_run"] == doc["totals"]["found"]
+
+
+def test_failures_shrink_and_group_into_findings_with_reproducers(campaign):
+    _, out, doc = campaign
+    rows = {r["id"]: r for r in json.loads((out / "report.json").read_text())["rows"]}
+    tail = next(f for f in doc["findings"] if "odd block count's tail" in f["cause"])
+    assert "ggml_vec_dot_iq4_nl_q8_0@riscv64_v@128" in tail["kernels"]
+    assert "ggml_vec_dot_q4_0_q8_0@armv8.0_1" in tail["kernels"]
+    example = rows[tail["example"]]["counterexample"]
+    assert example["blocks"] == 1 and example["actual"] == 0.0 and example["expected"] != 0.0
+    source = Path(tail["reproducer"]).read_text()
+    assert "ggml_get_type_traits_cpu(GGML_TYPE_" in source and example["x"][:8] in source.replace(",0x", "")
+    markdown = (out / "campaign.md").read_text()
+    assert "## Findings" in markdown and "minimal counterexample" in markdown
+
+
+def test_generic_twins_are_judged_at_the_baselines_and_powerpc_is_a_row_that_says_why(tmp_path):
+    status = main(["ggml", str(TREE), "--out", str(tmp_path), "--type", "q8_0", "--isa", "x64", "--isa", "powerpc",
+                   "--examples", "2"])
+    doc = json.loads((tmp_path / "campaign.json").read_text())
+    names = {k["name"]: k for k in doc["kernels"]}
+    assert status == 0
+    assert names["ggml_vec_dot_q8_0_q8_0_generic@x64"]["status"] == "passed"
+    assert names["ggml_vec_dot_q8_0_q8_0@powerpc"]["category"] == "no target here"
+
+
+def test_a_llama_cpp_layout_is_a_checkout_and_anything_else_exits_2(tmp_path, capsys):
+    llama = tmp_path / "llama.cpp"
+    llama.mkdir()
+    (llama / "ggml").symlink_to(TREE.resolve())
+    assert main(["ggml", str(llama), "--out", str(tmp_path / "o"), "--type", "q8_0", "--isa", "x64",
+                 "--examples", "2"]) == 0
+    assert main(["ggml", str(tmp_path / "o"), "--out", str(tmp_path / "p")]) == 2
+    assert "not a ggml checkout" in capsys.readouterr().err
+    assert main(["ggml", str(TREE), "--type", "q9_9", "--out", str(tmp_path / "q")]) == 2
