@@ -5,9 +5,10 @@ lowp's exact model (lowp.kernels.ggml.dot.exact_dot) bit for bit on every case; 
 must equal a model of its bug (below, one short function each) and so differ from the exact value exactly where
 that bug bites. The verdicts and the smallest failing block counts are tests/ggml_tree/EXPECTED.md's, read here.
 
-Builds (one per module, shared by every test): x86-64 natively with the host compiler, with AVX2 (+FMA, F16C) and
-without (the generic fallbacks, fp16 through ggml's table); AArch64 armv8-a and armv8.2-a+dotprod, and RISC-V 64
-rv64gcv at VLEN 128 and 1024, under qemu-user (skipped with the reason where its qemu is missing).
+Builds (one per module, shared by every test), on lowp's ggml executor (kernels/ggml/executor.py) as ggml's variants
+build them: x86-64 haswell (AVX2, FMA, F16C) and x64 (the generic fallbacks, fp16 through ggml's table), natively
+or on Bochs; AArch64 armv8-a and armv8.2-a+dotprod on Unicorn or qemu; RISC-V 64 rv64gcv at VLEN 128 and 1024 on
+qemu-user (skipped with the reason where nothing here runs one).
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ import pytest
 from lowp.kernels.ggml.blocks import FORMATS
 from lowp.kernels.ggml.dot import exact_dot, terms
 from lowp.kernels.ggml.exact import draw, margin
+from lowp.kernels.ggml.executor import GgmlBuild, VecDot
+from lowp.kernels.ggml.variants import variant
 
 TREE = Path(__file__).resolve().parent / "ggml_tree"
 CPU = TREE / "src" / "ggml-cpu"
@@ -31,112 +34,35 @@ BLOCK_COUNTS = range(1, 10)
 TYPES = {"q4_0": "ggml_vec_dot_q4_0_q8_0", "q8_0": "ggml_vec_dot_q8_0_q8_0", "iq4_nl": "ggml_vec_dot_iq4_nl_q8_0"}
 ONE = np.float16(1.0).view(np.uint16)
 
-# What ggml's CPU backend supplies to the kernels (ggml-cpu.c fills the fp16 table at init; ggml.c's ggml_abort):
-# lowp's stand-ins, not ggml code.
-STUB = r"""
-float ggml_table_f32_f16[1 << 16];
-void lowp_set_f16_table(const float *t) { for (int i = 0; i < (1 << 16); i++) ggml_table_f32_f16[i] = t[i]; }
-void ggml_abort(const char *file, int line, const char *fmt, ...) { (void)file; (void)line; (void)fmt; __builtin_trap(); }
-"""
-
 
 @dataclass(frozen=True)
 class Build:
     name: str               # EXPECTED.md's column
     folder: str             # src/ggml-cpu/arch/<folder>
-    flags: tuple[str, ...]
-    host_flags: tuple[str, ...] = ()    # /proc/cpuinfo flags a native build needs
-    vlen: int = 128                     # RISC-V: qemu's VLEN (the kernels are written for any VLEN >= 128)
+    variant: str            # the ggml variant whose flags build it (lowp.kernels.ggml.variants)
+    vector_bits: int | None = None      # RISC-V: qemu's VLEN (the kernels are written for any VLEN >= 128)
 
 
 BUILDS = (
-    Build("x86-avx2", "x86", ("-mavx2", "-mfma", "-mf16c"), ("avx2", "fma", "f16c")),
-    Build("x86-baseline", "x86", ()),
-    Build("armv8-a", "arm", ("-march=armv8-a",)),
-    Build("armv8.2-a+dotprod", "arm", ("-march=armv8.2-a+dotprod",)),
-    Build("rv64gcv@128", "riscv", ("-march=rv64gcv",)),
-    Build("rv64gcv@1024", "riscv", ("-march=rv64gcv",), vlen=1024),
+    Build("x86-avx2", "x86", "haswell"),
+    Build("x86-baseline", "x86", "x64"),
+    Build("armv8-a", "arm", "armv8.0_1"),
+    Build("armv8.2-a+dotprod", "arm", "armv8.2_1"),
+    Build("rv64gcv@128", "riscv", "riscv64_v", 128),
+    Build("rv64gcv@1024", "riscv", "riscv64_v", 1024),
 )
 
 
-def f16_table() -> np.ndarray:
-    """ggml_table_f32_f16: every fp16 bit pattern as a float32 (numpy's conversion is IEEE's, exact)."""
-    with np.errstate(all="ignore"):
-        return np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
-
-
-def stub_file() -> Path:
-    from lowp.emulator import buildcache
-    from lowp.emulator.native_build import cache_dir
-    return buildcache.source_file(STUB, cache_dir() / "src", "ggml-tree-stub")
-
-
-def sources(build: Build) -> list[Path]:
-    return [CPU / "arch" / build.folder / "quants.c", CPU / "quants.c", stub_file()]
-
-
-class Native:
-    """The build as a shared object of the host compiler, each call guarded (lowp.kernels.guard: x and y end at a
-    guard page, so a read past n / 32 blocks faults and names its buffer, as under qemu)."""
-
-    def __init__(self, build: Build):
-        import cffi
-
-        from lowp.emulator.native_build import build_shared_library
-        self.path = build_shared_library(sources(build), ("-O2", "-std=gnu11", *build.flags, *INCLUDES),
-                                         f"ggml-tree-{build.name}")
-        self.ffi = cffi.FFI()
-        self.ffi.cdef("void lowp_set_f16_table(const float *t);")
-        self.lib = self.ffi.dlopen(str(self.path))
-        self.table = f16_table()
-        self.lib.lowp_set_f16_table(self.ffi.from_buffer("float[]", self.table))
-
-    def call(self, symbol: str, x: np.ndarray, y: np.ndarray, n: int) -> np.float32:
-        from lowp.kernels import guard
-        with guard.Arena() as arena:
-            s, rx, ry = arena.place("s", np.full(1, np.nan, np.float32)), arena.place("x", x), arena.place("y", y)
-            guard.call(guard.function_address(self.path, symbol), [n, s.base, 0, rx.base, 0, ry.base, 0, 1], arena,
-                       budget=5.0, library=self.path)
-            return np.float32(s.array[0])
-
-    def close(self) -> None:
-        pass
-
-
-class Guest:
-    """The build as a static program of the guest under qemu-user (lowp.emulator.qemu)."""
-
-    def __init__(self, build: Build, guest, cpu: str | None = None):
-        from lowp.emulator.qemu import QemuMachine, build_for_qemu
-        binary = build_for_qemu(*sources(build), flags=("-std=gnu11", *build.flags, *INCLUDES), guest=guest)
-        self.machine = QemuMachine(binary, guest=guest, cpu=cpu, counts=False)
-        self.machine.call("lowp_set_f16_table", f16_table())
-
-    def call(self, symbol: str, x: np.ndarray, y: np.ndarray, n: int) -> np.float32:
-        r = self.machine.call(symbol, n, np.full(1, np.nan, np.float32), 0, x, 0, y, 0, 1)
-        return np.float32(r[0][0])
-
-    def close(self) -> None:
-        self.machine.close()
-
-
-def runner(build: Build):
-    """The build's caller here, or pytest.skip saying why it cannot run."""
-    from lowp.emulator import qemu
-    if build.folder == "x86":
-        from lowp.emulator.host import host_arch, proc_cpuinfo_flags
-        if host_arch() != "x86-64":
-            pytest.skip(f"{build.name}: the host is not x86-64")
-        missing = set(build.host_flags) - proc_cpuinfo_flags()
-        if missing:
-            pytest.skip(f"{build.name}: this CPU lacks {', '.join(sorted(missing))}")
-        return Native(build)
-    guest = qemu.AARCH64 if build.folder == "arm" else qemu.RISCV64
-    why = qemu.unavailable(guest)
+def runner(build: Build) -> VecDot:
+    """The build on lowp's ggml executor (natively, on Bochs where this CPU lacks AVX2, on Unicorn or qemu-user),
+    or pytest.skip saying why nothing here runs it."""
+    src = TREE / "src"
+    vd = VecDot(GgmlBuild(CPU / "arch" / build.folder / "quants.c", CPU / "quants.c", (TREE / "include", src, CPU),
+                          src / "ggml-quants.h", variant(build.variant)), build.vector_bits)
+    why = vd.unavailable()
     if why:
         pytest.skip(f"{build.name}: {why}")
-    cpu = qemu.riscv64_vector_length_cpu(build.vlen) if guest is qemu.RISCV64 else None
-    return Guest(build, guest, cpu)
+    return vd
 
 
 @pytest.fixture(scope="module", params=BUILDS, ids=lambda b: b.name)

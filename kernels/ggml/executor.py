@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 
-from lowp.emulator.errors import EmulatorError
 from lowp.kernels.ggml.blocks import _e8m0_half, _ue4m3_half
 from lowp.kernels.ggml.variants import Variant
 
@@ -227,4 +226,4 @@ class VecDot:
             m.close()
 
 
-__all__ = ["GgmlBuild", "VecDot", "EmulatorError", "SIGNATURE", "shim_source", "table_bits"]
+__all__ = ["GgmlBuild", "VecDot", "SIGNATURE", "shim_source", "table_bits"]
