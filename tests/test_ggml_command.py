@@ -80,3 +80,8 @@ def test_a_llama_cpp_layout_is_a_checkout_and_anything_else_exits_2(tmp_path, ca
     assert main(["ggml", str(tmp_path / "o"), "--out", str(tmp_path / "p")]) == 2
     assert "not a ggml checkout" in capsys.readouterr().err
     assert main(["ggml", str(TREE), "--type", "q9_9", "--out", str(tmp_path / "q")]) == 2
+
+
+def test_bench_ggml_needs_a_checkout(capsys):
+    assert main(["bench", "ggml"]) == 2
+    assert "needs --checkout" in capsys.readouterr().err

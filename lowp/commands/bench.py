@@ -14,7 +14,7 @@ HEADLINE = ("_mm512_maddubs_epi16", "_mm256_maddubs_epi16", "_mm_maddubs_epi16",
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks (ratios side by side in one run)")
     bench.add_argument("suite", nargs="?", default="gemm",
-                       choices=("gemm", "isa", "emulator", "mutants", "conformance", "xnnpack", "prove", "fuzz"),
+                       choices=("gemm", "isa", "emulator", "mutants", "conformance", "xnnpack", "ggml", "prove", "fuzz"),
                        help="gemm (default): seed 004's GEMM grid, ns per multiply-accumulate of numpy float32, the "
                             "x86 kernels and FBGEMM, side by side; isa: model vs native lanes/s; "
                             "emulator: the AArch64 executors' per-call cost, Unicorn vs qemu-user, on the SDOT GEMM at 64x64x256 and "
@@ -66,7 +66,8 @@ def add_parser(sub) -> None:
                             "machine")
     bench.add_argument("--checkout", type=Path, default=None, metavar="PATH",
                        help="xnnpack: the XNNPACK checkout whose kernels `lowp xnnpack` judges (issue 23: every "
-                            "kernel of one datatype this machine can run, quick profile, within 60 minutes)")
+                            "kernel of one datatype this machine can run, quick profile, within 60 minutes); ggml: the "
+                            "ggml or llama.cpp checkout `lowp ggml` judges whole (issue 35: within 20 minutes)")
     bench.add_argument("--datatype", default="qs8-qc8w", metavar="D",
                        help="xnnpack: the datatype (default qs8-qc8w)")
     bench.set_defaults(func=cmd_bench)
@@ -81,6 +82,8 @@ def cmd_bench(args) -> int:
         return bench_conformance(args)
     if args.suite == "xnnpack":
         return bench_xnnpack(args)
+    if args.suite == "ggml":
+        return bench_ggml(args)
     if args.suite == "fuzz":
         return bench_fuzz(args)
     if args.suite == "prove":
@@ -359,16 +362,32 @@ def bench_xnnpack(args) -> int:
     """`lowp xnnpack --checkout PATH --datatype D --profile quick` in a child, timed: the wall time against the 60
     minutes, per kernel the median and p90 seconds, the CPU share the run had. A cold run (an empty build cache)
     counts its builds; run it twice to see both. Exits 0 whatever the verdicts; 2 without a checkout."""
+    return bench_library(args, "xnnpack", ["--datatype", args.datatype], XNNPACK_TARGET_SECONDS,
+                         f"--datatype {args.datatype} ")
+
+
+def bench_ggml(args) -> int:
+    """`lowp ggml --checkout PATH` whole (every type, every variant this machine can run, quick profile) in a
+    child, timed against issue 35's 20 minutes, as bench_xnnpack reports."""
+    return bench_library(args, "ggml", [], GGML_TARGET_SECONDS)
+
+
+GGML_TARGET_SECONDS = 20 * 60
+
+
+def bench_library(args, library: str, options: list[str], target: int, spelt: str = "") -> int:
+    """`lowp LIBRARY CHECKOUT OPTIONS --profile quick` in a child, timed: the wall time against `target` seconds,
+    per kernel the median and p90 seconds, the CPU share the run had."""
     import json
     import os
     import subprocess
     import sys
     import tempfile
     if args.checkout is None:
-        print("error: lowp bench xnnpack needs --checkout PATH (an XNNPACK checkout)", file=sys.stderr)
+        print(f"error: lowp bench {library} needs --checkout PATH (a {library} checkout)", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="lowp-bench-xnnpack-") as out:
-        command = [sys.executable, "-m", "lowp", "xnnpack", str(args.checkout), "--datatype", args.datatype,
+    with tempfile.TemporaryDirectory(prefix=f"lowp-bench-{library}-") as out:
+        command = [sys.executable, "-m", "lowp", library, str(args.checkout), *options,
                    "--profile", "quick", "--out", out, "--no-database",
                    *(["--jobs", str(args.jobs)] if args.jobs else [])]
         cpu = os.times()
@@ -382,11 +401,11 @@ def bench_xnnpack(args) -> int:
     jobs = doc["settings"].get("jobs") or os.cpu_count()
     share = (used.children_user - cpu.children_user + used.children_system - cpu.children_system) / \
         max(1e-9, jobs * s["wall"])
-    print(f"lowp xnnpack {args.checkout} --datatype {args.datatype} --profile quick: {t['found']} kernels found, "
+    print(f"lowp {library} {args.checkout} {spelt}--profile quick: {t['found']} kernels found, "
           f"{t['judged']} judged ({t['passed']} passed, {t['failed']} failed), {t['skipped']} skipped; {jobs} jobs "
           f"on {os.cpu_count()} cores, {100 * share:.0f}% of their CPU time\n")
-    print(tabulate([("wall time", f"{s['wall']:.1f}", f"{'within' if s['wall'] <= XNNPACK_TARGET_SECONDS else 'OVER'}"
-                     f" {XNNPACK_TARGET_SECONDS // 60} min"),
+    print(tabulate([("wall time", f"{s['wall']:.1f}", f"{'within' if s['wall'] <= target else 'OVER'}"
+                     f" {target // 60} min"),
                     ("  mapping", f"{s['mapping']:.1f}", ""), ("  builds", f"{s['build']:.1f}", "cold or cached"),
                     ("  checks", f"{s['checks']:.1f}", ""),
                     ("per judged kernel: median", _s(k["median"]), f"{k['kernels']} kernels"),
