@@ -54,3 +54,18 @@ def test_past_the_bound_some_order_rounds():
     assert total / unit > FLOAT32_INTEGERS and margin(t) < 1
     exact = F32(float(exact_dot("q6_K", x, y, n)))
     assert any(float32_in_some_order(t, rng) != exact for _ in range(50))
+
+
+def test_the_fast_margin_never_says_exact_where_the_rational_one_does_not():
+    from lowp.kernels.ggml.exact import margin_exact
+    rng = np.random.default_rng(11)
+    agree = 0
+    for x_type in ("q4_0", "q4_1", "q8_0", "q4_K", "q5_K", "q2_K", "iq1_s", "mxfp4", "nvfp4"):
+        for blocks in (1, 3, 7):
+            for limit in (127, 31, 3):
+                x, y, n = draw(x_type, blocks, rng, limit=limit)
+                t = terms(x_type, x, y, n)
+                fast, exact = margin(t), margin_exact(t)
+                assert fast <= exact * (1 + 1e-9), (x_type, blocks, limit, fast, exact)
+                agree += (fast >= 1) == (exact >= 1)
+    assert agree >= 75          # of 81: only cases within a hair of the bound may differ
