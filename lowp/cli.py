@@ -81,6 +81,17 @@ class Parser(argparse.ArgumentParser):
                                                  f"(choose from {choices})")
 
 
+def seed(text: str) -> int:
+    """argparse's type of every --seed: an integer >= 0 (numpy's generators take no other), refused in one line."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: a seed is an integer >= 0")
+    return value
+
+
 def environment_problem() -> str | None:
     """What is wrong with lowp's environment variables (checked once, before any command runs), or None:
     LOWP_DISABLE_FEATURES naming a feature no target knows would otherwise disable nothing, silently."""

@@ -6,6 +6,8 @@ kernel, built by the host compiler, on Bochs (AVX-512, AVX-VNNI, AVX-VNNI-INT8; 
 include_dirs, defines, cflags) and calls its entry symbol (or --function)."""
 from __future__ import annotations
 
+from lowp.cli import seed as seed_type
+
 import argparse
 import re
 import sys
@@ -126,7 +128,7 @@ def add_parser(subparsers) -> None:
                         "vector_bits) or Bochs (x86-64: the default for an x86-64 --kernel)")
     p.add_argument("--lockstep", action="store_true",
                    help="compare every instruction lowp models with Unicorn's result as it runs (slow)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random fills")
+    p.add_argument("--seed", type=seed_type, default=0, help="seed of the random fills")
     p.add_argument("--show", choices=("changed", "all", "none"), default="changed",
                    help="which arrays to print after the call (default: those the call changed)")
     p.set_defaults(func=run)

@@ -1,0 +1,23 @@
+"""Bad command-line input gets one line that names the problem and exit status 2, never CRASH rows or a traceback
+(issue 36's reliability items, tried as a user would)."""
+from __future__ import annotations
+
+import pytest
+
+from lowp.cli import main
+
+
+@pytest.mark.parametrize("argv", [
+    ["conformance", "--seed", "-1", "--kernel", "u8s8s32_avx2"],
+    ["fuzz", "--seed", "-3"],
+    ["xnnpack", ".", "--seed", "-1"],
+    ["ggml", ".", "--seed", "seven"],
+    ["isa", "verify", "--seed", "-2"],
+])
+def test_a_negative_or_non_integer_seed_is_refused_in_one_line(argv, capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--out", str(tmp_path)] if argv[0] != "isa" else argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --seed" in err and ("negative" in err or "not an integer" in err)
+    assert not (tmp_path / "report.json").exists()
