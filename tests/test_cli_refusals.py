@@ -21,3 +21,12 @@ def test_a_negative_or_non_integer_seed_is_refused_in_one_line(argv, capsys, tmp
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "argument --seed" in err and ("negative" in err or "not an integer" in err)
     assert not (tmp_path / "report.json").exists()
+
+
+@pytest.mark.parametrize("arg, words", [("a=s32:100000x100000", "1 GiB"), ("a=s8:0x4", "below 1")])
+def test_emulate_refuses_an_array_it_cannot_place_in_one_line(arg, words, tmp_path, capsys):
+    source = tmp_path / "k.c"
+    source.write_text("void f(int *a) { a[0] = 1; }\n")
+    assert main(["emulate", str(source), "--function", "f", "--arg", arg]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err and "MemoryError" not in err
