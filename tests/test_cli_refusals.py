@@ -30,3 +30,12 @@ def test_emulate_refuses_an_array_it_cannot_place_in_one_line(arg, words, tmp_pa
     assert main(["emulate", str(source), "--function", "f", "--arg", arg]) == 2
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err and "MemoryError" not in err
+
+
+@pytest.mark.parametrize("value, words", [("avx2,,fma", "a comma too many"), (",avx2", "a comma too many"),
+                                          ("avx2;fma", "separated by commas"), ("avx2 fma", "separated by commas")])
+def test_junk_in_lowp_disable_features_is_refused_naming_it(value, words, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("LOWP_DISABLE_FEATURES", value)
+    assert main(["conformance", "--kernel", "u8s8s32_avx2", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "LOWP_DISABLE_FEATURES" in err and words in err and "Traceback" not in err
