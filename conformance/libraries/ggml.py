@@ -63,6 +63,8 @@ class Function:
     y_type: str
     folder: str             # the arch folder ('x86'), or 'generic' for quants.c's twins
     line: int
+    renamed: bool = False   # quants.c's generic under the plain name (arch-fallback.h: the arch has no version)
+    twins_at: tuple[str, ...] = ()      # a generic twin: the arch folders whose build has it under this name
 
 
 class Ggml(Library):
@@ -85,17 +87,23 @@ class Ggml(Library):
         return None
 
     def functions(self, checkout: Checkout) -> list[Function]:
-        """Every vec_dot the checkout defines: per arch folder, and quants.c's `_generic` twins."""
+        """Every vec_dot a build of the checkout has: per arch folder, the arch file's own and, under the plain name,
+        quants.c's generic of each type the arch has none of (arch-fallback.h renames it: compiled with the
+        variant's flags, it is that build's kernel); and the `_generic` twins, where a build keeps them."""
+        arch_files = {d.name: d / "quants.c" for d in sorted((checkout.cpu / "arch").iterdir())
+                      if d.is_dir() and (d / "quants.c").is_file()}
+        own = {folder: _definitions(path, generic=False) for folder, path in arch_files.items()}
+        generics = _definitions(checkout.cpu / "quants.c", generic=True)
         out = []
-        files = [(d.name, d / "quants.c") for d in sorted((checkout.cpu / "arch").iterdir()) if d.is_dir()]
-        for folder, path in [*files, ("generic", checkout.cpu / "quants.c")]:
-            if not path.is_file():
-                continue
-            text = path.read_text(errors="replace")
-            for m in DEFINITION.finditer(text):
-                if (folder == "generic") != bool(m.group(4)):
-                    continue
-                out.append(Function(m.group(1), m.group(2), m.group(3), folder, text.count("\n", 0, m.start()) + 1))
+        for folder, found in own.items():
+            out += [Function(sym, x, y, folder, line) for sym, (x, y, line) in found.items()]
+            if folder in ARCH_OF_FOLDER:
+                defined = set(found)
+                out += [Function(sym.removesuffix("_generic"), x, y, folder, line, renamed=True)
+                        for sym, (x, y, line) in generics.items() if sym.removesuffix("_generic") not in defined]
+        for sym, (x, y, line) in generics.items():
+            keep = tuple(f for f in ARCH_OF_FOLDER if sym.removesuffix("_generic") in own.get(f, {}))
+            out.append(Function(sym, x, y, "generic", line, twins_at=keep))
         return out
 
     def found(self, checkout: Checkout, selection: dict):
@@ -109,16 +117,17 @@ class Ggml(Library):
                             what=(f, v, bits))
 
     def _variants(self, f: Function):
-        """(variant, vector length) pairs a function is judged at: its arch's variants, or the baselines."""
+        """(variant, vector length) pairs a function is judged at: its arch's variants, or the baselines of the
+        arches whose builds keep the twin (x86, AArch64, RISC-V)."""
         if f.folder == "generic":
-            chosen = [variant(BASELINE[a]) for a in ("x86-64", "aarch64", "riscv64")]
+            chosen = [variant(BASELINE[ARCH_OF_FOLDER[a]]) for a in f.twins_at if a != "wasm"]
         else:
             chosen = variants_of(ARCH_OF_FOLDER[f.folder])
         return [(v, bits) for v in chosen for bits in v.vector_bits]
 
     @staticmethod
     def _relative(checkout: Checkout, f: Function) -> str:
-        path = checkout.cpu / ("quants.c" if f.folder == "generic" else f"arch/{f.folder}/quants.c")
+        path = checkout.cpu / ("quants.c" if f.folder == "generic" or f.renamed else f"arch/{f.folder}/quants.c")
         try:
             return str(path.relative_to(checkout.given.resolve()))
         except ValueError:
@@ -134,7 +143,7 @@ class Ggml(Library):
             return Skip("type not modelled", f"{f.symbol}: lowp knows {f.x_type} as multiplied with "
                                              f"{VEC_DOT_TYPE[f.x_type]}, not {f.y_type}")
         folder = ARCH_OF_FOLDER_NAME[v.arch] if f.folder == "generic" else f.folder
-        pairs = v.arch == "aarch64" and "i8mm" in v.features and f.folder != "generic" and \
+        pairs = v.arch == "aarch64" and "i8mm" in v.features and f.folder != "generic" and not f.renamed and \
             f.x_type in checkout.nrows_2
         k = vec_dots.VecDotKernel(found.name, f.symbol, f.x_type, checkout.build(folder, v), bits,
                                   _order(v, f, bits), pairs)
@@ -195,6 +204,13 @@ class Ggml(Library):
 
 
 ARCH_OF_FOLDER_NAME = {arch: folder for folder, arch in ARCH_OF_FOLDER.items()}
+
+
+def _definitions(path: Path, generic: bool) -> dict[str, tuple[str, str, int]]:
+    """{symbol: (x type, y type, line)} of the vec_dots a quants.c defines: the `_generic` ones, or the plain ones."""
+    text = path.read_text(errors="replace")
+    return {m.group(1): (m.group(2), m.group(3), text.count("\n", 0, m.start()) + 1)
+            for m in DEFINITION.finditer(text) if bool(m.group(4)) == generic}
 
 
 def _order(v: Variant, f: Function, bits: int | None) -> str | None:

@@ -121,6 +121,12 @@ def _scaled(x_type: str, x: np.ndarray, y: np.ndarray, rng, edge: str | None) ->
     for field in ("d", "m", "dmin"):
         if field in xr.dtype.names and xr.dtype[field].base == np.dtype("<u2"):
             xr[field] = values(xr[field].shape, edge is not None).astype(np.float16).view(np.uint16)
+    if x_type == "iq1_m":           # its fp16 d lives in the top nibbles of the four scale words
+        words = xr["scales"].copy().view("<u2").reshape(len(xr), 4)
+        d = values(len(xr), edge is not None).astype(np.float16).view(np.uint16)
+        for w in range(4):
+            words[:, w] = (words[:, w] & 0x0FFF) | (((d >> (4 * w)) & 0xF) << 12)
+        xr["scales"] = words.view(np.uint8).reshape(xr["scales"].shape)
     if x_type == "mxfp4":           # E8M0: a power of two 2^(e - 127), from the normal range of the others
         xr["e"] = 127 + rng.integers(-12, 3, xr["e"].shape)
     if x_type == "nvfp4":           # UE4M3 sub-block scales: exponent fields 1..14 (not NaN), any mantissa
