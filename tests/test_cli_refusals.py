@@ -39,3 +39,21 @@ def test_junk_in_lowp_disable_features_is_refused_naming_it(value, words, monkey
     assert main(["conformance", "--kernel", "u8s8s32_avx2", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "LOWP_DISABLE_FEATURES" in err and words in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["isa", "verify"], ["emulate", "LOOP", "--function", "f", "--seconds", "60"]])
+def test_ctrl_c_is_one_line_and_status_130(argv, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    loop = tmp_path / "loop.c"
+    loop.write_text("void f(void) { for (;;) { } }\n")
+    argv = [str(loop) if a == "LOOP" else a for a in argv]
+    proc = subprocess.Popen([sys.executable, "-m", "lowp", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(4)                     # past the imports and into the work
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err[-2000:]
+    assert proc.returncode == 130 and "interrupted" in err
