@@ -1,0 +1,421 @@
+"""The float orders of ggml's dot products: for each ISA family ggml ships, which float32 operations turn a vec_dot's
+exact integer sums into its float32 result, in order, as a numpy model (the `ordered` contract).
+
+Every vec_dot sums integer products exactly (dot.py: the group sums); only what follows rounds: the scales'
+products, their products with the integer sums, and the additions, in an order each ISA's code fixes. Modelled
+here bit for bit, one named Order per family, so a kernel is judged bit for bit with ANY scales, not only in the
+power-of-two domain (exact.py) where every order agrees.
+
+Where C code leaves the rounding to the compiler (a * b + c written as one statement or as intrinsics may be fused
+into an FMA: C11 6.5p8, FP_CONTRACT), each way is an Order of its own, named, and `CONTRACTION` says which
+compiler builds which: GCC contracts across statements and intrinsics (-ffp-contract=fast, its default in gnu11)
+where the target has an FMA; clang (zig cc) contracts only within one C expression (-ffp-contract=on), and
+never across an intrinsic's call. x86 without -mfma has no FMA, so nothing is contracted there.
+
+Integer parts (what ggml sums in integers before any float operation) come from lowp's own block model
+(blocks.py): x's codes decoded at unit scale (its fp16 d and dmin set to 1) give the integer sub-scales, so the
+kernels' integer sums are rebuilt exactly; the float scales are read from the blocks as ggml reads them.
+
+Sources: ggml-org/ggml @d99724f src/ggml-cpu/quants.c (the _generic vec_dots), src/ggml-cpu/arch/x86/quants.c,
+src/ggml-cpu/arch/arm/quants.c, src/ggml-cpu/arch/riscv/quants.c; every step below cites its line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from lowp.isa_models.float32 import fma_f32
+from lowp.kernels.ggml.blocks import QK_K, _iq1_m_scale
+from lowp.kernels.ggml.dot import VEC_DOT_TYPE, blocks_of, formats_for
+from lowp.kernels.ggml.grids import Grids
+
+F32 = np.float32
+ZERO = F32(0)
+FP16_ONE = 0x3C00
+
+
+# ---- float32 steps ------------------------------------------------------------------------------------------------
+def f(x) -> np.ndarray:
+    """An integer (or float) as float32, one rounding (cvtsi2ss / cvtdq2ps / scvtf: exact below 2^24)."""
+    return np.asarray(x).astype(np.float64).astype(F32)
+
+
+def mul(a, b):
+    with np.errstate(all="ignore"):
+        return np.multiply(a, b, dtype=F32)
+
+
+def add(a, b):
+    with np.errstate(all="ignore"):
+        return np.add(a, b, dtype=F32)
+
+
+def fma(a, b, c):
+    """round(a * b + c) once: an FMA instruction, or a contracted a * b + c."""
+    return fma_f32(np.asarray(a, F32), np.asarray(b, F32), np.asarray(c, F32))
+
+
+def madd(a, b, c, fused: bool):
+    """c + a * b as the code writes it: fused into one FMA where the compiler contracts it, else two roundings."""
+    return fma(a, b, c) if fused else add(c, mul(a, b))
+
+
+def hsum_float_8(v) -> F32:
+    """x86 quants.c L43-49 hsum_float_8: (hi + lo) of the 128-bit halves, then movehl, then movehdup:
+    ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7))."""
+    h = add(v[4:8], v[0:4])
+    q = add(h[0:2], h[2:4])
+    return F32(add(q[0], q[1]))
+
+
+def vaddvq_f32(v) -> F32:
+    """AArch64 FADDP-based vaddvq_f32 (arm_neon.h: faddp v.4s then faddp s): (v0 + v1) + (v2 + v3)."""
+    return F32(add(add(v[0], v[1]), add(v[2], v[3])))
+
+
+def sequential(values, start=ZERO) -> F32:
+    """for (...) sum += value: left to right from `start`."""
+    total = F32(start)
+    for v in values:
+        total = F32(add(total, v))
+    return total
+
+
+# ---- the integer parts ggml sums before any float step -------------------------------------------------------------
+@dataclass(frozen=True)
+class Parts:
+    """A vec_dot's operands as its kernels read them. prod: (nb, qk) integer products x code * y code in element
+    order; sub: x's integer sub-scale per element (1 where the format has none); dx, dmin: x's float scales per
+    block (as the kernel converts them); yd: y's d per y block; xsub: x's per-sub-block float scale (nvfp4, q1_0,
+    q2_0 read a scale per q8 block); mins: the integer minimum term per block (K-quants: sum bsums * min); m, s:
+    q4_1/q5_1's fp16 m and q8_1's stored s per block; delta: iq1's delta integer sums."""
+    x_type: str
+    prod: np.ndarray
+    sub: np.ndarray
+    dx: np.ndarray
+    yd: np.ndarray
+    dmin: np.ndarray | None = None
+    mins: np.ndarray | None = None
+    m: np.ndarray | None = None
+    s: np.ndarray | None = None
+    delta: np.ndarray | None = None
+
+
+def _fp16(field) -> np.ndarray:
+    return np.asarray(field).view(np.float16).astype(F32)
+
+
+def _unit_records(x_type: str, rec: np.ndarray) -> np.ndarray:
+    """x's records with every fp16 super-scale set to 1.0: decoding them gives the integer sub-scales (times a
+    constant per format) that the kernels multiply in integers."""
+    rec = rec.copy()
+    for field in ("d", "dmin"):
+        if field in rec.dtype.names and rec.dtype[field].base == np.dtype("<u2"):
+            rec[field] = FP16_ONE
+    if x_type == "iq1_m":           # its d is spread over the top nibbles of the four scale words
+        words = rec["scales"].copy().view("<u2").reshape(len(rec), 4)
+        for w in range(4):
+            words[:, w] = (words[:, w] & 0x0FFF) | (((FP16_ONE >> (4 * w)) & 0xF) << 12)
+        rec["scales"] = words.view(np.uint8).reshape(rec["scales"].shape)
+    return rec
+
+
+# the integer sub-scale is the unit-scale decode's scale times this (blocks.py: iq2 d * (0.5 + s) * 0.25 ...)
+SUB_SCALE_FACTOR = {"iq2_xxs": 8, "iq2_xs": 8, "iq2_s": 8, "iq3_xxs": 4, "iq1_m": 8}
+SIMPLE_32 = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "iq4_nl", "mxfp4")
+
+
+def parts(x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> Parts:
+    """The integer products and float scales of ggml_vec_dot_<x_type>_<its q8 type>(n, x, y)."""
+    y_type = VEC_DOT_TYPE[x_type]
+    formats = formats_for(x_type, grids)
+    xf, yf = formats[x_type], formats[y_type]
+    xr = xf.records(x_raw)[: blocks_of(x_type, n)]
+    yr = yf.records(y_raw)[: blocks_of(y_type, n)]
+    x, y = xf.decode(xr), yf.decode(yr)
+    unit = xf.decode(_unit_records(x_type, xr))
+    prod = x.codes.reshape(len(xr), -1).astype(np.int64) * y.codes.reshape(len(xr), -1)
+    sub = np.rint(unit.scale * SUB_SCALE_FACTOR.get(x_type, 1)).astype(np.int64) if x_type in _SUB_SCALED \
+        else np.ones_like(prod)
+    yd = y.scale[:, 0].astype(F32)
+    dx = _x_scale(x_type, xr, x)
+    extra = _minimum_parts(x_type, xr, yr, unit, y)
+    return Parts(x_type, prod, sub, dx, yd, **extra)
+
+
+_SUB_SCALED = {"q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
+               "iq1_s", "iq1_m"}
+
+
+def _x_scale(x_type: str, xr: np.ndarray, x) -> np.ndarray:
+    """The float scale of x each kernel converts once per block (per sub-block for nvfp4)."""
+    if x_type == "mxfp4":
+        return x.scale[:, 0].astype(F32)                       # GGML_E8M0_TO_FP32_HALF(e)
+    if x_type == "nvfp4":
+        return x.scale[:, ::16].astype(F32)                    # ggml_ue4m3_to_fp32 per 16
+    if x_type == "iq1_m":
+        return _iq1_m_scale(xr["scales"]).astype(F32)
+    return _fp16(xr["d"])
+
+
+def _minimum_parts(x_type: str, xr, yr, unit, y) -> dict:
+    if x_type in ("q4_1", "q5_1"):
+        return {"m": _fp16(xr["m"]), "s": _fp16(yr["s"])}
+    if x_type in ("q2_K", "q4_K", "q5_K"):                    # sum over 16s of bsums * the group's integer min
+        mins = -unit.offset[:, ::16].astype(np.int64)
+        return {"dmin": _fp16(xr["dmin"]), "mins": (yr["bsums"].astype(np.int64) * mins).sum(axis=1)}
+    if x_type == "iq1_s":                                     # ls * delta sign * (bsums of its 32), ints
+        ls_delta = np.rint(unit.offset[:, ::32] * 8).astype(np.int64)
+        b32 = yr["bsums"].astype(np.int64).reshape(len(yr), 8, 2).sum(axis=2)
+        return {"delta": (ls_delta * b32).sum(axis=1)}
+    return {}
+
+
+def block_sums(p: Parts) -> np.ndarray:
+    """Each x block's integer sum, sub-scales applied (the generic kernels' sumi / isum / bsum)."""
+    return (p.sub * p.prod).sum(axis=1)
+
+
+def k_lanes(p: Parts) -> np.ndarray:
+    """The K-quants' eight integer lanes per block: aux32[l] sums sub-scale * product over the elements e with
+    e % 8 == l (quants.c L676-688 q3_K, L747-764 q4_K, L828-845 q5_K, L891-898 q6_K)."""
+    return (p.sub * p.prod).reshape(len(p.prod), -1, 8).sum(axis=1)
+
+
+def sub_block_sums(p: Parts, size: int) -> np.ndarray:
+    """(nb, qk / size) integer sums of the products within each `size` values (sub-scales not applied)."""
+    return p.prod.reshape(len(p.prod), -1, size).sum(axis=2)
+
+
+# ---- generic: src/ggml-cpu/quants.c, one function per type -------------------------------------------------------
+def _generic_sumi_dx_dy(p: Parts, fused: bool) -> F32:
+    """q4_0 (L256): sumf += sumi*dx*dy, i.e. ((float)sumi * dx) * dy, then the add."""
+    sumf = ZERO
+    for si, dx, dy in zip(f(block_sums(p)), p.dx, p.yd):
+        sumf = madd(mul(si, dx), dy, sumf, fused)
+    return F32(sumf)
+
+
+def _generic_d_sumi(p: Parts, fused: bool) -> F32:
+    """q5_0 (L402), q8_0 (L476), mxfp4 (L322-326), iq4_nl (L1275-1280), tq1_0 (L527), tq2_0 (L558-560): one
+    scale d = dx * dy (the product commutes: one rounding), then sumf += d * (float)sumi."""
+    sumf = ZERO
+    for si, dx, dy in zip(f(block_sums(p)), p.dx, p.yd):
+        sumf = madd(mul(dx, dy), si, sumf, fused)
+    return F32(sumf)
+
+
+def _generic_with_min(p: Parts, fused: bool) -> F32:
+    """q4_1 (L292), q5_1 (L445): sumf += (dx*dy)*sumi + m*s. Contracted, the first product fuses with the sum of
+    the two: fma(dx*dy, sumi, m*s) (GCC's widening_mul and clang's fmuladd both take the left operand); the add
+    to sumf stays."""
+    sumf = ZERO
+    for si, dx, dy, m, s in zip(f(block_sums(p)), p.dx, p.yd, p.m, p.s):
+        sumf = add(sumf, madd(mul(dx, dy), si, mul(m, s), fused))
+    return F32(sumf)
+
+
+def _generic_two_level(p: Parts, fused: bool) -> F32:
+    """q1_0 (L145-170), q2_0 (L193-218), nvfp4 (L344-358): per x block a float partial over its q8 blocks.
+    q1_0/q2_0: sumi += d1 * sumi_block, then sumf += d0 * sumi. nvfp4 (4 sub-blocks of 16, a UE4M3 scale each):
+    sumf += dy * d * sumi per sub-block directly."""
+    if p.x_type == "nvfp4":
+        sums = sub_block_sums(p, 16)
+        sumf = ZERO
+        for ib in range(len(sums)):
+            for k in range(4):
+                sumf = madd(mul(p.yd[2 * ib + k // 2], p.dx[ib, k]), f(sums[ib, k]), sumf, fused)
+        return F32(sumf)
+    sums = sub_block_sums(p, 32)
+    yd = p.yd.reshape(len(sums), -1)
+    sumf = ZERO
+    for ib in range(len(sums)):
+        inner = ZERO
+        for k in range(sums.shape[1]):
+            inner = madd(yd[ib, k], f(sums[ib, k]), inner, fused)
+        sumf = madd(p.dx[ib], inner, sumf, fused)
+    return F32(sumf)
+
+
+def _generic_q2_K(p: Parts, fused: bool) -> F32:
+    """q2_K (L598-612): dall = yd * d, dmin = yd * dmin; sumf += dall * isum - dmin * summs. Contracted:
+    fma(dall, isum, -(dmin * summs)), then the add to sumf."""
+    sumf = ZERO
+    for isum, summs, dx, dm, yd in zip(f(block_sums(p)), f(p.mins), p.dx, p.dmin, p.yd):
+        minus = -mul(mul(yd, dm), summs)
+        sumf = add(sumf, madd(mul(yd, dx), isum, minus, fused))
+    return F32(sumf)
+
+
+def _generic_k_lanes(p: Parts, fused: bool) -> F32:
+    """q3_K (L689-693), q4_K (L765-770), q5_K (L846-849), q6_K (L899-903): eight float lanes,
+    sums[l] += d * aux32[l] with d = dx * yd; q4_K/q5_K also sumf -= dmin * sumi per block (dmin = dmin * yd);
+    at the end sumf += sums[l], l = 0..7, in order."""
+    lanes = f(k_lanes(p))
+    sums = np.zeros(8, F32)
+    sumf = ZERO
+    for ib in range(len(lanes)):
+        sums = madd(mul(p.dx[ib], p.yd[ib]), lanes[ib], sums, fused)
+        if p.mins is not None:
+            sumf = madd(-mul(p.dmin[ib], p.yd[ib]), f(p.mins[ib]), sumf, fused)
+    return sequential(sums, sumf)
+
+
+# iq: `sumf += d * bsum` (d = dx * yd), then *s = factor * sumf: quants.c L943-945 iq2_xxs, L993-995 iq2_xs,
+# L1044-1047 iq2_s, L1089-1091 iq3_xxs, L1145-1147 iq3_s (no factor)
+IQ_FINAL_FACTOR = {"iq2_xxs": F32(0.125), "iq2_xs": F32(0.125), "iq2_s": F32(0.125), "iq3_xxs": F32(0.25),
+                   "iq3_s": None}
+
+
+def _generic_iq_bsum(p: Parts, fused: bool) -> F32:
+    """The iq2/iq3 generics: an integer bsum per block (ls * sumi summed), sumf += d * bsum, a final factor.
+    blocks.py's sub-scale for these is ls / 8 (iq3_xxs ls / 4): the unit decode times that gives ls."""
+    sumf = ZERO
+    for b, dx, yd in zip(f(block_sums(p)), p.dx, p.yd):
+        sumf = madd(mul(dx, yd), b, sumf, fused)
+    factor = IQ_FINAL_FACTOR[p.x_type]
+    return F32(sumf) if factor is None else F32(mul(factor, sumf))
+
+
+def _generic_iq1(p: Parts, fused: bool) -> F32:
+    """iq1_s (L1186): sumf += dx * yd * (sumi + IQ1S_DELTA * sumi1); iq1_m (L1245): the same with the delta
+    inside the codes (blocks.py: 8 * grid + sign, so block_sums is 8 * sumi1 + sumi2 and the inner float is
+    that times 0.125: the same single rounding)."""
+    sumf = ZERO
+    b = block_sums(p)
+    for ib in range(len(b)):
+        if p.x_type == "iq1_s":
+            inner = madd(F32(0.125), f(p.delta[ib]), f(b[ib]), fused)
+        else:
+            inner = mul(F32(0.125), f(b[ib]))
+        sumf = madd(mul(p.dx[ib], p.yd[ib]), inner, sumf, fused)
+    return F32(sumf)
+
+
+def _generic_iq4_xs(p: Parts, fused: bool) -> F32:
+    """iq4_xs (L1296-1316): d4d8 = dx * yd; per 32 values d1 = d4d8 * (ls - 32) and sumf += d1 * sumi."""
+    sums = sub_block_sums(p, 32)
+    ls = p.sub[:, ::32]
+    sumf = ZERO
+    for ib in range(len(sums)):
+        d4d8 = mul(p.dx[ib], p.yd[ib])
+        for k in range(8):
+            sumf = madd(mul(d4d8, f(ls[ib, k])), f(sums[ib, k]), sumf, fused)
+    return F32(sumf)
+
+
+GENERIC = {"q4_0": _generic_sumi_dx_dy, "q5_0": _generic_d_sumi, "q8_0": _generic_d_sumi,
+           "mxfp4": _generic_d_sumi, "iq4_nl": _generic_d_sumi, "tq1_0": _generic_d_sumi, "tq2_0": _generic_d_sumi,
+           "q4_1": _generic_with_min, "q5_1": _generic_with_min, "q1_0": _generic_two_level,
+           "q2_0": _generic_two_level, "nvfp4": _generic_two_level, "q2_K": _generic_q2_K,
+           "q3_K": _generic_k_lanes, "q4_K": _generic_k_lanes, "q5_K": _generic_k_lanes, "q6_K": _generic_k_lanes,
+           "iq2_xxs": _generic_iq_bsum, "iq2_xs": _generic_iq_bsum, "iq2_s": _generic_iq_bsum,
+           "iq3_xxs": _generic_iq_bsum, "iq3_s": _generic_iq_bsum, "iq1_s": _generic_iq1, "iq1_m": _generic_iq1,
+           "iq4_xs": _generic_iq4_xs}
+
+
+# ---- x86 AVX2: src/ggml-cpu/arch/x86/quants.c ---------------------------------------------------------------------
+def lanes_of_four(p: Parts) -> np.ndarray:
+    """(nb, 8) int: mul_sum_i8_pairs_float / mul_sum_us8_pairs_float (x86 L122-133, L105-119): maddubs sums
+    products in pairs, madd_epi16 with ones sums pairs of pairs: lane l holds elements 4l..4l+3 (the nibble
+    unpacking bytes_from_nibbles_32, L90-96, puts elements 0..31 in byte order)."""
+    return p.prod.reshape(len(p.prod), 8, 4).sum(axis=2)
+
+
+def _avx2_one_accumulator(p: Parts, fused: bool) -> F32:
+    """q4_0 (L717-740), q5_0 (L1159-1180), q8_0 (L1325-1339): acc = fmadd(set1(dx * dy), (float)lanes, acc) over
+    every block, then hsum_float_8(acc). No scalar tail runs (the AVX2 loop takes every block)."""
+    acc = np.zeros(8, F32)
+    for lanes, dx, dy in zip(f(lanes_of_four(p)), p.dx, p.yd):
+        acc = fma(mul(dx, dy), lanes, acc)
+    return hsum_float_8(acc)
+
+
+def _avx2_with_min(p: Parts, fused: bool) -> F32:
+    """q4_1 (L876-900): acc = fmadd(d0*d1, lanes, acc), summs += m * s (a C statement: fused under GCC -mfma);
+    q5_1 (L1239-1265): summs the same, acc = fmadd(lanes, dx*dy, acc). *s = hsum_float_8(acc) + summs."""
+    acc = np.zeros(8, F32)
+    summs = ZERO
+    for lanes, dx, dy, m, s in zip(f(lanes_of_four(p)), p.dx, p.yd, p.m, p.s):
+        summs = madd(m, s, summs, fused)
+        acc = fma(mul(dx, dy), lanes, acc)
+    return F32(add(hsum_float_8(acc), summs))
+
+
+def _avx2_two_accumulators(p: Parts, fused: bool) -> F32:
+    """mxfp4 (L937-960, tail L992-1000), iq4_nl (L3937-3963, tail L3991-3999): blocks in pairs, the even one into
+    accum1 and the odd one into accum2 (fmadd of set1(dy * dx) and the lanes), sumf = hsum_float_8(accum1 +
+    accum2); an odd last block by the scalar tail sumf += d * sumi (one statement: fused where contracted)."""
+    acc = np.zeros((2, 8), F32)
+    lanes = f(lanes_of_four(p))
+    pairs = len(lanes) // 2 * 2
+    for ib in range(pairs):
+        acc[ib % 2] = fma(mul(p.yd[ib], p.dx[ib]), lanes[ib], acc[ib % 2])
+    sumf = hsum_float_8(add(acc[0], acc[1]))
+    for ib in range(pairs, len(lanes)):
+        sumf = madd(mul(p.yd[ib], p.dx[ib]), f(lanes[ib].sum()), sumf, fused)
+    return F32(sumf)
+
+
+AVX2 = {"q4_0": _avx2_one_accumulator, "q5_0": _avx2_one_accumulator, "q8_0": _avx2_one_accumulator,
+        "q4_1": _avx2_with_min, "q5_1": _avx2_with_min, "mxfp4": _avx2_two_accumulators,
+        "iq4_nl": _avx2_two_accumulators}
+
+
+# ---- the named orders ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Order:
+    """A named float order: `steps[x_type](parts, fused)` gives the float32 result; `fused` says whether a C
+    statement's a * b + c is contracted into an FMA (the explicit FMA intrinsics are FMAs either way)."""
+    name: str
+    describe: str
+    steps: dict[str, Callable[[Parts, bool], F32]]
+    fused: bool
+
+    @property
+    def types(self) -> frozenset[str]:
+        return frozenset(self.steps)
+
+    def value(self, x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> np.float32:
+        """What a kernel with this float order returns for ggml_vec_dot_<x_type>_<q8 type>(n, x, y)."""
+        if x_type not in self.steps:
+            raise KeyError(f"order {self.name} has no model for {x_type}")
+        return F32(self.steps[x_type](parts(x_type, x_raw, y_raw, n, grids), self.fused))
+
+
+ORDERS: dict[str, Order] = {o.name: o for o in (
+    Order("generic", "quants.c _generic: sequential over blocks, every a * b + c rounded twice (no FMA: x86 "
+          "without -mfma, or -ffp-contract=off)", GENERIC, False),
+    Order("generic-fma", "quants.c _generic with each C statement's a * b + c contracted into an FMA (GCC or clang "
+          "where the target has FMA: x86 -mfma, AArch64, RISC-V with D)", GENERIC, True),
+    Order("avx2", "x86 AVX2 (-mavx2 -mfma): dx * dy first, eight FMA lanes of four products' int32 sums, "
+          "hsum_float_8; scalar statements contracted", AVX2, True),
+)}
+
+# which compiler contracts what (the module docstring): the measured builds and the order each gets
+CONTRACTION = {
+    "gcc": "-ffp-contract=fast (gnu11 default): contracts across statements and through intrinsics, given FMA",
+    "clang": "-ffp-contract=on (C default; zig cc): contracts within one C expression only, never an intrinsic",
+}
+
+
+def order_for(arch: str, features: frozenset[str], x_type: str, vector_bits: int | None = None) -> str | None:
+    """The name of the order ggml @d99724f's code for `arch` with CPU `features` takes for ggml_vec_dot of x_type,
+    or None where that path is not modelled (then only the bounded contract applies)."""
+    if arch == "x86-64":
+        return _x86_order(features, x_type)
+    return None
+
+
+def _x86_order(features: frozenset[str], x_type: str) -> str | None:
+    """x86 quants.c chooses at compile time: __AVX2__ first, then __AVX__, then __SSSE3__, else the _generic
+    (arch-fallback.h renames it where x86 has no version at all). -mavx2 builds come with -mfma in every
+    GGML_CPU_ALL_VARIANTS flag set (src/CMakeLists.txt L492-576)."""
+    fma_built = "fma" in features
+    if "avx2" in features and fma_built:
+        return "avx2" if x_type in AVX2 else None
+    if features & {"avx", "ssse3", "avx2"}:
+        return None                      # AVX / SSSE3 paths: not modelled yet
+    return ("generic-fma" if fma_built else "generic") if x_type in GENERIC else None
