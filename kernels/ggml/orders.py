@@ -93,6 +93,7 @@ class Parts:
     q4_1/q5_1's fp16 m and q8_1's stored s per block; delta: iq1's delta integer sums."""
     x_type: str
     prod: np.ndarray
+    y_codes: np.ndarray
     sub: np.ndarray
     dx: np.ndarray
     yd: np.ndarray
@@ -101,6 +102,8 @@ class Parts:
     m: np.ndarray | None = None
     s: np.ndarray | None = None
     delta: np.ndarray | None = None
+    min16: np.ndarray | None = None         # K-quants: the integer min of each 16 values
+    bsums: np.ndarray | None = None         # q8_K's stored bsums (nb, 16)
 
 
 def _fp16(field) -> np.ndarray:
@@ -142,7 +145,7 @@ def parts(x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> Part
     yd = y.scale[:, 0].astype(F32)
     dx = _x_scale(x_type, xr, x)
     extra = _minimum_parts(x_type, xr, yr, unit, y)
-    return Parts(x_type, prod, sub, dx, yd, **extra)
+    return Parts(x_type, prod, y.codes.reshape(len(xr), -1).astype(np.int64), sub, dx, yd, **extra)
 
 
 _SUB_SCALED = {"q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
@@ -164,8 +167,10 @@ def _minimum_parts(x_type: str, xr, yr, unit, y) -> dict:
     if x_type in ("q4_1", "q5_1"):
         return {"m": _fp16(xr["m"]), "s": _fp16(yr["s"])}
     if x_type in ("q2_K", "q4_K", "q5_K"):                    # sum over 16s of bsums * the group's integer min
-        mins = -unit.offset[:, ::16].astype(np.int64)
-        return {"dmin": _fp16(xr["dmin"]), "mins": (yr["bsums"].astype(np.int64) * mins).sum(axis=1)}
+        min16, bsums = -unit.offset[:, ::16].astype(np.int64), yr["bsums"].astype(np.int64)
+        return {"dmin": _fp16(xr["dmin"]), "mins": (bsums * min16).sum(axis=1), "min16": min16, "bsums": bsums}
+    if x_type in ("q3_K", "q6_K"):
+        return {"bsums": yr["bsums"].astype(np.int64)}
     if x_type == "iq1_s":                                     # ls * delta sign * (bsums of its 32), ints
         ls_delta = np.rint(unit.offset[:, ::32] * 8).astype(np.int64)
         b32 = yr["bsums"].astype(np.int64).reshape(len(yr), 8, 2).sum(axis=2)
@@ -359,7 +364,47 @@ def _avx2_two_accumulators(p: Parts, fused: bool) -> F32:
     return F32(sumf)
 
 
-AVX2 = {"q4_0": _avx2_one_accumulator, "q5_0": _avx2_one_accumulator, "q8_0": _avx2_one_accumulator,
+def lanes_mod32_by4(values: np.ndarray) -> np.ndarray:
+    """(nb, 8) int: the K-quants' AVX2 int32 lanes. Each 256-bit load holds 32 consecutive values; maddubs then
+    madd_epi16 (with the scales) sum bytes 4k..4k+3 into lane k, so lane k gathers every value e with
+    (e % 32) // 4 == k (x86 L1616-1643 q2_K, L1850-1876 q3_K, L2091-2109 q4_K, L2282-2303 q5_K, L2463-2499 q6_K)."""
+    return values.reshape(len(values), -1, 8, 4).sum(axis=(1, 3))
+
+
+def _avx2_k_lanes(p: Parts) -> np.ndarray:
+    """The integer lanes each K-quant's AVX2 loop converts. q6_K keeps its 6-bit codes unsigned (0..63) in the
+    products and subtracts 32 * (bsums * scales) in pairs of 16s per lane (L2457 q8sclsub, L2502): the lanes then
+    differ from the signed codes' lanes, not their total."""
+    if p.x_type != "q6_K":
+        return lanes_mod32_by4(p.sub * p.prod)
+    unsigned = lanes_mod32_by4(p.sub * (p.prod + 32 * p.y_codes))
+    return unsigned - 32 * (p.bsums * p.sub[:, ::16]).reshape(len(p.prod), 8, 2).sum(axis=2)
+
+
+def _avx2_k(p: Parts, fused: bool) -> F32:
+    """q2_K (L1594-1650): acc = fmadd(dmin, mins lanes, acc) then fmadd(d, lanes, acc), hsum_float_8;
+    q3_K (L1788-1880), q6_K (L2446-2505): acc = fmadd(d, lanes, acc), hsum_float_8;
+    q4_K (L2061-2120): a 4-lane acc_m = fmadd(dmin, mins lanes, acc_m), *s = hsum_float_8(acc) + ((m0 + m2) +
+    (m1 + m3)) (movehl, movehdup); q5_K (L2243-2312): summs += dmin * (int) mins (a C statement), *s =
+    hsum_float_8(acc) + summs. d = yd * dx, dmin = -yd * dmin."""
+    lanes = f(_avx2_k_lanes(p))
+    acc, acc_m, summs = np.zeros(8, F32), np.zeros(4, F32), ZERO
+    for ib in range(len(lanes)):
+        dmin = -mul(p.yd[ib], p.dmin[ib]) if p.dmin is not None else None
+        if p.x_type == "q2_K":
+            acc = fma(dmin, f((p.bsums[ib] * p.min16[ib]).reshape(8, 2).sum(axis=1)), acc)
+        elif p.x_type == "q4_K":
+            acc_m = fma(dmin, f((p.bsums[ib] * p.min16[ib]).reshape(4, 4).sum(axis=1)), acc_m)
+        elif p.x_type == "q5_K":
+            summs = madd(dmin, f(p.mins[ib]), summs, fused)
+        acc = fma(mul(p.yd[ib], p.dx[ib]), lanes[ib], acc)
+    if p.x_type == "q4_K":
+        half = add(acc_m[0:2], acc_m[2:4])
+        return F32(add(hsum_float_8(acc), add(half[0], half[1])))
+    return F32(add(hsum_float_8(acc), summs)) if p.x_type == "q5_K" else hsum_float_8(acc)
+
+
+AVX2 = {"q2_K": _avx2_k, "q3_K": _avx2_k, "q4_K": _avx2_k, "q5_K": _avx2_k, "q6_K": _avx2_k, "q4_0": _avx2_one_accumulator, "q5_0": _avx2_one_accumulator, "q8_0": _avx2_one_accumulator,
         "q4_1": _avx2_with_min, "q5_1": _avx2_with_min, "mxfp4": _avx2_two_accumulators,
         "iq4_nl": _avx2_two_accumulators}
 
