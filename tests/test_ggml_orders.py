@@ -93,8 +93,14 @@ void lowp_ggml_set_tables(const float *f16, const float *e8m0, const float *ue4m
 }
 void ggml_abort(const char *file, int line, const char *fmt, ...) { (void)file; (void)line; (void)fmt; __builtin_trap(); }
 float fabsf(float x) { return __builtin_fabsf(x); }
-float roundf(float x) { return __builtin_roundf(x); }
-float ldexpf(float x, int e) { return __builtin_ldexpf(x, e); }
+/* the guests have no libc: ldexpf by exact doublings and halvings (ggml_ue4m3_to_fp32 asks only for normal
+   results); roundf only serves quantizers, never a vec_dot */
+float roundf(float x) { (void)x; __builtin_trap(); }
+float ldexpf(float x, int e) {
+    for (; e > 0; e--) x *= 2.0f;
+    for (; e < 0; e++) x *= 0.5f;
+    return x;
+}
 #define TRAP(name) void name(void) { __builtin_trap(); }
 TRAP(quantize_iq4_xs) TRAP(quantize_row_iq4_nl_ref) TRAP(quantize_row_mxfp4_ref) TRAP(quantize_row_nvfp4_ref)
 TRAP(quantize_row_q1_0_ref) TRAP(quantize_row_q2_0_ref) TRAP(quantize_row_q2_K_ref) TRAP(quantize_row_q3_K_ref)
@@ -172,3 +178,40 @@ def count(call, x_type: str, order: str, cases: int, seed: int) -> tuple[int, in
         elif len(misses) < 3:
             misses.append((1 + i % 9, float(got), float(want), float(exact_dot(x_type, x, y, n))))
     return equal, cases, misses
+
+
+AARCH64_VARIANTS = {    # ggml's armv8-a build (NEON, no dotprod: ggml_vdotq_s32's fallback) and a dotprod one
+    "armv8-a": (("-march=armv8-a",), frozenset({"asimd"})),
+    "armv8.2-a+dotprod": (("-march=armv8.2-a+dotprod",), frozenset({"asimd", "asimddp"})),
+}
+RISCV64_VARIANTS = {"rv64gcv-vl128": 128, "rv64gcv-vl256": 256}
+
+
+def zig_libc_includes() -> tuple[str, ...]:
+    """The musl headers zig ships (math.h, string.h, stdlib.h for ggml's includes; the guest has no libc)."""
+    import ziglang
+    base = Path(ziglang.__file__).parent / "lib" / "libc" / "include"
+    return tuple(f for d in ("aarch64-linux-musl", "generic-musl", "any-linux-any") for f in ("-idirafter",
+                                                                                                  str(base / d)))
+
+
+class QemuLibrary:
+    """ggml's quants for `arch` (arm, riscv) built with zig cc, run under qemu-user."""
+
+    def __init__(self, checkout: Path, arch: str, flags, stub_dir: Path, cpu: str | None = None):
+        from lowp.emulator.qemu import AARCH64, RISCV64, QemuMachine, build_for_qemu
+        guest = AARCH64 if arch == "arm" else RISCV64
+        stub = stub_dir / "lowp_ggml_stub.c"
+        stub.write_text(STUB)
+        binary = build_for_qemu(*ggml_sources(checkout, arch), stub, guest=guest,
+                                flags=(*ggml_flags(checkout)[1:], *flags, *zig_libc_includes()))
+        self.machine = QemuMachine(binary, guest=guest, **({"cpu": cpu} if cpu else {}))
+        self.machine.call("lowp_ggml_set_tables", *tables())
+        self.restarts = self.machine.restarts
+
+    def vec_dot(self, x_type: str, x, y, n: int, generic: bool = False) -> F32:
+        name = f"ggml_vec_dot_{x_type}_{VEC_DOT_TYPE[x_type]}{'_generic' if generic else ''}"
+        out = self.machine.call(name, n, np.zeros(1, np.float32), 0, np.ascontiguousarray(x).reshape(-1), 0,
+                                np.ascontiguousarray(y).reshape(-1), 0, 1)
+        assert self.machine.restarts == self.restarts, "qemu restarted: the tables are gone"
+        return F32(out.arrays[0][0])

@@ -195,28 +195,25 @@ def sub_block_sums(p: Parts, size: int) -> np.ndarray:
 
 
 # ---- generic: src/ggml-cpu/quants.c, one function per type -------------------------------------------------------
-def _generic_sumi_dx_dy(p: Parts, fused: bool) -> F32:
+def _generic_sumi_dx_dy(p: Parts, fused: bool, sumf=ZERO) -> F32:
     """q4_0 (L256): sumf += sumi*dx*dy, i.e. ((float)sumi * dx) * dy, then the add."""
-    sumf = ZERO
     for si, dx, dy in zip(f(block_sums(p)), p.dx, p.yd):
         sumf = madd(mul(si, dx), dy, sumf, fused)
     return F32(sumf)
 
 
-def _generic_d_sumi(p: Parts, fused: bool) -> F32:
+def _generic_d_sumi(p: Parts, fused: bool, sumf=ZERO) -> F32:
     """q5_0 (L402), q8_0 (L476), mxfp4 (L322-326), iq4_nl (L1275-1280), tq1_0 (L527), tq2_0 (L558-560): one
     scale d = dx * dy (the product commutes: one rounding), then sumf += d * (float)sumi."""
-    sumf = ZERO
     for si, dx, dy in zip(f(block_sums(p)), p.dx, p.yd):
         sumf = madd(mul(dx, dy), si, sumf, fused)
     return F32(sumf)
 
 
-def _generic_with_min(p: Parts, fused: bool) -> F32:
+def _generic_with_min(p: Parts, fused: bool, sumf=ZERO) -> F32:
     """q4_1 (L292), q5_1 (L445): sumf += (dx*dy)*sumi + m*s. Contracted, the first product fuses with the sum of
     the two: fma(dx*dy, sumi, m*s) (GCC's widening_mul and clang's fmuladd both take the left operand); the add
     to sumf stays."""
-    sumf = ZERO
     for si, dx, dy, m, s in zip(f(block_sums(p)), p.dx, p.yd, p.m, p.s):
         sumf = add(sumf, madd(mul(dx, dy), si, mul(m, s), fused))
     return F32(sumf)
@@ -409,6 +406,70 @@ AVX2 = {"q2_K": _avx2_k, "q3_K": _avx2_k, "q4_K": _avx2_k, "q5_K": _avx2_k, "q6_
         "iq4_nl": _avx2_two_accumulators}
 
 
+# ---- AArch64 NEON: src/ggml-cpu/arch/arm/quants.c ----------------------------------------------------------------
+def neon_lanes(p: Parts, dotprod: bool) -> np.ndarray:
+    """(nb, 4) int: a 32-value block's int32x4 after ggml_vdotq_s32 over its two 16-byte halves, added. With
+    dotprod it is SDOT: lane i sums bytes 4i..4i+3; without, ggml-cpu-impl.h L310-315 (vmull_s8 of the low and
+    high 8 bytes, vpaddlq_s16 each, added): lane i sums bytes 2i, 2i+1, 8+2i, 9+2i."""
+    byte = np.arange(16)
+    lane = byte // 4 if dotprod else (byte % 8) // 2
+    halves = p.prod.reshape(len(p.prod), 2, 16).sum(axis=1)
+    return np.stack([halves[:, lane == i].sum(axis=1) for i in range(4)], axis=1)
+
+
+def _neon_pairs(p: Parts, fused: bool, dotprod: bool) -> F32:
+    """q4_0 (L491-513), q5_0 (L948-1004), q8_0 (L1349-1372), q4_1 (L694-727), q5_1 (L1063-1122): blocks in
+    pairs, the even one into sumv0 and the odd one into sumv1 by vmlaq_n_f32(sumv, (float)lanes, dx * dy)
+    (arm_neon.h writes it as one expression, __p0 + __p1 * splat: an FMLA where contracted); then
+    sumf = vaddvq_f32(sumv0) + vaddvq_f32(sumv1), q4_1 + summs (L727), q5_1 + summs0 + summs1 (L1122); an odd
+    last block by the scalar tail (the generic statement)."""
+    lanes = f(neon_lanes(p, dotprod))
+    sumv, summs = np.zeros((2, 4), F32), [ZERO, ZERO]
+    pairs = len(lanes) // 2 * 2
+    for ib in range(0, pairs, 2):
+        if p.x_type == "q4_1":      # L700: summs += m0 * s0 + m1 * s1: contracted, fma(m0, s0, m1 * s1)
+            summs[0] = add(summs[0], madd(p.m[ib], p.s[ib], mul(p.m[ib + 1], p.s[ib + 1]), fused))
+        for k in (0, 1):
+            if p.x_type == "q5_1":  # L1071-1072: summs0 += m0 * s0; summs1 += m1 * s1
+                summs[k] = madd(p.m[ib + k], p.s[ib + k], summs[k], fused)
+            sumv[k] = madd(lanes[ib + k], mul(p.dx[ib + k], p.yd[ib + k]), sumv[k], fused)
+    sumf = add(vaddvq_f32(sumv[0]), vaddvq_f32(sumv[1]))
+    for extra in {"q4_1": summs[:1], "q5_1": summs}.get(p.x_type, []):
+        sumf = add(sumf, extra)
+    return _generic_tail(p, pairs, F32(sumf), fused)
+
+
+def _generic_tail(p: Parts, start: int, sumf: F32, fused: bool) -> F32:
+    """The scalar loop after a SIMD one: the blocks from `start` on, each by its type's generic statement,
+    continuing from sumf."""
+    if start >= len(p.prod):
+        return sumf
+    rest = Parts(**{k: (v[start:] if isinstance(v, np.ndarray) else v) for k, v in p.__dict__.items()})
+    return GENERIC[p.x_type](rest, fused, sumf)
+
+
+def _neon_pairs_scalar(p: Parts, fused: bool, dotprod: bool) -> F32:
+    """mxfp4 (L775-795), iq4_nl (L4214-4236): per pair, the int32x4 reduced to an integer (vaddvq_s32), then
+    sumf += dx0 * dy0 * S0 + dx1 * dy1 * S1 (mxfp4: e0 * d0 * S0 ...), one C statement: contracted, the first
+    product fuses with the second: fma(dx0*dy0, S0, (dx1*dy1) * S1), then the add to sumf. Tail: the generic."""
+    sums = f(block_sums(p))
+    pairs = len(sums) // 2 * 2
+    sumf = ZERO
+    for ib in range(0, pairs, 2):
+        d0, d1 = mul(p.dx[ib], p.yd[ib]), mul(p.dx[ib + 1], p.yd[ib + 1])
+        sumf = add(sumf, madd(d0, sums[ib], mul(d1, sums[ib + 1]), fused))
+    return _generic_tail(p, pairs, F32(sumf), fused)
+
+
+NEON_PAIRS = ("q4_0", "q5_0", "q8_0", "q4_1", "q5_1")
+
+
+def neon_steps(dotprod: bool) -> dict:
+    from functools import partial
+    steps = {t: partial(_neon_pairs, dotprod=dotprod) for t in NEON_PAIRS}
+    return steps | {t: partial(_neon_pairs_scalar, dotprod=dotprod) for t in ("mxfp4", "iq4_nl")}
+
+
 # ---- the named orders ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Order:
@@ -435,6 +496,14 @@ ORDERS: dict[str, Order] = {o.name: o for o in (
           "without -mfma, or -ffp-contract=off)", GENERIC, False),
     Order("generic-fma", "quants.c _generic with each C statement's a * b + c contracted into an FMA (GCC or clang "
           "where the target has FMA: x86 -mfma, AArch64, RISC-V with D)", GENERIC, True),
+    Order("neon", "AArch64 NEON without dotprod: even and odd blocks into two 4-lane vmlaq_n_f32 accumulators "
+          "(contracted: FMLA), lanes as ggml_vdotq_s32's fallback groups them, vaddvq(a0) + vaddvq(a1), scalar tail",
+          neon_steps(dotprod=False), True),
+    Order("neon-dotprod", "AArch64 NEON with dotprod (SDOT lanes of four bytes), otherwise as neon",
+          neon_steps(dotprod=True), True),
+    Order("neon-nofma", "neon built with -ffp-contract=off: vmlaq_n_f32 and every statement multiply then add",
+          neon_steps(dotprod=False), False),
+    Order("neon-dotprod-nofma", "neon-dotprod built with -ffp-contract=off", neon_steps(dotprod=True), False),
     Order("avx2", "x86 AVX2 (-mavx2 -mfma): dx * dy first, eight FMA lanes of four products' int32 sums, "
           "hsum_float_8; scalar statements contracted", AVX2, True),
 )}
@@ -451,6 +520,20 @@ def order_for(arch: str, features: frozenset[str], x_type: str, vector_bits: int
     or None where that path is not modelled (then only the bounded contract applies)."""
     if arch == "x86-64":
         return _x86_order(features, x_type)
+    if arch == "aarch64":
+        return _aarch64_order(features, x_type)
+    return None
+
+
+def _aarch64_order(features: frozenset[str], x_type: str) -> str | None:
+    """arm quants.c tests __ARM_FEATURE_SVE and __ARM_FEATURE_MATMUL_INT8 before __ARM_NEON (not modelled: None);
+    AArch64 always has FMA and both GCC and clang contract by default, so the contracted orders apply (a
+    -ffp-contract=off build takes the -nofma twins). dotprod changes ggml_vdotq_s32's lane grouping."""
+    if features & {"sve", "i8mm"}:
+        return None
+    table = neon_steps(dotprod=True)
+    if x_type in table:
+        return "neon-dotprod" if "asimddp" in features else "neon"
     return None
 
 
