@@ -461,12 +461,40 @@ def _neon_pairs_scalar(p: Parts, fused: bool, dotprod: bool) -> F32:
     return _generic_tail(p, pairs, F32(sumf), fused)
 
 
+def _q6_K_unsigned_total(p: Parts) -> np.ndarray:
+    """q6_K's block integer as NEON (L3522-3582) and AVX2 form it: unsigned 6-bit codes times q8 and the scales,
+    minus 32 * the stored bsums times the scales."""
+    unsigned = (p.sub * (p.prod + 32 * p.y_codes)).sum(axis=1)
+    return unsigned - 32 * (p.bsums * p.sub[:, ::16]).sum(axis=1)
+
+
+def _neon_k(p: Parts, fused: bool, dotprod: bool) -> F32:
+    """The NEON K-quants reduce each block to integers (vaddvq_s32 of the vdot lanes times the sub-scales), so
+    only scalar statements round: q2_K (L1954-2005): sum += dmin * mins with dmin = -yd * dmin, then sum += d *
+    isum; q3_K (L2229-2297): sum += d * isum; q4_K (L2800-2846): sumf -= dmin * mins, then sumf += d * (sumi1 +
+    sumi2); q5_K (L2896-2947): sumf += d * sumi - dmin * mins (one statement: fma(d, sumi, -(dmin * mins)) and
+    the add, as generic q2_K); q6_K (L3506-3582): sum += d_all * yd * (isum - 32 * isum_mins). d = yd * dx."""
+    total = _q6_K_unsigned_total(p) if p.x_type == "q6_K" else block_sums(p)
+    sumf = ZERO
+    for ib in range(len(total)):
+        isum = f(total[ib])
+        d = mul(p.dx[ib], p.yd[ib])
+        if p.x_type in ("q2_K", "q4_K"):
+            sumf = madd(-mul(p.yd[ib], p.dmin[ib]), f(p.mins[ib]), sumf, fused)
+        if p.x_type == "q5_K":
+            sumf = add(sumf, madd(d, isum, -mul(mul(p.yd[ib], p.dmin[ib]), f(p.mins[ib])), fused))
+        else:
+            sumf = madd(d, isum, sumf, fused)
+    return F32(sumf)
+
+
 NEON_PAIRS = ("q4_0", "q5_0", "q8_0", "q4_1", "q5_1")
 
 
 def neon_steps(dotprod: bool) -> dict:
     from functools import partial
     steps = {t: partial(_neon_pairs, dotprod=dotprod) for t in NEON_PAIRS}
+    steps |= {t: partial(_neon_k, dotprod=dotprod) for t in ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K")}
     return steps | {t: partial(_neon_pairs_scalar, dotprod=dotprod) for t in ("mxfp4", "iq4_nl")}
 
 
