@@ -184,15 +184,16 @@ AARCH64_VARIANTS = {    # ggml's armv8-a build (NEON, no dotprod: ggml_vdotq_s32
     "armv8-a": (("-march=armv8-a",), frozenset({"asimd"})),
     "armv8.2-a+dotprod": (("-march=armv8.2-a+dotprod",), frozenset({"asimd", "asimddp"})),
 }
-RISCV64_VARIANTS = {"rv64gcv-vl128": 128, "rv64gcv-vl256": 256}
+RISCV64_VARIANTS = {"rv64gcv-vl128": 128, "rv64gcv-vl256": 256}    # VLEN of qemu's -cpu
+RISCV64_FLAGS = ("-march=rv64gcv",)
 
 
-def zig_libc_includes() -> tuple[str, ...]:
+def zig_libc_includes(triple: str) -> tuple[str, ...]:
     """The musl headers zig ships (math.h, string.h, stdlib.h for ggml's includes; the guest has no libc)."""
     import ziglang
     base = Path(ziglang.__file__).parent / "lib" / "libc" / "include"
-    return tuple(f for d in ("aarch64-linux-musl", "generic-musl", "any-linux-any") for f in ("-idirafter",
-                                                                                                  str(base / d)))
+    return tuple(f for d in (f"{triple}-linux-musl", "generic-musl", "any-linux-any")
+                 for f in ("-idirafter", str(base / d)))
 
 
 class QemuLibrary:
@@ -200,11 +201,11 @@ class QemuLibrary:
 
     def __init__(self, checkout: Path, arch: str, flags, stub_dir: Path, cpu: str | None = None):
         from lowp.emulator.qemu import AARCH64, RISCV64, QemuMachine, build_for_qemu
-        guest = AARCH64 if arch == "arm" else RISCV64
+        guest, triple = (AARCH64, "aarch64") if arch == "arm" else (RISCV64, "riscv64")
         stub = stub_dir / "lowp_ggml_stub.c"
         stub.write_text(STUB)
         binary = build_for_qemu(*ggml_sources(checkout, arch), stub, guest=guest,
-                                flags=(*ggml_flags(checkout)[1:], *flags, *zig_libc_includes()))
+                                flags=(*ggml_flags(checkout)[1:], *flags, *zig_libc_includes(triple)))
         self.machine = QemuMachine(binary, guest=guest, **({"cpu": cpu} if cpu else {}))
         self.machine.call("lowp_ggml_set_tables", *tables())
         self.restarts = self.machine.restarts

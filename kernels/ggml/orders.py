@@ -498,6 +498,63 @@ def neon_steps(dotprod: bool) -> dict:
     return steps | {t: partial(_neon_pairs_scalar, dotprod=dotprod) for t in ("mxfp4", "iq4_nl")}
 
 
+# ---- RISC-V V: src/ggml-cpu/arch/riscv/quants.c (the __riscv_v bodies; VLEN chosen at run time) -----------------
+def _rvv_sumi_dy_dx(p: Parts, fused: bool) -> F32:
+    """tq1_0 (L6068, L6172): sumf += (int)sum * y.d * x.d, i.e. ((float)sum * yd) * dx: y's scale first, unlike
+    the generic's sum * (dx * yd)."""
+    sumf = ZERO
+    for si, dx, dy in zip(f(block_sums(p)), p.dx, p.yd):
+        sumf = madd(mul(si, dy), dx, sumf, fused)
+    return F32(sumf)
+
+
+def _rvv_q5_K(p: Parts, fused: bool) -> F32:
+    """q5_K (L2105-2183): sumf -= dmin * mins per block (dmin = dmin * yd), and a second accumulator sums +=
+    aux32 * d (d = dx * yd, aux32 the block's integer); *s = sumf + sums."""
+    sumf, sums = ZERO, ZERO
+    for ib, total in enumerate(f(block_sums(p))):
+        sumf = madd(-mul(p.dmin[ib], p.yd[ib]), f(p.mins[ib]), sumf, fused)
+        sums = madd(total, mul(p.dx[ib], p.yd[ib]), sums, fused)
+    return F32(add(sumf, sums))
+
+
+def _rvv_q6_K_halves(p: Parts, fused: bool) -> F32:
+    """q6_K at VLEN 128 (L2308-2419, inline assembly): each 128-value half of a block is reduced to an integer
+    (signed codes: vsub 32, L2374) and added by its own fmadd.s sumf, d, half, sumf (L2400): two FMAs a block."""
+    halves = f((p.sub * p.prod).reshape(len(p.prod), 2, 128).sum(axis=2))
+    sumf = ZERO
+    for ib in range(len(halves)):
+        for h in (0, 1):
+            sumf = fma(mul(p.dx[ib], p.yd[ib]), halves[ib, h], sumf)
+    return F32(sumf)
+
+
+def _rvv_q6_K_block(p: Parts, fused: bool) -> F32:
+    """q6_K at VLEN 256 (L2435-2511): an integer sum_t per block, sumf += d * sum_t."""
+    return _generic_d_sumi(p, fused)
+
+
+def rvv_steps(vector_bits: int) -> dict:
+    """Most RVV bodies reduce a block (or a pair) to integers with vwredsum / vredsum and then run the generic's
+    statement: q4_0 (L268), q4_1 (L319), q5_0 (L373), q5_1 (L426), q8_0 (L467), q1_0 (L517, L556), iq4_nl
+    (L5527-5528, L5584-5585) and mxfp4 (L6518-6519, L6575-6576) in pairs (an odd last block has no tail there:
+    llama.cpp #29131, so those kernels miss this order at odd block counts), tq2_0 (L6376, L6447), iq2_xxs
+    (L4609, L4703), iq2_xs (L4342, L4434), iq2_s (L3840, L3942), iq3_xxs (L5187, L5280), iq3_s (L4890, L4985),
+    iq1_s (L2853), iq1_m (L3322, L3435), iq4_xs (L5668, L5748: one integer per block, d * yd * it); q2_K (L744,
+    L886: sumf += dmin * mins, then dall * isum), q3_K (L1251, L1363), q4_K (L1845 fnmsub.s, L1955 fmadd.s;
+    L2020, L2056) as the NEON K-quants. q2_0 and nvfp4 have no RVV body (the _generic)."""
+    steps = {t: GENERIC[t] for t in ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q1_0", "q2_0", "nvfp4", "iq4_nl",
+                                      "mxfp4", "tq2_0", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s",
+                                      "iq1_m")}
+    steps["iq4_xs"] = _generic_d_sumi
+    steps["tq1_0"] = _rvv_sumi_dy_dx
+    from functools import partial
+    steps |= {t: partial(_neon_k, dotprod=True) for t in ("q2_K", "q3_K", "q4_K")}
+    steps["q5_K"] = _rvv_q5_K
+    steps["q6_K"] = _rvv_q6_K_halves if vector_bits == 128 else _rvv_q6_K_block
+    return steps
+
+
 # ---- the named orders ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Order:
@@ -532,6 +589,10 @@ ORDERS: dict[str, Order] = {o.name: o for o in (
     Order("neon-nofma", "neon built with -ffp-contract=off: vmlaq_n_f32 and every statement multiply then add",
           neon_steps(dotprod=False), False),
     Order("neon-dotprod-nofma", "neon-dotprod built with -ffp-contract=off", neon_steps(dotprod=True), False),
+    Order("rvv-vl128", "RISC-V V at VLEN 128: blocks reduced to integers by vwredsum, then the generic's "
+          "statements (contracted); q6_K two fmadd.s a block, q5_K a second accumulator, tq1_0 sum * yd * dx",
+          rvv_steps(128), True),
+    Order("rvv-vl256", "RISC-V V at VLEN 256: as rvv-vl128 but q6_K one integer a block", rvv_steps(256), True),
     Order("avx2", "x86 AVX2 (-mavx2 -mfma): dx * dy first, eight FMA lanes of four products' int32 sums, "
           "hsum_float_8; scalar statements contracted", AVX2, True),
 )}
@@ -550,6 +611,19 @@ def order_for(arch: str, features: frozenset[str], x_type: str, vector_bits: int
         return _x86_order(features, x_type)
     if arch == "aarch64":
         return _aarch64_order(features, x_type)
+    if arch == "riscv64":
+        return _riscv64_order(features, x_type, vector_bits)
+    return None
+
+
+def _riscv64_order(features: frozenset[str], x_type: str, vector_bits: int | None) -> str | None:
+    """riscv quants.c: with __riscv_v each vec_dot dispatches on __riscv_vlenb() (measured: VLEN 128 and 256);
+    without V the _generic runs, contracted (RV64GC has fmadd.s, clang and GCC contract by default)."""
+    if "v" not in features:
+        return "generic-fma" if x_type in GENERIC else None
+    if vector_bits in (128, 256):
+        name = f"rvv-vl{vector_bits}"
+        return name if x_type in ORDERS[name].steps else None
     return None
 
 
