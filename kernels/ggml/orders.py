@@ -93,6 +93,7 @@ class Parts:
     q4_1/q5_1's fp16 m and q8_1's stored s per block; delta: iq1's delta integer sums."""
     x_type: str
     prod: np.ndarray
+    x_codes: np.ndarray
     y_codes: np.ndarray
     sub: np.ndarray
     dx: np.ndarray
@@ -145,7 +146,8 @@ def parts(x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> Part
     yd = y.scale[:, 0].astype(F32)
     dx = _x_scale(x_type, xr, x)
     extra = _minimum_parts(x_type, xr, yr, unit, y)
-    return Parts(x_type, prod, y.codes.reshape(len(xr), -1).astype(np.int64), sub, dx, yd, **extra)
+    return Parts(x_type, prod, x.codes.reshape(len(xr), -1).astype(np.int64),
+                 y.codes.reshape(len(xr), -1).astype(np.int64), sub, dx, yd, **extra)
 
 
 _SUB_SCALED = {"q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
@@ -169,7 +171,7 @@ def _minimum_parts(x_type: str, xr, yr, unit, y) -> dict:
     if x_type in ("q2_K", "q4_K", "q5_K"):                    # sum over 16s of bsums * the group's integer min
         min16, bsums = -unit.offset[:, ::16].astype(np.int64), yr["bsums"].astype(np.int64)
         return {"dmin": _fp16(xr["dmin"]), "mins": (bsums * min16).sum(axis=1), "min16": min16, "bsums": bsums}
-    if x_type in ("q3_K", "q6_K"):
+    if x_type in ("q3_K", "q6_K", "tq1_0", "tq2_0"):
         return {"bsums": yr["bsums"].astype(np.int64)}
     if x_type == "iq1_s":                                     # ls * delta sign * (bsums of its 32), ints
         ls_delta = np.rint(unit.offset[:, ::32] * 8).astype(np.int64)
@@ -401,9 +403,92 @@ def _avx2_k(p: Parts, fused: bool) -> F32:
     return F32(add(hsum_float_8(acc), summs)) if p.x_type == "q5_K" else hsum_float_8(acc)
 
 
+def _avx2_q1_0(p: Parts, fused: bool) -> F32:
+    """q1_0 (L567-600): per q8 block K of the x block, eight lanes of four signed q8 values; acc_block =
+    d_y0 * lanes_0, then fmadd(d_yK, lanes_K, acc_block) for K = 1..3; acc = fmadd(d0, acc_block, acc);
+    hsum_float_8."""
+    lanes = f(p.prod.reshape(len(p.prod), 4, 8, 4).sum(axis=3))
+    yd = p.yd.reshape(len(p.prod), 4)
+    acc = np.zeros(8, F32)
+    for ib in range(len(lanes)):
+        block = mul(yd[ib, 0], lanes[ib, 0])
+        for k in (1, 2, 3):
+            block = fma(yd[ib, k], lanes[ib, k], block)
+        acc = fma(p.dx[ib], block, acc)
+    return hsum_float_8(acc)
+
+
+def _avx2_nvfp4(p: Parts, fused: bool) -> F32:
+    """nvfp4 (L1025-1063): per x block two q8 blocks of 32; lanes of four values, lanes 0-3 of a q8 block are its
+    first 16-value sub-block and 4-7 its second (the unpacklo/hi_epi64 reordering, L1040-1041), each times its
+    s = ue4m3(d_s) * dy; accum = fmadd(scales01, lanes, accum) then fmadd(scales23, ...); hsum_float_8."""
+    lanes = f(p.prod.reshape(len(p.prod), 2, 8, 4).sum(axis=3))
+    acc = np.zeros(8, F32)
+    for ib in range(len(lanes)):
+        for half in (0, 1):
+            s = mul(p.dx[ib, 2 * half:2 * half + 2], p.yd[2 * ib + half])
+            acc = fma(np.repeat(s, 4), lanes[ib, half], acc)
+    return hsum_float_8(acc)
+
+
+def _avx2_ternary(p: Parts, fused: bool) -> F32:
+    """tq1_0 (L1391-1498), tq2_0 (L1523-1564): unsigned codes (0..2) times q8 summed in int16 lanes of pairs,
+    minus the stored bsums (int16 lane m minus bsums[m]), madd to eight int32 lanes: lane k holds (code + 1) * y
+    over (e % 32) // 4 == k minus bsums[2k] + bsums[2k + 1]; then sumf = _mm256_add_ps(_mm256_mul_ps(lanes, d),
+    sumf): GCC (-ffp-contract=fast) fuses the two intrinsics into an FMA, clang does not (`fused`)."""
+    unsigned = lanes_mod32_by4(p.prod + p.y_codes)
+    lanes = f(unsigned - p.bsums.reshape(len(p.prod), 8, 2).sum(axis=2))
+    acc = np.zeros(8, F32)
+    for ib in range(len(lanes)):
+        acc = madd(lanes[ib], mul(p.yd[ib], p.dx[ib]), acc, fused)
+    return hsum_float_8(acc)
+
+
+def _avx2_iq(p: Parts, fused: bool) -> F32:
+    """iq2_xxs (L2680-2713), iq2_xs (L2826-2907), iq2_s (L3106-3158), iq3_xxs (L3279-3317), iq3_s (L3420-3478),
+    iq4_xs (L4022-4052): the sub-scale applied in integers (madd with ls), lanes of (e % 32) // 4; accum =
+    fmadd(d, lanes, accum), d = dx * yd; *s = factor * hsum_float_8(accum) (0.125 for iq2, 0.25 iq3_xxs)."""
+    lanes = f(lanes_mod32_by4(p.sub * p.prod))
+    acc = np.zeros(8, F32)
+    for ib in range(len(lanes)):
+        acc = fma(mul(p.dx[ib], p.yd[ib]), lanes[ib], acc)
+    factor = IQ_FINAL_FACTOR.get(p.x_type)
+    return hsum_float_8(acc) if factor is None else F32(mul(factor, hsum_float_8(acc)))
+
+
+def _avx2_iq1_s(p: Parts, fused: bool) -> F32:
+    """iq1_s (L3609-3655): lanes of ls * grid * q8; accum = fmadd(d, lanes, accum), d = yd * dx; the delta part
+    an integer sumi1 per block (from bsums), accum1 += d * sumi1 (a statement: contracted); *s =
+    hsum_float_8(accum) + IQ1S_DELTA * accum1 (0.125 * accum1 is exact)."""
+    lanes = f(lanes_mod32_by4(p.sub * p.prod))
+    acc, acc1 = np.zeros(8, F32), ZERO
+    for ib in range(len(lanes)):
+        d = mul(p.yd[ib], p.dx[ib])
+        acc = fma(d, lanes[ib], acc)
+        acc1 = madd(d, f(p.delta[ib]), acc1, fused)
+    return F32(madd(F32(0.125), acc1, hsum_float_8(acc), fused))
+
+
+def _avx2_iq1_m(p: Parts, fused: bool) -> F32:
+    """iq1_m (L3737-3823): the grid and the delta signs in separate int32 lanes (sumi1: ls * grid * q8, sumi2:
+    ls * sign * q8, each of (e % 32) // 4), two accumulators accum1, accum2 = fmadd(d, lanes, .); *s =
+    hsum_float_8(accum1) + IQ1M_DELTA * hsum_float_8(accum2). blocks.py's code is 8 * grid + sign."""
+    grid = np.rint(p.x_codes / 8).astype(np.int64)
+    sign = p.x_codes - 8 * grid
+    lanes1 = f(lanes_mod32_by4(p.sub * grid * p.y_codes))
+    lanes2 = f(lanes_mod32_by4(p.sub * sign * p.y_codes))
+    acc1, acc2 = np.zeros(8, F32), np.zeros(8, F32)
+    for ib in range(len(lanes1)):
+        d = mul(p.yd[ib], p.dx[ib])
+        acc1, acc2 = fma(d, lanes1[ib], acc1), fma(d, lanes2[ib], acc2)
+    return F32(madd(F32(0.125), hsum_float_8(acc2), hsum_float_8(acc1), fused))
+
+
 AVX2 = {"q2_K": _avx2_k, "q3_K": _avx2_k, "q4_K": _avx2_k, "q5_K": _avx2_k, "q6_K": _avx2_k, "q4_0": _avx2_one_accumulator, "q5_0": _avx2_one_accumulator, "q8_0": _avx2_one_accumulator,
         "q4_1": _avx2_with_min, "q5_1": _avx2_with_min, "mxfp4": _avx2_two_accumulators,
-        "iq4_nl": _avx2_two_accumulators}
+        "iq4_nl": _avx2_two_accumulators, "q1_0": _avx2_q1_0, "nvfp4": _avx2_nvfp4, "tq1_0": _avx2_ternary,
+        "tq2_0": _avx2_ternary, "iq2_xxs": _avx2_iq, "iq2_xs": _avx2_iq, "iq2_s": _avx2_iq, "iq3_xxs": _avx2_iq,
+        "iq3_s": _avx2_iq, "iq4_xs": _avx2_iq, "iq1_s": _avx2_iq1_s, "iq1_m": _avx2_iq1_m}
 
 
 # ---- AArch64 NEON: src/ggml-cpu/arch/arm/quants.c ----------------------------------------------------------------
@@ -639,13 +724,27 @@ def _aarch64_order(features: frozenset[str], x_type: str) -> str | None:
     return None
 
 
+# x86 quants.c: the types with an __AVX__ path (L607, L742, L875, L965, L1065, L1182, L1265, L1343, L1652, L1886,
+# L2122, L2314, L2510, L2715, L2909, L3160, L3319, L3480, L3657, L3825, L3966, L4054) and with an __SSSE3__ one
+# (L657 q1_0, L770 q4_0); every other type runs its generic statement there (an #else or the scalar tail loop)
+X86_AVX_TYPES = frozenset({"q1_0", "q4_0", "q4_1", "mxfp4", "nvfp4", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K",
+                           "q5_K", "q6_K", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m",
+                           "iq4_nl", "iq4_xs"})
+X86_SSSE3_TYPES = frozenset({"q1_0", "q4_0"})
+
+
 def _x86_order(features: frozenset[str], x_type: str) -> str | None:
-    """x86 quants.c chooses at compile time: __AVX2__ first, then __AVX__, then __SSSE3__, else the _generic
-    (arch-fallback.h renames it where x86 has no version at all). -mavx2 builds come with -mfma in every
-    GGML_CPU_ALL_VARIANTS flag set (src/CMakeLists.txt L492-576)."""
-    fma_built = "fma" in features
-    if "avx2" in features and fma_built:
-        return "avx2" if x_type in AVX2 else None
-    if features & {"avx", "ssse3", "avx2"}:
-        return None                      # AVX / SSSE3 paths: not modelled yet
-    return ("generic-fma" if fma_built else "generic") if x_type in GENERIC else None
+    """x86 quants.c chooses at compile time (`features`: what the build enables): __AVX2__ first, then __AVX__,
+    then __SSSE3__, else the generic statements (arch-fallback.h L86 renames q2_0's _generic: x86 has none).
+    Every GGML_CPU_ALL_VARIANTS flag set with AVX2 has FMA (src/CMakeLists.txt L492-576); with -mfma GCC
+    contracts the generic statements too."""
+    generic = "generic-fma" if "fma" in features else "generic"
+    if "avx2" in features:
+        if "fma" not in features:
+            return None                 # _mm256_fmadd_ps needs -mfma: no such build
+        return "avx2" if x_type in AVX2 else generic
+    if "avx" in features:
+        return None if x_type in X86_AVX_TYPES else generic      # the AVX paths: not modelled yet
+    if "ssse3" in features or "sse4_2" in features:
+        return None if x_type in X86_SSSE3_TYPES else generic
+    return generic
