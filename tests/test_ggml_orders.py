@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ import pytest
 
 from lowp.kernels.ggml.blocks import FORMATS
 from lowp.kernels.ggml.dot import VEC_DOT_TYPE, exact_dot, formats_for
-from lowp.kernels.ggml.orders import GENERIC, ORDERS, order_for
+from lowp.kernels.ggml.orders import ORDERS, order_for
 
 pytest.importorskip("gguf", reason="the iq formats' grids come from gguf without a ggml checkout")
 F32 = np.float32
@@ -80,7 +81,268 @@ def same_bits(a, b) -> bool:
     return a.view(np.uint32) == b.view(np.uint32) or (np.isnan(a) and np.isnan(b))
 
 
-# ---- ggml's own kernels (a checkout), measured --------------------------------------------------------------------
+# ---- CI: each order's structure ---------------------------------------------------------------------------------
+def named_pairs():
+    """(order, type) for every modelled pair."""
+    return [(name, t) for name, order in ORDERS.items() for t in sorted(order.steps)]
+
+
+@pytest.mark.parametrize("name", sorted(ORDERS))
+def test_every_order_gives_the_exact_value_on_power_of_two_scales(name):
+    """In exact.py's domain every partial sum is a float32 number, so any correct float order returns the exact
+    value: an order whose integer parts (lanes, sub-scales, stored sums) were wrong would miss it."""
+    from lowp.kernels.ggml.exact import draw
+    order = ORDERS[name]
+    for x_type in sorted(order.steps):
+        rng = np.random.default_rng(sum(map(ord, name + x_type)))
+        for blocks in (1, 2, 3, 5):
+            x, y, n = draw(x_type, blocks, rng)
+            assert same_bits(order.value(x_type, x, y, n), F32(float(exact_dot(x_type, x, y, n)))), \
+                (name, x_type, blocks)
+
+
+def _q8_0_cancelling() -> tuple[np.ndarray, np.ndarray, int]:
+    """Two q8_0 blocks whose products cancel: d = dx * dy = (1 + 2^-10)^2 is exact, sumi = +-32 * 127 * 127, and
+    d * sumi needs 35 bits. Rounded twice, the second block cancels the first exactly (0); contracted, the FMA
+    keeps the first product's rounding error."""
+    fmt = FORMATS["q8_0"]
+    x, y = np.zeros(2, fmt.dtype), np.zeros(2, fmt.dtype)
+    for rec in (x, y):
+        rec["d"] = np.float16(1 + 2 ** -10).view(np.uint16)
+    x["qs"], y["qs"][0], y["qs"][1] = 127, 127, -127
+    return x.view(np.uint8).reshape(2, -1), y.view(np.uint8).reshape(2, -1), 64
+
+
+def test_contraction_changes_the_generic_result():
+    x, y, n = _q8_0_cancelling()
+    d = F32(np.float32(1 + 2 ** -10) * np.float32(1 + 2 ** -10))
+    residual = np.float64(d) * 516128 - np.float64(F32(d * F32(516128)))     # the product's rounding error
+    assert ORDERS["generic"].value("q8_0", x, y, n) == 0
+    assert ORDERS["generic-fma"].value("q8_0", x, y, n) == F32(-residual) != 0
+
+
+def test_avx2_lanes_and_hsum_differ_from_the_sequential_order():
+    """One q8_0 block: generic rounds d * sumi once; AVX2 rounds d * lane in each of its 8 lanes and the
+    hsum_float_8 tree adds them. Lane 0 holds 4 * 113 * 127 (d times it rounds), lanes 1..7 hold 3 each: the
+    tree's three roundings at 2^16 land elsewhere than the block's one."""
+    fmt = FORMATS["q8_0"]
+    x, y = np.zeros(1, fmt.dtype), np.zeros(1, fmt.dtype)
+    x["d"] = np.float16(1 + 2 ** -10).view(np.uint16)
+    y["d"] = np.float16(1 - 2 ** -11).view(np.uint16)
+    x["qs"] = [113, 113, 113, 113] + [1, 0, 0, 0] * 7
+    y["qs"] = [127, 127, 127, 127] + [3, 0, 0, 0] * 7
+    xb, yb = x.view(np.uint8).reshape(1, -1), y.view(np.uint8).reshape(1, -1)
+    d = F32(F32(1 + 2 ** -10) * F32(1 - 2 ** -11))
+    lanes = [F32(d * F32(v)) for v in [4 * 113 * 127] + [3] * 7]
+    hsum = F32(F32(F32(lanes[0] + lanes[4]) + F32(lanes[2] + lanes[6])) +
+               F32(F32(lanes[1] + lanes[5]) + F32(lanes[3] + lanes[7])))
+    assert ORDERS["avx2"].value("q8_0", xb, yb, 32) == hsum
+    assert ORDERS["generic-fma"].value("q8_0", xb, yb, 32) == F32(d * F32(4 * 113 * 127 + 21)) != hsum
+
+
+def test_neon_lane_grouping_follows_dotprod():
+    """ggml_vdotq_s32 without dotprod groups bytes (2i, 2i+1, 8+2i, 9+2i) into lane i, SDOT (4i..4i+3): products
+    at bytes 0 and 2 share lane 0 with SDOT and split over lanes 0 and 1 without, and the lanes' products with
+    d = (1 + 2^-10)^2 round differently."""
+    fmt = FORMATS["q8_0"]
+    x, y = np.zeros(2, fmt.dtype), np.zeros(2, fmt.dtype)
+    for rec in (x, y):
+        rec["d"] = np.float16(1 + 2 ** -10).view(np.uint16)
+    x["qs"][0, [0, 2, 16]] = [127, 89, 1]
+    y["qs"][0, [0, 2, 16]] = [127, 127, 2]
+    xb, yb = x.view(np.uint8).reshape(2, -1), y.view(np.uint8).reshape(2, -1)
+    from lowp.kernels.ggml.orders import neon_lanes, parts
+    p = parts("q8_0", xb, yb, 64)
+    assert list(neon_lanes(p, dotprod=True)[0]) == [127 * 127 + 89 * 127 + 2, 0, 0, 0]
+    assert list(neon_lanes(p, dotprod=False)[0]) == [127 * 127 + 2, 89 * 127, 0, 0]
+    assert ORDERS["neon"].value("q8_0", xb, yb, 64) != ORDERS["neon-dotprod"].value("q8_0", xb, yb, 64)
+
+
+# a C re-statement of the orders' float steps (lowp's own code), built with the host cc without contraction: the
+# integer parts come from the numpy model, the float arithmetic from the CPU (fmaf: libm's correctly rounded FMA)
+RESTATED = r"""
+#include <math.h>
+static float madd(float a, float b, float c, int fused) { return fused ? fmaf(a, b, c) : c + a * b; }
+static float hsum8(const float *v) {
+    float h[4]; for (int i = 0; i < 4; i++) h[i] = v[4 + i] + v[i];
+    return (h[0] + h[2]) + (h[1] + h[3]);
+}
+static float addv4(const float *v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+float generic_q4_0(int nb, const int *sumi, const float *dx, const float *dy, int fused) {
+    float sumf = 0; for (int i = 0; i < nb; i++) sumf = madd((float)sumi[i] * dx[i], dy[i], sumf, fused);
+    return sumf;
+}
+float generic_d_sumi(int nb, const int *sumi, const float *dx, const float *dy, int fused) {
+    float sumf = 0; for (int i = 0; i < nb; i++) sumf = madd(dx[i] * dy[i], (float)sumi[i], sumf, fused);
+    return sumf;
+}
+float generic_with_min(int nb, const int *sumi, const float *dx, const float *dy, const float *m, const float *s,
+                       int fused) {
+    float sumf = 0;
+    for (int i = 0; i < nb; i++) sumf = sumf + madd(dx[i] * dy[i], (float)sumi[i], m[i] * s[i], fused);
+    return sumf;
+}
+float generic_k_lanes(int nb, const int *lanes, const float *dx, const float *yd, const int *mins,
+                      const float *dmin, int fused) {
+    float sums[8] = {0}, sumf = 0;
+    for (int i = 0; i < nb; i++) {
+        for (int l = 0; l < 8; l++) sums[l] = madd(dx[i] * yd[i], (float)lanes[8 * i + l], sums[l], fused);
+        if (mins) sumf = madd(-(dmin[i] * yd[i]), (float)mins[i], sumf, fused);
+    }
+    for (int l = 0; l < 8; l++) sumf += sums[l];
+    return sumf;
+}
+float avx2_one(int nb, const int *lanes, const float *dx, const float *dy) {
+    float acc[8] = {0};
+    for (int i = 0; i < nb; i++) for (int l = 0; l < 8; l++) acc[l] = fmaf(dx[i] * dy[i], (float)lanes[8 * i + l], acc[l]);
+    return hsum8(acc);
+}
+float avx2_two(int nb, const int *lanes, const float *dx, const float *dy, int fused) {
+    float acc[2][8] = {{0}}, both[8]; int pairs = nb / 2 * 2;
+    for (int i = 0; i < pairs; i++)
+        for (int l = 0; l < 8; l++) acc[i % 2][l] = fmaf(dy[i] * dx[i], (float)lanes[8 * i + l], acc[i % 2][l]);
+    for (int l = 0; l < 8; l++) both[l] = acc[0][l] + acc[1][l];
+    float sumf = hsum8(both);
+    for (int i = pairs; i < nb; i++) {
+        int sumi = 0; for (int l = 0; l < 8; l++) sumi += lanes[8 * i + l];
+        sumf = madd(dy[i] * dx[i], (float)sumi, sumf, fused);
+    }
+    return sumf;
+}
+float neon_pairs_d_sumi(int nb, const int *lanes, const float *dx, const float *dy, int fused) {
+    float v[2][4] = {{0}}; int pairs = nb / 2 * 2;
+    for (int i = 0; i < pairs; i++)
+        for (int l = 0; l < 4; l++) v[i % 2][l] = madd((float)lanes[4 * i + l], dx[i] * dy[i], v[i % 2][l], fused);
+    float sumf = addv4(v[0]) + addv4(v[1]);
+    for (int i = pairs; i < nb; i++) {
+        int sumi = 0; for (int l = 0; l < 4; l++) sumi += lanes[4 * i + l];
+        sumf = madd(dx[i] * dy[i], (float)sumi, sumf, fused);
+    }
+    return sumf;
+}
+float avx2_q4_K(int nb, const int *lanes, const int *min_lanes, const float *dx, const float *yd,
+                const float *dmin) {
+    float acc[8] = {0}, m[4] = {0};
+    for (int i = 0; i < nb; i++) {
+        for (int l = 0; l < 4; l++) m[l] = fmaf(-(yd[i] * dmin[i]), (float)min_lanes[4 * i + l], m[l]);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(yd[i] * dx[i], (float)lanes[8 * i + l], acc[l]);
+    }
+    return hsum8(acc) + ((m[0] + m[2]) + (m[1] + m[3]));
+}
+float rvv_q6_K_halves(int nb, const int *halves, const float *dx, const float *yd) {
+    float sumf = 0;
+    for (int i = 0; i < nb; i++) for (int h = 0; h < 2; h++) sumf = fmaf(dx[i] * yd[i], (float)halves[2 * i + h], sumf);
+    return sumf;
+}
+"""
+RESTATED_DECLS = """
+float generic_q4_0(int, const int *, const float *, const float *, int);
+float generic_d_sumi(int, const int *, const float *, const float *, int);
+float generic_with_min(int, const int *, const float *, const float *, const float *, const float *, int);
+float generic_k_lanes(int, const int *, const float *, const float *, const int *, const float *, int);
+float avx2_one(int, const int *, const float *, const float *);
+float avx2_two(int, const int *, const float *, const float *, int);
+float neon_pairs_d_sumi(int, const int *, const float *, const float *, int);
+float avx2_q4_K(int, const int *, const int *, const float *, const float *, const float *);
+float rvv_q6_K_halves(int, const int *, const float *, const float *);
+"""
+
+
+@pytest.fixture(scope="module")
+def restated():
+    """The C re-statement, built with the host cc at -O2 -ffp-contract=off (no -mfma: nothing is fused unless
+    fmaf says so)."""
+    cffi = pytest.importorskip("cffi")
+    from lowp.emulator.native_build import NativeUnavailable, build_shared_object
+    try:
+        path = build_shared_object(RESTATED, "ggml-orders-restated", ("-O2", "-ffp-contract=off"))
+    except NativeUnavailable as e:
+        pytest.skip(f"no host C compiler: {e}")
+    ffi = cffi.FFI()
+    ffi.cdef(RESTATED_DECLS)
+    return ffi, ffi.dlopen(str(path))
+
+
+def _c_args(ffi, *arrays):
+    out = []
+    for a in arrays:
+        if a is None:
+            out.append(ffi.NULL)
+        else:
+            a = np.ascontiguousarray(a, np.int32 if np.asarray(a).dtype.kind in "iu" else np.float32)
+            out.append(ffi.from_buffer(("int[]" if a.dtype == np.int32 else "float[]"), a))    # keeps a alive
+    return out
+
+
+def _restated_value(ffi, lib, name: str, x_type: str, p) -> F32:
+    """The C re-statement of order `name` for x_type on the integer parts p."""
+    from lowp.kernels.ggml import orders as o
+    nb, fused = len(p.prod), int(ORDERS[name].fused)
+    if name == "rvv-vl128" and x_type == "q6_K":
+        halves = (p.sub * p.prod).reshape(nb, 2, 128).sum(axis=2)
+        return F32(lib.rvv_q6_K_halves(nb, *_c_args(ffi, halves, p.dx, p.yd)))
+    if name == "avx2" and x_type == "q4_K":
+        min_lanes = (p.bsums * p.min16).reshape(nb, 4, 4).sum(axis=2)
+        return F32(lib.avx2_q4_K(nb, *_c_args(ffi, o.lanes_mod32_by4(p.sub * p.prod), min_lanes, p.dx, p.yd,
+                                                p.dmin)))
+    if name == "avx2" and x_type in ("iq4_nl", "mxfp4"):
+        return F32(lib.avx2_two(nb, *_c_args(ffi, o.lanes_of_four(p), p.dx, p.yd), fused))
+    if name == "avx2":
+        return F32(lib.avx2_one(nb, *_c_args(ffi, o.lanes_of_four(p), p.dx, p.yd)))
+    if name.startswith("neon"):
+        return F32(lib.neon_pairs_d_sumi(nb, *_c_args(ffi, o.neon_lanes(p, "dotprod" in name), p.dx, p.yd),
+                                         fused))
+    sums = o.block_sums(p)
+    if x_type == "q4_0":
+        return F32(lib.generic_q4_0(nb, *_c_args(ffi, sums, p.dx, p.yd), fused))
+    if x_type in ("q4_1", "q5_1"):
+        return F32(lib.generic_with_min(nb, *_c_args(ffi, sums, p.dx, p.yd, p.m, p.s), fused))
+    if x_type.endswith("_K"):
+        return F32(lib.generic_k_lanes(nb, *_c_args(ffi, o.k_lanes(p), p.dx, p.yd, p.mins, p.dmin), fused))
+    return F32(lib.generic_d_sumi(nb, *_c_args(ffi, sums, p.dx, p.yd), fused))
+
+
+RESTATED_CASES = [(g, t) for g in ("generic", "generic-fma") for t in ("q4_0", "q8_0", "q5_0", "iq4_nl", "q4_1",
+                                                                       "q5_1", "q3_K", "q4_K", "q5_K", "q6_K")] + \
+                 [("avx2", t) for t in ("q4_0", "q5_0", "q8_0", "iq4_nl", "mxfp4", "q4_K")] + \
+                 [(n, t) for n in ("neon", "neon-dotprod", "neon-nofma", "neon-dotprod-nofma") for t in ("q8_0",
+                                                                                                        "q5_0")] + \
+                 [("rvv-vl128", "q6_K")]
+
+
+@pytest.mark.parametrize("name,x_type", RESTATED_CASES)
+def test_order_matches_its_c_restatement_on_random_scales(restated, name, x_type):
+    """The numpy float steps (fma_f32's emulation, the hsum and vaddvq trees, the accumulators' order) against
+    the same steps done by the CPU in lowp's C, on random normal scales where roundings happen."""
+    from lowp.kernels.ggml.orders import parts
+    ffi, lib = restated
+    rng = np.random.default_rng(sum(map(ord, name + x_type)))
+    for i in range(45):
+        x, y, n = draw_random(x_type, 1 + i % 9, rng)
+        want = _restated_value(ffi, lib, name, x_type, parts(x_type, x, y, n))
+        assert same_bits(ORDERS[name].value(x_type, x, y, n), want), (name, x_type, i)
+
+
+def test_order_for_names_an_order_that_models_the_type():
+    """Whatever order_for names exists and has a model for the type; paths not modelled give None."""
+    cases = [("x86-64", f, None) for f in (frozenset(), frozenset({"sse4_2", "ssse3"}),
+                                           frozenset({"avx", "sse4_2"}), frozenset({"avx", "avx2", "fma"}))]
+    cases += [("aarch64", f, None) for f in (frozenset({"asimd"}), frozenset({"asimd", "asimddp"}),
+                                             frozenset({"asimd", "sve"}))]
+    cases += [("riscv64", f, b) for f in (frozenset(), frozenset({"v"})) for b in (None, 128, 256, 512)]
+    named = 0
+    for arch, features, bits in cases:
+        for x_type in VEC_DOT_TYPE:
+            name = order_for(arch, features, x_type, bits)
+            if name is not None:
+                named += 1
+                assert x_type in ORDERS[name].steps, (arch, features, x_type, name)
+    assert named > 200
+    assert order_for("aarch64", frozenset({"asimd", "sve"}), "q4_0") is None
+    assert order_for("wasm32", frozenset({"simd128"}), "q4_0") is None
+
+
+# ---- ggml's own kernels (a checkout), measured ------------------------------------------------------------------
 STUB = r"""
 #include <stddef.h>
 #include <stdint.h>
@@ -108,15 +370,49 @@ TRAP(quantize_row_q4_0_ref) TRAP(quantize_row_q4_1_ref) TRAP(quantize_row_q4_K_r
 TRAP(quantize_row_q5_1_ref) TRAP(quantize_row_q5_K_ref) TRAP(quantize_row_q6_K_ref) TRAP(quantize_row_q8_0_ref)
 TRAP(quantize_row_q8_1_ref) TRAP(quantize_row_q8_K_ref) TRAP(quantize_row_tq1_0_ref) TRAP(quantize_row_tq2_0_ref)
 """
-HASWELL = ("-msse4.2", "-mavx", "-mf16c", "-mfma", "-mavx2", "-mbmi2")
-X86_VARIANTS = {   # ggml's src/CMakeLists.txt GGML_CPU_ALL_VARIANTS flag sets, and the features each gives
-    "x64": ((), frozenset()),
-    "haswell": (HASWELL, frozenset({"sse4_2", "avx", "f16c", "fma", "avx2", "bmi2"})),
-    "skylakex": ((*HASWELL, "-mavx512f", "-mavx512cd", "-mavx512vl", "-mavx512dq", "-mavx512bw"),
-                 frozenset({"sse4_2", "avx", "f16c", "fma", "avx2", "bmi2", "avx512f", "avx512cd", "avx512vl",
-                            "avx512dq", "avx512bw"})),
-}
 TYPES = sorted(VEC_DOT_TYPE)
+HASWELL = ("-msse4.2", "-mavx", "-mf16c", "-mfma", "-mavx2", "-mbmi2")
+SKYLAKEX = (*HASWELL, "-mavx512f", "-mavx512cd", "-mavx512vl", "-mavx512dq", "-mavx512bw")
+X86_HASWELL = frozenset({"sse4_2", "ssse3", "avx", "f16c", "fma", "avx2", "bmi2"})
+X86_SKYLAKEX = X86_HASWELL | {"avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One build of ggml's quants: `arch` as order_for names it, the features its flags enable, and whether the
+    `_generic` functions are called (their order: generic, contracted where the build has FMA)."""
+    name: str
+    arch: str
+    flags: tuple
+    features: frozenset
+    vector_bits: int | None = None
+    generic: bool = False
+
+    def order(self, x_type: str) -> str | None:
+        if self.generic:
+            return "generic-fma" if self.arch != "x86-64" or "fma" in self.features else "generic"
+        return order_for(self.arch, self.features, x_type, self.vector_bits)
+
+
+VARIANTS = [   # ggml's src/CMakeLists.txt GGML_CPU_ALL_VARIANTS flag sets (x86, ARM) and the RISC-V V builds
+    Variant("x64", "x86-64", (), frozenset()),
+    Variant("sse42", "x86-64", ("-msse4.2",), frozenset({"sse4_2", "ssse3"})),
+    Variant("sandybridge", "x86-64", ("-msse4.2", "-mavx"), frozenset({"sse4_2", "ssse3", "avx"})),
+    Variant("haswell", "x86-64", HASWELL, X86_HASWELL),
+    Variant("skylakex", "x86-64", SKYLAKEX, X86_SKYLAKEX),
+    Variant("icelake", "x86-64", (*SKYLAKEX, "-mavx512vbmi", "-mavx512vnni"),
+            X86_SKYLAKEX | {"avx512vbmi", "avx512_vnni"}),
+    Variant("haswell _generic", "x86-64", HASWELL, X86_HASWELL, generic=True),
+    Variant("armv8-a", "aarch64", ("-march=armv8-a",), frozenset({"asimd"})),
+    Variant("armv8.2-a+dotprod", "aarch64", ("-march=armv8.2-a+dotprod",), frozenset({"asimd", "asimddp"})),
+    Variant("armv8-a _generic", "aarch64", ("-march=armv8-a",), frozenset({"asimd"}), generic=True),
+    Variant("rv64gcv vl128", "riscv64", ("-march=rv64gcv",), frozenset({"v"}), 128),
+    Variant("rv64gcv vl256", "riscv64", ("-march=rv64gcv",), frozenset({"v"}), 256),
+    Variant("rv64gcv _generic", "riscv64", ("-march=rv64gcv",), frozenset({"v"}), 128, generic=True),
+]
+# llama.cpp #29131: RVV iq4_nl and mxfp4 loop over pairs of blocks (riscv quants.c L5501, L5556, L6492, L6547)
+# with no tail, so an odd last block is dropped
+DROPS_ODD_LAST_BLOCK = {("riscv64", "iq4_nl"), ("riscv64", "mxfp4")}
 
 
 def tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -132,64 +428,52 @@ def ggml_sources(checkout: Path, arch: str) -> list[Path]:
     return [cpu / "quants.c", cpu / "arch" / arch / "quants.c"]
 
 
-def ggml_flags(checkout: Path) -> tuple[str, ...]:
-    return ("-O2", "-std=gnu11", *(f"-I{checkout / p}" for p in ("include", "src", "src/ggml-cpu")))
+def ggml_includes(checkout: Path) -> tuple[str, ...]:
+    return ("-std=gnu11", *(f"-I{checkout / p}" for p in ("include", "src", "src/ggml-cpu")))
+
+
+def vec_dot_symbol(x_type: str, generic: bool, exists) -> str:
+    """ggml_vec_dot_<x>_<y>[_generic]: where an arch has no version of its own, arch-fallback.h renames the
+    _generic to the plain name, so that is the one to call."""
+    name = f"ggml_vec_dot_{x_type}_{VEC_DOT_TYPE[x_type]}"
+    return name + "_generic" if generic and exists(name + "_generic") else name
 
 
 class X86Library:
-    """ggml's x86 quants built natively with `flags` (the host cc), called through cffi."""
+    """ggml's x86 quants built natively (the host cc, GCC here) with a variant's flags, called through cffi."""
 
-    def __init__(self, checkout: Path, flags, stub_dir: Path):
+    def __init__(self, checkout: Path, flags, stub: Path):
         import cffi
         from lowp.emulator.native_build import build_shared_library
-        stub = stub_dir / "lowp_ggml_stub.c"
-        stub.write_text(STUB)
         self.ffi = cffi.FFI()
         self.ffi.cdef("void lowp_ggml_set_tables(const float *, const float *, const float *);" + "".join(
             f"void ggml_vec_dot_{t}_{VEC_DOT_TYPE[t]}{g}(int, float *, size_t, const void *, size_t, const void *,"
             " size_t, int);" for t in TYPES for g in ("", "_generic")))
-        path = build_shared_library([*ggml_sources(checkout, "x86"), stub], (*ggml_flags(checkout), *flags),
+        path = build_shared_library([*ggml_sources(checkout, "x86"), stub], ("-O2", *ggml_includes(checkout), *flags),
                                     stem="ggml-quants-orders")
         self.lib = self.ffi.dlopen(str(path))
-        kept = tables()
-        self.lib.lowp_ggml_set_tables(*(self.ffi.from_buffer("float[]", t) for t in kept))
+        self.lib.lowp_ggml_set_tables(*(self.ffi.from_buffer("float[]", t) for t in tables()))
+
+    def _exists(self, symbol: str) -> bool:
+        try:
+            getattr(self.lib, symbol)
+        except AttributeError:
+            return False
+        return True
 
     def vec_dot(self, x_type: str, x, y, n: int, generic: bool = False) -> F32:
-        name = f"ggml_vec_dot_{x_type}_{VEC_DOT_TYPE[x_type]}"
-        try:        # where x86 has no version, arch-fallback.h renames the _generic to the plain name
-            fn = getattr(self.lib, name + ("_generic" if generic else ""))
-        except AttributeError:
-            fn = getattr(self.lib, name)
+        fn = getattr(self.lib, vec_dot_symbol(x_type, generic, self._exists))
         out = self.ffi.new("float[1]")
         xb, yb = np.ascontiguousarray(x), np.ascontiguousarray(y)
         fn(n, out, 0, self.ffi.from_buffer(xb), 0, self.ffi.from_buffer(yb), 0, 1)
         return F32(out[0])
 
-
-def count(call, x_type: str, order: str, cases: int, seed: int) -> tuple[int, int, list]:
-    """(equal, total, first misses): `cases` random draws over block counts 1..9 against the named order."""
-    rng = np.random.default_rng(seed)
-    equal, misses = 0, []
-    for i in range(cases):
-        x, y, n = draw_random(x_type, 1 + i % 9, rng)
-        got, want = call(x_type, x, y, n), ORDERS[order].value(x_type, x, y, n)
-        if same_bits(got, want):
-            equal += 1
-        elif len(misses) < 3:
-            misses.append((1 + i % 9, float(got), float(want), float(exact_dot(x_type, x, y, n))))
-    return equal, cases, misses
-
-
-AARCH64_VARIANTS = {    # ggml's armv8-a build (NEON, no dotprod: ggml_vdotq_s32's fallback) and a dotprod one
-    "armv8-a": (("-march=armv8-a",), frozenset({"asimd"})),
-    "armv8.2-a+dotprod": (("-march=armv8.2-a+dotprod",), frozenset({"asimd", "asimddp"})),
-}
-RISCV64_VARIANTS = {"rv64gcv-vl128": 128, "rv64gcv-vl256": 256}    # VLEN of qemu's -cpu
-RISCV64_FLAGS = ("-march=rv64gcv",)
+    def close(self) -> None:
+        pass
 
 
 def zig_libc_includes(triple: str) -> tuple[str, ...]:
-    """The musl headers zig ships (math.h, string.h, stdlib.h for ggml's includes; the guest has no libc)."""
+    """The musl headers zig ships (ggml includes math.h, string.h, stdlib.h; the guest has no libc)."""
     import ziglang
     base = Path(ziglang.__file__).parent / "lib" / "libc" / "include"
     return tuple(f for d in (f"{triple}-linux-musl", "generic-musl", "any-linux-any")
@@ -197,22 +481,116 @@ def zig_libc_includes(triple: str) -> tuple[str, ...]:
 
 
 class QemuLibrary:
-    """ggml's quants for `arch` (arm, riscv) built with zig cc, run under qemu-user."""
+    """ggml's quants for AArch64 or RISC-V 64 built with zig cc (clang), run under qemu-user."""
 
-    def __init__(self, checkout: Path, arch: str, flags, stub_dir: Path, cpu: str | None = None):
-        from lowp.emulator.qemu import AARCH64, RISCV64, QemuMachine, build_for_qemu
-        guest, triple = (AARCH64, "aarch64") if arch == "arm" else (RISCV64, "riscv64")
-        stub = stub_dir / "lowp_ggml_stub.c"
-        stub.write_text(STUB)
+    def __init__(self, checkout: Path, variant: Variant, stub: Path):
+        from lowp.emulator.qemu import AARCH64, RISCV64, QemuMachine, build_for_qemu, riscv64_vector_length_cpu
+        arm = variant.arch == "aarch64"
+        guest, triple, arch = (AARCH64, "aarch64", "arm") if arm else (RISCV64, "riscv64", "riscv")
         binary = build_for_qemu(*ggml_sources(checkout, arch), stub, guest=guest,
-                                flags=(*ggml_flags(checkout)[1:], *flags, *zig_libc_includes(triple)))
-        self.machine = QemuMachine(binary, guest=guest, **({"cpu": cpu} if cpu else {}))
+                                flags=(*ggml_includes(checkout), *variant.flags, *zig_libc_includes(triple)))
+        cpu = {} if arm else {"cpu": riscv64_vector_length_cpu(variant.vector_bits)}
+        self.machine = QemuMachine(binary, guest=guest, **cpu)
         self.machine.call("lowp_ggml_set_tables", *tables())
         self.restarts = self.machine.restarts
 
     def vec_dot(self, x_type: str, x, y, n: int, generic: bool = False) -> F32:
-        name = f"ggml_vec_dot_{x_type}_{VEC_DOT_TYPE[x_type]}{'_generic' if generic else ''}"
-        out = self.machine.call(name, n, np.zeros(1, np.float32), 0, np.ascontiguousarray(x).reshape(-1), 0,
+        symbol = vec_dot_symbol(x_type, generic, lambda s: s in self.machine.binary.symbols)
+        out = self.machine.call(symbol, n, np.zeros(1, np.float32), 0, np.ascontiguousarray(x).reshape(-1), 0,
                                 np.ascontiguousarray(y).reshape(-1), 0, 1)
-        assert self.machine.restarts == self.restarts, "qemu restarted: the tables are gone"
+        assert self.machine.restarts == self.restarts, "qemu restarted: the guest's tables are gone"
         return F32(out.arrays[0][0])
+
+    def close(self) -> None:
+        self.machine.close()
+
+
+def library(checkout: Path, variant: Variant, stub_dir: Path):
+    stub = stub_dir / "lowp_ggml_stub.c"
+    stub.write_text(STUB)
+    if variant.arch == "x86-64":
+        return X86Library(checkout, variant.flags, stub)
+    return QemuLibrary(checkout, variant, stub)
+
+
+@dataclass
+class Tally:
+    equal: int = 0
+    known: int = 0          # misses that are the known dropped-block bug, checked as such
+    total: int = 0
+    misses: list = None
+
+
+def measure(lib, variant: Variant, x_type: str, cases: int) -> Tally | None:
+    """`cases` random draws (block counts 1..9 in turn) of x_type on the variant against its order."""
+    name = variant.order(x_type)
+    if name is None:
+        return None
+    rng = np.random.default_rng(sum(map(ord, variant.name + x_type)))
+    tally = Tally(misses=[])
+    for i in range(cases):
+        blocks = 1 + i % 9
+        x, y, n = draw_random(x_type, blocks, rng)
+        got = lib.vec_dot(x_type, x, y, n, variant.generic)
+        tally.total += 1
+        if same_bits(got, ORDERS[name].value(x_type, x, y, n)):
+            tally.equal += 1
+        elif (variant.arch, x_type) in DROPS_ODD_LAST_BLOCK and not variant.generic and blocks % 2 and \
+                same_bits(got, F32(0) if blocks == 1 else ORDERS[name].value(x_type, x[:-1], y[:-1], n - 32)):
+            tally.known += 1
+        elif len(tally.misses) < 3:
+            tally.misses.append((blocks, float(got), float(ORDERS[name].value(x_type, x, y, n)),
+                                 float(exact_dot(x_type, x, y, n))))
+    return tally
+
+
+@pytest.mark.skipif(not CHECKOUT, reason="LOWP_GGML_CHECKOUT (a ggml checkout, ggml-org/ggml @d99724f measured) "
+                                         "is not set: ggml's own kernels are measured only against a checkout")
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
+def test_ggml_kernels_follow_their_order(variant, tmp_path):
+    """Each type's vec_dot in this build equals the order order_for names, bit for bit, on random-scale blocks
+    (the RVV iq4_nl/mxfp4 odd-block drop, llama.cpp #29131, counted apart and checked to be that)."""
+    if variant.arch != "x86-64":
+        from lowp.emulator.qemu import RISCV64, AARCH64, unavailable
+        why = unavailable(AARCH64 if variant.arch == "aarch64" else RISCV64)
+        if why:
+            pytest.skip(why)
+    lib = library(Path(CHECKOUT), variant, tmp_path)
+    try:
+        for x_type in TYPES:
+            tally = measure(lib, variant, x_type, 27)
+            if tally is not None:
+                assert tally.equal + tally.known == tally.total, (variant.name, x_type, tally)
+    finally:
+        lib.close()
+
+
+def main(cases: int) -> None:
+    """Print the measured table (type x variant: equal/total) for docs/ggml.md."""
+    import tempfile
+    columns = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for variant in VARIANTS:
+            lib = library(Path(CHECKOUT), variant, Path(tmp))
+            try:
+                columns[variant.name] = {t: (variant.order(t), measure(lib, variant, t, cases)) for t in TYPES}
+            finally:
+                lib.close()
+    print("| type | " + " | ".join(columns) + " |")
+    print("|---|" + "---|" * len(columns))
+    for t in TYPES:
+        cells = []
+        for name in columns:
+            order, tally = columns[name][t]
+            if tally is None:
+                cells.append("-")
+            else:
+                cell = f"{tally.equal}/{tally.total}"
+                cells.append(cell + (f" (+{tally.known} known)" if tally.known else "") +
+                             (f" MISS {tally.misses}" if tally.misses else ""))
+        print(f"| {t} | " + " | ".join(cells) + " |")
+    print("orders:", {name: sorted({columns[name][t][0] for t in TYPES if columns[name][t][0]}) for name in columns})
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 270)
