@@ -493,12 +493,12 @@ AVX2 = {"q2_K": _avx2_k, "q3_K": _avx2_k, "q4_K": _avx2_k, "q5_K": _avx2_k, "q6_
 
 # ---- AArch64 NEON: src/ggml-cpu/arch/arm/quants.c ----------------------------------------------------------------
 def neon_lanes(p: Parts, dotprod: bool) -> np.ndarray:
-    """(nb, 4) int: a 32-value block's int32x4 after ggml_vdotq_s32 over its two 16-byte halves, added. With
-    dotprod it is SDOT: lane i sums bytes 4i..4i+3; without, ggml-cpu-impl.h L310-315 (vmull_s8 of the low and
-    high 8 bytes, vpaddlq_s16 each, added): lane i sums bytes 2i, 2i+1, 8+2i, 9+2i."""
+    """(nb * qk / 32, 4) int: each 32 values' int32x4 after ggml_vdotq_s32 over their two 16-byte halves, added.
+    With dotprod it is SDOT: lane i sums bytes 4i..4i+3; without, ggml-cpu-impl.h L310-315 (vmull_s8 of the low
+    and high 8 bytes, vpaddlq_s16 each, added): lane i sums bytes 2i, 2i+1, 8+2i, 9+2i."""
     byte = np.arange(16)
     lane = byte // 4 if dotprod else (byte % 8) // 2
-    halves = p.prod.reshape(len(p.prod), 2, 16).sum(axis=1)
+    halves = p.prod.reshape(-1, 2, 16).sum(axis=1)
     return np.stack([halves[:, lane == i].sum(axis=1) for i in range(4)], axis=1)
 
 
@@ -573,6 +573,39 @@ def _neon_k(p: Parts, fused: bool, dotprod: bool) -> F32:
     return F32(sumf)
 
 
+def _neon_q1_q2(p: Parts, fused: bool, dotprod: bool) -> F32:
+    """q1_0 (L153-205), q2_0 (L246-273): one float32x4 over every q8 block: sumv = vmlaq_n_f32(sumv,
+    (float)lanes, d0 * d1) with d0 the x block's scale and d1 the q8 block's (the signs, resp. the 2-bit codes,
+    unpacked in value order); *s = vaddvq_f32(sumv)."""
+    lanes = f(neon_lanes(p, dotprod))
+    per_x = len(lanes) // len(p.prod)
+    sumv = np.zeros(4, F32)
+    for k in range(len(lanes)):
+        sumv = madd(lanes[k], mul(p.dx[k // per_x], p.yd[k]), sumv, fused)
+    return vaddvq_f32(sumv)
+
+
+def _neon_nvfp4(p: Parts, fused: bool, dotprod: bool) -> F32:
+    """nvfp4 (L826-898): per x block an int32x4 of its four 16-value sub-blocks' integer sums, scales =
+    vmulq_f32({d0..d3}, {dy0, dy0, dy1, dy1}), acc = vfmaq_f32(acc, (float)sums, scales) (an explicit FMA);
+    *s = vaddvq_f32(acc)."""
+    sums = f(sub_block_sums(p, 16))
+    acc = np.zeros(4, F32)
+    for ib in range(len(sums)):
+        scales = mul(p.dx[ib], np.repeat(p.yd[2 * ib:2 * ib + 2], 2))
+        acc = fma(sums[ib], scales, acc)
+    return vaddvq_f32(acc)
+
+
+def _neon_block_integer(p: Parts, fused: bool, dotprod: bool) -> F32:
+    """The NEON vec_dots that reduce each x block to integers and then run the generic's statement (the integer
+    may be the generic's times a power of two, with the final factor divided by it: the same float result):
+    tq1_0 (L1555-1560), tq2_0 (L1666-1671), iq2_xxs (L3681-3683: 0.25 * sumf of half the generic's bsum),
+    iq2_xs (L3755-3757), iq2_s (L3850-3853), iq3_xxs (L3914-3916: 0.5 * sumf), iq3_s (L4024), iq1_s (L4089),
+    iq1_m (L4182); iq4_xs (L4307): sumf += dx * yd * (sumi1 + sumi2), one integer a block."""
+    return (_generic_d_sumi if p.x_type == "iq4_xs" else GENERIC[p.x_type])(p, fused)
+
+
 NEON_PAIRS = ("q4_0", "q5_0", "q8_0", "q4_1", "q5_1")
 
 
@@ -580,6 +613,11 @@ def neon_steps(dotprod: bool) -> dict:
     from functools import partial
     steps = {t: partial(_neon_pairs, dotprod=dotprod) for t in NEON_PAIRS}
     steps |= {t: partial(_neon_k, dotprod=dotprod) for t in ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K")}
+    steps |= {t: partial(_neon_q1_q2, dotprod=dotprod) for t in ("q1_0", "q2_0")}
+    steps |= {t: partial(_neon_block_integer, dotprod=dotprod) for t in ("tq1_0", "tq2_0", "iq2_xxs", "iq2_xs",
+                                                                          "iq2_s", "iq3_xxs", "iq3_s", "iq1_s",
+                                                                          "iq1_m", "iq4_xs")}
+    steps["nvfp4"] = partial(_neon_nvfp4, dotprod=dotprod)
     return steps | {t: partial(_neon_pairs_scalar, dotprod=dotprod) for t in ("mxfp4", "iq4_nl")}
 
 
