@@ -21,7 +21,7 @@ import pytest
 
 from lowp.kernels.ggml.blocks import FORMATS
 from lowp.kernels.ggml.dot import VEC_DOT_TYPE, exact_dot, formats_for
-from lowp.kernels.ggml.orders import ORDERS, order_for
+from lowp.kernels.ggml.orders import CLANG_TWIN, ORDERS, order_for
 
 pytest.importorskip("gguf", reason="the iq formats' grids come from gguf without a ggml checkout")
 F32 = np.float32
@@ -371,9 +371,11 @@ TRAP(quantize_row_q5_1_ref) TRAP(quantize_row_q5_K_ref) TRAP(quantize_row_q6_K_r
 TRAP(quantize_row_q8_1_ref) TRAP(quantize_row_q8_K_ref) TRAP(quantize_row_tq1_0_ref) TRAP(quantize_row_tq2_0_ref)
 """
 TYPES = sorted(VEC_DOT_TYPE)
-HASWELL = ("-msse4.2", "-mavx", "-mf16c", "-mfma", "-mavx2", "-mbmi2")
+PILEDRIVER = ("-msse4.2", "-mavx", "-mf16c", "-mfma")
+HASWELL = (*PILEDRIVER, "-mavx2", "-mbmi2")
 SKYLAKEX = (*HASWELL, "-mavx512f", "-mavx512cd", "-mavx512vl", "-mavx512dq", "-mavx512bw")
-X86_HASWELL = frozenset({"sse4_2", "ssse3", "avx", "f16c", "fma", "avx2", "bmi2"})
+X86_PILEDRIVER = frozenset({"sse4_2", "ssse3", "avx", "f16c", "fma"})
+X86_HASWELL = X86_PILEDRIVER | {"avx2", "bmi2"}
 X86_SKYLAKEX = X86_HASWELL | {"avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"}
 
 
@@ -387,21 +389,26 @@ class Variant:
     features: frozenset
     vector_bits: int | None = None
     generic: bool = False
+    clang: bool = False         # x86 built by zig cc (clang) rather than the host's GCC
 
     def order(self, x_type: str) -> str | None:
         if self.generic:
             return "generic-fma" if self.arch != "x86-64" or "fma" in self.features else "generic"
-        return order_for(self.arch, self.features, x_type, self.vector_bits)
+        name = order_for(self.arch, self.features, x_type, self.vector_bits)
+        return CLANG_TWIN.get(name, name) if self.clang else name
 
 
 VARIANTS = [   # ggml's src/CMakeLists.txt GGML_CPU_ALL_VARIANTS flag sets (x86, ARM) and the RISC-V V builds
     Variant("x64", "x86-64", (), frozenset()),
     Variant("sse42", "x86-64", ("-msse4.2",), frozenset({"sse4_2", "ssse3"})),
     Variant("sandybridge", "x86-64", ("-msse4.2", "-mavx"), frozenset({"sse4_2", "ssse3", "avx"})),
+    Variant("piledriver", "x86-64", PILEDRIVER, X86_PILEDRIVER),
+    Variant("piledriver clang", "x86-64", PILEDRIVER, X86_PILEDRIVER, clang=True),
     Variant("haswell", "x86-64", HASWELL, X86_HASWELL),
     Variant("skylakex", "x86-64", SKYLAKEX, X86_SKYLAKEX),
     Variant("icelake", "x86-64", (*SKYLAKEX, "-mavx512vbmi", "-mavx512vnni"),
             X86_SKYLAKEX | {"avx512vbmi", "avx512_vnni"}),
+    Variant("haswell clang", "x86-64", HASWELL, X86_HASWELL, clang=True),
     Variant("haswell _generic", "x86-64", HASWELL, X86_HASWELL, generic=True),
     Variant("armv8-a", "aarch64", ("-march=armv8-a",), frozenset({"asimd"})),
     Variant("armv8.2-a+dotprod", "aarch64", ("-march=armv8.2-a+dotprod",), frozenset({"asimd", "asimddp"})),
@@ -439,18 +446,31 @@ def vec_dot_symbol(x_type: str, generic: bool, exists) -> str:
     return name + "_generic" if generic and exists(name + "_generic") else name
 
 
-class X86Library:
-    """ggml's x86 quants built natively (the host cc, GCC here) with a variant's flags, called through cffi."""
+def build_with_clang(sources, flags) -> Path:
+    """A shared object built by zig cc (clang) for x86-64 Linux, in lowp's build cache (as native_build builds
+    with zig where the host compiler cannot)."""
+    from lowp.emulator import buildcache
+    from lowp.emulator.build import zig
+    from lowp.emulator.native_build import cache_dir
+    return buildcache.build(zig(cache_dir()), sources, directory=cache_dir(), stem="ggml-quants-orders-clang",
+                            suffix=".so", compile_flags=("-target", "x86_64-linux-gnu", *flags, "-fPIC"),
+                            link_flags=("-shared",))
 
-    def __init__(self, checkout: Path, flags, stub: Path):
+
+class X86Library:
+    """ggml's x86 quants built natively (the host cc, GCC here, or zig cc) with a variant's flags, called through
+    cffi."""
+
+    def __init__(self, checkout: Path, flags, stub: Path, clang: bool = False):
         import cffi
         from lowp.emulator.native_build import build_shared_library
         self.ffi = cffi.FFI()
         self.ffi.cdef("void lowp_ggml_set_tables(const float *, const float *, const float *);" + "".join(
             f"void ggml_vec_dot_{t}_{VEC_DOT_TYPE[t]}{g}(int, float *, size_t, const void *, size_t, const void *,"
             " size_t, int);" for t in TYPES for g in ("", "_generic")))
-        path = build_shared_library([*ggml_sources(checkout, "x86"), stub], ("-O2", *ggml_includes(checkout), *flags),
-                                    stem="ggml-quants-orders")
+        sources, all_flags = [*ggml_sources(checkout, "x86"), stub], ("-O2", *ggml_includes(checkout), *flags)
+        path = build_with_clang(sources, all_flags) if clang else \
+            build_shared_library(sources, all_flags, stem="ggml-quants-orders")
         self.lib = self.ffi.dlopen(str(path))
         self.lib.lowp_ggml_set_tables(*(self.ffi.from_buffer("float[]", t) for t in tables()))
 
@@ -509,7 +529,7 @@ def library(checkout: Path, variant: Variant, stub_dir: Path):
     stub = stub_dir / "lowp_ggml_stub.c"
     stub.write_text(STUB)
     if variant.arch == "x86-64":
-        return X86Library(checkout, variant.flags, stub)
+        return X86Library(checkout, variant.flags, stub, variant.clang)
     return QemuLibrary(checkout, variant, stub)
 
 

@@ -320,7 +320,16 @@ GENERIC = {"q4_0": _generic_sumi_dx_dy, "q5_0": _generic_d_sumi, "q8_0": _generi
            "iq4_xs": _generic_iq4_xs}
 
 
-# ---- x86 AVX2: src/ggml-cpu/arch/x86/quants.c ---------------------------------------------------------------------
+# ---- x86 AVX2 and AVX: src/ggml-cpu/arch/x86/quants.c --------------------------------------------------------------
+# The AVX2 paths accumulate with _mm256_fmadd_ps (fmadd=True); most AVX paths (L742 on) write the same loop as
+# _mm256_add_ps(_mm256_mul_ps(..), acc) (fmadd=False), which GCC contracts into an FMA when the build has -mfma
+# (piledriver) and clang never does (contract). Both keywords default to the AVX2 build under GCC.
+def vacc(a, b, c, fmadd: bool, contract: bool):
+    """c + a * b as a vector loop writes it: an explicit FMA intrinsic, or a multiply and an add intrinsic that
+    the compiler may contract."""
+    return fma(a, b, c) if fmadd else madd(a, b, c, contract)
+
+
 def lanes_of_four(p: Parts) -> np.ndarray:
     """(nb, 8) int: mul_sum_i8_pairs_float / mul_sum_us8_pairs_float (x86 L122-133, L105-119): maddubs sums
     products in pairs, madd_epi16 with ones sums pairs of pairs: lane l holds elements 4l..4l+3 (the nibble
@@ -328,23 +337,25 @@ def lanes_of_four(p: Parts) -> np.ndarray:
     return p.prod.reshape(len(p.prod), 8, 4).sum(axis=2)
 
 
-def _avx2_one_accumulator(p: Parts, fused: bool) -> F32:
-    """q4_0 (L717-740), q5_0 (L1159-1180), q8_0 (L1325-1339): acc = fmadd(set1(dx * dy), (float)lanes, acc) over
-    every block, then hsum_float_8(acc). No scalar tail runs (the AVX2 loop takes every block)."""
+def _avx2_one_accumulator(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True) -> F32:
+    """q4_0 (L717-740), q5_0 (L1159-1180; AVX L1182-1211), q8_0 (L1325-1339): acc = fmadd(set1(dx * dy),
+    (float)lanes, acc) over every block, then hsum_float_8(acc). No scalar tail runs (the loop takes every
+    block)."""
     acc = np.zeros(8, F32)
     for lanes, dx, dy in zip(f(lanes_of_four(p)), p.dx, p.yd):
-        acc = fma(mul(dx, dy), lanes, acc)
+        acc = vacc(mul(dx, dy), lanes, acc, fmadd, contract)
     return hsum_float_8(acc)
 
 
-def _avx2_with_min(p: Parts, fused: bool) -> F32:
-    """q4_1 (L876-900): acc = fmadd(d0*d1, lanes, acc), summs += m * s (a C statement: fused under GCC -mfma);
-    q5_1 (L1239-1265): summs the same, acc = fmadd(lanes, dx*dy, acc). *s = hsum_float_8(acc) + summs."""
+def _avx2_with_min(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True) -> F32:
+    """q4_1 (L876-907, AVX2 and AVX share it): acc = fmadd(d0*d1, lanes, acc), summs += m * s (a C statement:
+    fused where contracted); q5_1 (L1239-1265; AVX L1265-1298): summs the same, acc = fmadd(lanes, dx*dy, acc).
+    *s = hsum_float_8(acc) + summs."""
     acc = np.zeros(8, F32)
     summs = ZERO
     for lanes, dx, dy, m, s in zip(f(lanes_of_four(p)), p.dx, p.yd, p.m, p.s):
         summs = madd(m, s, summs, fused)
-        acc = fma(mul(dx, dy), lanes, acc)
+        acc = vacc(mul(dx, dy), lanes, acc, fmadd, contract)
     return F32(add(hsum_float_8(acc), summs))
 
 
@@ -370,56 +381,65 @@ def lanes_mod32_by4(values: np.ndarray) -> np.ndarray:
     return values.reshape(len(values), -1, 8, 4).sum(axis=(1, 3))
 
 
-def _avx2_k_lanes(p: Parts) -> np.ndarray:
+def lanes_halves_of_64(values: np.ndarray) -> np.ndarray:
+    """(nb, 8) int: q2_K's and q3_K's AVX lanes (L1689-1748, L1924-2016): 128-bit pieces of 16 values, the
+    first 64 of each 128 into sumi_0 and the rest into sumi_1; lane 4h + k gathers the values e with
+    (e % 128) // 64 == h and (e % 16) // 4 == k."""
+    v = values.reshape(len(values), -1, 2, 4, 4, 4)          # (nb, 128s, half, 16s in the half, lane, 4)
+    return v.sum(axis=(1, 3, 5)).reshape(len(values), 8)
+
+
+def _avx2_k_lanes(p: Parts, halves_of_64: bool = False) -> np.ndarray:
     """The integer lanes each K-quant's AVX2 loop converts. q6_K keeps its 6-bit codes unsigned (0..63) in the
     products and subtracts 32 * (bsums * scales) in pairs of 16s per lane (L2457 q8sclsub, L2502): the lanes then
     differ from the signed codes' lanes, not their total."""
     if p.x_type != "q6_K":
-        return lanes_mod32_by4(p.sub * p.prod)
+        return (lanes_halves_of_64 if halves_of_64 else lanes_mod32_by4)(p.sub * p.prod)
     unsigned = lanes_mod32_by4(p.sub * (p.prod + 32 * p.y_codes))
     return unsigned - 32 * (p.bsums * p.sub[:, ::16]).reshape(len(p.prod), 8, 2).sum(axis=2)
 
 
-def _avx2_k(p: Parts, fused: bool) -> F32:
+def _avx2_k(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True) -> F32:
     """q2_K (L1594-1650): acc = fmadd(dmin, mins lanes, acc) then fmadd(d, lanes, acc), hsum_float_8;
     q3_K (L1788-1880), q6_K (L2446-2505): acc = fmadd(d, lanes, acc), hsum_float_8;
     q4_K (L2061-2120): a 4-lane acc_m = fmadd(dmin, mins lanes, acc_m), *s = hsum_float_8(acc) + ((m0 + m2) +
     (m1 + m3)) (movehl, movehdup); q5_K (L2243-2312): summs += dmin * (int) mins (a C statement), *s =
-    hsum_float_8(acc) + summs. d = yd * dx, dmin = -yd * dmin."""
-    lanes = f(_avx2_k_lanes(p))
+    hsum_float_8(acc) + summs. d = yd * dx, dmin = -yd * dmin. The AVX paths (L1652-1756, L1886-2026, L2122-2202,
+    L2314-2412, L2510-2613) run the same steps with mul and add, q2_K and q3_K with lanes_halves_of_64."""
+    lanes = f(_avx2_k_lanes(p, halves_of_64=not fmadd and p.x_type in ("q2_K", "q3_K")))
     acc, acc_m, summs = np.zeros(8, F32), np.zeros(4, F32), ZERO
     for ib in range(len(lanes)):
         dmin = -mul(p.yd[ib], p.dmin[ib]) if p.dmin is not None else None
         if p.x_type == "q2_K":
-            acc = fma(dmin, f((p.bsums[ib] * p.min16[ib]).reshape(8, 2).sum(axis=1)), acc)
+            acc = vacc(dmin, f((p.bsums[ib] * p.min16[ib]).reshape(8, 2).sum(axis=1)), acc, fmadd, contract)
         elif p.x_type == "q4_K":
-            acc_m = fma(dmin, f((p.bsums[ib] * p.min16[ib]).reshape(4, 4).sum(axis=1)), acc_m)
+            acc_m = vacc(dmin, f((p.bsums[ib] * p.min16[ib]).reshape(4, 4).sum(axis=1)), acc_m, fmadd, contract)
         elif p.x_type == "q5_K":
             summs = madd(dmin, f(p.mins[ib]), summs, fused)
-        acc = fma(mul(p.yd[ib], p.dx[ib]), lanes[ib], acc)
+        acc = vacc(mul(p.yd[ib], p.dx[ib]), lanes[ib], acc, fmadd, contract)
     if p.x_type == "q4_K":
         half = add(acc_m[0:2], acc_m[2:4])
         return F32(add(hsum_float_8(acc), add(half[0], half[1])))
     return F32(add(hsum_float_8(acc), summs)) if p.x_type == "q5_K" else hsum_float_8(acc)
 
 
-def _avx2_q1_0(p: Parts, fused: bool) -> F32:
-    """q1_0 (L567-600): per q8 block K of the x block, eight lanes of four signed q8 values; acc_block =
-    d_y0 * lanes_0, then fmadd(d_yK, lanes_K, acc_block) for K = 1..3; acc = fmadd(d0, acc_block, acc);
-    hsum_float_8."""
+def _avx2_q1_0(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True) -> F32:
+    """q1_0 (L567-605; AVX L607-656): per q8 block K of the x block, eight lanes of four signed q8 values;
+    acc_block = d_y0 * lanes_0, then fmadd(d_yK, lanes_K, acc_block) for K = 1..3; acc = fmadd(d0, acc_block,
+    acc); hsum_float_8."""
     lanes = f(p.prod.reshape(len(p.prod), 4, 8, 4).sum(axis=3))
     yd = p.yd.reshape(len(p.prod), 4)
     acc = np.zeros(8, F32)
     for ib in range(len(lanes)):
         block = mul(yd[ib, 0], lanes[ib, 0])
         for k in (1, 2, 3):
-            block = fma(yd[ib, k], lanes[ib, k], block)
-        acc = fma(p.dx[ib], block, acc)
+            block = vacc(yd[ib, k], lanes[ib, k], block, fmadd, contract)
+        acc = vacc(p.dx[ib], block, acc, fmadd, contract)
     return hsum_float_8(acc)
 
 
-def _avx2_nvfp4(p: Parts, fused: bool) -> F32:
-    """nvfp4 (L1025-1063): per x block two q8 blocks of 32; lanes of four values, lanes 0-3 of a q8 block are its
+def _avx2_nvfp4(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True) -> F32:
+    """nvfp4 (L1025-1063; AVX L1065-1118 the same with mul and add): per x block two q8 blocks of 32; lanes of four values, lanes 0-3 of a q8 block are its
     first 16-value sub-block and 4-7 its second (the unpacklo/hi_epi64 reordering, L1040-1041), each times its
     s = ue4m3(d_s) * dy; accum = fmadd(scales01, lanes, accum) then fmadd(scales23, ...); hsum_float_8."""
     lanes = f(p.prod.reshape(len(p.prod), 2, 8, 4).sum(axis=3))
@@ -427,50 +447,52 @@ def _avx2_nvfp4(p: Parts, fused: bool) -> F32:
     for ib in range(len(lanes)):
         for half in (0, 1):
             s = mul(p.dx[ib, 2 * half:2 * half + 2], p.yd[2 * ib + half])
-            acc = fma(np.repeat(s, 4), lanes[ib, half], acc)
+            acc = vacc(np.repeat(s, 4), lanes[ib, half], acc, fmadd, contract)
     return hsum_float_8(acc)
 
 
-def _avx2_ternary(p: Parts, fused: bool) -> F32:
+def _avx2_ternary(p: Parts, fused: bool, contract: bool = True) -> F32:
     """tq1_0 (L1391-1498), tq2_0 (L1523-1564): unsigned codes (0..2) times q8 summed in int16 lanes of pairs,
     minus the stored bsums (int16 lane m minus bsums[m]), madd to eight int32 lanes: lane k holds (code + 1) * y
     over (e % 32) // 4 == k minus bsums[2k] + bsums[2k + 1]; then sumf = _mm256_add_ps(_mm256_mul_ps(lanes, d),
-    sumf): GCC (-ffp-contract=fast) fuses the two intrinsics into an FMA, clang does not (`fused`)."""
+    sumf): GCC (-ffp-contract=fast) fuses the two intrinsics into an FMA, clang does not (`contract`)."""
     unsigned = lanes_mod32_by4(p.prod + p.y_codes)
     lanes = f(unsigned - p.bsums.reshape(len(p.prod), 8, 2).sum(axis=2))
     acc = np.zeros(8, F32)
     for ib in range(len(lanes)):
-        acc = madd(lanes[ib], mul(p.yd[ib], p.dx[ib]), acc, fused)
+        acc = madd(lanes[ib], mul(p.yd[ib], p.dx[ib]), acc, contract)
     return hsum_float_8(acc)
 
 
-def _avx2_iq(p: Parts, fused: bool) -> F32:
+def _avx2_iq(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True) -> F32:
     """iq2_xxs (L2680-2713), iq2_xs (L2826-2907), iq2_s (L3106-3158), iq3_xxs (L3279-3317), iq3_s (L3420-3478),
     iq4_xs (L4022-4052): the sub-scale applied in integers (madd with ls), lanes of (e % 32) // 4; accum =
-    fmadd(d, lanes, accum), d = dx * yd; *s = factor * hsum_float_8(accum) (0.125 for iq2, 0.25 iq3_xxs)."""
+    fmadd(d, lanes, accum), d = dx * yd; *s = factor * hsum_float_8(accum) (0.125 for iq2, 0.25 iq3_xxs). The
+    AVX paths (L2715-2768, L2909-3065, L3160-3250, L3319-3374, L3480-3584, L4054-4100) build the two 128-bit
+    halves of the same lanes and multiply then add."""
     lanes = f(lanes_mod32_by4(p.sub * p.prod))
     acc = np.zeros(8, F32)
     for ib in range(len(lanes)):
-        acc = fma(mul(p.dx[ib], p.yd[ib]), lanes[ib], acc)
+        acc = vacc(mul(p.dx[ib], p.yd[ib]), lanes[ib], acc, fmadd, contract)
     factor = IQ_FINAL_FACTOR.get(p.x_type)
     return hsum_float_8(acc) if factor is None else F32(mul(factor, hsum_float_8(acc)))
 
 
-def _avx2_iq1_s(p: Parts, fused: bool) -> F32:
-    """iq1_s (L3609-3655): lanes of ls * grid * q8; accum = fmadd(d, lanes, accum), d = yd * dx; the delta part
+def _avx2_iq1_s(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True) -> F32:
+    """iq1_s (L3609-3655; AVX L3657-3703): lanes of ls * grid * q8; accum = fmadd(d, lanes, accum), d = yd * dx; the delta part
     an integer sumi1 per block (from bsums), accum1 += d * sumi1 (a statement: contracted); *s =
     hsum_float_8(accum) + IQ1S_DELTA * accum1 (0.125 * accum1 is exact)."""
     lanes = f(lanes_mod32_by4(p.sub * p.prod))
     acc, acc1 = np.zeros(8, F32), ZERO
     for ib in range(len(lanes)):
         d = mul(p.yd[ib], p.dx[ib])
-        acc = fma(d, lanes[ib], acc)
+        acc = vacc(d, lanes[ib], acc, fmadd, contract)
         acc1 = madd(d, f(p.delta[ib]), acc1, fused)
     return F32(madd(F32(0.125), acc1, hsum_float_8(acc), fused))
 
 
-def _avx2_iq1_m(p: Parts, fused: bool) -> F32:
-    """iq1_m (L3737-3823): the grid and the delta signs in separate int32 lanes (sumi1: ls * grid * q8, sumi2:
+def _avx2_iq1_m(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True) -> F32:
+    """iq1_m (L3737-3823; AVX L3825-3909): the grid and the delta signs in separate int32 lanes (sumi1: ls * grid * q8, sumi2:
     ls * sign * q8, each of (e % 32) // 4), two accumulators accum1, accum2 = fmadd(d, lanes, .); *s =
     hsum_float_8(accum1) + IQ1M_DELTA * hsum_float_8(accum2). blocks.py's code is 8 * grid + sign."""
     grid = np.rint(p.x_codes / 8).astype(np.int64)
@@ -480,15 +502,91 @@ def _avx2_iq1_m(p: Parts, fused: bool) -> F32:
     acc1, acc2 = np.zeros(8, F32), np.zeros(8, F32)
     for ib in range(len(lanes1)):
         d = mul(p.yd[ib], p.dx[ib])
-        acc1, acc2 = fma(d, lanes1[ib], acc1), fma(d, lanes2[ib], acc2)
+        acc1, acc2 = vacc(d, lanes1[ib], acc1, fmadd, contract), vacc(d, lanes2[ib], acc2, fmadd, contract)
     return F32(madd(F32(0.125), hsum_float_8(acc2), hsum_float_8(acc1), fused))
 
 
-AVX2 = {"q2_K": _avx2_k, "q3_K": _avx2_k, "q4_K": _avx2_k, "q5_K": _avx2_k, "q6_K": _avx2_k, "q4_0": _avx2_one_accumulator, "q5_0": _avx2_one_accumulator, "q8_0": _avx2_one_accumulator,
+AVX2 = {"q4_0": _avx2_one_accumulator, "q5_0": _avx2_one_accumulator, "q8_0": _avx2_one_accumulator,
         "q4_1": _avx2_with_min, "q5_1": _avx2_with_min, "mxfp4": _avx2_two_accumulators,
         "iq4_nl": _avx2_two_accumulators, "q1_0": _avx2_q1_0, "nvfp4": _avx2_nvfp4, "tq1_0": _avx2_ternary,
-        "tq2_0": _avx2_ternary, "iq2_xxs": _avx2_iq, "iq2_xs": _avx2_iq, "iq2_s": _avx2_iq, "iq3_xxs": _avx2_iq,
-        "iq3_s": _avx2_iq, "iq4_xs": _avx2_iq, "iq1_s": _avx2_iq1_s, "iq1_m": _avx2_iq1_m}
+        "tq2_0": _avx2_ternary, "q2_K": _avx2_k, "q3_K": _avx2_k, "q4_K": _avx2_k, "q5_K": _avx2_k, "q6_K": _avx2_k,
+        "iq2_xxs": _avx2_iq, "iq2_xs": _avx2_iq, "iq2_s": _avx2_iq, "iq3_xxs": _avx2_iq, "iq3_s": _avx2_iq,
+        "iq4_xs": _avx2_iq, "iq1_s": _avx2_iq1_s, "iq1_m": _avx2_iq1_m, "q2_0": GENERIC["q2_0"]}   # no x86 q2_0
+
+
+def quad_lanes(prod: np.ndarray) -> np.ndarray:
+    """(n, 4) int: 32 values in two 16-byte halves whose maddubs pairs are added (in int16, or after madd in int32)
+    before the last madd: lane k holds values 4k..4k+3 and 16+4k..16+4k+3 (AVX q4_0 L760-763, mul_sum_i8_quad_float
+    L247-263 for q8_0, mxfp4, iq4_nl; SSSE3 q1_0 L671-683)."""
+    return prod.reshape(-1, 2, 4, 4).sum(axis=(1, 3))
+
+
+def _avx_pairs(p: Parts, fused: bool, contract: bool) -> F32:
+    """AVX q4_0 (L742-768), q8_0 (L1343-1361), mxfp4 (L965-989), iq4_nl (L3966-3989): blocks in pairs, one
+    __m256 of the even block's four quad lanes and the odd block's, accum = _mm256_add_ps(_mm256_mul_ps(deltas,
+    p), accum) with deltas = (d_even x 4, d_odd x 4); sumf = hsum_float_8(accum); an odd last block by the scalar
+    tail (the generic statement)."""
+    lanes = f(quad_lanes(p.prod))
+    pairs = len(lanes) // 2 * 2
+    acc = np.zeros(8, F32)
+    for ib in range(0, pairs, 2):
+        deltas = np.repeat(mul(p.dx[ib:ib + 2], p.yd[ib:ib + 2]), 4)
+        acc = madd(deltas, np.concatenate([lanes[ib], lanes[ib + 1]]), acc, contract)
+    return _generic_tail(p, pairs, hsum_float_8(acc), fused)
+
+
+def x86_avx_steps(contract: bool) -> dict:
+    """The AVX paths (no AVX2): the AVX2 models with multiply and add for fmadd, and the pairs of q4_0, q8_0,
+    mxfp4, iq4_nl; tq1_0 and tq2_0 have none (their generic statement)."""
+    from functools import partial
+    steps = {t: partial(step, fmadd=False, contract=contract) for t, step in AVX2.items()
+             if t not in ("tq1_0", "tq2_0", "q4_0", "q8_0", "mxfp4", "iq4_nl")}
+    steps |= {t: partial(_avx_pairs, contract=contract) for t in ("q4_0", "q8_0", "mxfp4", "iq4_nl")}
+    return steps | {t: GENERIC[t] for t in ("tq1_0", "tq2_0", "q2_0")}
+
+
+def x86_avx2_clang_steps() -> dict:
+    """AVX2 built by clang: the same except where the code writes a multiply and an add intrinsic (tq1_0, tq2_0),
+    which clang does not contract."""
+    from functools import partial
+    return AVX2 | {t: partial(_avx2_ternary, contract=False) for t in ("tq1_0", "tq2_0")}
+
+
+def hsum_float_4x4(a, b, c, d) -> F32:
+    """x86 quants.c L290-299: _mm_hadd_ps(a, b), (c, d), then of those, then twice of itself:
+    (((a0 + a1) + (a2 + a3)) + ((b0 + b1) + (b2 + b3))) + (((c0 + c1) + (c2 + c3)) + ((d0 + d1) + (d2 + d3)))."""
+    r = [add(add(v[0], v[1]), add(v[2], v[3])) for v in (a, b, c, d)]
+    return F32(add(add(r[0], r[1]), add(r[2], r[3])))
+
+
+def _ssse3_q4_0(p: Parts, fused: bool) -> F32:
+    """SSSE3 q4_0 (L770-837): blocks in pairs, four 4-lane accumulators: acc_0 and acc_1 the even block's low
+    (values 0..15) and high (16..31) lanes of four, acc_2 and acc_3 the odd block's; acc_k = add(mul(d, p_k),
+    acc_k); hsum_float_4x4; an odd last block by the scalar tail."""
+    lanes = f(lanes_of_four(p)).reshape(-1, 2, 4)
+    pairs = len(lanes) // 2 * 2
+    acc = np.zeros((4, 4), F32)
+    for ib in range(pairs):
+        d = mul(p.dx[ib], p.yd[ib])
+        for half in (0, 1):
+            k = 2 * (ib % 2) + half
+            acc[k] = madd(d, lanes[ib, half], acc[k], fused)
+    return _generic_tail(p, pairs, hsum_float_4x4(*acc), fused)
+
+
+def _ssse3_q1_0(p: Parts, fused: bool) -> F32:
+    """SSSE3 q1_0 (L657-692): the four q8 blocks of an x block into four 4-lane accumulators, each its quad
+    lanes: acc_K = add(acc_K, mul(mul(d0, d_yK), lanes)); hsum_float_4x4."""
+    lanes = f(quad_lanes(p.prod)).reshape(len(p.prod), 4, 4)
+    yd = p.yd.reshape(len(p.prod), 4)
+    acc = np.zeros((4, 4), F32)
+    for ib in range(len(lanes)):
+        for k in range(4):
+            acc[k] = madd(mul(p.dx[ib], yd[ib, k]), lanes[ib, k], acc[k], fused)
+    return hsum_float_4x4(*acc)
+
+
+SSSE3 = {"q4_0": _ssse3_q4_0, "q1_0": _ssse3_q1_0}
 
 
 # ---- AArch64 NEON: src/ggml-cpu/arch/arm/quants.c ----------------------------------------------------------------
@@ -716,8 +814,19 @@ ORDERS: dict[str, Order] = {o.name: o for o in (
           "statements (contracted); q6_K two fmadd.s a block, q5_K a second accumulator, tq1_0 sum * yd * dx",
           rvv_steps(128), True),
     Order("rvv-vl256", "RISC-V V at VLEN 256: as rvv-vl128 but q6_K one integer a block", rvv_steps(256), True),
-    Order("avx2", "x86 AVX2 (-mavx2 -mfma): dx * dy first, eight FMA lanes of four products' int32 sums, "
-          "hsum_float_8; scalar statements contracted", AVX2, True),
+    Order("avx2", "x86 AVX2 (-mavx2 -mfma) built by GCC: dx * dy first, eight FMA lanes of four products' int32 "
+          "sums, hsum_float_8; statements and mul/add intrinsic pairs contracted", AVX2, True),
+    Order("avx2-clang", "x86 AVX2 built by clang: as avx2, but a multiply and an add intrinsic stay two roundings "
+          "(tq1_0, tq2_0)", x86_avx2_clang_steps(), True),
+    Order("avx", "x86 AVX without FMA (sandybridge, ivybridge): the AVX2 lanes with multiply then add, q4_0/q8_0/"
+          "mxfp4/iq4_nl two blocks a step", x86_avx_steps(contract=False), False),
+    Order("avx-fma", "x86 AVX with -mfma built by GCC (piledriver): avx with every multiply-add contracted",
+          x86_avx_steps(contract=True), True),
+    Order("avx-fma-clang", "x86 AVX with -mfma built by clang: the C statements contracted, the intrinsics not",
+          x86_avx_steps(contract=False), True),
+    Order("ssse3", "x86 SSSE3 without AVX (the sse42 build): q4_0 and q1_0 in four 4-lane accumulators, "
+          "hsum_float_4x4; every other type its generic statement", SSSE3 | {t: GENERIC[t] for t in GENERIC
+                                                                           if t not in SSSE3}, False),
 )}
 
 # which compiler contracts what (the module docstring): the measured builds and the order each gets
@@ -762,27 +871,24 @@ def _aarch64_order(features: frozenset[str], x_type: str) -> str | None:
     return None
 
 
-# x86 quants.c: the types with an __AVX__ path (L607, L742, L875, L965, L1065, L1182, L1265, L1343, L1652, L1886,
-# L2122, L2314, L2510, L2715, L2909, L3160, L3319, L3480, L3657, L3825, L3966, L4054) and with an __SSSE3__ one
-# (L657 q1_0, L770 q4_0); every other type runs its generic statement there (an #else or the scalar tail loop)
-X86_AVX_TYPES = frozenset({"q1_0", "q4_0", "q4_1", "mxfp4", "nvfp4", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K",
-                           "q5_K", "q6_K", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m",
-                           "iq4_nl", "iq4_xs"})
-X86_SSSE3_TYPES = frozenset({"q1_0", "q4_0"})
+# The orders a clang build of the same x86 flags takes (order_for names GCC's: lowp builds x86 natively with the
+# host cc, and GCC contracts separate multiply and add intrinsics where clang does not)
+CLANG_TWIN = {"avx2": "avx2-clang", "avx-fma": "avx-fma-clang"}
 
 
 def _x86_order(features: frozenset[str], x_type: str) -> str | None:
     """x86 quants.c chooses at compile time (`features`: what the build enables): __AVX2__ first, then __AVX__,
-    then __SSSE3__, else the generic statements (arch-fallback.h L86 renames q2_0's _generic: x86 has none).
-    Every GGML_CPU_ALL_VARIANTS flag set with AVX2 has FMA (src/CMakeLists.txt L492-576); with -mfma GCC
-    contracts the generic statements too."""
+    then __SSSE3__ (q1_0 L657 and q4_0 L770 only), else the generic statements (an #else, or the scalar loop that
+    takes every block; arch-fallback.h L86 renames q2_0's _generic: x86 has none). Every GGML_CPU_ALL_VARIANTS
+    flag set with AVX2 has FMA (src/CMakeLists.txt L492-576); with -mfma GCC contracts the generic statements
+    too. The names are GCC's; CLANG_TWIN gives a clang build's."""
     generic = "generic-fma" if "fma" in features else "generic"
     if "avx2" in features:
         if "fma" not in features:
             return None                 # _mm256_fmadd_ps needs -mfma: no such build
-        return "avx2" if x_type in AVX2 else generic
+        return "avx2"
     if "avx" in features:
-        return None if x_type in X86_AVX_TYPES else generic      # the AVX paths: not modelled yet
+        return "avx-fma" if "fma" in features else "avx"
     if "ssse3" in features or "sse4_2" in features:
-        return None if x_type in X86_SSSE3_TYPES else generic
+        return "ssse3"
     return generic
