@@ -776,6 +776,61 @@ def rvv_steps(vector_bits: int) -> dict:
     return steps
 
 
+# ---- wasm32 SIMD128: src/ggml-cpu/arch/wasm/quants.c (no FMA: neither SIMD128 nor scalar wasm has one) ---------
+def wasm_lanes(p: Parts) -> np.ndarray:
+    """(nb, 4) int: a 32-value block widened to i16x8 in four runs of eight and reduced by wasm_i32x4_dot_i16x8
+    (lane k: pairs 2k, 2k+1 of each run), the four added: lane k holds the values e with (e % 8) // 2 == k
+    (wasm quants.c L272-292 q4_0, L400-406 q4_1, L498-505 q5_0, L594-600 q5_1, L654-663 q8_0)."""
+    return p.prod.reshape(len(p.prod), 4, 4, 2).sum(axis=(1, 3))
+
+
+def _wasm_blocks(p: Parts, fused: bool) -> F32:
+    """q4_1 (L378-415), q5_0 (L455-508), q5_1 (L548-603), q8_0 (L636-671) every block, q4_0 (L255-336) in pairs
+    with the generic tail (L339-352): sumv = wasm_f32x4_add(sumv, wasm_f32x4_mul((float)lanes, dx * dy)); sumf =
+    ((v0 + v1) + v2) + v3 (the extract_lane sum), q4_1 and q5_1 + summs (summs += m * s each block)."""
+    lanes = f(wasm_lanes(p))
+    stop = len(lanes) // 2 * 2 if p.x_type == "q4_0" else len(lanes)
+    sumv, summs = np.zeros(4, F32), ZERO
+    for ib in range(stop):
+        if p.m is not None:
+            summs = madd(p.m[ib], p.s[ib], summs, fused)
+        sumv = madd(lanes[ib], mul(p.dx[ib], p.yd[ib]), sumv, fused)
+    sumf = sequential(sumv[1:], sumv[0])
+    if p.m is not None:
+        sumf = add(sumf, summs)
+    return _generic_tail(p, stop, F32(sumf), fused)
+
+
+def _wasm_q3_K(p: Parts, fused: bool) -> F32:
+    """q3_K (L826-904): integer lanes v_acc0 (values e % 8 == l) and v_acc1 (e % 8 == 4 + l); per block
+    v_sum = (float)acc0 * d + (float)acc1 * d, sums[0..3] += v_sum; at the end (sums[0..3] + sums[4..7], the
+    latter zero) then ((s0 + s1) + s2) + s3."""
+    lanes = f(k_lanes(p))
+    sums = np.zeros(4, F32)
+    for ib in range(len(lanes)):
+        d = mul(p.dx[ib], p.yd[ib])
+        sums = add(sums, add(mul(lanes[ib, :4], d), mul(lanes[ib, 4:], d)))
+    sums = add(sums, np.zeros(4, F32))
+    return sequential(sums[1:], sums[0])
+
+
+def _wasm_mins_then_block(p: Parts, fused: bool) -> F32:
+    """q4_K (L942-1034), q5_K (L1074-1177): per block sumf -= dmin * mins (dmin = yd * dmin), then sumf += d *
+    the block's integer (d = yd * dx)."""
+    sumf = ZERO
+    for ib, total in enumerate(f(block_sums(p))):
+        sumf = madd(-mul(p.yd[ib], p.dmin[ib]), f(p.mins[ib]), sumf, fused)
+        sumf = madd(mul(p.yd[ib], p.dx[ib]), total, sumf, fused)
+    return F32(sumf)
+
+
+# q2_K (L697-791): the generic statement sumf += dall * isum - dmin * summs; q6_K (L1212-1272): the generic's
+# eight float lanes sums[l] += d * aux32[l] (aux32[l] the values e % 8 == l); the other 15 types have no wasm
+# version (arch-fallback.h L299-330: their _generic)
+WASM = {t: GENERIC[t] for t in GENERIC} | {t: _wasm_blocks for t in ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0")} | \
+       {"q3_K": _wasm_q3_K, "q4_K": _wasm_mins_then_block, "q5_K": _wasm_mins_then_block}
+
+
 # ---- the named orders ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Order:
@@ -814,6 +869,8 @@ ORDERS: dict[str, Order] = {o.name: o for o in (
           "statements (contracted); q6_K two fmadd.s a block, q5_K a second accumulator, tq1_0 sum * yd * dx",
           rvv_steps(128), True),
     Order("rvv-vl256", "RISC-V V at VLEN 256: as rvv-vl128 but q6_K one integer a block", rvv_steps(256), True),
+    Order("wasm-simd128", "wasm32 SIMD128: four f32x4 lanes of (e % 8) // 2 by multiply then add, extract-lane "
+          "sums; K-quants as their generic or per-block statements; nothing fused (wasm has no FMA)", WASM, False),
     Order("avx2", "x86 AVX2 (-mavx2 -mfma) built by GCC: dx * dy first, eight FMA lanes of four products' int32 "
           "sums, hsum_float_8; statements and mul/add intrinsic pairs contracted", AVX2, True),
     Order("avx2-clang", "x86 AVX2 built by clang: as avx2, but a multiply and an add intrinsic stay two roundings "
@@ -845,6 +902,8 @@ def order_for(arch: str, features: frozenset[str], x_type: str, vector_bits: int
         return _aarch64_order(features, x_type)
     if arch == "riscv64":
         return _riscv64_order(features, x_type, vector_bits)
+    if arch == "wasm32":
+        return "wasm-simd128" if "simd128" in features else "generic"    # no FMA in wasm: never contracted
     return None
 
 
