@@ -461,6 +461,7 @@ VARIANTS = [   # ggml's src/CMakeLists.txt GGML_CPU_ALL_VARIANTS flag sets (x86,
     Variant("haswell _generic", "x86-64", HASWELL, X86_HASWELL, generic=True),
     Variant("armv8-a", "aarch64", ("-march=armv8-a",), frozenset({"asimd"})),
     Variant("armv8.2-a+dotprod", "aarch64", ("-march=armv8.2-a+dotprod",), frozenset({"asimd", "asimddp"})),
+    Variant("armv8.6-a+i8mm", "aarch64", ("-march=armv8.6-a+dotprod+i8mm",), frozenset({"asimd", "asimddp", "i8mm"})),
     Variant("armv8-a _generic", "aarch64", ("-march=armv8-a",), frozenset({"asimd"}), generic=True),
     Variant("rv64gcv vl128", "riscv64", ("-march=rv64gcv",), frozenset({"v"}), 128),
     Variant("rv64gcv vl256", "riscv64", ("-march=rv64gcv",), frozenset({"v"}), 256),
@@ -659,12 +660,12 @@ def test_ggml_kernels_follow_their_order(variant, tmp_path):
         lib.close()
 
 
-def main(cases: int) -> None:
-    """Print the measured table (type x variant: equal/total) for docs/ggml.md."""
+def main(cases: int, only: list[str]) -> None:
+    """Print the measured table (type x variant: equal/total) for docs/ggml.md; `only`: those variants."""
     import tempfile
     columns = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for variant in VARIANTS:
+        for variant in [v for v in VARIANTS if not only or v.name in only]:
             lib = library(Path(CHECKOUT), variant, Path(tmp))
             try:
                 columns[variant.name] = {t: (variant.order(t), measure(lib, variant, t, cases)) for t in TYPES}
@@ -687,4 +688,4 @@ def main(cases: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 270)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 270, sys.argv[2:])

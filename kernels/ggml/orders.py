@@ -918,16 +918,19 @@ def _riscv64_order(features: frozenset[str], x_type: str, vector_bits: int | Non
     return None
 
 
+# arm quants.c: the types with an __ARM_FEATURE_SVE path (L391 q4_0, L1232 q8_0, L1697 q2_K, L2034 q3_K, L2709
+# q4_K, L3344 q6_K), taken before the NEON one
+SVE_TYPES = frozenset({"q4_0", "q8_0", "q2_K", "q3_K", "q4_K", "q6_K"})
+
+
 def _aarch64_order(features: frozenset[str], x_type: str) -> str | None:
-    """arm quants.c tests __ARM_FEATURE_SVE and __ARM_FEATURE_MATMUL_INT8 before __ARM_NEON (not modelled: None);
-    AArch64 always has FMA and both GCC and clang contract by default, so the contracted orders apply (a
-    -ffp-contract=off build takes the -nofma twins). dotprod changes ggml_vdotq_s32's lane grouping."""
-    if features & {"sve", "i8mm"}:
+    """arm quants.c: the __ARM_FEATURE_SVE paths come first (not modelled: None); the __ARM_FEATURE_MATMUL_INT8
+    (i8mm) ones only serve nrc == 2 (L316, L610, L1170, L2361, L2570, L2985, L3175), so a one-row vec_dot runs
+    NEON. AArch64 always has FMA and clang (measured, zig cc) contracts by default, so the contracted orders
+    apply (a -ffp-contract=off build takes the -nofma twins). dotprod changes ggml_vdotq_s32's lane grouping."""
+    if "sve" in features and x_type in SVE_TYPES:
         return None
-    table = neon_steps(dotprod=True)
-    if x_type in table:
-        return "neon-dotprod" if "asimddp" in features else "neon"
-    return None
+    return "neon-dotprod" if "asimddp" in features else "neon"
 
 
 # The orders a clang build of the same x86 flags takes (order_for names GCC's: lowp builds x86 natively with the
