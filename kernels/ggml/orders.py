@@ -439,9 +439,10 @@ def _avx2_q1_0(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True)
 
 
 def _avx2_nvfp4(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True) -> F32:
-    """nvfp4 (L1025-1063; AVX L1065-1118 the same with mul and add): per x block two q8 blocks of 32; lanes of four values, lanes 0-3 of a q8 block are its
-    first 16-value sub-block and 4-7 its second (the unpacklo/hi_epi64 reordering, L1040-1041), each times its
-    s = ue4m3(d_s) * dy; accum = fmadd(scales01, lanes, accum) then fmadd(scales23, ...); hsum_float_8."""
+    """nvfp4 (L1025-1063; AVX L1065-1118 the same with mul and add): per x block two q8 blocks of 32; lanes of
+    four values, lanes 0-3 of a q8 block are its first 16-value sub-block and 4-7 its second (the unpacklo/hi_epi64
+    reordering, L1040-1041), each times its s = ue4m3(d_s) * dy; accum = fmadd(scales01, lanes, accum) then
+    fmadd(scales23, ...); hsum_float_8."""
     lanes = f(p.prod.reshape(len(p.prod), 2, 8, 4).sum(axis=3))
     acc = np.zeros(8, F32)
     for ib in range(len(lanes)):
@@ -479,8 +480,8 @@ def _avx2_iq(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True) -
 
 
 def _avx2_iq1_s(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True) -> F32:
-    """iq1_s (L3609-3655; AVX L3657-3703): lanes of ls * grid * q8; accum = fmadd(d, lanes, accum), d = yd * dx; the delta part
-    an integer sumi1 per block (from bsums), accum1 += d * sumi1 (a statement: contracted); *s =
+    """iq1_s (L3609-3655; AVX L3657-3703): lanes of ls * grid * q8; accum = fmadd(d, lanes, accum), d = yd * dx;
+    the delta part an integer sumi1 per block (from bsums), accum1 += d * sumi1 (a statement: contracted); *s =
     hsum_float_8(accum) + IQ1S_DELTA * accum1 (0.125 * accum1 is exact)."""
     lanes = f(lanes_mod32_by4(p.sub * p.prod))
     acc, acc1 = np.zeros(8, F32), ZERO
@@ -492,8 +493,8 @@ def _avx2_iq1_s(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True
 
 
 def _avx2_iq1_m(p: Parts, fused: bool, fmadd: bool = True, contract: bool = True) -> F32:
-    """iq1_m (L3737-3823; AVX L3825-3909): the grid and the delta signs in separate int32 lanes (sumi1: ls * grid * q8, sumi2:
-    ls * sign * q8, each of (e % 32) // 4), two accumulators accum1, accum2 = fmadd(d, lanes, .); *s =
+    """iq1_m (L3737-3823; AVX L3825-3909): the grid and the delta signs in separate int32 lanes (sumi1: ls * grid *
+    q8, sumi2: ls * sign * q8, each of (e % 32) // 4), two accumulators accum1, accum2 = fmadd(d, lanes, .); *s =
     hsum_float_8(accum1) + IQ1M_DELTA * hsum_float_8(accum2). blocks.py's code is 8 * grid + sign."""
     grid = np.rint(p.x_codes / 8).astype(np.int64)
     sign = p.x_codes - 8 * grid
