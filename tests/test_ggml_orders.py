@@ -414,6 +414,10 @@ float ldexpf(float x, int e) {
     return x;
 }
 #endif
+#if defined(__ARM_FEATURE_SVE)
+#include <arm_sve.h>
+int ggml_cpu_get_sve_cnt(void) { return (int)svcntb(); }
+#endif
 #define TRAP(name) void name(void) { __builtin_trap(); }
 TRAP(quantize_iq4_xs) TRAP(quantize_row_iq4_nl_ref) TRAP(quantize_row_mxfp4_ref) TRAP(quantize_row_nvfp4_ref)
 TRAP(quantize_row_q1_0_ref) TRAP(quantize_row_q2_0_ref) TRAP(quantize_row_q2_K_ref) TRAP(quantize_row_q3_K_ref)
@@ -465,6 +469,8 @@ VARIANTS = [   # ggml's src/CMakeLists.txt GGML_CPU_ALL_VARIANTS flag sets (x86,
     Variant("armv8-a", "aarch64", ("-march=armv8-a",), frozenset({"asimd"})),
     Variant("armv8.2-a+dotprod", "aarch64", ("-march=armv8.2-a+dotprod",), frozenset({"asimd", "asimddp"})),
     Variant("armv8.6-a+i8mm", "aarch64", ("-march=armv8.6-a+dotprod+i8mm",), frozenset({"asimd", "asimddp", "i8mm"})),
+    *(Variant(f"armv8.2-a+sve vl{bits}", "aarch64", ("-march=armv8.2-a+dotprod+sve",),
+              frozenset({"asimd", "asimddp", "sve"}), bits) for bits in (128, 256, 512)),
     Variant("armv8-a _generic", "aarch64", ("-march=armv8-a",), frozenset({"asimd"}), generic=True),
     Variant("rv64gcv vl128", "riscv64", ("-march=rv64gcv",), frozenset({"v"}), 128),
     Variant("rv64gcv vl256", "riscv64", ("-march=rv64gcv",), frozenset({"v"}), 256),
@@ -559,12 +565,16 @@ class QemuLibrary:
     """ggml's quants for AArch64 or RISC-V 64 built with zig cc (clang), run under qemu-user."""
 
     def __init__(self, checkout: Path, variant: Variant, stub: Path):
-        from lowp.emulator.qemu import AARCH64, RISCV64, QemuMachine, build_for_qemu, riscv64_vector_length_cpu
+        from lowp.emulator.qemu import (AARCH64, RISCV64, QemuMachine, build_for_qemu, riscv64_vector_length_cpu,
+                                        vector_length_cpu)
         arm = variant.arch == "aarch64"
         guest, triple, arch = (AARCH64, "aarch64", "arm") if arm else (RISCV64, "riscv64", "riscv")
         binary = build_for_qemu(*ggml_sources(checkout, arch), stub, guest=guest,
                                 flags=(*ggml_includes(checkout), *variant.flags, *zig_libc_includes(triple)))
-        cpu = {} if arm else {"cpu": riscv64_vector_length_cpu(variant.vector_bits)}
+        if arm:
+            cpu = {"cpu": vector_length_cpu(variant.vector_bits)} if variant.vector_bits else {}
+        else:
+            cpu = {"cpu": riscv64_vector_length_cpu(variant.vector_bits)}
         self.machine = QemuMachine(binary, guest=guest, **cpu)
         self.machine.call("lowp_ggml_set_tables", *tables())
         self.restarts = self.machine.restarts

@@ -705,6 +705,64 @@ def _neon_block_integer(p: Parts, fused: bool, dotprod: bool) -> F32:
     return (_generic_d_sumi if p.x_type == "iq4_xs" else GENERIC[p.x_type])(p, fused)
 
 
+def faddv(v, lanes: int) -> F32:
+    """SVE FADDV over a vector of `lanes` float32 lanes whose first len(v) are active: the architecture's recursive
+    pairwise reduction (Arm ARM, ReducePredicated / Reduce: the lower half's sum plus the upper half's), inactive
+    lanes entering as +0.0."""
+    values = np.zeros(lanes, F32)
+    values[:len(v)] = v
+    while len(values) > 1:                  # Reduce(lower half) + Reduce(upper half): adjacent pairs, level by level
+        values = add(values[0::2], values[1::2])
+    return F32(values[0])
+
+
+def _sve_q4_0_q8_0(p: Parts, fused: bool, bits: int) -> F32:
+    """q4_0 (L391-490) and q8_0 (L1232-1345) with SVE: blocks in pairs into sumv0 and sumv1 by svmla_n_f32 (FMLA),
+    sumf = svaddv_f32(sumv0 + sumv1); an odd last block by the generic tail. At VL 128 a block's int32 lanes are
+    SDOT's over its two 16-byte halves (as neon-dotprod), at 256 eight lanes of four values, at 512 the same eight
+    lanes active of sixteen (q4_0: the reduction over 16 lanes with 8 zeros), q8_0 at 512 both blocks of a pair in
+    one 16-lane vector times (d0 x 8, d1 x 8) into one accumulator (L1296-1323)."""
+    lanes = f(neon_lanes(p, dotprod=True) if bits == 128 else lanes_of_four(p))
+    pairs = len(lanes) // 2 * 2
+    width = bits // 32
+    if p.x_type == "q8_0" and bits == 512:
+        acc = np.zeros(16, F32)
+        for ib in range(0, pairs, 2):
+            d = np.repeat(mul(p.dx[ib:ib + 2], p.yd[ib:ib + 2]), 8)
+            acc = fma(np.concatenate([lanes[ib], lanes[ib + 1]]), d, acc)
+        return _generic_tail(p, pairs, faddv(acc, 16), fused)
+    sumv = np.zeros((2, lanes.shape[1]), F32)
+    for ib in range(pairs):
+        sumv[ib % 2] = fma(lanes[ib], mul(p.dx[ib], p.yd[ib]), sumv[ib % 2])
+    return _generic_tail(p, pairs, faddv(add(sumv[0], sumv[1]), width), fused)
+
+
+def _sve_q2_K(p: Parts, fused: bool, bits: int) -> F32:
+    """q2_K with SVE (L1697-1941): per block acc_sum = FMLA(acc_sum, (float)mins lanes, dmin) then FMLA(acc_sum,
+    (float)lanes, d) (d = yd * dx, dmin = -yd * dmin); *s = svaddv_f32(acc_sum). At VL 128 four lanes: mins lane k
+    sums min * bsums over the 16s j with j % 4 == k, the products' lane k the values (e % 16) // 4 == k (SDOT of
+    16-value pieces times their scale); at 256 and 512 eight lanes: mins over j % 8 == k, values (e % 32) // 4 ==
+    k (at 512 eight of sixteen lanes active)."""
+    width = 4 if bits == 128 else 8
+    mins = f((p.bsums * p.min16).reshape(len(p.prod), -1, width).sum(axis=1))
+    values = p.sub * p.prod
+    lanes = f(values.reshape(len(p.prod), -1, 4, 4).sum(axis=(1, 3)) if bits == 128 else lanes_mod32_by4(values))
+    acc = np.zeros(width, F32)
+    for ib in range(len(lanes)):
+        acc = fma(mins[ib], -mul(p.yd[ib], p.dmin[ib]), acc)
+        acc = fma(lanes[ib], mul(p.yd[ib], p.dx[ib]), acc)
+    return faddv(acc, bits // 32)
+
+
+def sve_steps(bits: int) -> dict:
+    """An SVE build (ggml's have dotprod): q4_0, q8_0 and q2_K as above; q3_K (L2147, L2200), q4_K (L2724, L2756,
+    L2770) and q6_K (L3427, L3481) reduce each block to integers and run NEON's statements; every other type has
+    no SVE path (NEON with dotprod)."""
+    from functools import partial
+    return neon_steps(dotprod=True) | {t: partial(_sve_q4_0_q8_0, bits=bits) for t in ("q4_0", "q8_0")} | \
+        {"q2_K": partial(_sve_q2_K, bits=bits)}
+
+
 NEON_PAIRS = ("q4_0", "q5_0", "q8_0", "q4_1", "q5_1")
 
 
@@ -866,6 +924,9 @@ ORDERS: dict[str, Order] = {o.name: o for o in (
     Order("neon-nofma", "neon built with -ffp-contract=off: vmlaq_n_f32 and every statement multiply then add",
           neon_steps(dotprod=False), False),
     Order("neon-dotprod-nofma", "neon-dotprod built with -ffp-contract=off", neon_steps(dotprod=True), False),
+    *(Order(f"sve-vl{bits}", f"AArch64 SVE at VL {bits} (with dotprod): q4_0/q8_0/q2_K by FMLA into SVE "
+             "accumulators reduced by FADDV's pairwise tree, the other types as neon-dotprod", sve_steps(bits), True)
+      for bits in (128, 256, 512)),
     Order("rvv-vl128", "RISC-V V at VLEN 128: blocks reduced to integers by vwredsum, then the generic's "
           "statements (contracted); q6_K two fmadd.s a block, q5_K a second accumulator, tq1_0 sum * yd * dx",
           rvv_steps(128), True),
@@ -900,7 +961,7 @@ def order_for(arch: str, features: frozenset[str], x_type: str, vector_bits: int
     if arch == "x86-64":
         return _x86_order(features, x_type)
     if arch == "aarch64":
-        return _aarch64_order(features, x_type)
+        return _aarch64_order(features, x_type, vector_bits)
     if arch == "riscv64":
         return _riscv64_order(features, x_type, vector_bits)
     if arch == "wasm32":
@@ -924,13 +985,14 @@ def _riscv64_order(features: frozenset[str], x_type: str, vector_bits: int | Non
 SVE_TYPES = frozenset({"q4_0", "q8_0", "q2_K", "q3_K", "q4_K", "q6_K"})
 
 
-def _aarch64_order(features: frozenset[str], x_type: str) -> str | None:
-    """arm quants.c: the __ARM_FEATURE_SVE paths come first (not modelled: None); the __ARM_FEATURE_MATMUL_INT8
+def _aarch64_order(features: frozenset[str], x_type: str, vector_bits: int | None) -> str | None:
+    """arm quants.c: the __ARM_FEATURE_SVE paths come first (their vector length: vector_bits); the __ARM_FEATURE_MATMUL_INT8
     (i8mm) ones only serve nrc == 2 (L316, L610, L1170, L2361, L2570, L2985, L3175), so a one-row vec_dot runs
     NEON. AArch64 always has FMA and clang (measured, zig cc) contracts by default, so the contracted orders
     apply (a -ffp-contract=off build takes the -nofma twins). dotprod changes ggml_vdotq_s32's lane grouping."""
     if "sve" in features and x_type in SVE_TYPES:
-        return None
+        ok = "asimddp" in features and vector_bits in (128, 256, 512)
+        return f"sve-vl{vector_bits}" if ok else None          # SVE without dotprod: no ggml variant
     return "neon-dotprod" if "asimddp" in features else "neon"
 
 
