@@ -810,7 +810,8 @@ def _rvv_q6_K_halves(p: Parts, fused: bool) -> F32:
 
 
 def _rvv_q6_K_block(p: Parts, fused: bool) -> F32:
-    """q6_K at VLEN 256 (L2435-2511): an integer sum_t per block, sumf += d * sum_t."""
+    """q6_K at VLEN 256, 512, 1024 (L2435-2511, L2535-2611, L2635-2712): an integer sum_t per block, sumf += d *
+    sum_t."""
     return _generic_d_sumi(p, fused)
 
 
@@ -831,7 +832,7 @@ def rvv_steps(vector_bits: int) -> dict:
     from functools import partial
     steps |= {t: partial(_neon_k, dotprod=True) for t in ("q2_K", "q3_K", "q4_K")}
     steps["q5_K"] = _rvv_q5_K
-    steps["q6_K"] = _rvv_q6_K_halves if vector_bits == 128 else _rvv_q6_K_block
+    steps["q6_K"] = _rvv_q6_K_halves if vector_bits == 128 else _rvv_q6_K_block      # L2720-2740 dispatch
     return steps
 
 
@@ -930,7 +931,8 @@ ORDERS: dict[str, Order] = {o.name: o for o in (
     Order("rvv-vl128", "RISC-V V at VLEN 128: blocks reduced to integers by vwredsum, then the generic's "
           "statements (contracted); q6_K two fmadd.s a block, q5_K a second accumulator, tq1_0 sum * yd * dx",
           rvv_steps(128), True),
-    Order("rvv-vl256", "RISC-V V at VLEN 256: as rvv-vl128 but q6_K one integer a block", rvv_steps(256), True),
+    *(Order(f"rvv-vl{bits}", f"RISC-V V at VLEN {bits}: as rvv-vl128 but q6_K one integer a block",
+            rvv_steps(bits), True) for bits in (256, 512, 1024)),
     Order("wasm-simd128", "wasm32 SIMD128: four f32x4 lanes of (e % 8) // 2 by multiply then add, extract-lane "
           "sums; K-quants as their generic or per-block statements; nothing fused (wasm has no FMA)", WASM, False),
     Order("avx2", "x86 AVX2 (-mavx2 -mfma) built by GCC: dx * dy first, eight FMA lanes of four products' int32 "
@@ -970,11 +972,12 @@ def order_for(arch: str, features: frozenset[str], x_type: str, vector_bits: int
 
 
 def _riscv64_order(features: frozenset[str], x_type: str, vector_bits: int | None) -> str | None:
-    """riscv quants.c: with __riscv_v each vec_dot dispatches on __riscv_vlenb() (measured: VLEN 128 and 256);
-    without V the _generic runs, contracted (RV64GC has fmadd.s, clang and GCC contract by default)."""
+    """riscv quants.c: with __riscv_v each vec_dot dispatches on __riscv_vlenb() to a body for VLEN 128, 256, 512 or
+    1024 (QEMU takes those); without V the _generic runs, contracted (RV64GC has fmadd.s, clang and GCC contract
+    by default)."""
     if "v" not in features:
         return "generic-fma" if x_type in GENERIC else None
-    if vector_bits in (128, 256):
+    if vector_bits in (128, 256, 512, 1024):
         name = f"rvv-vl{vector_bits}"
         return name if x_type in ORDERS[name].steps else None
     return None
@@ -986,8 +989,8 @@ SVE_TYPES = frozenset({"q4_0", "q8_0", "q2_K", "q3_K", "q4_K", "q6_K"})
 
 
 def _aarch64_order(features: frozenset[str], x_type: str, vector_bits: int | None) -> str | None:
-    """arm quants.c: the __ARM_FEATURE_SVE paths come first (their vector length: vector_bits); the __ARM_FEATURE_MATMUL_INT8
-    (i8mm) ones only serve nrc == 2 (L316, L610, L1170, L2361, L2570, L2985, L3175), so a one-row vec_dot runs
+    """arm quants.c: the __ARM_FEATURE_SVE paths come first (their vector length: vector_bits); the
+    __ARM_FEATURE_MATMUL_INT8 (i8mm) ones only serve nrc == 2 (L316, L610, L1170, L2361, L2570, L2985, L3175), so a one-row vec_dot runs
     NEON. AArch64 always has FMA and clang (measured, zig cc) contracts by default, so the contracted orders
     apply (a -ffp-contract=off build takes the -nofma twins). dotprod changes ggml_vdotq_s32's lane grouping."""
     if "sve" in features and x_type in SVE_TYPES:
