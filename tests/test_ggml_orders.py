@@ -158,8 +158,9 @@ def test_neon_lane_grouping_follows_dotprod():
     assert ORDERS["neon"].value("q8_0", xb, yb, 64) != ORDERS["neon-dotprod"].value("q8_0", xb, yb, 64)
 
 
-# a C re-statement of the orders' float steps (lowp's own code), built with the host cc without contraction: the
-# integer parts come from the numpy model, the float arithmetic from the CPU (fmaf: libm's correctly rounded FMA)
+# a C re-statement of the orders (lowp's own code), built with the host cc without contraction: it takes each
+# value's integer product (times its sub-scale) and the float scales from the numpy model, and does the lane
+# grouping and the float arithmetic itself (fmaf: libm's correctly rounded FMA)
 RESTATED = r"""
 #include <math.h>
 static float madd(float a, float b, float c, int fused) { return fused ? fmaf(a, b, c) : c + a * b; }
@@ -168,104 +169,153 @@ static float hsum8(const float *v) {
     return (h[0] + h[2]) + (h[1] + h[3]);
 }
 static float addv4(const float *v) { return (v[0] + v[1]) + (v[2] + v[3]); }
-float generic_q4_0(int nb, const int *sumi, const float *dx, const float *dy, int fused) {
-    float sumf = 0; for (int i = 0; i < nb; i++) sumf = madd((float)sumi[i] * dx[i], dy[i], sumf, fused);
+static float faddv(const float *v, int n) {            /* recursive halves */
+    if (n == 1) return v[0];
+    return faddv(v, n / 2) + faddv(v + n / 2, n / 2);
+}
+static int block_sum(const int *v, int qk) { int s = 0; for (int e = 0; e < qk; e++) s += v[e]; return s; }
+/* lane l of a block of qk values: the values e with lane_of(e) == l */
+enum { FOUR, NEON_SDOT, NEON_FALLBACK, MOD32_BY4, MOD8, WASM };
+static int lane_of(int kind, int e) {
+    switch (kind) {
+    case FOUR: return e / 4;                        /* eight lanes of four consecutive values (of 32) */
+    case NEON_SDOT: return (e % 16) / 4;            /* SDOT over two 16-byte halves, added; AVX's quad lanes */
+    case NEON_FALLBACK: return (e % 8) / 2;         /* vmull + vpaddl: bytes 2i, 2i+1, 8+2i, 9+2i */
+    case MOD32_BY4: return (e % 32) / 4;            /* 256-bit loads of 32, lanes of four */
+    case MOD8: return e % 8;                        /* the generic K-quants' aux32[8] */
+    default: return (e % 8) / 2;                    /* wasm i32x4_dot_i16x8 over runs of eight */
+    }
+}
+static void lanes(int kind, const int *v, int qk, int n, int *out) {
+    for (int l = 0; l < n; l++) out[l] = 0;
+    for (int e = 0; e < qk; e++) out[lane_of(kind, e)] += v[e];
+}
+float generic_q4_0(int nb, const int *v, const float *dx, const float *dy, int fused) {
+    float sumf = 0;
+    for (int i = 0; i < nb; i++) sumf = madd((float)block_sum(v + 32 * i, 32) * dx[i], dy[i], sumf, fused);
     return sumf;
 }
-float generic_d_sumi(int nb, const int *sumi, const float *dx, const float *dy, int fused) {
-    float sumf = 0; for (int i = 0; i < nb; i++) sumf = madd(dx[i] * dy[i], (float)sumi[i], sumf, fused);
+float generic_d_sumi(int nb, const int *v, const float *dx, const float *dy, int fused) {
+    float sumf = 0;
+    for (int i = 0; i < nb; i++) sumf = madd(dx[i] * dy[i], (float)block_sum(v + 32 * i, 32), sumf, fused);
     return sumf;
 }
-float generic_with_min(int nb, const int *sumi, const float *dx, const float *dy, const float *m, const float *s,
+float generic_with_min(int nb, const int *v, const float *dx, const float *dy, const float *m, const float *s,
                        int fused) {
     float sumf = 0;
-    for (int i = 0; i < nb; i++) sumf = sumf + madd(dx[i] * dy[i], (float)sumi[i], m[i] * s[i], fused);
+    for (int i = 0; i < nb; i++)
+        sumf = sumf + madd(dx[i] * dy[i], (float)block_sum(v + 32 * i, 32), m[i] * s[i], fused);
     return sumf;
 }
-float generic_k_lanes(int nb, const int *lanes, const float *dx, const float *yd, const int *mins,
+float generic_k_lanes(int nb, const int *v, const float *dx, const float *yd, const int *mins,
                       const float *dmin, int fused) {
-    float sums[8] = {0}, sumf = 0;
+    float sums[8] = {0}, sumf = 0; int aux[8];
     for (int i = 0; i < nb; i++) {
-        for (int l = 0; l < 8; l++) sums[l] = madd(dx[i] * yd[i], (float)lanes[8 * i + l], sums[l], fused);
+        lanes(MOD8, v + 256 * i, 256, 8, aux);
+        for (int l = 0; l < 8; l++) sums[l] = madd(dx[i] * yd[i], (float)aux[l], sums[l], fused);
         if (mins) sumf = madd(-(dmin[i] * yd[i]), (float)mins[i], sumf, fused);
     }
     for (int l = 0; l < 8; l++) sumf += sums[l];
     return sumf;
 }
-float avx2_one(int nb, const int *lanes, const float *dx, const float *dy) {
-    float acc[8] = {0};
-    for (int i = 0; i < nb; i++)
-        for (int l = 0; l < 8; l++) acc[l] = fmaf(dx[i] * dy[i], (float)lanes[8 * i + l], acc[l]);
+float avx2_one(int nb, const int *v, const float *dx, const float *dy) {
+    float acc[8] = {0}; int q[8];
+    for (int i = 0; i < nb; i++) {
+        lanes(FOUR, v + 32 * i, 32, 8, q);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(dx[i] * dy[i], (float)q[l], acc[l]);
+    }
     return hsum8(acc);
 }
-float avx2_two(int nb, const int *lanes, const float *dx, const float *dy, int fused) {
-    float acc[2][8] = {{0}}, both[8]; int pairs = nb / 2 * 2;
-    for (int i = 0; i < pairs; i++)
-        for (int l = 0; l < 8; l++) acc[i % 2][l] = fmaf(dy[i] * dx[i], (float)lanes[8 * i + l], acc[i % 2][l]);
+float avx2_two(int nb, const int *v, const float *dx, const float *dy, int fused) {
+    float acc[2][8] = {{0}}, both[8]; int pairs = nb / 2 * 2, q[8];
+    for (int i = 0; i < pairs; i++) {
+        lanes(FOUR, v + 32 * i, 32, 8, q);
+        for (int l = 0; l < 8; l++) acc[i % 2][l] = fmaf(dy[i] * dx[i], (float)q[l], acc[i % 2][l]);
+    }
     for (int l = 0; l < 8; l++) both[l] = acc[0][l] + acc[1][l];
     float sumf = hsum8(both);
-    for (int i = pairs; i < nb; i++) {
-        int sumi = 0; for (int l = 0; l < 8; l++) sumi += lanes[8 * i + l];
-        sumf = madd(dy[i] * dx[i], (float)sumi, sumf, fused);
-    }
+    for (int i = pairs; i < nb; i++) sumf = madd(dy[i] * dx[i], (float)block_sum(v + 32 * i, 32), sumf, fused);
     return sumf;
 }
-float neon_pairs_d_sumi(int nb, const int *lanes, const float *dx, const float *dy, int fused) {
-    float v[2][4] = {{0}}; int pairs = nb / 2 * 2;
-    for (int i = 0; i < pairs; i++)
-        for (int l = 0; l < 4; l++) v[i % 2][l] = madd((float)lanes[4 * i + l], dx[i] * dy[i], v[i % 2][l], fused);
-    float sumf = addv4(v[0]) + addv4(v[1]);
-    for (int i = pairs; i < nb; i++) {
-        int sumi = 0; for (int l = 0; l < 4; l++) sumi += lanes[4 * i + l];
-        sumf = madd(dx[i] * dy[i], (float)sumi, sumf, fused);
+float neon_pairs_d_sumi(int nb, const int *v, const float *dx, const float *dy, int fused, int dotprod) {
+    float acc[2][4] = {{0}}; int pairs = nb / 2 * 2, q[4];
+    for (int i = 0; i < pairs; i++) {
+        lanes(dotprod ? NEON_SDOT : NEON_FALLBACK, v + 32 * i, 32, 4, q);
+        for (int l = 0; l < 4; l++) acc[i % 2][l] = madd((float)q[l], dx[i] * dy[i], acc[i % 2][l], fused);
     }
+    float sumf = addv4(acc[0]) + addv4(acc[1]);
+    for (int i = pairs; i < nb; i++) sumf = madd(dx[i] * dy[i], (float)block_sum(v + 32 * i, 32), sumf, fused);
     return sumf;
 }
-float avx2_q4_K(int nb, const int *lanes, const int *min_lanes, const float *dx, const float *yd,
-                const float *dmin) {
-    float acc[8] = {0}, m[4] = {0};
+float avx2_q4_K(int nb, const int *v, const int *bsum_mins, const float *dx, const float *yd, const float *dmin) {
+    float acc[8] = {0}, m[4] = {0}; int q[8];
     for (int i = 0; i < nb; i++) {
-        for (int l = 0; l < 4; l++) m[l] = fmaf(-(yd[i] * dmin[i]), (float)min_lanes[4 * i + l], m[l]);
-        for (int l = 0; l < 8; l++) acc[l] = fmaf(yd[i] * dx[i], (float)lanes[8 * i + l], acc[l]);
+        for (int l = 0; l < 4; l++) {           /* lane l: the 16s 4l..4l+3 (mins of 32s 2l, 2l+1) */
+            int s = 0; for (int j = 4 * l; j < 4 * l + 4; j++) s += bsum_mins[16 * i + j];
+            m[l] = fmaf(-(yd[i] * dmin[i]), (float)s, m[l]);
+        }
+        lanes(MOD32_BY4, v + 256 * i, 256, 8, q);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(yd[i] * dx[i], (float)q[l], acc[l]);
     }
     return hsum8(acc) + ((m[0] + m[2]) + (m[1] + m[3]));
 }
-float avx_pairs_d_sumi(int nb, const int *quad, const float *dx, const float *dy, int fused, int contract) {
-    float acc[8] = {0}; int pairs = nb / 2 * 2;
-    for (int i = 0; i < pairs; i += 2)
-        for (int l = 0; l < 8; l++) {
-            int b = i + l / 4;
-            acc[l] = madd(dx[b] * dy[b], (float)quad[4 * b + l % 4], acc[l], contract);
-        }
-    float sumf = hsum8(acc);
-    for (int i = pairs; i < nb; i++) {
-        int sumi = 0; for (int l = 0; l < 4; l++) sumi += quad[4 * i + l];
-        sumf = madd(dx[i] * dy[i], (float)sumi, sumf, fused);
-    }
+float rvv_q6_K_halves(int nb, const int *v, const float *dx, const float *yd) {
+    float sumf = 0;
+    for (int i = 0; i < nb; i++)
+        for (int h = 0; h < 2; h++) sumf = fmaf(dx[i] * yd[i], (float)block_sum(v + 256 * i + 128 * h, 128), sumf);
     return sumf;
 }
-float ssse3_q4_0(int nb, const int *lanes, const float *dx, const float *dy) {
-    float acc[4][4] = {{0}}; int pairs = nb / 2 * 2;
-    for (int i = 0; i < pairs; i++)
+float avx_pairs_d_sumi(int nb, const int *v, const float *dx, const float *dy, int fused, int contract) {
+    float acc[8] = {0}; int pairs = nb / 2 * 2, q[2][4];
+    for (int i = 0; i < pairs; i += 2) {
+        lanes(NEON_SDOT, v + 32 * i, 32, 4, q[0]);          /* AVX's quad lanes: 4k..4k+3 and 16+4k.. */
+        lanes(NEON_SDOT, v + 32 * (i + 1), 32, 4, q[1]);
+        for (int l = 0; l < 8; l++) {
+            int b = i + l / 4;
+            acc[l] = madd(dx[b] * dy[b], (float)q[l / 4][l % 4], acc[l], contract);
+        }
+    }
+    float sumf = hsum8(acc);
+    for (int i = pairs; i < nb; i++) sumf = madd(dx[i] * dy[i], (float)block_sum(v + 32 * i, 32), sumf, fused);
+    return sumf;
+}
+float ssse3_q4_0(int nb, const int *v, const float *dx, const float *dy) {
+    float acc[4][4] = {{0}}; int pairs = nb / 2 * 2, q[8];
+    for (int i = 0; i < pairs; i++) {
+        lanes(FOUR, v + 32 * i, 32, 8, q);
         for (int h = 0; h < 2; h++)
-            for (int l = 0; l < 4; l++) acc[2 * (i % 2) + h][l] += (dx[i] * dy[i]) * (float)lanes[8 * i + 4 * h + l];
+            for (int l = 0; l < 4; l++) acc[2 * (i % 2) + h][l] += (dx[i] * dy[i]) * (float)q[4 * h + l];
+    }
     float r[4];
     for (int k = 0; k < 4; k++) r[k] = (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3]);
     float sumf = (r[0] + r[1]) + (r[2] + r[3]);
-    for (int i = pairs; i < nb; i++) {
-        int sumi = 0; for (int l = 0; l < 8; l++) sumi += lanes[8 * i + l];
-        sumf += (float)sumi * dx[i] * dy[i];
-    }
+    for (int i = pairs; i < nb; i++) sumf += (float)block_sum(v + 32 * i, 32) * dx[i] * dy[i];
     return sumf;
 }
-float wasm_blocks(int nb, const int *lanes, const float *dx, const float *dy) {
-    float v[4] = {0};
-    for (int i = 0; i < nb; i++) for (int l = 0; l < 4; l++) v[l] = v[l] + (float)lanes[4 * i + l] * (dx[i] * dy[i]);
-    return ((v[0] + v[1]) + v[2]) + v[3];
+float wasm_blocks(int nb, const int *v, const float *dx, const float *dy) {
+    float acc[4] = {0}; int q[4];
+    for (int i = 0; i < nb; i++) {
+        lanes(WASM, v + 32 * i, 32, 4, q);
+        for (int l = 0; l < 4; l++) acc[l] = acc[l] + (float)q[l] * (dx[i] * dy[i]);
+    }
+    return ((acc[0] + acc[1]) + acc[2]) + acc[3];
 }
-float rvv_q6_K_halves(int nb, const int *halves, const float *dx, const float *yd) {
-    float sumf = 0;
-    for (int i = 0; i < nb; i++) for (int h = 0; h < 2; h++) sumf = fmaf(dx[i] * yd[i], (float)halves[2 * i + h], sumf);
+float sve_q8_0(int nb, const int *v, const float *dx, const float *dy, int bits) {
+    float acc[2][16] = {{0}}, one[16] = {0}; int pairs = nb / 2 * 2, q[2][8];
+    int n = bits == 128 ? 4 : 8, width = bits / 32;
+    for (int i = 0; i < pairs; i += 2) {
+        for (int k = 0; k < 2; k++) lanes(bits == 128 ? NEON_SDOT : FOUR, v + 32 * (i + k), 32, n, q[k]);
+        if (bits == 512) {                       /* both blocks in one 16-lane vector, one accumulator */
+            for (int l = 0; l < 16; l++) one[l] = fmaf((float)q[l / 8][l % 8], dx[i + l / 8] * dy[i + l / 8], one[l]);
+        } else {
+            for (int k = 0; k < 2; k++)
+                for (int l = 0; l < n; l++) acc[k][l] = fmaf((float)q[k][l], dx[i + k] * dy[i + k], acc[k][l]);
+        }
+    }
+    float both[16] = {0};
+    for (int l = 0; l < 16; l++) both[l] = bits == 512 ? one[l] : acc[0][l] + acc[1][l];
+    float sumf = faddv(both, width);
+    for (int i = pairs; i < nb; i++) sumf = fmaf(dx[i] * dy[i], (float)block_sum(v + 32 * i, 32), sumf);
     return sumf;
 }
 """
@@ -276,12 +326,13 @@ float generic_with_min(int, const int *, const float *, const float *, const flo
 float generic_k_lanes(int, const int *, const float *, const float *, const int *, const float *, int);
 float avx2_one(int, const int *, const float *, const float *);
 float avx2_two(int, const int *, const float *, const float *, int);
-float neon_pairs_d_sumi(int, const int *, const float *, const float *, int);
+float neon_pairs_d_sumi(int, const int *, const float *, const float *, int, int);
 float avx2_q4_K(int, const int *, const int *, const float *, const float *, const float *);
 float rvv_q6_K_halves(int, const int *, const float *, const float *);
 float avx_pairs_d_sumi(int, const int *, const float *, const float *, int, int);
 float ssse3_q4_0(int, const int *, const float *, const float *);
 float wasm_blocks(int, const int *, const float *, const float *);
+float sve_q8_0(int, const int *, const float *, const float *, int);
 """
 
 
@@ -312,38 +363,33 @@ def _c_args(ffi, *arrays):
 
 
 def _restated_value(ffi, lib, name: str, x_type: str, p) -> F32:
-    """The C re-statement of order `name` for x_type on the integer parts p."""
-    from lowp.kernels.ggml import orders as o
-    nb, fused = len(p.prod), int(ORDERS[name].fused)
+    """The C re-statement of order `name` for x_type, from the per-value integers sub * prod and the scales."""
+    nb, fused, v = len(p.prod), int(ORDERS[name].fused), p.sub * p.prod
     if name == "rvv-vl128" and x_type == "q6_K":
-        halves = (p.sub * p.prod).reshape(nb, 2, 128).sum(axis=2)
-        return F32(lib.rvv_q6_K_halves(nb, *_c_args(ffi, halves, p.dx, p.yd)))
+        return F32(lib.rvv_q6_K_halves(nb, *_c_args(ffi, v, p.dx, p.yd)))
     if name == "avx2" and x_type == "q4_K":
-        min_lanes = (p.bsums * p.min16).reshape(nb, 4, 4).sum(axis=2)
-        return F32(lib.avx2_q4_K(nb, *_c_args(ffi, o.lanes_mod32_by4(p.sub * p.prod), min_lanes, p.dx, p.yd,
-                                                p.dmin)))
+        return F32(lib.avx2_q4_K(nb, *_c_args(ffi, v, p.bsums * p.min16, p.dx, p.yd, p.dmin)))
+    if name.startswith("sve-vl"):
+        return F32(lib.sve_q8_0(nb, *_c_args(ffi, v, p.dx, p.yd), int(name[6:])))
     if name in ("avx", "avx-fma", "avx-fma-clang"):
-        return F32(lib.avx_pairs_d_sumi(nb, *_c_args(ffi, o.quad_lanes(p.prod), p.dx, p.yd), fused,
-                                        int(name == "avx-fma")))
+        return F32(lib.avx_pairs_d_sumi(nb, *_c_args(ffi, v, p.dx, p.yd), fused, int(name == "avx-fma")))
     if name == "ssse3":
-        return F32(lib.ssse3_q4_0(nb, *_c_args(ffi, o.lanes_of_four(p), p.dx, p.yd)))
+        return F32(lib.ssse3_q4_0(nb, *_c_args(ffi, v, p.dx, p.yd)))
     if name == "wasm-simd128":
-        return F32(lib.wasm_blocks(nb, *_c_args(ffi, o.wasm_lanes(p), p.dx, p.yd)))
+        return F32(lib.wasm_blocks(nb, *_c_args(ffi, v, p.dx, p.yd)))
     if name == "avx2" and x_type in ("iq4_nl", "mxfp4"):
-        return F32(lib.avx2_two(nb, *_c_args(ffi, o.lanes_of_four(p), p.dx, p.yd), fused))
+        return F32(lib.avx2_two(nb, *_c_args(ffi, v, p.dx, p.yd), fused))
     if name == "avx2":
-        return F32(lib.avx2_one(nb, *_c_args(ffi, o.lanes_of_four(p), p.dx, p.yd)))
+        return F32(lib.avx2_one(nb, *_c_args(ffi, v, p.dx, p.yd)))
     if name.startswith("neon"):
-        return F32(lib.neon_pairs_d_sumi(nb, *_c_args(ffi, o.neon_lanes(p, "dotprod" in name), p.dx, p.yd),
-                                         fused))
-    sums = o.block_sums(p)
+        return F32(lib.neon_pairs_d_sumi(nb, *_c_args(ffi, v, p.dx, p.yd), fused, int("dotprod" in name)))
     if x_type == "q4_0":
-        return F32(lib.generic_q4_0(nb, *_c_args(ffi, sums, p.dx, p.yd), fused))
+        return F32(lib.generic_q4_0(nb, *_c_args(ffi, v, p.dx, p.yd), fused))
     if x_type in ("q4_1", "q5_1"):
-        return F32(lib.generic_with_min(nb, *_c_args(ffi, sums, p.dx, p.yd, p.m, p.s), fused))
+        return F32(lib.generic_with_min(nb, *_c_args(ffi, v, p.dx, p.yd, p.m, p.s), fused))
     if x_type.endswith("_K"):
-        return F32(lib.generic_k_lanes(nb, *_c_args(ffi, o.k_lanes(p), p.dx, p.yd, p.mins, p.dmin), fused))
-    return F32(lib.generic_d_sumi(nb, *_c_args(ffi, sums, p.dx, p.yd), fused))
+        return F32(lib.generic_k_lanes(nb, *_c_args(ffi, v, p.dx, p.yd, p.mins, p.dmin), fused))
+    return F32(lib.generic_d_sumi(nb, *_c_args(ffi, v, p.dx, p.yd), fused))
 
 
 RESTATED_CASES = [(g, t) for g in ("generic", "generic-fma") for t in ("q4_0", "q8_0", "q5_0", "iq4_nl", "q4_1",
@@ -352,7 +398,8 @@ RESTATED_CASES = [(g, t) for g in ("generic", "generic-fma") for t in ("q4_0", "
                  [(n, t) for n in ("neon", "neon-dotprod", "neon-nofma", "neon-dotprod-nofma") for t in ("q8_0",
                                                                                                         "q5_0")] + \
                  [("rvv-vl128", "q6_K"), ("avx", "q8_0"), ("avx-fma", "q8_0"), ("avx-fma-clang", "q8_0"),
-                  ("avx", "iq4_nl"), ("ssse3", "q4_0"), ("wasm-simd128", "q8_0"), ("wasm-simd128", "q5_0")]
+                  ("avx", "iq4_nl"), ("ssse3", "q4_0"), ("wasm-simd128", "q8_0"), ("wasm-simd128", "q5_0"),
+                  ("sve-vl128", "q8_0"), ("sve-vl256", "q8_0"), ("sve-vl512", "q8_0")]
 
 
 @pytest.mark.parametrize("name,x_type", RESTATED_CASES)
