@@ -6,18 +6,22 @@ products, their products with the integer sums, and the additions, in an order e
 here bit for bit, one named Order per family, so a kernel is judged bit for bit with ANY scales, not only in the
 power-of-two domain (exact.py) where every order agrees.
 
-Where C code leaves the rounding to the compiler (a * b + c written as one statement or as intrinsics may be fused
-into an FMA: C11 6.5p8, FP_CONTRACT), each way is an Order of its own, named, and `CONTRACTION` says which
-compiler builds which: GCC contracts across statements and intrinsics (-ffp-contract=fast, its default in gnu11)
-where the target has an FMA; clang (zig cc) contracts only within one C expression (-ffp-contract=on), and
-never across an intrinsic's call. x86 without -mfma has no FMA, so nothing is contracted there.
+Where C code leaves the rounding to the compiler (a * b + c written as one statement, or as a multiply and an add
+intrinsic, may be fused into an FMA: C11 6.5p8, FP_CONTRACT), each way is an Order of its own, named (an Order's
+`fused` says whether C statements are contracted): GCC contracts across statements and intrinsics
+(-ffp-contract=fast, its default in gnu11) where the target has an FMA; clang (zig cc) contracts only within one
+C expression (-ffp-contract=on), never across an intrinsic's call. x86 without -mfma and wasm have no FMA, so
+nothing is contracted there. order_for names GCC's x86 orders (lowp builds x86 with the host cc); CLANG_TWIN gives
+a clang build's.
 
 Integer parts (what ggml sums in integers before any float operation) come from lowp's own block model
 (blocks.py): x's codes decoded at unit scale (its fp16 d and dmin set to 1) give the integer sub-scales, so the
 kernels' integer sums are rebuilt exactly; the float scales are read from the blocks as ggml reads them.
 
-Sources: ggml-org/ggml @d99724f src/ggml-cpu/quants.c (the _generic vec_dots), src/ggml-cpu/arch/x86/quants.c,
-src/ggml-cpu/arch/arm/quants.c, src/ggml-cpu/arch/riscv/quants.c; every step below cites its line.
+Sources: ggml-org/ggml @d99724f src/ggml-cpu/quants.c (the _generic vec_dots), src/ggml-cpu/arch/{x86,arm,riscv,
+wasm}/quants.c (each arch's), src/ggml-cpu/arch-fallback.h (which types an arch leaves to the _generic); every step
+below cites its lines in the file its section names. Measured against ggml's own kernels: docs/ggml.md, "Float
+orders".
 """
 from __future__ import annotations
 
@@ -86,11 +90,12 @@ def sequential(values, start=ZERO) -> F32:
 # ---- the integer parts ggml sums before any float step -------------------------------------------------------------
 @dataclass(frozen=True)
 class Parts:
-    """A vec_dot's operands as its kernels read them. prod: (nb, qk) integer products x code * y code in element
-    order; sub: x's integer sub-scale per element (1 where the format has none); dx, dmin: x's float scales per
-    block (as the kernel converts them); yd: y's d per y block; xsub: x's per-sub-block float scale (nvfp4, q1_0,
-    q2_0 read a scale per q8 block); mins: the integer minimum term per block (K-quants: sum bsums * min); m, s:
-    q4_1/q5_1's fp16 m and q8_1's stored s per block; delta: iq1's delta integer sums."""
+    """A vec_dot's operands as its kernels read them, per x block (nb of them). prod: (nb, qk) integer products
+    x code * y code in value order (x_codes, y_codes: the factors); sub: x's integer sub-scale per value (1 where
+    the format has none); dx, dmin: x's float scales per block as the kernel converts them (nvfp4: (nb, 4), one per
+    16 values); yd: y's d per y block (q1_0/q2_0/nvfp4 have several a block); mins: the integer minimum term per
+    block (sum of bsums * min), min16 its factor per 16 values, bsums q8_K's stored sums; m, s: q4_1/q5_1's fp16 m
+    and q8_1's stored s; delta: iq1_s's delta term, an integer per block."""
     x_type: str
     prod: np.ndarray
     x_codes: np.ndarray
@@ -128,7 +133,6 @@ def _unit_records(x_type: str, rec: np.ndarray) -> np.ndarray:
 
 # the integer sub-scale is the unit-scale decode's scale times this (blocks.py: iq2 d * (0.5 + s) * 0.25 ...)
 SUB_SCALE_FACTOR = {"iq2_xxs": 8, "iq2_xs": 8, "iq2_s": 8, "iq3_xxs": 4, "iq1_m": 8}
-SIMPLE_32 = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "iq4_nl", "mxfp4")
 
 
 def parts(x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> Parts:
@@ -949,12 +953,6 @@ ORDERS: dict[str, Order] = {o.name: o for o in (
           "hsum_float_4x4; every other type its generic statement", SSSE3 | {t: GENERIC[t] for t in GENERIC
                                                                            if t not in SSSE3}, False),
 )}
-
-# which compiler contracts what (the module docstring): the measured builds and the order each gets
-CONTRACTION = {
-    "gcc": "-ffp-contract=fast (gnu11 default): contracts across statements and through intrinsics, given FMA",
-    "clang": "-ffp-contract=on (C default; zig cc): contracts within one C expression only, never an intrinsic",
-}
 
 
 def order_for(arch: str, features: frozenset[str], x_type: str, vector_bits: int | None = None) -> str | None:
