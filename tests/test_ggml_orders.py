@@ -76,6 +76,20 @@ def draw_random(x_type: str, blocks: int, rng):
     return x, _activations(y_type, n // FORMATS[y_type].qk, rng), n
 
 
+EDGE_FP16 = np.array([0x0000, 0x0001, 0x03FF, 0x7BFF], np.uint16)     # 0, the least and greatest subnormal, max
+
+
+def draw_edges(x_type: str, blocks: int, rng):
+    """draw_random, then half of x's fp16 scale fields replaced by 0, a subnormal or the fp16 maximum."""
+    x, y, n = draw_random(x_type, blocks, rng)
+    rec = x.reshape(-1).view(formats_for(x_type)[x_type].dtype)
+    for field in ("d", "m", "dmin"):
+        if field in rec.dtype.names and rec.dtype[field].base == np.dtype("<u2"):
+            edge = EDGE_FP16[rng.integers(0, len(EDGE_FP16), rec[field].shape)]
+            rec[field] = np.where(rng.random(rec[field].shape) < 0.5, rec[field], edge)
+    return x, y, n
+
+
 def same_bits(a, b) -> bool:
     a, b = F32(a), F32(b)
     return a.view(np.uint32) == b.view(np.uint32) or (np.isnan(a) and np.isnan(b))
@@ -700,7 +714,8 @@ def misses_the_exact_domain(lib, variant: Variant, x_type: str, cases: int = 9) 
 
 
 def measure(lib, variant: Variant, x_type: str, cases: int) -> Tally | None:
-    """`cases` random draws (block counts 1..9 in turn) of x_type on the variant against its order."""
+    """`cases` random draws (block counts 1..9 in turn; of each 27, the last 9 with edge scales on the weights) of
+    x_type on the variant against its order."""
     name = variant.order(x_type)
     if name is None or (variant.arch, variant.vector_bits, x_type) in WRONG_IN_THE_EXACT_DOMAIN:
         return None
@@ -708,7 +723,7 @@ def measure(lib, variant: Variant, x_type: str, cases: int) -> Tally | None:
     tally = Tally(misses=[])
     for i in range(cases):
         blocks = 1 + i % 9
-        x, y, n = draw_random(x_type, blocks, rng)
+        x, y, n = (draw_edges if i % 27 >= 18 else draw_random)(x_type, blocks, rng)    # a third with edges
         got = lib.vec_dot(x_type, x, y, n, variant.generic)
         want = ORDERS[name].value(x_type, x, y, n)
         tally.total += 1
