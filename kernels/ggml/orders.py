@@ -324,6 +324,15 @@ GENERIC = {"q4_0": _generic_sumi_dx_dy, "q5_0": _generic_d_sumi, "q8_0": _generi
            "iq4_xs": _generic_iq4_xs}
 
 
+def _generic_tail(p: Parts, start: int, sumf: F32, fused: bool) -> F32:
+    """The scalar loop after a SIMD one (the simple 32-value types): the blocks from `start` on, each by its type's
+    generic statement, continuing from sumf."""
+    if start >= len(p.prod):
+        return sumf
+    rest = Parts(**{k: (v[start:] if isinstance(v, np.ndarray) else v) for k, v in p.__dict__.items()})
+    return GENERIC[p.x_type](rest, fused, sumf)
+
+
 # ---- x86 AVX2 and AVX: src/ggml-cpu/arch/x86/quants.c --------------------------------------------------------------
 # The AVX2 paths accumulate with _mm256_fmadd_ps (fmadd=True); most AVX paths (L742 on) write the same loop as
 # _mm256_add_ps(_mm256_mul_ps(..), acc) (fmadd=False), which GCC contracts into an FMA when the build has -mfma
@@ -625,15 +634,6 @@ def _neon_pairs(p: Parts, fused: bool, dotprod: bool) -> F32:
     for extra in {"q4_1": summs[:1], "q5_1": summs}.get(p.x_type, []):
         sumf = add(sumf, extra)
     return _generic_tail(p, pairs, F32(sumf), fused)
-
-
-def _generic_tail(p: Parts, start: int, sumf: F32, fused: bool) -> F32:
-    """The scalar loop after a SIMD one: the blocks from `start` on, each by its type's generic statement,
-    continuing from sumf."""
-    if start >= len(p.prod):
-        return sumf
-    rest = Parts(**{k: (v[start:] if isinstance(v, np.ndarray) else v) for k, v in p.__dict__.items()})
-    return GENERIC[p.x_type](rest, fused, sumf)
 
 
 def _neon_pairs_scalar(p: Parts, fused: bool, dotprod: bool) -> F32:
@@ -988,9 +988,10 @@ SVE_TYPES = frozenset({"q4_0", "q8_0", "q2_K", "q3_K", "q4_K", "q6_K"})
 
 def _aarch64_order(features: frozenset[str], x_type: str, vector_bits: int | None) -> str | None:
     """arm quants.c: the __ARM_FEATURE_SVE paths come first (their vector length: vector_bits); the
-    __ARM_FEATURE_MATMUL_INT8 (i8mm) ones only serve nrc == 2 (L316, L610, L1170, L2361, L2570, L2985, L3175), so a one-row vec_dot runs
-    NEON. AArch64 always has FMA and clang (measured, zig cc) contracts by default, so the contracted orders
-    apply (a -ffp-contract=off build takes the -nofma twins). dotprod changes ggml_vdotq_s32's lane grouping."""
+    __ARM_FEATURE_MATMUL_INT8 (i8mm) ones only serve nrc == 2 (L316, L610, L1170, L2361, L2570, L2985, L3175), so
+    a one-row vec_dot runs NEON. AArch64 always has FMA and clang (measured, zig cc) contracts by default, so the
+    contracted orders apply (a -ffp-contract=off build takes the -nofma twins). dotprod changes ggml_vdotq_s32's
+    lane grouping."""
     if "sve" in features and x_type in SVE_TYPES:
         ok = "asimddp" in features and vector_bits in (128, 256, 512)
         return f"sve-vl{vector_bits}" if ok else None          # SVE without dotprod: no ggml variant
