@@ -956,8 +956,11 @@ ORDERS: dict[str, Order] = {o.name: o for o in (
 
 
 def order_for(arch: str, features: frozenset[str], x_type: str, vector_bits: int | None = None) -> str | None:
-    """The name of the order ggml @d99724f's code for `arch` with CPU `features` takes for ggml_vec_dot of x_type,
-    or None where that path is not modelled (then only the bounded contract applies)."""
+    """The name of the order ggml @d99724f's code for `arch` takes for ggml_vec_dot of x_type, given the CPU
+    features its build enables, or None where that path is not modelled (then only the bounded contract applies).
+    arch and the feature names it reads: 'x86-64' ('avx2', 'fma', 'avx', 'ssse3' or 'sse4_2'; AVX-512 and VNNI
+    change no vec_dot's float order), 'aarch64' ('asimddp', 'sve' with vector_bits 128/256/512; 'i8mm' changes
+    nothing for one row), 'riscv64' ('v' with vector_bits 128..1024), 'wasm32' ('simd128')."""
     if arch == "x86-64":
         return _x86_order(features, x_type)
     if arch == "aarch64":
