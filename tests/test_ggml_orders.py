@@ -1,13 +1,16 @@
 """The float orders of ggml's dot products (lowp.kernels.ggml.orders).
 
 CI (no checkout): each order's structure, against things that could fail: on power-of-two scales every order gives
-the exact value (exact.py's domain); on constructed cases two orders differ where their roundings must; and each
-order equals a small C re-statement of it (lowp's own C, below), built with the host cc, on random scales.
+the exact value (exact.py's domain); on constructed cases two orders differ where their roundings must; and 45
+(order, type) pairs equal a small C re-statement (lowp's own C, below: it groups the lanes itself), built with the
+host cc, on random scales.
 
-With $LOWP_GGML_CHECKOUT (a ggml checkout, @d99724f measured): ggml's own vec_dots, built for x86 in GGML's flag
-sets (x64: no flags, the _generic paths; haswell; skylakex), AArch64 and RISC-V under qemu, on blocks with random
-normal fp16 scales, counted equal / differ against the order `order_for` names. `python tests/test_ggml_orders.py`
-prints the table docs/ggml.md records.
+With $LOWP_GGML_CHECKOUT (a ggml checkout, @d99724f measured): ggml's own vec_dots in 26 builds (VARIANTS: ggml's
+x86 flag sets natively with the host cc and three with zig cc, AArch64 with NEON, dotprod, i8mm and SVE at three
+vector lengths and RISC-V V at four under qemu-user, wasm32 SIMD128 on wasmtime, and each arch's _generic), on
+blocks with random normal fp16 scales (a third with 0, subnormal or fp16-max weights' scales), counted equal /
+differ against the order `order_for` names. `python tests/test_ggml_orders.py [cases] [build ...]` prints the
+table docs/ggml.md records.
 """
 from __future__ import annotations
 
@@ -96,11 +99,6 @@ def same_bits(a, b) -> bool:
 
 
 # ---- CI: each order's structure ---------------------------------------------------------------------------------
-def named_pairs():
-    """(order, type) for every modelled pair."""
-    return [(name, t) for name, order in ORDERS.items() for t in sorted(order.steps)]
-
-
 @pytest.mark.parametrize("name", sorted(ORDERS))
 def test_every_order_gives_the_exact_value_on_power_of_two_scales(name):
     """In exact.py's domain every partial sum is a float32 number, so any correct float order returns the exact
