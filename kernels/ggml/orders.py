@@ -191,7 +191,7 @@ def block_sums(p: Parts) -> np.ndarray:
 
 def k_lanes(p: Parts) -> np.ndarray:
     """The K-quants' eight integer lanes per block: aux32[l] sums sub-scale * product over the elements e with
-    e % 8 == l (quants.c L676-688 q3_K, L747-764 q4_K, L828-845 q5_K, L891-898 q6_K)."""
+    e % 8 == l (quants.c L683-686 q3_K, L750-759 q4_K, L830-839 q5_K, L893-896 q6_K)."""
     return (p.sub * p.prod).reshape(len(p.prod), -1, 8).sum(axis=1)
 
 
@@ -202,14 +202,14 @@ def sub_block_sums(p: Parts, size: int) -> np.ndarray:
 
 # ---- generic: src/ggml-cpu/quants.c, one function per type -------------------------------------------------------
 def _generic_sumi_dx_dy(p: Parts, fused: bool, sumf=ZERO) -> F32:
-    """q4_0 (L256): sumf += sumi*dx*dy, i.e. ((float)sumi * dx) * dy, then the add."""
+    """q4_0 (L255): sumf += sumi*dx*dy, i.e. ((float)sumi * dx) * dy, then the add."""
     for si, dx, dy in zip(f(block_sums(p)), p.dx, p.yd):
         sumf = madd(mul(si, dx), dy, sumf, fused)
     return F32(sumf)
 
 
 def _generic_d_sumi(p: Parts, fused: bool, sumf=ZERO) -> F32:
-    """q5_0 (L402), q8_0 (L476), mxfp4 (L322-326), iq4_nl (L1275-1280), tq1_0 (L527), tq2_0 (L558-560): one
+    """q5_0 (L402), q8_0 (L475), mxfp4 (L324), iq4_nl (L1278), tq1_0 (L527), tq2_0 (L559): one
     scale d = dx * dy (the product commutes: one rounding), then sumf += d * (float)sumi."""
     for si, dx, dy in zip(f(block_sums(p)), p.dx, p.yd):
         sumf = madd(mul(dx, dy), si, sumf, fused)
@@ -226,7 +226,7 @@ def _generic_with_min(p: Parts, fused: bool, sumf=ZERO) -> F32:
 
 
 def _generic_two_level(p: Parts, fused: bool) -> F32:
-    """q1_0 (L145-170), q2_0 (L193-218), nvfp4 (L344-358): per x block a float partial over its q8 blocks.
+    """q1_0 (L168, L171), q2_0 (L216, L219), nvfp4 (L359): per x block a float partial over its q8 blocks.
     q1_0/q2_0: sumi += d1 * sumi_block, then sumf += d0 * sumi. nvfp4 (4 sub-blocks of 16, a UE4M3 scale each):
     sumf += dy * d * sumi per sub-block directly."""
     if p.x_type == "nvfp4":
@@ -248,7 +248,7 @@ def _generic_two_level(p: Parts, fused: bool) -> F32:
 
 
 def _generic_q2_K(p: Parts, fused: bool) -> F32:
-    """q2_K (L598-612): dall = yd * d, dmin = yd * dmin; sumf += dall * isum - dmin * summs. Contracted:
+    """q2_K (L612): dall = yd * d, dmin = yd * dmin; sumf += dall * isum - dmin * summs. Contracted:
     fma(dall, isum, -(dmin * summs)), then the add to sumf."""
     sumf = ZERO
     for isum, summs, dx, dm, yd in zip(f(block_sums(p)), f(p.mins), p.dx, p.dmin, p.yd):
@@ -258,7 +258,7 @@ def _generic_q2_K(p: Parts, fused: bool) -> F32:
 
 
 def _generic_k_lanes(p: Parts, fused: bool) -> F32:
-    """q3_K (L689-693), q4_K (L765-770), q5_K (L846-849), q6_K (L899-903): eight float lanes,
+    """q3_K (L690-692), q4_K (L763-767), q5_K (L843-847), q6_K (L900-902): eight float lanes,
     sums[l] += d * aux32[l] with d = dx * yd; q4_K/q5_K also sumf -= dmin * sumi per block (dmin = dmin * yd);
     at the end sumf += sums[l], l = 0..7, in order."""
     lanes = f(k_lanes(p))
@@ -288,7 +288,7 @@ def _generic_iq_bsum(p: Parts, fused: bool) -> F32:
 
 
 def _generic_iq1(p: Parts, fused: bool) -> F32:
-    """iq1_s (L1186): sumf += dx * yd * (sumi + IQ1S_DELTA * sumi1); iq1_m (L1245): the same with the delta
+    """iq1_s (L1187): sumf += dx * yd * (sumi + IQ1S_DELTA * sumi1); iq1_m (L1248): the same with the delta
     inside the codes (blocks.py: 8 * grid + sign, so block_sums is 8 * sumi1 + sumi2 and the inner float is
     that times 0.125: the same single rounding)."""
     sumf = ZERO
@@ -303,7 +303,7 @@ def _generic_iq1(p: Parts, fused: bool) -> F32:
 
 
 def _generic_iq4_xs(p: Parts, fused: bool) -> F32:
-    """iq4_xs (L1296-1316): d4d8 = dx * yd; per 32 values d1 = d4d8 * (ls - 32) and sumf += d1 * sumi."""
+    """iq4_xs (L1306-1321): d4d8 = dx * yd; per 32 values d1 = d4d8 * (ls - 32) and sumf += d1 * sumi."""
     sums = sub_block_sums(p, 32)
     ls = p.sub[:, ::32]
     sumf = ZERO
