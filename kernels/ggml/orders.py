@@ -11,8 +11,9 @@ intrinsic, may be fused into an FMA: C11 6.5p8, FP_CONTRACT), each way is an Ord
 `fused` says whether C statements are contracted): GCC contracts across statements and intrinsics
 (-ffp-contract=fast, its default in gnu11) where the target has an FMA; clang (zig cc) contracts only within one
 C expression (-ffp-contract=on), never across an intrinsic's call. x86 without -mfma and wasm have no FMA, so
-nothing is contracted there. order_for names GCC's x86 orders (lowp builds x86 with the host cc); CLANG_TWIN gives
-a clang build's.
+nothing is contracted there. Measured at -O2, ggml's level (GCC forms FMAs only when it optimizes). order_for
+names GCC's x86 orders (lowp builds x86 natively with the host cc); CLANG_TWIN gives a clang build's (zig cc:
+the Bochs and other emulated builds).
 
 Integer parts (what ggml sums in integers before any float operation) come from lowp's own block model
 (blocks.py): x's codes decoded at unit scale (its fp16 d and dmin set to 1) give the integer sub-scales, so the
