@@ -1,0 +1,192 @@
+"""ggml's activation quantizers (kernels/ggml/quantize.py): the reference variant against gguf (llama.cpp's numpy
+package), the rounding flavours apart on constructed ties and together where no tie and no multiplier difference
+occurs, the q8_K sign and zero-block differences, the claimed variant per ggml build; and, with a ggml checkout
+($LOWP_GGML_CHECKOUT), every build's quantize_row_q8_0/q8_1/q8_K measured against the claimed variant."""
+from __future__ import annotations
+
+import os
+import re
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from lowp.kernels.ggml.blocks import FORMATS
+from lowp.kernels.ggml.quantize import VARIANTS, claimed_variant, matching_variants
+from lowp.kernels.ggml.variants import VARIANTS as BUILDS
+
+F32 = np.float32
+QK = {"q8_0": 32, "q8_1": 32, "q8_K": 256}
+
+
+def _codes(y_type: str, raw: np.ndarray) -> np.ndarray:
+    return FORMATS[y_type].records(raw)["qs"].astype(np.int32)
+
+
+def _quantize(name: str, y_type: str, x, prior=None) -> np.ndarray:
+    x = np.asarray(x, F32)
+    return VARIANTS[name].quantize(y_type, x, x.size, prior)
+
+
+# ---- the reference against gguf -----------------------------------------------------------------------------
+def test_the_reference_q8_0_is_gguf_bit_for_bit_on_random_rows_at_every_scale():
+    gguf = pytest.importorskip("gguf")
+    from gguf.quants import quantize
+    rng = np.random.default_rng(35)
+    for scale in 10.0 ** np.arange(-30, 31, 3):
+        x = (rng.standard_normal(32 * 64) * scale).astype(F32)
+        x[::97] = np.round(x[::97])                   # some exact integers and halves too
+        x[::89] = x[::89] * 0 + F32(np.round(scale * 2) / 2 + 0.5)
+        want = quantize(x, gguf.GGMLQuantizationType.Q8_0).reshape(-1)
+        assert np.array_equal(_quantize("ref", "q8_0", x), want), f"scale {scale}"
+
+
+def test_gguf_rounds_ties_away_from_zero_like_the_reference_and_unlike_every_simd_path():
+    gguf = pytest.importorskip("gguf")
+    from gguf.quants import quantize
+    x = np.array([127, 2.5, -2.5, 3.5, -0.5, 0.5, 126.5, -126.5] * 4, F32)       # amax 127: d = id = 1
+    got = _codes("q8_0", quantize(x, gguf.GGMLQuantizationType.Q8_0).reshape(-1))[0, :8]
+    assert got.tolist() == [127, 3, -3, 4, -1, 1, 127, -127]
+    assert _codes("q8_0", _quantize("ref", "q8_0", x))[0, :8].tolist() == got.tolist()
+    for name in ("x86-avx", "neon", "rvv"):
+        assert _codes("q8_0", _quantize(name, "q8_0", x))[0, :8].tolist() == [127, 2, -2, 4, 0, 0, 126, -126]
+    assert _codes("q8_0", _quantize("wasm-simd128", "q8_0", x))[0, :8].tolist() == [127, 2, -2, 3, 0, 0, 126, -126]
+
+
+# ---- measured on a ggml checkout (not in CI) ------------------------------------------------------------------
+CHECKOUT = os.environ.get("LOWP_GGML_CHECKOUT")
+needs_checkout = pytest.mark.skipif(not CHECKOUT, reason="LOWP_GGML_CHECKOUT is not set: the measurement builds "
+                                    "a ggml checkout's quantizers (docs/ggml.md, 'Activation quantizers')")
+FUNCTIONS = ("q8_0", "q8_1", "q8_K")
+REFERENCES = ("quantize_row_q8_0_ref", "quantize_row_q8_1_ref", "quantize_row_q8_K_ref")
+# ggml's release builds define NDEBUG: with asserts on, the reference q8_K aborts where iscale overflows
+# (nearest_int's assert, ggml-quants.c L622), on the subnormal blocks measured here.
+RELEASE = ("-DNDEBUG",)
+POISON = 0xA5                                   # what y holds before a call: unwritten bytes show as 0xA5
+
+
+def _function_text(text: str, head: str) -> str:
+    """The C function (or static inline) that starts with `head`, to its closing brace at column 0."""
+    start = text.index(head)
+    return text[start:text.index("\n}\n", start) + 3]
+
+
+def reference_source(checkout: Path) -> str:
+    """ggml-quants.c's three q8 reference quantizers and nearest_int, cut from the checkout at run time (lowp keeps
+    no copy), after that file's own includes: the executor's shim traps them, the measurement needs them."""
+    text = (checkout / "src/ggml-quants.c").read_text()
+    includes = [line for line in text.splitlines()[:40]
+                if line.startswith("#include") and "omp.h" not in line or line.startswith("#define GGML_COMMON")]
+    parts = [_function_text(text, "static inline int nearest_int("),
+             *(_function_text(text, f"void {name}(") for name in REFERENCES)]
+    return "\n".join(["/* cut from the checkout by tests/test_ggml_quantize.py */", *includes, *parts, ""])
+
+
+class Quantizers:
+    """One ggml build's quantize_row_q8_* with the references linked in (the executor's VecDot build, its shim
+    minus the three reference traps, plus reference_source)."""
+
+    def __init__(self, checkout: Path, build, vector_bits=None):
+        from lowp.kernels.ggml.executor import GgmlBuild, VecDot
+        src = checkout / "src"
+        self.vd = VecDot(GgmlBuild(src / "ggml-cpu/arch" / _folder(build.arch) / "quants.c",
+                                   src / "ggml-cpu/quants.c", (checkout / "include", src, src / "ggml-cpu"),
+                                   src / "ggml-quants.h", build), vector_bits, budget=20.0)
+        self.checkout = checkout
+
+    def sources(self, libc: bool) -> list[Path]:
+        from lowp.emulator import buildcache
+        from lowp.emulator.native_build import cache_dir
+        from lowp.kernels.ggml.executor import shim_source
+        b = self.vd.build
+        shim = shim_source(b.quants_header, libc)
+        for name in REFERENCES:
+            shim = shim.replace(f"void {name}(void) {{ __builtin_trap(); }}", "")
+        files = [buildcache.source_file(text, cache_dir() / "src", stem)
+                 for text, stem in ((shim, "ggml-quant-shim"), (reference_source(self.checkout), "ggml-quant-ref"))]
+        return [b.arch_source, b.generic_source, *files]
+
+    @cached_property
+    def native(self):
+        from lowp.emulator.native_build import build_shared_library
+        import cffi
+        b = self.vd.build
+        path = Path(build_shared_library(self.sources(True), (*b.flags, *RELEASE, "-g"), f"ggml-quant-{b.variant.name}"))
+        self._handle = cffi.FFI().dlopen(str(path))        # loaded, for its address: the guard makes the call
+        return path
+
+    @cached_property
+    def machine(self):
+        v = self.vd
+        return v.target.machine(tuple(self.sources(v.target.arch == "wasm32")), flags=(*v._guest_flags(), *RELEASE),
+                                vector_bits=v.vector_bits, features=v.build.variant.features)
+
+    def call(self, y_type: str, x: np.ndarray, k: int) -> np.ndarray:
+        """The bytes quantize_row_<y_type>(x, y, k) leaves in a y of k / QK blocks poisoned with POISON."""
+        symbol = f"quantize_row_{y_type}"
+        x = np.ascontiguousarray(x, F32)
+        y = np.full(k // QK[y_type] * FORMATS[y_type].dtype.itemsize, POISON, np.uint8)
+        if self.vd.backend != "native":
+            return np.asarray(self.machine.call(symbol, x, y, k, names=("x", "y", "k"), seconds=20.0)["y"], np.uint8)
+        from lowp.kernels import guard
+        address = guard.function_address(self.native, symbol)
+        with guard.Arena() as arena:
+            rx, ry = arena.place("x", x), arena.place("y", y)
+            guard.call(address, [rx.base, ry.base, k], arena, budget=20.0, library=self.native)
+            return ry.array.copy()
+
+
+def _folder(arch: str) -> str:
+    return {"x86-64": "x86", "aarch64": "arm", "riscv64": "riscv", "wasm32": "wasm"}[arch]
+
+
+def _block(kind: str, qk: int, rng) -> np.ndarray:
+    """One block of `kind`: the inputs that tell the variants apart, and ordinary ones."""
+    e = float(2.0 ** rng.integers(-20, 21))
+    if kind == "normal":
+        return rng.standard_normal(qk) * 10.0 ** rng.uniform(-8, 8)
+    if kind == "ties":                  # amax = 127 * 2^e: d = 2^e and id = 2^-e exactly, halves land on .5
+        b = (rng.integers(-126, 127, qk) + rng.choice([0.0, 0.5], qk)) * e
+        b[rng.integers(qk)] = rng.choice([-127.0, 127.0]) * e
+        return b
+    if kind == "signs":                 # the largest |x| with both signs (q8_K's tie), in a random order
+        b = rng.standard_normal(qk)
+        m = np.abs(b).max() * 1.5
+        b[rng.choice(qk, 2, replace=False)] = [m, -m]
+        return b
+    if kind == "zeros":
+        return np.where(rng.random(qk) < 0.5, -0.0, 0.0)
+    if kind == "subnormal":             # id overflows: 0 < amax < 127 / FLT_MAX
+        return rng.standard_normal(qk) * rng.choice([1e-40, 1e-44, 1e-38, 3e-37, 1e-36])
+    if kind == "huge":                  # d past fp16's range, up to FLT_MAX
+        return np.clip(rng.standard_normal(qk) * 10.0 ** rng.uniform(4, 38.5), -3.4e38, 3.4e38)
+    raise ValueError(kind)
+
+
+KINDS = ("normal", "ties", "signs", "zeros", "subnormal", "huge")
+
+
+def measured_rows(y_type: str, rows: int, seed: int = 35):
+    """`rows` rows of k = 1 to 32 blocks (q8_0/q8_1: 32..1024; q8_K: 256..2048 floats), each block of a random
+    kind (half of them normal)."""
+    rng = np.random.default_rng(seed)
+    qk = QK[y_type]
+    for _ in range(rows):
+        nb = int(rng.integers(1, (1024 if qk == 32 else 2048) // qk + 1))
+        kinds = rng.choice(KINDS, nb, p=[0.5, 0.15, 0.1, 0.05, 0.1, 0.1])
+        yield np.concatenate([_block(k, qk, rng) for k in kinds]).astype(F32)
+
+
+def measure(q: Quantizers, y_type: str, rows: int) -> dict[str, int]:
+    """equal counts per model variant over `rows` rows (and 'total')."""
+    counts = {"total": 0, **{n: 0 for n, v in VARIANTS.items() if y_type in v.y_types}}
+    prior_of = {}
+    for x in measured_rows(y_type, rows):
+        got = q.call(y_type, x, x.size)
+        prior = prior_of.setdefault(got.size, np.full(got.size, POISON, np.uint8))
+        counts["total"] += 1
+        for name in matching_variants(y_type, x, x.size, got, prior):
+            counts[name] += 1
+    return counts
