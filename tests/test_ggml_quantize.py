@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from lowp.kernels.ggml.blocks import FORMATS
 from lowp.kernels.ggml.quantize import VARIANTS, claimed_variant, matching_variants
@@ -55,6 +55,137 @@ def test_gguf_rounds_ties_away_from_zero_like_the_reference_and_unlike_every_sim
     assert _codes("q8_0", _quantize("wasm-simd128", "q8_0", x))[0, :8].tolist() == [127, 2, -2, 3, 0, 0, 126, -126]
 
 
+
+def test_wasm_truncates_where_every_other_path_rounds():
+    x = np.array([127, 126.9, -126.9, 0.99, -0.99, 3.5] + [0] * 26, F32)          # d = id = 1
+    assert _codes("q8_0", _quantize("wasm-simd128", "q8_0", x))[0, :6].tolist() == [127, 126, -126, 0, 0, 3]
+    for name in ("ref", "x86-avx", "neon", "rvv"):
+        assert _codes("q8_0", _quantize(name, "q8_0", x))[0, :5].tolist() == [127, 127, -127, 1, -1]
+
+
+def _multiplier_split(rng) -> tuple[np.ndarray, int]:
+    """A block whose amax gives 127/amax != 1/(amax/127) and an element that the two multipliers put on either
+    side of a half, and that element's index."""
+    while True:
+        a = F32(rng.uniform(1, 1000))
+        direct, recip = F32(127) / a, F32(1) / (a / F32(127))
+        if direct == recip:
+            continue
+        for n in range(126):
+            x = F32((n + 0.5) / float(recip))
+            for _ in range(4):
+                if np.rint(x * direct) != np.rint(x * recip) and x * direct % 1 != 0.5 and x * recip % 1 != 0.5:
+                    block = np.zeros(32, F32)
+                    block[0], block[7] = a, x
+                    return block, 7
+                x = np.nextafter(x, F32(np.inf))
+
+
+def test_127_over_amax_and_1_over_amax_by_127_put_some_element_on_different_sides_of_a_half():
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        x, j = _multiplier_split(rng)
+        avx, neon = _codes("q8_0", _quantize("x86-avx", "q8_0", x))[0], _codes("q8_0", _quantize("neon", "q8_0", x))[0]
+        assert abs(avx[j] - neon[j]) == 1 and np.array_equal(np.delete(avx, j), np.delete(neon, j))
+        assert _codes("q8_0", _quantize("ref", "q8_0", x))[0, j] == neon[j]       # no tie: roundf agrees with NEON
+
+
+def _no_tie_no_split(blocks: np.ndarray) -> bool:
+    """Neither multiplier puts an element on a half, and both give the same scaled values."""
+    amax = np.abs(blocks).max(axis=1)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        recip = np.where(amax / F32(127) != 0, F32(1) / (amax / F32(127)).astype(F32), F32(0)).astype(F32)
+        direct = np.where(amax != 0, F32(127) / amax, F32(0)).astype(F32)
+        v1, v2 = (blocks * recip[:, None]).astype(F32), (blocks * direct[:, None]).astype(F32)
+    return bool(np.all(np.isfinite(v1)) and np.array_equal(v1, v2) and not np.any(np.abs(v1) % 1 == 0.5))
+
+
+finite_rows = st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=32, max_size=96).map(
+    lambda v: np.array(v[:len(v) // 32 * 32], F32))
+
+
+@settings(max_examples=300)
+@given(finite_rows)
+def test_the_rounding_variants_agree_where_no_tie_and_no_multiplier_difference_occurs(x):
+    assume(_no_tie_no_split(x.reshape(-1, 32)))
+    for y_type in ("q8_0", "q8_1"):
+        want = _quantize("ref", y_type, x)
+        for name in ("ref-saturating", "ref-saturating-nan-max", "x86-avx", "neon", "rvv"):
+            assert np.array_equal(_quantize(name, y_type, x), want), (name, y_type)
+
+
+@settings(max_examples=200)
+@given(finite_rows)
+def test_q8_1_s_is_d_times_the_code_sum_in_fp16_wherever_the_multiplier_is_finite(x):
+    for name in ("ref", "x86-avx", "neon", "rvv", "wasm-simd128"):
+        r = FORMATS["q8_1"].records(_quantize(name, "q8_1", x))
+        d = (np.abs(x.reshape(-1, 32)).max(axis=1) / F32(127)).astype(F32)
+        finite = (d == 0) | (d >= F32(2.0 ** -126))
+        want = (d * r["qs"].astype(np.int64).sum(axis=1).astype(F32)).astype(F32).astype(np.float16).view(np.uint16)
+        assert np.array_equal(r["s"][finite], want[finite]), name
+        assert np.array_equal(r["d"], d.astype(np.float16).view(np.uint16)), name
+
+
+def test_q8_K_takes_its_signed_max_three_ways_and_all_three_dequantize_alike():
+    x = np.random.default_rng(2).standard_normal(256).astype(F32)
+    x[[10, 200]] = [4, -4]                                # the largest |x| with both signs, + first
+    bytes_of = {n: _quantize(n, "q8_K", x) for n in ("ref", "rvv", "wasm-simd128")}
+    d = {n: FORMATS["q8_K"].records(b)["d"][0] for n, b in bytes_of.items()}
+    assert d["ref"] == d["wasm-simd128"] == F32(1) / (F32(-127) / F32(4)) and d["rvv"] == -d["ref"]
+    assert _codes("q8_K", bytes_of["ref"])[0, 10] == -127 and _codes("q8_K", bytes_of["rvv"])[0, 10] == 127
+    values = {n: FORMATS["q8_K"].dequantize(b) for n, b in bytes_of.items()}
+    assert np.array_equal(values["ref"], values["rvv"]) and np.array_equal(values["ref"], values["wasm-simd128"])
+    x[[10, 200]] = [-4, 4]                                # - first: the reference now takes rvv's sign
+    assert np.array_equal(_quantize("ref", "q8_K", x), _quantize("rvv", "q8_K", x))
+    assert _codes("q8_K", _quantize("wasm-simd128", "q8_K", x))[0, 10] == 127
+
+
+def test_a_zero_q8_K_block_keeps_its_old_bsums_in_the_reference_and_wasm_and_zeroes_them_in_rvv():
+    x = np.concatenate([np.zeros(256), np.ones(256)]).astype(F32)
+    prior = np.full(2 * FORMATS["q8_K"].dtype.itemsize, 0xA5, np.uint8)
+    for name, kept in (("ref", True), ("wasm-simd128", True), ("rvv", False)):
+        r = FORMATS["q8_K"].records(_quantize(name, "q8_K", x, prior))
+        assert r["d"][0] == 0 and not r["qs"][0].any()
+        assert np.all(r["bsums"][0].view(np.uint16) == 0xA5A5) == kept and (kept or not r["bsums"][0].any())
+        assert np.all(r["bsums"][1] == -16 * 127)           # a written block: -127/1 per element
+
+
+def test_an_overflowing_multiplier_is_converted_the_way_each_instruction_does():
+    x = np.array([1e-40, -1e-40, 0.0, 2e-40] * 8, F32)   # amax subnormal: id = inf, 0 * inf = NaN
+    want = {"ref": [0, 0, 0, 0], "ref-saturating": [-1, 0, 0, -1], "ref-saturating-nan-max": [-1, 0, -1, -1],
+            "x86-avx": [-128, -128, -128, -128], "neon": [-1, 0, 0, -1], "rvv": [-1, 0, -1, -1],
+            "wasm-simd128": [-1, 0, 0, -1]}
+    for name, codes in want.items():
+        r = FORMATS["q8_1"].records(_quantize(name, "q8_1", x))
+        assert r["d"][0] == 0 and r["qs"][0, :4].tolist() == codes, name
+        assert _codes("q8_0", _quantize(name, "q8_0", x))[0, :4].tolist() == codes, name
+
+
+def test_matching_variants_names_every_variant_that_gives_the_bytes():
+    x = np.array([127, 2.5] + [1] * 30, F32)
+    assert matching_variants("q8_0", x, 32, _quantize("ref", "q8_0", x)) == [
+        "ref", "ref-saturating", "ref-saturating-nan-max"]
+    assert matching_variants("q8_0", x, 32, _quantize("neon", "q8_0", x)) == ["x86-avx", "neon", "rvv", "wasm-simd128"]
+    assert matching_variants("q8_0", x, 32, np.zeros(34, np.uint8)) == []
+    with pytest.raises(ValueError):
+        VARIANTS["ref"].quantize("q8_0", np.full(32, np.nan, F32), 32)
+
+
+@pytest.mark.parametrize("build", BUILDS, ids=lambda b: b.name)
+def test_the_claimed_variant_follows_the_builds_flags(build):
+    """x86 takes its SIMD quantizers under __AVX__ or __AVX2__ (quants.c L309), AArch64 always (NEON), RISC-V
+    under __riscv_v, wasm under __wasm_simd128__; q8_K has a SIMD path only on RISC-V and wasm."""
+    features = frozenset(build.features)
+    flags = " ".join(build.flags)
+    simd = {"x86-64": "-mavx" in flags, "aarch64": True, "riscv64": "gcv" in flags,
+            "wasm32": "-msimd128" in flags}.get(build.arch)
+    if simd is None:
+        pytest.skip(f"{build.arch}: no lowp target")
+    for y_type in ("q8_0", "q8_1", "q8_K"):
+        name = claimed_variant(build.arch, features, y_type)
+        assert name.startswith("ref") == (not simd or y_type == "q8_K" and build.arch in ("x86-64", "aarch64"))
+        assert y_type in VARIANTS[name].y_types
+
 # ---- measured on a ggml checkout (not in CI) ------------------------------------------------------------------
 CHECKOUT = os.environ.get("LOWP_GGML_CHECKOUT")
 needs_checkout = pytest.mark.skipif(not CHECKOUT, reason="LOWP_GGML_CHECKOUT is not set: the measurement builds "
@@ -88,12 +219,12 @@ class Quantizers:
     """One ggml build's quantize_row_q8_* with the references linked in (the executor's VecDot build, its shim
     minus the three reference traps, plus reference_source)."""
 
-    def __init__(self, checkout: Path, build, vector_bits=None):
+    def __init__(self, checkout: Path, build, vector_bits=None, backend=None):
         from lowp.kernels.ggml.executor import GgmlBuild, VecDot
         src = checkout / "src"
         self.vd = VecDot(GgmlBuild(src / "ggml-cpu/arch" / _folder(build.arch) / "quants.c",
                                    src / "ggml-cpu/quants.c", (checkout / "include", src, src / "ggml-cpu"),
-                                   src / "ggml-quants.h", build), vector_bits, budget=20.0)
+                                   src / "ggml-quants.h", build), vector_bits, budget=20.0, backend=backend)
         self.checkout = checkout
 
     def sources(self, libc: bool) -> list[Path]:
@@ -123,13 +254,15 @@ class Quantizers:
         return v.target.machine(tuple(self.sources(v.target.arch == "wasm32")), flags=(*v._guest_flags(), *RELEASE),
                                 vector_bits=v.vector_bits, features=v.build.variant.features)
 
-    def call(self, y_type: str, x: np.ndarray, k: int) -> np.ndarray:
-        """The bytes quantize_row_<y_type>(x, y, k) leaves in a y of k / QK blocks poisoned with POISON."""
-        symbol = f"quantize_row_{y_type}"
+    def call(self, y_type: str, x: np.ndarray, k: int, generic: bool = False) -> np.ndarray:
+        """The bytes quantize_row_<y_type>(x, y, k) (or its _generic twin) leaves in a y of k / QK blocks poisoned
+        with POISON."""
+        symbol = f"quantize_row_{y_type}" + ("_generic" if generic else "")
         x = np.ascontiguousarray(x, F32)
         y = np.full(k // QK[y_type] * FORMATS[y_type].dtype.itemsize, POISON, np.uint8)
         if self.vd.backend != "native":
-            return np.asarray(self.machine.call(symbol, x, y, k, names=("x", "y", "k"), seconds=20.0)["y"], np.uint8)
+            timing = {"seconds": 20.0} if self.vd.backend in ("qemu", "bochs") else {}
+            return np.asarray(self.machine.call(symbol, x, y, k, names=("x", "y", "k"), **timing)["y"], np.uint8)
         from lowp.kernels import guard
         address = guard.function_address(self.native, symbol)
         with guard.Arena() as arena:
@@ -158,8 +291,9 @@ def _block(kind: str, qk: int, rng) -> np.ndarray:
         return b
     if kind == "zeros":
         return np.where(rng.random(qk) < 0.5, -0.0, 0.0)
-    if kind == "subnormal":             # id overflows: 0 < amax < 127 / FLT_MAX
-        return rng.standard_normal(qk) * rng.choice([1e-40, 1e-44, 1e-38, 3e-37, 1e-36])
+    if kind == "subnormal":             # id overflows: 0 < amax < 127 / FLT_MAX; 0 * inf is NaN
+        b = rng.standard_normal(qk) * rng.choice([1e-40, 1e-44, 1e-38, 3e-37, 1e-36])
+        return np.where(rng.random(qk) < 0.2, 0.0, b)
     if kind == "huge":                  # d past fp16's range, up to FLT_MAX
         return np.clip(rng.standard_normal(qk) * 10.0 ** rng.uniform(4, 38.5), -3.4e38, 3.4e38)
     raise ValueError(kind)
@@ -179,12 +313,12 @@ def measured_rows(y_type: str, rows: int, seed: int = 35):
         yield np.concatenate([_block(k, qk, rng) for k in kinds]).astype(F32)
 
 
-def measure(q: Quantizers, y_type: str, rows: int) -> dict[str, int]:
-    """equal counts per model variant over `rows` rows (and 'total')."""
+def measure(q: Quantizers, y_type: str, rows: int, generic: bool = False) -> dict[str, int]:
+    """equal counts per model variant over `rows` rows (and 'total') of quantize_row_<y_type> (or _generic)."""
     counts = {"total": 0, **{n: 0 for n, v in VARIANTS.items() if y_type in v.y_types}}
     prior_of = {}
     for x in measured_rows(y_type, rows):
-        got = q.call(y_type, x, x.size)
+        got = q.call(y_type, x, x.size, generic)
         prior = prior_of.setdefault(got.size, np.full(got.size, POISON, np.uint8))
         counts["total"] += 1
         for name in matching_variants(y_type, x, x.size, got, prior):

@@ -31,9 +31,9 @@ Where the paths differ beyond rounding:
 - The multiplier overflows to inf when 0 < amax < 127/FLT_MAX (~3.7e-37, blocks of tiny or subnormal values):
   each path then converts inf and NaN (0 * inf) its own way. SIMD intrinsics define it (x86 cvtps2dq: INT_MIN,
   then saturating packs; NEON/wasm: saturate, NaN -> 0; RVV: saturate, NaN -> max), the reference's scalar
-  float -> int8_t conversion is C undefined behaviour and is modelled as each compiler emits it (CONVERSIONS:
-  'x86-64' cvttss2si, 'aarch64' fcvtzs, 'riscv64' fcvt.w.s), a variant of its own: ref, ref@aarch64,
-  ref@riscv64.
+  float -> int8_t conversion is C undefined behaviour and is modelled as each compiler emits it, a variant of its
+  own: ref (x86-64's cvttss2si: INT_MIN, byte 0), ref-saturating (AArch64's fcvtzs, wasm's i32.trunc_sat_f32_s:
+  NaN -> 0), ref-saturating-nan-max (RISC-V's fcvt.w.s: NaN -> INT_MAX). Measured: docs/ggml.md.
 Input must be finite (NaN and inf are outside the model: the max instructions disagree on NaN; quantize raises).
 """
 from __future__ import annotations
@@ -119,18 +119,18 @@ def _convert(r: np.ndarray, bits: int, nan: int | None) -> np.ndarray:
 
 
 def _x86_cvt(r):
-    """_mm256_cvtps_epi32 (x86 L348) and GCC's cvttss2si for the reference's (int8_t)roundf on x86-64."""
+    """_mm256_cvtps_epi32 (x86 L348) and cvttss2si, the reference's (int8_t)roundf on x86-64."""
     return _convert(r, 32, None)
 
 
 def _arm_cvt(r):
-    """vcvtnq_s32_f32 (arm L69), GCC's fcvtzs for (int8_t)roundf on AArch64, wasm's trunc_sat (wasm L74): int32
-    saturation, NaN -> 0."""
+    """vcvtnq_s32_f32 (arm L69), fcvtzs for (int8_t)roundf on AArch64, wasm's trunc_sat (wasm L74; and
+    i32.trunc_sat_f32_s for the reference's): int32 saturation, NaN -> 0."""
     return _convert(r, 32, 0)
 
 
 def _riscv_cvt(r):
-    """GCC's fcvt.w.s for (int8_t)roundf on RISC-V and vfcvt_x_f (riscv L180): int32 saturation, NaN -> max."""
+    """fcvt.w.s for (int8_t)roundf on RISC-V and vfcvt_x_f (riscv L180): int32 saturation, NaN -> max."""
     return _convert(r, 32, INT32_MAX)
 
 
@@ -139,8 +139,9 @@ def _riscv_cvt16(r):
     return _convert(r, 16, (1 << 15) - 1)
 
 
+# How a float becomes an int32 where it is inf, NaN or out of range, by what the instruction does.
 CONVERSIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "x86-64": _x86_cvt, "aarch64": _arm_cvt, "riscv64": _riscv_cvt}
+    "indefinite": _x86_cvt, "saturating": _arm_cvt, "saturating-nan-max": _riscv_cvt}
 
 
 def _wrap8(i: np.ndarray) -> np.ndarray:
@@ -309,12 +310,13 @@ _REF_DOC = ("ggml-quants.c L276/L302/L2768 (the _generic and scalar paths): id =
             "from zero; q8_K: -127/max of the first largest |x|, nearest_int half even, MIN(127), a zero block's "
             "bsums unwritten; ")
 VARIANTS: dict[str, QuantVariant] = {v.name: v for v in [
-    QuantVariant("ref", _REF_DOC + "(int8_t) of inf/NaN as GCC for x86-64 emits it (cvttss2si: 0)",
-                 _ref_path("x86-64"), REF_QK),
-    QuantVariant("ref@aarch64", _REF_DOC + "(int8_t) of inf/NaN as GCC for AArch64 emits it (fcvtzs: +inf -> -1)",
-                 _ref_path("aarch64"), REF_QK),
-    QuantVariant("ref@riscv64", _REF_DOC + "(int8_t) of inf/NaN as GCC for RISC-V emits it (fcvt.w.s: +inf and "
-                 "NaN -> -1)", _ref_path("riscv64"), REF_QK),
+    QuantVariant("ref", _REF_DOC + "(int8_t) of inf/NaN (C UB, where id overflows) as x86-64 compiles it "
+                 "(cvttss2si: INT_MIN, stored 0)", _ref_path("indefinite"), REF_QK),
+    QuantVariant("ref-saturating", _REF_DOC + "(int8_t) of inf/NaN as AArch64 (fcvtzs) and wasm32 "
+                 "(i32.trunc_sat_f32_s) compile it: +inf -> INT_MAX (stored -1), NaN -> 0",
+                 _ref_path("saturating"), REF_QK),
+    QuantVariant("ref-saturating-nan-max", _REF_DOC + "(int8_t) of inf/NaN as RISC-V compiles it (fcvt.w.s): "
+                 "+inf and NaN -> INT_MAX (stored -1)", _ref_path("saturating-nan-max"), REF_QK),
     QuantVariant("x86-avx", "x86 quants.c L302/L400 (AVX and AVX2): id = 127/amax, _mm256_round_ps half even, "
                  "cvtps2dq + saturating packs, q8_1 s from the int32 lanes; q8_K is ref (L505)",
                  Q8Path(_direct, _half_even, _x86_cvt, _saturate8, sum_of_lanes=True)),
@@ -351,7 +353,17 @@ def claimed_variant(arch: str, features: frozenset[str], y_type: str) -> str:
     path = simd[arch]
     if path is not None and y_type in VARIANTS[path].y_types:
         return path
-    return {"aarch64": "ref@aarch64", "riscv64": "ref@riscv64"}.get(arch, "ref")
+    return reference_variant(arch)
+
+
+def reference_variant(arch: str) -> str:
+    """The reference (ggml-quants.c) as `arch`'s compiler builds it: the _generic quantizers' variant there."""
+    return REFERENCE_OF_ARCH[arch]
+
+
+# Measured (docs/ggml.md): GCC 12 for x86-64; zig cc (clang) for AArch64, RISC-V 64 and wasm32.
+REFERENCE_OF_ARCH = {"x86-64": "ref", "aarch64": "ref-saturating", "wasm32": "ref-saturating",
+                     "riscv64": "ref-saturating-nan-max"}
 
 
 def matching_variants(y_type: str, x: np.ndarray, k: int, got_bytes, prior: np.ndarray | None = None) -> list[str]:
@@ -362,4 +374,5 @@ def matching_variants(y_type: str, x: np.ndarray, k: int, got_bytes, prior: np.n
             and np.array_equal(v.quantize(y_type, x, k, prior), got)]
 
 
-__all__ = ["VARIANTS", "QuantVariant", "claimed_variant", "matching_variants", "CONVERSIONS", "Y_TYPES"]
+__all__ = ["VARIANTS", "QuantVariant", "claimed_variant", "matching_variants", "reference_variant", "CONVERSIONS",
+           "Y_TYPES"]
