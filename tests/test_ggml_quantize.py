@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from lowp.kernels.ggml.blocks import FORMATS
-from lowp.kernels.ggml.quantize import VARIANTS, claimed_variant, matching_variants
+from lowp.kernels.ggml.quantize import VARIANTS, claimed_variant, generic_variant, matching_variants
 from lowp.kernels.ggml.variants import VARIANTS as BUILDS
 
 F32 = np.float32
@@ -219,13 +219,13 @@ class Quantizers:
     """One ggml build's quantize_row_q8_* with the references linked in (the executor's VecDot build, its shim
     minus the three reference traps, plus reference_source)."""
 
-    def __init__(self, checkout: Path, build, vector_bits=None, backend=None):
+    def __init__(self, checkout: Path, build, vector_bits=None, backend=None, flags=()):
         from lowp.kernels.ggml.executor import GgmlBuild, VecDot
         src = checkout / "src"
         self.vd = VecDot(GgmlBuild(src / "ggml-cpu/arch" / _folder(build.arch) / "quants.c",
                                    src / "ggml-cpu/quants.c", (checkout / "include", src, src / "ggml-cpu"),
                                    src / "ggml-quants.h", build), vector_bits, budget=20.0, backend=backend)
-        self.checkout = checkout
+        self.checkout, self.flags = checkout, (*RELEASE, *flags)
 
     def sources(self, libc: bool) -> list[Path]:
         from lowp.emulator import buildcache
@@ -244,14 +244,14 @@ class Quantizers:
         from lowp.emulator.native_build import build_shared_library
         import cffi
         b = self.vd.build
-        path = Path(build_shared_library(self.sources(True), (*b.flags, *RELEASE, "-g"), f"ggml-quant-{b.variant.name}"))
+        path = Path(build_shared_library(self.sources(True), (*b.flags, *self.flags, "-g"), f"ggml-quant-{b.variant.name}"))
         self._handle = cffi.FFI().dlopen(str(path))        # loaded, for its address: the guard makes the call
         return path
 
     @cached_property
     def machine(self):
         v = self.vd
-        return v.target.machine(tuple(self.sources(v.target.arch == "wasm32")), flags=(*v._guest_flags(), *RELEASE),
+        return v.target.machine(tuple(self.sources(v.target.arch == "wasm32")), flags=(*v._guest_flags(), *self.flags),
                                 vector_bits=v.vector_bits, features=v.build.variant.features)
 
     def call(self, y_type: str, x: np.ndarray, k: int, generic: bool = False) -> np.ndarray:
@@ -296,20 +296,41 @@ def _block(kind: str, qk: int, rng) -> np.ndarray:
         return np.where(rng.random(qk) < 0.2, 0.0, b)
     if kind == "huge":                  # d past fp16's range, up to FLT_MAX
         return np.clip(rng.standard_normal(qk) * 10.0 ** rng.uniform(4, 38.5), -3.4e38, 3.4e38)
+    if kind == "near-half":
+        return _near_half(qk, rng)
     raise ValueError(kind)
 
 
-KINDS = ("normal", "ties", "signs", "zeros", "subnormal", "huge")
+def _near_half(qk: int, rng) -> np.ndarray:
+    """A block where a quarter of the products x * multiplier (the reference's: 1/(amax/127), q8_K's -127/max)
+    round in float32 to exactly n + 0.5 though the exact product is not: roundf and half-even part there, and so
+    do a product rounded first and a fused one."""
+    a = F32(rng.uniform(0.5, 2) * 10.0 ** rng.integers(-5, 6))
+    m = a * F32(rng.choice([-1, 1]))
+    mult = F32(-127) / m if qk == 256 else F32(1) / (a / F32(127))
+    b = np.clip(rng.standard_normal(qk) * a / 3, -a, a).astype(F32)
+    b[0] = m
+    for j in rng.choice(np.arange(1, qk), qk // 4, replace=False):
+        t = rng.integers(-126, 126) + 0.5
+        x = F32(t / float(mult))
+        for cand in (x, *(np.nextafter(x, F32(s * np.inf)) for s in (1, -1))):
+            if F32(cand * mult) == t and float(cand) * float(mult) != t:
+                b[j] = cand
+                break
+    return b
+
+
+KINDS = ("normal", "ties", "signs", "zeros", "subnormal", "huge", "near-half")
 
 
 def measured_rows(y_type: str, rows: int, seed: int = 35):
     """`rows` rows of k = 1 to 32 blocks (q8_0/q8_1: 32..1024; q8_K: 256..2048 floats), each block of a random
-    kind (half of them normal)."""
+    kind (two in five normal)."""
     rng = np.random.default_rng(seed)
     qk = QK[y_type]
     for _ in range(rows):
         nb = int(rng.integers(1, (1024 if qk == 32 else 2048) // qk + 1))
-        kinds = rng.choice(KINDS, nb, p=[0.5, 0.15, 0.1, 0.05, 0.1, 0.1])
+        kinds = rng.choice(KINDS, nb, p=[0.4, 0.15, 0.1, 0.05, 0.1, 0.1, 0.1])
         yield np.concatenate([_block(k, qk, rng) for k in kinds]).astype(F32)
 
 
@@ -324,3 +345,54 @@ def measure(q: Quantizers, y_type: str, rows: int, generic: bool = False) -> dic
         for name in matching_variants(y_type, x, x.size, got, prior):
             counts[name] += 1
     return counts
+
+
+# (ggml build, vector length, backend, extra flags, the compiler it stands for): the x86 builds natively with the
+# host's GCC, AArch64 and RISC-V on qemu-user and wasm on wasmtime with zig's clang; armv8.0_1 once more with
+# -ffp-contract=fast, GCC's default for GNU C, to stand for a GCC build (no AArch64 GCC here).
+MEASURED = (("x64", None, None, (), "gcc"), ("sandybridge", None, None, (), "gcc"),
+            ("haswell", None, None, (), "gcc"), ("skylakex", None, None, (), "gcc"),
+            ("armv8.0_1", None, "qemu", (), "clang"), ("armv8.2_1", None, "qemu", (), "clang"),
+            ("armv8.0_1", None, "qemu", ("-ffp-contract=fast",), "gcc"),
+            ("riscv64_v", 128, None, (), "clang"), ("wasm_simd128", None, None, (), "clang"))
+ROWS = 1000
+
+
+@pytest.fixture(scope="module")
+def quantizers():
+    from lowp.kernels.ggml.variants import variant
+    built = {}
+
+    def get(name, vector_bits, backend, flags):
+        key = (name, flags)
+        if key not in built:
+            built[key] = Quantizers(Path(CHECKOUT), variant(name), vector_bits, backend, flags)
+        q = built[key]
+        why = q.vd.unavailable()
+        if why:
+            pytest.skip(f"{name}: {why}")
+        return q
+    yield get
+    for q in built.values():
+        q.vd.close()
+        if "machine" in q.__dict__ and hasattr(q.machine, "close"):
+            q.machine.close()
+
+
+@needs_checkout
+@pytest.mark.parametrize("generic", [False, True], ids=["plain", "generic"])
+@pytest.mark.parametrize("y_type", FUNCTIONS)
+@pytest.mark.parametrize("name, vector_bits, backend, flags, compiler", MEASURED,
+                         ids=[m[0] + "".join(m[3]) for m in MEASURED])
+def test_each_builds_quantizer_is_its_claimed_variant(quantizers, name, vector_bits, backend, flags, compiler,
+                                                       y_type, generic):
+    """quantize_row_<y_type> (and its _generic twin, which calls ggml-quants.c's reference) of one ggml build on
+    ROWS rows of normals, constructed ties and near-halves, sign ties, zeros, subnormal and huge blocks: every
+    row's bytes (y poisoned before the call) are the claimed variant's."""
+    q = quantizers(name, vector_bits, backend, flags)
+    build = q.vd.build.variant
+    claim = generic_variant if generic else claimed_variant
+    claimed = claim(build.arch, frozenset(build.features), y_type, compiler)
+    counts = measure(q, y_type, ROWS, generic)
+    print(f"\nMEASURED {name}{''.join(flags)} {y_type}{'_generic' if generic else ''} claimed={claimed} {counts}")
+    assert counts[claimed] == counts["total"], counts

@@ -218,12 +218,27 @@ def _positive_on_ties(blocks: np.ndarray) -> np.ndarray:
     return np.where(-lo > hi, lo, hi)
 
 
-def _nearest_int(v: np.ndarray) -> np.ndarray:
-    """nearest_int (ggml-quants.c L621): the low 23 bits of v + 1.5 * 2^23, minus 2^22: round half even for
-    |v| <= 2^22, a fixed garbage for inf and NaN (0 after the int8 store)."""
+def _nearest_int_bits(val: np.ndarray) -> np.ndarray:
+    """nearest_int's result from val = fval + 1.5 * 2^23 (ggml-quants.c L623-625): the low 23 bits minus 2^22."""
+    return (val.astype(F32).view(np.uint32).astype(np.int64) & 0x7FFFFF) - 0x400000
+
+
+def _nearest_int(blocks: np.ndarray, iscale: np.ndarray) -> np.ndarray:
+    """nearest_int(iscale*x[j]) as written (ggml-quants.c L621, L2790): the product rounded to float32, then
+    + 1.5 * 2^23 rounded: half even for |v| <= 2^22; inf and NaN give -2^22 and 0 (0 after the int8 store)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        bits = (v + F32(12582912)).astype(F32).view(np.uint32).astype(np.int64)
-    return (bits & 0x7FFFFF) - 0x400000
+        return _nearest_int_bits(_scaled(blocks, iscale) + F32(12582912))
+
+
+def _nearest_int_fused(blocks: np.ndarray, iscale: np.ndarray) -> np.ndarray:
+    """nearest_int(iscale*x[j]) contracted into fma(iscale, x, 1.5 * 2^23), as GCC compiles GNU C
+    (-ffp-contract=fast) where the target has an FMA: the exact product rounded once, to the nearest integer, half
+    even (exact in float64: two 24-bit significands). Measured on x86 -mfma (docs/ggml.md)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        exact = blocks.astype(np.float64) * iscale.astype(np.float64)[:, None]
+        finite = np.isfinite(exact)
+        val = np.where(finite, np.rint(np.where(finite, exact, 0)) + 12582912.0, exact)   # |exact| <= 127: exact
+    return _nearest_int_bits(val)
 
 
 @dataclass(frozen=True)
@@ -231,7 +246,7 @@ class QKPath:
     """One path of quantize_row_q8_K: which signed maximum, how codes are made, whether a zero block's bsums are
     written."""
     signed_max: Callable[[np.ndarray], np.ndarray]
-    codes: Callable[[np.ndarray], np.ndarray]          # x * iscale (float32) -> int8 codes
+    codes: Callable[[np.ndarray, np.ndarray], np.ndarray]      # (blocks, iscale) -> int8 codes
     zero_bsums: bool
 
     def q8_K(self, blocks: np.ndarray, records: np.ndarray) -> None:
@@ -240,7 +255,7 @@ class QKPath:
         with np.errstate(divide="ignore", over="ignore"):
             iscale = (F32(-127) / np.where(zero, F32(1), m)).astype(F32)       # ggml-quants.c L2788
             d = (F32(1) / iscale).astype(F32)                                 # ggml-quants.c L2799
-        qs = self.codes(_scaled(blocks, iscale))
+        qs = self.codes(blocks, iscale)
         bsums = qs.astype(np.int64).reshape(-1, QK_K // 16, 16).sum(axis=2).astype(np.int16)   # L2793-2797
         records["d"] = np.where(zero, F32(0), d)
         records["qs"] = np.where(zero[:, None], np.int8(0), qs)
@@ -248,19 +263,24 @@ class QKPath:
         records["bsums"][written] = np.where(zero[:, None], np.int16(0), bsums)[written]
 
 
-def _ref_q8k_codes(v):
+def _ref_q8k_codes(blocks, iscale):
     """v = nearest_int(iscale*x); qs = MIN(127, v) stored to int8_t (ggml-quants.c L2790-2791)."""
-    return _wrap8(np.minimum(127, _nearest_int(v)))
+    return _wrap8(np.minimum(127, _nearest_int(blocks, iscale)))
 
 
-def _rvv_q8k_codes(v):
-    """vfcvt_x_f (RNE) to int32, vnclip to int16 and int8 (riscv quants.c L180-182)."""
-    return _saturate8(_riscv_cvt(_half_even(v)))
+def _ref_q8k_codes_fused(blocks, iscale):
+    """The same with nearest_int's multiply and add fused (an FMA)."""
+    return _wrap8(np.minimum(127, _nearest_int_fused(blocks, iscale)))
 
 
-def _wasm_q8k_codes(v):
-    """f32x4_nearest, trunc_sat to int32, narrow (saturating) to int16 and int8 (wasm quants.c L191-202)."""
-    return _saturate8(_arm_cvt(_half_even(v)))
+def _rvv_q8k_codes(blocks, iscale):
+    """vfmul, vfcvt_x_f (RNE) to int32, vnclip to int16 and int8 (riscv quants.c L177-182)."""
+    return _saturate8(_riscv_cvt(_half_even(_scaled(blocks, iscale))))
+
+
+def _wasm_q8k_codes(blocks, iscale):
+    """f32x4_mul, f32x4_nearest, trunc_sat to int32, narrow (saturating) to int16 and int8 (wasm L191-202)."""
+    return _saturate8(_arm_cvt(_half_even(_scaled(blocks, iscale))))
 
 
 # ---- the variants ---------------------------------------------------------------------------------------------
@@ -317,6 +337,9 @@ VARIANTS: dict[str, QuantVariant] = {v.name: v for v in [
                  _ref_path("saturating"), REF_QK),
     QuantVariant("ref-saturating-nan-max", _REF_DOC + "(int8_t) of inf/NaN as RISC-V compiles it (fcvt.w.s): "
                  "+inf and NaN -> INT_MAX (stored -1)", _ref_path("saturating-nan-max"), REF_QK),
+    QuantVariant("ref-fma", "ggml-quants.c L2768 q8_K with nearest_int(iscale*x) contracted to one FMA (GCC's "
+                 "-ffp-contract=fast where the target has FMA): the exact product rounded half even",
+                 qk=QKPath(_first_of_largest, _ref_q8k_codes_fused, zero_bsums=False)),
     QuantVariant("x86-avx", "x86 quants.c L302/L400 (AVX and AVX2): id = 127/amax, _mm256_round_ps half even, "
                  "cvtps2dq + saturating packs, q8_1 s from the int32 lanes; q8_K is ref (L505)",
                  Q8Path(_direct, _half_even, _x86_cvt, _saturate8, sum_of_lanes=True)),
@@ -336,11 +359,13 @@ VARIANTS: dict[str, QuantVariant] = {v.name: v for v in [
 ]}
 
 
-def claimed_variant(arch: str, features: frozenset[str], y_type: str) -> str:
+def claimed_variant(arch: str, features: frozenset[str], y_type: str, compiler: str | None = None) -> str:
     """The variant ggml's code takes for `y_type` on `arch` with `features` (Linux feature names): the #if of each
     arch/<arch>/quants.c quantizer (x86 L309: __AVX2__ || __AVX__; arm L48: __ARM_NEON, always on AArch64; riscv
     L39: __riscv_v; wasm L48: __wasm_simd128__), else the reference (the scalar fallback, the _generic wrappers of
-    ggml-cpu/quants.c L49-122)."""
+    ggml-cpu/quants.c L49-122) as `compiler` builds it: 'gcc' contracts the reference q8_K's nearest_int into an
+    FMA where the target has one (x86 'fma', AArch64, RISC-V), 'clang' does not (-ffp-contract=on stays within
+    an expression). None: as lowp builds it (the host's GCC natively on x86-64, zig's clang for the guests)."""
     if y_type not in Y_TYPES:
         raise KeyError(f"{y_type!r} is not an activation type ({', '.join(Y_TYPES)})")
     features = frozenset(features)
@@ -353,11 +378,26 @@ def claimed_variant(arch: str, features: frozenset[str], y_type: str) -> str:
     path = simd[arch]
     if path is not None and y_type in VARIANTS[path].y_types:
         return path
+    return generic_variant(arch, features, y_type, compiler)
+
+
+def generic_variant(arch: str, features: frozenset[str], y_type: str, compiler: str | None = None) -> str:
+    """The variant of quantize_row_<y_type>_generic (ggml-cpu/quants.c L49-122: the reference) on `arch` with
+    `features`, built by `compiler` (as in claimed_variant)."""
+    compiler = compiler or ("gcc" if arch == "x86-64" else "clang")
+    if y_type == "q8_K" and compiler == "gcc" and _has_fma(arch, frozenset(features)):
+        return "ref-fma"
     return reference_variant(arch)
 
 
+def _has_fma(arch: str, features: frozenset[str]) -> bool:
+    """Whether GCC has a fused multiply-add to contract into: x86 with FMA, AArch64 and RISC-V (F) always."""
+    return {"x86-64": "fma" in features, "aarch64": True, "riscv64": True}.get(arch, False)
+
+
 def reference_variant(arch: str) -> str:
-    """The reference (ggml-quants.c) as `arch`'s compiler builds it: the _generic quantizers' variant there."""
+    """The reference (ggml-quants.c) as `arch`'s compiler builds it without contraction: the _generic quantizers'
+    variant there (q8_K: see claimed_variant for the FMA-contracted one)."""
     return REFERENCE_OF_ARCH[arch]
 
 
@@ -374,5 +414,5 @@ def matching_variants(y_type: str, x: np.ndarray, k: int, got_bytes, prior: np.n
             and np.array_equal(v.quantize(y_type, x, k, prior), got)]
 
 
-__all__ = ["VARIANTS", "QuantVariant", "claimed_variant", "matching_variants", "reference_variant", "CONVERSIONS",
-           "Y_TYPES"]
+__all__ = ["VARIANTS", "QuantVariant", "claimed_variant", "generic_variant", "matching_variants", "reference_variant",
+           "CONVERSIONS", "Y_TYPES"]
