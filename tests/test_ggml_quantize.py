@@ -116,12 +116,13 @@ def test_the_rounding_variants_agree_where_no_tie_and_no_multiplier_difference_o
 
 @settings(max_examples=200)
 @given(finite_rows)
-def test_q8_1_s_is_d_times_the_code_sum_in_fp16_wherever_the_multiplier_is_finite(x):
+def test_q8_1_s_is_d_times_the_code_sum_wherever_the_multiplier_is_finite(x):
     for name in ("ref", "x86-avx", "neon", "rvv", "wasm-simd128"):
         r = FORMATS["q8_1"].records(_quantize(name, "q8_1", x))
         d = (np.abs(x.reshape(-1, 32)).max(axis=1) / F32(127)).astype(F32)
         finite = (d == 0) | (d >= F32(2.0 ** -126))
-        want = (d * r["qs"].astype(np.int64).sum(axis=1).astype(F32)).astype(F32).astype(np.float16).view(np.uint16)
+        with np.errstate(over="ignore"):
+            want = (d * r["qs"].astype(np.int64).sum(axis=1).astype(F32)).astype(np.float16).view(np.uint16)
         assert np.array_equal(r["s"][finite], want[finite]), name
         assert np.array_equal(r["d"], d.astype(np.float16).view(np.uint16)), name
 
@@ -396,3 +397,62 @@ def test_each_builds_quantizer_is_its_claimed_variant(quantizers, name, vector_b
     counts = measure(q, y_type, ROWS, generic)
     print(f"\nMEASURED {name}{''.join(flags)} {y_type}{'_generic' if generic else ''} claimed={claimed} {counts}")
     assert counts[claimed] == counts["total"], counts
+
+
+FP16_SOURCE = r"""/* lowp's probe of ggml's fp32 -> fp16 conversions (tests/test_ggml_quantize.py): not ggml code. */
+#include <immintrin.h>
+#include <string.h>
+#include "ggml-impl.h"
+static float from_bits(unsigned bits) { float f; memcpy(&f, &bits, sizeof f); return f; }
+/* counts[0]: non-NaN inputs where ggml_compute_fp32_to_fp16 (GGML_FP32_TO_FP16: the reference's, and every
+   non-F16C x86 build's) and F16C's _cvtss_sh(x, 0) (GGML_CPU_FP32_TO_FP16 with F16C) differ; counts[1]: NaN ones */
+void lowp_fp16_count(unsigned long long *counts) {
+    unsigned bits = 0;
+    do {
+        float f = from_bits(bits);
+        if (ggml_compute_fp32_to_fp16(f) != _cvtss_sh(f, 0)) counts[f != f]++;
+    } while (++bits != 0);
+}
+void lowp_f16c(const float *x, unsigned short *y, unsigned n) {
+    for (unsigned i = 0; i < n; i++) y[i] = _cvtss_sh(x[i], 0);
+}
+"""
+
+
+@needs_checkout
+def test_ggml_software_fp16_f16c_and_numpy_agree_on_every_finite_float32():
+    """ggml_compute_fp32_to_fp16 (ggml-impl.h L407) against F16C's _cvtss_sh(x, 0) on all 2^32 float32 inputs, and
+    numpy's astype(float16) (what the model stores d and s with) against F16C on every sign, exponent and the
+    top 16 mantissa bits with the low 7 bits 0 or 1 (below the rounding bit of every fp16 result, they only
+    count as sticky): equal wherever the input is not NaN."""
+    import cffi
+
+    from lowp.emulator import buildcache
+    from lowp.emulator.native_build import build_shared_library, cache_dir
+    from lowp.kernels import guard
+    from lowp.kernels.ggml.executor import shim_file
+    if "f16c" not in Path("/proc/cpuinfo").read_text():
+        pytest.skip("this CPU has no F16C")
+    src = Path(CHECKOUT) / "src"
+    probe = buildcache.source_file(FP16_SOURCE, cache_dir() / "src", "ggml-fp16-probe")
+    lib = Path(build_shared_library([probe, shim_file(src / "ggml-quants.h", True)],
+                                    ("-O2", "-mf16c", f"-I{Path(CHECKOUT) / 'include'}", f"-I{src}"), "ggml-fp16"))
+    handle = cffi.FFI().dlopen(str(lib))                       # noqa: F841 (loaded: the guard calls into it)
+    with guard.Arena() as arena:
+        counts = arena.place("counts", np.zeros(2, np.uint64))
+        guard.call(guard.function_address(lib, "lowp_fp16_count"), [counts.base], arena, budget=600.0, library=lib)
+        soft = counts.array.copy()
+    high = np.arange(1 << 25, dtype=np.uint32) << 7
+    numpy_differ = 0
+    for low in (0, 1):
+        x = (high | low).view(F32)
+        with guard.Arena() as arena:
+            rx, ry = arena.place("x", x), arena.place("y", np.zeros(x.size, np.uint16))
+            guard.call(guard.function_address(lib, "lowp_f16c"), [rx.base, ry.base, x.size], arena, budget=600.0,
+                       library=lib)
+            with np.errstate(over="ignore"):
+                numpy_differ += int(np.count_nonzero((x.astype(np.float16).view(np.uint16) != ry.array)
+                                                     & ~np.isnan(x)))
+    print(f"\nMEASURED fp16: software vs F16C over 2^32: {soft[0]} non-NaN, {soft[1]} NaN differ; "
+          f"numpy vs F16C over 2^26: {numpy_differ} non-NaN differ")
+    assert soft[0] == 0 and numpy_differ == 0
