@@ -143,6 +143,17 @@ def test_q8_K_takes_its_signed_max_three_ways_and_all_three_dequantize_alike():
     assert _codes("q8_K", _quantize("wasm-simd128", "q8_K", x))[0, 10] == 127
 
 
+def test_ref_fma_rounds_the_exact_product_where_the_float32_product_lands_on_a_half():
+    x = _near_half(256, np.random.default_rng(3))             # x[0] is the signed max
+    iscale = F32(-127) / x[0]
+    rounded, exact = (x * iscale).astype(F32), x.astype(np.float64) * float(iscale)
+    halves = (np.abs(rounded) % 1 == 0.5) & (rounded != exact)
+    assert halves.sum() >= 32
+    ref, fma = (_codes("q8_K", _quantize(n, "q8_K", x))[0] for n in ("ref", "ref-fma"))
+    assert np.array_equal(ref[halves], np.rint(rounded[halves]))            # the half, to even
+    assert np.array_equal(fma[halves], np.rint(exact[halves]))              # the exact product, not a tie
+    assert np.array_equal(ref[~halves], fma[~halves]) and np.any(ref != fma)
+
 def test_a_zero_q8_K_block_keeps_its_old_bsums_in_the_reference_and_wasm_and_zeroes_them_in_rvv():
     x = np.concatenate([np.zeros(256), np.ones(256)]).astype(F32)
     prior = np.full(2 * FORMATS["q8_K"].dtype.itemsize, 0xA5, np.uint8)
@@ -188,6 +199,7 @@ def test_the_claimed_variant_follows_the_builds_flags(build):
         name = claimed_variant(build.arch, features, y_type)
         assert name.startswith("ref") == (not simd or y_type == "q8_K" and build.arch in ("x86-64", "aarch64"))
         assert y_type in VARIANTS[name].y_types
+
 
 # ---- measured on a ggml checkout (not in CI) ------------------------------------------------------------------
 CHECKOUT = os.environ.get("LOWP_GGML_CHECKOUT")
@@ -244,10 +256,12 @@ class Quantizers:
 
     @cached_property
     def native(self):
-        from lowp.emulator.native_build import build_shared_library
         import cffi
+
+        from lowp.emulator.native_build import build_shared_library
         b = self.vd.build
-        path = Path(build_shared_library(self.sources(True), (*b.flags, *self.flags, "-g"), f"ggml-quant-{b.variant.name}"))
+        path = Path(build_shared_library(self.sources(True), (*b.flags, *self.flags, "-g"),
+                                         f"ggml-quant-{b.variant.name}"))
         self._handle = cffi.FFI().dlopen(str(path))        # loaded, for its address: the guard makes the call
         return path
 

@@ -5,21 +5,22 @@ Each vec_dot multiplies weights by activations that ggml quantized first (q8_0, 
 vec_dot_type): the reference (ggml-quants.c) and each SIMD path of arch/<arch>/quants.c make that block from the
 same float32 row, and where they differ is named here:
 
-    variant        multiplier of x          rounding                  ggml-org/ggml @d99724f
-    ref            id = 1/(amax/127)        roundf: half away         src/ggml-quants.c L276, L302, L2768
-                   q8_K: -127/max           nearest_int: half even
-    x86-avx        id = 127/amax            _mm256_round_ps: half even src/ggml-cpu/arch/x86/quants.c L302, L400
-    neon           id = 1/(amax/127)        vcvtnq: half even          src/ggml-cpu/arch/arm/quants.c L41, L85
-    rvv            id = 1/(amax/127)        vfncvt (frm RNE): half even src/ggml-cpu/arch/riscv/quants.c L32, L73
-                   q8_K: -127/max, min on ties; vfcvt RNE            ... L122
-    wasm-simd128   id = 1/(amax/127)        trunc_sat: toward zero     src/ggml-cpu/arch/wasm/quants.c L41, L88
-                   q8_K: -127/max, max on ties; f32x4_nearest         ... L145
+    variant       multiplier of x       rounding                      ggml-org/ggml @d99724f
+    ref           id = 1/(amax/127)     roundf: half away from zero   src/ggml-quants.c L276, L302
+                  q8_K: -127/max        nearest_int: half even        src/ggml-quants.c L2768
+    ref-fma       q8_K: -127/max        the exact product, half even  L2768 with nearest_int's add fused (GCC)
+    x86-avx       id = 127/amax         _mm256_round_ps: half even    src/ggml-cpu/arch/x86/quants.c L302, L400
+    neon          id = 1/(amax/127)     vcvtnq: half even             src/ggml-cpu/arch/arm/quants.c L41, L85
+    rvv           id = 1/(amax/127)     vfncvt (frm RNE): half even   src/ggml-cpu/arch/riscv/quants.c L32, L73
+                  q8_K: -127/max        vfcvt RNE; min wins ties      ... L122
+    wasm-simd128  id = 1/(amax/127)     trunc_sat: TOWARD ZERO        src/ggml-cpu/arch/wasm/quants.c L41, L88
+                  q8_K: -127/max        f32x4_nearest; max wins ties  ... L145
 
 Every path finds amax = max |x| of a block the same way on finite input (fabsf and MAX, andnot + max_ps, vabsq +
-vmaxq, vfabs + vfredmax, f32x4_abs + max), d = amax/127 in float32, and stores d as fp16 rounded to nearest even
-(ggml_compute_fp32_to_fp16, F16C's _cvtss_sh(x, 0), AArch64's __fp16 and numpy's astype(float16) agree on every
-finite float32; they differ only in NaN payloads, which finite input never makes). x86 and ARM quantize q8_K with
-the reference (x86 quants.c L505, arm quants.c L134).
+vmaxq, vfabs + vfredmax, f32x4_abs + max), d = amax/127 in float32, and stores d as fp16 rounded to nearest even:
+ggml_compute_fp32_to_fp16 and F16C's _cvtss_sh(x, 0) agree on every non-NaN float32, numpy's astype(float16)
+with F16C on every rounding case, AArch64's __fp16 on every d measured (docs/ggml.md); finite input makes no NaN
+d. x86 and ARM quantize q8_K with the reference (x86 quants.c L505, arm quants.c L134).
 
 Where the paths differ beyond rounding:
 - q8_1's s = fp16(d * sum): the reference and RVV sum the stored int8 codes, x86, NEON and wasm the int32 lanes
@@ -28,6 +29,8 @@ Where the paths differ beyond rounding:
   maximum when the largest |x| occurs with both signs; the codes and d then have opposite signs (same values).
 - q8_K of an all-zero block: the reference and wasm write d and qs but leave bsums as they were (`prior`), RVV
   zeroes them.
+- GCC (-ffp-contract=fast, its default for GNU C) fuses the reference q8_K's product iscale*x[j] with
+  nearest_int's add where the target has an FMA: ref-fma, measured on x86 -mfma; clang's default does not.
 - The multiplier overflows to inf when 0 < amax < 127/FLT_MAX (~3.7e-37, blocks of tiny or subnormal values):
   each path then converts inf and NaN (0 * inf) its own way. SIMD intrinsics define it (x86 cvtps2dq: INT_MIN,
   then saturating packs; NEON/wasm: saturate, NaN -> 0; RVV: saturate, NaN -> max), the reference's scalar
