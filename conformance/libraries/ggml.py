@@ -10,15 +10,17 @@ that say so. The campaign groups kernels by type and ISA (the variant, at its ve
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 from lowp.kernels.ggml import kernel as vec_dots
 from lowp.kernels.ggml.dot import VEC_DOT_TYPE
 from lowp.kernels.ggml.executor import GgmlBuild, VecDot
+from lowp.kernels.ggml.orders import CLANG_TWIN, GENERIC, MODELLED_FILES, order_for
 from lowp.kernels.ggml.variants import ARCH_OF_FOLDER, UNRUN_FOLDERS, Variant, variant, variants_of
 
 from lowp.conformance.run.campaign import Found, Library, NotACheckout, Skip
@@ -49,6 +51,16 @@ class Checkout:
         entries = re.split(r"\[GGML_TYPE_(\w+)\]\s*=\s*\{", text)
         return frozenset(name.lower().replace("_k", "_K") for name, body in zip(entries[1::2], entries[2::2])
                          if re.search(r"\.nrows\s*=\s*2\b", body.split("}", 1)[0]))
+
+    def modelled(self, source: str) -> bool:
+        """Whether this checkout's file (an arch folder, or 'generic': quants.c) is the code lowp's float orders model
+        (lowp.kernels.ggml.orders.MODELLED_FILES), by its bytes."""
+        cache = self.__dict__.setdefault("_modelled", {})
+        if source not in cache:
+            path = self.cpu / ("quants.c" if source == "generic" else f"arch/{source}/quants.c")
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None
+            cache[source] = digest is not None and MODELLED_FILES.get(source) == digest
+        return cache[source]
 
     def build(self, folder: str, v: Variant) -> GgmlBuild:
         src = self.root / "src"
@@ -145,8 +157,9 @@ class Ggml(Library):
         folder = ARCH_OF_FOLDER_NAME[v.arch] if f.folder == "generic" else f.folder
         pairs = v.arch == "aarch64" and "i8mm" in v.features and f.folder != "generic" and not f.renamed and \
             f.x_type in checkout.nrows_2
+        source = "generic" if f.folder == "generic" or f.renamed else f.folder
         k = vec_dots.VecDotKernel(found.name, f.symbol, f.x_type, checkout.build(folder, v), bits,
-                                  _order(v, f, bits), pairs)
+                                  _order(v, f, bits), checkout.modelled(source), pairs)
         return k.entry()
 
     def source(self, checkout: Checkout) -> dict:
@@ -214,10 +227,25 @@ def _definitions(path: Path, generic: bool) -> dict[str, tuple[str, str, int]]:
 
 
 def _order(v: Variant, f: Function, bits: int | None) -> str | None:
-    """The float order ggml's code for this build takes (lowp.kernels.ggml.orders), or None (the bound)."""
+    """The float order ggml's code for this build takes (lowp.kernels.ggml.orders), or None (the bound). A _generic
+    twin is the plain C whatever the flags: AArch64's clang contracts it (the arch always has FMA), the baselines of
+    x86 (no -mfma) and wasm do not, RISC-V's does. x86 builds use the host compiler: clang's orders where it is
+    clang (it does not contract separate multiply and add intrinsics, GCC does)."""
+    if f.folder == "generic":
+        name = ("generic-fma" if f.x_type in GENERIC else None) if v.arch == "aarch64" else \
+            order_for(v.arch, frozenset(), f.x_type, None)
+    else:
+        name = order_for(v.arch, frozenset(v.features), f.x_type, bits)
+    if name and v.arch == "x86-64" and _host_compiler_is_clang():
+        name = CLANG_TWIN.get(name, name)
+    return name
+
+
+@cache
+def _host_compiler_is_clang() -> bool:
+    from lowp.emulator.buildcache import compiler_identity
+    from lowp.emulator.native_build import compiler
     try:
-        from lowp.kernels.ggml.orders import order_for
-    except ImportError:                 # no order modelled yet in this lowp
-        return None
-    # a _generic twin takes the plain C path whatever the flags: the order of a build without features
-    return order_for(v.arch, frozenset() if f.folder == "generic" else frozenset(v.features), f.x_type, bits)
+        return "clang" in compiler_identity(tuple(compiler())).split("\n", 1)[-1].lower()
+    except Exception:       # noqa: BLE001 - no compiler: nothing x86 builds natively, the order is moot
+        return False

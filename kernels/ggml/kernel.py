@@ -16,8 +16,8 @@ from lowp.kernels.ggml.executor import GgmlBuild
 from lowp.kernels.ggml.variants import variant
 
 ENTRY_FIELDS = ("name", "symbol", "x_type", "variant", "vector_bits", "arch_source", "generic_source",
-                "include_dirs", "quants_header", "order", "pairs")
-OPTIONAL = ("vector_bits", "order", "pairs")
+                "include_dirs", "quants_header", "order", "order_claimed", "pairs")
+OPTIONAL = ("vector_bits", "order", "order_claimed", "pairs")
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,8 @@ class VecDotKernel:
     x_type: str                 # 'q4_0'
     build: GgmlBuild
     vector_bits: int | None = None
-    order: str | None = None    # the float order it claims (lowp.kernels.ggml.orders), None: the bounded contract
+    order: str | None = None    # the float order of its code (lowp.kernels.ggml.orders), None: none modelled
+    order_claimed: bool = False     # its source is the code the order models: it claims the order, else the bound
     pairs: bool = False         # ggml also calls it with nrc == 2: two x rows by two y rows into s[j * bs + i]
 
     @property
@@ -53,7 +54,8 @@ class VecDotKernel:
                 **({"vector_bits": self.vector_bits} if self.vector_bits else {}),
                 "arch_source": str(b.arch_source), "generic_source": str(b.generic_source),
                 "include_dirs": [str(d) for d in b.include_dirs], "quants_header": str(b.quants_header),
-                **({"order": self.order} if self.order else {}), **({"pairs": True} if self.pairs else {})}
+                **({"order": self.order, "order_claimed": self.order_claimed} if self.order else {}),
+                **({"pairs": True} if self.pairs else {})}
 
     def key(self) -> str:
         """SHA-256 of the entry and its two sources' bytes: what a journal row was produced from (headers aside)."""
@@ -74,7 +76,7 @@ def from_entry(entry: dict) -> VecDotKernel:
                       tuple(Path(d) for d in entry["include_dirs"]), Path(entry["quants_header"]),
                       variant(entry["variant"]))
     return VecDotKernel(entry["name"], entry["symbol"], entry["x_type"], build, entry.get("vector_bits"),
-                        entry.get("order"), bool(entry.get("pairs", False)))
+                        entry.get("order"), bool(entry.get("order_claimed", False)), bool(entry.get("pairs", False)))
 
 
 _REGISTERED: dict[str, VecDotKernel] = {}

@@ -1002,6 +1002,14 @@ def _aarch64_order(features: frozenset[str], x_type: str, vector_bits: int | Non
     return "neon-dotprod" if "asimddp" in features else "neon"
 
 
+# The files whose code the orders model, by the first 16 hex digits of their SHA-256: ggml-org/ggml @d99724f
+# src/ggml-cpu/arch/<folder>/quants.c and src/ggml-cpu/quants.c ('generic': the _generic twins and the generics
+# arch-fallback.h renames). A checkout whose file differs may have changed an order: its kernels claim the bound,
+# and their named order is a probe (lowp.conformance.libraries.ggml).
+MODELLED_FILES = {"x86": "3c489fdc77e3ab48", "arm": "9fccd3897db24c9d", "riscv": "acf089ff8b39c1ee",
+                  "wasm": "defc3f28aa882d52", "generic": "a61f1011e49d05b5"}
+
+
 # The orders a clang build of the same x86 flags takes (order_for names GCC's: lowp builds x86 natively with the
 # host cc, and GCC contracts separate multiply and add intrinsics where clang does not)
 CLANG_TWIN = {"avx2": "avx2-clang", "avx-fma": "avx-fma-clang"}
