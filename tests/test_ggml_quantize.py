@@ -446,12 +446,13 @@ def test_ggml_software_fp16_f16c_and_numpy_agree_on_every_finite_float32():
     from lowp.emulator import buildcache
     from lowp.emulator.native_build import build_shared_library, cache_dir
     from lowp.kernels import guard
-    from lowp.kernels.ggml.executor import shim_file
+    from lowp.kernels.ggml.executor import shim_source
     if "f16c" not in Path("/proc/cpuinfo").read_text():
         pytest.skip("this CPU has no F16C")
     src = Path(CHECKOUT) / "src"
     probe = buildcache.source_file(FP16_SOURCE, cache_dir() / "src", "ggml-fp16-probe")
-    lib = Path(build_shared_library([probe, shim_file(src / "ggml-quants.h", True)],
+    shim = buildcache.source_file(shim_source(src / "ggml-quants.h", True), cache_dir() / "src", "ggml-shim")
+    lib = Path(build_shared_library([probe, shim],
                                     ("-O2", "-mf16c", f"-I{Path(CHECKOUT) / 'include'}", f"-I{src}"), "ggml-fp16"))
     handle = cffi.FFI().dlopen(str(lib))                       # noqa: F841 (loaded: the guard calls into it)
     with guard.Arena() as arena:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from pathlib import Path
 
@@ -21,12 +21,15 @@ from lowp.kernels.ggml import kernel as vec_dots
 from lowp.kernels.ggml.dot import VEC_DOT_TYPE
 from lowp.kernels.ggml.executor import GgmlBuild, VecDot
 from lowp.kernels.ggml.orders import CLANG_TWIN, GENERIC, MODELLED_FILES, order_for
+from lowp.kernels.ggml.quantize import claimed_variant, generic_variant
 from lowp.kernels.ggml.variants import ARCH_OF_FOLDER, UNRUN_FOLDERS, Variant, variant, variants_of
 
 from lowp.conformance.run.campaign import Found, Library, NotACheckout, Skip
 
 # A definition (not a prototype) of a vec_dot at the start of a line: `void ggml_vec_dot_q4_0_q8_0(int n, ...) {`
 DEFINITION = re.compile(r"^void\s+(ggml_vec_dot_(\w+?)_(q8_[01K])(_generic)?)\s*\(([^)]*)\)\s*\{", re.M)
+# quantize_row_q8_0/q8_1/q8_K (the activation quantizers a vec_dot's caller runs first), their _generic twins too
+QUANTIZER = re.compile(r"^void\s+(quantize_row_(q8_[01K])(_generic)?)\s*\(([^)]*)\)\s*\{", re.M)
 BASELINE = {"x86-64": "x64", "aarch64": "armv8.0_1", "riscv64": "riscv64_0", "wasm32": "wasm_simd128"}
 
 
@@ -76,6 +79,7 @@ class Function:
     folder: str             # the arch folder ('x86'), or 'generic' for quants.c's twins
     line: int
     renamed: bool = False   # quants.c's generic under the plain name (arch-fallback.h: the arch has no version)
+    kind: str = "vec_dot"   # or 'quantize': x_type is then the activation type it writes (y_type the same)
     twins_at: tuple[str, ...] = ()      # a generic twin: the arch folders whose build has it under this name
 
 
@@ -93,9 +97,10 @@ class Ggml(Library):
                            f"llama.cpp checkout (ggml/src/ggml-cpu/...)")
 
     def refuse(self, checkout: Checkout, selection: dict) -> str | None:
-        unknown = [t for t in selection.get("type", ()) if t not in VEC_DOT_TYPE]
+        known = (*VEC_DOT_TYPE, "q8_1", "q8_K")           # the weight types, and the activations the quantizers write
+        unknown = [t for t in selection.get("type", ()) if t not in known]
         if unknown:
-            return f"--type {unknown[0]}: not a ggml weight type lowp knows ({', '.join(VEC_DOT_TYPE)})"
+            return f"--type {unknown[0]}: not a ggml type lowp knows ({', '.join(known)})"
         return None
 
     def functions(self, checkout: Checkout) -> list[Function]:
@@ -104,18 +109,19 @@ class Ggml(Library):
         variant's flags, it is that build's kernel); and the `_generic` twins, where a build keeps them."""
         arch_files = {d.name: d / "quants.c" for d in sorted((checkout.cpu / "arch").iterdir())
                       if d.is_dir() and (d / "quants.c").is_file()}
-        own = {folder: _definitions(path, generic=False) for folder, path in arch_files.items()}
-        generics = _definitions(checkout.cpu / "quants.c", generic=True)
         out = []
-        for folder, found in own.items():
-            out += [Function(sym, x, y, folder, line) for sym, (x, y, line) in found.items()]
-            if folder in ARCH_OF_FOLDER:
-                defined = set(found)
-                out += [Function(sym.removesuffix("_generic"), x, y, folder, line, renamed=True)
-                        for sym, (x, y, line) in generics.items() if sym.removesuffix("_generic") not in defined]
-        for sym, (x, y, line) in generics.items():
-            keep = tuple(f for f in ARCH_OF_FOLDER if sym.removesuffix("_generic") in own.get(f, {}))
-            out.append(Function(sym, x, y, "generic", line, twins_at=keep))
+        for kind, pattern in (("vec_dot", DEFINITION), ("quantize", QUANTIZER)):
+            own = {folder: _definitions(path, pattern, generic=False) for folder, path in arch_files.items()}
+            generics = _definitions(checkout.cpu / "quants.c", pattern, generic=True)
+            for folder, found in own.items():
+                out += [Function(sym, x, y, folder, line, kind=kind) for sym, (x, y, line) in found.items()]
+                if folder in ARCH_OF_FOLDER:
+                    defined = set(found)
+                    out += [Function(sym.removesuffix("_generic"), x, y, folder, line, renamed=True, kind=kind)
+                            for sym, (x, y, line) in generics.items() if sym.removesuffix("_generic") not in defined]
+            for sym, (x, y, line) in generics.items():
+                keep = tuple(f for f in ARCH_OF_FOLDER if sym.removesuffix("_generic") in own.get(f, {}))
+                out.append(Function(sym, x, y, "generic", line, twins_at=keep, kind=kind))
         return out
 
     def found(self, checkout: Checkout, selection: dict):
@@ -125,6 +131,8 @@ class Ggml(Library):
                 yield Found(f"{f.symbol}@{f.folder}", {"type": f.x_type, "isa": f.folder}, where, what=(f, None, None))
                 continue
             for v, bits in self._variants(f):
+                if f.kind == "quantize" and bits not in (None, v.vector_bits[0]):
+                    continue                # a quantizer's code reads no vector length: judged once per build
                 yield Found(f"{f.symbol}@{v.label(bits)}", {"type": f.x_type, "isa": v.label(bits)}, where,
                             what=(f, v, bits))
 
@@ -149,6 +157,8 @@ class Ggml(Library):
         f, v, bits = found.what
         if v is None:
             return Skip("no target here", f"no lowp target runs {f.folder} code ({f.symbol})")
+        if f.kind == "quantize":
+            return self._map_quantizer(checkout, found.name, f, v)
         if f.x_type not in VEC_DOT_TYPE:
             return Skip("type not modelled", f"{f.symbol}: lowp has no block model of {f.x_type}")
         if VEC_DOT_TYPE[f.x_type] != f.y_type:
@@ -161,6 +171,23 @@ class Ggml(Library):
         k = vec_dots.VecDotKernel(found.name, f.symbol, f.x_type, checkout.build(folder, v), bits,
                                   _order(v, f, bits), checkout.modelled(source), pairs)
         return k.entry()
+
+    def _map_quantizer(self, checkout: Checkout, name: str, f: Function, v: Variant) -> dict | Skip:
+        """A quantizer's entry: the variant its code claims (lowp.kernels.ggml.quantize), built with ggml-quants.c
+        where that is the reference path (the _generic wrappers call quantize_row_<q8>_ref)."""
+        compiler = ("clang" if _host_compiler_is_clang() else "gcc") if v.arch == "x86-64" else "clang"
+        features = frozenset(v.features)
+        claimed = generic_variant(v.arch, features, f.x_type, compiler) if f.folder == "generic" or f.renamed \
+            else claimed_variant(v.arch, features, f.x_type, compiler)
+        folder = ARCH_OF_FOLDER_NAME[v.arch] if f.folder == "generic" else f.folder
+        build = checkout.build(folder, v)
+        if claimed.startswith("ref"):
+            quants = checkout.root / "src" / "ggml-quants.c"
+            if not quants.is_file():
+                return Skip("reference not in the checkout", f"{f.symbol} at {v.name} runs the reference quantizer "
+                                                              f"of src/ggml-quants.c, which the checkout lacks")
+            build = replace(build, quants_source=quants)
+        return vec_dots.VecDotKernel(name, f.symbol, f.x_type, build, None, claimed, True, False, "quantize").entry()
 
     def source(self, checkout: Checkout) -> dict:
         try:
@@ -219,11 +246,17 @@ class Ggml(Library):
 ARCH_OF_FOLDER_NAME = {arch: folder for folder, arch in ARCH_OF_FOLDER.items()}
 
 
-def _definitions(path: Path, generic: bool) -> dict[str, tuple[str, str, int]]:
-    """{symbol: (x type, y type, line)} of the vec_dots a quants.c defines: the `_generic` ones, or the plain ones."""
+def _definitions(path: Path, pattern: re.Pattern, generic: bool) -> dict[str, tuple[str, str, int]]:
+    """{symbol: (x type, y type, line)} of the vec_dots (DEFINITION) or quantizers (QUANTIZER: both types the one
+    it writes) a quants.c defines: the `_generic` ones, or the plain ones."""
     text = path.read_text(errors="replace")
-    return {m.group(1): (m.group(2), m.group(3), text.count("\n", 0, m.start()) + 1)
-            for m in DEFINITION.finditer(text) if bool(m.group(4)) == generic}
+    out = {}
+    for m in pattern.finditer(text):
+        groups = m.groups()
+        x, y, twin = (groups[1], groups[2], groups[3]) if pattern is DEFINITION else (groups[1], groups[1], groups[2])
+        if bool(twin) == generic:
+            out[groups[0]] = (x, y, text.count("\n", 0, m.start()) + 1)
+    return out
 
 
 def _order(v: Variant, f: Function, bits: int | None) -> str | None:
