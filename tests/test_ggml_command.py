@@ -85,3 +85,18 @@ def test_a_llama_cpp_layout_is_a_checkout_and_anything_else_exits_2(tmp_path, ca
 def test_bench_ggml_needs_a_checkout(capsys):
     assert main(["bench", "ggml"]) == 2
     assert "needs --checkout" in capsys.readouterr().err
+
+
+def test_quantizers_are_judged_against_their_named_variant(campaign):
+    """The tree's q8_0 quantizer: x86's AVX path (127/amax, ties to even) and the generic reference (1/(amax/127),
+    roundf) are right; AArch64's rounds ties away where ggml's NEON path rounds them to even, and the failure names
+    the variants whose bytes it produced (the reference's rounding)."""
+    _, out, doc = campaign
+    status = {k["name"]: k["status"] for k in doc["kernels"]}
+    assert status["quantize_row_q8_0@haswell"] == "passed"
+    assert status["quantize_row_q8_0@x64"] == "passed" and status["quantize_row_q8_0_generic@x64"] == "passed"
+    assert status["quantize_row_q8_0@riscv64_v@128"] == "passed"      # arch-fallback.h's renamed generic
+    assert status["quantize_row_q8_0@armv8.0_1"] == "failed"
+    rows = json.loads((out / "report.json").read_text())["rows"]
+    cause = next(r["cause"] for r in rows if r["kernel"] == "quantize_row_q8_0@armv8.0_1")
+    assert "variant ref" in cause and "ties" in cause

@@ -32,3 +32,20 @@ _Static_assert(sizeof(block_iq4_nl) == sizeof(ggml_half) + QK4_NL / 2, "block_iq
 __attribute__((unused)) static const int8_t kvalues_iq4nl[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
 };
+
+// fp32 -> fp16, round to nearest even (normal, subnormal and overflow to inf; no NaN input here)
+static inline ggml_half lowp_tree_fp16(float f) {
+    union { float f; uint32_t u; } v = { f };
+    uint32_t sign = (v.u >> 16) & 0x8000u, abs = v.u & 0x7fffffffu;
+    if (abs >= 0x477ff000u) return (ggml_half)(sign | 0x7c00u);            // rounds past 65504: inf
+    if (abs < 0x38800000u) {                                                // below 2^-14: a subnormal fp16
+        uint32_t mant = (abs & 0x7fffffu) | 0x800000u, shift = 126 - (abs >> 23);
+        if (shift > 24) return (ggml_half)sign;
+        uint32_t q = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        q += rest > half || (rest == half && (q & 1));
+        return (ggml_half)(sign | q);
+    }
+    uint32_t q = (abs - 0x38000000u) >> 13, rest = abs & 0x1fffu;
+    q += rest > 0x1000u || (rest == 0x1000u && (q & 1));
+    return (ggml_half)(sign | q);
+}

@@ -1,5 +1,5 @@
 // lowp's ggml-shaped test tree: not ggml's code. The reference quantizers ggml-quants.c defines; no vec_dot
-// calls them, and this tree has no ggml-quants.c (a program that links the kernels traps them).
+// calls them. This tree's ggml-quants.c defines q8_0's (the generic quantize_row_q8_0 calls it).
 #pragma once
 
 #include "ggml-common.h"

@@ -137,3 +137,29 @@ void ggml_vec_dot_iq4_nl_q8_0(int n, float * GGML_RESTRICT s, size_t bs, const v
     ggml_vec_dot_iq4_nl_q8_0_generic(n, s, bs, vx, bx, vy, by, nrc);
 #endif
 }
+
+// The q8_0 activation quantizer, with one bug of lowp's making (no public issue): ggml's NEON path rounds the codes
+// with vcvtnq_s32_f32 (to nearest, ties to even); this one uses vcvtaq_s32_f32 (ties away from zero), so a code
+// that lands on .5 differs. Otherwise as ggml: d = amax / 127, the multiplier 1 / d.
+void quantize_row_q8_0(const float * GGML_RESTRICT x, void * GGML_RESTRICT vy, int64_t k) {
+    block_q8_0 * GGML_RESTRICT y = vy;
+    for (int64_t i = 0; i < k / QK8_0; i++) {
+        float amax = 0.0f;
+        for (int j = 0; j < QK8_0; j++) {
+            float a = x[i * QK8_0 + j] < 0 ? -x[i * QK8_0 + j] : x[i * QK8_0 + j];
+            if (a > amax) amax = a;
+        }
+        const float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+        y[i].d = lowp_tree_fp16(d);
+#if defined(__ARM_NEON) && defined(__aarch64__)
+        for (int j = 0; j < QK8_0; j += 4) {
+            const float32x4_t v = vmulq_n_f32(vld1q_f32(x + i * QK8_0 + j), id);
+            int32_t q[4];
+            vst1q_s32(q, vcvtaq_s32_f32(v));                        /* the bug: ties away, not vcvtnq */
+            for (int l = 0; l < 4; l++) y[i].qs[j + l] = (int8_t)q[l];
+        }
+#else
+        for (int j = 0; j < QK8_0; j++) y[i].qs[j] = (int8_t)(x[i * QK8_0 + j] * id);
+#endif
+    }
+}

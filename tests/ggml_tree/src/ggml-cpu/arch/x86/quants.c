@@ -117,3 +117,27 @@ void ggml_vec_dot_iq4_nl_q8_0(int n, float * GGML_RESTRICT s, size_t bs, const v
     ggml_vec_dot_iq4_nl_q8_0_generic(n, s, bs, vx, bx, vy, by, nrc);
 #endif
 }
+
+// The q8_0 activation quantizer as x86's AVX path computes it: d = amax / 127, the multiplier 127 / amax (not
+// 1 / d), codes rounded half to even (what _mm256_round_ps(.., _MM_FROUND_TO_NEAREST_INT) does); written in C.
+void quantize_row_q8_0(const float * GGML_RESTRICT x, void * GGML_RESTRICT vy, int64_t k) {
+#if defined(__AVX__)
+    block_q8_0 * GGML_RESTRICT y = vy;
+    for (int64_t i = 0; i < k / QK8_0; i++) {
+        float amax = 0.0f;
+        for (int j = 0; j < QK8_0; j++) {
+            float a = x[i * QK8_0 + j] < 0 ? -x[i * QK8_0 + j] : x[i * QK8_0 + j];
+            if (a > amax) amax = a;
+        }
+        const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        y[i].d = lowp_tree_fp16(d);
+        for (int j = 0; j < QK8_0; j++) {
+            volatile float v = x[i * QK8_0 + j] * id;
+            volatile float r = v + 12582912.0f;             // 1.5 * 2^23: the FPU's round to nearest even
+            y[i].qs[j] = (int8_t)(r - 12582912.0f);
+        }
+    }
+#else
+    quantize_row_q8_0_generic(x, vy, k);
+#endif
+}
