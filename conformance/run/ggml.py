@@ -145,9 +145,37 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 30,
 def run_pairs(check: Check, k: VecDotKernel, vd: VecDot, emit, seed: int) -> dict:
     """The nrc == 2 path: every pair case's four dot products exact, s[2] (between the two output rows at bs = 3)
     left alone."""
-    generated = cases.pair_cases(k.x_type, seed)
-    row = check_row(check, backend=vd.backend, target=k.arch, contract_claimed="exact (nrc == 2: s[j*bs + i] = "
-                    "x_i . y_j)", cases=len(generated))
+    def one(case) -> str | None:
+        expected = np.array([[np.float32(float(exact_dot(k.x_type, x, y, case.n))) for y in case.ys]
+                             for x in case.xs], np.float32)
+        return _pairs_problem(*vd.call_pairs(k.symbol, case.xs, case.ys, case.n), expected)
+    return _run_until_first_problem(check, k, vd, emit, cases.pair_cases(k.x_type, seed), one, "exact",
+                                    "exact (nrc == 2: s[j*bs + i] = x_i . y_j)")
+
+
+POISON = 0xA5      # what y holds before a quantizer's call: bytes it leaves unwritten keep it, as the model's prior
+
+
+def run_quantizer(check: Check, k: VecDotKernel, vd: VecDot, emit, seed: int) -> dict:
+    """A quantizer's rows: the bytes it writes must be its claimed variant's, bit for bit; a failure names every
+    variant that explains the bytes (or none)."""
+    from lowp.kernels.ggml.blocks import FORMATS
+    from lowp.kernels.ggml.quantize import VARIANTS
+
+    def one(r) -> str | None:
+        prior = np.full(r.k // FORMATS[k.x_type].qk * FORMATS[k.x_type].dtype.itemsize, POISON, np.uint8)
+        want = VARIANTS[k.order].quantize(k.x_type, r.x, r.k, prior)
+        got = vd.quantize(k.symbol, r.x, r.k, prior)
+        return None if np.array_equal(got, want) else _quantized_differently(k, r, got, want, prior)
+    return _run_until_first_problem(check, k, vd, emit, cases.quantizer_rows(k.x_type, seed), one, k.order,
+                                    f"variant {k.order}: {VARIANTS[k.order].describe}"[:200])
+
+
+def _run_until_first_problem(check: Check, k: VecDotKernel, vd: VecDot, emit, generated: list, one, matched: str,
+                             contract: str) -> dict:
+    """A check whose cases are run in order until the first that `one(case)` finds a problem with (its words, or
+    None): the row, SKIPPED where nothing here runs the kernel, a fault's words as the problem."""
+    row = check_row(check, backend=vd.backend, target=k.arch, contract_claimed=contract, cases=len(generated))
     reason = vd.unavailable()
     if reason:
         row.update(verdict="SKIPPED", reason=f"{k.label}: {reason}")
@@ -160,63 +188,16 @@ def run_pairs(check: Check, k: VecDotKernel, vd: VecDot, emit, seed: int) -> dic
     try:
         for case in generated:
             emit({"event": "case", "check": check.id, "case": case.name})
-            expected = np.array([[np.float32(float(exact_dot(k.x_type, x, y, case.n))) for y in case.ys]
-                                 for x in case.xs], np.float32)
             try:
-                got, s = vd.call_pairs(k.symbol, case.xs, case.ys, case.n)
-                problem = _pairs_problem(got, s, expected)
+                problem = one(case)
             except EmulatorError as e:
                 problem = f"fault: {e}"
             row["executed"] += 1
             if problem:
                 row["failed"] += 1
-                row["cause"] = problem + f" (case {case.name}, n = {case.n})"
+                row["cause"] = f"{problem} (case {case.name})"
                 break
-            row["matched"]["exact"] = row["matched"].get("exact", 0) + 1
-    finally:
-        vd.close()
-    row["verdict"] = "FAIL" if row["failed"] else "PASS"
-    row["seconds"] = round(time.perf_counter() - start, 3)
-    emit(row)
-    return row
-
-
-POISON = 0xA5      # what y holds before a quantizer's call: bytes it leaves unwritten keep it, as the model's prior
-
-
-def run_quantizer(check: Check, k: VecDotKernel, vd: VecDot, emit, seed: int) -> dict:
-    """A quantizer's rows: the bytes it writes must be its claimed variant's, bit for bit; a failure names every
-    variant that explains the bytes (or none)."""
-    from lowp.kernels.ggml.blocks import FORMATS
-    from lowp.kernels.ggml.quantize import VARIANTS, matching_variants
-    rows = cases.quantizer_rows(k.x_type, seed)
-    row = check_row(check, backend=vd.backend, target=k.arch, contract_claimed=f"variant {k.order}: "
-                    f"{VARIANTS[k.order].describe}"[:200], cases=len(rows))
-    reason = vd.unavailable()
-    if reason:
-        row.update(verdict="SKIPPED", reason=f"{k.label}: {reason}")
-        emit(row)
-        return row
-    if vd.backend != "native":
-        row["emulator"] = vd.describe()
-    emit({"event": "plan", "check": check.id, "cases": row["cases"]})
-    start = time.perf_counter()
-    try:
-        for r in rows:
-            emit({"event": "case", "check": check.id, "case": r.name})
-            prior = np.full(r.k // FORMATS[k.x_type].qk * FORMATS[k.x_type].dtype.itemsize, POISON, np.uint8)
-            want = VARIANTS[k.order].quantize(k.x_type, r.x, r.k, prior)
-            try:
-                got = vd.quantize(k.symbol, r.x, r.k, prior)
-                problem = None if np.array_equal(got, want) else _quantized_differently(k, r, got, want, prior)
-            except EmulatorError as e:
-                problem = f"fault: {e}"
-            row["executed"] += 1
-            if problem:
-                row["failed"] += 1
-                row["cause"] = f"{problem} (case {r.name}, k = {r.k})"
-                break
-            row["matched"][k.order] = row["matched"].get(k.order, 0) + 1
+            row["matched"][matched] = row["matched"].get(matched, 0) + 1
     finally:
         vd.close()
     row["verdict"] = "FAIL" if row["failed"] else "PASS"

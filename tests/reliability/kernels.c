@@ -34,10 +34,10 @@ void spin_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *
     for (;;) __asm__ volatile("");
 }
 
-static void helper(void) {
+static void helper(unsigned seconds) {
     pid_t pid = fork();
     if (pid == 0) {
-        sleep(300);
+        sleep(seconds);
         _exit(0);
     }
     const char *path = getenv("LOWP_TEST_HELPERS");
@@ -50,7 +50,7 @@ static void helper(void) {
 
 size_t spawner_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
 void spawner_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
-    helper();
+    helper(300);
     spin_gemm(M, N, K, A, B, C, w);
 }
 
@@ -59,17 +59,7 @@ void forker_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t
     static int forked;
     if (!forked) {
         forked = 1;
-        pid_t pid = fork();
-        if (pid == 0) {
-            sleep(60);
-            _exit(0);
-        }
-        const char *path = getenv("LOWP_TEST_HELPERS");
-        FILE *f = path ? fopen(path, "a") : NULL;
-        if (f) {
-            fprintf(f, "%d\n", (int)pid);
-            fclose(f);
-        }
+        helper(60);
     }
     exact(M, N, K, A, B, C, 0);
 }
