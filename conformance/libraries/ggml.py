@@ -175,7 +175,7 @@ class Ggml(Library):
     def _map_quantizer(self, checkout: Checkout, name: str, f: Function, v: Variant) -> dict | Skip:
         """A quantizer's entry: the variant its code claims (lowp.kernels.ggml.quantize), built with ggml-quants.c
         where that is the reference path (the _generic wrappers call quantize_row_<q8>_ref)."""
-        compiler = ("clang" if _host_compiler_is_clang() else "gcc") if v.arch == "x86-64" else "clang"
+        compiler = _x86_compiler(v) if v.arch == "x86-64" else "clang"
         features = frozenset(v.features)
         claimed = generic_variant(v.arch, features, f.x_type, compiler) if f.folder == "generic" or f.renamed \
             else claimed_variant(v.arch, features, f.x_type, compiler)
@@ -269,9 +269,18 @@ def _order(v: Variant, f: Function, bits: int | None) -> str | None:
             order_for(v.arch, frozenset(), f.x_type, None)
     else:
         name = order_for(v.arch, frozenset(v.features), f.x_type, bits)
-    if name and v.arch == "x86-64" and _host_compiler_is_clang():
+    if name and v.arch == "x86-64" and _x86_compiler(v) == "clang":
         name = CLANG_TWIN.get(name, name)
     return name
+
+
+def _x86_compiler(v: Variant) -> str:
+    """'gcc' or 'clang': what builds this x86 variant here. The host's C compiler, except for the AMX flags where
+    the host's AMX intrinsics are unsafe: lowp builds those with zig's clang (lowp.emulator.native_build)."""
+    from lowp.emulator.native_build import host_amx_intrinsics_unsafe
+    if "-mamx-tile" in v.flags and host_amx_intrinsics_unsafe():
+        return "clang"
+    return "clang" if _host_compiler_is_clang() else "gcc"
 
 
 @cache
