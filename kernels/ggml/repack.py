@@ -1,0 +1,309 @@
+"""ggml's repacked GEMV/GEMM kernels (src/ggml-cpu/repack.cpp), as lowp models them: which functions exist, how
+their weights and activations are laid out, and what each output element is.
+
+ggml's CPU backend can keep a weight matrix in an "extra" buffer type that repacks it at load time: N consecutive
+weight rows (N = 4, 8 or 16) become one stream of interleaved blocks (block_<type>x<N>, repack.h), each holding
+the N rows' scales first and then their quants interleaved in chunks of `blocklen` bytes. A matmul with such a
+weight quantizes the activation rows four at a time into interleaved q8 blocks (block_q8_0x4, block_q8_Kx4) and
+calls ggml_gemm_<type>_<N>x<blocklen>_<q8> on them; the 0-3 rows left over are quantized plainly (q8_0, q8_K)
+and go one at a time through ggml_gemv_<...> (repack.cpp L4240-4250).
+
+    void f(int n, float *s, size_t bs, const void *vx, const void *vy, int nr, int nc)
+
+n: the length of a row (the dot product's length; a whole number of blocks). vx: nc weight rows, repacked
+(nc a multiple of N; the x-th group of N rows is nb = n / qk interleaved blocks, one per block index).
+vy: nr activation rows (gemv: nr == 1, one plain q8 row; gemm: nr a multiple of 4, group y is nb interleaved
+q8 blocks of rows 4y .. 4y+3). s: the results, s[row * bs + col] = dot(activation row `row`, weight row `col`)
+(repack.cpp L1707: s[(y * 4 + m) * bs + x * ncols_interleaved + j]); the gemv writes s[col] only and never reads
+bs (L797). ggml calls the gemm with bs = nb1 / nb0, the destination's row stride in floats (L4242).
+
+Each element is a ggml vec_dot of one weight row by one activation row, so lowp's oracle is dot.exact_dot, and
+the `exact` contract (exact.py) applies to every element: in the exact domain the float result must equal the
+exact value bit for bit whatever the kernel's float order.
+
+Sources: ggml-org/ggml @d99724f src/ggml-cpu/repack.cpp, repack.h, arch-fallback.h, arch/{x86,arm,riscv}/repack.cpp.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lowp.kernels.ggml.blocks import FORMATS, QK_K, _scale_min_k4
+from lowp.kernels.ggml.dot import VEC_DOT_TYPE, exact_dot
+
+
+@dataclass(frozen=True)
+class Repacked:
+    """One ggml_gemv_* / ggml_gemm_* function of repack.cpp."""
+    name: str           # 'ggml_gemm_q4_0_4x8_q8_0'
+    kind: str           # 'gemv' or 'gemm'
+    x_type: str         # the weight's block format: 'q4_0'
+    ncols: int          # weight rows interleaved into one block_<x>x<ncols> (N)
+    blocklen: int       # bytes of one row taken at a time when interleaving (weights and, for gemm, activations)
+    y_type: str         # the activation format: 'q8_0' or 'q8_K'
+    rows: int           # activation rows interleaved: 1 (gemv: a plain row) or 4 (gemm: block_q8_0x4 / q8_Kx4)
+    line: int           # repack.cpp line of its _generic definition
+    riscv_zvfh: bool = False    # declared only under __riscv_zvfh (repack.h L154-166)
+
+    @property
+    def symbol(self) -> str:
+        return self.name
+
+
+# (weight type, N, blocklen, gemv line, gemm line): repack.h L147-178 declares them; the lines are repack.cpp's
+# _generic definitions. The name is ggml_<kind>_<x>_<N>x<blocklen>_<q8> (tensor_traits<BLOC, INTER_SIZE=blocklen,
+# NB_COLS=N> maps onto it: repack.cpp L3963-4160).
+FAMILIES = (
+    ("q4_0", 4, 4, 754, 1658), ("q4_0", 4, 8, 799, 1714), ("q4_0", 8, 8, 843, 1768),
+    ("q4_K", 8, 4, 887, 1822), ("q4_K", 8, 8, 958, 1905),
+    ("q2_K", 8, 8, 1029, 1986),
+    ("q5_K", 8, 4, 1105, 2076), ("q5_K", 8, 8, 1109, 2080),      # both through the _NxM_ templates L551, L647
+    ("q6_K", 8, 4, 1114, 2084), ("q6_K", 8, 8, 1118, 2088),      # L357, L447
+    ("iq4_nl", 4, 4, 1122, 2092), ("iq4_nl", 8, 8, 1160, 2148),
+    ("mxfp4", 4, 4, 1198, 2192), ("mxfp4", 8, 8, 1236, 2236),
+    ("q8_0", 4, 4, 1274, 2280), ("q8_0", 4, 8, 1321, 2334),
+)
+RISCV_FAMILIES = (     # the RVV outer-product layouts, interleave 1 (repack.cpp L1369-1656, L2387-2721)
+    ("q4_0", 16, 1, 1370, 2388), ("q4_K", 16, 1, 1414, 2442), ("iq4_nl", 16, 1, 1487, 2536),
+    ("q8_0", 16, 1, 1525, 2580), ("q2_K", 16, 1, 1566, 2627),
+)
+
+
+def _entries(families, zvfh: bool):
+    for x_type, ncols, blocklen, gemv_line, gemm_line in families:
+        y = VEC_DOT_TYPE[x_type]
+        for kind, rows, line in (("gemv", 1, gemv_line), ("gemm", 4, gemm_line)):
+            name = f"ggml_{kind}_{x_type}_{ncols}x{blocklen}_{y}"
+            yield name, Repacked(name, kind, x_type, ncols, blocklen, y, rows, line, zvfh)
+
+
+REPACKED: dict[str, Repacked] = dict(_entries(FAMILIES, False)) | dict(_entries(RISCV_FAMILIES, True))
+
+# The activation quantizers of the gemm: ggml_quantize_mat_t<INTER_SIZE, PARAM_TYPE> (repack.cpp L318-353) calls
+# ggml_quantize_mat_<q8>_4x<blocklen>: four rows into one interleaved block per block index.
+QUANTIZE_MAT = {("q8_0", 4): ("ggml_quantize_mat_q8_0_4x4", 135), ("q8_0", 8): ("ggml_quantize_mat_q8_0_4x8", 173),
+                ("q8_K", 4): ("ggml_quantize_mat_q8_K_4x4", 211), ("q8_K", 8): ("ggml_quantize_mat_q8_K_4x8", 262)}
+
+# Which functions an arch file defines natively (the rest are the _generic ones renamed by arch-fallback.h), and
+# the feature macros its fast path needs (without them the native definition calls the _generic one).
+NATIVE = {
+    # arch-fallback.h L84-111 renames all but these; arch/x86/repack.cpp L1448-6406
+    "x86": {
+        "ggml_gemv_q4_0_8x8_q8_0": "__AVX2__ || __AVX512F__ (L1449)",
+        "ggml_gemv_q4_K_8x8_q8_K": "__AVX2__ (L1486)",
+        "ggml_gemv_iq4_nl_8x8_q8_0": "__AVX2__ (L1688)",
+        "ggml_gemv_mxfp4_8x8_q8_0": "__AVX2__ (L1701)",
+        "ggml_gemv_q2_K_8x8_q8_K": "__AVX2__ (L1732)",
+        "ggml_gemm_q4_0_8x8_q8_0": "__AVX2__ || __AVX512F__ (L2027)",
+        "ggml_gemm_q4_K_8x8_q8_K": "__AVX2__ || __AVX512F__, AVX512BW+DQ path (L2065, L2077)",
+        "ggml_gemm_iq4_nl_8x8_q8_0": "__AVX2__ || __AVX512F__ (L3497); without them it calls "
+                                     "ggml_gemm_iq4_nl_4x4_q8_0, not the 8x8 _generic (L3508)",
+        "ggml_gemm_mxfp4_8x8_q8_0": "__AVX2__ || __AVX512F__ (L3512)",
+        "ggml_gemm_q2_K_8x8_q8_K": "__AVX2__ || __AVX512F__, AVX512BW+DQ path (L3546, L3570)",
+    },
+    # arch-fallback.h L74-83 renames only q8_K's quantizers and the iq4_nl/mxfp4/q2_K 8x8 ones; arch/arm/repack.cpp
+    "arm": {
+        "ggml_gemv_q4_0_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L231)",
+        "ggml_gemv_q4_0_4x8_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L292)",
+        "ggml_gemv_q4_0_8x8_q8_0": "__ARM_FEATURE_SVE (L359)",
+        "ggml_gemv_iq4_nl_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L450)",
+        "ggml_gemv_mxfp4_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L520)",
+        "ggml_gemv_q4_K_8x4_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L590)",
+        "ggml_gemv_q4_K_8x8_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L729)",
+        "ggml_gemv_q5_K_8x4_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L883)",
+        "ggml_gemv_q5_K_8x8_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L1042)",
+        "ggml_gemv_q6_K_8x4_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L1329)",
+        "ggml_gemv_q6_K_8x8_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L1518)",
+        "ggml_gemv_q8_0_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L1718)",
+        "ggml_gemv_q8_0_4x8_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L1776)",
+        "ggml_gemm_q4_0_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L1846)",
+        "ggml_gemm_q4_0_4x8_q8_0": "__ARM_NEON && __ARM_FEATURE_MATMUL_INT8 (L2327)",
+        "ggml_gemm_q4_0_8x8_q8_0": "__ARM_FEATURE_SVE && __ARM_FEATURE_MATMUL_INT8 (L2749)",
+        "ggml_gemm_iq4_nl_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L3186)",
+        "ggml_gemm_mxfp4_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L3262)",
+        "ggml_gemm_q4_K_8x4_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L3338)",
+        "ggml_gemm_q5_K_8x4_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L3544)",
+        "ggml_gemm_q4_K_8x8_q8_K": "SVE && MATMUL_INT8 (L3773), else NEON && MATMUL_INT8 (L4083)",
+        "ggml_gemm_q5_K_8x8_q8_K": "__ARM_NEON && __ARM_FEATURE_MATMUL_INT8 (L4293)",
+        "ggml_gemm_q6_K_8x4_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L4540)",
+        "ggml_gemm_q6_K_8x8_q8_K": "__ARM_NEON && __ARM_FEATURE_MATMUL_INT8 (L4742)",
+        "ggml_gemm_q8_0_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L4958)",
+        "ggml_gemm_q8_0_4x8_q8_0": "SVE && MATMUL_INT8 (L5026), else NEON && MATMUL_INT8 (L5091)",
+    },
+    # arch/riscv/repack.cpp: q4_0 8x8 under __riscv_v (L133, L690); the 16x1 family only exists under
+    # __riscv_zvfh (L205-668, L896-1703)
+    "riscv": {
+        "ggml_gemv_q4_0_8x8_q8_0": "__riscv_v (L133)",
+        "ggml_gemm_q4_0_8x8_q8_0": "__riscv_v (L690)",
+        **{name: "__riscv_zvfh" for name, r in REPACKED.items() if r.riscv_zvfh},
+    },
+}
+
+
+# ---- the weights: make_block_<type>x<N> -------------------------------------------------------------------------
+def interleave(fields: np.ndarray, blocklen: int) -> np.ndarray:
+    """N rows' copies of one field, (N, F) bytes, interleaved as every make_block_* does: chunk i of the output is
+    bytes (i / N) * blocklen .. + blocklen of row i % N (e.g. make_block_q4_0x4, repack.cpp L2766-2770)."""
+    n, f = fields.shape
+    if f % blocklen:
+        raise ValueError(f"a {f}-byte field does not split into {blocklen}-byte chunks")
+    return fields.reshape(n, f // blocklen, blocklen).transpose(1, 0, 2).reshape(-1)
+
+
+def _bytes(records: np.ndarray, field: str) -> np.ndarray:
+    """One field of N blocks as an (N, bytes) uint8 array (a scalar fp16 field gives its two bytes)."""
+    return np.ascontiguousarray(records[field]).view(np.uint8).reshape(len(records), -1)
+
+
+def pack_k4(scales: np.ndarray, mins: np.ndarray) -> np.ndarray:
+    """Eight 6-bit scales and eight 6-bit mins into 12 bytes, q4_K's own packing (the inverse of
+    get_scale_min_k4): make_block_q4_Kx8 packs sub-block sb of its 8 columns this way at sb * 12 (L2880-2907)."""
+    s, m = scales.astype(np.uint8), mins.astype(np.uint8)
+    return np.concatenate([(s[:4] & 63) | ((s[4:] & 48) << 2), (m[:4] & 63) | ((m[4:] & 48) << 2),
+                           (s[4:] & 15) | ((m[4:] & 15) << 4)]).astype(np.uint8)
+
+
+def _scales_q4_K(records: np.ndarray) -> np.ndarray:
+    """make_block_q4_Kx8's 96 scale bytes (L2872-2908; q5_Kx8 alike, L3043-3087): for each sub-block sb, the 8
+    columns' (scale, min) of that sub-block packed by pack_k4."""
+    sc, mn = _scale_min_k4(records["scales"])                 # (8 columns, 8 sub-blocks) each
+    return np.concatenate([pack_k4(sc[:, sb], mn[:, sb]) for sb in range(8)])
+
+
+def _scales_q2_K(records: np.ndarray) -> np.ndarray:
+    """make_block_q2_Kx8's 128 scale bytes (L2996-3002): byte i is column (i % 16) / 2's scales[(i / 16) * 2 + i % 2],
+    so each 16 bytes hold two consecutive sub-blocks of all 8 columns, column-major in pairs."""
+    i = np.arange(128)
+    return records["scales"][(i % 16) // 2, (i // 16) * 2 + i % 2].astype(np.uint8)
+
+
+def _scales_q6_K(records: np.ndarray) -> np.ndarray:
+    """make_block_q6_Kx8's scales (L3127-3133): out[j * 8 + i] = column i's scales[j]."""
+    return np.ascontiguousarray(records["scales"].T).view(np.uint8).reshape(-1)
+
+
+Q4_0_XOR = 0x88     # make_block_q4_0x4/x8 (L2752, L2769, L2798): each nibble's bias of 8 flipped into its sign bit
+
+
+def make_block(x_type: str, records: np.ndarray, blocklen: int) -> np.ndarray:
+    """block_<x_type>x<N> of N blocks (records, one per column), as repack.cpp's make_block_<x_type>x<N> builds
+    it, as bytes. The 16-column RISC-V layouts are not modelled (NotImplementedError)."""
+    n = len(records)
+    if n == 16:
+        raise NotImplementedError("the x16 layouts (RVV, __riscv_zvfh) are not modelled")
+    if x_type in ("q4_0", "q8_0", "iq4_nl"):          # d[N], then qs (L2725-2809, L3566-3656)
+        qs = interleave(_bytes(records, "qs"), blocklen)
+        if x_type == "q4_0":
+            qs = qs ^ np.uint8(Q4_0_XOR)
+        return np.concatenate([_bytes(records, "d").reshape(-1), qs])
+    if x_type == "mxfp4":                              # e[N], then qs (L3748-3827)
+        return np.concatenate([records["e"].astype(np.uint8), interleave(_bytes(records, "qs"), blocklen)])
+    d, dmin = _bytes(records, "d").reshape(-1), None
+    if x_type == "q6_K":                               # d, scales, ql, qh (repack.h block_q6_Kx8; L3092-3136)
+        return np.concatenate([d, _scales_q6_K(records), interleave(_bytes(records, "ql"), blocklen),
+                               interleave(_bytes(records, "qh"), blocklen)])
+    dmin = _bytes(records, "dmin").reshape(-1)
+    if x_type == "q4_K":                               # d, dmin, scales, qs (L2836-2911)
+        return np.concatenate([d, dmin, _scales_q4_K(records), interleave(_bytes(records, "qs"), blocklen)])
+    if x_type == "q5_K":                               # d, dmin, scales, qh, qs (L3007-3090)
+        return np.concatenate([d, dmin, _scales_q4_K(records), interleave(_bytes(records, "qh"), blocklen),
+                               interleave(_bytes(records, "qs"), blocklen)])
+    if x_type == "q2_K":                               # d, dmin, scales, qs (L2965-3005: 8 bytes at a time)
+        return np.concatenate([d, dmin, _scales_q2_K(records), interleave(_bytes(records, "qs"), blocklen)])
+    raise ValueError(f"repack.cpp has no repacked layout of {x_type}")
+
+
+def pack_weights(x_type: str, blocks: np.ndarray, ncols: int, blocklen: int) -> bytes:
+    """vx of a gemv/gemm: `blocks` (nc rows x nb blocks x block bytes, uint8; nc a multiple of ncols) repacked as
+    repack_<type>_to_<type>_<N>_bl does (e.g. L3217-3225): for each group of ncols rows, for each block index x,
+    make_block of the group's blocks at x."""
+    fmt = FORMATS[x_type]
+    data = np.ascontiguousarray(blocks, np.uint8).reshape(blocks.shape[0], -1, fmt.dtype.itemsize)
+    nc, nb = data.shape[:2]
+    if nc % ncols:
+        raise ValueError(f"{nc} rows are not whole groups of {ncols}")
+    out = [make_block(x_type, data[g:g + ncols, b].reshape(-1).view(fmt.dtype), blocklen)
+           for g in range(0, nc, ncols) for b in range(nb)]
+    return b"".join(o.tobytes() for o in out)
+
+
+# ---- the activations: ggml_quantize_mat_q8_<0,K>_4x<blocklen> ---------------------------------------------------
+def _bsums_q8_Kx4(records: np.ndarray) -> np.ndarray:
+    """block_q8_Kx4's 64 bsums from four rows' 16 each: index 16 * (g / 4) + 4 * row + g % 4 for the row's sum of
+    elements 16g .. 16g + 15 (quantize_mat_q8_K_4x4 L244 `index`, 4x8 L295: the same map)."""
+    out = np.zeros(64, np.int16)
+    for row in range(4):
+        g = np.arange(16)
+        out[16 * (g // 4) + 4 * row + g % 4] = records["bsums"][row]
+    return out
+
+
+def pack_activations(y_type: str, rows: np.ndarray, blocklen: int) -> bytes:
+    """vy of a gemm: `rows` (nr activation rows x nb blocks x block bytes of y_type, uint8; nr a multiple of 4),
+    each group of four rows interleaved per block index as ggml_quantize_mat_<y>_4x<blocklen> lays them out:
+    d[4] (fp16 for q8_0, float for q8_K), then qs where byte j is row (j % (4 bl)) / bl's element
+    (j / (4 bl)) bl + j % bl (L155-160), then for q8_K the rows' stored bsums (_bsums_q8_Kx4). The quants and sums
+    are the rows' own (drawn by lowp, not quantized here), so each output stays an exact_dot of stored blocks."""
+    fmt = FORMATS[y_type]
+    data = np.ascontiguousarray(rows, np.uint8).reshape(rows.shape[0], -1, fmt.dtype.itemsize)
+    nr, nb = data.shape[:2]
+    if nr % 4:
+        raise ValueError(f"{nr} activation rows are not whole groups of 4")
+    out = []
+    for g in range(0, nr, 4):
+        for b in range(nb):
+            rec = data[g:g + 4, b].reshape(-1).view(fmt.dtype)
+            parts = [_bytes(rec, "d").reshape(-1), interleave(_bytes(rec, "qs"), blocklen)]
+            if y_type == "q8_K":
+                parts.append(_bsums_q8_Kx4(rec).view(np.uint8))
+            out.append(np.concatenate(parts))
+    return b"".join(o.tobytes() for o in out)
+
+
+# ---- what each output element is ---------------------------------------------------------------------------------
+def expected(function: str, x_blocks: np.ndarray, y_blocks: np.ndarray) -> np.ndarray:
+    """The (nr x nc) float32 result of `function` on weight rows x_blocks (nc x nb x bytes, before repacking) and
+    activation rows y_blocks (nr x nb' x bytes, before interleaving): element [r, c] is the exact value of the
+    vec_dot of weight row c by activation row r (dot.exact_dot), rounded once to float32 (exact in the exact
+    domain, where the `exact` contract says the kernel must give exactly it)."""
+    r = REPACKED[function]
+    x = np.asarray(x_blocks, np.uint8)
+    y = np.asarray(y_blocks, np.uint8)
+    n = x.reshape(x.shape[0], -1).shape[1] // FORMATS[r.x_type].dtype.itemsize * _qk(r.x_type)
+    out = np.empty((y.shape[0], x.shape[0]), np.float32)
+    for i in range(y.shape[0]):
+        for j in range(x.shape[0]):
+            out[i, j] = np.float32(float(exact_dot(r.x_type, x[j].reshape(-1), y[i].reshape(-1), n)))
+    return out
+
+
+def _qk(name: str) -> int:
+    return FORMATS[name].qk if name in FORMATS else QK_K
+
+
+# ---- cases in the exact domain -----------------------------------------------------------------------------------
+def draw_case(function: str, blocks: int, nc: int, nr: int, rng, *, limit: int = 127):
+    """(x_blocks (nc x blocks x bytes), y_blocks (nr x ... x bytes), n): weight and activation rows drawn by
+    exact.draw, the activations' range halved until every one of the nr x nc dot products is in the exact domain
+    (each row is drawn against its own partner, so the cross pairs are checked here)."""
+    from lowp.kernels.ggml.dot import terms
+    from lowp.kernels.ggml.exact import draw, margin
+    r = REPACKED[function]
+    while True:
+        xs = np.stack([draw(r.x_type, blocks, rng, limit=limit)[0] for _ in range(nc)])
+        drawn = [draw(r.x_type, blocks, rng, limit=limit) for _ in range(nr)]
+        ys, n = np.stack([d[1] for d in drawn]), drawn[0][2]
+        if limit == 0 or all(margin(terms(r.x_type, x, y, n)) >= 1 for x in xs for y in ys):
+            return xs, ys, n
+        limit //= 2
+
+
+def operands(function: str, x_blocks: np.ndarray, y_blocks: np.ndarray) -> tuple[bytes, bytes]:
+    """(vx, vy) of `function` for these rows: the weights repacked, the activations interleaved for a gemm and
+    plain (the row's own blocks) for a gemv."""
+    r = REPACKED[function]
+    vx = pack_weights(r.x_type, x_blocks, r.ncols, r.blocklen)
+    vy = (pack_activations(r.y_type, y_blocks, r.blocklen) if r.kind == "gemm"
+          else np.ascontiguousarray(y_blocks, np.uint8).tobytes())
+    return vx, vy
