@@ -26,6 +26,7 @@ Sources: ggml-org/ggml @d99724f src/ggml-cpu/repack.cpp, repack.h, arch-fallback
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -307,3 +308,233 @@ def operands(function: str, x_blocks: np.ndarray, y_blocks: np.ndarray) -> tuple
     vy = (pack_activations(r.y_type, y_blocks, r.blocklen) if r.kind == "gemm"
           else np.ascontiguousarray(y_blocks, np.uint8).tobytes())
     return vx, vy
+
+
+# ---- building and calling the real functions ---------------------------------------------------------------------
+# repack.cpp is C++ and carries, after its extern "C" kernels (L1-2723), the backend-buffer machinery of the repack
+# buffer type (make_block_*, tensor_traits, the buffer type: L2725-4836). A gemv/gemm calls none of it, but the
+# object file references it, so lowp's stub supplies (as traps) what that machinery calls from the rest of ggml.
+# Measured on ggml @d99724f (nm -u of repack.cpp + arch/<arch>/repack.cpp): these C functions of ggml.c,
+# ggml-backend.cpp and ggml-cpu.c, ...
+BACKEND_FUNCTIONS = (
+    "ggml_backend_buft_alloc_buffer", "ggml_backend_buft_is_host", "ggml_backend_cpu_buffer_type",
+    "ggml_backend_cpu_reg", "ggml_backend_reg_dev_get", "ggml_barrier", "ggml_cpu_has_avx2", "ggml_cpu_has_avx512",
+    "ggml_cpu_has_dotprod", "ggml_cpu_has_matmul_int8", "ggml_cpu_has_neon", "ggml_cpu_has_riscv_v",
+    "ggml_cpu_has_sve", "ggml_get_type_traits_cpu", "ggml_is_numa", "ggml_n_dims", "ggml_nbytes", "ggml_nelements",
+    "ggml_nrows", "ggml_row_size", "ggml_threadpool_chunk_add", "ggml_threadpool_chunk_set", "ggml_type_name",
+    "ggml_type_size",
+)
+# ... and the two virtual destructors of traits.cpp (whose other functions need ggml-cpu.c's std::vector): the
+# classes' key functions, so defining them emits their vtables (and, natively, their typeinfo).
+TRAITS_STUB = """// lowp's stub (kernels/ggml/repack.py): the key functions of ggml::cpu's two interfaces, empty as
+// in traits.cpp.
+#include "traits.h"
+namespace ggml::cpu { tensor_traits::~tensor_traits() {} extra_buffer_type::~extra_buffer_type() {} }
+"""
+# The static guests have no C++ runtime (lowp.emulator.build: -fno-exceptions -fno-rtti -fno-threadsafe-statics):
+# the machinery's `new` and its function-local statics' destructor registration are all that is left.
+CXX_RUNTIME_STUB = """/* lowp's stub: the C++ runtime the repack buffer machinery references; no gemv/gemm
+   reaches it. */
+void *_Znwm(unsigned long n) { (void)n; __builtin_trap(); }
+int __cxa_atexit(void (*f)(void *), void *p, void *d) { (void)f; (void)p; (void)d; return 0; }
+void *__dso_handle = 0;
+"""
+# ggml-impl.h includes <array>, <initializer_list> and <vector> in C++ (L749-751) and the arch files <cmath>,
+# <cstdio>, <cstdlib>: the freestanding guests have no C++ library, so lowp gives the little the declarations use.
+CXX_HEADERS = {
+    "initializer_list": """#pragma once
+#include <stddef.h>
+namespace std {   // the layout clang builds a braced list into: a pointer and a length
+template <class E> class initializer_list {
+    const E *b_; size_t n_;
+    constexpr initializer_list(const E *b, size_t n) : b_(b), n_(n) {}
+public:
+    constexpr initializer_list() noexcept : b_(nullptr), n_(0) {}
+    constexpr size_t size() const noexcept { return n_; }
+    constexpr const E *begin() const noexcept { return b_; }
+    constexpr const E *end() const noexcept { return b_ + n_; }
+};
+}
+""",
+    "array": """#pragma once
+#include <stddef.h>
+namespace std {
+template <class T, size_t N> struct array {
+    T elems[N];
+    constexpr T &operator[](size_t i) { return elems[i]; }
+    constexpr const T &operator[](size_t i) const { return elems[i]; }
+    constexpr size_t size() const { return N; }
+};
+}
+""",
+    "vector": "#pragma once\nnamespace std { template <class T> class vector; }   // only named in declarations\n",
+    "cmath": "#pragma once\n#include <math.h>\n",
+    "cstdio": "#pragma once\n#include <stdio.h>\n",
+    "cstdlib": "#pragma once\n#include <stdlib.h>\n",
+}
+ARCH_FOLDER = {"x86-64": "x86", "aarch64": "arm", "riscv64": "riscv"}
+
+
+def backend_traps() -> str:
+    return "/* lowp's stub: repack.cpp's buffer machinery calls these; no gemv/gemm does. */\n" + "\n".join(
+        f"void {name}(void) {{ __builtin_trap(); }}" for name in BACKEND_FUNCTIONS) + "\n"
+
+
+def _header_folder() -> Path:
+    """CXX_HEADERS written to a folder of the build cache named by their content."""
+    import hashlib
+
+    from lowp.emulator import buildcache
+    digest = hashlib.sha256(repr(sorted(CXX_HEADERS.items())).encode()).hexdigest()[:16]
+    folder = buildcache.ready_folder(buildcache.cache_dir() / "src" / f"ggml-repack-include-{digest}")
+    for name, text in CXX_HEADERS.items():
+        if not (folder / name).is_file() or (folder / name).read_text() != text:
+            buildcache.write_atomic(folder / name, text.encode())
+    return folder
+
+
+@dataclass(frozen=True)
+class RepackBuild:
+    """What lowp compiles of a checkout for one variant: repack.cpp (the _generic kernels) and
+    arch/<arch>/repack.cpp (the native ones), with ggml's include folders, the variant's flags and lowp's stubs."""
+    checkout: Path
+    variant: str                # a ggml variant name (variants.py): 'haswell', 'armv8.2_1', 'armv8.6_1'
+
+    @property
+    def arch(self) -> str:
+        from lowp.kernels.ggml.variants import variant
+        return variant(self.variant).arch
+
+    def ggml_sources(self) -> list[Path]:
+        cpu = Path(self.checkout) / "src" / "ggml-cpu"
+        return [cpu / "repack.cpp", cpu / "arch" / ARCH_FOLDER[self.arch] / "repack.cpp"]
+
+    def flags(self) -> tuple[str, ...]:
+        from lowp.kernels.ggml.variants import variant
+        root = Path(self.checkout)
+        includes = (root / "include", root / "src", root / "src" / "ggml-cpu")
+        return ("-O2", *variant(self.variant).flags, *(f"-I{d}" for d in includes))
+
+    def stub_sources(self, libc: bool) -> list[Path]:
+        from lowp.emulator import buildcache
+        from lowp.emulator.native_build import cache_dir
+        from lowp.kernels.ggml.executor import shim_file
+        folder = cache_dir() / "src"
+        stubs = [shim_file(Path(self.checkout) / "src" / "ggml-quants.h", libc),
+                 buildcache.source_file(backend_traps(), folder, "ggml-repack-traps"),
+                 buildcache.source_file(TRAITS_STUB, folder, "ggml-repack-traits", ".cpp")]
+        if not libc:
+            stubs.append(buildcache.source_file(CXX_RUNTIME_STUB, folder, "ggml-repack-cxxrt"))
+        return stubs
+
+    def native(self) -> Path:
+        """The shared object (host compiler, its C++ runtime linked)."""
+        from lowp.emulator.native_build import build_shared_library
+        return build_shared_library([*self.ggml_sources(), *self.stub_sources(True)], self.flags(),
+                                    f"ggml-repack-{self.variant}")
+
+    def guest(self):
+        """The static qemu-user program (zig c++, no C++ runtime, musl's C headers, lowp's CXX_HEADERS)."""
+        from lowp.emulator.build import libc_header_flags
+        from lowp.emulator.qemu import GUESTS, build_for_qemu
+        headers = _header_folder()
+        flags = ("-isystem", str(headers), *self.flags(), *libc_header_flags(self.arch))
+        return build_for_qemu(*self.ggml_sources(), *self.stub_sources(False), flags=flags,
+                              depends=tuple(sorted(headers.iterdir())), guest=GUESTS[self.arch])
+
+
+ARGUMENTS = ("n", "s", "bs", "x", "y", "nr", "nc")
+
+
+class RepackRunner:
+    """The gemv/gemm functions of one RepackBuild: natively (x86-64 with the variant's features) or on qemu-user
+    (cpu: qemu's -cpu, e.g. lowp.emulator.qemu.vector_length_cpu(256) for SVE at 256 bits)."""
+
+    def __init__(self, build: RepackBuild, backend: str = "native", cpu: str | None = None, budget: float = 10.0):
+        self.build, self.backend, self.cpu, self.budget = build, backend, cpu, budget
+        self._library = self._machine = None
+
+    def has(self, symbol: str) -> bool:
+        if self.backend == "native":
+            from lowp.kernels import guard
+            return symbol in guard._symbols(str(self._native()[1]))
+        return symbol in self._guest().binary.symbols
+
+    def _native(self):
+        if self._library is None:
+            import cffi
+            ffi, path = cffi.FFI(), self.build.native()
+            self._library = (ffi.dlopen(str(path)), path)     # loaded for its address; guard makes the call
+        return self._library
+
+    def _guest(self):
+        if self._machine is None:
+            from lowp.emulator.qemu import GUESTS, QemuMachine
+            guest = GUESTS[self.build.arch]
+            self._machine = QemuMachine(self.build.guest(), cpu=self.cpu, counts=False, guest=guest)
+        return self._machine
+
+    def call(self, symbol: str, vx: bytes, vy: bytes, n: int, nr: int, nc: int, bs: int) -> np.ndarray:
+        """symbol(n, s, bs, vx, vy, nr, nc) with s poisoned (NaN, max(nr, 1) * bs floats): all of s after the call.
+        Every buffer ends at a guard page (native) or is checked for canaries (qemu): an over-read faults."""
+        s = np.full(max(nr, 1) * bs, np.float32(np.nan), np.float32)
+        x, y = np.frombuffer(vx, np.uint8).copy(), np.frombuffer(vy, np.uint8).copy()
+        if self.backend == "native":
+            from lowp.kernels import guard
+            _, path = self._native()
+            with guard.Arena() as arena:
+                rs, rx, ry = arena.place("s", s), arena.place("x", x), arena.place("y", y)
+                guard.call(guard.function_address(path, symbol), [n, rs.base, bs, rx.base, ry.base, nr, nc], arena,
+                           budget=self.budget, library=path)
+                return rs.array.copy()
+        r = self._guest().call(symbol, n, s, bs, x, y, nr, nc, names=ARGUMENTS, seconds=self.budget)
+        return np.asarray(r["s"], np.float32)
+
+    def close(self) -> None:
+        if self._machine is not None:
+            self._machine.close()
+
+
+def result_matrix(function: str, s: np.ndarray, nr: int, nc: int, bs: int) -> tuple[np.ndarray, bool]:
+    """(the nr x nc results read from s as ggml lays them out, whether every other float of s is still the NaN
+    poison): the gemm stores s[row * bs + col] (L1707), the gemv s[col] only (L795)."""
+    if REPACKED[function].kind == "gemv":
+        return s[:nc].reshape(1, nc), bool(np.isnan(s[nc:]).all())
+    grid = s.reshape(-1, bs)
+    return grid[:nr, :nc], bool(np.isnan(grid[:, nc:]).all())
+
+
+@dataclass
+class Tally:
+    """Cases of one function on one runner: how many equal `expected` bit for bit (with s untouched outside the
+    results), and the first that did not (blocks, nc, nr, what happened)."""
+    equal: int = 0
+    total: int = 0
+    first: tuple | None = None
+
+
+def measure(runner: RepackRunner, function: str, rng, symbol: str | None = None,
+            blocks=(1, 2, 3, 4, 5, 6, 7, 8), groups=(1, 2, 3)) -> Tally:
+    """`symbol` (default `function`; its _generic twin shares the model) on exact-domain cases: every block count,
+    nc = groups x N, nr = 1 (gemv) or 4 x group count alternating 4 and 8 (gemm); bs = nc + 3 so a row-stride
+    error lands in poisoned floats."""
+    from lowp.emulator.errors import EmulatorError
+    r, tally = REPACKED[function], Tally()
+    for nb in blocks:
+        for g in groups:
+            nc, nr = r.ncols * g, (1 if r.kind == "gemv" else 4 * (1 + g % 2))
+            xs, ys, n = draw_case(function, nb, nc, nr, rng)
+            vx, vy = operands(function, xs, ys)
+            tally.total += 1
+            try:
+                got, clean = result_matrix(function, runner.call(symbol or function, vx, vy, n, nr, nc, nc + 3),
+                                           nr, nc, nc + 3)
+            except EmulatorError as e:
+                tally.first = tally.first or (nb, nc, nr, f"{type(e).__name__}: {e}")
+                continue
+            want = expected(function, xs, ys)
+            if clean and np.array_equal(got.view(np.uint32), want.view(np.uint32)):
+                tally.equal += 1
+            elif tally.first is None:
+                tally.first = (nb, nc, nr, f"got {got.ravel()[:4]} want {want.ravel()[:4]} clean={clean}")
+    return tally
