@@ -28,7 +28,7 @@ Q4_K = [name for name, r in R.REPACKED.items() if r.x_type == "q4_K" and not r.r
 C_MAKE_BLOCK = r"""
 #include <stdint.h>
 #include <string.h>
-/* lowp's re-statement of repack.cpp's make_block_<type>x<N> quant loop (ggml @d99724f L2760-2771): chunk i of
+/* lowp's re-statement of repack.cpp's make_block_<type>x<N> quant loop (ggml @d99724f L2766-2775): chunk i of
    the output is `blocklen` bytes of block i % N at (i / N) * blocklen, each byte XORed with `mask`. */
 void lowp_interleave(const uint8_t *in, int n, int field, int blocklen, uint8_t mask, uint8_t *out) {
     for (int i = 0; i < n * field / blocklen; i++) {
@@ -36,7 +36,7 @@ void lowp_interleave(const uint8_t *in, int n, int field, int blocklen, uint8_t 
         for (int b = 0; b < blocklen; b++) out[dst_offset + b] = in[src_id * field + src_offset + b] ^ mask;
     }
 }
-/* ggml_quantize_mat_q8_0_4x<bl>'s store order (L155-160) for already-quantized rows: qs[j] of 4 rows x 32. */
+/* ggml_quantize_mat_q8_0_4x<bl>'s store order (L162-169) for already-quantized rows: qs[j] of 4 rows x 32. */
 void lowp_quantize_mat_order(const int8_t *rows, int blocklen, int8_t *qs) {
     for (int j = 0; j < 32 * 4; j++) {
         int src_offset = (j / (4 * blocklen)) * blocklen;
@@ -95,8 +95,8 @@ def test_activation_quants_are_in_quantize_mat_order(c_layout, blocklen):
 
 
 def test_q8_Kx4_bsums_are_in_quantize_mat_order():
-    """quantize_mat_q8_K_4x4 accumulates qs[j] into bsums[index(j)] (L244): the packed bsums must be exactly those
-    sums of the packed quants."""
+    """quantize_mat_q8_K_4x4 accumulates qs[j] into bsums[index(j)] (L253, 4x8 L304): the packed bsums must be
+    exactly those sums of the packed quants."""
     rng = np.random.default_rng(5)
     from lowp.kernels.ggml.exact import _activations
     rows = np.stack([_activations("q8_K", 1, 127, rng) for _ in range(4)])
@@ -104,7 +104,7 @@ def test_q8_Kx4_bsums_are_in_quantize_mat_order():
         packed = np.frombuffer(R.pack_activations("q8_K", rows, blocklen), np.uint8)
         qs = packed[16:16 + 1024].view(np.int8).astype(np.int64)
         sums = np.zeros(64, np.int64)
-        for j in range(1024):        # L244 / L295: the index each quant is summed into
+        for j in range(1024):        # L253 / L304: the index each quant is summed into
             shift = 2 if blocklen == 4 else 3
             sums[(((j & mask) >> shift) << 2) + ((j >> 8) << 4) + ((j >> 6) & 3)] += qs[j]
         assert np.array_equal(packed[16 + 1024:].view("<i2"), sums)
@@ -112,8 +112,8 @@ def test_q8_Kx4_bsums_are_in_quantize_mat_order():
 
 # ---- a gemv/gemm over the packed bytes, by the generic functions' index arithmetic --------------------------------
 def _zero_family_code(x_type: str, byte: int, high: bool) -> int:
-    """What the generic makes of one packed byte (L780-781 q4_0 after its XOR: (int8)(b << 4) and (int8)(b & 0xF0),
-    the >> 4 later; L1147 iq4_nl; L1223 mxfp4)."""
+    """What the generic makes of one packed byte (L787-788 q4_0 after its XOR: (int8)(b << 4) and (int8)(b & 0xF0),
+    the >> 4 at L789; L1148-1149 iq4_nl; L1224-1225 mxfp4)."""
     if x_type == "q4_0":
         v = (byte & 0xF0) if high else (byte << 4) & 0xFF
         return (v - 256 if v >= 128 else v)
@@ -211,7 +211,7 @@ def follow_q4_K(name: str, vx: bytes, vy: bytes, n: int, nr: int, nc: int) -> np
 
 
 def _unpack_utmp(scales: np.ndarray) -> np.ndarray:
-    """The generic's kmask unpacking of the 96 packed scale bytes into utmp (L919-927): per sub-block, 8 scales
+    """The generic's kmask unpacking of the 96 packed scale bytes into utmp (L918-925): per sub-block, 8 scales
     then 8 mins, as bytes."""
     words = scales.view("<u4").astype(np.uint32).reshape(8, 3)
     utmp = np.zeros((8, 4), np.uint32)
@@ -312,7 +312,7 @@ def _k_blocks(x_type: str, seed: int) -> np.ndarray:
 
 def test_packed_q2_K_scales_are_where_the_generic_reads_them():
     """ggml_gemv_q2_K_8x8_q8_K_generic reads column j's scale of sub-block 2 sb + t at scales[sb * 16 + 2 j + t]
-    (L1062-1085: scales_0 + (k / 4) * 64, offset (k / 2) % 2 + j * 2; the mins at sb * 16 + 2 j)."""
+    (L1062-1086: scales_0 + (k / 4) * 64, offset (k / 2) % 2 + j * 2; the mins at sb * 16 + 2 j, L1092-1095)."""
     blocks = _k_blocks("q2_K", 9)
     packed = R.make_block("q2_K", blocks, 8)[32:32 + 128]
     for sb in range(8):
@@ -322,8 +322,27 @@ def test_packed_q2_K_scales_are_where_the_generic_reads_them():
 
 
 def test_packed_q6_K_scales_are_where_the_generic_reads_them():
-    """The q6_K generic reads column j's scale s at scales[s * ncols_interleaved + j] (L500-501)."""
+    """The q6_K generic reads column j's scale s at scales[s * ncols_interleaved + j] (L499-500)."""
     blocks = _k_blocks("q6_K", 10)
     packed = R.make_block("q6_K", blocks, 8)[16:16 + 128].view(np.int8)
     for s in range(16):
         assert np.array_equal(packed[s * 8:(s + 1) * 8], blocks["scales"][:, s]), s
+
+
+def test_every_selected_layout_has_its_gemv_and_gemm():
+    for x_type, choices in R.SELECTED.items():
+        for _, family in choices:
+            name, _, shape = family.rpartition("_")
+            for kind in ("gemv", "gemm"):
+                r = R.REPACKED[f"ggml_{kind}_{family}_{R.VEC_DOT_TYPE[x_type]}"]
+                assert (r.x_type, f"{r.ncols}x{r.blocklen}") == (x_type, shape)
+
+
+@pytest.mark.parametrize("name", ["ggml_gemm_q4_0_8x8_q8_0", "ggml_gemm_q6_K_8x8_q8_K"])
+def test_drawn_cases_put_every_cross_pair_in_the_exact_domain(name):
+    """exact.draw fits each activation row to its own weight row; draw_case must also fit the cross pairs (q6_K's
+    full-range activations are past the bound over 4 blocks: test_ggml_exact)."""
+    from lowp.kernels.ggml.dot import terms
+    from lowp.kernels.ggml.exact import margin
+    xs, ys, n, _, _ = _case(name, 4, 1, 3)
+    assert all(margin(terms(R.REPACKED[name].x_type, x, y, n)) >= 1 for x in xs for y in ys)

@@ -15,7 +15,7 @@ n: the length of a row (the dot product's length; a whole number of blocks). vx:
 vy: nr activation rows (gemv: nr == 1, one plain q8 row; gemm: nr a multiple of 4, group y is nb interleaved
 q8 blocks of rows 4y .. 4y+3). s: the results, s[row * bs + col] = dot(activation row `row`, weight row `col`)
 (repack.cpp L1707: s[(y * 4 + m) * bs + x * ncols_interleaved + j]); the gemv writes s[col] only and never reads
-bs (L797). ggml calls the gemm with bs = nb1 / nb0, the destination's row stride in floats (L4242).
+bs (L765, L795). ggml calls the gemm with bs = nb1 / nb0, the destination's row stride in floats (L4242).
 
 Each element is a ggml vec_dot of one weight row by one activation row, so lowp's oracle is dot.exact_dot, and
 the `exact` contract (exact.py) applies to every element: in the exact domain the float result must equal the
@@ -142,10 +142,27 @@ NATIVE = {
 }
 
 
+# Which layout ggml gives a weight of each type (ggml_repack_get_optimal_repack_type, repack.cpp L4528-4723): the
+# first condition that holds, and only when the weight's row count is a multiple of N; no match leaves the weight
+# unrepacked (the vec_dots then). ggml_cpu_has_* are compile-time facts of the build (ggml-cpu.c L3615-3621 for
+# avx2), sve_cnt is the vector length in bytes at run time, VLEN RISC-V's (zvfh builds only).
+SELECTED = {
+    "q4_0": (("avx2, or sve && i8mm && sve_cnt == 32", "q4_0_8x8"), ("neon && i8mm", "q4_0_4x8"),
+             ("neon && dotprod", "q4_0_4x4"), ("riscv_v, zvfh, VLEN 256", "q4_0_16x1")),
+    "q4_K": (("avx2", "q4_K_8x8"), ("neon && i8mm", "q4_K_8x8"), ("neon && dotprod", "q4_K_8x4"),
+             ("riscv_v, zvfh, VLEN 256", "q4_K_16x1")),
+    "q2_K": (("avx512", "q2_K_8x8"), ("riscv_v, zvfh, VLEN 256", "q2_K_16x1")),
+    "q5_K": (("neon && i8mm", "q5_K_8x8"), ("neon && dotprod", "q5_K_8x4")),
+    "q6_K": (("neon && i8mm", "q6_K_8x8"), ("neon && dotprod", "q6_K_8x4")),
+    "iq4_nl": (("avx2", "iq4_nl_8x8"), ("neon && dotprod", "iq4_nl_4x4"), ("riscv_v, zvfh, VLEN 256", "iq4_nl_16x1")),
+    "mxfp4": (("avx2", "mxfp4_8x8"), ("neon && dotprod", "mxfp4_4x4")),
+    "q8_0": (("neon && i8mm", "q8_0_4x8"), ("neon && dotprod", "q8_0_4x4"), ("riscv_v, zvfh, VLEN 256", "q8_0_16x1")),
+}
+
 # ---- the weights: make_block_<type>x<N> -------------------------------------------------------------------------
 def interleave(fields: np.ndarray, blocklen: int) -> np.ndarray:
     """N rows' copies of one field, (N, F) bytes, interleaved as every make_block_* does: chunk i of the output is
-    bytes (i / N) * blocklen .. + blocklen of row i % N (e.g. make_block_q4_0x4, repack.cpp L2766-2770)."""
+    bytes (i / N) * blocklen .. + blocklen of row i % N (e.g. make_block_q4_0x4, repack.cpp L2766-2775)."""
     n, f = fields.shape
     if f % blocklen:
         raise ValueError(f"a {f}-byte field does not split into {blocklen}-byte chunks")
@@ -159,14 +176,14 @@ def _bytes(records: np.ndarray, field: str) -> np.ndarray:
 
 def pack_k4(scales: np.ndarray, mins: np.ndarray) -> np.ndarray:
     """Eight 6-bit scales and eight 6-bit mins into 12 bytes, q4_K's own packing (the inverse of
-    get_scale_min_k4): make_block_q4_Kx8 packs sub-block sb of its 8 columns this way at sb * 12 (L2880-2907)."""
+    get_scale_min_k4): make_block_q4_Kx8 packs sub-block sb of its 8 columns this way at sb * 12 (L2868-2907)."""
     s, m = scales.astype(np.uint8), mins.astype(np.uint8)
     return np.concatenate([(s[:4] & 63) | ((s[4:] & 48) << 2), (m[:4] & 63) | ((m[4:] & 48) << 2),
                            (s[4:] & 15) | ((m[4:] & 15) << 4)]).astype(np.uint8)
 
 
 def _scales_q4_K(records: np.ndarray) -> np.ndarray:
-    """make_block_q4_Kx8's 96 scale bytes (L2872-2908; q5_Kx8 alike, L3043-3087): for each sub-block sb, the 8
+    """make_block_q4_Kx8's 96 scale bytes (L2868-2907; q5_Kx8 alike, L3049-3087): for each sub-block sb, the 8
     columns' (scale, min) of that sub-block packed by pack_k4."""
     sc, mn = _scale_min_k4(records["scales"])                 # (8 columns, 8 sub-blocks) each
     return np.concatenate([pack_k4(sc[:, sb], mn[:, sb]) for sb in range(8)])
@@ -180,11 +197,11 @@ def _scales_q2_K(records: np.ndarray) -> np.ndarray:
 
 
 def _scales_q6_K(records: np.ndarray) -> np.ndarray:
-    """make_block_q6_Kx8's scales (L3127-3133): out[j * 8 + i] = column i's scales[j]."""
+    """make_block_q6_Kx8's scales (L3129-3133): out[j * 8 + i] = column i's scales[j]."""
     return np.ascontiguousarray(records["scales"].T).view(np.uint8).reshape(-1)
 
 
-Q4_0_XOR = 0x88     # make_block_q4_0x4/x8 (L2752, L2769, L2798): each nibble's bias of 8 flipped into its sign bit
+Q4_0_XOR = 0x88     # make_block_q4_0x4/x8 (L2752, L2765, L2795): each nibble's bias of 8 flipped into its sign bit
 
 
 def make_block(x_type: str, records: np.ndarray, blocklen: int) -> np.ndarray:
@@ -232,7 +249,7 @@ def pack_weights(x_type: str, blocks: np.ndarray, ncols: int, blocklen: int) -> 
 # ---- the activations: ggml_quantize_mat_q8_<0,K>_4x<blocklen> ---------------------------------------------------
 def _bsums_q8_Kx4(records: np.ndarray) -> np.ndarray:
     """block_q8_Kx4's 64 bsums from four rows' 16 each: index 16 * (g / 4) + 4 * row + g % 4 for the row's sum of
-    elements 16g .. 16g + 15 (quantize_mat_q8_K_4x4 L244 `index`, 4x8 L295: the same map)."""
+    elements 16g .. 16g + 15 (quantize_mat_q8_K_4x4 L253 `index`, 4x8 L304: the same map)."""
     out = np.zeros(64, np.int16)
     for row in range(4):
         g = np.arange(16)
@@ -244,7 +261,7 @@ def pack_activations(y_type: str, rows: np.ndarray, blocklen: int) -> bytes:
     """vy of a gemm: `rows` (nr activation rows x nb blocks x block bytes of y_type, uint8; nr a multiple of 4),
     each group of four rows interleaved per block index as ggml_quantize_mat_<y>_4x<blocklen> lays them out:
     d[4] (fp16 for q8_0, float for q8_K), then qs where byte j is row (j % (4 bl)) / bl's element
-    (j / (4 bl)) bl + j % bl (L155-160), then for q8_K the rows' stored bsums (_bsums_q8_Kx4). The quants and sums
+    (j / (4 bl)) bl + j % bl (L162-169), then for q8_K the rows' stored bsums (_bsums_q8_Kx4). The quants and sums
     are the rows' own (drawn by lowp, not quantized here), so each output stays an exact_dot of stored blocks."""
     fmt = FORMATS[y_type]
     data = np.ascontiguousarray(rows, np.uint8).reshape(rows.shape[0], -1, fmt.dtype.itemsize)
@@ -514,15 +531,16 @@ class Tally:
 
 
 def measure(runner: RepackRunner, function: str, rng, symbol: str | None = None,
-            blocks=(1, 2, 3, 4, 5, 6, 7, 8), groups=(1, 2, 3)) -> Tally:
+            blocks=(1, 2, 3, 4, 5, 6, 7, 8), groups=(1, 2, 3), gemm_rows=(4, 8, 16, 20)) -> Tally:
     """`symbol` (default `function`; its _generic twin shares the model) on exact-domain cases: every block count,
-    nc = groups x N, nr = 1 (gemv) or 4 x group count alternating 4 and 8 (gemm); bs = nc + 3 so a row-stride
-    error lands in poisoned floats."""
+    nc = groups x N, nr = 1 (gemv) or, for a gemm, the next of gemm_rows (x86's gemms work in tiles of 16 rows and
+    16 columns with 4-row and 8-column tails, arch/x86/repack.cpp L662-664: 4, 8, 16 and 20 rows reach both);
+    bs = nc + 3 so a row-stride error lands in poisoned floats."""
     from lowp.emulator.errors import EmulatorError
     r, tally = REPACKED[function], Tally()
     for nb in blocks:
         for g in groups:
-            nc, nr = r.ncols * g, (1 if r.kind == "gemv" else 4 * (1 + g % 2))
+            nc, nr = r.ncols * g, (1 if r.kind == "gemv" else gemm_rows[(nb + g) % len(gemm_rows)])
             xs, ys, n = draw_case(function, nb, nc, nr, rng)
             vx, vy = operands(function, xs, ys)
             tally.total += 1
