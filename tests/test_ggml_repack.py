@@ -19,8 +19,7 @@ from lowp.kernels.ggml import repack as R
 from lowp.kernels.ggml.blocks import FORMATS, KVALUES_FP4, KVALUES_IQ4NL, QK_K, _e8m0_half, _scale_min_k4
 
 F16 = lambda bits: float(np.uint16(bits).view(np.float16))         # noqa: E731 - a ggml_half's value
-ZERO_FAMILY = [name for name, r in R.REPACKED.items() if r.x_type in ("q4_0", "q8_0", "iq4_nl", "mxfp4")
-               and not r.riscv_zvfh]
+ZERO_FAMILY = [name for name, r in R.REPACKED.items() if r.x_type in ("q4_0", "q8_0", "iq4_nl", "mxfp4")]
 Q4_K = [name for name, r in R.REPACKED.items() if r.x_type == "q4_K" and not r.riscv_zvfh]
 
 
@@ -122,7 +121,7 @@ def _zero_family_code(x_type: str, byte: int, high: bool) -> int:
 
 
 def follow_zero_family(name: str, vx: bytes, vy: bytes, n: int, nr: int, nc: int) -> np.ndarray:
-    """ggml_gemv/gemm_{q4_0,q8_0,iq4_nl,mxfp4}_*_generic (repack.cpp L754-1366, L1658-2384), loop for loop, with
+    """ggml_gemv/gemm_{q4_0,q8_0,iq4_nl,mxfp4}_*_generic (repack.cpp L754-1564, L1658-2624), loop for loop, with
     exact rational sums (in the exact domain they are what float32 gives)."""
     r = R.REPACKED[name]
     N, bl, qk, nb = r.ncols, r.blocklen, 32, n // 32
@@ -346,3 +345,11 @@ def test_drawn_cases_put_every_cross_pair_in_the_exact_domain(name):
     from lowp.kernels.ggml.exact import margin
     xs, ys, n, _, _ = _case(name, 4, 1, 3)
     assert all(margin(terms(R.REPACKED[name].x_type, x, y, n)) >= 1 for x in xs for y in ys)
+
+
+def test_drawn_cases_keep_a_useful_activation_range():
+    """Narrowed scales keep the activations' range from collapsing to 0 on a large gemm (with exact.draw's wider
+    scale spread, 3 blocks of q4_K times 16 x 16 rows already forced every activation code to 0)."""
+    xs, ys, n, _, _ = _case("ggml_gemm_q4_K_8x8_q8_K", 3, 2, 4)
+    codes = ys.reshape(-1, FORMATS["q8_K"].dtype.itemsize).reshape(-1).view(FORMATS["q8_K"].dtype)["qs"]
+    assert np.abs(codes.astype(int)).max() >= 7

@@ -84,7 +84,8 @@ REPACKED: dict[str, Repacked] = dict(_entries(FAMILIES, False)) | dict(_entries(
 # The activation quantizers of the gemm: ggml_quantize_mat_t<INTER_SIZE, PARAM_TYPE> (repack.cpp L318-353) calls
 # ggml_quantize_mat_<q8>_4x<blocklen>: four rows into one interleaved block per block index.
 QUANTIZE_MAT = {("q8_0", 4): ("ggml_quantize_mat_q8_0_4x4", 135), ("q8_0", 8): ("ggml_quantize_mat_q8_0_4x8", 173),
-                ("q8_K", 4): ("ggml_quantize_mat_q8_K_4x4", 211), ("q8_K", 8): ("ggml_quantize_mat_q8_K_4x8", 262)}
+                ("q8_K", 4): ("ggml_quantize_mat_q8_K_4x4", 211), ("q8_K", 8): ("ggml_quantize_mat_q8_K_4x8", 262),
+                ("q8_0", 1): ("ggml_quantize_mat_q8_0_4x1", 52), ("q8_K", 1): ("ggml_quantize_mat_q8_K_4x1", 90)}
 
 # Which functions an arch file defines natively (the rest are the _generic ones renamed by arch-fallback.h), and
 # the feature macros its fast path needs (without them the native definition calls the _generic one).
@@ -201,16 +202,34 @@ def _scales_q6_K(records: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(records["scales"].T).view(np.uint8).reshape(-1)
 
 
+def _scales_q4_Kx16(records: np.ndarray) -> np.ndarray:
+    """make_block_q4_Kx16's 192 scale bytes (L2940-2957): with s[sb * 16 + j], m[sb * 16 + j] column j's 6-bit
+    scale and min of sub-block sb, byte i < 128 holds the low nibbles of s[i] and m[i], byte 128 + i (i < 64) the
+    top two bits of s[i], m[i], s[64 + i] and m[64 + i]."""
+    sc, mn = _scale_min_k4(records["scales"])                 # (16 columns, 8 sub-blocks)
+    s, m = sc.T.reshape(-1), mn.T.reshape(-1)                # sub-block-major: [sb * 16 + j]
+    low = (s & 15) | ((m & 15) << 4)
+    high = ((s[:64] & 48) >> 4) | ((m[:64] & 48) >> 2) | (s[64:] & 48) | ((m[64:] & 48) << 2)
+    return np.concatenate([low, high]).astype(np.uint8)
+
+
+Q2_KX16_ORDER = (0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15)   # L3164-3195: even/odd, low/high
+
+
+def _scales_q2_Kx16(records: np.ndarray) -> np.ndarray:
+    """make_block_q2_Kx16's 256 scale bytes (L3160-3195): for each sub-block in Q2_KX16_ORDER, the 16 columns'
+    scale byte of it."""
+    return np.ascontiguousarray(records["scales"][:, list(Q2_KX16_ORDER)].T).reshape(-1).astype(np.uint8)
+
+
 Q4_0_XOR = 0x88     # make_block_q4_0x4/x8 (L2752, L2765, L2795): each nibble's bias of 8 flipped into its sign bit
 
 
 def make_block(x_type: str, records: np.ndarray, blocklen: int) -> np.ndarray:
     """block_<x_type>x<N> of N blocks (records, one per column), as repack.cpp's make_block_<x_type>x<N> builds
-    it, as bytes. The 16-column RISC-V layouts are not modelled (NotImplementedError)."""
+    it, as bytes."""
     n = len(records)
-    if n == 16:
-        raise NotImplementedError("the x16 layouts (RVV, __riscv_zvfh) are not modelled")
-    if x_type in ("q4_0", "q8_0", "iq4_nl"):          # d[N], then qs (L2725-2809, L3566-3656)
+    if x_type in ("q4_0", "q8_0", "iq4_nl"):          # d[N], then qs (L2725-2834, L3512-3533, L3566-3713)
         qs = interleave(_bytes(records, "qs"), blocklen)
         if x_type == "q4_0":
             qs = qs ^ np.uint8(Q4_0_XOR)
@@ -222,6 +241,9 @@ def make_block(x_type: str, records: np.ndarray, blocklen: int) -> np.ndarray:
         return np.concatenate([d, _scales_q6_K(records), interleave(_bytes(records, "ql"), blocklen),
                                interleave(_bytes(records, "qh"), blocklen)])
     dmin = _bytes(records, "dmin").reshape(-1)
+    if n == 16 and x_type in ("q4_K", "q2_K"):         # the RVV layouts: d, dmin, scales, qs (L2913-2963, L3138-3198)
+        scales = _scales_q4_Kx16(records) if x_type == "q4_K" else _scales_q2_Kx16(records)
+        return np.concatenate([d, dmin, scales, interleave(_bytes(records, "qs"), blocklen)])
     if x_type == "q4_K":                               # d, dmin, scales, qs (L2836-2911)
         return np.concatenate([d, dmin, _scales_q4_K(records), interleave(_bytes(records, "qs"), blocklen)])
     if x_type == "q5_K":                               # d, dmin, scales, qh, qs (L3007-3090)
@@ -247,13 +269,15 @@ def pack_weights(x_type: str, blocks: np.ndarray, ncols: int, blocklen: int) -> 
 
 
 # ---- the activations: ggml_quantize_mat_q8_<0,K>_4x<blocklen> ---------------------------------------------------
-def _bsums_q8_Kx4(records: np.ndarray) -> np.ndarray:
-    """block_q8_Kx4's 64 bsums from four rows' 16 each: index 16 * (g / 4) + 4 * row + g % 4 for the row's sum of
-    elements 16g .. 16g + 15 (quantize_mat_q8_K_4x4 L253 `index`, 4x8 L304: the same map)."""
+def _bsums_q8_Kx4(records: np.ndarray, blocklen: int) -> np.ndarray:
+    """block_q8_Kx4's 64 bsums from four rows' 16 each, for the row's sum of elements 16g .. 16g + 15: at
+    16 * (g / 4) + 4 * row + g % 4 (quantize_mat_q8_K_4x4 L253 `index`, 4x8 L304: the same map), and for the RVV
+    4x1 interleave at 4 * g + row (quantize_mat_q8_K_4x1 L125)."""
     out = np.zeros(64, np.int16)
+    g = np.arange(16)
     for row in range(4):
-        g = np.arange(16)
-        out[16 * (g // 4) + 4 * row + g % 4] = records["bsums"][row]
+        at = 4 * g + row if blocklen == 1 else 16 * (g // 4) + 4 * row + g % 4
+        out[at] = records["bsums"][row]
     return out
 
 
@@ -274,7 +298,7 @@ def pack_activations(y_type: str, rows: np.ndarray, blocklen: int) -> bytes:
             rec = data[g:g + 4, b].reshape(-1).view(fmt.dtype)
             parts = [_bytes(rec, "d").reshape(-1), interleave(_bytes(rec, "qs"), blocklen)]
             if y_type == "q8_K":
-                parts.append(_bsums_q8_Kx4(rec).view(np.uint8))
+                parts.append(_bsums_q8_Kx4(rec, blocklen).view(np.uint8))
             out.append(np.concatenate(parts))
     return b"".join(o.tobytes() for o in out)
 
@@ -301,17 +325,41 @@ def _qk(name: str) -> int:
 
 
 # ---- cases in the exact domain -----------------------------------------------------------------------------------
+NARROW_EXPONENTS = (-1, 0, 1)    # the scales of a drawn gemm/gemv case: 2^e, e among these (see draw_case)
+
+
+def narrow_scales(blocks: np.ndarray, name: str, rng) -> np.ndarray:
+    """`blocks` (rows x nb x bytes of format `name`) with every block scale (d, dmin; mxfp4's e) a power of two
+    2^e, e in NARROW_EXPONENTS: still different from block to block and row to row (a kernel that takes another
+    column's or row's scale shows), but close enough that every weight row times every activation row stays in
+    the exact domain with activations of useful range."""
+    fmt = FORMATS[name]
+    out = np.ascontiguousarray(blocks, np.uint8).copy()
+    rec = out.reshape(-1).view(fmt.dtype)
+    for field in ("d", "dmin"):
+        if field in rec.dtype.names:
+            e = rng.choice(NARROW_EXPONENTS, rec[field].shape)
+            value = np.float64(2.0) ** e
+            rec[field] = (value.astype(np.float16).view(np.uint16) if rec.dtype[field] == np.dtype("<u2")
+                          else value.astype(np.float32))
+    if name == "mxfp4":                         # E8M0: 2^(e - 127), halved by ggml's decoder
+        rec["e"] = 127 + rng.choice(NARROW_EXPONENTS, rec["e"].shape)
+    return out
+
+
 def draw_case(function: str, blocks: int, nc: int, nr: int, rng, *, limit: int = 127):
-    """(x_blocks (nc x blocks x bytes), y_blocks (nr x ... x bytes), n): weight and activation rows drawn by
-    exact.draw, the activations' range halved until every one of the nr x nc dot products is in the exact domain
-    (each row is drawn against its own partner, so the cross pairs are checked here)."""
+    """(x_blocks (nc x blocks x bytes), y_blocks (nr x ... x bytes), n) in the exact domain for every one of the
+    nr x nc dot products: weight rows drawn by exact.draw, activation rows by its q8 drawer (codes in
+    [-limit, limit], stored sums consistent), every scale narrowed (narrow_scales), and the activations' range
+    halved until all cross pairs fit."""
     from lowp.kernels.ggml.dot import terms
-    from lowp.kernels.ggml.exact import draw, margin
+    from lowp.kernels.ggml.exact import _activations, draw, margin
     r = REPACKED[function]
+    n = blocks * _qk(r.x_type)
+    xs = narrow_scales(np.stack([draw(r.x_type, blocks, rng)[0] for _ in range(nc)]), r.x_type, rng)
     while True:
-        xs = np.stack([draw(r.x_type, blocks, rng, limit=limit)[0] for _ in range(nc)])
-        drawn = [draw(r.x_type, blocks, rng, limit=limit) for _ in range(nr)]
-        ys, n = np.stack([d[1] for d in drawn]), drawn[0][2]
+        ys = np.stack([_activations(r.y_type, n // _qk(r.y_type), limit, rng) for _ in range(nr)])
+        ys = narrow_scales(ys, r.y_type, rng)
         if limit == 0 or all(margin(terms(r.x_type, x, y, n)) >= 1 for x in xs for y in ys):
             return xs, ys, n
         limit //= 2
@@ -416,6 +464,8 @@ class RepackBuild:
     arch/<arch>/repack.cpp (the native ones), with ggml's include folders, the variant's flags and lowp's stubs."""
     checkout: Path
     variant: str                # a ggml variant name (variants.py): 'haswell', 'armv8.2_1', 'armv8.6_1'
+    extra_flags: tuple[str, ...] = ()   # after the variant's: ('-march=rv64gcv_zvfh',) for the RVV 16x1 family
+                                        # (a GGML_RV_ZVFH build, ggml-cpu/CMakeLists.txt L476-477)
 
     @property
     def arch(self) -> str:
@@ -430,7 +480,7 @@ class RepackBuild:
         from lowp.kernels.ggml.variants import variant
         root = Path(self.checkout)
         includes = (root / "include", root / "src", root / "src" / "ggml-cpu")
-        return ("-O2", *variant(self.variant).flags, *(f"-I{d}" for d in includes))
+        return ("-O2", *variant(self.variant).flags, *self.extra_flags, *(f"-I{d}" for d in includes))
 
     def stub_sources(self, libc: bool) -> list[Path]:
         from lowp.emulator import buildcache
@@ -448,7 +498,7 @@ class RepackBuild:
         """The shared object (host compiler, its C++ runtime linked)."""
         from lowp.emulator.native_build import build_shared_library
         return build_shared_library([*self.ggml_sources(), *self.stub_sources(True)], self.flags(),
-                                    f"ggml-repack-{self.variant}")
+                                    f"ggml-repack-{self.variant}")     # the cache key has the flags
 
     def guest(self):
         """The static qemu-user program (zig c++, no C++ runtime, musl's C headers, lowp's CXX_HEADERS)."""
