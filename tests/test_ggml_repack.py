@@ -286,6 +286,18 @@ def test_the_table_is_repack_h():
         assert cpp[r.line - 1].startswith(f"void {name}_generic("), (name, r.line)
 
 
+@pytest.mark.parametrize("arch, condition", [("x86", "defined(__x86_64__)"), ("arm", "defined(__aarch64__)")])
+def test_native_is_what_arch_fallback_does_not_rename(arch, condition):
+    """arch-fallback.h renames a _generic function to the plain name where the arch has no native one: NATIVE[arch]
+    must be exactly the gemv/gemm functions its section leaves alone."""
+    text = (_checkout() / "src" / "ggml-cpu" / "arch-fallback.h").read_text()
+    start = text.index(condition)
+    end = text.index("#elif", start)
+    renamed = set(re.findall(r"#define (ggml_ge[mv]{2}_\w+)_generic ", text[start:end]))
+    plain = {name for name, r in R.REPACKED.items() if not r.riscv_zvfh}
+    assert set(R.NATIVE[arch]) == plain - renamed
+
+
 @pytest.fixture(scope="module")
 def haswell():
     from lowp.kernels.features import host_arch, host_features
@@ -353,3 +365,21 @@ def test_drawn_cases_keep_a_useful_activation_range():
     xs, ys, n, _, _ = _case("ggml_gemm_q4_K_8x8_q8_K", 3, 2, 4)
     codes = ys.reshape(-1, FORMATS["q8_K"].dtype.itemsize).reshape(-1).view(FORMATS["q8_K"].dtype)["qs"]
     assert np.abs(codes.astype(int)).max() >= 7
+
+
+@pytest.fixture(scope="module")
+def armv8_6_sve256():
+    from lowp.emulator.qemu import unavailable, vector_length_cpu
+    checkout = _checkout()
+    if unavailable():
+        pytest.skip(unavailable())
+    runner = R.RepackRunner(R.RepackBuild(checkout, "armv8.6_1"), "qemu", vector_length_cpu(256))
+    yield runner
+    runner.close()
+
+
+@pytest.mark.parametrize("name", ["ggml_gemm_q4_0_8x8_q8_0", "ggml_gemm_q8_0_4x8_q8_0", "ggml_gemm_q4_K_8x8_q8_K"])
+def test_real_sve_i8mm_functions_equal_expected(armv8_6_sve256, name):
+    """The SVE + i8mm paths, which run only at a 256-bit vector length (arch/arm/repack.cpp L2750, L3774, L5027)."""
+    tally = R.measure(armv8_6_sve256, name, np.random.default_rng(35), blocks=(1, 3), groups=(1, 2))
+    assert tally.equal == tally.total, tally.first

@@ -45,16 +45,12 @@ class Repacked:
     y_type: str         # the activation format: 'q8_0' or 'q8_K'
     rows: int           # activation rows interleaved: 1 (gemv: a plain row) or 4 (gemm: block_q8_0x4 / q8_Kx4)
     line: int           # repack.cpp line of its _generic definition
-    riscv_zvfh: bool = False    # declared only under __riscv_zvfh (repack.h L154-166)
-
-    @property
-    def symbol(self) -> str:
-        return self.name
+    riscv_zvfh: bool = False    # declared only under __riscv_zvfh (repack.h L176-189)
 
 
-# (weight type, N, blocklen, gemv line, gemm line): repack.h L147-178 declares them; the lines are repack.cpp's
-# _generic definitions. The name is ggml_<kind>_<x>_<N>x<blocklen>_<q8> (tensor_traits<BLOC, INTER_SIZE=blocklen,
-# NB_COLS=N> maps onto it: repack.cpp L3963-4160).
+# (weight type, N, blocklen, gemv line, gemm line): repack.h L144-175 declares them; the lines are repack.cpp's
+# _generic definitions. The name is ggml_<kind>_<x>_<N>x<blocklen>_<q8> (gemv/gemm<BLOC, INTER_SIZE=blocklen,
+# NB_COLS=N> call it: repack.cpp L3963-4150).
 FAMILIES = (
     ("q4_0", 4, 4, 754, 1658), ("q4_0", 4, 8, 799, 1714), ("q4_0", 8, 8, 843, 1768),
     ("q4_K", 8, 4, 887, 1822), ("q4_K", 8, 8, 958, 1905),
@@ -108,7 +104,7 @@ NATIVE = {
     "arm": {
         "ggml_gemv_q4_0_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L231)",
         "ggml_gemv_q4_0_4x8_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L292)",
-        "ggml_gemv_q4_0_8x8_q8_0": "__ARM_FEATURE_SVE (L359)",
+        "ggml_gemv_q4_0_8x8_q8_0": "__ARM_FEATURE_SVE, sve_cnt == 32 at run time (L359-360)",
         "ggml_gemv_iq4_nl_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L450)",
         "ggml_gemv_mxfp4_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L520)",
         "ggml_gemv_q4_K_8x4_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L590)",
@@ -121,23 +117,23 @@ NATIVE = {
         "ggml_gemv_q8_0_4x8_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L1776)",
         "ggml_gemm_q4_0_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L1846)",
         "ggml_gemm_q4_0_4x8_q8_0": "__ARM_NEON && __ARM_FEATURE_MATMUL_INT8 (L2327)",
-        "ggml_gemm_q4_0_8x8_q8_0": "__ARM_FEATURE_SVE && __ARM_FEATURE_MATMUL_INT8 (L2749)",
+        "ggml_gemm_q4_0_8x8_q8_0": "__ARM_FEATURE_SVE && __ARM_FEATURE_MATMUL_INT8, sve_cnt == 32 (L2749-2750)",
         "ggml_gemm_iq4_nl_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L3186)",
         "ggml_gemm_mxfp4_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L3262)",
         "ggml_gemm_q4_K_8x4_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L3338)",
         "ggml_gemm_q5_K_8x4_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L3544)",
-        "ggml_gemm_q4_K_8x8_q8_K": "SVE && MATMUL_INT8 (L3773), else NEON && MATMUL_INT8 (L4083)",
+        "ggml_gemm_q4_K_8x8_q8_K": "SVE && MATMUL_INT8 at 256 bits (L3773-3774), else NEON && MATMUL_INT8 (L4083)",
         "ggml_gemm_q5_K_8x8_q8_K": "__ARM_NEON && __ARM_FEATURE_MATMUL_INT8 (L4293)",
         "ggml_gemm_q6_K_8x4_q8_K": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L4540)",
         "ggml_gemm_q6_K_8x8_q8_K": "__ARM_NEON && __ARM_FEATURE_MATMUL_INT8 (L4742)",
         "ggml_gemm_q8_0_4x4_q8_0": "__ARM_NEON && __ARM_FEATURE_DOTPROD (L4958)",
-        "ggml_gemm_q8_0_4x8_q8_0": "SVE && MATMUL_INT8 (L5026), else NEON && MATMUL_INT8 (L5091)",
+        "ggml_gemm_q8_0_4x8_q8_0": "SVE && MATMUL_INT8 at 256 bits (L5026-5027), else NEON && MATMUL_INT8 (L5091)",
     },
     # arch/riscv/repack.cpp: q4_0 8x8 under __riscv_v (L133, L690); the 16x1 family only exists under
     # __riscv_zvfh (L205-668, L896-1703)
     "riscv": {
-        "ggml_gemv_q4_0_8x8_q8_0": "__riscv_v (L133)",
-        "ggml_gemm_q4_0_8x8_q8_0": "__riscv_v (L690)",
+        "ggml_gemv_q4_0_8x8_q8_0": "__riscv_v, VLEN >= 256 at run time (L133-134)",
+        "ggml_gemm_q4_0_8x8_q8_0": "__riscv_v, VLEN >= 256 at run time (L690-691)",
         **{name: "__riscv_zvfh" for name, r in REPACKED.items() if r.riscv_zvfh},
     },
 }
