@@ -25,6 +25,7 @@ Q4_K = [name for name, r in R.REPACKED.items() if r.x_type == "q4_K" and not r.r
 
 # ---- the layout against lowp's C re-statement of make_block_* ------------------------------------------------------
 C_MAKE_BLOCK = r"""
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 /* lowp's re-statement of repack.cpp's make_block_<type>x<N> quant loop (ggml @d99724f L2766-2775): chunk i of
@@ -34,6 +35,19 @@ void lowp_interleave(const uint8_t *in, int n, int field, int blocklen, uint8_t 
         int src_id = i % n, src_offset = (i / n) * blocklen, dst_offset = i * blocklen;
         for (int b = 0; b < blocklen; b++) out[dst_offset + b] = in[src_id * field + src_offset + b] ^ mask;
     }
+}
+/* One q8_0 block as ggml's quantizers make it: d = amax / 127, id = 1 / d (generic, NEON, RVV) or 127 / amax
+   (x86 AVX), q = roundf (ties away) or nearbyintf (ties to even, the default rounding mode) of x * id. */
+void lowp_quantize_q8_0_block(const float *x, int ratio, int ties_even, float *d_out, int8_t *q) {
+    float amax = 0.0f;
+    for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[i]));
+    float d = amax / 127.0f;
+    float id = ratio ? (amax != 0.0f ? 127.0f / amax : 0.0f) : (d != 0.0f ? 1.0f / d : 0.0f);
+    for (int i = 0; i < 32; i++) {
+        float v = x[i] * id;
+        q[i] = (int8_t)(ties_even ? nearbyintf(v) : roundf(v));
+    }
+    *d_out = d;
 }
 /* ggml_quantize_mat_q8_0_4x<bl>'s store order (L162-169) for already-quantized rows: qs[j] of 4 rows x 32. */
 void lowp_quantize_mat_order(const int8_t *rows, int blocklen, int8_t *qs) {
@@ -57,7 +71,8 @@ def c_layout():
         pytest.skip(str(e))
     ffi = cffi.FFI()
     ffi.cdef("void lowp_interleave(const uint8_t *, int, int, int, uint8_t, uint8_t *);"
-             "void lowp_quantize_mat_order(const int8_t *, int, int8_t *);")
+             "void lowp_quantize_mat_order(const int8_t *, int, int8_t *);"
+             "void lowp_quantize_q8_0_block(const float *, int, int, float *, int8_t *);")
     return ffi, ffi.dlopen(str(path))
 
 
@@ -91,6 +106,32 @@ def test_activation_quants_are_in_quantize_mat_order(c_layout, blocklen):
     lib.lowp_quantize_mat_order(ffi.from_buffer("int8_t[]", qs), blocklen, ffi.from_buffer("int8_t[]", want))
     assert np.array_equal(packed[8:].view(np.int8), want)
     assert np.array_equal(packed[:8], rows[:, 0, :2].reshape(-1))     # d[4]: each row's fp16 d
+
+
+@pytest.mark.parametrize("variant", sorted(R.QUANTIZE_VARIANTS))
+def test_quantize_mat_variants_are_float32_arithmetic_as_c_does_it(c_layout, variant):
+    """quantize_mat_q8_0 under each variant equals the C re-statement's blocks (float32 division, multiply and
+    rounding as the C compiler does them), packed, on cases that tell the variants apart."""
+    ffi, lib = c_layout
+    ratio, ties_even = (how == want for how, want in zip(R.QUANTIZE_VARIANTS[variant], ("ratio", "ties_even")))
+    for kind, x in R.quantize_cases(np.random.default_rng(2), 2):
+        rows = np.zeros((4, 2), FORMATS["q8_0"].dtype)
+        for r in range(4):
+            for b in range(2):
+                block = np.ascontiguousarray(x[r, 32 * b:32 * (b + 1)])
+                d, q = np.zeros(1, np.float32), np.zeros(32, np.int8)
+                lib.lowp_quantize_q8_0_block(ffi.from_buffer("float[]", block), ratio, ties_even,
+                                             ffi.from_buffer("float[]", d), ffi.from_buffer("int8_t[]", q))
+                rows[r, b]["d"], rows[r, b]["qs"] = d.astype(np.float16).view(np.uint16)[0], q
+        want = R.pack_activations("q8_0", rows.view(np.uint8).reshape(4, 2, -1), 8)
+        assert R.quantize_mat_q8_0(x, 8, variant) == want, kind
+
+
+def test_the_quantize_cases_tell_every_variant_apart():
+    cases = list(R.quantize_cases(np.random.default_rng(3), 1))
+    outputs = {v: [R.quantize_mat_q8_0(x, 4, v) for _, x in cases] for v in R.QUANTIZE_VARIANTS}
+    distinct = {tuple(o) for o in outputs.values()}
+    assert len(distinct) == 3       # generic and riscv_v are the same arithmetic (1 / d, ties away)
 
 
 def test_q8_Kx4_bsums_are_in_quantize_mat_order():
@@ -383,3 +424,14 @@ def test_real_sve_i8mm_functions_equal_expected(armv8_6_sve256, name):
     """The SVE + i8mm paths, which run only at a 256-bit vector length (arch/arm/repack.cpp L2750, L3774, L5027)."""
     tally = R.measure(armv8_6_sve256, name, np.random.default_rng(35), blocks=(1, 3), groups=(1, 2))
     assert tally.equal == tally.total, tally.first
+
+
+@pytest.mark.parametrize("symbol, variant", [("ggml_quantize_mat_q8_0_4x8", "x86_avx"),
+                                             ("ggml_quantize_mat_q8_0_4x8_generic", "generic"),
+                                             ("ggml_quantize_mat_q8_0_4x4", "generic")])
+def test_real_quantizers_are_their_variant(haswell, symbol, variant):
+    """The haswell build's AVX2 4x8 quantizer (arch/x86/repack.cpp L178-287) is x86_avx; the 4x4 one has no x86
+    version (arch-fallback.h L88: the generic renamed)."""
+    blocklen = int(symbol.split("_4x")[1][0])
+    for kind, x in R.quantize_cases(np.random.default_rng(4), 3):
+        assert haswell.quantize(symbol, x) == R.quantize_mat_q8_0(x, blocklen, variant), kind

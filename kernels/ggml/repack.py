@@ -299,6 +299,81 @@ def pack_activations(y_type: str, rows: np.ndarray, blocklen: int) -> bytes:
     return b"".join(o.tobytes() for o in out)
 
 
+
+# ---- the activations from floats: ggml_quantize_mat_q8_0_4x<B> ---------------------------------------------------
+# Each build quantizes a block as d = amax / 127 (stored as fp16) and q = round(x * id), but forms id and rounds
+# its own way: the variants lowp names (one numpy model, the choice a parameter).
+QUANTIZE_VARIANTS = {
+    "generic": ("reciprocal", "ties_away"),     # repack.cpp L156-157, L168: id = 1 / d, roundf
+    "x86_avx": ("ratio", "ties_even"),          # arch/x86/repack.cpp L211-212, L234: id = 127 / amax, round_ps
+    "arm_neon": ("reciprocal", "ties_even"),    # arch/arm/repack.cpp L76-77, L84: vcvtnq_s32_f32
+    "riscv_v": ("reciprocal", "ties_away"),     # arch/riscv/repack.cpp L47-50, L52: vfncvt rm = 4 (RMM)
+}
+
+
+def _inverse(amax: np.ndarray, d: np.ndarray, how: str) -> np.ndarray:
+    """id in float32: 1 / d (d = amax / 127 already rounded) or 127 / amax; 0 for an all-zero block."""
+    with np.errstate(divide="ignore"):
+        if how == "reciprocal":
+            return np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+        return np.where(amax != 0, np.float32(127) / amax, np.float32(0)).astype(np.float32)
+
+
+def _round(v: np.ndarray, how: str) -> np.ndarray:
+    """float32 -> integer: nearest, ties away from zero (roundf, RMM) or to even (round_ps, vcvtnq, rint)."""
+    w = v.astype(np.float64)                       # exact; |v| stays far below 2^52
+    if how == "ties_even":
+        return np.rint(w)
+    return np.sign(w) * np.floor(np.abs(w) + 0.5)
+
+
+def quantize_mat_q8_0(x: np.ndarray, blocklen: int, variant: str = "generic") -> bytes:
+    """What ggml_quantize_mat_q8_0_4x<blocklen> writes for four float32 rows x (4 x k) under `variant`
+    (QUANTIZE_VARIANTS): per row and block, amax = max |x|, d = f32(amax / 127), id, q = round(f32(x * id)); the
+    rows' blocks then interleave as pack_activations lays them out."""
+    how_inverse, how_round = QUANTIZE_VARIANTS[variant]
+    x = np.asarray(x, np.float32).reshape(4, -1, 32)
+    amax = np.abs(x).max(axis=2)
+    d = (amax / np.float32(127)).astype(np.float32)
+    inv = _inverse(amax, d, how_inverse)
+    q = _round((x * inv[:, :, None]).astype(np.float32), how_round)
+    rows = np.zeros(x.shape[:2], FORMATS["q8_0"].dtype)
+    rows["d"] = d.astype(np.float16).view(np.uint16)
+    rows["qs"] = np.clip(q, -128, 127).astype(np.int8)
+    return pack_activations("q8_0", rows.view(np.uint8).reshape(4, x.shape[1], -1), blocklen)
+
+
+def _inverse_split_block(rng) -> np.ndarray:
+    """32 floats whose block quantizes differently with id = 127 / amax than with id = 1 / (amax / 127): an amax
+    where the two float32 inverses differ, and values on the far side of a rounding boundary for one of them."""
+    while True:
+        amax = np.float32(rng.uniform(1, 100))
+        reciprocal = np.float32(1) / np.float32(amax / np.float32(127))
+        ratio = np.float32(127) / amax
+        if reciprocal != ratio:
+            break
+    halves = ((np.arange(126) + 0.5) / np.float64(ratio)).astype(np.float32)
+    candidates = np.concatenate([halves, np.nextafter(halves, np.float32(0)), np.nextafter(halves, np.float32(1e9))])
+    split = candidates[(_round((candidates * reciprocal).astype(np.float32), "ties_even")
+                        != _round((candidates * ratio).astype(np.float32), "ties_even")) & (candidates < amax)]
+    block = rng.uniform(-amax, amax, 32).astype(np.float32)
+    block[0] = amax
+    block[1:1 + min(31, split.size)] = split[:31]
+    return block
+
+
+def quantize_cases(rng, blocks: int):
+    """(kind, four float32 rows of `blocks` blocks) that tell QUANTIZE_VARIANTS apart: 'normal' and 'wide' (rows
+    scaled by 2^-20..2^20) random values, 'ties' (halves with amax 127, so d = id = 1 and x * id is exactly .5:
+    ties away vs to even) and 'inverse' (_inverse_split_block: 127 / amax vs 1 / d)."""
+    n = 32 * blocks
+    yield "normal", rng.standard_normal((4, n)).astype(np.float32)
+    yield "wide", (rng.standard_normal((4, n)) * np.exp2(rng.integers(-20, 20, (4, 1)))).astype(np.float32)
+    ties = (rng.integers(-126, 126, (4, n)) + 0.5).astype(np.float32)
+    ties[:, ::32] = 127
+    yield "ties", ties
+    yield "inverse", np.stack([np.concatenate([_inverse_split_block(rng) for _ in range(blocks)]) for _ in range(4)])
+
 # ---- what each output element is ---------------------------------------------------------------------------------
 def expected(function: str, x_blocks: np.ndarray, y_blocks: np.ndarray) -> np.ndarray:
     """The (nr x nc) float32 result of `function` on weight rows x_blocks (nc x nb x bytes, before repacking) and
@@ -552,6 +627,24 @@ class RepackRunner:
                 return rs.array.copy()
         r = self._guest().call(symbol, n, s, bs, x, y, nr, nc, names=ARGUMENTS, seconds=self.budget)
         return np.asarray(r["s"], np.float32)
+
+    def quantize(self, symbol: str, x: np.ndarray) -> bytes:
+        """ggml_quantize_mat_*(x, vy, k) on four float32 rows x (4 x k): the interleaved blocks it writes."""
+        x = np.ascontiguousarray(x, np.float32)
+        k = x.shape[1]
+        size = (FORMATS["q8_0"].dtype.itemsize if "q8_0" in symbol else FORMATS["q8_K"].dtype.itemsize) * 4 * k // (
+            32 if "q8_0" in symbol else QK_K)
+        vy = np.zeros(size, np.uint8)
+        if self.backend == "native":
+            from lowp.kernels import guard
+            _, path = self._native()
+            with guard.Arena() as arena:
+                rx, ry = arena.place("x", x.reshape(-1)), arena.place("y", vy)
+                guard.call(guard.function_address(path, symbol), [rx.base, ry.base, k], arena, budget=self.budget,
+                           library=path)
+                return ry.array.tobytes()
+        r = self._guest().call(symbol, x.reshape(-1), vy, k, names=("x", "y", "k"), seconds=self.budget)
+        return np.asarray(r["y"], np.uint8).tobytes()
 
     def close(self) -> None:
         if self._machine is not None:
