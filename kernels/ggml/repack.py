@@ -156,6 +156,7 @@ SELECTED = {
     "q8_0": (("neon && i8mm", "q8_0_4x8"), ("neon && dotprod", "q8_0_4x4"), ("riscv_v, zvfh, VLEN 256", "q8_0_16x1")),
 }
 
+
 # ---- the weights: make_block_<type>x<N> -------------------------------------------------------------------------
 def interleave(fields: np.ndarray, blocklen: int) -> np.ndarray:
     """N rows' copies of one field, (N, F) bytes, interleaved as every make_block_* does: chunk i of the output is
@@ -232,7 +233,7 @@ def make_block(x_type: str, records: np.ndarray, blocklen: int) -> np.ndarray:
         return np.concatenate([_bytes(records, "d").reshape(-1), qs])
     if x_type == "mxfp4":                              # e[N], then qs (L3748-3827)
         return np.concatenate([records["e"].astype(np.uint8), interleave(_bytes(records, "qs"), blocklen)])
-    d, dmin = _bytes(records, "d").reshape(-1), None
+    d = _bytes(records, "d").reshape(-1)
     if x_type == "q6_K":                               # d, scales, ql, qh (repack.h block_q6_Kx8; L3092-3136)
         return np.concatenate([d, _scales_q6_K(records), interleave(_bytes(records, "ql"), blocklen),
                                interleave(_bytes(records, "qh"), blocklen)])
@@ -297,7 +298,6 @@ def pack_activations(y_type: str, rows: np.ndarray, blocklen: int) -> bytes:
                 parts.append(_bsums_q8_Kx4(rec, blocklen).view(np.uint8))
             out.append(np.concatenate(parts))
     return b"".join(o.tobytes() for o in out)
-
 
 
 # ---- the activations from floats: ggml_quantize_mat_q8_0_4x<B> ---------------------------------------------------
@@ -373,6 +373,7 @@ def quantize_cases(rng, blocks: int):
     ties[:, ::32] = 127
     yield "ties", ties
     yield "inverse", np.stack([np.concatenate([_inverse_split_block(rng) for _ in range(blocks)]) for _ in range(4)])
+
 
 # ---- what each output element is ---------------------------------------------------------------------------------
 def expected(function: str, x_blocks: np.ndarray, y_blocks: np.ndarray) -> np.ndarray:
