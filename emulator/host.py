@@ -8,6 +8,7 @@ Below the targets (lowp.emulator.targets), which read it to say what they run, a
 from __future__ import annotations
 
 import os
+import re
 import platform
 from dataclasses import dataclass, field
 from functools import cache
@@ -132,9 +133,18 @@ def disabled_features() -> frozenset[str]:
 
 @cache
 def _disabled(value: str) -> frozenset[str]:
-    names = frozenset(f.strip() for f in value.split(",") if f.strip())
-    if not names:
-        return names
+    if not value.strip():
+        return frozenset()
+    items = [f.strip() for f in value.split(",")]
+    if "" in items:
+        raise ValueError(f"LOWP_DISABLE_FEATURES={value!r}: an empty name (a comma too many); it takes the feature "
+                         "names Linux prints in /proc/cpuinfo, comma-separated (e.g. avx512_vnni,avx_vnni)")
+    for item in items:
+        junk = re.search(r"[^\w.+-]", item)
+        if junk:
+            raise ValueError(f"LOWP_DISABLE_FEATURES={value!r}: {junk.group()!r} in {item!r}; the names are "
+                             "separated by commas (e.g. avx512_vnni,avx_vnni)")
+    names = frozenset(items)
     known = frozenset().union(*(known_features(t) for t in TARGETS))
     aliases = {k: v for names_of in COMPILER_NAMES.values() for k, v in names_of.items()}
     for name in sorted(names - known):

@@ -81,6 +81,17 @@ class Parser(argparse.ArgumentParser):
                                                  f"(choose from {choices})")
 
 
+def seed(text: str) -> int:
+    """argparse's type of every --seed: an integer >= 0 (numpy's generators take no other), refused in one line."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: a seed is an integer >= 0")
+    return value
+
+
 def environment_problem() -> str | None:
     """What is wrong with lowp's environment variables (checked once, before any command runs), or None:
     LOWP_DISABLE_FEATURES naming a feature no target knows would otherwise disable nothing, silently."""
@@ -130,6 +141,9 @@ def _warning_line(message, category, filename, lineno, line=None) -> str:
 _python_formatwarning = warnings.formatwarning
 
 
+INTERRUPTED_STATUS = 130        # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+
+
 def main(argv=None) -> int:
     from lowp.emulator.buildcache import CacheError
     warnings.formatwarning = _warning_line
@@ -145,6 +159,11 @@ def main(argv=None) -> int:
         # The cache folder, or a file in it, cannot be used: one line naming it, before or instead of CRASH rows.
         print(f"lowp: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C in a command that does not handle it itself (isa, emulate, docs, ...): one line, the shell's status
+        # for SIGINT, no traceback. The campaign commands catch it first, to write what finished.
+        print("lowp: interrupted", file=sys.stderr)
+        return INTERRUPTED_STATUS
     except BrokenPipeError:
         # The reader went away (`| head`): no traceback, and no second error when Python flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or platform
                                 reason="the test kernels run natively on x86-64 Linux (/proc, prctl)")
 
 HERE = Path(__file__).parent / "reliability"
-KERNELS_TOML = scalar_kernels_toml("rel_", "kernels.c", ("right", "spin", "forker"))
+KERNELS_TOML = scalar_kernels_toml("rel_", "kernels.c", ("right", "spin", "forker", "spawner"))
 FAST = ("--examples", "0", "--no-grid")     # the generated cases only: a check of `right` takes a fraction of a second
 
 
@@ -142,10 +142,12 @@ def test_resume_reruns_what_changed_and_says_why(toml, tmp_path):
     assert set(report_rows(out).values()) == {"FAIL"}
     assert "kept 0 finished check(s)" in edited.stderr
     assert "re-running 2 whose row is stale: 2 because the kernel changed" in edited.stderr
-    seed = lowp(*conformance(toml, out, "--kernel", "rel_right", "--resume", "--seed", "7"))
+    longer = lowp(*conformance(toml, out, "--kernel", "rel_right", "--resume", "--timeout", "900"))
+    assert "because timeout 600 -> 900" in longer.stderr, longer.stderr     # a hang's verdict depends on it
+    seed = lowp(*conformance(toml, out, "--kernel", "rel_right", "--resume", "--seed", "7", "--timeout", "900"))
     assert seed.returncode == 1 and "2 because seed 0 -> 7" in seed.stderr
     rows = [e for e in events(out / "journal.jsonl") if e["event"] == "row"]
-    assert [r["producer"]["options"]["seed"] for r in rows] == [0, 0, 0, 0, 7, 7]
+    assert [r["producer"]["options"]["seed"] for r in rows] == [0, 0, 0, 0, 0, 0, 7, 7]
 
 
 def test_the_kernel_key_covers_headers_flags_and_model_but_not_the_description(toml, forget_kernels):
@@ -210,9 +212,25 @@ def test_kill_9_leaves_no_check_process_and_no_lock(toml, tmp_path):
         proc.communicate()
     all_gone(workers)
     # The lock went with the process; the finished checks are kept, the spinning ones were never finished.
-    resumed = lowp(*conformance(toml, out, "--kernel", "rel_right", "--resume"))
+    resumed = lowp(*conformance(toml, out, "--kernel", "rel_right", "--resume", "--jobs", "2", "--timeout", "300"))
     assert resumed.returncode == 0, resumed.stderr
     assert "kept 2 finished check(s)" in resumed.stderr
+
+
+def test_kill_9_takes_what_the_kernel_forked_with_it(toml, tmp_path):
+    """The issue's try: a kernel's forked child survived kill -9 of lowp (the check's process died with lowp, its
+    child did not). The run's guardian kills every check's process group when lowp dies."""
+    out, helpers = tmp_path / "out", tmp_path / "helpers"
+    proc = start(*conformance(toml, out, "--kernel", "rel_spawner", "--jobs", "1", "--timeout", "300"),
+                 env={**os.environ, "LOWP_TEST_HELPERS": str(helpers)})
+    try:
+        pids = wait_until(lambda: [int(p) for p in helpers.read_text().split()] if helpers.exists() else None,
+                          "the kernel's helper to start")
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert pids
+    all_gone(pids)
 
 
 def test_ctrl_c_kills_the_checks_and_writes_the_partial_report(toml, tmp_path):
@@ -289,7 +307,7 @@ def test_a_full_disk_stops_the_run_with_the_partial_report(toml, tmp_path, monke
     from lowp.kernels.registry import _KERNELS
     for name in [n for n in _KERNELS if n.startswith("rel_")]:
         _KERNELS.pop(name)                  # the next command registers them again
-    assert main([*conformance(toml, out, "--kernel", "rel_right", "--resume")]) == 0
+    assert main([*conformance(toml, out, "--kernel", "rel_right", "--resume", "--jobs", "1")]) == 0
     assert "kept 1 finished check(s)" in capsys.readouterr().err
 
 

@@ -6,10 +6,12 @@ bare tolerance.
   tail, a lane mix-up and a sign trick show here.
 - `ordered:<order>`: with any scales, the result must be what the named float order (lowp.kernels.ggml.orders)
   makes of the exact block sums, bit for bit. A kernel claims the order ggml's code for its ISA takes.
-- `bounded`: where no order is modelled yet, |s - S| <= (k + 2) * 2^-24 * sum |term|, with S the exact value, k
-  the number of float terms (scaled group sums and minimum terms) and the sum over their magnitudes: what any order
-  of k float additions of terms each rounded twice (dx*dy, then times the integer) stays within. Reported as a
-  bound, never as a pass of the exact contract.
+- `bounded`: where no order is modelled yet, |s - S| <= (k + 3) * 2^-24 * M, with S the exact value, M the sum
+  of every product's magnitude times its scales (each group's sum of |x code * y code| times |sx * sy|, plus the
+  minimum terms' magnitudes) and k the most float terms a kernel can add: one per product (a kernel's lanes may
+  split a block's integer sum into partials larger than the sum: AVX2 forms eight per block), plus the minimum
+  terms. What any order of k float additions of terms each rounded twice (dx*dy, then times the integer) stays
+  within, with room for the final reduction. Reported as a bound, never as a pass of the exact contract.
 
 A wrong result is named where a simple reading explains it (`readings`): the last blocks dropped, only the first
 blocks summed, zero, or an unwritten result.
@@ -59,13 +61,19 @@ def ordered(order: str, x_type: str, x, y, n: int, s, grids=None) -> Judgement:
 
 
 def bound(x_type: str, x, y, n: int, grids=None) -> tuple[Fraction, Fraction]:
-    """(S, the bound): the exact value and (k + 2) * 2^-24 * sum |term|."""
+    """(S, the bound): the exact value and (k + 3) * 2^-24 * M (the module's doc). ValueError for blocks whose
+    scales are not finite (outside every contract: no float result is right or wrong there)."""
     t = terms(x_type, x, y, n, grids)
-    values = [Fraction(int(i)) * Fraction(float(a)) * Fraction(float(b))
-              for i, a, b in zip(t.sums, t.x_scale, t.y_scale)]
-    values += [Fraction(float(o)) * v for o, v in zip(t.offsets, t.y_sums)]
-    k = len(values)
-    return sum(values, Fraction(0)), (k + 2) * UNIT_ROUNDOFF * sum((abs(v) for v in values), Fraction(0))
+    scales = np.concatenate([t.x_scale, t.y_scale, np.asarray(t.offsets, np.float32)]).astype(np.float64)
+    if not np.isfinite(scales).all():
+        raise ValueError(f"{x_type}: a scale of the case is not finite")
+    products = [Fraction(float(a)) * Fraction(float(b)) for a, b in zip(t.x_scale, t.y_scale)]
+    minimums = [Fraction(float(o)) * v for o, v in zip(t.offsets, t.y_sums)]
+    exact_value = sum((int(i) * p for i, p in zip(t.sums, products)), Fraction(0)) + sum(minimums, Fraction(0))
+    magnitude = sum((int(i) * abs(p) for i, p in zip(t.abs_sums, products)), Fraction(0)) + \
+        sum((abs(m) for m in minimums), Fraction(0))
+    k = n + len(minimums)
+    return exact_value, (k + 3) * UNIT_ROUNDOFF * magnitude
 
 
 def bounded(x_type: str, x, y, n: int, s, grids=None) -> Judgement:

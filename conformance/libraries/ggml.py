@@ -10,21 +10,26 @@ that say so. The campaign groups kernels by type and ISA (the variant, at its ve
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, replace
+from functools import cache, cached_property
 from pathlib import Path
 
 from lowp.kernels.ggml import kernel as vec_dots
 from lowp.kernels.ggml.dot import VEC_DOT_TYPE
 from lowp.kernels.ggml.executor import GgmlBuild, VecDot
+from lowp.kernels.ggml.orders import CLANG_TWIN, GENERIC, MODELLED_FILES, order_for
+from lowp.kernels.ggml.quantize import claimed_variant, generic_variant
 from lowp.kernels.ggml.variants import ARCH_OF_FOLDER, UNRUN_FOLDERS, Variant, variant, variants_of
 
 from lowp.conformance.run.campaign import Found, Library, NotACheckout, Skip
 
 # A definition (not a prototype) of a vec_dot at the start of a line: `void ggml_vec_dot_q4_0_q8_0(int n, ...) {`
 DEFINITION = re.compile(r"^void\s+(ggml_vec_dot_(\w+?)_(q8_[01K])(_generic)?)\s*\(([^)]*)\)\s*\{", re.M)
+# quantize_row_q8_0/q8_1/q8_K (the activation quantizers a vec_dot's caller runs first), their _generic twins too
+QUANTIZER = re.compile(r"^void\s+(quantize_row_(q8_[01K])(_generic)?)\s*\(([^)]*)\)\s*\{", re.M)
 BASELINE = {"x86-64": "x64", "aarch64": "armv8.0_1", "riscv64": "riscv64_0", "wasm32": "wasm_simd128"}
 
 
@@ -50,6 +55,16 @@ class Checkout:
         return frozenset(name.lower().replace("_k", "_K") for name, body in zip(entries[1::2], entries[2::2])
                          if re.search(r"\.nrows\s*=\s*2\b", body.split("}", 1)[0]))
 
+    def modelled(self, source: str) -> bool:
+        """Whether this checkout's file (an arch folder, or 'generic': quants.c) is the code lowp's float orders model
+        (lowp.kernels.ggml.orders.MODELLED_FILES), by its bytes."""
+        cache = self.__dict__.setdefault("_modelled", {})
+        if source not in cache:
+            path = self.cpu / ("quants.c" if source == "generic" else f"arch/{source}/quants.c")
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None
+            cache[source] = digest is not None and MODELLED_FILES.get(source) == digest
+        return cache[source]
+
     def build(self, folder: str, v: Variant) -> GgmlBuild:
         src = self.root / "src"
         return GgmlBuild(self.cpu / "arch" / folder / "quants.c", self.cpu / "quants.c",
@@ -63,6 +78,9 @@ class Function:
     y_type: str
     folder: str             # the arch folder ('x86'), or 'generic' for quants.c's twins
     line: int
+    renamed: bool = False   # quants.c's generic under the plain name (arch-fallback.h: the arch has no version)
+    kind: str = "vec_dot"   # or 'quantize': x_type is then the activation type it writes (y_type the same)
+    twins_at: tuple[str, ...] = ()      # a generic twin: the arch folders whose build has it under this name
 
 
 class Ggml(Library):
@@ -79,23 +97,31 @@ class Ggml(Library):
                            f"llama.cpp checkout (ggml/src/ggml-cpu/...)")
 
     def refuse(self, checkout: Checkout, selection: dict) -> str | None:
-        unknown = [t for t in selection.get("type", ()) if t not in VEC_DOT_TYPE]
+        known = (*VEC_DOT_TYPE, "q8_1", "q8_K")           # the weight types, and the activations the quantizers write
+        unknown = [t for t in selection.get("type", ()) if t not in known]
         if unknown:
-            return f"--type {unknown[0]}: not a ggml weight type lowp knows ({', '.join(VEC_DOT_TYPE)})"
+            return f"--type {unknown[0]}: not a ggml type lowp knows ({', '.join(known)})"
         return None
 
     def functions(self, checkout: Checkout) -> list[Function]:
-        """Every vec_dot the checkout defines: per arch folder, and quants.c's `_generic` twins."""
+        """Every vec_dot a build of the checkout has: per arch folder, the arch file's own and, under the plain name,
+        quants.c's generic of each type the arch has none of (arch-fallback.h renames it: compiled with the
+        variant's flags, it is that build's kernel); and the `_generic` twins, where a build keeps them."""
+        arch_files = {d.name: d / "quants.c" for d in sorted((checkout.cpu / "arch").iterdir())
+                      if d.is_dir() and (d / "quants.c").is_file()}
         out = []
-        files = [(d.name, d / "quants.c") for d in sorted((checkout.cpu / "arch").iterdir()) if d.is_dir()]
-        for folder, path in [*files, ("generic", checkout.cpu / "quants.c")]:
-            if not path.is_file():
-                continue
-            text = path.read_text(errors="replace")
-            for m in DEFINITION.finditer(text):
-                if (folder == "generic") != bool(m.group(4)):
-                    continue
-                out.append(Function(m.group(1), m.group(2), m.group(3), folder, text.count("\n", 0, m.start()) + 1))
+        for kind, pattern in (("vec_dot", DEFINITION), ("quantize", QUANTIZER)):
+            own = {folder: _definitions(path, pattern, generic=False) for folder, path in arch_files.items()}
+            generics = _definitions(checkout.cpu / "quants.c", pattern, generic=True)
+            for folder, found in own.items():
+                out += [Function(sym, x, y, folder, line, kind=kind) for sym, (x, y, line) in found.items()]
+                if folder in ARCH_OF_FOLDER:
+                    defined = set(found)
+                    out += [Function(sym.removesuffix("_generic"), x, y, folder, line, renamed=True, kind=kind)
+                            for sym, (x, y, line) in generics.items() if sym.removesuffix("_generic") not in defined]
+            for sym, (x, y, line) in generics.items():
+                keep = tuple(f for f in ARCH_OF_FOLDER if sym.removesuffix("_generic") in own.get(f, {}))
+                out.append(Function(sym, x, y, "generic", line, twins_at=keep, kind=kind))
         return out
 
     def found(self, checkout: Checkout, selection: dict):
@@ -105,20 +131,23 @@ class Ggml(Library):
                 yield Found(f"{f.symbol}@{f.folder}", {"type": f.x_type, "isa": f.folder}, where, what=(f, None, None))
                 continue
             for v, bits in self._variants(f):
+                if f.kind == "quantize" and bits not in (None, v.vector_bits[0]):
+                    continue                # a quantizer's code reads no vector length: judged once per build
                 yield Found(f"{f.symbol}@{v.label(bits)}", {"type": f.x_type, "isa": v.label(bits)}, where,
                             what=(f, v, bits))
 
     def _variants(self, f: Function):
-        """(variant, vector length) pairs a function is judged at: its arch's variants, or the baselines."""
+        """(variant, vector length) pairs a function is judged at: its arch's variants, or the baselines of the
+        arches whose builds keep the twin (x86, AArch64, RISC-V)."""
         if f.folder == "generic":
-            chosen = [variant(BASELINE[a]) for a in ("x86-64", "aarch64", "riscv64")]
+            chosen = [variant(BASELINE[ARCH_OF_FOLDER[a]]) for a in f.twins_at if a != "wasm"]
         else:
             chosen = variants_of(ARCH_OF_FOLDER[f.folder])
         return [(v, bits) for v in chosen for bits in v.vector_bits]
 
     @staticmethod
     def _relative(checkout: Checkout, f: Function) -> str:
-        path = checkout.cpu / ("quants.c" if f.folder == "generic" else f"arch/{f.folder}/quants.c")
+        path = checkout.cpu / ("quants.c" if f.folder == "generic" or f.renamed else f"arch/{f.folder}/quants.c")
         try:
             return str(path.relative_to(checkout.given.resolve()))
         except ValueError:
@@ -128,17 +157,37 @@ class Ggml(Library):
         f, v, bits = found.what
         if v is None:
             return Skip("no target here", f"no lowp target runs {f.folder} code ({f.symbol})")
+        if f.kind == "quantize":
+            return self._map_quantizer(checkout, found.name, f, v)
         if f.x_type not in VEC_DOT_TYPE:
             return Skip("type not modelled", f"{f.symbol}: lowp has no block model of {f.x_type}")
         if VEC_DOT_TYPE[f.x_type] != f.y_type:
             return Skip("type not modelled", f"{f.symbol}: lowp knows {f.x_type} as multiplied with "
                                              f"{VEC_DOT_TYPE[f.x_type]}, not {f.y_type}")
         folder = ARCH_OF_FOLDER_NAME[v.arch] if f.folder == "generic" else f.folder
-        pairs = v.arch == "aarch64" and "i8mm" in v.features and f.folder != "generic" and \
+        pairs = v.arch == "aarch64" and "i8mm" in v.features and f.folder != "generic" and not f.renamed and \
             f.x_type in checkout.nrows_2
+        source = "generic" if f.folder == "generic" or f.renamed else f.folder
         k = vec_dots.VecDotKernel(found.name, f.symbol, f.x_type, checkout.build(folder, v), bits,
-                                  _order(v, f, bits), pairs)
+                                  _order(v, f, bits), checkout.modelled(source), pairs)
         return k.entry()
+
+    def _map_quantizer(self, checkout: Checkout, name: str, f: Function, v: Variant) -> dict | Skip:
+        """A quantizer's entry: the variant its code claims (lowp.kernels.ggml.quantize), built with ggml-quants.c
+        where that is the reference path (the _generic wrappers call quantize_row_<q8>_ref)."""
+        compiler = ("clang" if _host_compiler_is_clang() else "gcc") if v.arch == "x86-64" else "clang"
+        features = frozenset(v.features)
+        claimed = generic_variant(v.arch, features, f.x_type, compiler) if f.folder == "generic" or f.renamed \
+            else claimed_variant(v.arch, features, f.x_type, compiler)
+        folder = ARCH_OF_FOLDER_NAME[v.arch] if f.folder == "generic" else f.folder
+        build = checkout.build(folder, v)
+        if claimed.startswith("ref"):
+            quants = checkout.root / "src" / "ggml-quants.c"
+            if not quants.is_file():
+                return Skip("reference not in the checkout", f"{f.symbol} at {v.name} runs the reference quantizer "
+                                                              f"of src/ggml-quants.c, which the checkout lacks")
+            build = replace(build, quants_source=quants)
+        return vec_dots.VecDotKernel(name, f.symbol, f.x_type, build, None, claimed, True, False, "quantize").entry()
 
     def source(self, checkout: Checkout) -> dict:
         try:
@@ -197,11 +246,39 @@ class Ggml(Library):
 ARCH_OF_FOLDER_NAME = {arch: folder for folder, arch in ARCH_OF_FOLDER.items()}
 
 
+def _definitions(path: Path, pattern: re.Pattern, generic: bool) -> dict[str, tuple[str, str, int]]:
+    """{symbol: (x type, y type, line)} of the vec_dots (DEFINITION) or quantizers (QUANTIZER: both types the one
+    it writes) a quants.c defines: the `_generic` ones, or the plain ones."""
+    text = path.read_text(errors="replace")
+    out = {}
+    for m in pattern.finditer(text):
+        groups = m.groups()
+        x, y, twin = (groups[1], groups[2], groups[3]) if pattern is DEFINITION else (groups[1], groups[1], groups[2])
+        if bool(twin) == generic:
+            out[groups[0]] = (x, y, text.count("\n", 0, m.start()) + 1)
+    return out
+
+
 def _order(v: Variant, f: Function, bits: int | None) -> str | None:
-    """The float order ggml's code for this build takes (lowp.kernels.ggml.orders), or None (the bound)."""
+    """The float order ggml's code for this build takes (lowp.kernels.ggml.orders), or None (the bound). A _generic
+    twin is the plain C whatever the flags: AArch64's clang contracts it (the arch always has FMA), the baselines of
+    x86 (no -mfma) and wasm do not, RISC-V's does. x86 builds use the host compiler: clang's orders where it is
+    clang (it does not contract separate multiply and add intrinsics, GCC does)."""
+    if f.folder == "generic":
+        name = ("generic-fma" if f.x_type in GENERIC else None) if v.arch == "aarch64" else \
+            order_for(v.arch, frozenset(), f.x_type, None)
+    else:
+        name = order_for(v.arch, frozenset(v.features), f.x_type, bits)
+    if name and v.arch == "x86-64" and _host_compiler_is_clang():
+        name = CLANG_TWIN.get(name, name)
+    return name
+
+
+@cache
+def _host_compiler_is_clang() -> bool:
+    from lowp.emulator.buildcache import compiler_identity
+    from lowp.emulator.native_build import compiler
     try:
-        from lowp.kernels.ggml.orders import order_for
-    except ImportError:                 # no order modelled yet in this lowp
-        return None
-    # a _generic twin takes the plain C path whatever the flags: the order of a build without features
-    return order_for(v.arch, frozenset() if f.folder == "generic" else frozenset(v.features), f.x_type, bits)
+        return "clang" in compiler_identity(tuple(compiler())).split("\n", 1)[-1].lower()
+    except Exception:       # noqa: BLE001 - no compiler: nothing x86 builds natively, the order is moot
+        return False

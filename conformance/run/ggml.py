@@ -33,10 +33,18 @@ CASE_BUDGET = 5.0           # seconds one vec_dot call may take before it counts
 def plan(kernels: list[VecDotKernel]) -> list[Check]:
     out = []
     for k in kernels:
+        if k.kind == "quantize":            # its bytes are its claimed variant's (lowp.kernels.ggml.quantize)
+            out.append(Check(k.name, f"variant:{k.order}", "claimed", True))
+            continue
         out.append(Check(k.name, "exact", "claimed", True))
         if k.pairs:
             out.append(Check(k.name, "exact", "nrc2", True))
-        out.append(Check(k.name, f"ordered:{k.order}" if k.order else "bounded", "claimed", True))
+        if k.order and k.order_claimed:
+            out.append(Check(k.name, f"ordered:{k.order}", "claimed", True))
+        else:
+            out.append(Check(k.name, "bounded", "claimed", True))
+            if k.order:             # its file is not the code the order models: the order is a probe
+                out.append(Check(k.name, f"ordered:{k.order}", "probe", False))
         out.append(Check(k.name, "exact", "outside", False))
     return out
 
@@ -68,6 +76,8 @@ def _judge(check: Check, k: VecDotKernel, case: cases.Case, out: Outcome) -> con
 def _generated(check: Check, k: VecDotKernel, seed: int) -> list[cases.Case]:
     if check.domain == "outside":
         return cases.outside_cases(k.x_type, seed)
+    if check.domain == "probe":         # an order not claimed: the float contracts' cases
+        return cases.scaled_cases(k.x_type, seed)
     return cases.exact_cases(k.x_type, seed) if check.check == "exact" else cases.scaled_cases(k.x_type, seed)
 
 
@@ -86,6 +96,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 30,
         examples = 0                    # the probes are the generated cases
     if check.domain == "nrc2":
         return run_pairs(check, k, vd, emit, seed)
+    if k.kind == "quantize":
+        return run_quantizer(check, k, vd, emit, seed)
     generated = _generated(check, k, seed)
     row = check_row(check, backend=vd.backend, target=k.arch, contract_claimed=_claimed(k),
                     cases=len(generated) + examples)
@@ -169,6 +181,63 @@ def run_pairs(check: Check, k: VecDotKernel, vd: VecDot, emit, seed: int) -> dic
     return row
 
 
+POISON = 0xA5      # what y holds before a quantizer's call: bytes it leaves unwritten keep it, as the model's prior
+
+
+def run_quantizer(check: Check, k: VecDotKernel, vd: VecDot, emit, seed: int) -> dict:
+    """A quantizer's rows: the bytes it writes must be its claimed variant's, bit for bit; a failure names every
+    variant that explains the bytes (or none)."""
+    from lowp.kernels.ggml.blocks import FORMATS
+    from lowp.kernels.ggml.quantize import VARIANTS, matching_variants
+    rows = cases.quantizer_rows(k.x_type, seed)
+    row = check_row(check, backend=vd.backend, target=k.arch, contract_claimed=f"variant {k.order}: "
+                    f"{VARIANTS[k.order].describe}"[:200], cases=len(rows))
+    reason = vd.unavailable()
+    if reason:
+        row.update(verdict="SKIPPED", reason=f"{k.label}: {reason}")
+        emit(row)
+        return row
+    if vd.backend != "native":
+        row["emulator"] = vd.describe()
+    emit({"event": "plan", "check": check.id, "cases": row["cases"]})
+    start = time.perf_counter()
+    try:
+        for r in rows:
+            emit({"event": "case", "check": check.id, "case": r.name})
+            prior = np.full(r.k // FORMATS[k.x_type].qk * FORMATS[k.x_type].dtype.itemsize, POISON, np.uint8)
+            want = VARIANTS[k.order].quantize(k.x_type, r.x, r.k, prior)
+            try:
+                got = vd.quantize(k.symbol, r.x, r.k, prior)
+                problem = None if np.array_equal(got, want) else _quantized_differently(k, r, got, want, prior)
+            except EmulatorError as e:
+                problem = f"fault: {e}"
+            row["executed"] += 1
+            if problem:
+                row["failed"] += 1
+                row["cause"] = f"{problem} (case {r.name}, k = {r.k})"
+                break
+            row["matched"][k.order] = row["matched"].get(k.order, 0) + 1
+    finally:
+        vd.close()
+    row["verdict"] = "FAIL" if row["failed"] else "PASS"
+    row["seconds"] = round(time.perf_counter() - start, 3)
+    emit(row)
+    return row
+
+
+def _quantized_differently(k: VecDotKernel, r, got: np.ndarray, want: np.ndarray, prior: np.ndarray) -> str:
+    from lowp.kernels.ggml.blocks import FORMATS
+    from lowp.kernels.ggml.quantize import matching_variants
+    size = FORMATS[k.x_type].dtype.itemsize
+    block = int(np.flatnonzero(got != want)[0]) // size
+    fields = [f for f in FORMATS[k.x_type].dtype.names
+              if not np.array_equal(got[block * size:(block + 1) * size].view(FORMATS[k.x_type].dtype)[f],
+                                    want[block * size:(block + 1) * size].view(FORMATS[k.x_type].dtype)[f])]
+    matches = matching_variants(k.x_type, r.x, r.k, got, prior)
+    reading = f"the bytes are variant {' and '.join(matches)}'s" if matches else "no named variant explains the bytes"
+    return f"wrong value: {reading}: block {block} differs in {', '.join(fields)}"
+
+
 def _pairs_problem(got: np.ndarray, s: np.ndarray, expected: np.ndarray) -> str | None:
     if not np.isnan(s[2]):
         return f"wrong value: nrc == 2 wrote s[2] = {float(s[2])!r}, between its two rows (bs = 3)"
@@ -183,7 +252,7 @@ def _pairs_problem(got: np.ndarray, s: np.ndarray, expected: np.ndarray) -> str 
 
 
 def _claimed(k: VecDotKernel) -> str:
-    return "exact + " + (f"ordered:{k.order}" if k.order else "bounded")
+    return "exact + " + (f"ordered:{k.order}" if k.order and k.order_claimed else "bounded")
 
 
 def _cause(check: Check, out: Outcome, verdict: contracts.Judgement) -> str:

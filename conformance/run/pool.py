@@ -21,7 +21,8 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 from lowp.conformance.run.checks import Check, run_check
-from lowp.conformance.run.processes import become_child_of, exit_status, interruptible, kill_group, own_group, reap, signal_of
+from lowp.conformance.run.processes import (become_child_of, exit_status, guarded, interruptible, kill_group, own_group,
+                                            reap, signal_of)
 from lowp.conformance.run.provenance import stale_reason
 from lowp.conformance.report.rows import check_row
 
@@ -366,10 +367,12 @@ def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: 
         options: dict | None = None, progress: bool = True, on_row=None, stop_at: float | None = None) -> list[dict]:
     """Run `checks` in child processes of this machine and return their rows in plan order (runner.run: the
     options)."""
-    with interruptible():
-        run_log = RunLog(checks, journal, resume, progress, on_row, options)
+    with interruptible(), guarded():
+        jobs = max(1, jobs or os.cpu_count() or 1)
+        keyed = {**(options or {}), "timeout": timeout, "jobs": jobs}     # what else decides a verdict
+        run_log = RunLog(checks, journal, resume, progress, on_row, keyed)
         try:
-            _run_pool(run_log, jobs=max(1, jobs or os.cpu_count() or 1), timeout=timeout, options=options or {},
+            _run_pool(run_log, jobs=jobs, timeout=timeout, options=options or {},
                       stop_at=stop_at)
         except (KeyboardInterrupt, JournalUnwritable) as e:
             raise run_log.stopped(e) from None

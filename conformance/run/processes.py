@@ -14,11 +14,13 @@ import ctypes
 import ctypes.util
 import os
 import signal
+import struct
 import sys
 import threading
 from contextlib import contextmanager
 
 PR_SET_PDEATHSIG = 1          # <linux/prctl.h>
+GROUP = struct.Struct("<i")   # a process group id as the guardian reads it: > 0 watch it, < 0 forget it
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
@@ -67,6 +69,81 @@ def interruptible():
             signal.signal(s, handler)
 
 
+class Guardian:
+    """A process of its own that kills every check's process group when the run's process dies.
+
+    A check's process dies with the run (PR_SET_PDEATHSIG), but what its kernel forked does not: it is the child of
+    the check's process, not of the run, and nothing asks the kernel to end it. The guardian is forked before any
+    check; the run tells it each check's group as it starts (and forgets it as it ends) through a pipe whose write
+    end only the run holds (every check closes its copy first thing). When the run dies, however it dies (kill -9,
+    the OOM killer, a cancelled CI job), the pipe reads end-of-file and the guardian kills the groups it still
+    holds, the kernel's forked children with them; at a run's normal end it finds them gone and exits."""
+
+    def __init__(self):
+        read, self._write = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:                           # the guardian
+            os.close(self._write)
+            _guard(read)
+        os.close(read)
+        _GUARDIAN_FDS.add(self._write)
+
+    def watch(self, pgid: int) -> None:
+        self._send(pgid)
+
+    def forget(self, pgid: int) -> None:
+        self._send(-pgid)
+
+    def _send(self, value: int) -> None:
+        try:
+            os.write(self._write, GROUP.pack(value))
+        except OSError:
+            pass                                    # the guardian is gone: nothing to tell
+
+    def close(self) -> None:
+        if self._write in _GUARDIAN_FDS:
+            _GUARDIAN_FDS.discard(self._write)
+            os.close(self._write)
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+_GUARDIAN_FDS: set[int] = set()       # the write ends a forked check must not keep open
+
+
+def _guard(read: int) -> None:
+    """The guardian's life: collect groups until end-of-file, then kill those left. Nothing but os calls: it is a
+    fork of a process that may have threads."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)        # the terminal's Ctrl-C is the run's to handle
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    groups: set[int] = set()
+    pending = b""
+    while True:
+        try:
+            data = os.read(read, 4096)
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+        if not data:
+            break
+        pending += data
+        while len(pending) >= GROUP.size:
+            (value,), pending = GROUP.unpack(pending[:GROUP.size]), pending[GROUP.size:]
+            (groups.add if value > 0 else groups.discard)(abs(value))
+    for pgid in groups:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(0)
+
+
 def become_child_of(parent_pid: int) -> None:
     """In a freshly forked child: lead a process group of its own, die with the parent, and take the default
     action on SIGINT, SIGTERM and SIGHUP (not the parent's Python handlers, which would turn them into an
@@ -78,6 +155,12 @@ def become_child_of(parent_pid: int) -> None:
     for s in (signal.SIGINT, *STOP_SIGNALS):
         if signal.getsignal(s) is not signal.SIG_IGN:     # nohup's ignored SIGHUP stays ignored
             signal.signal(s, signal.SIG_DFL)
+    for fd in list(_GUARDIAN_FDS):                  # only the run may hold the guardian's pipe open
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _GUARDIAN_FDS.clear()
     die_with_parent(parent_pid)
 
 
@@ -92,19 +175,38 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+_guardians: list[Guardian] = []        # the guardian of the run in progress in this process (guarded())
+
+
+@contextmanager
+def guarded():
+    """A Guardian for the block (a run of checks): every group own_group() makes in it is watched."""
+    guardian = Guardian()
+    _guardians.append(guardian)
+    try:
+        yield guardian
+    finally:
+        _guardians.remove(guardian)
+        guardian.close()
+
+
 def own_group(pid: int) -> None:
     """From the parent, right after the fork: the child leads its own group (the child does it too; whichever runs
-    first wins the race with a kill of the group)."""
+    first wins the race with a kill of the group), which the run's guardian watches."""
     try:
         os.setpgid(pid, pid)
     except OSError:
         pass                # the child did it already, or has exec'd (spawn): it sets it itself
+    for guardian in _guardians:
+        guardian.watch(pid)
 
 
 def kill_group(proc) -> None:
     """SIGKILL to the child's whole process group (the child and whatever its kernel forked), then reap it."""
     if proc.pid is None:
         return
+    for guardian in _guardians:
+        guardian.forget(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -1,8 +1,10 @@
 """What produced a journal row, so that `--resume` keeps a verdict only for what would produce it again.
 
-Every row the runner journals carries `producer`: lowp's version, the kernel's key and the options that change
-which cases run (seed, search examples, the seed grid, --case globs, --shapes) and where (the backend chosen by
-environment). The kernel's key is a SHA-256 of its registered entry (sources, flags, defines, tile, packing, model,
+Every row the runner journals carries `producer`: lowp's version and a hash of its own code (every source file of
+the installed packages: an edit to a model or a contract in a checkout of lowp makes rows stale, which the release
+string alone did not), the kernel's key and the options that change which cases run (seed, search examples, the
+seed grid, --case globs, --shapes), how a verdict is reached (the example database, the per-check --timeout, the
+--jobs that share the machine) and where (the backend chosen by environment). The kernel's key is a SHA-256 of its registered entry (sources, flags, defines, tile, packing, model,
 contract, domain, params, ...; not its description) and of what was built from it: the build cache's artifact,
 whose name is the cache's own key over the compiler, the command lines and the bytes of every source, `depends`
 file and header the compiler read (lowp.emulator.buildcache). A kernel that cannot run here, and so is not built, is keyed
@@ -19,13 +21,14 @@ import os
 from pathlib import Path
 
 # run_check's options that change the cases a check runs (the profile is its examples and grid)
-CASE_OPTIONS = ("seed", "examples", "probe_examples", "grid", "only", "shapes", "draws", "draw_seconds")
+CASE_OPTIONS = ("seed", "examples", "probe_examples", "grid", "only", "shapes", "draws", "draw_seconds", "database",
+                "timeout", "jobs")
+CODE_SUFFIXES = (".py", ".c", ".cc", ".h", ".S", ".toml")
 
 
 def producers(checks, options: dict | None) -> dict[str, dict]:
     """The producer of each check's row, by check id (each kernel built or looked up once)."""
-    from lowp import __version__
-    common = {"lowp": __version__, "options": case_options(options or {}), "backend": backend_choices()}
+    common = {"lowp": lowp_identity(), "options": case_options(options or {}), "backend": backend_choices()}
     keys: dict[str, str] = {}
     out = {}
     for check in checks:
@@ -33,6 +36,24 @@ def producers(checks, options: dict | None) -> dict[str, dict]:
             keys[check.kernel] = kernel_key(check.kernel)
         out[check.id] = {**common, "kernel": keys[check.kernel]}
     return out
+
+
+@functools.cache
+def lowp_identity() -> str:
+    """'<version>+<hash>': lowp's release and a SHA-256 (12 digits) of every source file of its packages, by path
+    inside the package and bytes."""
+    import importlib
+
+    from lowp import __version__
+    h = hashlib.sha256()
+    for name in ("lowp", "lowp.isa_models", "lowp.emulator", "lowp.kernels", "lowp.conformance"):
+        for root in importlib.import_module(name).__path__:
+            base = Path(root)
+            for path in sorted(base.rglob("*")):
+                if path.suffix in CODE_SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
+                    h.update(f"{name}/{path.relative_to(base)}\0".encode())
+                    h.update(path.read_bytes())
+    return f"{__version__}+{h.hexdigest()[:12]}"
 
 
 def case_options(options: dict) -> dict:

@@ -300,7 +300,8 @@ def run(checks: list[Check], journal: Path, *, address: str = "local", jobs: int
     started_here = connect(address, jobs)       # first: a cluster that is not there leaves the journal as it was
     try:
         with interruptible():
-            run_log = RunLog(checks, journal, resume, progress, on_row, options)
+            run_log = RunLog(checks, journal, resume, progress, on_row,
+                             {**(options or {}), "timeout": timeout, "jobs": jobs})     # what else decides a verdict
             flights: dict = {}
             try:
                 return _run(ray, run_log, flights, jobs=jobs, timeout=timeout, options=options or {},

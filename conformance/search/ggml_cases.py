@@ -121,6 +121,12 @@ def _scaled(x_type: str, x: np.ndarray, y: np.ndarray, rng, edge: str | None) ->
     for field in ("d", "m", "dmin"):
         if field in xr.dtype.names and xr.dtype[field].base == np.dtype("<u2"):
             xr[field] = values(xr[field].shape, edge is not None).astype(np.float16).view(np.uint16)
+    if x_type == "iq1_m":           # its fp16 d lives in the top nibbles of the four scale words
+        words = xr["scales"].copy().view("<u2").reshape(len(xr), 4)
+        d = values(len(xr), edge is not None).astype(np.float16).view(np.uint16)
+        for w in range(4):
+            words[:, w] = (words[:, w] & 0x0FFF) | (((d >> (4 * w)) & 0xF) << 12)
+        xr["scales"] = words.view(np.uint8).reshape(xr["scales"].shape)
     if x_type == "mxfp4":           # E8M0: a power of two 2^(e - 127), from the normal range of the others
         xr["e"] = 127 + rng.integers(-12, 3, xr["e"].shape)
     if x_type == "nvfp4":           # UE4M3 sub-block scales: exponent fields 1..14 (not NaN), any mantissa
@@ -211,3 +217,39 @@ def shrink(fails, x_type: str, case: Case, tries: int = 200) -> Case:
         if fails(trial):
             best = trial
     return best
+
+
+@dataclass
+class Row:
+    """A quantizer's case: a row of k floats (whole activation blocks)."""
+    name: str
+    x: np.ndarray           # float32
+    k: int
+
+
+QUANTIZER_BLOCKS = (1, 2, 3, 5, 8)
+
+
+def quantizer_rows(y_type: str, seed: int = 0) -> list[Row]:
+    """Where the quantizers' named variants part: ties (x * id exactly on .5 once amax is 127: the half-even
+    against half-away split), amax chosen so 127/amax and 1/(amax/127) differ, zero blocks (the bsums left or
+    cleared), a largest |x| with both signs (q8_K's signed max), tiny and huge magnitudes, and plain normals."""
+    qk = formats_for(y_type)[y_type].qk
+    rng = np.random.default_rng(seed + 4)
+    out = []
+    for nb in QUANTIZER_BLOCKS:
+        k = nb * qk
+        normal = rng.normal(0, 1, k).astype(np.float32)
+        ties = np.resize(np.array([127, 2.5, -2.5, 3.5, -0.5, 0.5, 126.5, -126.5], np.float32), k)
+        split = (rng.integers(-127, 128, k) * np.float32(0.37)).astype(np.float32)
+        split[::qk] = np.float32(0.37 * 127)
+        zeros = normal.copy()
+        zeros[: qk] = 0
+        signs = normal.copy()
+        signs[0], signs[1] = np.float32(3.0), np.float32(-3.0)
+        tiny = (normal * np.float32(1e-30)).astype(np.float32)
+        huge = (normal * np.float32(1e30)).astype(np.float32)
+        out += [Row(f"{what}-blocks-{nb}", x, k) for what, x in
+                (("normal", normal), ("ties", ties), ("multiplier-split", split), ("zero-block", zeros),
+                 ("both-signs-max", signs), ("tiny", tiny), ("huge", huge))]
+    return out

@@ -59,6 +59,27 @@ float roundf(float x) {
     return t;
 }
 """
+# What ggml-quants.c references of libc besides, where lowp compiles it for a quantizer's reference path: only its
+# other quantizers (the iq types' lattice searches, the k-quants' make_qkx* fits) call these, and lowp judges none of
+# them, so each traps: a judged function that reached one would fault naming the address, not compute silently.
+LIBC_TRAPS = r"""
+void *stderr;
+void abort(void) { __builtin_trap(); }
+int printf(const char *f, ...) { (void)f; __builtin_trap(); }
+int fprintf(void *s, const char *f, ...) { (void)s; (void)f; __builtin_trap(); }
+unsigned long fwrite(const void *p, unsigned long a, unsigned long b, void *s) { (void)p; (void)a; (void)b; (void)s; __builtin_trap(); }
+int putchar(int c) { (void)c; __builtin_trap(); }
+int puts(const char *s) { (void)s; __builtin_trap(); }
+void *malloc(unsigned long n) { (void)n; __builtin_trap(); }
+void free(void *p) { (void)p; __builtin_trap(); }
+void qsort(void *b, unsigned long n, unsigned long w, int (*c)(const void *, const void *)) { (void)b; (void)n; (void)w; (void)c; __builtin_trap(); }
+float log2f(float x) { (void)x; __builtin_trap(); }
+float sqrtf(float x) { (void)x; __builtin_trap(); }
+float floorf(float x) { (void)x; __builtin_trap(); }
+long lroundf(float x) { (void)x; __builtin_trap(); }
+"""
+# ggml.c's, which ggml-quants.c references (row sizes of its whole-tensor quantizers): never called by a row quantizer.
+GGML_TRAPS = ("ggml_row_size", "ggml_type_size", "ggml_type_name")
 
 
 @dataclass(frozen=True)
@@ -69,6 +90,12 @@ class GgmlBuild:
     include_dirs: tuple[Path, ...]  # include, src, src/ggml-cpu
     quants_header: Path             # src/ggml-quants.h: the functions the shim traps
     variant: Variant
+    quants_source: Path | None = None   # src/ggml-quants.c, compiled where a quantizer's reference path is judged
+                                        # (then its functions are not trapped)
+
+    @property
+    def sources(self) -> tuple[Path, ...]:
+        return (self.arch_source, self.generic_source, *([self.quants_source] if self.quants_source else []))
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -104,8 +131,11 @@ def trapped_functions(quants_header: Path) -> list[str]:
     return sorted(set(re.findall(r"GGML_API\s+[\w\s\*]+?\b(\w+)\s*\(", text)))
 
 
-def shim_source(quants_header: Path, libc: bool) -> str:
-    traps = "\n".join(f"void {name}(void) {{ __builtin_trap(); }}" for name in trapped_functions(quants_header))
+def shim_source(quants_header: Path, libc: bool, with_quants: bool = False) -> str:
+    """lowp's shim (the module's doc). with_quants: ggml-quants.c is compiled too: its own functions are not
+    trapped, what it references of ggml.c and (without libc) of libc is."""
+    names = GGML_TRAPS if with_quants else trapped_functions(quants_header)
+    traps = "\n".join(f"void {name}(void) {{ __builtin_trap(); }}" for name in names)
     return "\n".join([
         "/* lowp's shim for ggml's vec_dots (lowp.kernels.ggml.executor): not ggml code. */",
         _tables_text(),
@@ -114,13 +144,14 @@ def shim_source(quants_header: Path, libc: bool) -> str:
         "void ggml_log_internal(int level, const char *fmt, ...) { (void)level; (void)fmt; }",
         SVE_COUNT,
         traps,
-        "" if libc else LIBC_SHIM, ""])
+        "" if libc else LIBC_SHIM, "" if libc or not with_quants else LIBC_TRAPS, ""])
 
 
-def shim_file(quants_header: Path, libc: bool) -> Path:
+def shim_file(build: "GgmlBuild", libc: bool) -> Path:
     from lowp.emulator import buildcache
     from lowp.emulator.native_build import cache_dir
-    return buildcache.source_file(shim_source(quants_header, libc), cache_dir() / "src", "ggml-shim")
+    text = shim_source(build.quants_header, libc, build.quants_source is not None)
+    return buildcache.source_file(text, cache_dir() / "src", "ggml-shim")
 
 
 class VecDot:
@@ -156,8 +187,7 @@ class VecDot:
 
         from lowp.emulator.native_build import build_shared_library
         b = self.build
-        path = build_shared_library([b.arch_source, b.generic_source, shim_file(b.quants_header, True)],
-                                    (*b.flags, "-g"), f"ggml-{b.variant.name}")
+        path = build_shared_library([*b.sources, shim_file(b, True)], (*b.flags, "-g"), f"ggml-{b.variant.name}")
         ffi = cffi.FFI()            # loaded for its address; the guard library makes the call
         return ffi, ffi.dlopen(str(path)), Path(path)
 
@@ -165,7 +195,7 @@ class VecDot:
     def _machine(self):
         b = self.build
         libc = self.target.arch == "wasm32"        # the static guests (Bochs, qemu-user) link no libc
-        sources = (b.arch_source, b.generic_source, shim_file(b.quants_header, libc))
+        sources = (*b.sources, shim_file(b, libc))
         return self.target.machine(sources, flags=self._guest_flags(), vector_bits=self.vector_bits,
                                    features=b.variant.features)
 
@@ -219,6 +249,23 @@ class VecDot:
             guard.call(address, [n, rs.base, bs, rx.base, bx, ry.base, by, nrc], arena, budget=self.budget,
                        library=path)
             return rs.array.copy() if whole else np.float32(rs.array[0])
+
+    def quantize(self, symbol: str, x: np.ndarray, k: int, prior: np.ndarray) -> np.ndarray:
+        """ggml's quantize_row_<q8>(x, y, k): the bytes it leaves in y, which starts as `prior` (whole blocks)."""
+        x = np.ascontiguousarray(x, np.float32).reshape(-1)
+        y = np.array(prior, np.uint8).reshape(-1)
+        if self.backend == "native":
+            from lowp.kernels import guard
+            ffi, lib, path = self._native
+            address = guard.function_address(path, symbol)
+            if address is None:
+                raise KeyError(f"{path.name}: no function {symbol!r}")
+            with guard.Arena() as arena:
+                rx, ry = arena.place("x", x), arena.place("y", y)
+                guard.call(address, [rx.base, ry.base, k], arena, budget=self.budget, library=path)
+                return ry.array.copy()
+        timing = {"seconds": self.budget} if self.backend in ("qemu", "bochs") else {}
+        return np.asarray(self._machine.call(symbol, x, y, k, names=("x", "y", "k"), **timing)["y"], np.uint8)
 
     def close(self) -> None:
         m = self.__dict__.get("_machine")

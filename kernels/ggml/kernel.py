@@ -16,23 +16,27 @@ from lowp.kernels.ggml.executor import GgmlBuild
 from lowp.kernels.ggml.variants import variant
 
 ENTRY_FIELDS = ("name", "symbol", "x_type", "variant", "vector_bits", "arch_source", "generic_source",
-                "include_dirs", "quants_header", "order", "pairs")
-OPTIONAL = ("vector_bits", "order", "pairs")
+                "include_dirs", "quants_header", "order", "order_claimed", "pairs", "kind", "quants_source")
+OPTIONAL = ("vector_bits", "order", "order_claimed", "pairs", "kind", "quants_source")
+KINDS = ("vec_dot", "quantize")
 
 
 @dataclass(frozen=True)
 class VecDotKernel:
     name: str                   # 'ggml_vec_dot_q4_0_q8_0@haswell': the symbol, '@', the variant's label
     symbol: str                 # 'ggml_vec_dot_q4_0_q8_0' (or its '_generic' twin)
-    x_type: str                 # 'q4_0'
+    x_type: str                 # 'q4_0' (a quantizer: the activation type it writes, 'q8_K')
     build: GgmlBuild
     vector_bits: int | None = None
-    order: str | None = None    # the float order it claims (lowp.kernels.ggml.orders), None: the bounded contract
+    order: str | None = None    # the float order of its code (lowp.kernels.ggml.orders), a quantizer's claimed
+                                # variant (lowp.kernels.ggml.quantize.VARIANTS); None: none modelled
+    order_claimed: bool = False     # its source is the code the order models: it claims the order, else the bound
     pairs: bool = False         # ggml also calls it with nrc == 2: two x rows by two y rows into s[j * bs + i]
+    kind: str = "vec_dot"       # 'vec_dot' or 'quantize' (quantize_row_<q8>(x, y, k))
 
     @property
     def y_type(self) -> str:
-        return VEC_DOT_TYPE[self.x_type]
+        return VEC_DOT_TYPE[self.x_type] if self.kind == "vec_dot" else self.x_type
 
     @property
     def arch(self) -> str:
@@ -53,7 +57,10 @@ class VecDotKernel:
                 **({"vector_bits": self.vector_bits} if self.vector_bits else {}),
                 "arch_source": str(b.arch_source), "generic_source": str(b.generic_source),
                 "include_dirs": [str(d) for d in b.include_dirs], "quants_header": str(b.quants_header),
-                **({"order": self.order} if self.order else {}), **({"pairs": True} if self.pairs else {})}
+                **({"order": self.order, "order_claimed": self.order_claimed} if self.order else {}),
+                **({"pairs": True} if self.pairs else {}),
+                **({"kind": self.kind} if self.kind != "vec_dot" else {}),
+                **({"quants_source": str(b.quants_source)} if b.quants_source else {})}
 
     def key(self) -> str:
         """SHA-256 of the entry and its two sources' bytes: what a journal row was produced from (headers aside)."""
@@ -68,13 +75,19 @@ def from_entry(entry: dict) -> VecDotKernel:
     missing = [f for f in ENTRY_FIELDS if f not in entry and f not in OPTIONAL]
     if missing:
         raise ValueError(f"ggml kernel entry {entry.get('name', '?')!r}: missing {', '.join(missing)}")
-    if entry["x_type"] not in VEC_DOT_TYPE:
+    kind = entry.get("kind", "vec_dot")
+    if kind not in KINDS:
+        raise ValueError(f"ggml kernel entry {entry['name']!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
+    known = VEC_DOT_TYPE if kind == "vec_dot" else ("q8_0", "q8_1", "q8_K")
+    if entry["x_type"] not in known:
         raise ValueError(f"ggml kernel entry {entry['name']!r}: unknown x_type {entry['x_type']!r}")
+    quants = entry.get("quants_source")
     build = GgmlBuild(Path(entry["arch_source"]), Path(entry["generic_source"]),
                       tuple(Path(d) for d in entry["include_dirs"]), Path(entry["quants_header"]),
-                      variant(entry["variant"]))
+                      variant(entry["variant"]), Path(quants) if quants else None)
     return VecDotKernel(entry["name"], entry["symbol"], entry["x_type"], build, entry.get("vector_bits"),
-                        entry.get("order"), bool(entry.get("pairs", False)))
+                        entry.get("order"), bool(entry.get("order_claimed", False)), bool(entry.get("pairs", False)),
+                        kind)
 
 
 _REGISTERED: dict[str, VecDotKernel] = {}

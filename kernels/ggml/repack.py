@@ -301,46 +301,39 @@ def pack_activations(y_type: str, rows: np.ndarray, blocklen: int) -> bytes:
 
 
 # ---- the activations from floats: ggml_quantize_mat_q8_0_4x<B> ---------------------------------------------------
-# Each build quantizes a block as d = amax / 127 (stored as fp16) and q = round(x * id), but forms id and rounds
-# its own way: the variants lowp names (one numpy model, the choice a parameter).
-QUANTIZE_VARIANTS = {
-    "generic": ("reciprocal", "ties_away"),     # repack.cpp L156-157, L168: id = 1 / d, roundf
-    "x86_avx": ("ratio", "ties_even"),          # arch/x86/repack.cpp L211-212, L234: id = 127 / amax, round_ps
-    "arm_neon": ("reciprocal", "ties_even"),    # arch/arm/repack.cpp L76-77, L84: vcvtnq_s32_f32
-    "riscv_v": ("reciprocal", "ties_away"),     # arch/riscv/repack.cpp L47-50, L52: vfncvt rm = 4 (RMM)
+# Each build's quantize_mat makes every block of every row as one of quantize.py's named quantize_row_q8_0 paths
+# does, then interleaves the four rows: lowp reuses those paths and names which each build's quantize_mat is.
+QUANTIZE_MAT_VARIANT = {
+    "generic": "ref",           # repack.cpp L156-157, L168: id = 1 / d, roundf (as x86-64 compiles the C cast)
+    "x86": "x86-avx",           # arch/x86/repack.cpp L211-212, L234 (__AVX__ || __AVX2__): 127 / amax, round_ps
+    "arm": "neon",              # arch/arm/repack.cpp L76-77, L84 (__ARM_NEON): 1 / d, vcvtnq, lanes to int8
+    "riscv": "rvv-rmm",         # arch/riscv/repack.cpp L47-53 (__riscv_v_intrinsic): 1 / d, vfncvt with rm = 4
 }
 
 
-def _inverse(amax: np.ndarray, d: np.ndarray, how: str) -> np.ndarray:
-    """id in float32: 1 / d (d = amax / 127 already rounded) or 127 / amax; 0 for an all-zero block."""
-    with np.errstate(divide="ignore"):
-        if how == "reciprocal":
-            return np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
-        return np.where(amax != 0, np.float32(127) / amax, np.float32(0)).astype(np.float32)
+def _rvv_rmm():
+    """arch/riscv/repack.cpp's quantize_mat_q8_0_4x8 (L47-53): the reciprocal of d, __riscv_vfncvt_x_f_w_i16m4_rm
+    with rm = 4 (RMM: to nearest, ties away from zero, as roundf) to int16, then vncvt to int8 (modulo): not
+    quantize_row_q8_0's rvv (RNE) but the reference's rounding with RVV's conversions."""
+    from lowp.kernels.ggml import quantize as q
+    return q.QuantVariant("rvv-rmm", _rvv_rmm.__doc__, q.Q8Path(q._reciprocal_of_d, q._half_away, q._riscv_cvt16,
+                                                               q._wrap8, sum_of_lanes=False))
 
 
-def _round(v: np.ndarray, how: str) -> np.ndarray:
-    """float32 -> integer: nearest, ties away from zero (roundf, RMM) or to even (round_ps, vcvtnq, rint)."""
-    w = v.astype(np.float64)                       # exact; |v| stays far below 2^52
-    if how == "ties_even":
-        return np.rint(w)
-    return np.sign(w) * np.floor(np.abs(w) + 0.5)
+def quantize_variant(name: str):
+    """A quantize.py variant by name, or 'rvv-rmm' (_rvv_rmm)."""
+    from lowp.kernels.ggml.quantize import VARIANTS
+    return _rvv_rmm() if name == "rvv-rmm" else VARIANTS[name]
 
 
-def quantize_mat_q8_0(x: np.ndarray, blocklen: int, variant: str = "generic") -> bytes:
-    """What ggml_quantize_mat_q8_0_4x<blocklen> writes for four float32 rows x (4 x k) under `variant`
-    (QUANTIZE_VARIANTS): per row and block, amax = max |x|, d = f32(amax / 127), id, q = round(f32(x * id)); the
-    rows' blocks then interleave as pack_activations lays them out."""
-    how_inverse, how_round = QUANTIZE_VARIANTS[variant]
-    x = np.asarray(x, np.float32).reshape(4, -1, 32)
-    amax = np.abs(x).max(axis=2)
-    d = (amax / np.float32(127)).astype(np.float32)
-    inv = _inverse(amax, d, how_inverse)
-    q = _round((x * inv[:, :, None]).astype(np.float32), how_round)
-    rows = np.zeros(x.shape[:2], FORMATS["q8_0"].dtype)
-    rows["d"] = d.astype(np.float16).view(np.uint16)
-    rows["qs"] = np.clip(q, -128, 127).astype(np.int8)
-    return pack_activations("q8_0", rows.view(np.uint8).reshape(4, x.shape[1], -1), blocklen)
+def quantize_mat_q8_0(x: np.ndarray, blocklen: int, variant: str = "ref") -> bytes:
+    """What ggml_quantize_mat_q8_0_4x<blocklen> writes for four float32 rows x (4 x k): each row's q8_0 blocks as
+    quantize variant `variant` makes them (QUANTIZE_MAT_VARIANT says whose is whose), interleaved as
+    pack_activations lays them out (the generic's store order, L162-169)."""
+    x = np.asarray(x, np.float32)
+    k, path = x.shape[1], quantize_variant(variant)
+    rows = np.stack([np.frombuffer(path.quantize("q8_0", row, k), np.uint8).reshape(k // 32, -1) for row in x])
+    return pack_activations("q8_0", rows, blocklen)
 
 
 def _inverse_split_block(rng) -> np.ndarray:
@@ -354,8 +347,8 @@ def _inverse_split_block(rng) -> np.ndarray:
             break
     halves = ((np.arange(126) + 0.5) / np.float64(ratio)).astype(np.float32)
     candidates = np.concatenate([halves, np.nextafter(halves, np.float32(0)), np.nextafter(halves, np.float32(1e9))])
-    split = candidates[(_round((candidates * reciprocal).astype(np.float32), "ties_even")
-                        != _round((candidates * ratio).astype(np.float32), "ties_even")) & (candidates < amax)]
+    split = candidates[(np.rint((candidates * reciprocal).astype(np.float32))
+                        != np.rint((candidates * ratio).astype(np.float32))) & (candidates < amax)]
     block = rng.uniform(-amax, amax, 32).astype(np.float32)
     block[0] = amax
     block[1:1 + min(31, split.size)] = split[:31]
@@ -363,7 +356,7 @@ def _inverse_split_block(rng) -> np.ndarray:
 
 
 def quantize_cases(rng, blocks: int):
-    """(kind, four float32 rows of `blocks` blocks) that tell QUANTIZE_VARIANTS apart: 'normal' and 'wide' (rows
+    """(kind, four float32 rows of `blocks` blocks) that tell the quantize_mat variants apart: 'normal' and 'wide' (rows
     scaled by 2^-20..2^20) random values, 'ties' (halves with amax 127, so d = id = 1 and x * id is exactly .5:
     ties away vs to even) and 'inverse' (_inverse_split_block: 127 / amax vs 1 / d)."""
     n = 32 * blocks
@@ -557,9 +550,12 @@ class RepackBuild:
     def stub_sources(self, libc: bool) -> list[Path]:
         from lowp.emulator import buildcache
         from lowp.emulator.native_build import cache_dir
-        from lowp.kernels.ggml.executor import shim_file
-        folder = cache_dir() / "src"
-        stubs = [shim_file(Path(self.checkout) / "src" / "ggml-quants.h", libc),
+        from lowp.kernels.ggml.executor import GgmlBuild, shim_file
+        from lowp.kernels.ggml.variants import variant
+        folder, src = cache_dir() / "src", Path(self.checkout) / "src"
+        quants = GgmlBuild(src / "ggml-cpu" / "quants.c", src / "ggml-cpu" / "quants.c", (), src / "ggml-quants.h",
+                           variant(self.variant))       # what the vec_dots' shim reads: ggml-quants.h's names
+        stubs = [shim_file(quants, libc),
                  buildcache.source_file(backend_traps(), folder, "ggml-repack-traps"),
                  buildcache.source_file(TRAITS_STUB, folder, "ggml-repack-traits", ".cpp")]
         if not libc:

@@ -2,6 +2,8 @@
 claims, and write the report. `lowp conformance replay ID` re-runs one case or counterexample."""
 from __future__ import annotations
 
+from lowp.cli import seed as seed_type
+
 import argparse
 import importlib.util
 import json
@@ -53,7 +55,7 @@ def add_run_options(p, *, out: Path, resume: str, seed: str, first_seed: int = 0
     p.add_argument("--examples", type=int, default=None,
                    help="hypothesis search examples per claimed check (default: the profile's, 150; a not-claimed "
                         "probe gets a third; 0: no search; with --case, no search unless given)")
-    p.add_argument("--seed", type=int, default=first_seed, help=seed)
+    p.add_argument("--seed", type=seed_type, default=first_seed, help=seed)
     p.add_argument("--timeout", type=float, default=600, help="seconds before a check counts as hung (default 600)")
     p.add_argument("--grid", action=argparse.BooleanOptionalAction, default=None,
                    help="run the seed grid's shapes (default: the profile's; --no-grid is faster)")

@@ -6,6 +6,8 @@ kernel, built by the host compiler, on Bochs (AVX-512, AVX-VNNI, AVX-VNNI-INT8; 
 include_dirs, defines, cflags) and calls its entry symbol (or --function)."""
 from __future__ import annotations
 
+from lowp.cli import seed as seed_type
+
 import argparse
 import re
 import sys
@@ -48,6 +50,11 @@ TYPES = {"s8": np.int8, "u8": np.uint8, "s16": np.int16, "u16": np.uint16, "s32"
          "s64": np.int64, "u64": np.uint64, "f32": np.float32}
 
 
+# An emulated call copies every array into guest memory between guard pages: more than this is a typo in a shape,
+# not a kernel's operand (and would end in numpy's MemoryError traceback).
+MAX_ARGUMENT_BYTES = 1 << 30
+
+
 def parse_arg(spec: str, rng) -> tuple[str, object]:
     """'n=64' -> ('n', 64); 'a=s8:4x8:random' -> ('a', array); 'a=@x.npy' -> ('a', np.load(...))."""
     if "=" not in spec:
@@ -68,6 +75,12 @@ def parse_arg(spec: str, rng) -> tuple[str, object]:
         shape = tuple(int(d) for d in parts[1].lower().split("x"))
     except ValueError:
         raise ValueError(f"--arg {spec!r}: bad shape {parts[1]!r} (use e.g. 16x64)") from None
+    if any(d <= 0 for d in shape):
+        raise ValueError(f"--arg {spec!r}: shape {parts[1]!r} has a dimension below 1")
+    size = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if size > MAX_ARGUMENT_BYTES:
+        raise ValueError(f"--arg {spec!r}: {size:,} bytes; lowp emulate places at most {MAX_ARGUMENT_BYTES:,} (1 GiB) "
+                         "per array between its guard pages")
     fill = parts[2] if len(parts) == 3 else "zeros"
     if dtype.kind == "f":
         return name, _float_fill(spec, fill, shape, dtype, rng)
@@ -126,7 +139,7 @@ def add_parser(subparsers) -> None:
                         "vector_bits) or Bochs (x86-64: the default for an x86-64 --kernel)")
     p.add_argument("--lockstep", action="store_true",
                    help="compare every instruction lowp models with Unicorn's result as it runs (slow)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random fills")
+    p.add_argument("--seed", type=seed_type, default=0, help="seed of the random fills")
     p.add_argument("--show", choices=("changed", "all", "none"), default="changed",
                    help="which arrays to print after the call (default: those the call changed)")
     p.set_defaults(func=run)

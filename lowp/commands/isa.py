@@ -1,6 +1,8 @@
 """`lowp isa list` and `lowp isa verify`: the instruction models, and their proof against real instructions."""
 from __future__ import annotations
 
+from lowp.cli import seed as seed_type
+
 import sys
 import time
 
@@ -26,7 +28,7 @@ def add_parser(sub) -> None:
     v.add_argument("--exhaustive", action="store_true",
                    help="also prove VPMADDUBSW over all 2^32 (a0, a1, b0, b1) pair inputs (about a minute)")
     v.add_argument("--registers", type=int, default=2048, help="random registers per intrinsic (default 2048)")
-    v.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    v.add_argument("--seed", type=seed_type, default=0, help="random seed (default 0)")
     v.add_argument("--arch", choices=ARCHES, help="only this architecture")
     v.add_argument("--backend", action="append", default=[], metavar="NAME",
                    help="prove against these back ends only (repeatable): native, bochs (every Bochs CPU model), "

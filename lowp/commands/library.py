@@ -3,6 +3,8 @@ run of the engine (lowp.conformance.run.campaign) on the library the command nam
 selectors (XNNPACK's --datatype and --isa) and hands them over as the selection."""
 from __future__ import annotations
 
+from lowp.cli import seed as seed_type
+
 import sys
 from pathlib import Path
 
@@ -22,7 +24,7 @@ def add_campaign_options(p, default_out: str) -> None:
     p.add_argument("--jobs", type=int, default=None, help="parallel workers for builds and checks (default: one "
                                                           "per core)")
     p.add_argument("--resume", action="store_true", help="keep the journal's finished checks and run the rest")
-    p.add_argument("--seed", type=int, default=0, help="seed of the cases' values and of the search (default 0)")
+    p.add_argument("--seed", type=seed_type, default=0, help="seed of the cases' values and of the search (default 0)")
     p.add_argument("--timeout", type=float, default=600, help="seconds before a check counts as hung (default 600)")
     p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="run every x86-64 (bochs, native) or AArch64 (unicorn, qemu) kernel there")

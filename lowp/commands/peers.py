@@ -3,6 +3,8 @@ ONNX Runtime) on every arithmetic path this machine has, compare every output el
 print a table per library, operator and path, and write it as JSON."""
 from __future__ import annotations
 
+from lowp.cli import seed as seed_type
+
 import json
 import sys
 import time
@@ -23,7 +25,7 @@ def add_parser(sub) -> None:
                         "(its CPUID dispatch has no override), PyTorch's engines under their AVX2 ISA caps; lowp "
                         "predicts the contracts from that CPU's flags (needs valgrind; about 10x slower for ONNX "
                         "Runtime)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the generated problems (default 0)")
+    p.add_argument("--seed", type=seed_type, default=0, help="seed of the generated problems (default 0)")
     p.add_argument("--jobs", type=int, default=None, help="paths run in parallel (default: one per core)")
     p.add_argument("--out", type=Path, default=Path("lowp-report/peers.json"), help="JSON report (default "
                    "lowp-report/peers.json)")

@@ -2,6 +2,8 @@
 and its figures (PNG, with the optional matplotlib: `pip install 'lowp[plots]'`) into docs/studies/."""
 from __future__ import annotations
 
+from lowp.cli import seed as seed_type
+
 from pathlib import Path
 
 
@@ -20,7 +22,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=Path, default=None, help="folder for NAME.md, NAME.json, NAME-*.png "
                                                           "(default: the repository's docs/studies)")
     p.add_argument("--small", action="store_true", help="the small configuration the tests use (seconds)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=seed_type, default=0, help="random seed (default 0)")
     p.add_argument("--no-plots", action="store_true", help="write the tables only")
     p.add_argument("--no-bench", action="store_true", help="seed004: leave out `lowp bench gemm --quick`")
     p.add_argument("--no-real", action="store_true", help="seed002: do not run the real kernels")

@@ -1,7 +1,8 @@
 /* Kernels of tests/test_reliability.py: what a run must survive without losing a verdict or leaving a process.
    right: exact (OFFSET from offset.h, 0: the tests edit it); spin: loops forever with every signal blocked (only
    SIGKILL ends it: no guard budget, no Ctrl-C); forker: exact, but its first call forks a helper that sleeps holding
-   every descriptor it inherited, the result pipe too (its pid is appended to $LOWP_TEST_HELPERS). */
+   every descriptor it inherited, the result pipe too (its pid is appended to $LOWP_TEST_HELPERS); spawner: forks a
+   helper that sleeps (its pid appended there too), then loops as spin does. */
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,26 @@ void spin_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, NULL);
     for (;;) __asm__ volatile("");
+}
+
+static void helper(void) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        sleep(300);
+        _exit(0);
+    }
+    const char *path = getenv("LOWP_TEST_HELPERS");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "%d\n", (int)pid);
+        fclose(f);
+    }
+}
+
+size_t spawner_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+void spawner_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+    helper();
+    spin_gemm(M, N, K, A, B, C, w);
 }
 
 size_t forker_workspace(int64_t M, int64_t N, int64_t K) { return 0; }

@@ -1,0 +1,59 @@
+"""Bad command-line input gets one line that names the problem and exit status 2, never CRASH rows or a traceback
+(issue 36's reliability items, tried as a user would)."""
+from __future__ import annotations
+
+import pytest
+
+from lowp.cli import main
+
+
+@pytest.mark.parametrize("argv", [
+    ["conformance", "--seed", "-1", "--kernel", "u8s8s32_avx2"],
+    ["fuzz", "--seed", "-3"],
+    ["xnnpack", ".", "--seed", "-1"],
+    ["ggml", ".", "--seed", "seven"],
+    ["isa", "verify", "--seed", "-2"],
+])
+def test_a_negative_or_non_integer_seed_is_refused_in_one_line(argv, capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--out", str(tmp_path)] if argv[0] != "isa" else argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --seed" in err and ("negative" in err or "not an integer" in err)
+    assert not (tmp_path / "report.json").exists()
+
+
+@pytest.mark.parametrize("arg, words", [("a=s32:100000x100000", "1 GiB"), ("a=s8:0x4", "below 1")])
+def test_emulate_refuses_an_array_it_cannot_place_in_one_line(arg, words, tmp_path, capsys):
+    source = tmp_path / "k.c"
+    source.write_text("void f(int *a) { a[0] = 1; }\n")
+    assert main(["emulate", str(source), "--function", "f", "--arg", arg]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err and "MemoryError" not in err
+
+
+@pytest.mark.parametrize("value, words", [("avx2,,fma", "a comma too many"), (",avx2", "a comma too many"),
+                                          ("avx2;fma", "separated by commas"), ("avx2 fma", "separated by commas")])
+def test_junk_in_lowp_disable_features_is_refused_naming_it(value, words, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("LOWP_DISABLE_FEATURES", value)
+    assert main(["conformance", "--kernel", "u8s8s32_avx2", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "LOWP_DISABLE_FEATURES" in err and words in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["isa", "verify"], ["emulate", "LOOP", "--function", "f", "--seconds", "60"]])
+def test_ctrl_c_is_one_line_and_status_130(argv, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    loop = tmp_path / "loop.c"
+    loop.write_text("void f(void) { for (;;) { } }\n")
+    argv = [str(loop) if a == "LOOP" else a for a in argv]
+    proc = subprocess.Popen([sys.executable, "-m", "lowp", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(4)                     # past the imports and into the work
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err[-2000:]
+    assert proc.returncode == 130 and "interrupted" in err
