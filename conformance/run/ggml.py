@@ -99,16 +99,9 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 30,
     if k.kind == "quantize":
         return run_quantizer(check, k, vd, emit, seed)
     generated = _generated(check, k, seed)
-    row = check_row(check, backend=vd.backend, target=k.arch, contract_claimed=_claimed(k),
-                    cases=len(generated) + examples)
-    reason = vd.unavailable()
-    if reason:
-        row.update(verdict="SKIPPED", reason=f"{k.label}: {reason}")
-        emit(row)
+    row = _opened(check, k, vd, emit, _claimed(k), len(generated) + examples)
+    if row["verdict"] == "SKIPPED":
         return row
-    if vd.backend != "native":
-        row["emulator"] = vd.describe()
-    emit({"event": "plan", "check": check.id, "cases": row["cases"]})
     start = time.perf_counter()
     rng = np.random.default_rng(seed + 99)
     failure = None
@@ -175,15 +168,9 @@ def _run_until_first_problem(check: Check, k: VecDotKernel, vd: VecDot, emit, ge
                              contract: str) -> dict:
     """A check whose cases are run in order until the first that `one(case)` finds a problem with (its words, or
     None): the row, SKIPPED where nothing here runs the kernel, a fault's words as the problem."""
-    row = check_row(check, backend=vd.backend, target=k.arch, contract_claimed=contract, cases=len(generated))
-    reason = vd.unavailable()
-    if reason:
-        row.update(verdict="SKIPPED", reason=f"{k.label}: {reason}")
-        emit(row)
+    row = _opened(check, k, vd, emit, contract, len(generated))
+    if row["verdict"] == "SKIPPED":
         return row
-    if vd.backend != "native":
-        row["emulator"] = vd.describe()
-    emit({"event": "plan", "check": check.id, "cases": row["cases"]})
     start = time.perf_counter()
     try:
         for case in generated:
@@ -230,6 +217,21 @@ def _pairs_problem(got: np.ndarray, s: np.ndarray, expected: np.ndarray) -> str 
     bad = [f"x{i}.y{j} = {float(got[i, j])!r} instead of {float(expected[i, j])!r}"
            for i in range(2) for j in range(2) if not same[i, j]]
     return "wrong value: nrc == 2: " + ", ".join(bad)
+
+
+def _opened(check: Check, k: VecDotKernel, vd: VecDot, emit, contract: str, planned: int) -> dict:
+    """A check's row before its cases: SKIPPED (and emitted) where nothing here runs the kernel, else the plan
+    event emitted and the executor named where it is not the CPU."""
+    row = check_row(check, backend=vd.backend, target=k.arch, contract_claimed=contract, cases=planned)
+    reason = vd.unavailable()
+    if reason:
+        row.update(verdict="SKIPPED", reason=f"{k.label}: {reason}")
+        emit(row)
+        return row
+    if vd.backend != "native":
+        row["emulator"] = vd.describe()
+    emit({"event": "plan", "check": check.id, "cases": row["cases"]})
+    return row
 
 
 def _claimed(k: VecDotKernel) -> str:
