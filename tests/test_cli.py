@@ -144,6 +144,8 @@ BENCH_SMOKE = {
     "conformance": (lambda tmp: ["--copies", "1", "--examples", "5", "--jobs", "1"], "lowp conformance over 1 kernels"),
     "xnnpack": (lambda tmp: ["--checkout", str(Path(__file__).parent / "xnnpack_tree"), "--datatype", "qs8-qc4w",
                              "--jobs", "1"], "within 60 min"),
+    "ggml": (lambda tmp: ["--checkout", str(Path(__file__).parent / "ggml_tree"), "--isa", "x64", "--jobs", "1"],
+             "within 20 min"),
     "prove": (lambda tmp: ["--quick", "--kernel", "u8s8s32_avx512vnni"], "4x8x64"),
     "fuzz": (lambda tmp: ["--quick"], "batched/C harness"),
 }

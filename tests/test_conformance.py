@@ -186,7 +186,8 @@ def test_runner_turns_crashes_and_hangs_into_rows_and_goes_on(bad_kernels, tmp_p
     events = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
     assert sum(e["event"] == "row" for e in events) == 5
     assert sum(e["event"] == "case" for e in events) >= off["executed"] - 40
-    again = runner.run(checks, tmp_path / "journal.jsonl", resume=True, progress=False, options=options)
+    again = runner.run(checks, tmp_path / "journal.jsonl", resume=True, jobs=2, timeout=8, progress=False,
+                       options=options)     # the same options: the timeout and jobs are part of a verdict's key
     assert [r["verdict"] for r in again] == [r["verdict"] for r in rows]
     assert len((tmp_path / "journal.jsonl").read_text().splitlines()) == len(events)
     # Reports: a claimed failure and a crash show, with executed counts, in every format.

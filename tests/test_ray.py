@@ -206,7 +206,8 @@ def test_crashes_and_hangs_stay_rows_and_the_journal_resumes(cluster, bad_kernel
     starts = [e["case"] for e in events if e["event"] == "start" and e.get("check") == crash["id"]]
     assert starts and starts[-1] in crash["reason"]
     assert count("case", crash["id"]) == crash["executed"]
-    again = runner.run(checks, journal, resume=True, progress=False, ray="local", options=options)
+    again = runner.run(checks, journal, resume=True, timeout=120, progress=False, ray="local",
+                       options=options)     # the same timeout: part of a verdict's key
     assert [r["verdict"] for r in again] == [r["verdict"] for r in rows]
     assert len(journal.read_text().splitlines()) == len(events)
     # The reports take the rows with their node (report.json is validated against the row's type).

@@ -70,6 +70,9 @@ def add_parser(sub) -> None:
                             "ggml or llama.cpp checkout `lowp ggml` judges whole (issue 35: within 20 minutes)")
     bench.add_argument("--datatype", default="qs8-qc8w", metavar="D",
                        help="xnnpack: the datatype (default qs8-qc8w)")
+    bench.add_argument("--isa", action="append", default=[], metavar="ISA",
+                       help="xnnpack, ggml: only this ISA (XNNPACK's token) or variant (ggml's; repeatable), as the "
+                            "library command takes it (default: all)")
     bench.set_defaults(func=cmd_bench)
 
 
@@ -387,7 +390,8 @@ def bench_library(args, library: str, options: list[str], target: int, spelt: st
         print(f"error: lowp bench {library} needs --checkout PATH (a {library} checkout)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix=f"lowp-bench-{library}-") as out:
-        command = [sys.executable, "-m", "lowp", library, str(args.checkout), *options,
+        isas = [word for isa in args.isa for word in ("--isa", isa)]
+        command = [sys.executable, "-m", "lowp", library, str(args.checkout), *options, *isas,
                    "--profile", "quick", "--out", out, "--no-database",
                    *(["--jobs", str(args.jobs)] if args.jobs else [])]
         cpu = os.times()
@@ -401,6 +405,7 @@ def bench_library(args, library: str, options: list[str], target: int, spelt: st
     jobs = doc["settings"].get("jobs") or os.cpu_count()
     share = (used.children_user - cpu.children_user + used.children_system - cpu.children_system) / \
         max(1e-9, jobs * s["wall"])
+    spelt += "".join(f"--isa {isa} " for isa in args.isa)
     print(f"lowp {library} {args.checkout} {spelt}--profile quick: {t['found']} kernels found, "
           f"{t['judged']} judged ({t['passed']} passed, {t['failed']} failed), {t['skipped']} skipped; {jobs} jobs "
           f"on {os.cpu_count()} cores, {100 * share:.0f}% of their CPU time\n")
