@@ -24,7 +24,7 @@ from lowp.kernels.ggml.orders import CLANG_TWIN, GENERIC, MODELLED_FILES, order_
 from lowp.kernels.ggml.quantize import claimed_variant, generic_variant
 from lowp.kernels.ggml.variants import ARCH_OF_FOLDER, UNRUN_FOLDERS, Variant, variant, variants_of
 
-from lowp.conformance.run.campaign import Found, Library, NotACheckout, Skip
+from lowp.conformance.run.campaign import Found, Library, NotACheckout, Skip, compiler_words
 
 # A definition (not a prototype) of a vec_dot at the start of a line: `void ggml_vec_dot_q4_0_q8_0(int n, ...) {`
 DEFINITION = re.compile(r"^void\s+(ggml_vec_dot_(\w+?)_(q8_[01K])(_generic)?)\s*\(([^)]*)\)\s*\{", re.M)
@@ -58,12 +58,14 @@ class Checkout:
     def modelled(self, source: str) -> bool:
         """Whether this checkout's file (an arch folder, or 'generic': quants.c) is the code lowp's float orders model
         (lowp.kernels.ggml.orders.MODELLED_FILES), by its bytes."""
-        cache = self.__dict__.setdefault("_modelled", {})
-        if source not in cache:
+        return source in self._modelled_sources
+
+    @cached_property
+    def _modelled_sources(self) -> frozenset[str]:
+        def digest(source: str) -> str | None:
             path = self.cpu / ("quants.c" if source == "generic" else f"arch/{source}/quants.c")
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None
-            cache[source] = digest is not None and MODELLED_FILES.get(source) == digest
-        return cache[source]
+            return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None
+        return frozenset(source for source, want in MODELLED_FILES.items() if digest(source) == want)
 
     def build(self, folder: str, v: Variant) -> GgmlBuild:
         src = self.root / "src"
@@ -226,10 +228,7 @@ class Ggml(Library):
             try:
                 cache[key] = frozenset(vd.symbols())
             except Exception as e:      # noqa: BLE001 - BuildError, BuildFailed, NativeUnavailable: the words count
-                lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-                error = next((line for line in lines[1:] if "error" in line), "")
-                cache[key] = ("does not build",
-                              " ".join(filter(None, [lines[0] if lines else type(e).__name__, error]))[:600])
+                cache[key] = ("does not build", compiler_words(str(e), type(e).__name__)[:600])
             finally:
                 vd.close()
         return cache[key]

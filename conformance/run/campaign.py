@@ -237,10 +237,15 @@ def kernel_build_problem(kernel) -> tuple[str, str] | None:
     if not problems:
         return None
     first = problems[0]
-    lines = [line.strip() for line in first.message.splitlines()]
-    error = next((line for line in lines[1:] if "error" in line), "")     # the compiler's own words
     return ("does not build" if first.key in ("source", "sources") else "symbol problem",
-            " ".join(filter(None, [lines[0], error])))
+            compiler_words(first.message))
+
+
+def compiler_words(message: str, default: str = "") -> str:
+    """A build failure on one line: its first line and the compiler's own first error line after it."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    error = next((line for line in lines[1:] if "error" in line), "")
+    return " ".join(filter(None, [lines[0] if lines else default, error]))
 
 
 def judge(campaign: Campaign, kernels: list) -> tuple[list[dict], float, Any]:
