@@ -2,7 +2,13 @@
    library, armed before Session.run and disarmed after it, calls bochscpu's cpu_set_killbit(0) when the deadline
    passes. That sets the CPU's async_event and Bochs's kill request: the CPU stops at the next instruction
    boundary and bochscpu's run loop returns, with RIP at the instruction it stopped before. The thread never
-   touches Python (Session.run holds the GIL throughout). */
+   touches Python (Session.run holds the GIL throughout).
+
+   Once the deadline has passed it sets the kill bit again every REFIRE_NS until disarmed: cpu_set_killbit is two
+   plain stores (async_event = 1, then kill_bochs_request = 1) racing with the CPU thread, which may see the first,
+   find no kill request yet and clear async_event, and then spin on with the request set and nothing to look at
+   it (a hang the host's backstop caught after a minute in two CI runs, on loaded machines). A second store, with
+   the request already visible, stops it. */
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
@@ -13,6 +19,14 @@ static struct timespec deadline;
 static int armed, fired, started;
 static void (*kill_cpu)(unsigned);
 
+#define REFIRE_NS 20000000L
+
+static void later(struct timespec *when, long long ns) {
+    ns += when->tv_nsec;
+    when->tv_sec += ns / 1000000000;
+    when->tv_nsec = ns % 1000000000;
+}
+
 static void *watch(void *unused) {
     (void)unused;
     pthread_mutex_lock(&lock);
@@ -21,7 +35,8 @@ static void *watch(void *unused) {
         if (pthread_cond_timedwait(&changed, &lock, &deadline) == ETIMEDOUT && armed) {
             kill_cpu(0);
             fired = 1;
-            armed = 0;
+            clock_gettime(CLOCK_REALTIME, &deadline);
+            later(&deadline, REFIRE_NS);        /* still armed: again until the caller disarms */
         }
     }
     return 0;
@@ -41,9 +56,7 @@ int lowp_watchdog_start(void (*set_killbit)(unsigned)) {
 void lowp_watchdog_arm(double seconds) {
     pthread_mutex_lock(&lock);
     clock_gettime(CLOCK_REALTIME, &deadline);
-    long long ns = deadline.tv_nsec + (long long)(seconds * 1e9);
-    deadline.tv_sec += ns / 1000000000;
-    deadline.tv_nsec = ns % 1000000000;
+    later(&deadline, (long long)(seconds * 1e9));
     armed = 1;
     fired = 0;
     pthread_cond_signal(&changed);

@@ -147,6 +147,29 @@ def test_a_runaway_loop_stops_at_the_time_budget_and_the_machine_goes_on(machine
     assert machine.call("divide", 9, 3).ret == 3
 
 
+def test_the_watchdog_sets_the_kill_bit_again_until_disarmed():
+    """One kill can be lost to the CPU thread (bochs_watchdog.c says how): the watchdog repeats it every 20 ms
+    from the deadline until the call disarms it, then stops, and a disarm before the deadline fires nothing."""
+    import ctypes
+    import time
+    library = ctypes.CDLL(str(bochs.watchdog()))
+    kills = []
+    killer = ctypes.CFUNCTYPE(None, ctypes.c_uint)(kills.append)
+    library.lowp_watchdog_start.argtypes = [ctypes.c_void_p]
+    assert library.lowp_watchdog_start(ctypes.cast(killer, ctypes.c_void_p)) == 0
+    library.lowp_watchdog_arm(ctypes.c_double(0.05))
+    time.sleep(0.4)
+    assert library.lowp_watchdog_disarm() == 1
+    fired = len(kills)
+    assert fired >= 3 and set(kills) == {0}
+    time.sleep(0.1)
+    assert len(kills) == fired
+    library.lowp_watchdog_arm(ctypes.c_double(5.0))
+    assert library.lowp_watchdog_disarm() == 0
+    time.sleep(0.1)
+    assert len(kills) == fired
+
+
 def test_a_counted_call_keeps_an_exact_instruction_budget(machine):
     with pytest.raises(BudgetExceeded, match="instruction budget of 1,000 exhausted"):
         machine.call("jump_to_self", budget=1000, count=True)
