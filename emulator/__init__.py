@@ -12,7 +12,7 @@ guest, a qemu proof backend) does not pay for Unicorn, numpy and the rest at sta
 """
 from lowp.emulator.build import Binary, build, build_text, cache_dir      # eager: the submodule `build` shares the function's name
 from lowp.emulator.errors import (AlignmentFault, BudgetExceeded, BuildError, EmulationFailed, EmulatorError,
-                                  LockstepMismatch, OutOfBounds, Trap, UndefinedInstruction)
+                                  ExecutorDisagrees, LockstepMismatch, OutOfBounds, Trap, UndefinedInstruction)
 
 
 def _lazy(name: str):
@@ -28,7 +28,7 @@ _LAZY = ("disassemble", "Machine", "CallResult", "DEFAULT_BUDGET")
 
 __all__ = ["Binary", "build", "build_text", "cache_dir", "Machine", "CallResult", "DEFAULT_BUDGET", "disassemble",
            "EmulatorError", "AlignmentFault", "BuildError", "OutOfBounds", "BudgetExceeded", "UndefinedInstruction",
-           "Trap", "LockstepMismatch", "EmulationFailed"]
+           "Trap", "LockstepMismatch", "EmulationFailed", "ExecutorDisagrees"]
 
 
 def __getattr__(name: str):

@@ -126,6 +126,11 @@ class EmulationFailed(EmulatorError):
     """Unicorn stopped with an error lowp has no better name for (the Unicorn error is the message)."""
 
 
+class ExecutorDisagrees(EmulationFailed):
+    """The emulator faulted at an address the faulting instruction's own operand does not name: an executor problem
+    (lowp's or the emulator's), reported as such instead of as the kernel's out-of-bounds access."""
+
+
 def guest_death(proc, cause: str, stderr=None, wait: float = 2.0) -> str:
     """How a guest process (qemu-user, the Bochs guest) ended, for the error of the call it was serving: '(exit
     status 1): <the end of its stderr>', '(killed by SIGKILL)', '(still running)'. cause 'ended': its output ended,

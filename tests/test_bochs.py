@@ -494,3 +494,16 @@ def test_an_avx_vnni_int8_kernel_builds_whatever_the_host_compiler_and_runs_on_a
     c = rng.integers(-2 ** 31, 2 ** 31, 8, dtype=np.int32)
     with bochs.BochsMachine(binary, model=bochs.model_for(("avx2", "avx_vnni_int8"))) as m:
         assert np.array_equal(m.call("dot", a, b, c)[2], intrinsic("_mm256_dpbssd_epi32")(c, a, b))
+
+
+def test_a_fault_outside_a_buffer_the_instruction_addresses_inside_is_the_executors():
+    """The CPU's fault address and the instruction's own operand must agree before lowp blames the kernel: an
+    operand wholly inside the buffer with the fault outside it is ExecutorDisagrees (seen on Bochs: an EVEX
+    VPINSRB with a disp8), and an operand that crosses the end is the kernel's over-read."""
+    from lowp.emulator.errors import ExecutorDisagrees
+    from lowp.emulator.x86.faults import Place, page_fault
+    place = Place("y", lo=0x10000, base=0x10f78, nbytes=136, end=0x11000, dtype=np.dtype(np.uint8), shape=(136,))
+    inside = page_fault("read", 0x11001, 0x10f78 + 73, 1, "vpinsrb", "at f+0x3bd", 0x1000, place)
+    assert isinstance(inside, ExecutorDisagrees) and "bytes 73..73" in str(inside)
+    crossing = page_fault("read", 0x11000, 0x10f78 + 130, 16, "vmovdqu", "at f+0x10", 0x1000, place)
+    assert isinstance(crossing, OutOfBounds) and not isinstance(crossing, ExecutorDisagrees)

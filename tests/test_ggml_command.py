@@ -100,3 +100,22 @@ def test_quantizers_are_judged_against_their_named_variant(campaign):
     rows = json.loads((out / "report.json").read_text())["rows"]
     cause = next(r["cause"] for r in rows if r["kernel"] == "quantize_row_q8_0@armv8.0_1")
     assert "variant ref" in cause and "ties" in cause
+
+
+def test_repacked_gemv_and_gemm_are_judged_every_element_exact(campaign):
+    """The tree's repack.cpp (EXPECTED.md): x86's AVX2 gemv loses an odd last column group, and the failure shrinks
+    to one block, one group of four columns and one row, with the NaN poison left where its results belong; the
+    generic gemm (renamed) and the gemv's _generic twin pass."""
+    _, out, doc = campaign
+    status = {k["name"]: k["status"] for k in doc["kernels"]}
+    assert status["ggml_gemv_q4_0_4x4_q8_0@haswell"] == "failed"
+    assert status["ggml_gemv_q4_0_4x4_q8_0@x64"] == "passed"
+    assert status["ggml_gemv_q4_0_4x4_q8_0_generic@x64"] == "passed"
+    assert status["ggml_gemm_q4_0_4x4_q8_0@haswell"] == "passed" and status["ggml_gemm_q4_0_4x4_q8_0@x64"] == "passed"
+    assert not any("gemv" in name or "gemm" in name for name in status if "armv8" in name or "riscv" in name)
+    row = next(r for r in json.loads((out / "report.json").read_text())["rows"]
+               if r["kernel"] == "ggml_gemv_q4_0_4x4_q8_0@haswell")
+    cx = row["counterexample"]
+    assert "left unwritten" in row["cause"]
+    assert (cx["blocks"], cx["nc"], cx["nr"]) == (1, 4, 1) and len(cx["differ"]) == 4
+    assert all(d[2] != d[2] for d in cx["differ"])          # NaN: the poison

@@ -410,11 +410,9 @@ def test_drawn_cases_keep_a_useful_activation_range():
 
 @pytest.fixture(scope="module")
 def armv8_6_sve256():
-    from lowp.emulator.qemu import unavailable, vector_length_cpu
-    checkout = _checkout()
-    if unavailable():
-        pytest.skip(unavailable())
-    runner = R.RepackRunner(R.RepackBuild(checkout, "armv8.6_1"), "qemu", vector_length_cpu(256))
+    runner = R.RepackRunner(R.RepackBuild(_checkout(), "armv8.6_1"), 256)
+    if runner.unavailable():
+        pytest.skip(runner.unavailable())
     yield runner
     runner.close()
 

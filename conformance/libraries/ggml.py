@@ -21,7 +21,9 @@ from lowp.kernels.ggml import kernel as vec_dots
 from lowp.kernels.ggml.dot import VEC_DOT_TYPE
 from lowp.kernels.ggml.executor import GgmlBuild, VecDot
 from lowp.kernels.ggml.orders import CLANG_TWIN, GENERIC, MODELLED_FILES, order_for
+from lowp.kernels.ggml.kernel import REPACK_KINDS
 from lowp.kernels.ggml.quantize import claimed_variant, generic_variant
+from lowp.kernels.ggml.repack import REPACKED
 from lowp.kernels.ggml.variants import ARCH_OF_FOLDER, UNRUN_FOLDERS, Variant, variant, variants_of
 
 from lowp.conformance.run.campaign import Found, Library, NotACheckout, Skip, compiler_words
@@ -30,6 +32,8 @@ from lowp.conformance.run.campaign import Found, Library, NotACheckout, Skip, co
 DEFINITION = re.compile(r"^void\s+(ggml_vec_dot_(\w+?)_(q8_[01K])(_generic)?)\s*\(([^)]*)\)\s*\{", re.M)
 # quantize_row_q8_0/q8_1/q8_K (the activation quantizers a vec_dot's caller runs first), their _generic twins too
 QUANTIZER = re.compile(r"^void\s+(quantize_row_(q8_[01K])(_generic)?)\s*\(([^)]*)\)\s*\{", re.M)
+# A repacked gemv/gemm of repack.cpp (`_generic`) or arch/<arch>/repack.cpp: `void ggml_gemm_q4_0_8x8_q8_0(int n, ...`
+REPACK = re.compile(r"^void\s+(ggml_(gemv|gemm)_(\w+?)_\d+x\d+_(q8_[0K])(_generic)?)\s*\(", re.M)
 BASELINE = {"x86-64": "x64", "aarch64": "armv8.0_1", "riscv64": "riscv64_0", "wasm32": "wasm_simd128"}
 
 
@@ -124,6 +128,29 @@ class Ggml(Library):
             for sym, (x, y, line) in generics.items():
                 keep = tuple(f for f in ARCH_OF_FOLDER if sym.removesuffix("_generic") in own.get(f, {}))
                 out.append(Function(sym, x, y, "generic", line, twins_at=keep, kind=kind))
+        return out + self._repacked(checkout)
+
+    @staticmethod
+    def _repacked(checkout: Checkout) -> list[Function]:
+        """The gemv/gemm functions of repack.cpp as each arch's build has them, as functions() finds the vec_dots:
+        arch/<arch>/repack.cpp's own; repack.cpp's `_generic` under the plain name where the arch has none
+        (arch-fallback.h), except the 16x1 layouts, which only RISC-V builds with Zvfh compile; the `_generic`
+        twins of the arch's own."""
+        generic_file = checkout.cpu / "repack.cpp"
+        if not generic_file.is_file():
+            return []
+        generics = _repack_definitions(generic_file, generic=True)
+        own = {d.name: _repack_definitions(d / "repack.cpp", generic=False)
+               for d in sorted((checkout.cpu / "arch").iterdir()) if (d / "repack.cpp").is_file()}
+        out = []
+        for folder, found in own.items():
+            out += [Function(sym, x, y, folder, line, kind=kind) for sym, (kind, x, y, line) in found.items()]
+            out += [Function(plain, x, y, folder, line, renamed=True, kind=kind)
+                    for sym, (kind, x, y, line) in generics.items()
+                    if (plain := sym.removesuffix("_generic")) not in found and (folder == "riscv" or not _zvfh(plain))]
+        for sym, (kind, x, y, line) in generics.items():
+            keep = tuple(f for f in own if f in ARCH_OF_FOLDER and sym.removesuffix("_generic") in own[f])
+            out.append(Function(sym, x, y, "generic", line, twins_at=keep, kind=kind))
         return out
 
     def found(self, checkout: Checkout, selection: dict):
@@ -141,6 +168,9 @@ class Ggml(Library):
     def _variants(self, f: Function):
         """(variant, vector length) pairs a function is judged at: its arch's variants, or the baselines of the
         arches whose builds keep the twin (x86, AArch64, RISC-V)."""
+        if f.kind in REPACK_KINDS and _zvfh(f.symbol.removesuffix("_generic")):
+            v = variant("riscv64_v")            # a Zvfh build's only (repack_build), its twin at the least VLEN
+            return [(v, v.vector_bits[0])] if f.folder == "generic" else [(v, bits) for bits in v.vector_bits]
         if f.folder == "generic":
             chosen = [variant(BASELINE[ARCH_OF_FOLDER[a]]) for a in f.twins_at if a != "wasm"]
         else:
@@ -149,7 +179,8 @@ class Ggml(Library):
 
     @staticmethod
     def _relative(checkout: Checkout, f: Function) -> str:
-        path = checkout.cpu / ("quants.c" if f.folder == "generic" or f.renamed else f"arch/{f.folder}/quants.c")
+        file = "repack.cpp" if f.kind in REPACK_KINDS else "quants.c"
+        path = checkout.cpu / (file if f.folder == "generic" or f.renamed else f"arch/{f.folder}/{file}")
         try:
             return str(path.relative_to(checkout.given.resolve()))
         except ValueError:
@@ -161,6 +192,8 @@ class Ggml(Library):
             return Skip("no target here", f"no lowp target runs {f.folder} code ({f.symbol})")
         if f.kind == "quantize":
             return self._map_quantizer(checkout, found.name, f, v)
+        if f.kind in REPACK_KINDS:
+            return self._map_repacked(checkout, found.name, f, v, bits)
         if f.x_type not in VEC_DOT_TYPE:
             return Skip("type not modelled", f"{f.symbol}: lowp has no block model of {f.x_type}")
         if VEC_DOT_TYPE[f.x_type] != f.y_type:
@@ -191,6 +224,17 @@ class Ggml(Library):
             build = replace(build, quants_source=quants)
         return vec_dots.VecDotKernel(name, f.symbol, f.x_type, build, None, claimed, True, False, "quantize").entry()
 
+    @staticmethod
+    def _map_repacked(checkout: Checkout, name: str, f: Function, v: Variant, bits: int | None) -> dict | Skip:
+        """A gemv/gemm's entry: judged by the exact contract on every element (lowp.kernels.ggml.repack)."""
+        if f.symbol.removesuffix("_generic") not in REPACKED:
+            return Skip("layout not modelled", f"{f.symbol}: lowp has no model of its repacked layout "
+                                               f"(lowp.kernels.ggml.repack.REPACKED)")
+        folder = ARCH_OF_FOLDER_NAME[v.arch] if f.folder == "generic" else f.folder
+        build = replace(checkout.build(folder, v), arch_source=checkout.cpu / "arch" / folder / "repack.cpp",
+                        generic_source=checkout.cpu / "repack.cpp")
+        return vec_dots.VecDotKernel(name, f.symbol, f.x_type, build, bits, kind=f.kind).entry()
+
     def source(self, checkout: Checkout) -> dict:
         try:
             commit = subprocess.run(["git", "-C", str(checkout.root), "rev-parse", "HEAD"], capture_output=True,
@@ -209,7 +253,11 @@ class Ggml(Library):
         return kernels, problems
 
     def build_problem(self, kernel: vec_dots.VecDotKernel) -> tuple[str, str] | None:
-        vd = VecDot(kernel.build, kernel.vector_bits)
+        if kernel.kind in REPACK_KINDS:
+            from lowp.kernels.ggml.repack import RepackRunner
+            vd = RepackRunner(kernel.repack_build(), kernel.vector_bits)
+        else:
+            vd = VecDot(kernel.build, kernel.vector_bits)
         if vd.unavailable():
             return None                 # its checks say why it cannot run here (SKIPPED rows)
         symbols = self._built(vd)
@@ -221,7 +269,8 @@ class Ggml(Library):
 
     def _built(self, vd: VecDot) -> frozenset[str] | tuple[str, str]:
         """The functions of one build (every kernel of a variant shares it: built and read once per campaign,
-        whatever the vector length), or (category, message) when it does not build."""
+        whatever the vector length), or (category, message) when it does not build. vd: a VecDot or a
+        RepackRunner."""
         cache = self.__dict__.setdefault("_builds", {})
         key = (vd.build, vd.backend)
         if key not in cache:
@@ -256,6 +305,18 @@ def _definitions(path: Path, pattern: re.Pattern, generic: bool) -> dict[str, tu
         if bool(twin) == generic:
             out[groups[0]] = (x, y, text.count("\n", 0, m.start()) + 1)
     return out
+
+
+def _repack_definitions(path: Path, generic: bool) -> dict[str, tuple[str, str, str, int]]:
+    """{symbol: (kind, weight type, activation type, line)} of the gemv/gemm functions a repack.cpp defines: the
+    `_generic` ones, or the plain ones."""
+    text = path.read_text(errors="replace")
+    return {m[1]: (m[2], m[3], m[4], text.count("\n", 0, m.start()) + 1) for m in REPACK.finditer(text)
+            if bool(m[5]) == generic}
+
+
+def _zvfh(symbol: str) -> bool:
+    return symbol in REPACKED and REPACKED[symbol].riscv_zvfh
 
 
 def _order(v: Variant, f: Function, bits: int | None) -> str | None:

@@ -84,6 +84,27 @@ class GgmlCounterexample(TypedDict):
     lines: list[str]
 
 
+class GgmlRepackCounterexample(TypedDict):
+    """The minimal failing call of a ggml gemv/gemm (lowp.conformance.run.ggml.run_repacked): the rows' blocks
+    repacked and interleaved as the call took them (hex), its shape, and the elements that differ."""
+    __pydantic_config__ = STRICT
+    case: str
+    shape: list[int]            # [nr, nc, n]
+    seed: int
+    x_type: str
+    y_type: str
+    blocks: int                 # per row
+    nc: int
+    nr: int
+    bs: int
+    vx: str                     # the repacked weights, hex
+    vy: str                     # the activations (interleaved for a gemm), hex
+    differ: list[list[float]]   # (row, column, got, expected), the first 16
+    kind: str
+    cause: str
+    lines: list[str]
+
+
 class Build(TypedDict):
     """How the kernel that ran was built (from the build cache's manifest)."""
     __pydantic_config__ = STRICT
@@ -136,7 +157,7 @@ class CheckRow(TypedDict):
     failed: int
     matched: dict[str, int]     # cases per variant the results matched
     path: str | None            # the instructions that carried the kernel
-    counterexample: Counterexample | GgmlCounterexample | None
+    counterexample: Counterexample | GgmlCounterexample | GgmlRepackCounterexample | None
     seconds: float
     build: NotRequired[Build | None]
     searched: NotRequired[int | None]   # examples the hypothesis search tried; None: it did not run (--case)

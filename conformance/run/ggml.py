@@ -17,9 +17,9 @@ from typing import Callable
 
 import numpy as np
 
-from lowp.emulator.errors import EmulatorError
+from lowp.emulator.errors import EmulatorError, ExecutorDisagrees
 from lowp.kernels.ggml.dot import exact_dot
-from lowp.kernels.ggml.kernel import VecDotKernel, get
+from lowp.kernels.ggml.kernel import REPACK_KINDS, VecDotKernel, get
 from lowp.kernels.ggml.executor import VecDot
 
 from lowp.conformance.contracts import ggml as contracts
@@ -33,6 +33,9 @@ CASE_BUDGET = 5.0           # seconds one vec_dot call may take before it counts
 def plan(kernels: list[VecDotKernel]) -> list[Check]:
     out = []
     for k in kernels:
+        if k.kind in REPACK_KINDS:          # every element of s exact (lowp.kernels.ggml.repack)
+            out.append(Check(k.name, "exact", "claimed", True))
+            continue
         if k.kind == "quantize":            # its bytes are its claimed variant's (lowp.kernels.ggml.quantize)
             out.append(Check(k.name, f"variant:{k.order}", "claimed", True))
             continue
@@ -89,6 +92,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 30,
               probe_examples: int | None = None, budget: float | None = None, **_ignored) -> dict:
     """Execute one check of a registered vec_dot and return its row (also emitted)."""
     k = get(check.kernel)
+    if k.kind in REPACK_KINDS:
+        return run_repacked(check, k, emit, seed, budget or CASE_BUDGET)
     vd = VecDot(k.build, k.vector_bits, budget=budget or CASE_BUDGET)
     if not check.claimed and probe_examples is not None:
         examples = probe_examples
@@ -144,6 +149,114 @@ def run_pairs(check: Check, k: VecDotKernel, vd: VecDot, emit, seed: int) -> dic
         return _pairs_problem(*vd.call_pairs(k.symbol, case.xs, case.ys, case.n), expected)
     return _run_until_first_problem(check, k, vd, emit, cases.pair_cases(k.x_type, seed), one, "exact",
                                     "exact (nrc == 2: s[j*bs + i] = x_i . y_j)")
+
+
+# A repacked gemv/gemm's cases, smallest first (so the first failure is the fewest blocks and columns): (blocks,
+# column groups of N); nr cycles through GEMM_ROWS for a gemm (x86's gemms tile 16 rows with 4-row tails and 16
+# columns with 8-column ones, arch/x86/repack.cpp L662-664: 4, 8, 16 and 20 rows reach every path), 1 for a gemv.
+REPACK_CASES = ((1, 1), (1, 2), (2, 1), (3, 2), (4, 1), (5, 3), (7, 1), (8, 2))
+GEMM_ROWS = (4, 8, 16, 20)
+
+
+def run_repacked(check: Check, k: VecDotKernel, emit, seed: int, budget: float) -> dict:
+    """A gemv/gemm's row: each case's every result exact (bit for bit), every other float of s (bs = nc + 3: the
+    three between rows) left as the NaN poison, no read past its operands; the first failing case is shrunk to
+    one column group and the fewest rows that still fail."""
+    from lowp.kernels.ggml import repack
+    runner = repack.RepackRunner(k.repack_build(), k.vector_bits, budget=budget)
+    layout = repack.REPACKED[k.layout]
+    rng = np.random.default_rng(seed + 35)
+    shapes = [(nb, layout.ncols * g, 1 if layout.kind == "gemv" else GEMM_ROWS[i % len(GEMM_ROWS)])
+              for i, (nb, g) in enumerate(REPACK_CASES)]
+
+    def attempt(nb: int, nc: int, nr: int):
+        xs, ys, n = repack.draw_case(k.layout, nb, nc, nr, rng)
+        return (nb, nc, nr, xs, ys, n), _repacked_problem(runner, k, xs, ys, n, nr, nc)
+
+    row = _opened(check, k, runner, emit, f"exact, every element ({layout.kind} {layout.ncols}x{layout.blocklen})",
+                  len(shapes))
+    if row["verdict"] == "SKIPPED":
+        return row
+    start = time.perf_counter()
+    try:
+        for nb, nc, nr in shapes:
+            emit({"event": "case", "check": check.id, "case": f"blocks{nb}_nc{nc}_nr{nr}"})
+            try:
+                case, problem = attempt(nb, nc, nr)
+            except ExecutorDisagrees as e:
+                row.update(verdict="SKIPPED", reason=f"{k.label}: {runner.describe()}: {e}")
+                emit(row)
+                return row
+            row["executed"] += 1
+            if problem:
+                row["failed"] += 1
+                row.setdefault("first_failure_seconds", round(time.perf_counter() - start, 3))
+                for smaller in ((nb, layout.ncols, min(nr, 4)), (nb, layout.ncols, 1 if nr == 1 else 4)):
+                    if smaller[1:] != case[1:3]:
+                        again, problem_again = attempt(*smaller)
+                        if problem_again:
+                            case, problem = again, problem_again
+                            break
+                row["cause"] = problem[0]
+                row["counterexample"] = _repacked_counterexample(k, runner, case, problem)
+                break
+            row["matched"]["exact"] = row["matched"].get("exact", 0) + 1
+    finally:
+        runner.close()
+    row["verdict"] = "FAIL" if row["failed"] else "PASS"
+    row["seconds"] = round(time.perf_counter() - start, 3)
+    emit(row)
+    return row
+
+
+def _repacked_problem(runner, k: VecDotKernel, xs, ys, n: int, nr: int, nc: int) -> tuple[str, list] | None:
+    """None when the call gives every element exactly and leaves the rest of s alone, else (cause, the differing
+    elements as (row, column, got, want))."""
+    from lowp.kernels.ggml import repack
+    vx, vy = repack.operands(k.layout, xs, ys)
+    bs = nc + 3
+    try:
+        s = runner.call(k.symbol, vx, vy, n, nr, nc, bs)
+    except ExecutorDisagrees:
+        raise                   # the executor's problem, not the kernel's: run_repacked skips the row
+    except EmulatorError as e:
+        return f"fault: {e}", []
+    got, clean = repack.result_matrix(k.layout, s, nr, nc, bs)
+    want = repack.expected(k.layout, xs, ys)
+    wrong = np.argwhere(got.view(np.uint32) != want.view(np.uint32))
+    bad = [(int(r), int(c), float(got[r, c]), float(want[r, c])) for r, c in wrong]
+    if not len(bad) and clean:
+        return None
+    if not len(bad):
+        return "wrong value: stores outside its results: a float of s between rows (bs = nc + 3) was written", []
+    rows, cols = sorted({b[0] for b in bad}), sorted({b[1] for b in bad})
+    reading = ("results left unwritten (the NaN poison)" if all(np.isnan(b[2]) for b in bad) else
+               "every result wrong" if len(bad) == got.size else "some results wrong")
+    return (f"wrong value: {reading}: {len(bad)} of {got.size} differ, rows {_span(rows)}, columns {_span(cols)}",
+            bad)
+
+
+def _span(values: list[int]) -> str:
+    return f"{values[0]}" if len(values) == 1 else f"{values[0]}..{values[-1]} ({len(values)})"
+
+
+def _repacked_counterexample(k: VecDotKernel, runner, case, problem) -> dict:
+    """The shrunk case as the row keeps it: the weight and activation rows' blocks (before repacking) as hex, the
+    shape, and the first differing elements."""
+    from lowp.kernels.ggml import repack
+    nb, nc, nr, xs, ys, n = case
+    cause, bad = problem
+    vx, vy = repack.operands(k.layout, xs, ys)
+    lines = [f"{k.name} ({k.label}, {runner.describe()}): `{k.symbol}(n = {n}, s, bs = {nc + 3}, vx, vy, "
+             f"nr = {nr}, nc = {nc})` on {nb} block(s) per row of {k.x_type} weights (repacked) and {k.y_type} "
+             f"activations.", "", "```"]
+    lines += [f"s[{r} * bs + {c}] = {got!r}, expected {want!r}" for r, c, got, want in bad[:6]]
+    lines += [f"... and {len(bad) - 6} more"] if len(bad) > 6 else []
+    lines += [cause, "```"]
+    return {"case": f"blocks{nb}_nc{nc}_nr{nr}", "shape": [nr, nc, n], "seed": 0, "x_type": k.x_type,
+            "y_type": k.y_type, "blocks": nb, "nc": nc, "nr": nr, "bs": nc + 3, "vx": vx.hex(), "vy": vy.hex(),
+            "differ": [list(b) for b in bad[:16]], "kind": "fault" if cause.startswith("fault") else "value",
+            "cause": cause, "lines": lines}
 
 
 POISON = 0xA5      # what y holds before a quantizer's call: bytes it leaves unwritten keep it, as the model's prior

@@ -43,7 +43,7 @@ import numpy as np
 from lowp.emulator import buildcache
 
 from lowp.emulator.x86 import faults as x86_faults
-from lowp.emulator.build import Binary, zig
+from lowp.emulator.build import CXX_FLAGS, Binary, zig
 from lowp.emulator.cpuflags import zig_cpu
 from lowp.emulator.placement import check_alignment, padded_after
 from lowp.emulator.errors import (BudgetExceeded, BuildError, EmulationFailed, EmulatorError, OutOfBounds, Trap,
@@ -209,7 +209,7 @@ def build_for_bochs(*sources, flags=(), depends=(), compiler: str = "auto") -> B
         out = buildcache.build(
             tools["toolchain"], [*paths, *runtime], directory=cache_dir() / "bochs",
             stem=f"{paths[0].stem}-bochs", suffix=".elf", compile_flags=compile_flags, link_flags=link_flags,
-            inputs=depends, cxx=tools["cxx"])
+            inputs=depends, cxx=tools["cxx"], language_flags={"c++": CXX_FLAGS})
     except NativeUnavailable as e:
         raise BuildError(str(e)) from None
     except buildcache.BuildFailed as e:

@@ -10,7 +10,7 @@ from functools import cache
 
 import numpy as np
 
-from lowp.emulator.errors import AlignmentFault, OutOfBounds, describe_out_of_bounds
+from lowp.emulator.errors import AlignmentFault, ExecutorDisagrees, OutOfBounds, describe_out_of_bounds
 
 GPRS = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13", "r14",
         "r15", "rip")
@@ -108,6 +108,16 @@ def page_fault(access: str, address: int, start: int | None, size: int | None, i
     if place is None:
         return OutOfBounds(f"{access} of unmapped memory at {address:#x}, in no buffer, {where}", access=access,
                            address=address, size=size, pc=rip, instruction=instruction)
+    if start is not None and size and place.base <= start and start + size <= place.end and \
+            not place.base <= address < place.end:
+        # The instruction's own operand lies inside the buffer, yet the CPU faulted outside it: the executor
+        # computed another address than the instruction encodes (seen: Bochs on an EVEX VPINSRB with a disp8,
+        # ggml's repack gemm built by clang for Sapphire Rapids). Not the kernel's fault: say so, never blame it.
+        return ExecutorDisagrees(
+            f"the executor faulted at {address:#x}, outside buffer {place.name!r}, {where}, but the instruction's "
+            f"operand addresses bytes {start - place.base}..{start - place.base + size - 1} of it (inside its "
+            f"{place.nbytes} bytes): the emulator disagrees with the instruction's encoding, a problem of lowp's "
+            f"executor, not of the kernel")
     began = None
     if start is not None and place.lo - page <= start < place.end + page:
         # The fault names the first byte in the guard page; the access began at `start`, maybe inside the buffer.

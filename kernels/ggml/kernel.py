@@ -18,7 +18,8 @@ from lowp.kernels.ggml.variants import variant
 ENTRY_FIELDS = ("name", "symbol", "x_type", "variant", "vector_bits", "arch_source", "generic_source",
                 "include_dirs", "quants_header", "order", "order_claimed", "pairs", "kind", "quants_source")
 OPTIONAL = ("vector_bits", "order", "order_claimed", "pairs", "kind", "quants_source")
-KINDS = ("vec_dot", "quantize")
+KINDS = ("vec_dot", "quantize", "gemv", "gemm")
+REPACK_KINDS = ("gemv", "gemm")     # repack.cpp's: arch_source/generic_source are the two repack.cpp files
 
 
 @dataclass(frozen=True)
@@ -32,11 +33,22 @@ class VecDotKernel:
                                 # variant (lowp.kernels.ggml.quantize.VARIANTS); None: none modelled
     order_claimed: bool = False     # its source is the code the order models: it claims the order, else the bound
     pairs: bool = False         # ggml also calls it with nrc == 2: two x rows by two y rows into s[j * bs + i]
-    kind: str = "vec_dot"       # 'vec_dot' or 'quantize' (quantize_row_<q8>(x, y, k))
+    kind: str = "vec_dot"       # 'vec_dot', 'quantize' (quantize_row_<q8>(x, y, k)) or a repacked 'gemv' / 'gemm'
+                                # (lowp.kernels.ggml.repack: x_type is the weight's format)
 
     @property
     def y_type(self) -> str:
-        return VEC_DOT_TYPE[self.x_type] if self.kind == "vec_dot" else self.x_type
+        return VEC_DOT_TYPE[self.x_type] if self.kind in ("vec_dot", *REPACK_KINDS) else self.x_type
+
+    @property
+    def layout(self) -> str:
+        """A gemv/gemm's function as lowp.kernels.ggml.repack.REPACKED names it (its _generic twin shares it)."""
+        return self.symbol.removesuffix("_generic")
+
+    def repack_build(self):
+        """The RepackBuild of a gemv/gemm: the checkout is the folder holding src/ggml-cpu/repack.cpp."""
+        from lowp.kernels.ggml.repack import repack_build
+        return repack_build(Path(self.build.generic_source).parents[2], self.build.variant.name)
 
     @property
     def arch(self) -> str:
@@ -78,9 +90,14 @@ def from_entry(entry: dict) -> VecDotKernel:
     kind = entry.get("kind", "vec_dot")
     if kind not in KINDS:
         raise ValueError(f"ggml kernel entry {entry['name']!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
-    known = VEC_DOT_TYPE if kind == "vec_dot" else ("q8_0", "q8_1", "q8_K")
+    known = ("q8_0", "q8_1", "q8_K") if kind == "quantize" else VEC_DOT_TYPE
     if entry["x_type"] not in known:
         raise ValueError(f"ggml kernel entry {entry['name']!r}: unknown x_type {entry['x_type']!r}")
+    if kind in REPACK_KINDS:
+        from lowp.kernels.ggml.repack import REPACKED
+        if entry["symbol"].removesuffix("_generic") not in REPACKED:
+            raise ValueError(f"ggml kernel entry {entry['name']!r}: {entry['symbol']} is no repacked layout lowp "
+                             f"models")
     quants = entry.get("quants_source")
     build = GgmlBuild(Path(entry["arch_source"]), Path(entry["generic_source"]),
                       tuple(Path(d) for d in entry["include_dirs"]), Path(entry["quants_header"]),

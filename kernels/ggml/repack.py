@@ -568,32 +568,63 @@ class RepackBuild:
         return build_shared_library([*self.ggml_sources(), *self.stub_sources(True)], self.flags(),
                                     f"ggml-repack-{self.variant}")     # the cache key has the flags
 
-    def guest(self):
-        """The static qemu-user program (zig c++, no C++ runtime, musl's C headers, lowp's CXX_HEADERS)."""
+    def guest_flags(self, arch: str) -> tuple[str, ...]:
+        """The static guests' flags (Bochs, qemu-user: zig c++, no C++ runtime): lowp's CXX_HEADERS first, musl's
+        C headers last."""
         from lowp.emulator.build import libc_header_flags
-        from lowp.emulator.qemu import GUESTS, build_for_qemu
-        headers = _header_folder()
-        flags = ("-isystem", str(headers), *self.flags(), *libc_header_flags(self.arch))
-        return build_for_qemu(*self.ggml_sources(), *self.stub_sources(False), flags=flags,
-                              depends=tuple(sorted(headers.iterdir())), guest=GUESTS[self.arch])
+        return ("-isystem", str(_header_folder()), *self.flags(), *libc_header_flags(arch))
 
 
 ARGUMENTS = ("n", "s", "bs", "x", "y", "nr", "nc")
+ZVFH = ("-march=rv64gcv_zvfh",)
+
+
+def repack_build(checkout: Path, variant_name: str) -> RepackBuild:
+    """The RepackBuild lowp judges a variant's gemv/gemm functions in. A RISC-V V build is a GGML_RV_ZVFH one
+    (ggml-cpu/CMakeLists.txt L476-477): the 16x1 layouts exist only there (repack.h L176-189)."""
+    from lowp.kernels.ggml.variants import variant
+    v = variant(variant_name)
+    return RepackBuild(Path(checkout), variant_name, ZVFH if v.arch == "riscv64" and "v" in v.features else ())
 
 
 class RepackRunner:
-    """The gemv/gemm functions of one RepackBuild: natively (x86-64 with the variant's features) or on qemu-user
-    (cpu: qemu's -cpu, e.g. lowp.emulator.qemu.vector_length_cpu(256) for SVE at 256 bits)."""
+    """The gemv/gemm functions of one RepackBuild at one vector length, on the executor that runs them here (as
+    lowp.kernels.ggml.executor.VecDot chooses: natively where the CPU has every feature of the variant, else on its
+    emulated target: Bochs for x86-64, qemu-user for AArch64 and RISC-V at the vector length asked)."""
 
-    def __init__(self, build: RepackBuild, backend: str = "native", cpu: str | None = None, budget: float = 10.0):
-        self.build, self.backend, self.cpu, self.budget = build, backend, cpu, budget
+    def __init__(self, build: RepackBuild, vector_bits: int | None = None, *, backend: str | None = None,
+                 budget: float = 10.0):
+        self.build, self.vector_bits, self.budget, self._backend = build, vector_bits, budget, backend
         self._library = self._machine = None
 
-    def has(self, symbol: str) -> bool:
+    @property
+    def target(self):
+        from lowp.emulator.targets import choose
+        from lowp.kernels.ggml.variants import variant
+        v = variant(self.build.variant)
+        return choose(v.arch, v.features, self.vector_bits, self._backend)
+
+    @property
+    def backend(self) -> str:
+        return self.target.backend
+
+    def unavailable(self) -> str | None:
+        """Why no executor here runs this build (at this vector length), or None."""
+        from lowp.kernels.ggml.variants import variant
+        return self.target.cannot_run(variant(self.build.variant).features, self.vector_bits)
+
+    def describe(self) -> str:
+        from lowp.kernels.ggml.variants import variant
+        return self.target.describe(self.vector_bits, features=variant(self.build.variant).features)
+
+    def symbols(self) -> frozenset[str]:
         if self.backend == "native":
             from lowp.kernels import guard
-            return symbol in guard._symbols(str(self._native()[1]))
-        return symbol in self._guest().binary.symbols
+            return frozenset(guard._symbols(str(self._native()[1])))
+        return frozenset(self._guest().binary.symbols)
+
+    def has(self, symbol: str) -> bool:
+        return symbol in self.symbols()
 
     def _native(self):
         if self._library is None:
@@ -604,14 +635,20 @@ class RepackRunner:
 
     def _guest(self):
         if self._machine is None:
-            from lowp.emulator.qemu import GUESTS, QemuMachine
-            guest = GUESTS[self.build.arch]
-            self._machine = QemuMachine(self.build.guest(), cpu=self.cpu, counts=False, guest=guest)
+            from lowp.kernels.ggml.variants import variant
+            arch = self.build.arch
+            self._machine = self.target.machine(
+                [*self.build.ggml_sources(), *self.build.stub_sources(False)], flags=self.build.guest_flags(arch),
+                depends=tuple(sorted(_header_folder().iterdir())), vector_bits=self.vector_bits,
+                features=variant(self.build.variant).features)
         return self._machine
+
+    def _timing(self) -> dict:
+        return {"seconds": self.budget} if self.backend in ("qemu", "bochs") else {}
 
     def call(self, symbol: str, vx: bytes, vy: bytes, n: int, nr: int, nc: int, bs: int) -> np.ndarray:
         """symbol(n, s, bs, vx, vy, nr, nc) with s poisoned (NaN, max(nr, 1) * bs floats): all of s after the call.
-        Every buffer ends at a guard page (native) or is checked for canaries (qemu): an over-read faults."""
+        Every buffer ends at a guard page (native) or is checked for canaries (emulated): an over-read faults."""
         s = np.full(max(nr, 1) * bs, np.float32(np.nan), np.float32)
         x, y = np.frombuffer(vx, np.uint8).copy(), np.frombuffer(vy, np.uint8).copy()
         if self.backend == "native":
@@ -622,7 +659,7 @@ class RepackRunner:
                 guard.call(guard.function_address(path, symbol), [n, rs.base, bs, rx.base, ry.base, nr, nc], arena,
                            budget=self.budget, library=path)
                 return rs.array.copy()
-        r = self._guest().call(symbol, n, s, bs, x, y, nr, nc, names=ARGUMENTS, seconds=self.budget)
+        r = self._guest().call(symbol, n, s, bs, x, y, nr, nc, names=ARGUMENTS, **self._timing())
         return np.asarray(r["s"], np.float32)
 
     def quantize(self, symbol: str, x: np.ndarray) -> bytes:
@@ -640,11 +677,11 @@ class RepackRunner:
                 guard.call(guard.function_address(path, symbol), [rx.base, ry.base, k], arena, budget=self.budget,
                            library=path)
                 return ry.array.tobytes()
-        r = self._guest().call(symbol, x.reshape(-1), vy, k, names=("x", "y", "k"), seconds=self.budget)
+        r = self._guest().call(symbol, x.reshape(-1), vy, k, names=("x", "y", "k"), **self._timing())
         return np.asarray(r["y"], np.uint8).tobytes()
 
     def close(self) -> None:
-        if self._machine is not None:
+        if self._machine is not None and hasattr(self._machine, "close"):
             self._machine.close()
 
 

@@ -12,9 +12,15 @@
 #define GGML_RESTRICT restrict
 #endif
 
-#define GGML_API extern
 #define GGML_UNUSED(x) (void)(x)
+#ifdef __cplusplus
+// repack.cpp is C++: the C functions keep their C names, and C++ spells _Noreturn its own way
+#define GGML_API extern "C"
+#define GGML_NORETURN __attribute__((noreturn))
+#else
+#define GGML_API extern
 #define GGML_NORETURN _Noreturn
+#endif
 
 // IEEE binary16 bits; converted to float by GGML_CPU_FP16_TO_FP32 (ggml-cpu/simd-mappings.h)
 typedef uint16_t ggml_half;

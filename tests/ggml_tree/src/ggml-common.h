@@ -4,6 +4,10 @@
 
 #include "ggml.h"
 
+#ifdef __cplusplus
+#define _Static_assert static_assert     // repack.cpp includes this too
+#endif
+
 // 32 weights: a fp16 scale, then 16 bytes whose low nibbles are elements 0..15 and high nibbles 16..31 (q - 8)
 #define QK4_0 32
 typedef struct {
@@ -32,6 +36,19 @@ _Static_assert(sizeof(block_iq4_nl) == sizeof(ggml_half) + QK4_NL / 2, "block_iq
 __attribute__((unused)) static const int8_t kvalues_iq4nl[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
 };
+
+// repack.cpp's interleaved blocks (lowp.kernels.ggml.repack.make_block): four q4_0 rows' scales, then their
+// quants in 4-byte chunks, row after row, every byte XOR 0x88 (each nibble then reads as a signed q - 8)
+typedef struct {
+    ggml_half d[4];
+    uint8_t qs[QK4_0 * 2];
+} block_q4_0x4;
+
+// four q8_0 activation rows the same way (a gemm's vy; lowp.kernels.ggml.repack.pack_activations)
+typedef struct {
+    ggml_half d[4];
+    int8_t qs[QK8_0 * 4];
+} block_q8_0x4;
 
 // fp32 -> fp16, round to nearest even (normal, subnormal and overflow to inf; no NaN input here)
 static inline ggml_half lowp_tree_fp16(float f) {
