@@ -134,10 +134,7 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 30,
         row["searched"] = max(0, row["executed"] - len(generated))
     finally:
         vd.close()
-    row["verdict"] = "FAIL" if row["failed"] else "PASS"
-    row["seconds"] = round(time.perf_counter() - start, 3)
-    emit(row)
-    return row
+    return _closed(row, start, emit)
 
 
 def run_pairs(check: Check, k: VecDotKernel, vd: VecDot, emit, seed: int) -> dict:
@@ -203,10 +200,7 @@ def run_repacked(check: Check, k: VecDotKernel, emit, seed: int, budget: float) 
             row["matched"]["exact"] = row["matched"].get("exact", 0) + 1
     finally:
         runner.close()
-    row["verdict"] = "FAIL" if row["failed"] else "PASS"
-    row["seconds"] = round(time.perf_counter() - start, 3)
-    emit(row)
-    return row
+    return _closed(row, start, emit)
 
 
 def _repacked_problem(runner, k: VecDotKernel, xs, ys, n: int, nr: int, nc: int) -> tuple[str, list] | None:
@@ -300,10 +294,7 @@ def _run_until_first_problem(check: Check, k: VecDotKernel, vd: VecDot, emit, ge
             row["matched"][matched] = row["matched"].get(matched, 0) + 1
     finally:
         vd.close()
-    row["verdict"] = "FAIL" if row["failed"] else "PASS"
-    row["seconds"] = round(time.perf_counter() - start, 3)
-    emit(row)
-    return row
+    return _closed(row, start, emit)
 
 
 def _quantized_differently(k: VecDotKernel, r, got: np.ndarray, want: np.ndarray, prior: np.ndarray) -> str:
@@ -330,6 +321,14 @@ def _pairs_problem(got: np.ndarray, s: np.ndarray, expected: np.ndarray) -> str 
     bad = [f"x{i}.y{j} = {float(got[i, j])!r} instead of {float(expected[i, j])!r}"
            for i in range(2) for j in range(2) if not same[i, j]]
     return "wrong value: nrc == 2: " + ", ".join(bad)
+
+
+def _closed(row: dict, start: float, emit) -> dict:
+    """A check's row after its cases: FAIL when one failed, else PASS, its seconds; emitted."""
+    row["verdict"] = "FAIL" if row["failed"] else "PASS"
+    row["seconds"] = round(time.perf_counter() - start, 3)
+    emit(row)
+    return row
 
 
 def _opened(check: Check, k: VecDotKernel, vd: VecDot, emit, contract: str, planned: int) -> dict:
