@@ -119,3 +119,29 @@ def test_repacked_gemv_and_gemm_are_judged_every_element_exact(campaign):
     assert "left unwritten" in row["cause"]
     assert (cx["blocks"], cx["nc"], cx["nr"]) == (1, 4, 1) and len(cx["differ"]) == 4
     assert all(d[2] != d[2] for d in cx["differ"])          # NaN: the poison
+
+
+def test_a_second_campaign_reuses_unchanged_verdicts_and_judges_an_edited_kernel_again(tmp_path):
+    """Verdicts kept across campaigns (lowp.conformance.run.verdicts): a second campaign with another --out takes
+    every verdict of the first; after an edit of arch/x86/repack.cpp only the kernels built from it are judged
+    again; --fresh judges everything. The verdicts are the same each time."""
+    import shutil
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+
+    def campaign(out: str, *more: str) -> dict:
+        assert main(["ggml", str(tree), "--out", str(tmp_path / out), "--isa", "x64", "--isa", "haswell",
+                     "--type", "q4_0", "--examples", "2", *more]) == 1
+        doc = json.loads((tmp_path / out / "campaign.json").read_text())
+        return {k["name"]: (k["status"], k["reused"]) for k in doc["kernels"] if k["status"] in ("passed", "failed")}
+
+    first = campaign("a", "--fresh")
+    assert first and not any(reused for _, reused in first.values())
+    second = campaign("b")
+    assert second == {name: (status, True) for name, (status, _) in first.items()}
+    source = tree / "src" / "ggml-cpu" / "arch" / "x86" / "repack.cpp"
+    source.write_text(source.read_text() + "\n// an edit\n")
+    third = campaign("c")
+    assert {name for name, (_, reused) in third.items() if not reused} == {n for n in first if "_gem" in n}
+    assert {name: status for name, (status, _) in third.items()} == {n: s for n, (s, _) in first.items()}
+    assert not any(reused for _, reused in campaign("d", "--fresh").values())

@@ -33,6 +33,7 @@ class Item:
     status: str = ""                        # filled by summarize(): passed, failed, skipped, not run
     checks: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    reused: bool = False                    # every row of it a verdict an earlier campaign kept (run/verdicts.py)
 
 
 def summarize(items: list[Item], rows: list[dict]) -> list[Item]:
@@ -45,6 +46,7 @@ def summarize(items: list[Item], rows: list[dict]) -> list[Item]:
         mine = by_kernel.get(item.name, [])
         item.checks = [r["id"] for r in mine]
         item.seconds = round(sum(r.get("seconds", 0.0) for r in mine), 3)
+        item.reused = bool(mine) and all(r.get("reused") for r in mine)
         if item.skip is not None:
             item.status = "skipped"
         elif mine and all(r["verdict"] == "SKIPPED" for r in mine):
@@ -160,8 +162,15 @@ def document(items: list[Item], rows: list[dict], *, library: str, source: dict,
             "failures": failures(items, rows), "findings": findings(items, rows) if found is None else found,
             "kernels": [{"name": i.name, **i.group, "where": i.where, "status": i.status,
                          "category": i.skip[0] if i.skip else None, "reason": i.skip[1] if i.skip else None,
-                         "checks": i.checks, "seconds": i.seconds, "build_seconds": round(i.build_seconds, 3)}
+                         "checks": i.checks, "seconds": i.seconds, "build_seconds": round(i.build_seconds, 3),
+                         "reused": i.reused}
                         for i in items]}
+
+
+def _reused_line(doc: dict) -> str:
+    reused = sum(1 for k in doc["kernels"] if k.get("reused"))
+    return (f" {reused} of {doc['totals']['judged']} judged kernels' verdicts were reused from earlier campaigns "
+            f"(nothing they depend on changed; --fresh judges them again).") if reused else ""
 
 
 def markdown(doc: dict, rows: list[dict], replay_args: str = "") -> str:
@@ -173,7 +182,7 @@ def markdown(doc: dict, rows: list[dict], replay_args: str = "") -> str:
              f"{t['found']} kernels found: {t['judged']} judged ({t['passed']} passed, {t['failed']} failed), "
              f"{t['skipped']} skipped" + (f", {t['not_run']} not run" if t["not_run"] else "")
              + f"; wall time {s['wall']:.1f} s (mapping {s['mapping']:.1f} s, builds {s['build']:.1f} s, "
-             f"checks {s['checks']:.1f} s).", "",
+             f"checks {s['checks']:.1f} s)." + _reused_line(doc), "",
              f"Per judged kernel, the seconds of its checks: median {k['median']:.2f}, p90 {k['p90']:.2f}, max "
              f"{k['max']:.2f} ({k['kernels']} kernels).", "",
              "A kernel is judged when its checks ran (its behaviour model, its claimed output contract, the probes "

@@ -168,6 +168,7 @@ class CheckRow(TypedDict):
     test: NotRequired[str]      # the pytest node that made the check (pytest --lowp-report)
     node: NotRequired[Node]     # the machine that ran it (the Ray backend; otherwise the report's `machine`)
     producer: NotRequired[Producer]     # what produced it (the runner's rows; `--resume` compares it)
+    reused: NotRequired[bool]   # an earlier campaign's verdict of the same check and producer (run/verdicts.py)
 
 
 def check_row(check, **fields) -> CheckRow:

@@ -106,6 +106,8 @@ class Campaign:
     timeout: float = 600
     write_toml: Path | None = None
     ray: str | None = None                          # run the checks on this Ray cluster ('local': one started here)
+    reuse: bool = True                              # take earlier campaigns' verdicts of unchanged checks
+                                                    # (lowp.conformance.run.verdicts); --fresh: False
     settings: dict = field(default_factory=dict)    # what campaign.json records of the command line
 
     @property
@@ -257,7 +259,8 @@ def judge(campaign: Campaign, kernels: list) -> tuple[list[dict], float, Any]:
     stop = None
     try:
         rows = runner.run(checks, campaign.out / "journal.jsonl", jobs=campaign.jobs, resume=campaign.resume,
-                          timeout=campaign.timeout, options=campaign.options, ray=campaign.ray) if checks else []
+                          timeout=campaign.timeout, options=campaign.options, ray=campaign.ray,
+                          reuse=campaign.reuse) if checks else []
     except runner.RunStopped as e:
         rows, stop = e.rows, e
     return rows, time.perf_counter() - start, stop

@@ -296,17 +296,37 @@ class RunLog:
     comes: `lowp fuzz` reports counterexamples so); rows() closes it and gives the rows in plan order."""
 
     def __init__(self, checks: list[Check], journal: Path, resume: bool, progress: bool, on_row=None,
-                 options: dict | None = None):
+                 options: dict | None = None, reuse: bool | None = None):
         from lowp.conformance.run.progress import RunProgress
         from lowp.conformance.run.provenance import producers
-        self.checks, self.on_row, self.journal = checks, on_row, journal
+        # reuse: None, no verdict store (conformance, fuzz); False, keep this run's verdicts for later campaigns
+        # (--fresh); True, also take the verdicts kept for the same check and producer (run/verdicts.py)
+        self.checks, self.on_row, self.journal, self.reuse = checks, on_row, journal, reuse
         self.producers = producers(checks, options)
         self.done, notes = open_journal(journal, resume, self.producers)
         for note in notes:
             print(f"resume: {note}", file=sys.stderr, flush=True)
+        self.bar = None
+        self.log = append_handle(journal)
+        if reuse:
+            self._reuse_kept_verdicts()
         self.pending = [c for c in checks if c.id not in self.done]
         self.bar = RunProgress(len(self.pending)) if progress else None
-        self.log = append_handle(journal)
+
+    def _reuse_kept_verdicts(self) -> None:
+        """Journal, as this run's, every verdict an earlier campaign kept for the same check and producer
+        (lowp.conformance.run.verdicts), and say how many."""
+        from lowp.conformance.run import verdicts
+        reused = 0
+        for check in self.checks:
+            if check.id not in self.done:
+                row = verdicts.lookup(check.id, self.producers.get(check.id))
+                if row is not None:
+                    self.record(row)
+                    reused += 1
+        if reused:
+            print(f"reused {reused} of {len(self.checks)} verdict(s) kept by earlier campaigns (same kernel, lowp "
+                  f"and options; --fresh judges them again)", file=sys.stderr, flush=True)
 
     def record(self, event: dict) -> None:
         if event["event"] == "row":
@@ -320,6 +340,9 @@ class RunLog:
             raise JournalUnwritable(e.errno, f"cannot write the journal {self.journal}: {e.strerror or e}") from e
         if event["event"] == "row":
             self.done[event["id"]] = event
+            if self.reuse is not None:
+                from lowp.conformance.run import verdicts
+                verdicts.keep(event)
             if self.bar:
                 self.bar.step(event)
             if self.on_row:
@@ -364,13 +387,14 @@ class _Child:
 
 
 def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: bool = False, timeout: float = 600,
-        options: dict | None = None, progress: bool = True, on_row=None, stop_at: float | None = None) -> list[dict]:
+        options: dict | None = None, progress: bool = True, on_row=None, stop_at: float | None = None,
+        reuse: bool | None = None) -> list[dict]:
     """Run `checks` in child processes of this machine and return their rows in plan order (runner.run: the
     options)."""
     with interruptible(), guarded():
         jobs = max(1, jobs or os.cpu_count() or 1)
         keyed = {**(options or {}), "timeout": timeout, "jobs": jobs}     # what else decides a verdict
-        run_log = RunLog(checks, journal, resume, progress, on_row, keyed)
+        run_log = RunLog(checks, journal, resume, progress, on_row, keyed, reuse)
         try:
             _run_pool(run_log, jobs=jobs, timeout=timeout, options=options or {},
                       stop_at=stop_at)

@@ -72,10 +72,17 @@ def _run_check_defaults() -> dict:
             if p.default is not inspect.Parameter.empty}
 
 
+# What else in the environment moves a kernel to another executor or path: the host features lowp may use
+# (LOWP_DISABLE_FEATURES sends a kernel to Bochs) and the batched path (LOWP_BATCH=0).
+EXECUTION_ENVS = ("LOWP_DISABLE_FEATURES", "LOWP_BATCH")
+
+
 def backend_choices() -> dict[str, str]:
-    """The backends chosen by environment (`--backend`, LOWP_X86_BACKEND, ...): a row from Bochs is no native row."""
+    """The backends chosen by environment (`--backend`, LOWP_X86_BACKEND, ...; LOWP_DISABLE_FEATURES, LOWP_BATCH):
+    a row from Bochs is no native row."""
     from lowp.kernels.executors import BACKEND_ENVS
-    return {name: os.environ[name] for name in sorted(set(BACKEND_ENVS.values())) if os.environ.get(name)}
+    names = sorted({*BACKEND_ENVS.values(), *EXECUTION_ENVS})
+    return {name: os.environ[name] for name in names if os.environ.get(name)}
 
 
 def kernel_key(name: str) -> str:

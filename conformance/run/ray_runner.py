@@ -291,7 +291,7 @@ def _reachable(address: str, seconds: float = 5.0) -> None:
 
 def run(checks: list[Check], journal: Path, *, address: str = "local", jobs: int | None = None,
         resume: bool = False, timeout: float = 600, options: dict | None = None,
-        progress: bool = True, on_row=None, stop_at: float | None = None) -> list[dict]:
+        progress: bool = True, on_row=None, stop_at: float | None = None, reuse: bool | None = None) -> list[dict]:
     """runner.run on Ray: the rows in plan order, the journal written as the process pool writes it. jobs: at most
     this many checks submitted at once (default: all; Ray runs as many as the cluster has CPUs); a local cluster
     gets `jobs` CPUs (default: every core). Connected already (`lowp fuzz` keeps one cluster for all its rounds),
@@ -301,7 +301,7 @@ def run(checks: list[Check], journal: Path, *, address: str = "local", jobs: int
     try:
         with interruptible():
             run_log = RunLog(checks, journal, resume, progress, on_row,
-                             {**(options or {}), "timeout": timeout, "jobs": jobs})     # what else decides a verdict
+                             {**(options or {}), "timeout": timeout, "jobs": jobs}, reuse)  # what else decides a verdict
             flights: dict = {}
             try:
                 return _run(ray, run_log, flights, jobs=jobs, timeout=timeout, options=options or {},

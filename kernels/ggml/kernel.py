@@ -7,6 +7,7 @@ A vec_dot is not a GEMM: its operands are blocks, its result one float. So it is
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,11 +76,26 @@ class VecDotKernel:
                 **({"quants_source": str(b.quants_source)} if b.quants_source else {})}
 
     def key(self) -> str:
-        """SHA-256 of the entry and its two sources' bytes: what a journal row was produced from (headers aside)."""
+        """SHA-256 of the entry, its sources' bytes and every header its build can include (the .h files of its
+        include folders and of its arch folder): what a journal row, and a verdict kept for a later campaign
+        (lowp.conformance.run.verdicts), was produced from."""
         h = hashlib.sha256(repr(sorted(self.entry().items())).encode())
         for p in (self.build.arch_source, self.build.generic_source):
             h.update(Path(p).read_bytes() if Path(p).is_file() else b"missing")
+        folders = (*self.build.include_dirs, Path(self.build.arch_source).parent)
+        h.update(_headers_digest(tuple(str(f) for f in folders)).encode())
         return h.hexdigest()
+
+
+@functools.cache
+def _headers_digest(folders: tuple[str, ...]) -> str:
+    """SHA-256 over the names and bytes of the .h files directly in these folders (read once per process: a
+    campaign keys thousands of kernels of one checkout)."""
+    h = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(Path(folder).glob("*.h")):
+            h.update(f"{path}\0".encode() + path.read_bytes())
+    return h.hexdigest()
 
 
 def from_entry(entry: dict) -> VecDotKernel:

@@ -24,6 +24,9 @@ def add_campaign_options(p, default_out: str) -> None:
     p.add_argument("--jobs", type=int, default=None, help="parallel workers for builds and checks (default: one "
                                                           "per core)")
     p.add_argument("--resume", action="store_true", help="keep the journal's finished checks and run the rest")
+    p.add_argument("--fresh", action="store_true",
+                   help="judge every kernel again: no verdict an earlier campaign kept (same kernel sources and "
+                        "build, lowp code and options) is reused")
     p.add_argument("--seed", type=seed_type, default=0, help="seed of the cases' values and of the search (default 0)")
     p.add_argument("--timeout", type=float, default=600, help="seconds before a check counts as hung (default 600)")
     p.add_argument("--backend", choices=BACKENDS, default=None,
@@ -67,9 +70,10 @@ def _campaign(library, args, selection: dict, held) -> int:
                 "seed": args.seed, "grid": options["grid"], "jobs": args.jobs, "timeout": args.timeout,
                 "backend": args.backend, **{f"{key}s": values for key, values in selection.items()},
                 "kernels": args.kernel, "kernels_files": [str(args.out / "kernels.toml")], "out": str(args.out),
-                "resume": args.resume}
+                "resume": args.resume, "fresh": args.fresh}
     run = campaign.Campaign(library, checkout, args.out, selection={k: v for k, v in selection.items() if v},
                             kernel_globs=tuple(args.kernel), options=options, jobs=args.jobs, resume=args.resume,
-                            timeout=args.timeout, write_toml=args.write_toml, settings=settings)
+                            timeout=args.timeout, write_toml=args.write_toml, settings=settings,
+                            reuse=not args.fresh)
     status, stop = campaign.run(run)
     return stopped(stop, stop.rows) if stop is not None else status
