@@ -119,6 +119,28 @@ def test_repacked_gemv_and_gemm_are_judged_every_element_exact(campaign):
     assert "left unwritten" in row["cause"]
     assert (cx["blocks"], cx["nc"], cx["nr"]) == (1, 4, 1) and len(cx["differ"]) == 4
     assert all(d[2] != d[2] for d in cx["differ"])          # NaN: the poison
+    finding = next(f for f in doc["findings"] if row["id"] == f["example"])
+    _reproducer_fails_the_same_way(Path(finding["reproducer"]), out)
+
+
+def _reproducer_fails_the_same_way(source: Path, folder: Path) -> None:
+    """The finding's C reproducer, linked with the tree's repack files as the haswell build compiles them, prints
+    the four unwritten results and exits 1 (where this host runs AVX2 and has a C and a C++ compiler)."""
+    import shutil
+    import subprocess
+    from lowp.kernels.features import host_arch, host_features
+    if host_arch() != "x86-64" or "avx2" not in host_features("x86-64") or not (shutil.which("cc") and
+                                                                             shutil.which("c++")):
+        return
+    cpu = TREE / "src" / "ggml-cpu"
+    folder = folder / "repro-build"
+    folder.mkdir(exist_ok=True)
+    subprocess.run(["cc", "-O2", "-c", str(source), "-o", str(folder / "repro.o")], check=True)
+    subprocess.run(["c++", "-O2", "-mavx2", "-mfma", "-mf16c", f"-I{TREE / 'include'}", f"-I{TREE / 'src'}",
+                    f"-I{cpu}", str(cpu / "repack.cpp"), str(cpu / "arch" / "x86" / "repack.cpp"),
+                    str(folder / "repro.o"), "-o", str(folder / "repro")], check=True)
+    run = subprocess.run([str(folder / "repro")], capture_output=True, text=True)
+    assert run.returncode == 1 and "4 of 4 results wrong" in run.stdout, run.stdout
 
 
 def test_a_second_campaign_reuses_unchanged_verdicts_and_judges_an_edited_kernel_again(tmp_path):

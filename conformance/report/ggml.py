@@ -43,6 +43,51 @@ int main(void) {{
 }}
 """
 
+REPACK_TEMPLATE = """/* {title}
+ *
+ * {kernel}: {cause}
+ *
+ * Calls the checkout's {symbol} (repack.cpp / arch/<arch>/repack.cpp; libggml-cpu exports it) on the weight and
+ * activation rows lowp shrank the failure to, repacked and interleaved as ggml lays them out, with s filled with
+ * NaN, and prints every result that is not lowp's exact value, and any float written between rows.
+ * Build ggml's CPU backend as the variant {variant} ({flags}), e.g. from the checkout's root:
+ *   cmake -B build -DGGML_NATIVE=OFF {cmake} && cmake --build build
+ *   cc repro.c -Lbuild/src -lggml-cpu -lggml-base -lm -o repro
+ * (llama.cpp: -Lbuild/bin; another arch: the cross toolchain, and run under {runner}.)
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+void {symbol}(int n, float *s, size_t bs, const void *vx, const void *vy, int nr, int nc);
+
+static const uint8_t vx[{vx_bytes}] = {{{vx}}};   /* {nc} {x_type} rows of {blocks} block(s), repacked */
+static const uint8_t vy[{vy_bytes}] = {{{vy}}};   /* {nr} {y_type} row(s) */
+static const float expected[{nr}][{nc}] = {{{expected}}};
+
+int main(void) {{
+    enum {{ NR = {nr}, NC = {nc}, BS = {bs}, ROWS = {rows} }};
+    float s[ROWS * BS];
+    for (int i = 0; i < ROWS * BS; i++) s[i] = NAN;
+    {symbol}({n}, s, BS, vx, vy, NR, NC);
+    int wrong = 0;
+    for (int r = 0; r < NR; r++)
+        for (int c = 0; c < BS; c++) {{
+            float got = s[r * BS + c];
+            if (c >= NC) {{
+                if (!isnan(got)) {{ printf("s[%d * bs + %d] = %.9g: written between rows\\n", r, c, got); wrong++; }}
+            }} else if (memcmp(&got, &expected[r][c], 4)) {{
+                printf("s[%d * bs + %d] = %.9g, expected %.9g\\n", r, c, got, expected[r][c]);
+                wrong++;
+            }}
+        }}
+    printf("%d of %d results wrong  [lowp: {check}]\\n", wrong, NR * NC);
+    return wrong != 0;
+}}
+"""
+
 # What ggml's CMake options are for a variant's features (ggml/CMakeLists.txt option names).
 CMAKE_OPTIONS = {"sse4_2": "GGML_SSE42", "avx": "GGML_AVX", "f16c": "GGML_F16C", "fma": "GGML_FMA", "bmi2": "GGML_BMI2",
                  "avx2": "GGML_AVX2", "avx_vnni": "GGML_AVX_VNNI", "avx512f": "GGML_AVX512",
@@ -79,6 +124,21 @@ def c_source(row: dict, title: str) -> str:
                            expected_bits=expected_bits, check=row["check"])
 
 
+def repack_source(row: dict, title: str) -> str:
+    from lowp.kernels.ggml.kernel import get
+    cx = row["counterexample"]
+    k = get(row["kernel"])
+    v = k.build.variant
+    rows = 1 if k.kind == "gemv" else cx["nr"]
+    values = ", ".join(f"{{{', '.join(repr(x) + 'f' for x in line)}}}" for line in cx["expected"])
+    return REPACK_TEMPLATE.format(
+        title=title, kernel=f"{k.name} ({row['id']})", cause=" ".join(row["cause"].split()), symbol=k.symbol,
+        variant=k.label, flags=" ".join(v.flags) or "no flags", cmake=_cmake(v), runner=row.get("emulator") or "the CPU",
+        vx_bytes=len(cx["vx"]) // 2, vy_bytes=len(cx["vy"]) // 2, vx=_bytes_text(cx["vx"]), vy=_bytes_text(cx["vy"]),
+        nc=cx["nc"], nr=cx["nr"], bs=cx["bs"], rows=rows, blocks=cx["blocks"], x_type=cx["x_type"],
+        y_type=cx["y_type"], n=cx["shape"][2], expected=values, check=row["check"])
+
+
 def reproducers(found: list[dict], rows: list[dict], folder: Path) -> list[dict]:
     """Each finding's reproducer, written to folder/<id>.c (not run here: it links the checkout's whole CPU
     backend, which lowp does not build)."""
@@ -86,10 +146,11 @@ def reproducers(found: list[dict], rows: list[dict], folder: Path) -> list[dict]
     for f in found:
         row = by_id[f["example"]]
         cx = row.get("counterexample") or {}
-        if not cx.get("x"):
+        source = c_source if cx.get("x") else repack_source if cx.get("vx") and cx.get("expected") else None
+        if source is None:
             continue
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{f['id']}.c"
-        write_text(path, c_source(row, f"lowp finding {f['id']}: {f['cause']}"))
+        write_text(path, source(row, f"lowp finding {f['id']}: {f['cause']}"))
         f["reproducer"], f["reproduced"] = str(path), "written; build it as its head comment says"
     return found

@@ -100,6 +100,7 @@ class GgmlRepackCounterexample(TypedDict):
     vx: str                     # the repacked weights, hex
     vy: str                     # the activations (interleaved for a gemm), hex
     differ: list[list[float]]   # (row, column, got, expected), the first 16
+    expected: list[list[float]]     # every result lowp's model gives: [row][column]
     kind: str
     cause: str
     lines: list[str]

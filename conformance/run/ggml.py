@@ -241,6 +241,7 @@ def _repacked_counterexample(k: VecDotKernel, runner, case, problem) -> dict:
     nb, nc, nr, xs, ys, n = case
     cause, bad = problem
     vx, vy = repack.operands(k.layout, xs, ys)
+    expected = repack.expected(k.layout, xs, ys)
     lines = [f"{k.name} ({k.label}, {runner.describe()}): `{k.symbol}(n = {n}, s, bs = {nc + 3}, vx, vy, "
              f"nr = {nr}, nc = {nc})` on {nb} block(s) per row of {k.x_type} weights (repacked) and {k.y_type} "
              f"activations.", "", "```"]
@@ -249,7 +250,8 @@ def _repacked_counterexample(k: VecDotKernel, runner, case, problem) -> dict:
     lines += [cause, "```"]
     return {"case": f"blocks{nb}_nc{nc}_nr{nr}", "shape": [nr, nc, n], "seed": 0, "x_type": k.x_type,
             "y_type": k.y_type, "blocks": nb, "nc": nc, "nr": nr, "bs": nc + 3, "vx": vx.hex(), "vy": vy.hex(),
-            "differ": [list(b) for b in bad[:16]], "kind": "fault" if cause.startswith("fault") else "value",
+            "differ": [list(b) for b in bad[:16]], "expected": expected.astype(float).tolist(),
+            "kind": "fault" if cause.startswith("fault") else "value",
             "cause": cause, "lines": lines}
 
 
