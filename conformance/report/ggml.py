@@ -88,6 +88,43 @@ int main(void) {{
 }}
 """
 
+QUANTIZER_TEMPLATE = """/* {title}
+ *
+ * {kernel}: {cause}
+ *
+ * Calls the checkout's {symbol} through ggml's public CPU API (ggml_get_type_traits_cpu(GGML_TYPE_{upper})
+ * ->from_float) on the row lowp found, with y filled with 0x{poison:02x}, and compares the bytes it writes with those
+ * of the rounding variant its path claims ({variant}: lowp.kernels.ggml.quantize).
+ * Build ggml's CPU backend as the variant {variant_name} ({flags}), e.g. from the checkout's root:
+ *   cmake -B build -DGGML_NATIVE=OFF {cmake} && cmake --build build
+ *   cc repro.c -Iinclude -Lbuild/src -lggml-cpu -lggml-base -lm -o repro
+ * (llama.cpp: -Iggml/include and -Lbuild/bin; another arch: the cross toolchain, and run under {runner}.)
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ggml.h"
+#include "ggml-cpu.h"
+
+static const uint8_t x_bytes[{x_size}] = {{{x}}};   /* {k} float32, little-endian */
+static const uint8_t expected[{y_size}] = {{{expected}}};
+
+int main(void) {{
+    float x[{k}];
+    uint8_t y[{y_size}];
+    memcpy(x, x_bytes, sizeof x);
+    memset(y, 0x{poison:02x}, sizeof y);
+    ggml_cpu_init();
+    ggml_get_type_traits_cpu(GGML_TYPE_{upper})->from_float(x, y, {k});
+    int wrong = 0;
+    for (int i = 0; i < {y_size}; i++)
+        if (y[i] != expected[i] && wrong++ < 8) printf("y[%d] = 0x%02x, {variant} writes 0x%02x\\n", i, y[i], expected[i]);
+    printf("%d of {y_size} bytes differ  [lowp: variant {variant}]\\n", wrong);
+    return wrong != 0;
+}}
+"""
+
 # What ggml's CMake options are for a variant's features (ggml/CMakeLists.txt option names).
 CMAKE_OPTIONS = {"sse4_2": "GGML_SSE42", "avx": "GGML_AVX", "f16c": "GGML_F16C", "fma": "GGML_FMA", "bmi2": "GGML_BMI2",
                  "avx2": "GGML_AVX2", "avx_vnni": "GGML_AVX_VNNI", "avx512f": "GGML_AVX512",
@@ -139,6 +176,19 @@ def repack_source(row: dict, title: str) -> str:
         y_type=cx["y_type"], n=cx["shape"][2], expected=values, check=row["check"])
 
 
+def quantizer_source(row: dict, title: str) -> str:
+    from lowp.kernels.ggml.kernel import get
+    cx = row["counterexample"]
+    k = get(row["kernel"])
+    v = k.build.variant
+    return QUANTIZER_TEMPLATE.format(
+        title=title, kernel=f"{k.name} ({row['id']})", cause=" ".join(row["cause"].split()), symbol=k.symbol,
+        upper=cx["y_type"].upper(), poison=cx["poison"], variant=cx["variant"], variant_name=k.label,
+        flags=" ".join(v.flags) or "no flags", cmake=_cmake(v), runner=row.get("emulator") or "the CPU",
+        x_size=len(cx["x"]) // 2, x=_bytes_text(cx["x"]), k=cx["k"], y_size=len(cx["expected"]) // 2,
+        expected=_bytes_text(cx["expected"]))
+
+
 def reproducers(found: list[dict], rows: list[dict], folder: Path) -> list[dict]:
     """Each finding's reproducer, written to folder/<id>.c (not run here: it links the checkout's whole CPU
     backend, which lowp does not build)."""
@@ -146,7 +196,8 @@ def reproducers(found: list[dict], rows: list[dict], folder: Path) -> list[dict]
     for f in found:
         row = by_id[f["example"]]
         cx = row.get("counterexample") or {}
-        source = c_source if cx.get("x") else repack_source if cx.get("vx") and cx.get("expected") else None
+        source = (quantizer_source if cx.get("variant") else c_source if cx.get("x") else
+                  repack_source if cx.get("vx") and cx.get("expected") else None)
         if source is None:
             continue
         folder.mkdir(parents=True, exist_ok=True)

@@ -106,6 +106,21 @@ class GgmlRepackCounterexample(TypedDict):
     lines: list[str]
 
 
+class GgmlQuantizerCounterexample(TypedDict):
+    """The first row a ggml activation quantizer wrote otherwise than its claimed variant
+    (lowp.conformance.run.ggml.run_quantizer): its floats and the bytes the variant writes over the poison."""
+    __pydantic_config__ = STRICT
+    case: str
+    k: int
+    y_type: str
+    variant: str
+    poison: int                 # the byte y held before the call
+    x: str                      # k float32, little-endian, hex
+    expected: str               # the claimed variant's bytes, hex
+    cause: str
+    lines: list[str]
+
+
 class Build(TypedDict):
     """How the kernel that ran was built (from the build cache's manifest)."""
     __pydantic_config__ = STRICT
@@ -158,7 +173,7 @@ class CheckRow(TypedDict):
     failed: int
     matched: dict[str, int]     # cases per variant the results matched
     path: str | None            # the instructions that carried the kernel
-    counterexample: Counterexample | GgmlCounterexample | GgmlRepackCounterexample | None
+    counterexample: Counterexample | GgmlCounterexample | GgmlRepackCounterexample | GgmlQuantizerCounterexample | None
     seconds: float
     build: NotRequired[Build | None]
     searched: NotRequired[int | None]   # examples the hypothesis search tried; None: it did not run (--case)

@@ -269,14 +269,26 @@ def run_quantizer(check: Check, k: VecDotKernel, vd: VecDot, emit, seed: int) ->
         want = VARIANTS[k.order].quantize(k.x_type, r.x, r.k, prior)
         got = vd.quantize(k.symbol, r.x, r.k, prior)
         return None if np.array_equal(got, want) else _quantized_differently(k, r, got, want, prior)
+
+    def example(r) -> dict:
+        """The failing row as a reproducer needs it: x, and the bytes the claimed variant writes from poison."""
+        prior = np.full(r.k // FORMATS[k.x_type].qk * FORMATS[k.x_type].dtype.itemsize, POISON, np.uint8)
+        want = VARIANTS[k.order].quantize(k.x_type, r.x, r.k, prior)
+        first = ", ".join(f"{float(v)!r}" for v in np.asarray(r.x, np.float32)[:8])
+        lines = [f"{k.name} ({k.label}, {vd.describe()}): `{k.symbol}(x, y, k = {r.k})` on row {r.name} (x[:8] = "
+                 f"{first}, ...), y starting as 0x{POISON:02x} bytes: its bytes are not variant {k.order}'s."]
+        return {"case": r.name, "k": int(r.k), "y_type": k.x_type, "variant": k.order, "poison": POISON,
+                "x": np.ascontiguousarray(r.x, np.float32).tobytes().hex(), "expected": bytes(want).hex(),
+                "lines": lines}
     return _run_until_first_problem(check, k, vd, emit, cases.quantizer_rows(k.x_type, seed), one, k.order,
-                                    f"variant {k.order}: {VARIANTS[k.order].describe}"[:200])
+                                    f"variant {k.order}: {VARIANTS[k.order].describe}"[:200], example)
 
 
 def _run_until_first_problem(check: Check, k: VecDotKernel, vd: VecDot, emit, generated: list, one, matched: str,
-                             contract: str) -> dict:
+                             contract: str, example=None) -> dict:
     """A check whose cases are run in order until the first that `one(case)` finds a problem with (its words, or
-    None): the row, SKIPPED where nothing here runs the kernel, a fault's words as the problem."""
+    None): the row, SKIPPED where nothing here runs the kernel, a fault's words as the problem; `example(case)`,
+    if given, the row's counterexample of the failing case."""
     row = _opened(check, k, vd, emit, contract, len(generated))
     if row["verdict"] == "SKIPPED":
         return row
@@ -292,6 +304,8 @@ def _run_until_first_problem(check: Check, k: VecDotKernel, vd: VecDot, emit, ge
             if problem:
                 row["failed"] += 1
                 row["cause"] = f"{problem} (case {case.name})"
+                if example is not None:
+                    row["counterexample"] = {**example(case), "cause": row["cause"]}
                 break
             row["matched"][matched] = row["matched"].get(matched, 0) + 1
     finally:
