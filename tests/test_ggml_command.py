@@ -98,8 +98,16 @@ def test_quantizers_are_judged_against_their_named_variant(campaign):
     assert status["quantize_row_q8_0@riscv64_v@128"] == "passed"      # arch-fallback.h's renamed generic
     assert status["quantize_row_q8_0@armv8.0_1"] == "failed"
     rows = json.loads((out / "report.json").read_text())["rows"]
-    cause = next(r["cause"] for r in rows if r["kernel"] == "quantize_row_q8_0@armv8.0_1")
-    assert "variant ref" in cause and "ties" in cause
+    row = next(r for r in rows if r["kernel"] == "quantize_row_q8_0@armv8.0_1")
+    assert "variant ref" in row["cause"] and "ties" in row["cause"]
+    finding = next(f for f in doc["findings"] if f["cause"].startswith("wrong value: the bytes are variant ref"))
+    source = Path(finding["reproducer"]).read_text()
+    assert "ggml_get_type_traits_cpu(GGML_TYPE_Q8_0)->from_float(x, y, " in source
+    assert _bytes_of(row["counterexample"]["expected"])[:20] in source.replace("\n", "")
+
+
+def _bytes_of(hex_text: str) -> str:
+    return ",".join(f"0x{b:02x}" for b in bytes.fromhex(hex_text))
 
 
 def test_repacked_gemv_and_gemm_are_judged_every_element_exact(campaign):
