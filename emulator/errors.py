@@ -106,6 +106,11 @@ class UndefinedInstruction(EmulatorError):
         self.pc, self.encoding, self.instruction = pc, encoding, instruction
 
 
+class EmulatorLacksInstruction(UndefinedInstruction):
+    """The emulator does not implement an instruction it decodes (not a ud2): the executor's gap, not the
+    kernel's fault; a check says no executor here runs the kernel instead of failing it."""
+
+
 class Trap(EmulatorError):
     """The kernel executed BRK (e.g. __builtin_trap), SVC or HVC: there is no OS or debugger to take it."""
 

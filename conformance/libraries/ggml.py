@@ -34,6 +34,7 @@ DEFINITION = re.compile(r"^void\s+(ggml_vec_dot_(\w+?)_(q8_[01K])(_generic)?)\s*
 QUANTIZER = re.compile(r"^void\s+(quantize_row_(q8_[01K])(_generic)?)\s*\(([^)]*)\)\s*\{", re.M)
 # A repacked gemv/gemm of repack.cpp (`_generic`) or arch/<arch>/repack.cpp: `void ggml_gemm_q4_0_8x8_q8_0(int n, ...`
 REPACK = re.compile(r"^void\s+(ggml_(gemv|gemm)_(\w+?)_\d+x\d+_(q8_[0K])(_generic)?)\s*\(", re.M)
+ZVFH_BITS = 256      # the only VLEN ggml uses the RVV 16x1 repacked layouts at
 BASELINE = {"x86-64": "x64", "aarch64": "armv8.0_1", "riscv64": "riscv64_0", "wasm32": "wasm_simd128"}
 
 
@@ -169,8 +170,9 @@ class Ggml(Library):
         """(variant, vector length) pairs a function is judged at: its arch's variants, or the baselines of the
         arches whose builds keep the twin (x86, AArch64, RISC-V)."""
         if f.kind in REPACK_KINDS and _zvfh(f.symbol.removesuffix("_generic")):
-            v = variant("riscv64_v")            # a Zvfh build's only (repack_build), its twin at the least VLEN
-            return [(v, v.vector_bits[0])] if f.folder == "generic" else [(v, bits) for bits in v.vector_bits]
+            # A Zvfh build's only (repack_build), at VLEN 256: ggml selects the 16x1 layouts there alone (repack.cpp
+            # L4589-4597 and the like: `case 256`, the other lengths `break // TODO`), so no other VLEN is claimed
+            return [(variant("riscv64_v"), ZVFH_BITS)]
         if f.folder == "generic":
             chosen = [variant(BASELINE[ARCH_OF_FOLDER[a]]) for a in f.twins_at if a != "wasm"]
         else:

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from lowp.emulator.errors import EmulatorError, ExecutorDisagrees
+from lowp.emulator.errors import EmulatorError, EmulatorLacksInstruction, ExecutorDisagrees
 from lowp.kernels.ggml.dot import exact_dot
 from lowp.kernels.ggml.kernel import REPACK_KINDS, VecDotKernel, get
 from lowp.kernels.ggml.executor import VecDot
@@ -28,6 +28,8 @@ from lowp.conformance.report.rows import check_row
 from lowp.conformance.run.checks import Check
 
 CASE_BUDGET = 5.0           # seconds one vec_dot call may take before it counts as hung
+# The executor's problems, not the kernel's: a row says no executor here runs the kernel, never FAIL
+EXECUTOR_GAPS = (ExecutorDisagrees, EmulatorLacksInstruction)
 
 
 def plan(kernels: list[VecDotKernel]) -> list[Check]:
@@ -180,7 +182,7 @@ def run_repacked(check: Check, k: VecDotKernel, emit, seed: int, budget: float) 
             emit({"event": "case", "check": check.id, "case": f"blocks{nb}_nc{nc}_nr{nr}"})
             try:
                 case, problem = attempt(nb, nc, nr)
-            except ExecutorDisagrees as e:
+            except EXECUTOR_GAPS as e:
                 row.update(verdict="SKIPPED", reason=f"{k.label}: {runner.describe()}: {e}")
                 emit(row)
                 return row
@@ -211,7 +213,7 @@ def _repacked_problem(runner, k: VecDotKernel, xs, ys, n: int, nr: int, nc: int)
     bs = nc + 3
     try:
         s = runner.call(k.symbol, vx, vy, n, nr, nc, bs)
-    except ExecutorDisagrees:
+    except EXECUTOR_GAPS:
         raise                   # the executor's problem, not the kernel's: run_repacked skips the row
     except EmulatorError as e:
         return f"fault: {e}", []

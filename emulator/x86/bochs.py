@@ -46,8 +46,8 @@ from lowp.emulator.x86 import faults as x86_faults
 from lowp.emulator.build import CXX_FLAGS, Binary, zig
 from lowp.emulator.cpuflags import zig_cpu
 from lowp.emulator.placement import check_alignment, padded_after
-from lowp.emulator.errors import (BudgetExceeded, BuildError, EmulationFailed, EmulatorError, OutOfBounds, Trap,
-                     UndefinedInstruction, guest_death)
+from lowp.emulator.errors import (BudgetExceeded, BuildError, EmulationFailed, EmulatorError,
+                                  EmulatorLacksInstruction, OutOfBounds, Trap, UndefinedInstruction, guest_death)
 from lowp.emulator.native_build import NativeUnavailable, build_shared_library, cache_dir, host_amx_intrinsics_unsafe, \
     toolchain
 from lowp.emulator.machine import (CANARY, CallResult, call_each, GuestProcess, _Buffer, canary_damage, pointer_tables, relocate,
@@ -495,10 +495,12 @@ class BochsMachine(GuestProcess):
             if reply.get("modeled_fault"):
                 return UndefinedInstruction(f"{reply['modeled_fault']} {where}", pc=rip, encoding=None,
                                             instruction=text)
-            cause = "a ud2 (__builtin_trap)" if text.startswith("ud2") else \
+            trap = text.startswith("ud2")
+            cause = "a ud2 (__builtin_trap)" if trap else \
                 f"Bochs's {self.model} does not implement it and lowp does not model it"
-            return UndefinedInstruction(f"undefined instruction at {self._symbolize(rip)}: {text} ({cause})",
-                                        pc=rip, encoding=self._code(rip).hex(), instruction=text)
+            kind = UndefinedInstruction if trap else EmulatorLacksInstruction
+            return kind(f"undefined instruction at {self._symbolize(rip)}: {text} ({cause})",
+                        pc=rip, encoding=self._code(rip).hex(), instruction=text)
         if vector == 3:
             at = rip - 1                # INT3 is a trap: the pushed RIP is past it
             _, text = self._decode(at)

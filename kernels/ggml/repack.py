@@ -569,9 +569,12 @@ class RepackBuild:
                                     f"ggml-repack-{self.variant}")     # the cache key has the flags
 
     def guest_flags(self, arch: str) -> tuple[str, ...]:
-        """The static guests' flags (Bochs, qemu-user: zig c++, no C++ runtime): lowp's CXX_HEADERS first, musl's
-        C headers last."""
+        """The static guests' flags: for qemu-user (zig c++, no C++ library) lowp's CXX_HEADERS first and musl's
+        C headers last; Bochs builds x86-64 with the host's C++ compiler and its headers (or zig's, with libc++'s,
+        for the AMX flags), whose <cstdlib> lowp's would shadow (`std::abs` undeclared in libstdc++'s stdlib.h)."""
         from lowp.emulator.build import libc_header_flags
+        if arch == "x86-64":
+            return self.flags()
         return ("-isystem", str(_header_folder()), *self.flags(), *libc_header_flags(arch))
 
 
