@@ -175,3 +175,22 @@ def test_a_second_campaign_reuses_unchanged_verdicts_and_judges_an_edited_kernel
     assert {name for name, (_, reused) in third.items() if not reused} == {n for n in first if "_gem" in n}
     assert {name: status for name, (status, _) in third.items()} == {n: s for n, (s, _) in first.items()}
     assert not any(reused for _, reused in campaign("d", "--fresh").values())
+
+
+def test_an_executor_gap_is_a_skipped_row_naming_the_executor_not_a_failure(tmp_path, monkeypatch):
+    """An instruction the emulator decodes but does not implement (EmulatorLacksInstruction) or a fault the
+    instruction's own operand does not explain (ExecutorDisagrees) is the executor's problem: the vec_dot's checks
+    are SKIPPED with its words, never FAIL (run in forked children, which inherit the patch)."""
+    from lowp.emulator.errors import EmulatorLacksInstruction
+    from lowp.kernels.ggml import executor
+
+    def lacking(self, *args, **kwargs):
+        raise EmulatorLacksInstruction("undefined instruction at f+0x10: vgatherdps ymm21 {k1}, ymmword ptr "
+                                       "[rax + ymm22*4] (Bochs's model does not implement it)", pc=0, encoding=None)
+    monkeypatch.setattr(executor.VecDot, "call", lacking)
+    status = main(["ggml", str(TREE), "--out", str(tmp_path), "--type", "q8_0", "--isa", "x64", "--examples", "2",
+                   "--fresh"])
+    kernels = {k["name"]: k for k in json.loads((tmp_path / "campaign.json").read_text())["kernels"]}
+    dot = kernels["ggml_vec_dot_q8_0_q8_0@x64"]
+    assert status == 0 and dot["status"] == "skipped" and "does not implement" in dot["reason"]
+    assert kernels["quantize_row_q8_0@x64"]["status"] == "passed"          # vd.quantize was not patched

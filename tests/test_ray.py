@@ -320,3 +320,17 @@ def _read(path) -> bytes:
         return path.read_bytes()
     except OSError:
         return b""
+
+
+def test_a_ggml_campaign_on_the_cluster_gives_the_process_pools_verdicts(cluster, tmp_path):
+    """`lowp ggml --ray`: the kernels are built and registered on the driver, each node registers a check's kernel
+    from the campaign's kernels.toml, and the verdicts are the process pool's, row for row, each with its node."""
+    from tests.test_ggml_tree import TREE
+    argv = ["ggml", str(TREE), "--type", "q4_0", "--isa", "x64", "--isa", "haswell", "--examples", "2", "--fresh"]
+    assert main([*argv, "--out", str(tmp_path / "pool")]) == 1
+    assert main([*argv, "--out", str(tmp_path / "ray"), "--ray"]) == 1
+    pool, ray_rows = ({r["id"]: r for r in json.loads((tmp_path / out / "report.json").read_text())["rows"]}
+                      for out in ("pool", "ray"))
+    assert pool.keys() == ray_rows.keys() and len(pool) >= 10
+    assert {i: r["verdict"] for i, r in ray_rows.items()} == {i: r["verdict"] for i, r in pool.items()}
+    assert all(r["node"]["ray_node"] in cluster.values() for r in ray_rows.values())

@@ -249,7 +249,7 @@ class Ggml(Library):
         kernels, problems = [], {}
         for e in entries:
             try:
-                kernels.append(vec_dots.register(vec_dots.from_entry(e)))
+                kernels.append(vec_dots.register(vec_dots.from_entry(e), toml))
             except (ValueError, KeyError) as err:
                 problems[e.get("name", "?")] = str(err)
         return kernels, problems

@@ -68,8 +68,17 @@ class Outcome:
 def _call(vd: VecDot, k: VecDotKernel, case: cases.Case) -> Outcome:
     try:
         return Outcome(vd.call(k.symbol, case.x, case.y, case.n))
+    except EXECUTOR_GAPS:
+        raise                   # the executor's problem: the check's row says no executor here runs the kernel
     except EmulatorError as e:
         return Outcome(fault=e)
+
+
+def _executor_gap(row: dict, k: VecDotKernel, vd, error: Exception, emit) -> dict:
+    """The row of a check an executor could not run faithfully (EXECUTOR_GAPS): SKIPPED, naming it, emitted."""
+    row.update(verdict="SKIPPED", reason=f"{k.label}: {vd.describe()}: {error}")
+    emit(row)
+    return row
 
 
 def _judge(check: Check, k: VecDotKernel, case: cases.Case, out: Outcome) -> contracts.Judgement:
@@ -111,31 +120,39 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 30,
         return row
     start = time.perf_counter()
     rng = np.random.default_rng(seed + 99)
-    failure = None
     try:
-        for i in range(len(generated) + examples):
-            case = generated[i] if i < len(generated) else _drawn(check, k, rng)
-            emit({"event": "case", "check": check.id, "case": case.name})
-            out = _call(vd, k, case)
-            verdict = _judge(check, k, case, out)
-            row["executed"] += 1
-            row["matched"][verdict.matched or "other"] = row["matched"].get(verdict.matched or "other", 0) + 1
-            if not verdict.ok:
-                row["failed"] += 1
-                row.setdefault("first_failure_seconds", round(time.perf_counter() - start, 3))
-                failure = (case, out)
-                break
-        if failure is not None:
-            case, out = failure
-            small = cases.shrink(lambda c: not _judge(check, k, c, _call(vd, k, c)).ok, k.x_type, case)
-            small_out = _call(vd, k, small)
-            verdict = _judge(check, k, small, small_out)
-            row["cause"] = _cause(check, small_out, verdict)
-            row["counterexample"] = counterexample(check, k, vd, small, small_out, verdict)
-        row["cases"] = row["executed"] if failure is not None else row["cases"]
-        row["searched"] = max(0, row["executed"] - len(generated))
+        return _cases_and_shrink(check, k, vd, emit, row, generated, examples, rng, start)
+    except EXECUTOR_GAPS as e:
+        return _executor_gap(row, k, vd, e, emit)
     finally:
         vd.close()
+
+
+def _cases_and_shrink(check: Check, k: VecDotKernel, vd: VecDot, emit, row: dict, generated: list, examples: int,
+                      rng, start: float) -> dict:
+    """run_check's cases in order until the first failure, which is shrunk into the row's counterexample."""
+    failure = None
+    for i in range(len(generated) + examples):
+        case = generated[i] if i < len(generated) else _drawn(check, k, rng)
+        emit({"event": "case", "check": check.id, "case": case.name})
+        out = _call(vd, k, case)
+        verdict = _judge(check, k, case, out)
+        row["executed"] += 1
+        row["matched"][verdict.matched or "other"] = row["matched"].get(verdict.matched or "other", 0) + 1
+        if not verdict.ok:
+            row["failed"] += 1
+            row.setdefault("first_failure_seconds", round(time.perf_counter() - start, 3))
+            failure = (case, out)
+            break
+    if failure is not None:
+        case, out = failure
+        small = cases.shrink(lambda c: not _judge(check, k, c, _call(vd, k, c)).ok, k.x_type, case)
+        small_out = _call(vd, k, small)
+        verdict = _judge(check, k, small, small_out)
+        row["cause"] = _cause(check, small_out, verdict)
+        row["counterexample"] = counterexample(check, k, vd, small, small_out, verdict)
+    row["cases"] = row["executed"] if failure is not None else row["cases"]
+    row["searched"] = max(0, row["executed"] - len(generated))
     return _closed(row, start, emit)
 
 
@@ -183,9 +200,7 @@ def run_repacked(check: Check, k: VecDotKernel, emit, seed: int, budget: float) 
             try:
                 case, problem = attempt(nb, nc, nr)
             except EXECUTOR_GAPS as e:
-                row.update(verdict="SKIPPED", reason=f"{k.label}: {runner.describe()}: {e}")
-                emit(row)
-                return row
+                return _executor_gap(row, k, runner, e, emit)
             row["executed"] += 1
             if problem:
                 row["failed"] += 1
@@ -226,8 +241,10 @@ def _repacked_problem(runner, k: VecDotKernel, xs, ys, n: int, nr: int, nc: int)
     if not len(bad):
         return "wrong value: stores outside its results: a float of s between rows (bs = nc + 3) was written", []
     rows, cols = sorted({b[0] for b in bad}), sorted({b[1] for b in bad})
+    layout = repack.REPACKED[k.layout]
     reading = ("results left unwritten (the NaN poison)" if all(np.isnan(b[2]) for b in bad) else
                "every result wrong" if len(bad) == got.size else "some results wrong")
+    reading += f" ({layout.x_type} {layout.ncols}x{layout.blocklen})"      # one finding per layout, not per symptom
     return (f"wrong value: {reading}: {len(bad)} of {got.size} differ, rows {_span(rows)}, columns {_span(cols)}",
             bad)
 
@@ -300,6 +317,8 @@ def _run_until_first_problem(check: Check, k: VecDotKernel, vd: VecDot, emit, ge
             emit({"event": "case", "check": check.id, "case": case.name})
             try:
                 problem = one(case)
+            except EXECUTOR_GAPS as e:
+                return _executor_gap(row, k, vd, e, emit)
             except EmulatorError as e:
                 problem = f"fault: {e}"
             row["executed"] += 1

@@ -222,6 +222,9 @@ def _prepare(kernel: str, origin: str | None, env: dict) -> None:
     registered from the TOML file that registered it on the driver (`origin`), read afresh for every check (a
     long-lived cluster serves campaigns whose files change)."""
     os.environ.update(env)
+    from lowp.kernels.ggml import kernel as ggml
+    if ggml.registered(kernel) is not None or (origin and ggml.register_from_toml(Path(origin), kernel)):
+        return                  # a ggml kernel (lowp ggml's campaign): its own registry
     from lowp.kernels import kernels, load_toml
     if kernel in {k.name for k in kernels()}:
         return
@@ -355,9 +358,16 @@ def route(checks: list[Check], nodes: list[dict]) -> tuple[list[tuple], list[dic
     every check some node of `nodes` (ray.nodes()) can run: natively on a node with its features, else on an
     emulator (an x86 kernel no node runs natively: on Bochs, on any node); the SKIPPED rows of the others."""
     from lowp.kernels import kernel
+    from lowp.kernels.ggml import kernel as ggml
     from lowp.kernels.registry import origin
     queue, skipped = [], []
     for check in checks:
+        if ggml.registered(check.kernel) is not None:
+            # a ggml kernel chooses its executor on the node (natively, else Bochs or qemu, as on one machine): it
+            # needs no node resources; the node registers it from the campaign's kernels.toml
+            where = ggml.origin(check.kernel)
+            queue.append((check, {}, None if where is None else str(where.resolve()), {}))
+            continue
         k = kernel(check.kernel)
         needs, env = requirements(k), {}
         why = cannot_run(needs, nodes)

@@ -124,11 +124,31 @@ def from_entry(entry: dict) -> VecDotKernel:
 
 
 _REGISTERED: dict[str, VecDotKernel] = {}
+_ORIGINS: dict[str, Path] = {}      # the kernels.toml a campaign registered each from (a Ray node reads it again)
 
 
-def register(kernel: VecDotKernel) -> VecDotKernel:
+def register(kernel: VecDotKernel, origin: Path | None = None) -> VecDotKernel:
     _REGISTERED[kernel.name] = kernel
+    if origin is not None:
+        _ORIGINS[kernel.name] = Path(origin)
     return kernel
+
+
+def origin(name: str) -> Path | None:
+    return _ORIGINS.get(name)
+
+
+def register_from_toml(path: Path, name: str) -> VecDotKernel | None:
+    """Register the kernel `name` from the [[kernel]] table of that name in a campaign's kernels.toml (what a Ray
+    node does before a check: the campaign registered it in the driver's process only); None if the file has no
+    ggml entry of that name."""
+    import tomllib
+    try:
+        tables = tomllib.loads(Path(path).read_text()).get("kernel", [])
+    except (OSError, ValueError):
+        return None
+    entry = next((t for t in tables if t.get("name") == name and "x_type" in t and "variant" in t), None)
+    return None if entry is None else register(from_entry(entry), path)
 
 
 def registered(name: str) -> VecDotKernel | None:

@@ -70,7 +70,7 @@ def add_run_options(p, *, out: Path, resume: str, seed: str, first_seed: int = 0
                         "else Unicorn unless it lacks a feature qemu-aarch64 has); bochs: every x86-64 kernel on "
                         "Bochs, native: every x86-64 kernel on this CPU (SKIPPED where it lacks a feature; default: "
                         "natively, on Bochs what this CPU lacks); rows say which backend ran")
-    p.add_argument("--ray", nargs="?", const="local", default=None, action=_RayAddress, metavar="ADDRESS",
+    p.add_argument("--ray", nargs="?", const="local", default=None, action=RayAddress, metavar="ADDRESS",
                    help="run the checks as Ray tasks on the cluster at ADDRESS (host:port, or 'auto'); without one, "
                         "on a Ray cluster of this machine started for the command. Native checks go to nodes that "
                         "advertise their CPU features (docs/scale-out.md); needs the ray extra")
@@ -98,7 +98,7 @@ def database(args) -> str | None:
     return spec
 
 
-class _RayAddress(argparse.Action):
+class RayAddress(argparse.Action):
     """--ray [ADDRESS]: what is no address, or Ray not installed, is a usage error (exit 2) before anything runs."""
 
     def __call__(self, parser, namespace, value, option_string=None):

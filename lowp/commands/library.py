@@ -8,8 +8,8 @@ from lowp.cli import seed as seed_type
 import sys
 from pathlib import Path
 
-from lowp.commands.conformance import (BACKENDS, PROFILES, add_database_options, database, hold_out, run_held,
-                                       set_backend, stopped)
+from lowp.commands.conformance import (BACKENDS, PROFILES, RayAddress, add_database_options, database, hold_out,
+                                       run_held, set_backend, stopped)
 
 
 def add_campaign_options(p, default_out: str) -> None:
@@ -35,6 +35,10 @@ def add_campaign_options(p, default_out: str) -> None:
                    help="also write what lowp made of each kernel to FILE ([[kernel]] tables; `lowp conformance "
                         "--kernels FILE --no-builtin` judges them again)")
     add_database_options(p)
+    p.add_argument("--ray", nargs="?", const="local", default=None, action=RayAddress, metavar="ADDRESS",
+                   help="run the checks as Ray tasks on the cluster at ADDRESS (host:port, or 'auto'); without one, "
+                        "on a Ray cluster of this machine started for the command (docs/scale-out.md); the kernels "
+                        "are built here, and every node must see the checkout and the cache at the same paths")
 
 
 def run_library(library, args, selection: dict) -> int:
@@ -70,10 +74,10 @@ def _campaign(library, args, selection: dict, held) -> int:
                 "seed": args.seed, "grid": options["grid"], "jobs": args.jobs, "timeout": args.timeout,
                 "backend": args.backend, **{f"{key}s": values for key, values in selection.items()},
                 "kernels": args.kernel, "kernels_files": [str(args.out / "kernels.toml")], "out": str(args.out),
-                "resume": args.resume, "fresh": args.fresh}
+                "resume": args.resume, "fresh": args.fresh, "ray": args.ray}
     run = campaign.Campaign(library, checkout, args.out, selection={k: v for k, v in selection.items() if v},
                             kernel_globs=tuple(args.kernel), options=options, jobs=args.jobs, resume=args.resume,
                             timeout=args.timeout, write_toml=args.write_toml, settings=settings,
-                            reuse=not args.fresh)
+                            reuse=not args.fresh, ray=args.ray)
     status, stop = campaign.run(run)
     return stopped(stop, stop.rows) if stop is not None else status
