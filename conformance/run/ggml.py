@@ -283,16 +283,19 @@ def run_quantizer(check: Check, k: VecDotKernel, vd: VecDot, emit, seed: int) ->
     from lowp.kernels.ggml.blocks import FORMATS
     from lowp.kernels.ggml.quantize import VARIANTS
 
-    def one(r) -> str | None:
+    def claimed(r) -> tuple[np.ndarray, np.ndarray]:
+        """(y before the call: poison, the bytes the claimed variant leaves in it) for row r."""
         prior = np.full(r.k // FORMATS[k.x_type].qk * FORMATS[k.x_type].dtype.itemsize, POISON, np.uint8)
-        want = VARIANTS[k.order].quantize(k.x_type, r.x, r.k, prior)
+        return prior, VARIANTS[k.order].quantize(k.x_type, r.x, r.k, prior)
+
+    def one(r) -> str | None:
+        prior, want = claimed(r)
         got = vd.quantize(k.symbol, r.x, r.k, prior)
         return None if np.array_equal(got, want) else _quantized_differently(k, r, got, want, prior)
 
     def example(r) -> dict:
         """The failing row as a reproducer needs it: x, and the bytes the claimed variant writes from poison."""
-        prior = np.full(r.k // FORMATS[k.x_type].qk * FORMATS[k.x_type].dtype.itemsize, POISON, np.uint8)
-        want = VARIANTS[k.order].quantize(k.x_type, r.x, r.k, prior)
+        _, want = claimed(r)
         first = ", ".join(f"{float(v)!r}" for v in np.asarray(r.x, np.float32)[:8])
         lines = [f"{k.name} ({k.label}, {vd.describe()}): `{k.symbol}(x, y, k = {r.k})` on row {r.name} (x[:8] = "
                  f"{first}, ...), y starting as 0x{POISON:02x} bytes: its bytes are not variant {k.order}'s."]

@@ -154,19 +154,18 @@ def shim_file(build: "GgmlBuild", libc: bool) -> Path:
     return buildcache.source_file(text, cache_dir() / "src", "ggml-shim")
 
 
-class VecDot:
-    """The vec_dots of one build at one vector length, on the executor that runs it here."""
-
-    def __init__(self, build: GgmlBuild, vector_bits: int | None = None, *, budget: float = 5.0,
-                 backend: str | None = None):
-        self.build, self.vector_bits, self.budget = build, vector_bits, budget
-        self._backend = backend
+class OnTarget:
+    """The executor lowp chooses for one ggml variant at one vector length (lowp.emulator.targets.choose: natively
+    where this CPU has every feature, else the variant's emulated target, or `backend` if given): what VecDot and
+    the repacked kernels' RepackRunner share. A subclass sets `variant`, `vector_bits` and `_backend`."""
+    variant: Variant
+    vector_bits: int | None
+    _backend: str | None
 
     @cached_property
     def target(self):
         from lowp.emulator.targets import choose
-        v = self.build.variant
-        return choose(v.arch, v.features, self.vector_bits, self._backend)
+        return choose(self.variant.arch, self.variant.features, self.vector_bits, self._backend)
 
     @property
     def backend(self) -> str:
@@ -174,12 +173,23 @@ class VecDot:
 
     def unavailable(self) -> str | None:
         """Why no executor here runs this variant (at this vector length), or None."""
-        v = self.build.variant
-        return self.target.cannot_run(v.features, self.vector_bits)
+        return self.target.cannot_run(self.variant.features, self.vector_bits)
 
     def describe(self) -> str:
-        v = self.build.variant
-        return self.target.describe(self.vector_bits, features=v.features)
+        return self.target.describe(self.vector_bits, features=self.variant.features)
+
+    def timing(self) -> dict:
+        """The time budget a call passes to an emulated machine that keeps one (Bochs, qemu-user)."""
+        return {"seconds": self.budget} if self.backend in ("qemu", "bochs") else {}
+
+
+class VecDot(OnTarget):
+    """The vec_dots of one build at one vector length, on the executor that runs it here."""
+
+    def __init__(self, build: GgmlBuild, vector_bits: int | None = None, *, budget: float = 5.0,
+                 backend: str | None = None):
+        self.build, self.vector_bits, self.budget = build, vector_bits, budget
+        self.variant, self._backend = build.variant, backend
 
     @cached_property
     def _native(self):
@@ -218,8 +228,7 @@ class VecDot:
         s = np.full(max(nrc, 1), np.float32(np.nan), np.float32)     # poison: an unwritten result shows as NaN
         if self.backend == "native":
             return self._call_native(symbol, x, y, n, nrc, s)
-        timing = {"seconds": self.budget} if self.backend in ("qemu", "bochs") else {}
-        r = self._machine.call(symbol, n, s, 0, x, 0, y, 0, nrc, names=ARGUMENTS, **timing)
+        r = self._machine.call(symbol, n, s, 0, x, 0, y, 0, nrc, names=ARGUMENTS, **self.timing())
         return np.float32(r["s"][0])
 
     def call_pairs(self, symbol: str, xs: tuple, ys: tuple, n: int, bs: int = 3) -> tuple[np.ndarray, np.ndarray]:
@@ -233,8 +242,7 @@ class VecDot:
         if self.backend == "native":
             out = self._call_native(symbol, x, y, n, 2, s, strides=(bs, bx, by), whole=True)
         else:
-            timing = {"seconds": self.budget} if self.backend in ("qemu", "bochs") else {}
-            out = self._machine.call(symbol, n, s, bs, x, bx, y, by, 2, names=ARGUMENTS, **timing)["s"]
+            out = self._machine.call(symbol, n, s, bs, x, bx, y, by, 2, names=ARGUMENTS, **self.timing())["s"]
         return np.array([[out[0], out[bs]], [out[1], out[bs + 1]]], np.float32), np.asarray(out, np.float32)
 
     def _call_native(self, symbol, x, y, n, nrc, s, strides=(0, 0, 0), whole=False):
@@ -264,8 +272,7 @@ class VecDot:
                 rx, ry = arena.place("x", x), arena.place("y", y)
                 guard.call(address, [rx.base, ry.base, k], arena, budget=self.budget, library=path)
                 return ry.array.copy()
-        timing = {"seconds": self.budget} if self.backend in ("qemu", "bochs") else {}
-        return np.asarray(self._machine.call(symbol, x, y, k, names=("x", "y", "k"), **timing)["y"], np.uint8)
+        return np.asarray(self._machine.call(symbol, x, y, k, names=("x", "y", "k"), **self.timing())["y"], np.uint8)
 
     def close(self) -> None:
         m = self.__dict__.get("_machine")
@@ -273,4 +280,4 @@ class VecDot:
             m.close()
 
 
-__all__ = ["GgmlBuild", "VecDot", "SIGNATURE", "shim_source", "table_bits"]
+__all__ = ["GgmlBuild", "OnTarget", "VecDot", "SIGNATURE", "shim_source", "table_bits"]

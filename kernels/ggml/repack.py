@@ -32,6 +32,7 @@ import numpy as np
 
 from lowp.kernels.ggml.blocks import FORMATS, QK_K, _scale_min_k4
 from lowp.kernels.ggml.dot import VEC_DOT_TYPE, exact_dot
+from lowp.kernels.ggml.executor import GgmlBuild, OnTarget, shim_file
 
 
 @dataclass(frozen=True)
@@ -550,7 +551,6 @@ class RepackBuild:
     def stub_sources(self, libc: bool) -> list[Path]:
         from lowp.emulator import buildcache
         from lowp.emulator.native_build import cache_dir
-        from lowp.kernels.ggml.executor import GgmlBuild, shim_file
         from lowp.kernels.ggml.variants import variant
         folder, src = cache_dir() / "src", Path(self.checkout) / "src"
         quants = GgmlBuild(src / "ggml-cpu" / "quants.c", src / "ggml-cpu" / "quants.c", (), src / "ggml-quants.h",
@@ -568,14 +568,17 @@ class RepackBuild:
         return build_shared_library([*self.ggml_sources(), *self.stub_sources(True)], self.flags(),
                                     f"ggml-repack-{self.variant}")     # the cache key has the flags
 
-    def guest_flags(self, arch: str) -> tuple[str, ...]:
-        """The static guests' flags: for qemu-user (zig c++, no C++ library) lowp's CXX_HEADERS first and musl's
-        C headers last; Bochs builds x86-64 with the host's C++ compiler and its headers (or zig's, with libc++'s,
-        for the AMX flags), whose <cstdlib> lowp's would shadow (`std::abs` undeclared in libstdc++'s stdlib.h)."""
+    def guest_flags(self) -> tuple[tuple[str, ...], tuple[Path, ...]]:
+        """(flags, depends) of the static guests: for qemu-user (zig c++, no C++ library) lowp's CXX_HEADERS
+        first, which join the build's key, and musl's C headers last; Bochs builds x86-64 with the host's C++
+        compiler and its headers (or zig's, with libc++'s, for the AMX flags), whose <cstdlib> lowp's would shadow
+        (`std::abs` undeclared in libstdc++'s stdlib.h)."""
         from lowp.emulator.build import libc_header_flags
-        if arch == "x86-64":
-            return self.flags()
-        return ("-isystem", str(_header_folder()), *self.flags(), *libc_header_flags(arch))
+        if self.arch == "x86-64":
+            return self.flags(), ()
+        headers = _header_folder()
+        return (("-isystem", str(headers), *self.flags(), *libc_header_flags(self.arch)),
+                tuple(sorted(headers.iterdir())))
 
 
 ARGUMENTS = ("n", "s", "bs", "x", "y", "nr", "nc")
@@ -590,35 +593,17 @@ def repack_build(checkout: Path, variant_name: str) -> RepackBuild:
     return RepackBuild(Path(checkout), variant_name, ZVFH if v.arch == "riscv64" and "v" in v.features else ())
 
 
-class RepackRunner:
+class RepackRunner(OnTarget):
     """The gemv/gemm functions of one RepackBuild at one vector length, on the executor that runs them here (as
     lowp.kernels.ggml.executor.VecDot chooses: natively where the CPU has every feature of the variant, else on its
     emulated target: Bochs for x86-64, qemu-user for AArch64 and RISC-V at the vector length asked)."""
 
     def __init__(self, build: RepackBuild, vector_bits: int | None = None, *, backend: str | None = None,
                  budget: float = 10.0):
+        from lowp.kernels.ggml.variants import variant
         self.build, self.vector_bits, self.budget, self._backend = build, vector_bits, budget, backend
+        self.variant = variant(build.variant)
         self._library = self._machine = None
-
-    @property
-    def target(self):
-        from lowp.emulator.targets import choose
-        from lowp.kernels.ggml.variants import variant
-        v = variant(self.build.variant)
-        return choose(v.arch, v.features, self.vector_bits, self._backend)
-
-    @property
-    def backend(self) -> str:
-        return self.target.backend
-
-    def unavailable(self) -> str | None:
-        """Why no executor here runs this build (at this vector length), or None."""
-        from lowp.kernels.ggml.variants import variant
-        return self.target.cannot_run(variant(self.build.variant).features, self.vector_bits)
-
-    def describe(self) -> str:
-        from lowp.kernels.ggml.variants import variant
-        return self.target.describe(self.vector_bits, features=variant(self.build.variant).features)
 
     def symbols(self) -> frozenset[str]:
         if self.backend == "native":
@@ -638,16 +623,11 @@ class RepackRunner:
 
     def _guest(self):
         if self._machine is None:
-            from lowp.kernels.ggml.variants import variant
-            arch = self.build.arch
+            flags, depends = self.build.guest_flags()
             self._machine = self.target.machine(
-                [*self.build.ggml_sources(), *self.build.stub_sources(False)], flags=self.build.guest_flags(arch),
-                depends=tuple(sorted(_header_folder().iterdir())), vector_bits=self.vector_bits,
-                features=variant(self.build.variant).features)
+                [*self.build.ggml_sources(), *self.build.stub_sources(False)], flags=flags, depends=depends,
+                vector_bits=self.vector_bits, features=self.variant.features)
         return self._machine
-
-    def _timing(self) -> dict:
-        return {"seconds": self.budget} if self.backend in ("qemu", "bochs") else {}
 
     def call(self, symbol: str, vx: bytes, vy: bytes, n: int, nr: int, nc: int, bs: int) -> np.ndarray:
         """symbol(n, s, bs, vx, vy, nr, nc) with s poisoned (NaN, max(nr, 1) * bs floats): all of s after the call.
@@ -662,7 +642,7 @@ class RepackRunner:
                 guard.call(guard.function_address(path, symbol), [n, rs.base, bs, rx.base, ry.base, nr, nc], arena,
                            budget=self.budget, library=path)
                 return rs.array.copy()
-        r = self._guest().call(symbol, n, s, bs, x, y, nr, nc, names=ARGUMENTS, **self._timing())
+        r = self._guest().call(symbol, n, s, bs, x, y, nr, nc, names=ARGUMENTS, **self.timing())
         return np.asarray(r["s"], np.float32)
 
     def quantize(self, symbol: str, x: np.ndarray) -> bytes:
@@ -680,7 +660,7 @@ class RepackRunner:
                 guard.call(guard.function_address(path, symbol), [rx.base, ry.base, k], arena, budget=self.budget,
                            library=path)
                 return ry.array.tobytes()
-        r = self._guest().call(symbol, x.reshape(-1), vy, k, names=("x", "y", "k"), **self._timing())
+        r = self._guest().call(symbol, x.reshape(-1), vy, k, names=("x", "y", "k"), **self.timing())
         return np.asarray(r["y"], np.uint8).tobytes()
 
     def close(self) -> None:
