@@ -69,3 +69,27 @@ def test_the_fast_margin_never_says_exact_where_the_rational_one_does_not():
                 assert fast <= exact * (1 + 1e-9), (x_type, blocks, limit, fast, exact)
                 agree += (fast >= 1) == (exact >= 1)
     assert agree >= 75          # of 81: only cases within a hair of the bound may differ
+
+
+@pytest.mark.parametrize("x_type", sorted(VEC_DOT_TYPE))
+def test_cross_terms_are_every_pairs_terms(x_type):
+    """dot.CrossTerms (all rows by all columns in one einsum, summed in float64) against the per-pair rational
+    path: the same margin for every pair, and a float64 sum equal to the exact value wherever cross_margin at 53
+    bits says so, in the exact domain and far outside it (full-range activations, scales left as drawn)."""
+    from lowp.kernels.ggml import exact as ex
+    from lowp.kernels.ggml.dot import cross_terms
+    rng = np.random.default_rng(sum(map(ord, x_type)) + 35)
+    for blocks, limit in ((1, 127), (3, 127), (2, 1)):
+        xs = [draw(x_type, blocks, rng)[0] for _ in range(3)]
+        _, y0, n = draw(x_type, blocks, rng)
+        ys = [y0, ex._activations(VEC_DOT_TYPE[x_type], len(y0), limit, rng)]
+        cross = cross_terms(x_type, xs, ys, n)
+        margins, values = ex.cross_margin(cross), cross.values()
+        float64_exact = ex.cross_margin(cross, bits=53) >= 1
+        assert float64_exact.any()
+        for r, y in enumerate(ys):
+            for c, x in enumerate(xs):
+                t = terms(x_type, x, y, n)
+                assert margins[r, c] == margin(t), (x_type, blocks, r, c)
+                if float64_exact[r, c]:
+                    assert Fraction(float(values[r, c])) == exact_dot(x_type, x, y, n), (x_type, blocks, r, c)

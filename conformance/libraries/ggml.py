@@ -73,9 +73,13 @@ class Checkout:
         return frozenset(source for source, want in MODELLED_FILES.items() if digest(source) == want)
 
     def build(self, folder: str, v: Variant) -> GgmlBuild:
+        """The one C build of a variant that its vec_dots and its quantizers share (built once per campaign): with
+        src/ggml-quants.c where the checkout has it, the reference quantizers the _generic wrappers call."""
         src = self.root / "src"
+        quants = src / "ggml-quants.c"
         return GgmlBuild(self.cpu / "arch" / folder / "quants.c", self.cpu / "quants.c",
-                         (self.root / "include", src, self.cpu), src / "ggml-quants.h", v)
+                         (self.root / "include", src, self.cpu), src / "ggml-quants.h", v,
+                         quants if quants.is_file() else None)
 
 
 @dataclass(frozen=True)
@@ -218,12 +222,9 @@ class Ggml(Library):
             else claimed_variant(v.arch, features, f.x_type, compiler)
         folder = ARCH_OF_FOLDER_NAME[v.arch] if f.folder == "generic" else f.folder
         build = checkout.build(folder, v)
-        if claimed.startswith("ref"):
-            quants = checkout.root / "src" / "ggml-quants.c"
-            if not quants.is_file():
-                return Skip("reference not in the checkout", f"{f.symbol} at {v.name} runs the reference quantizer "
-                                                              f"of src/ggml-quants.c, which the checkout lacks")
-            build = replace(build, quants_source=quants)
+        if claimed.startswith("ref") and build.quants_source is None:
+            return Skip("reference not in the checkout", f"{f.symbol} at {v.name} runs the reference quantizer "
+                                                          f"of src/ggml-quants.c, which the checkout lacks")
         return vec_dots.VecDotKernel(name, f.symbol, f.x_type, build, None, claimed, True, False, "quantize").entry()
 
     @staticmethod
@@ -234,7 +235,7 @@ class Ggml(Library):
                                                f"(lowp.kernels.ggml.repack.REPACKED)")
         folder = ARCH_OF_FOLDER_NAME[v.arch] if f.folder == "generic" else f.folder
         build = replace(checkout.build(folder, v), arch_source=checkout.cpu / "arch" / folder / "repack.cpp",
-                        generic_source=checkout.cpu / "repack.cpp")
+                        generic_source=checkout.cpu / "repack.cpp", quants_source=None)
         return vec_dots.VecDotKernel(name, f.symbol, f.x_type, build, bits, kind=f.kind).entry()
 
     def source(self, checkout: Checkout) -> dict:

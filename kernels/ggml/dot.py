@@ -88,15 +88,66 @@ def terms(x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> Term
 def _minimum_terms(x_type: str, x: Decoded, yr: np.ndarray, y_type: str) -> tuple[np.ndarray, list[Fraction]]:
     if x_type not in MIN_GROUP:
         return np.zeros(0, np.float32), []
-    size = MIN_GROUP[x_type]
-    offsets = x.offset.reshape(-1)[::size]
+    return x.offset.reshape(-1)[::MIN_GROUP[x_type]], [Fraction(float(v)) for v in _stored_sums(x_type, yr, y_type)]
+
+
+def _stored_sums(x_type: str, yr: np.ndarray, y_type: str) -> np.ndarray:
+    """float64, exact: the stored activation sum each of x_type's min groups multiplies, from y's records yr (one
+    row, or rows along a leading axis)."""
     if y_type == "q8_1":        # one stored s = d * sum(qs) per 32-value block
-        stored = [Fraction(float(s)) for s in yr["s"].view(np.float16).astype(np.float32)]
-        return offsets, stored
-    pieces = size // 16         # q8_K: bsums per 16 values, times the block's d
-    bsums = yr["bsums"].astype(np.int64).reshape(-1, pieces).sum(axis=1)
-    d = np.repeat(yr["d"], QK_K // size)
-    return offsets, [Fraction(int(b)) * Fraction(float(s)) for b, s in zip(bsums, d)]
+        return yr["s"].view(np.float16).astype(np.float64)
+    pieces = MIN_GROUP[x_type] // 16        # q8_K: bsums per 16 values, times the block's d
+    bsums = yr["bsums"].astype(np.int64).reshape(*yr.shape, -1, pieces).sum(axis=-1)
+    d = np.repeat(yr["d"].astype(np.float64)[..., None], bsums.shape[-1], axis=-1)
+    return (bsums * d).reshape(*yr.shape[:-1], -1)
+
+
+@dataclass(frozen=True)
+class CrossTerms:
+    """The Terms of every activation row r by every weight row c at once (a repacked gemm's nr x nc dot products):
+    one decode of all rows, the group sums in one integer einsum. Scales and stored sums are float64, each exactly
+    the float32, fp16 or int16-times-float32 value it stands for."""
+    sums: np.ndarray            # int64 (nr, nc, G)
+    abs_sums: np.ndarray        # int64 (nr, nc, G)
+    x_scale: np.ndarray         # float64 (nc, G)
+    y_scale: np.ndarray         # float64 (nr, G)
+    offsets: np.ndarray         # float64 (nc, M): M = 0 for a format without minimum
+    y_sums: np.ndarray          # float64 (nr, M)
+
+    def values(self) -> np.ndarray:
+        """(nr, nc) float64: each dot product summed in float64, which is its exact value wherever
+        exact.cross_margin(self, 53) >= 1 (the caller's to check)."""
+        scaled = self.sums * self.x_scale[None, :, :] * self.y_scale[:, None, :]
+        return scaled.sum(axis=2) + self.y_sums @ self.offsets.T
+
+    def pair(self, r: int, c: int) -> Terms:
+        """The Terms of row r by column c alone (what `terms` gives for them)."""
+        return Terms(self.sums[r, c], self.x_scale[c].astype(np.float32), self.y_scale[r].astype(np.float32),
+                     self.offsets[c].astype(np.float32), [Fraction(float(v)) for v in self.y_sums[r]],
+                     self.abs_sums[r, c])
+
+
+def cross_terms(x_type: str, x_rows, y_rows, n: int, grids: Grids | None = None) -> CrossTerms:
+    """The CrossTerms of weight rows x_rows (each the blocks of ggml_vec_dot_<x_type>'s x for n values) by
+    activation rows y_rows (its y's)."""
+    y_type = VEC_DOT_TYPE[x_type]
+    formats = formats_for(x_type, grids)
+    xf, yf = formats[x_type], formats[y_type]
+    xr = np.stack([xf.records(r)[: blocks_of(x_type, n)] for r in x_rows])      # (nc, nb)
+    yr = np.stack([yf.records(r)[: blocks_of(y_type, n)] for r in y_rows])
+    if xr.shape[1] * xf.qk != n or yr.shape[1] * yf.qk != n:
+        raise ValueError(f"{x_type} x {y_type}: {xr.shape[1]} and {yr.shape[1]} blocks given for n = {n}")
+    x, y = xf.decode(xr.reshape(-1)), yf.decode(yr.reshape(-1))
+    group = gcd(SCALE_GROUP.get(x_type, xf.qk), yf.qk)
+    xc = x.codes.astype(np.int64).reshape(len(xr), -1, group)
+    yc = y.codes.astype(np.int64).reshape(len(yr), -1, group)
+    minimum = x_type in MIN_GROUP
+    offsets = x.offset.reshape(len(xr), -1)[:, ::MIN_GROUP[x_type]] if minimum else np.zeros((len(xr), 0))
+    y_sums = _stored_sums(x_type, yr, y_type) if minimum else np.zeros((len(yr), 0))
+    return CrossTerms(np.einsum("cgk,rgk->rcg", xc, yc), np.einsum("cgk,rgk->rcg", np.abs(xc), np.abs(yc)),
+                      x.scale.astype(np.float64).reshape(len(xr), -1)[:, ::group],
+                      y.scale.astype(np.float64).reshape(len(yr), -1)[:, ::group],
+                      offsets.astype(np.float64), y_sums)
 
 
 def exact_dot(x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> Fraction:

@@ -18,7 +18,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from lowp.kernels.ggml.dot import VEC_DOT_TYPE, Terms, formats_for, terms
+from lowp.kernels.ggml.dot import VEC_DOT_TYPE, CrossTerms, Terms, formats_for, terms
 from lowp.kernels.ggml.grids import Grids
 
 FLOAT32_INTEGERS = 1 << 24         # float32 holds every integer below this exactly
@@ -70,6 +70,30 @@ def margin(t: Terms) -> float:
         return float("inf")
     unit = min((int(x.min()) for x in lows), default=0)
     return float(np.ldexp(1.0, 24 + unit)) / (total * (1 + 2.0 ** -40))
+
+
+def _lowest_bits_or(values: np.ndarray, used: np.ndarray, otherwise: int) -> np.ndarray:
+    """_lowest_bit of each value where `used`, `otherwise` elsewhere (zeros have no lowest bit)."""
+    out = np.full(values.shape, otherwise, np.int64)
+    out[used] = _lowest_bit(values[used])
+    return out
+
+
+def cross_margin(t: CrossTerms, bits: int = 24) -> np.ndarray:
+    """margin of every pair of a CrossTerms at once ((nr, nc), equal to margin(t.pair(r, c)) with bits = 24);
+    bits = 53 says where summing the pair in float64 (CrossTerms.values) is exact."""
+    never = 1 << 20                                     # above any exponent: a term that is zero bounds nothing
+    a, b = t.x_scale[None, :, :], t.y_scale[:, None, :]
+    low = np.minimum(0, (_lowest_bits_or(t.x_scale, t.x_scale != 0, never)[None, :, :]
+                         + _lowest_bits_or(t.y_scale, t.y_scale != 0, never)[:, None, :]).min(axis=2, initial=never))
+    total = (t.abs_sums * np.abs(a) * np.abs(b)).sum(axis=2)
+    if t.offsets.shape[1]:
+        o, y = t.offsets[None, :, :], t.y_sums[:, None, :]
+        low = np.minimum(low, (_lowest_bits_or(t.offsets, t.offsets != 0, never)[None, :, :]
+                               + _lowest_bits_or(t.y_sums, t.y_sums != 0, never)[:, None, :]).min(axis=2))
+        total = total + np.abs(o * y).sum(axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(total == 0, np.inf, np.ldexp(1.0, bits + low) / (total * (1 + 2.0 ** -40)))
 
 
 def _powers_of_two(shape, rng, dtype) -> np.ndarray:

@@ -4,11 +4,14 @@ variant's emulated target (Bochs for x86-64, qemu-user for AArch64 and RISC-V 64
 wasmtime for WebAssembly).
 
 What is compiled: the checkout's arch/<arch>/quants.c and ggml-cpu/quants.c (the `_generic` twins), with ggml's
-include folders and the variant's flags, plus lowp's shim (shim_source): the three conversion tables ggml-cpu.c
-fills at ggml_cpu_init (emitted as initialised data, so every fresh process, restarted guest and fresh copy has
-them without an init call), a trapping ggml_abort (GGML_ASSERT), trapping definitions of the ggml-quants.c
-functions quants.c references (lowp does not compile ggml-quants.c: the reference quantizers are not what a vec_dot
-calls), and, for the guests that have no libc, the few math functions the vec_dots call.
+include folders and the variant's flags, and src/ggml-quants.c where the build has it (a campaign's builds do: the
+reference quantizers the `_generic` quantize_row_<q8> wrappers call, so a variant's vec_dots and quantizers share
+one build), plus lowp's shim (shim_source): the three conversion tables ggml-cpu.c fills at ggml_cpu_init (emitted
+as initialised data, so every fresh process, restarted guest and fresh copy has them without an init call), a
+trapping ggml_abort (GGML_ASSERT), trapping definitions of what the build references and does not compile (the
+ggml-quants.c functions without it; ggml.c's row sizes and, on the guests without libc, the libc functions only
+the unjudged quantizers call, with it), and, for the guests that have no libc, the few math functions the vec_dots
+call.
 
     vd = VecDot(GgmlBuild(...), vector_bits=None)
     s = vd.call("ggml_vec_dot_q4_0_q8_0", x, y, n)      # a float32; EmulatorError on a fault

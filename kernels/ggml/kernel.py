@@ -76,11 +76,11 @@ class VecDotKernel:
                 **({"quants_source": str(b.quants_source)} if b.quants_source else {})}
 
     def key(self) -> str:
-        """SHA-256 of the entry, its sources' bytes and every header its build can include (the .h files of its
+        """SHA-256 of the entry, its sources' bytes (ggml-quants.c's too, where the build has it) and every header its build can include (the .h files of its
         include folders and of its arch folder): what a journal row, and a verdict kept for a later campaign
         (lowp.conformance.run.verdicts), was produced from."""
         h = hashlib.sha256(repr(sorted(self.entry().items())).encode())
-        for p in (self.build.arch_source, self.build.generic_source):
+        for p in self.build.sources:
             h.update(Path(p).read_bytes() if Path(p).is_file() else b"missing")
         folders = (*self.build.include_dirs, Path(self.build.arch_source).parent)
         h.update(_headers_digest(tuple(str(f) for f in folders)).encode())

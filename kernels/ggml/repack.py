@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from lowp.kernels.ggml.blocks import FORMATS, QK_K, _scale_min_k4
-from lowp.kernels.ggml.dot import VEC_DOT_TYPE, exact_dot
+from lowp.kernels.ggml.dot import VEC_DOT_TYPE, cross_terms, exact_dot
+from lowp.kernels.ggml.exact import _activations, cross_margin, draw
 from lowp.kernels.ggml.executor import GgmlBuild, OnTarget, shim_file
 
 
@@ -374,15 +375,19 @@ def expected(function: str, x_blocks: np.ndarray, y_blocks: np.ndarray) -> np.nd
     """The (nr x nc) float32 result of `function` on weight rows x_blocks (nc x nb x bytes, before repacking) and
     activation rows y_blocks (nr x nb' x bytes, before interleaving): element [r, c] is the exact value of the
     vec_dot of weight row c by activation row r (dot.exact_dot), rounded once to float32 (exact in the exact
-    domain, where the `exact` contract says the kernel must give exactly it)."""
+    domain, where the `exact` contract says the kernel must give exactly it). All pairs are summed at once in
+    float64 (dot.CrossTerms), exact wherever exact.cross_margin says so; a pair outside that takes the rational
+    path."""
     r = REPACKED[function]
     x = np.asarray(x_blocks, np.uint8)
     y = np.asarray(y_blocks, np.uint8)
     n = x.reshape(x.shape[0], -1).shape[1] // FORMATS[r.x_type].dtype.itemsize * _qk(r.x_type)
-    out = np.empty((y.shape[0], x.shape[0]), np.float32)
-    for i in range(y.shape[0]):
-        for j in range(x.shape[0]):
-            out[i, j] = np.float32(float(exact_dot(r.x_type, x[j].reshape(-1), y[i].reshape(-1), n)))
+    terms = cross_terms(r.x_type, x, y, n)
+    with np.errstate(all="ignore"):
+        out = terms.values().astype(np.float32)
+        inexact = ~(cross_margin(terms, bits=53) >= 1)
+    for i, j in np.argwhere(inexact):
+        out[i, j] = np.float32(float(exact_dot(r.x_type, x[j].reshape(-1), y[i].reshape(-1), n)))
     return out
 
 
@@ -418,15 +423,13 @@ def draw_case(function: str, blocks: int, nc: int, nr: int, rng, *, limit: int =
     nr x nc dot products: weight rows drawn by exact.draw, activation rows by its q8 drawer (codes in
     [-limit, limit], stored sums consistent), every scale narrowed (narrow_scales), and the activations' range
     halved until all cross pairs fit."""
-    from lowp.kernels.ggml.dot import terms
-    from lowp.kernels.ggml.exact import _activations, draw, margin
     r = REPACKED[function]
     n = blocks * _qk(r.x_type)
     xs = narrow_scales(np.stack([draw(r.x_type, blocks, rng)[0] for _ in range(nc)]), r.x_type, rng)
     while True:
         ys = np.stack([_activations(r.y_type, n // _qk(r.y_type), limit, rng) for _ in range(nr)])
         ys = narrow_scales(ys, r.y_type, rng)
-        if limit == 0 or all(margin(terms(r.x_type, x, y, n)) >= 1 for x in xs for y in ys):
+        if limit == 0 or (cross_margin(cross_terms(r.x_type, xs, ys, n)) >= 1).all():
             return xs, ys, n
         limit //= 2
 
