@@ -87,6 +87,16 @@ def test_bench_ggml_needs_a_checkout(capsys):
     assert "needs --checkout" in capsys.readouterr().err
 
 
+def test_bench_ggml_cold_builds_everything_and_judges_every_verdict_again(capsys):
+    """`lowp bench ggml --cold` (issue 35's 20 minutes are a cold campaign's): the builds on an empty cache join
+    the time, and no verdict is reused (the campaign runs --fresh), even right after the same campaign."""
+    assert main(["bench", "ggml", "--checkout", str(TREE), "--isa", "x64", "--cold", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "an empty build cache, every verdict judged again" in out and "| wall time" in out
+    builds = float(next(line for line in out.splitlines() if "builds" in line and "|" in line).split("|")[2])
+    assert builds > 0.5, out          # the tree's x64 build compiled, not found in a cache
+
+
 def test_quantizers_are_judged_against_their_named_variant(campaign):
     """The tree's q8_0 quantizer: x86's AVX path (127/amax, ties to even) and the generic reference (1/(amax/127),
     roundf) are right; AArch64's rounds ties away where ggml's NEON path rounds them to even, and the failure names
