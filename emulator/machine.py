@@ -35,8 +35,11 @@ how many of each.
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +53,33 @@ from lowp.emulator.build import Binary
 from lowp.emulator.placement import check_alignment, padded_after
 from lowp.emulator.errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
                      UndefinedInstruction, describe_out_of_bounds, stopped_after)
+
+@contextmanager
+def signals_stop(uc):
+    """Ctrl-C (or a Python SIGTERM handler) during emu_start stops the emulation and then reaches its handler. A
+    Python handler runs inside whichever hook callback is executing, and an exception it raises there is lost:
+    Unicorn's binding catches a hook's exception only inside its wrapper's `try`, and one raised at the wrapper's
+    first bytecode goes to ctypes, which prints "Exception ignored" and goes on (measured: a SIGINT to `lowp emulate`
+    on a runaway loop waited out the 60 s budget). So while emu_start runs, the handler only notes the signal and
+    stops the CPU; the signal is raised again, to the handler it had, once emu_start has returned."""
+    if threading.current_thread() is not threading.main_thread():
+        yield                       # signal handlers are the main thread's
+        return
+    caught: list[int] = []
+
+    def note(signum, frame):
+        caught.append(signum)
+        uc.emu_stop()
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    before = {s: signal.signal(s, note) for s, h in before.items() if callable(h)}   # SIG_DFL and SIG_IGN stay
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+        if caught:
+            signal.raise_signal(caught[0])
+
 
 DEFAULT_BUDGET = 500_000_000
 STACK_TOP, STACK_SIZE = 0x7F00_0000, 1 << 20
@@ -397,8 +427,9 @@ class Machine:
         t0 = time.perf_counter()
         try:
             try:
-                self.uc.emu_start(entry, RETURN, timeout=int(opts["seconds"] * 1e6) if opts["seconds"] else 0,
-                                  count=0 if count or not opts["budget"] else opts["budget"])
+                with signals_stop(self.uc):
+                    self.uc.emu_start(entry, RETURN, timeout=int(opts["seconds"] * 1e6) if opts["seconds"] else 0,
+                                      count=0 if count or not opts["budget"] else opts["budget"])
             except UcError as e:
                 error = s["error"] or EmulationFailed(f"Unicorn stopped: {e} at pc {self.uc.reg_read(self.cc.pc):#x}")
             seconds = time.perf_counter() - t0

@@ -334,3 +334,28 @@ def test_a_ggml_campaign_on_the_cluster_gives_the_process_pools_verdicts(cluster
     assert pool.keys() == ray_rows.keys() and len(pool) >= 10
     assert {i: r["verdict"] for i, r in ray_rows.items()} == {i: r["verdict"] for i, r in pool.items()}
     assert all(r["node"]["ray_node"] in cluster.values() for r in ray_rows.values())
+
+
+def test_an_interrupted_ggml_campaign_on_the_cluster_resumes(cluster, tmp_path):
+    """Issue 36: a library campaign on Ray that stopped half way (its journal cut after the middle row, which is
+    what a run killed there leaves) resumes on the cluster: every check has one row in the end, the kept ones are
+    not run again, and the verdicts are the whole run's."""
+    from tests.test_ggml_tree import TREE
+    out = tmp_path / "ray"
+    argv = ["ggml", str(TREE), "--type", "q4_0", "--isa", "x64", "--isa", "haswell", "--examples", "2", "--fresh",
+            "--out", str(out), "--ray"]
+    assert main(argv) == 1
+    whole = {r["id"]: r["verdict"] for r in json.loads((out / "report.json").read_text())["rows"]}
+    journal = out / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    row_lines = [i for i, line in enumerate(lines) if json.loads(line)["event"] == "row"]
+    cut = row_lines[len(row_lines) // 2]
+    journal.write_text("\n".join(lines[:cut + 1]) + "\n")
+    kept = {json.loads(line)["id"] for line in lines[:cut + 1] if json.loads(line)["event"] == "row"}
+    assert 0 < len(kept) < len(whole)
+    assert main([*argv, "--resume"]) == 1
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    ids = [e["id"] for e in events if e["event"] == "row"]
+    assert sorted(ids) == sorted(whole), "every check has exactly one row"
+    assert not {e.get("check") for e in events[cut + 1:] if e["event"] == "case"} & kept, "a kept check ran again"
+    assert {r["id"]: r["verdict"] for r in json.loads((out / "report.json").read_text())["rows"]} == whole

@@ -53,7 +53,7 @@ def source(intrinsics) -> str:
 
 class HvxQemuBackend:
     """Runs HVX intrinsics under qemu-hexagon -cpu v68 (lowp.emulator.qemu's HEXAGON guest)."""
-    name = "qemu-hexagon"
+    name, arch = "qemu-hexagon", "hexagon"
 
     def __init__(self, intrinsics=None, qemu: str | None = None):
         from lowp.isa_models import intrinsics as registered

@@ -1,17 +1,18 @@
 """`lowp isa list` and `lowp isa verify`: the instruction models, and their proof against real instructions."""
 from __future__ import annotations
 
-from lowp.cli import seed as seed_type
-
 import sys
 import time
 
+import numpy as np
 from tabulate import tabulate
+
+from lowp.cli import seed as seed_type
 
 from lowp.isa_models import instructions, intrinsics
 
 
-ARCHES = ("x86", "aarch64", "riscv64", "arm", "wasm32")
+ARCHES = ("x86", "aarch64", "riscv64", "arm", "wasm32", "hexagon")
 AMX = ("tdpbssd", "tdpbsud", "tdpbusd", "tdpbuud")
 
 
@@ -102,6 +103,8 @@ def target_of(v) -> str:
         return "arm (qemu)"
     if intr.instruction.arch == "wasm32":
         return "wasm32 (wasmtime)"
+    if intr.instruction.arch == "hexagon":
+        return "hexagon (qemu)"
     if "avx10_2" in intr.features:
         return "x86 AVX10.2 (modelled)"
     if getattr(intr, "vl", 0):
@@ -169,6 +172,22 @@ def verify_rvv(intr, backends, vlens, registers, seed):
             for vlen in vlens]
 
 
+def verify_hvx(intr, backends, registers, seed):
+    """An HVX intrinsic on qemu-hexagon, lane by lane against its model (lowp.isa_models.verify.hvx_proof: the
+    lanes' extremes, the scalar's shift and length edges, then random registers)."""
+    from lowp.isa_models.verify import hvx_proof
+    from lowp.isa_models.verify.proof import Verdict
+    ready = [b for b in backends if not b.unavailable(intr)]
+    if not ready:
+        reasons = "; ".join(f"{b.name}: {b.unavailable(intr)}" for b in backends)
+        return Verdict(intr, "-", "skipped", reason=reasons or "no Hexagon back end here")
+    start = time.perf_counter()
+    v = hvx_proof.verify(intr, ready[0], random_registers=registers, seed=seed)
+    lanes = v.registers * int(np.asarray(intr(*hvx_proof.registers(intr, 1, seed)[0])).size)     # result lanes
+    return Verdict(intr, ready[0].name, "verified" if v.mismatch is None else "FAILED", v.registers, lanes,
+                   reason=v.mismatch or "", seconds=time.perf_counter() - start)
+
+
 def modelled_not_proven(v):
     """An AVX10.2 intrinsic no executor here runs: checked against the scalar reading of the pseudocode in the
     tests only (tests/test_x86_amx_avx10.py), so it is reported as such, not as an ordinary skip."""
@@ -194,6 +213,8 @@ def cmd_verify(args) -> int:
     for i in selected:
         if i.instruction.arch == "riscv64":
             verdicts += verify_rvv(i, backends["riscv64"], args.vlen, args.registers, args.seed)
+        elif i.instruction.arch == "hexagon":
+            verdicts.append(verify_hvx(i, backends["hexagon"], args.registers, args.seed))
         elif i.scalable:
             verdicts += verify_scalable(i, backends[i.instruction.arch], args.registers, args.seed)
         else:
@@ -227,7 +248,7 @@ def cmd_verify(args) -> int:
           f"{len(failed)} disagreed; "
           f"{time.perf_counter() - start:.1f} s")
     for v in failed:
-        print(f"\nFIRST DISAGREEMENT\n{v.disagreement}", file=sys.stderr)
+        print(f"\nFIRST DISAGREEMENT\n{v.disagreement or v.reason}", file=sys.stderr)
     for v in amx_verdicts:
         if v.status == "FAILED":
             print(f"\nFIRST DISAGREEMENT (AMX)\n{v.disagreement}", file=sys.stderr)
