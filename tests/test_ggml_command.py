@@ -204,3 +204,37 @@ def test_an_executor_gap_is_a_skipped_row_naming_the_executor_not_a_failure(tmp_
     dot = kernels["ggml_vec_dot_q8_0_q8_0@x64"]
     assert status == 0 and dot["status"] == "skipped" and "does not implement" in dot["reason"]
     assert kernels["quantize_row_q8_0@x64"]["status"] == "passed"          # vd.quantize was not patched
+
+
+def test_since_judges_only_the_kernels_built_from_changed_files(tmp_path, capsys):
+    """`--since REV` (issue 36): on a git checkout, only the kernels whose build compiles a file changed since REV
+    (or may include a changed header) are judged; nothing changed is exit 0 with nothing judged; a REV git does
+    not know is exit 2 naming it."""
+    import shutil
+    import subprocess
+    tree = tmp_path / "ggml"
+    shutil.copytree(TREE, tree)
+
+    def git(*argv):
+        subprocess.run(["git", "-C", str(tree), *argv], check=True, capture_output=True)
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=lowp", "-c", "user.email=lowp@example.org", "commit", "-qm", "the tree")
+    argv = ["ggml", str(tree), "--isa", "x64", "--examples", "2", "--since", "HEAD"]
+    assert main([*argv, "--out", str(tmp_path / "unchanged")]) == 0
+    assert "no kernel of the selection changed since HEAD" in capsys.readouterr().out
+    edited = tree / "src" / "ggml-cpu" / "arch" / "x86" / "repack.cpp"
+    edited.write_text(edited.read_text() + "\n// an edit\n")
+    main([*argv, "--out", str(tmp_path / "edited")])
+    out = capsys.readouterr().out
+    judged = [k["name"] for k in json.loads((tmp_path / "edited" / "campaign.json").read_text())["kernels"]]
+    assert judged and all(name.startswith(("ggml_gemv_", "ggml_gemm_")) for name in judged), judged
+    assert "--since HEAD: " in out and "kernels build from files changed since then" in out
+    header = tree / "src" / "ggml-cpu" / "simd-mappings.h"
+    header.write_text("// a new header: every kernel that may include it is judged again\n")
+    main([*argv, "--out", str(tmp_path / "header")])
+    capsys.readouterr()
+    again = json.loads((tmp_path / "header" / "campaign.json").read_text())["kernels"]
+    assert {k["name"] for k in again} > set(judged)
+    assert main([*argv[:-1], "no-such-rev", "--out", str(tmp_path / "bad")]) == 2
+    assert "--since no-such-rev" in capsys.readouterr().err

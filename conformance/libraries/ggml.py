@@ -289,6 +289,12 @@ class Ggml(Library):
         from lowp.conformance.run.ggml import plan
         return plan(kernels)
 
+    def inputs(self, entry: dict) -> tuple[list[Path], list[Path]]:
+        """A ggml entry's compiled files (its two quants.c or repack.cpp, ggml-quants.c) and the folders whose
+        headers its key covers (VecDotKernel.key): its include folders and its arch folder."""
+        files = [Path(entry[k]) for k in ("arch_source", "generic_source", "quants_source") if entry.get(k)]
+        return files, [*(Path(d) for d in entry["include_dirs"]), Path(entry["arch_source"]).parent]
+
     def reproduce(self, found: list[dict], rows: list[dict], folder: Path) -> list[dict]:
         from lowp.conformance.report.ggml import reproducers
         return reproducers(found, rows, folder)

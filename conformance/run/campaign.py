@@ -91,6 +91,13 @@ class Library:
         """Each finding's standalone C reproducer, written to folder/<id>.c (and run where this machine can)."""
         return reproduce(found, rows, folder)
 
+    def inputs(self, entry: dict) -> tuple[list[Path], list[Path]]:
+        """(the files an entry's build compiles, the folders whose headers it may include): what `--since` asks a
+        change about. The default reads lowp kernel entries: their sources, include folders and the sources'
+        folders."""
+        sources = [Path(s) for s in entry.get("sources", [])]
+        return sources, [*(Path(d) for d in entry.get("include_dirs", [])), *(s.parent for s in sources)]
+
 
 @dataclass
 class Campaign:
@@ -108,6 +115,7 @@ class Campaign:
     ray: str | None = None                          # run the checks on this Ray cluster ('local': one started here)
     reuse: bool = True                              # take earlier campaigns' verdicts of unchanged checks
                                                     # (lowp.conformance.run.verdicts); --fresh: False
+    since: str | None = None                        # --since REV: only kernels whose files changed since REV
     settings: dict = field(default_factory=dict)    # what campaign.json records of the command line
 
     @property
@@ -127,6 +135,11 @@ def run(campaign: Campaign) -> tuple[int, Any]:
     if not items:
         print("error: no kernel of the checkout matches the selection", file=sys.stderr)
         return 2, None
+    if campaign.since is not None:
+        items, entries = changed_since(campaign, items, entries)
+        if not items:
+            print(f"no kernel of the selection changed since {campaign.since}: nothing to judge")
+            return 0, None
     mapping = time.perf_counter() - started
     kernels = register(campaign.library, items, entries, campaign.toml)
     build_started = time.perf_counter()
@@ -159,6 +172,56 @@ def map_kernels(campaign: Campaign) -> tuple[list[Item], dict[str, dict]]:
             else:
                 item.skip = (result.category, result.message)
     return items, entries
+
+
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".inc", ".inl")
+
+
+class SinceError(ValueError):
+    """--since REV cannot be answered: not a git checkout, or git does not know REV (the command exits 2)."""
+
+
+def changed_files(path: Path, rev: str) -> set[Path]:
+    """The files of the git checkout holding `path` that differ from REV: committed, staged and unstaged changes
+    (`git diff REV`), deletions included, and the untracked files git does not ignore. Absolute paths."""
+    import subprocess
+
+    def git(*argv: str) -> str:
+        done = subprocess.run(["git", "-C", str(path), *argv], capture_output=True, text=True)
+        if done.returncode:
+            raise SinceError(f"--since {rev}: git {argv[0]} failed: {(done.stderr or done.stdout).strip()[:300]}")
+        return done.stdout
+    try:
+        top = Path(git("rev-parse", "--show-toplevel").strip())
+        git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+        names = git("diff", "--name-only", "-z", rev, "--").split("\0")
+        names += git("ls-files", "--others", "--exclude-standard", "-z").split("\0")
+    except OSError as e:
+        raise SinceError(f"--since {rev}: git cannot run here: {e}") from None
+    return {(top / n).resolve() for n in names if n}
+
+
+def changed_since(campaign: Campaign, items: list[Item], entries: dict) -> tuple[list[Item], dict]:
+    """The items --since keeps: a kernel whose build compiles a changed file, or that may include a changed
+    header (one in or under its include and source folders: a superset of what it reads, which the kept verdicts
+    then narrow: lowp.conformance.run.verdicts keys a verdict by the headers the compiler really read); a kernel
+    lowp does not judge, only where the file it was found in changed. Prints how many of how many."""
+    where = Path(campaign.library.source(campaign.checkout)["path"])
+    changed = changed_files(where, campaign.since)
+    headers = [c for c in changed if c.suffix in HEADER_SUFFIXES]
+
+    def touched(item: Item) -> bool:
+        entry = entries.get(item.name)
+        if entry is None:       # item.where names the file relative to the library's root: match its tail
+            return any(str(c).endswith("/" + item.where.split(":")[0]) for c in changed)
+        files, folders = campaign.library.inputs(entry)
+        folders = [Path(f).resolve() for f in folders]
+        return any(Path(f).resolve() in changed for f in files) or \
+            any(h.is_relative_to(folder) for h in headers for folder in folders)
+    kept = [i for i in items if touched(i)]
+    print(f"--since {campaign.since}: {len(kept)} of {len(items)} kernels build from files changed since then "
+          f"({len(changed)} changed files); the others are not judged")
+    return kept, {i.name: entries[i.name] for i in kept if i.name in entries}
 
 
 def write_toml(path: Path, entries: list[dict], items: list[Item], campaign: Campaign) -> None:

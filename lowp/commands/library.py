@@ -27,6 +27,10 @@ def add_campaign_options(p, default_out: str) -> None:
     p.add_argument("--fresh", action="store_true",
                    help="judge every kernel again: no verdict an earlier campaign kept (same kernel sources and "
                         "build, lowp code and options) is reused")
+    p.add_argument("--since", default=None, metavar="REV",
+                   help="only the kernels whose files changed since the git revision REV (committed, staged, "
+                        "unstaged or untracked: a pull request's `--since origin/main`): a kernel whose build "
+                        "compiles a changed file, or that may include a changed header; the rest are not judged")
     p.add_argument("--seed", type=seed_type, default=0, help="seed of the cases' values and of the search (default 0)")
     p.add_argument("--timeout", type=float, default=600, help="seconds before a check counts as hung (default 600)")
     p.add_argument("--backend", choices=BACKENDS, default=None,
@@ -74,10 +78,13 @@ def _campaign(library, args, selection: dict, held) -> int:
                 "seed": args.seed, "grid": options["grid"], "jobs": args.jobs, "timeout": args.timeout,
                 "backend": args.backend, **{f"{key}s": values for key, values in selection.items()},
                 "kernels": args.kernel, "kernels_files": [str(args.out / "kernels.toml")], "out": str(args.out),
-                "resume": args.resume, "fresh": args.fresh, "ray": args.ray}
+                "resume": args.resume, "fresh": args.fresh, "ray": args.ray, "since": args.since}
     run = campaign.Campaign(library, checkout, args.out, selection={k: v for k, v in selection.items() if v},
                             kernel_globs=tuple(args.kernel), options=options, jobs=args.jobs, resume=args.resume,
                             timeout=args.timeout, write_toml=args.write_toml, settings=settings,
-                            reuse=not args.fresh, ray=args.ray)
-    status, stop = campaign.run(run)
+                            reuse=not args.fresh, ray=args.ray, since=args.since)
+    try:
+        status, stop = campaign.run(run)
+    except campaign.SinceError as e:
+        return _fail(str(e))
     return stopped(stop, stop.rows) if stop is not None else status
