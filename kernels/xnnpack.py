@@ -13,6 +13,7 @@ kernels/include/lowp/xnnpack.h.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -627,6 +628,13 @@ def weight_blocks(K: int, N: int, *, nr: int, kr: int, sr: int, ks: int = 1):
     """The blocks of nr columns of the packed weights, in order: (block, the index k * N + n into B of each weight
     byte of the block, tap by tap, -1 for padding). pack_weights lays the bytes out from it, and lowp prove lays
     out symbolic ones the same way."""
+    return enumerate(_weight_layout(K, N, nr, kr, sr, ks))
+
+
+@functools.lru_cache(maxsize=256)
+def _weight_layout(K: int, N: int, nr: int, kr: int, sr: int, ks: int) -> tuple[np.ndarray, ...]:
+    """weight_blocks' index arrays, one per block (read-only): a check packs hundreds of cases of a few shapes, and
+    the layout depends on the shape alone."""
     _check_blocks(kr, sr)
     if K % ks:
         raise ValueError(f"K={K} is not ks={ks} taps of equal depth")
@@ -634,10 +642,13 @@ def weight_blocks(K: int, N: int, *, nr: int, kr: int, sr: int, ks: int = 1):
     blocks = -(-N // nr)
     index = np.full((K, blocks * nr), -1, np.int64)
     index[:, :N] = np.arange(K * N).reshape(K, N)
+    layout = []
     for b in range(blocks):
         cols = slice(b * nr, (b + 1) * nr)
-        yield b, np.concatenate([_weights_8bit(index[p * kc:(p + 1) * kc, cols], nr, kr, sr, -1)
-                                 for p in range(ks)])
+        taps = np.concatenate([_weights_8bit(index[p * kc:(p + 1) * kc, cols], nr, kr, sr, -1) for p in range(ks)])
+        taps.flags.writeable = False
+        layout.append(taps)
+    return tuple(layout)
 
 
 def _column_block(values, b: int, nr: int, N: int, dtype) -> np.ndarray:
