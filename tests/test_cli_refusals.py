@@ -50,8 +50,10 @@ def test_ctrl_c_is_one_line_and_status_130(argv, tmp_path):
     loop = tmp_path / "loop.c"
     loop.write_text("void f(void) { for (;;) { } }\n")
     argv = [str(loop) if a == "LOOP" else a for a in argv]
+    # SIGINT as a terminal's foreground job has it: a suite started in the background of a non-interactive shell
+    # (`bash .ci/run &`) hands it down ignored, and Python keeps an ignored SIGINT ignored
     proc = subprocess.Popen([sys.executable, "-m", "lowp", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # past the imports and into the work (for `emulate`, a runaway loop under Unicorn for up to 60 s: a SIGINT there
     # was lost in a hook callback and the run waited out the budget, exit 1; emulator/machine.py signals_stop)
     time.sleep(5)
@@ -73,9 +75,13 @@ def test_ctrl_c_stops_a_unicorn_call_at_once_whatever_hook_it_lands_in(tmp_path)
     loop = tmp_path / "loop.c"
     loop.write_text("void f(void) { for (;;) { } }\n")
     machine = choose("aarch64", (), None, "unicorn").machine([loop], flags=["-O2"], vector_bits=None, features=())
-    for _ in range(3):                  # the lost signal was a race: three tries, each must stop
-        timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
-        timer.start()
-        with pytest.raises(KeyboardInterrupt):
-            machine.call("f", names=[], budget=None, count=True, seconds=120)
-        timer.join()
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)     # Python's own, even where the suite
+    try:                                                                  # was started with SIGINT ignored
+        for _ in range(3):              # the lost signal was a race: three tries, each must stop
+            timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                machine.call("f", names=[], budget=None, count=True, seconds=120)
+            timer.join()
+    finally:
+        signal.signal(signal.SIGINT, before)
