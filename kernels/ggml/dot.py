@@ -120,12 +120,6 @@ class CrossTerms:
         scaled = self.sums * self.x_scale[None, :, :] * self.y_scale[:, None, :]
         return scaled.sum(axis=2) + self.y_sums @ self.offsets.T
 
-    def pair(self, r: int, c: int) -> Terms:
-        """The Terms of row r by column c alone (what `terms` gives for them)."""
-        return Terms(self.sums[r, c], self.x_scale[c].astype(np.float32), self.y_scale[r].astype(np.float32),
-                     self.offsets[c].astype(np.float32), [Fraction(float(v)) for v in self.y_sums[r]],
-                     self.abs_sums[r, c])
-
 
 def cross_terms(x_type: str, x_rows, y_rows, n: int, grids: Grids | None = None) -> CrossTerms:
     """The CrossTerms of weight rows x_rows (each the blocks of ggml_vec_dot_<x_type>'s x for n values) by

@@ -80,7 +80,7 @@ def _lowest_bits_or(values: np.ndarray, used: np.ndarray, otherwise: int) -> np.
 
 
 def cross_margin(t: CrossTerms, bits: int = 24) -> np.ndarray:
-    """margin of every pair of a CrossTerms at once ((nr, nc), equal to margin(t.pair(r, c)) with bits = 24);
+    """margin of every pair of a CrossTerms at once ((nr, nc), with bits = 24 equal to margin of the pair's Terms);
     bits = 53 says where summing the pair in float64 (CrossTerms.values) is exact."""
     never = 1 << 20                                     # above any exponent: a term that is zero bounds nothing
     a, b = t.x_scale[None, :, :], t.y_scale[:, None, :]
