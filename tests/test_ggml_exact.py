@@ -78,6 +78,7 @@ def test_cross_terms_are_every_pairs_terms(x_type):
     bits says so, in the exact domain and far outside it (full-range activations, scales left as drawn)."""
     from lowp.kernels.ggml import exact as ex
     from lowp.kernels.ggml.dot import cross_terms
+    from lowp.kernels.ggml.exact import margin_exact
     rng = np.random.default_rng(sum(map(ord, x_type)) + 35)
     for blocks, limit in ((1, 127), (3, 127), (2, 1)):
         xs = [draw(x_type, blocks, rng)[0] for _ in range(3)]
@@ -91,5 +92,6 @@ def test_cross_terms_are_every_pairs_terms(x_type):
             for c, x in enumerate(xs):
                 t = terms(x_type, x, y, n)
                 assert margins[r, c] == margin(t), (x_type, blocks, r, c)
+                assert margins[r, c] <= margin_exact(t) * (1 + 1e-9), (x_type, blocks, r, c)   # the rational one
                 if float64_exact[r, c]:
                     assert Fraction(float(values[r, c])) == exact_dot(x_type, x, y, n), (x_type, blocks, r, c)

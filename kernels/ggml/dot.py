@@ -22,7 +22,7 @@ from math import gcd
 
 import numpy as np
 
-from lowp.kernels.ggml.blocks import FORMATS, IQ_FORMATS, QK_K, Decoded, Format, with_grids
+from lowp.kernels.ggml.blocks import FORMATS, IQ_FORMATS, QK_K, Format, with_grids
 from lowp.kernels.ggml.grids import Grids
 
 # type_traits_cpu[x].vec_dot_type: the activation format each weight format is multiplied with.
@@ -54,6 +54,13 @@ class Terms:
                      for i, a, b in zip(self.sums, self.x_scale, self.y_scale)), Fraction(0))
         return total + sum((Fraction(float(o)) * y for o, y in zip(self.offsets, self.y_sums)), Fraction(0))
 
+    def crossed(self) -> "CrossTerms":
+        """This pair as the CrossTerms of one activation row by one weight row (what exact.cross_margin reads)."""
+        return CrossTerms(self.sums[None, None, :], self.abs_sums[None, None, :],
+                          self.x_scale.astype(np.float64)[None, :], self.y_scale.astype(np.float64)[None, :],
+                          self.offsets.astype(np.float64)[None, :],
+                          np.array([float(v) for v in self.y_sums], np.float64).reshape(1, -1))
+
 
 def formats_for(x_type: str, grids: Grids | None = None) -> dict[str, Format]:
     """The formats a dot product of x_type reads: an iq format's reads its grids (default gguf's)."""
@@ -69,26 +76,9 @@ def blocks_of(name: str, n: int) -> int:
 
 
 def terms(x_type: str, x_raw, y_raw, n: int, grids: Grids | None = None) -> Terms:
-    """The terms of ggml_vec_dot_<x_type>_<vec_dot_type>(n, x, y): x_raw and y_raw hold its blocks."""
-    y_type = VEC_DOT_TYPE[x_type]
-    formats = formats_for(x_type, grids)
-    xf, yf = formats[x_type], formats[y_type]
-    xr = xf.records(x_raw)[: blocks_of(x_type, n)]
-    yr = yf.records(y_raw)[: blocks_of(y_type, n)]
-    if len(xr) * xf.qk != n or len(yr) * yf.qk != n:
-        raise ValueError(f"{x_type} x {y_type}: {len(xr)} and {len(yr)} blocks given for n = {n}")
-    x, y = xf.decode(xr), yf.decode(yr)
-    group = gcd(SCALE_GROUP.get(x_type, xf.qk), yf.qk)
-    products = (x.codes.reshape(-1).astype(np.int64) * y.codes.reshape(-1)).reshape(-1, group)
-    offsets, y_sums = _minimum_terms(x_type, x, yr, y_type)
-    return Terms(products.sum(axis=1), x.scale.reshape(-1)[::group], y.scale.reshape(-1)[::group], offsets, y_sums,
-                 np.abs(products).sum(axis=1))
-
-
-def _minimum_terms(x_type: str, x: Decoded, yr: np.ndarray, y_type: str) -> tuple[np.ndarray, list[Fraction]]:
-    if x_type not in MIN_GROUP:
-        return np.zeros(0, np.float32), []
-    return x.offset.reshape(-1)[::MIN_GROUP[x_type]], [Fraction(float(v)) for v in _stored_sums(x_type, yr, y_type)]
+    """The terms of ggml_vec_dot_<x_type>_<vec_dot_type>(n, x, y): x_raw and y_raw hold its blocks (the one pair
+    of cross_terms of one row each)."""
+    return cross_terms(x_type, [x_raw], [y_raw], n, grids).pair(0, 0)
 
 
 def _stored_sums(x_type: str, yr: np.ndarray, y_type: str) -> np.ndarray:
@@ -119,6 +109,13 @@ class CrossTerms:
         exact.cross_margin(self, 53) >= 1 (the caller's to check)."""
         scaled = self.sums * self.x_scale[None, :, :] * self.y_scale[:, None, :]
         return scaled.sum(axis=2) + self.y_sums @ self.offsets.T
+
+    def pair(self, r: int, c: int) -> Terms:
+        """The Terms of activation row r by weight row c (scales back in float32, stored sums as Fractions: each
+        value exact)."""
+        return Terms(self.sums[r, c], self.x_scale[c].astype(np.float32), self.y_scale[r].astype(np.float32),
+                     self.offsets[c].astype(np.float32), [Fraction(float(v)) for v in self.y_sums[r]],
+                     self.abs_sums[r, c])
 
 
 def cross_terms(x_type: str, x_rows, y_rows, n: int, grids: Grids | None = None) -> CrossTerms:

@@ -54,22 +54,8 @@ def _lowest_bit(values: np.ndarray) -> np.ndarray:
 
 
 def margin(t: Terms) -> float:
-    """margin_exact in numpy (a case is drawn through it hundreds of times): the smallest unit from the exponents'
-    lowest bits (a product's lowest bit is the sum of its factors'), the magnitudes summed in float64 and rounded up
-    by far more than float64's error, so it never says >= 1 where margin_exact does not."""
-    a, b = t.x_scale.astype(np.float64), t.y_scale.astype(np.float64)
-    offsets = np.asarray(t.offsets, np.float64)
-    y_sums = np.array([float(v) for v in t.y_sums], np.float64)     # exact: fp16, or int16 times an fp32 d
-    used = (a != 0) & (b != 0)
-    lows = [np.minimum(0, _lowest_bit(a[used]) + _lowest_bit(b[used]))] if used.any() else []
-    on = (offsets != 0) & (y_sums != 0)
-    if on.any():
-        lows.append(np.minimum(0, _lowest_bit(offsets[on]) + _lowest_bit(y_sums[on])))
-    total = float(np.sum(t.abs_sums.astype(np.float64) * np.abs(a) * np.abs(b)) + np.sum(np.abs(offsets * y_sums)))
-    if not total:
-        return float("inf")
-    unit = min((int(x.min()) for x in lows), default=0)
-    return float(np.ldexp(1.0, 24 + unit)) / (total * (1 + 2.0 ** -40))
+    """margin_exact in numpy (a case is drawn through it hundreds of times): cross_margin of the one pair."""
+    return float(cross_margin(t.crossed())[0, 0])
 
 
 def _lowest_bits_or(values: np.ndarray, used: np.ndarray, otherwise: int) -> np.ndarray:
@@ -80,8 +66,10 @@ def _lowest_bits_or(values: np.ndarray, used: np.ndarray, otherwise: int) -> np.
 
 
 def cross_margin(t: CrossTerms, bits: int = 24) -> np.ndarray:
-    """margin of every pair of a CrossTerms at once ((nr, nc), with bits = 24 equal to margin of the pair's Terms);
-    bits = 53 says where summing the pair in float64 (CrossTerms.values) is exact."""
+    """margin_exact of every pair of a CrossTerms at once ((nr, nc)), in numpy: the smallest unit from the
+    exponents' lowest bits (a product's lowest bit is the sum of its factors'), the magnitudes summed in float64 and
+    rounded up by far more than float64's error, so it never says >= 1 where margin_exact does not. bits = 53 says
+    where summing the pair in float64 (CrossTerms.values) is exact."""
     never = 1 << 20                                     # above any exponent: a term that is zero bounds nothing
     a, b = t.x_scale[None, :, :], t.y_scale[:, None, :]
     low = np.minimum(0, (_lowest_bits_or(t.x_scale, t.x_scale != 0, never)[None, :, :]
