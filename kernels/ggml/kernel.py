@@ -76,9 +76,9 @@ class VecDotKernel:
                 **({"quants_source": str(b.quants_source)} if b.quants_source else {})}
 
     def key(self) -> str:
-        """SHA-256 of the entry, its sources' bytes (ggml-quants.c's too, where the build has it) and every header its build can include (the .h files of its
-        include folders and of its arch folder): what a journal row, and a verdict kept for a later campaign
-        (lowp.conformance.run.verdicts), was produced from."""
+        """SHA-256 of the entry, its sources' bytes (ggml-quants.c's too, where the build has it) and every header
+        its build can include (the .h files of its include folders and of its arch folder): what a journal row, and
+        a verdict kept for a later campaign (lowp.conformance.run.verdicts), was produced from."""
         h = hashlib.sha256(repr(sorted(self.entry().items())).encode())
         for p in self.build.sources:
             h.update(Path(p).read_bytes() if Path(p).is_file() else b"missing")

@@ -418,7 +418,8 @@ def bench_library(args, library: str, options: list[str], target: int, spelt: st
           f"judged again\n")
     print(tabulate([("wall time", f"{s['wall']:.1f}", f"{'within' if s['wall'] <= target else 'OVER'}"
                      f" {target // 60} min"),
-                    ("  mapping", f"{s['mapping']:.1f}", ""), ("  builds", f"{s['build']:.1f}", "cold" if args.cold else "cached where built before"),
+                    ("  mapping", f"{s['mapping']:.1f}", ""),
+                    ("  builds", f"{s['build']:.1f}", "cold" if args.cold else "cached where built before"),
                     ("  checks", f"{s['checks']:.1f}", ""),
                     ("per judged kernel: median", _s(k["median"]), f"{k['kernels']} kernels"),
                     ("per judged kernel: p90", _s(k["p90"]), ""), ("per judged kernel: max", _s(k["max"]), "")],
