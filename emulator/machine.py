@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from collections import Counter
 from contextlib import contextmanager
@@ -51,33 +50,29 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETC
 from lowp.emulator.aarch64.aapcs64 import AAPCS64, REGISTER_STATES
 from lowp.emulator.build import Binary
 from lowp.emulator.placement import check_alignment, padded_after
+from lowp.emulator.signal_handlers import handling
 from lowp.emulator.errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
                      UndefinedInstruction, describe_out_of_bounds, stopped_after)
 
+
 @contextmanager
 def signals_stop(uc):
-    """Ctrl-C (or a Python SIGTERM handler) during emu_start stops the emulation and then reaches its handler. A
+    """Ctrl-C or SIGTERM during emu_start stops the emulation and then reaches its handler. A
     Python handler runs inside whichever hook callback is executing, and an exception it raises there is lost:
     Unicorn's binding catches a hook's exception only inside its wrapper's `try`, and one raised at the wrapper's
     first bytecode goes to ctypes, which prints "Exception ignored" and goes on (measured: a SIGINT to `lowp emulate`
     on a runaway loop waited out the 60 s budget). So while emu_start runs, the handler only notes the signal and
     stops the CPU; the signal is raised again, to the handler it had, once emu_start has returned."""
-    if threading.current_thread() is not threading.main_thread():
-        yield                       # signal handlers are the main thread's
-        return
     caught: list[int] = []
 
     def note(signum, frame):
         caught.append(signum)
         uc.emu_stop()
-    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    before = {s: signal.signal(s, note) for s, h in before.items() if callable(h)}   # SIG_DFL and SIG_IGN stay
     try:
-        yield
+        with handling((signal.SIGINT, signal.SIGTERM), note):
+            yield
     finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
-        if caught:
+        if caught:              # the handlers before are back: the signal reaches its own
             signal.raise_signal(caught[0])
 
 

@@ -16,8 +16,9 @@ import os
 import signal
 import struct
 import sys
-import threading
 from contextlib import contextmanager
+
+from lowp.emulator.signal_handlers import handling
 
 PR_SET_PDEATHSIG = 1          # <linux/prctl.h>
 GROUP = struct.Struct("<i")   # a process group id as the guardian reads it: > 0 watch it, < 0 forget it
@@ -56,17 +57,10 @@ def interruptible():
     """SIGTERM and SIGHUP raise Interrupted inside the block (Ctrl-C raises KeyboardInterrupt anyway); the handlers
     before it come back after. A signal ignored before stays ignored (`nohup lowp fuzz ...` goes on after a
     hangup). Only the main thread can set handlers: elsewhere the block changes nothing."""
-    if threading.current_thread() is not threading.main_thread():
+    with handling(STOP_SIGNALS, _raise_interrupted) as main:
+        if main:
+            _received.clear()
         yield
-        return
-    before = {s: signal.signal(s, _raise_interrupted) for s in STOP_SIGNALS
-              if signal.getsignal(s) is not signal.SIG_IGN}
-    _received.clear()
-    try:
-        yield
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
 
 
 class Guardian:

@@ -1,0 +1,24 @@
+"""Signal handlers for the length of a block, taken back after: what an emulated call (lowp.emulator.machine's
+signals_stop) and a run of checks (lowp.conformance.run.processes.interruptible) both need."""
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+
+
+@contextmanager
+def handling(signals, handler):
+    """`handler` for each of `signals` inside the block; the handlers before it come back after. A signal ignored
+    before stays ignored (`nohup lowp fuzz ...` goes on after a hangup), as does one whose handler is not Python's
+    to restore. Only the main thread can set handlers: elsewhere the block changes nothing. Yields whether it could
+    (whether this is the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield False
+        return
+    before = {s: signal.signal(s, handler) for s in signals if signal.getsignal(s) not in (signal.SIG_IGN, None)}
+    try:
+        yield True
+    finally:
+        for s, old in before.items():
+            signal.signal(s, old)
