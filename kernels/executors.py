@@ -8,6 +8,7 @@ import itertools
 import os
 import shutil
 import threading
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 
@@ -33,6 +34,21 @@ class BatchUnpinned(RuntimeError):
     """run_many(rerun=False) could not pin the batch's evidence on one case (a canary damaged, an input written):
     every case of the batch comes back as this, for the caller to rerun (conformance/run/batch.py reruns them on a
     fresh copy of the kernel brought to the state they started from)."""
+
+
+class CleanBatch(Sequence):
+    """run_many's answer where every case returned C: case i's C is `stacked[i]`, made only when asked for. A
+    batch's screen compares the (n, M, N) array whole (conformance/run/batch.py); a Python object per case would
+    cost about as much as running the case."""
+
+    def __init__(self, stacked: np.ndarray):
+        self.stacked = stacked
+
+    def __len__(self) -> int:
+        return len(self.stacked)
+
+    def __getitem__(self, i):
+        return list(self.stacked[i]) if isinstance(i, slice) else self.stacked[i]
 
 
 def _prototype(kernel: Kernel) -> str:
@@ -224,9 +240,9 @@ class NativeExecutor:
                        budget=self.budget, library=self.library_path)
             return c.array.copy()
 
-    def run_many(self, As, Bs, *, seeds, rerun: bool = True) -> list:
+    def run_many(self, As, Bs, *, seeds, rerun: bool = True) -> Sequence:
         """Per case, C exactly as run(A, B, seed=seed) gives it, or the exception run would raise for that case
-        (never raised here): the cases (all of one shape) go through the guard library's batch entry, in one set
+        (never raised here; a CleanBatch where every case returned C): the cases (all of one shape) go through the guard library's batch entry, in one set
         of guarded buffers laid out once (guard.call_batch). Where the batch's evidence cannot be pinned on one
         case (a canary damaged, a kernel that wrote its inputs), every case is rerun by run() instead (rerun=False:
         every case comes back as BatchUnpinned, for a caller that reruns them in the state they started from). After a
@@ -254,6 +270,8 @@ class NativeExecutor:
                     f"case {int(np.argmax(done.inputs_changed))} wrote its inputs"
                 return [BatchUnpinned(f"{what} in a batch of {len(As)}: not pinned on one case")] * len(As)
             return [outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
+        if not done.faults:
+            return CleanBatch(done.C)
         out = [done.faults.get(i, C) for i, C in enumerate(done.C)]
         return out if done.stopped is None else stopped_after(out[:done.stopped], len(out))
 

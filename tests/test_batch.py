@@ -259,15 +259,17 @@ def _bench_fuzz(*args, cwd):
 
 
 def test_lowp_bench_fuzz_measures_a_users_kernel_and_names_bad_choices(tmp_path):
-    """`lowp bench fuzz --kernels FILE --kernel NAME`: the user's native kernel beside the emulated default, every
-    figure a number (not timed: the ratios are the benchmark's business); a kernel it cannot measure is one line
-    naming why, exit 2."""
+    """`lowp bench fuzz --kernels FILE --kernel NAME`: the user's native kernel beside the emulated default, and
+    `lowp fuzz` end to end on it beside the C harness, every figure a number (not timed: the ratios are the
+    benchmark's business); a kernel it cannot measure is one line naming why, exit 2."""
     done = _bench_fuzz("--kernels", str(CASES / "rare.toml"), "--kernel", "tc_right", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [line.split() for line in done.stdout.splitlines() if line.startswith(("tc_right", "sdot_s8_neon"))]
     assert [(r[0], r[1]) for r in rows] == [("tc_right", "native"), ("tc_right", "native"), ("sdot_s8_neon", "unicorn"),
-                                            ("sdot_s8_neon", "qemu")], done.stdout
+                                            ("sdot_s8_neon", "qemu"), ("tc_right", "lowp")], done.stdout
     assert float(rows[0][9].replace(",", "")) > 0        # batched / C harness, measured
+    command = "lowp fuzz --kernel tc_right --jobs 1 --budget 5s".split()
+    assert rows[4][1:9] == command and float(rows[4][11]) > 0, done.stdout     # end to end / C harness, measured
     for args, words in ((("--kernel", "nosuch"), "no kernel of this name"),
                         (("--kernel", "u8s8s32_avx2", "--kernel", "u8s8s32_ssse3"), "2 native kernels"),
                         (("--kernels", str(tmp_path / "none.toml")), "cannot read the kernels file")):

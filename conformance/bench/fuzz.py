@@ -3,10 +3,16 @@ the per-case path (what `lowp fuzz` paid per case before the batched path: a gua
 the batched path (conformance/run/batch.py), and, for the native kernel, a plain C harness built here with the system
 cc and run in the same run on the same kernel and the same case distribution: M <= 9, N <= 17, K <= 64 or 512,
 A and B uniform over the kernel's claimed domain, C poisoned before each call, every element compared with a naive
-C loop. The ratio batched / C harness is the figure (the target: at least a third)."""
+C loop. The ratio batched / C harness is the figure (the target: at least a third).
+
+`end_to_end` measures `lowp fuzz` itself on the native kernel, as a user runs it (one job, the default draws and
+search, every round's process, journal and report), beside the C harness measured right after it: issue 36's
+figure, lowp fuzz end to end / C harness (the target: at least a half)."""
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -55,7 +61,7 @@ def batched(kern, ex, dist: Distribution, seconds: float) -> float:
     while time.perf_counter() < stop:
         A3, B3 = dist.batch(kern, rng, batch.cases_per_batch(MAX_M, MAX_N, dist.max_k) if ex.backend == "native"
                             else EMULATED_BATCH)
-        if batch.screen(check, kern, ex, A3, B3, batch.draw_seeds(number, len(A3))).matched is None:
+        if batch.screen(check, kern, ex, A3, B3, batch.draw_seeds(number, len(A3))).reading is None:
             raise AssertionError(f"{kern.name} failed its claimed contract in the benchmark")
         done, number = done + len(A3), number + 1
     return done / (time.perf_counter() - start)
@@ -171,3 +177,41 @@ def fuzz_benchmark(native: str = NATIVE, emulated: str = EMULATED, seconds: floa
                 row["note"] = "no C harness: the kernel is not native here"
             rows.append(row)
     return rows
+
+
+# `lowp fuzz`'s budget for the end-to-end figure, in figures' seconds: long enough for a few rounds of both claimed
+# checks (a round of a check takes some 4 s at the default draws), so that the round the budget cuts counts little.
+END_TO_END_BUDGET = 10
+
+
+def end_to_end(native: str = NATIVE, seconds: float = 3.0, kernel_files=()) -> dict:
+    """`lowp fuzz --kernel NATIVE --jobs 1` for END_TO_END_BUDGET * seconds, in a process of its own, then the C
+    harness for `seconds` on the kernel (K <= 64): the campaign's cases executed (generated, drawn and searched) per
+    second of its run (fuzz.json), and its ratio to the C harness's."""
+    from lowp.kernels import executor, kernel
+    kern = kernel(native)
+    row = {"kernel": native, "command": f"lowp fuzz --kernel {native} --jobs 1 --budget {END_TO_END_BUDGET * seconds:g}s"}
+    reason = executor(kern).unavailable()
+    if reason:
+        return {**row, "note": f"skipped: {reason}"}
+    campaign = fuzz_campaign(native, END_TO_END_BUDGET * seconds, kernel_files)
+    summary = campaign["summary"]
+    row["end-to-end/s"] = summary["executed"] / campaign["seconds"]
+    row["C harness/s"] = c_harness(kern, Distribution(DEPTHS[0]), seconds)
+    row["end-to-end/C harness"] = row["end-to-end/s"] / row["C harness/s"]
+    row["note"] = (f"{summary['executed']:,} cases in {campaign['seconds']:.1f} s, {summary['rounds']} round(s); "
+                   f"C harness at M<={MAX_M} N<={MAX_N} K<={DEPTHS[0]}")
+    return row
+
+
+def fuzz_campaign(name: str, budget: float, kernel_files=()) -> dict:
+    """fuzz.json of a `lowp fuzz --kernel NAME --jobs 1 --budget BUDGET` campaign run here (a counterexample is the
+    benchmark's failure: it measures a kernel that keeps its claims)."""
+    files = [arg for path in kernel_files for arg in ("--kernels", str(path))]
+    with tempfile.TemporaryDirectory(prefix="lowp-bench-fuzz-") as tmp:
+        out = Path(tmp) / "fuzz"
+        done = subprocess.run([sys.executable, "-m", "lowp", "fuzz", "--kernel", name, "--jobs", "1", "--budget",
+                               f"{budget:g}s", "--out", str(out), *files], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise AssertionError(f"lowp fuzz --kernel {name} exited {done.returncode}:\n{done.stdout}{done.stderr}")
+        return json.loads((out / "fuzz.json").read_text())

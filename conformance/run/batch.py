@@ -22,7 +22,7 @@ import functools
 import os
 import zlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -125,13 +125,24 @@ def unpinned(outcomes) -> bool:
 
 @dataclass
 class Screen:
-    """A batch's screening: the matched reading of every case if the batch was clean, else None, with `outcomes`,
-    each case's C or exception as run() gives it (the per-case path's outcome: the engine judges them case by
-    case; BatchUnpinned where the batch could not be pinned on one case: it is rerun); hung: a case overran its
-    budget (a runaway loop: no more batches are worth it)."""
-    matched: list[str] | None
-    outcomes: list | None = None
+    """A batch's screening: the matched reading of every case if the batch was clean (`reading[i]` indexes
+    `names`), else None, with `outcomes`, each case's C or exception as run() gives it (the per-case path's outcome:
+    the engine judges them case by case; BatchUnpinned where the batch could not be pinned on one case: it is
+    rerun); hung: a case overran its budget (a runaway loop: no more batches are worth it)."""
+    reading: np.ndarray | None
+    names: tuple[str, ...] = ()
+    outcomes: Sequence | None = None
     hung: bool = False
+
+    @property
+    def matched(self) -> list[str] | None:
+        """Per case, the name of the reading it matched (None: the batch was not clean)."""
+        return None if self.reading is None else [self.names[i] for i in self.reading]
+
+    def counts(self) -> dict[str, int]:
+        """How many cases matched each reading (of a clean batch), without a name per case."""
+        return {self.names[i]: int(n) for i, n in enumerate(np.bincount(self.reading, minlength=len(self.names)))
+                if n}
 
 
 def screen(check, kern, ex, A3: np.ndarray, B3: np.ndarray, seeds, regenerate=None) -> Screen:
@@ -141,20 +152,31 @@ def screen(check, kern, ex, A3: np.ndarray, B3: np.ndarray, seeds, regenerate=No
     if not ENABLED:
         return Screen(None)
     results = run_many(ex, A3, B3, [int(s) for s in seeds], regenerate)
-    if not all(isinstance(C, np.ndarray) for C in results):
-        return Screen(None, results, any(isinstance(r, BudgetExceeded) for r in results))
-    C3 = np.stack(results)
+    C3 = _stacked(results)
+    if C3 is None:
+        return Screen(None, outcomes=results, hung=any(isinstance(r, BudgetExceeded) for r in results))
     if C3.shape != (len(A3), A3.shape[1], B3.shape[2]) or C3.dtype != np.int32:
-        return Screen(None, results)
-    matched = np.full(len(A3), -1)
+        return Screen(None, outcomes=results)
+    reading = np.full(len(A3), -1)
     names = []
     for index, (name, expected) in enumerate(readings(check, kern, A3, B3)):
         names.append(name)
-        same = (C3 == expected).reshape(len(A3), -1).all(axis=1) & (matched < 0)
-        matched[same] = index
-        if (matched >= 0).all():
-            return Screen([names[i] for i in matched])
-    return Screen(None, results)
+        same = (C3 == expected).reshape(len(A3), -1).all(axis=1) & (reading < 0)
+        reading[same] = index
+        if (reading >= 0).all():
+            return Screen(reading, tuple(names))
+    return Screen(None, outcomes=results)
+
+
+def _stacked(results: Sequence) -> np.ndarray | None:
+    """The batch's C as one (n, M, N) array, or None if a case did not return C. A native executor's clean batch
+    is one array already (executors.CleanBatch)."""
+    stacked = getattr(results, "stacked", None)
+    if stacked is not None:
+        return stacked
+    if not all(isinstance(C, np.ndarray) for C in results):
+        return None
+    return np.stack(results)
 
 
 # -- the readings a check accepts, for a whole batch ---------------------------------------------------------------
@@ -201,16 +223,25 @@ def _magnitude(X) -> int:
 
 def pair_saturating3(A3, B3) -> np.ndarray:
     """contracts.pair_saturating per case: each pair (k, k+1), k even, summed and saturated to int16 (VPMADDUBSW),
-    the pairs summed exactly, int32 wrap-around."""
+    the pairs summed exactly, int32 wrap-around. The products are int16 where they fit (u8 x s8 does), and the pair
+    sums are laid out with the longer of their pair axis and their M x N plane innermost, where numpy's loops are
+    fast: this is most of what a batch of the pair-saturating model costs."""
     n, M, K = A3.shape
     if K % 2:
         A3 = np.concatenate([A3, np.zeros((n, M, 1), A3.dtype)], axis=2)
         B3 = np.concatenate([B3, np.zeros((n, 1, B3.shape[2]), B3.dtype)], axis=1)
-    a = A3.astype(np.int32).reshape(n, M, -1, 2)                       # (n, M, P, 2)
-    b = B3.astype(np.int32).reshape(n, -1, 2, B3.shape[2])              # (n, P, 2, N)
-    pairs = a[:, :, None, :, 0] * b[:, None, :, 0, :].transpose(0, 1, 3, 2) + \
-        a[:, :, None, :, 1] * b[:, None, :, 1, :].transpose(0, 1, 3, 2)   # (n, M, N, P)
-    return _wrap32(np.clip(pairs, -32768, 32767).sum(axis=3, dtype=np.int64))
+    # int32 pair sums, as the per-case contract computes them (contracts.int32._pair_sums)
+    wide = np.int16 if _magnitude(A3) * _magnitude(B3) < 1 << 15 else np.int32
+    pairs_count, plane = A3.shape[2] // 2, M * B3.shape[2]
+    if pairs_count > plane:     # deep: (n, M, N, P)
+        a, b = A3.astype(wide)[:, :, None, :], np.ascontiguousarray(B3.transpose(0, 2, 1)).astype(wide)[:, None]
+        pairs, axis = np.add(a[..., 0::2] * b[..., 0::2], a[..., 1::2] * b[..., 1::2], dtype=np.int32), 3
+    else:                       # (n, P, M, N)
+        a, b = A3.astype(wide).transpose(0, 2, 1)[..., None], B3.astype(wide)[:, :, None, :]
+        pairs, axis = np.add(a[:, 0::2] * b[:, 0::2], a[:, 1::2] * b[:, 1::2], dtype=np.int32), 1
+    np.clip(pairs, -32768, 32767, out=pairs)
+    # |a pair| <= 2^15, so the sum of fewer than 2^16 pairs is exact in int32
+    return _wrap32(pairs.sum(axis=axis, dtype=np.int32 if pairs_count < 1 << 16 else np.int64))
 
 
 def shifted_pair_saturating3(A3, B3) -> np.ndarray:
@@ -276,10 +307,16 @@ def elements(rng, lo: int, hi: int, shape, dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     size = int(np.prod(shape))
     if hi - lo < 256:
-        return _table(lo, hi, dtype.str)[np.frombuffer(rng.bytes(2 * size), np.uint16)].reshape(shape)
+        return _table(lo, hi, dtype.str).take(_random16(rng, size).astype(np.intp)).reshape(shape)
     x = rng.integers(lo, hi, size=shape, endpoint=True)
     pick = rng.integers(0, 2 * len(_ends(lo, hi)), size=shape)
     return np.where(pick < len(_ends(lo, hi)), _ends(lo, hi)[pick % len(_ends(lo, hi))], x).astype(dtype)
+
+
+def _random16(rng, size: int) -> np.ndarray:
+    """`size` random 16-bit numbers: the bit generator's raw 64-bit outputs, each cut in four (rng.bytes costs
+    about five times as much, and the draws are a third of a fuzzing round's time)."""
+    return rng.bit_generator.random_raw(-(-size // 4)).view(np.uint16)[:size]
 
 
 def _ends(lo: int, hi: int) -> np.ndarray:

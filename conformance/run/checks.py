@@ -770,9 +770,10 @@ def _screened(check: Check, kern, rec: Recorder, cases, calls: list[Call], emit)
             if done.outcomes is not None and batch.unpinned(done.outcomes):
                 rec.ex.restart(len(rec.ex) - 1)
                 done = batch.Screen(None)
+        matched = done.matched
         for j, i in enumerate(run):
             got = None if done.outcomes is None else _outcome(done.outcomes[j])
-            yield i, None if done.matched is None else done.matched[j], got
+            yield i, None if matched is None else matched[j], got
         index += len(run)
 
 
@@ -823,10 +824,10 @@ def _draws(check: Check, kern, rec: Recorder, row: dict, seed: int, count: int, 
         number += 1
         screened = batch.screen(check, kern, rec.ex, A3, B3, seeds,
                                 regenerate=_redraw(kern, check.domain, shapes, state, len(A3)))
-        if screened.matched is not None:
+        if screened.reading is not None:
             done += len(A3)
-            for matched, times in zip(*np.unique(screened.matched, return_counts=True)):
-                _tally(row, str(matched), int(times))
+            for matched, times in screened.counts().items():
+                _tally(row, matched, times)
             continue
         outcomes = screened.outcomes
         if outcomes is not None and batch.unpinned(outcomes):
