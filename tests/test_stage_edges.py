@@ -130,6 +130,7 @@ def test_a_wrapping_rndnu16_zero_point_add_passes_without_the_edges_and_fails_wi
     from lowp.conformance.search.cases import cases_for
     row = claimed(rndnu16_kernels, "sb_rndnu16_1")
     assert row["verdict"] == "FAIL", row
+    assert "xnnpack-rndnu16 with the zero point added wrapping in int16 (ADD for SQADD)" in row["cause"], row["cause"]
     for bug, verdict in ((1, "FAIL"), (0, "PASS")):
         k = rndnu16_kernels[f"sb_rndnu16_{bug}"]
         case = next(c for c in cases_for(k, k.output, "claimed") if c.name == "stage_zero_point_add_high")
@@ -143,3 +144,5 @@ def test_a_wrapping_rndnu16_zero_point_add_passes_without_the_edges_and_fails_wi
 def test_the_correct_rndnu16_kernel_passes_the_edges_and_a_wrapping_narrowing_fails(rndnu16_kernels, bug, verdict):
     row = claimed(rndnu16_kernels, f"sb_rndnu16_{bug}")
     assert row["verdict"] == verdict, row.get("cause")
+    if bug == 2:        # named by its stage family (conformance/diagnosis/stage_families.py), not "no known variant"
+        assert "with the pre-shifted value narrowed to int16 wrapping (XTN for SQXTN)" in row["cause"], row["cause"]

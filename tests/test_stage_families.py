@@ -36,7 +36,7 @@ def staged_contracts():
 def draws(contract, out_type, seeds, M=3, N=5):
     """(A, B, q, exact accumulator) as lowp draws a case of this contract: operands over the whole int8 range (and
     every element at one end now and then), zero points, parameters in each style; now and then a scale of 0.5,
-    whose ties tell the roundings apart."""
+    whose ties tell the roundings apart (0.25 for rndnu16)."""
     c = output_contract(contract)
     for seed in seeds:
         rng = np.random.default_rng(seed)
@@ -55,9 +55,16 @@ def draws(contract, out_type, seeds, M=3, N=5):
             A, B = A // 16, B // 16
             acc = accumulators(EXACT, A, B, zps)
             lo, hi = OUT_RANGE.get(out_type, (None, None))
-            q.update(scale=np.full_like(q["scale"], F32(0.5)), bias=np.zeros_like(q["bias"]))
+            # (rndnu16: 0.25, a pre-shift by one bit, whose ties its rounding members differ at; 0.5 shifts nothing)
+            tie = 0.25 if contract == "xnnpack-rndnu16" else 0.5
+            q.update(scale=np.full_like(q["scale"], F32(tie)), bias=np.zeros_like(q["bias"]))
             if lo is not None and contract != "fbgemm-requantize":
                 q.update(output_zero_point=0 if lo < 0 else 128, output_min=lo, output_max=hi)
+        if seed % 5 == 4 and contract == "xnnpack-rndnu16":
+            # rndnu16's int16 zero-point add at its edge (conformance/search/stage_edges.py): the largest 15-bit
+            # multiplier (mantissa 0xFFFE00 gives 32767), x16 saturated at 32767 by a large bias, zp 255
+            q.update(scale=np.full_like(q["scale"], F32(0xFFFE00 * 2.0 ** -31)), bias=np.full_like(q["bias"], 1 << 30),
+                     output_zero_point=255, output_min=0, output_max=255)
         if seed % 5 == 3 and "scale" in q and contract != "fbgemm-requantize":
             # a near tie (test_a_fused_scale_is_named_on_a_near_tie): 3 * scale = 3.5 - 2^-23 exactly
             A, B = np.full((M, 1), 3, np.int8), np.ones((1, N), np.int8)

@@ -15,6 +15,7 @@ The families (FAMILIES; each names the bug and its instructions, e.g. "SQRDMULH 
     doubling-high    SQRDMULH for SQDMULH, or the reverse
     rounding-shift   the rounding right shift truncating (SSHL for SRSHL), or rounding ties another way
     shift-amount     the right shift one bit short or long
+    narrowing        rndnu16's pre-shifted value narrowed to int16 wrapping (XTN for SQXTN)
     zero-point       added wrapping (int16, int32, after the 8-bit narrowing), saturating at 8 bits, twice, not at
                      all, subtracted
     clamp            output_min or output_max missing, both missing, swapped, applied before the zero point is
@@ -34,7 +35,8 @@ import numpy as np
 
 from lowp.isa_models.fixedpoint import INT32_MAX, INT32_MIN, sat32, wrap32
 from lowp.isa_models.float32 import F32, f32, fma_f32
-from lowp.isa_models.requant import OUT_RANGE, OUTPUT_STAGES, biased, xnnpack_rndnu_neon_params
+from lowp.isa_models.requant import (OUT_RANGE, OUTPUT_STAGES, biased, xnnpack_rndnu16_params,
+                                     xnnpack_rndnu_neon_params)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Bug:
     shift_by: int = 0              # the right shift off by this many bits
     zp: str | None = None          # sat16, wrap16, wrap32, wrap8, sat8, twice, none, negated
     clamp: str | None = None       # right, no_min, no_max, none, swapped, before_zp, type
+    narrow: str | None = None      # rndnu16's narrowing of the pre-shifted value to int16: wrap16 (XTN for SQXTN)
 
 
 # ------------------------------------------------------------------------------------------------- small steps
@@ -294,6 +297,20 @@ def _int_tail(r, q, out_type, bug, wrap=True):
     return _cast(_clamp(y, mode, mn, mx, tlo, thi), out_type)
 
 
+def rndnu16(acc, q, out_type, bug=Bug()):
+    """XNNPACK's rndnu16 (qu8) one instruction at a time: SQRSHL by left_pre_shift (a saturating left shift, or for
+    a negative count a right shift rounding ties up), SQXTN to int16, SQRDMULH by the 15-bit multiplier, then the
+    NEON tail (SQADD zp, SQXTUN, UMAX, UMIN); requant.xnnpack_rndnu16 computes the same in one piece."""
+    x = biased(acc, q)
+    p = xnnpack_rndnu16_params(_channel(q, "scale", x.shape[1]).astype(F32))
+    count = p["left_pre_shift"] - bug.shift_by                  # shift_by > 0: one bit further right
+    right = _rshift(x, np.maximum(-count, 0), bug.shift or "up")
+    pre = np.where(count >= 0, sat32(x << np.maximum(count, 0)), right)
+    x16 = (pre + 32768) % 65536 - 32768 if bug.narrow == "wrap16" else np.clip(pre, -32768, 32767)
+    high = (x16 * p["multiplier"] + (0 if bug.dhm == "floor" else 1 << 14)) >> 15
+    return _neon_tail(high, q, out_type, bug)
+
+
 TAILS = {"xnnpack": _xnn_tail, "int": _int_tail, "fbgemm": lambda r, q, t, b: _int_tail(r, q, t, b, wrap=False),
          "neon": _neon_tail}
 
@@ -362,12 +379,18 @@ _FIXED = dict(dhm=("floor", "round"), shift=SHIFTS, shift_by=(-1, 1), zp=ZPS_C, 
 _NEON_FIXED = dict(_FIXED, zp=tuple(z for z in ZPS_SIMD if z != "wrap32"), clamp=_ARM.members["clamp"])
 _RNDNU = dict(split=split_rndnu, pre="exact", dhm="floor", shift="up", tail="xnnpack")
 
+# rndnu16's pre-shift rounds ties up (SRSHL's rounding), its high half rounds (SQRDMULH); the zero point is added
+# in int16 after the narrowing, so no int32 add exists to wrap
+_RNDNU16 = _path("neon", "arm", rndnu16, _FLOAT_CH, shift=("trunc", "away", "even"), shift_by=(-1, 1),
+                 dhm=("floor",), narrow=("wrap16",), zp=_NEON_FIXED["zp"], clamp=_ARM.members["clamp"])
+
 # Each accepted stage of a contract, as the path(s) that compute it (a stage missing here has no families yet).
 PATHS: dict[str, tuple[Path, ...]] = {
     "xnnpack-fp32-lrintf": (_C,), "xnnpack-fp32-fmagic": (_C,), "xnnpack-fp32-imagic": (_C,),
     "xnnpack-fp32-x86": (_X86,), "xnnpack-fp32-neonv8": (_ARM,),
     "xnnpack-rndnu": (_fixed_path("scalar", "c", _FLOAT_CH, _FIXED, **_RNDNU, narrow="exact"),),
     "xnnpack-rndnu-scalar": (_fixed_path("scalar", "c", _FLOAT_CH, _FIXED, **_RNDNU, narrow="wrap32"),),
+    "xnnpack-rndnu16": (_RNDNU16,),
     "xnnpack-rndnu-neon": (_fixed_path("neon", "arm", _FLOAT_CH, _NEON_FIXED, split=split_rndnu, pre="sat",
                                        dhm="floor", shift="up", narrow="exact", tail="neon"),),
     "tflite-S": (_fixed_path("scalar", "c", _FIXED_CH, _FIXED, split=split_tflite_single, pre="exact", dhm="floor",
@@ -436,6 +459,10 @@ FAMILIES: tuple[StageFamily, ...] = (
     }),
     StageFamily("shift-amount", "shift_by", {
         -1: ("the right shift one bit short", {}), 1: ("the right shift one bit too far", {}),
+    }),
+    StageFamily("narrowing", "narrow", {
+        "wrap16": ("the pre-shifted value narrowed to int16 wrapping", {"arm": "XTN for SQXTN",
+                                                                       "c": "an (int16_t) cast for a saturation"}),
     }),
     StageFamily("zero-point", "zp", {
         "wrap16": ("the zero point added wrapping in int16", {"x86": "VPADDW for VPADDSW", "arm": "ADD for SQADD"}),
