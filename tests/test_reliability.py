@@ -348,3 +348,23 @@ def test_reports_are_renamed_into_place(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         outfolder.write_text(path, "new\n")
     assert path.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["report.md"]
+
+
+def _report_frozen(check, conn, options):
+    import gc
+    conn.send(gc.get_freeze_count())
+    conn.close()
+
+
+def test_a_check_process_keeps_the_collector_off_its_parents_heap():
+    """A check's child freezes what it inherited (pool._child): hypothesis's first PRNG seeding runs gc.collect() and
+    gc.get_referrers(), which over a campaign parent's millions of objects took seconds per check."""
+    import gc
+    import multiprocessing as mp
+    from lowp.conformance.run.checks import Check
+    inherited = [[i] for i in range(10000)]
+    conn, proc = pool.start_child(mp.get_context("fork"), Check("k", "exact", "claimed", True), {},
+                                  target=_report_frozen)
+    frozen = conn.recv()
+    proc.join(10)
+    assert gc.get_freeze_count() == 0 and frozen >= len(inherited), frozen

@@ -10,6 +10,7 @@ journal that cannot be written stop the run with RunStopped, which carries the r
 from __future__ import annotations
 
 import faulthandler
+import gc
 import json
 import multiprocessing as mp
 import os
@@ -168,6 +169,11 @@ def _timed_out(timeout: float) -> str:
 def _child(parent_pid: int, target, *args) -> None:
     """A check process's first steps: a process group of its own, death with its parent, no copy of OUT's lock
     (lowp.conformance.run.processes, outfolder); then `target`."""
+    # Everything inherited from the parent is frozen out of the collector's reach: hypothesis runs gc.collect() and
+    # gc.get_referrers() when a process first seeds its PRNG (entropy.register_random), and over a campaign parent's
+    # heap (millions of objects: every kernel entry and check) those took seconds per check, and touched (so
+    # copied) every page the child shared with its parent.
+    gc.freeze()
     become_child_of(parent_pid)
     from lowp.conformance.report.outfolder import close_lock_in_child
     close_lock_in_child()
