@@ -55,7 +55,6 @@ vxsat are what the last call left (a kernel sets them: vsetvl, csrw vxrm).
 from __future__ import annotations
 
 import os
-import select
 import struct
 import subprocess
 import tempfile
@@ -72,7 +71,7 @@ from lowp.emulator import buildcache
 from lowp.emulator.build import HERE, INCLUDE, Binary, build, include_files
 from lowp.emulator.features import AARCH64_HWCAPS, ARM_ARCHITECTURES, ARM_HWCAPS, ARM_HWCAPS2
 from lowp.emulator.native_build import NativeUnavailable, build_shared_library
-from lowp.emulator.qemu_batch import identify
+from lowp.emulator.qemu_batch import identify, ready
 from lowp.emulator.placement import check_alignment, padded_after
 from lowp.emulator.errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, UndefinedInstruction, \
     describe_out_of_bounds, guest_death, stopped_after
@@ -450,7 +449,7 @@ class QemuMachine(GuestProcess):
         deadline = time.monotonic() + timeout
         while got < n:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not ready([fd], timeout=left)[0]:
                 if what == "starting":
                     raise self._died(what, f"did not answer within {timeout:g} s")
                 self._reap()        # the guest's own timer did not stop the kernel (signals blocked?)
@@ -711,9 +710,8 @@ class QemuMachine(GuestProcess):
         try:
             while i < n:
                 left = deadline - time.monotonic()
-                ready, can_write, _ = select.select([from_guest], [to_guest] if writer.pending() else [], [],
-                                                    max(0.0, left))
-                if not ready and not can_write:
+                ready_now, can_write = ready([from_guest], [to_guest] if writer.pending() else [], max(0.0, left))
+                if not ready_now and not can_write:
                     if time.monotonic() >= deadline:
                         self._reap()            # the guest's own timer did not stop the kernel (signals blocked?)
                         results[i] = self._unanswered(requests[i].what, seconds)
@@ -721,7 +719,7 @@ class QemuMachine(GuestProcess):
                     continue
                 if can_write:
                     writer.write_some(to_guest)
-                if not ready:
+                if not ready_now:
                     continue
                 chunk = os.read(from_guest, 1 << 20)
                 if not chunk:

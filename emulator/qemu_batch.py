@@ -16,6 +16,7 @@ intrinsic, the batch (registers, imm, -cpu) and qemu's exit status and last word
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import re
 import select
@@ -31,6 +32,21 @@ from typing import Sequence
 import numpy as np
 
 from lowp.emulator import buildcache
+
+
+def ready(readers=(), writers=(), timeout: float = 0.0) -> tuple[set[int], set[int]]:
+    """(the fds of `readers` that can be read: data or the end, the fds of `writers` that can be written), waiting
+    up to `timeout` seconds for one: poll(), not select(), whose fd set ends at 1024 (a campaign's process holds
+    more: wasmtime keeps a memfd per compiled module, and a check's child inherits them)."""
+    poller = select.poll()
+    for fd in readers:
+        poller.register(fd, select.POLLIN)
+    for fd in writers:
+        poller.register(fd, select.POLLOUT)
+    done = dict(poller.poll(max(0, math.ceil(timeout * 1000))))
+    ended = select.POLLHUP | select.POLLERR     # as select() says: readable at the end, writable on an error
+    return ({fd for fd in readers if done.get(fd, 0) & (select.POLLIN | ended)},
+            {fd for fd in writers if done.get(fd, 0) & (select.POLLOUT | ended)})
 
 from lowp.emulator.build import HERE, Binary, build, cache_dir
 from lowp.emulator.errors import EmulatorError
@@ -228,7 +244,7 @@ class _Process:
         deadline = time.monotonic() + timeout
         while got < n:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not ready([fd], timeout=left)[0]:
                 raise TimeoutError
             k = os.readv(fd, [view[got:]])
             if k == 0:

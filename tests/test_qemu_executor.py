@@ -383,3 +383,27 @@ def test_unavailable_says_how_to_install(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     reason = QemuExecutor(kernel("sdot_s8_neon")).unavailable()
     assert "qemu-aarch64 is not installed" in reason and "apt-get install qemu-user" in reason
+
+
+@needs_qemu
+def test_a_process_holding_more_than_1024_files_still_runs_qemu_kernels():
+    """A campaign's process held over a thousand files (wasmtime keeps a memfd per compiled module), and every qemu
+    call then failed with select()'s "filedescriptor out of range": the guest's pipes are polled (qemu_batch.ready)."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the file limit here ({hard}) keeps a process below 1200 files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        k = kernel(AARCH64[0])
+        q = QemuExecutor(k)
+        if q.unavailable():
+            pytest.skip(q.unavailable())
+        A, B = operands(k, 3, 5, 7, 0)
+        assert np.array_equal(q.run(A, B, seed=0), k.predict(A, B))
+        assert q.machine._proc.stdout.fileno() > 1024         # the guest's pipes are where select() cannot go
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
