@@ -10,6 +10,7 @@ imagic stage. Everything that runs wasm skips with the reason without wasmtime."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -268,3 +269,21 @@ for label in ("first trap", "trapped"):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.split()[:3] == ["first", "trap", "trapped"], \
         (done.returncode, done.stdout, done.stderr[-1500:])
+
+
+@needs_wasmtime
+def test_machines_hold_no_file_each(machine):
+    """A campaign's process builds and keeps a machine per wasm kernel: with wasmtime's copy-on-write memory images
+    each held a memfd, and hundreds of them pushed the process past select()'s 1024 files."""
+    from lowp.emulator.wasm.machine import WasmMachine, _compiled
+
+    def files() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    def another():          # a module of its own each time, as each kernel's is (loaded from its compiled copy)
+        _compiled.cache_clear()
+        return WasmMachine(machine.binary)
+    before = files()
+    kept = [another() for _ in range(20)]
+    assert files() - before < 5, files() - before
+    assert len(kept) == 20

@@ -84,6 +84,10 @@ def engine(relaxed: str):
     config.wasm_relaxed_simd = True
     config.wasm_relaxed_simd_deterministic = relaxed == "deterministic"
     config.consume_fuel = True
+    # No memfd image per module: with copy-on-write initialisation every compiled module held a file, and a
+    # campaign that builds every wasm kernel of XNNPACK held hundreds (select() in a child stops at fd 1024). A
+    # kernel module's data is small: copying it at instantiation costs nothing measurable.
+    config.memory_init_cow = False
     made = wasmtime.Engine(config)
     traps.remember()          # the first Engine installs wasmtime's trap handlers: keep them (traps.py)
     return made
