@@ -102,7 +102,7 @@ class NativeExecutor:
         self._local = threading.local()   # .work, .cdata: this thread's workspace; .shape, .size: the last call's
         self.library_path: Path | None = None
         self.artifact: Path | None = None     # the cached library (library_path may be a fresh copy of it)
-        self._addresses: dict[str, int | None] = {}     # symbol -> address of a non-exported function (address())
+        self._addresses: dict[str, int | None] = {}     # symbol -> its address in this process (address())
 
     def unavailable(self) -> str | None:
         from lowp.emulator.targets.x86_64 import NATIVE
@@ -137,20 +137,23 @@ class NativeExecutor:
         """Where `symbol` is in this process: the loader's answer for an exported function, else the library's own
         symbol table plus its load address (a function of hidden or internal visibility, as every XNNPACK ukernel
         is: XNN_INTERNAL). AttributeError naming it if the library defines no such function."""
+        # The library stays where it was loaded: look every symbol up once (reading /proc/self/maps per call cost
+        # 3 ms and more where a campaign's parent has hundreds of kernels' libraries mapped; a failed getattr on
+        # the cffi library, for every hidden XNNPACK ukernel, some 100 us per ukernel call).
+        found = self._addresses.get(symbol)
+        if found is None:
+            found = self._addresses[symbol] = self._look_up(symbol)
+        if found is None:
+            raise AttributeError(f"{self.library_path.name} defines no function {symbol!r}")
+        return found
+
+    def _look_up(self, symbol: str) -> int | None:
         ffi, lib = self._lib
         try:
             return int(ffi.cast("uintptr_t", getattr(lib, symbol)))
         except AttributeError:
-            pass
-        # The library stays where it was loaded: look it up once (reading /proc/self/maps per call cost 3 ms and
-        # more where a campaign's parent has hundreds of kernels' libraries mapped, on every ukernel call).
-        found = self._addresses.get(symbol)
-        if found is None:
             from lowp.kernels.guard import function_address
-            found = self._addresses[symbol] = function_address(self.library_path, symbol)
-        if found is None:
-            raise AttributeError(f"{self.library_path.name} defines no function {symbol!r}")
-        return found
+            return function_address(self.library_path, symbol)
 
     def function(self, symbol: str, ctype: str):
         """`symbol` as a callable of the cdef'd function type `ctype`, exported or not (address())."""

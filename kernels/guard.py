@@ -22,6 +22,7 @@ from lowp.emulator.errors import BudgetExceeded, OutOfBounds, Trap, UndefinedIns
 
 PAGE = mmap.PAGESIZE
 CANARY = 0xA5
+CANARY_BYTE = bytes([CANARY])
 MAX_ARGS = 16
 # ucontext's general registers (glibc <sys/ucontext.h>, x86-64): REG_R8 = 0 ... REG_RIP = 16, REG_ERR = 19.
 GREGS = ("r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rdi", "rsi", "rbp", "rbx", "rdx", "rax", "rcx",
@@ -79,7 +80,7 @@ class Region:
         below = self._view[: self.base - self.start]
         above = self._view[self.base - self.start + self.nbytes:]
         for part, first in ((below, self.base - self.start), (above, 0)):
-            if not part.size or (part.min() == CANARY and part.max() == CANARY):
+            if not part.tobytes().strip(CANARY_BYTE):       # every byte the canary (one C pass: this runs per call)
                 continue
             bad = np.flatnonzero(part != CANARY)
             if bad.size:
@@ -99,6 +100,10 @@ _POOL: dict[int, list[tuple[int, np.ndarray]]] = {}
 POOL_PAGES = 1 << 14            # at most 64 MiB of idle mappings are kept
 
 
+def _pooled_pages() -> int:
+    return sum(p * len(v) for p, v in _POOL.items())      # a few distinct sizes: cheap
+
+
 def _take(pages: int) -> tuple[int, np.ndarray]:
     free = _POOL.get(pages)
     if free:
@@ -111,7 +116,7 @@ def _take(pages: int) -> tuple[int, np.ndarray]:
 
 
 def _give_back(start: int, pages: int, view: np.ndarray) -> None:
-    if sum(p * len(v) for p, v in _POOL.items()) + pages <= POOL_PAGES:
+    if _pooled_pages() + pages <= POOL_PAGES:
         _POOL.setdefault(pages, []).append((start, view))
         return
     ffi, lib = _library()
@@ -174,8 +179,7 @@ def call(fn_address: int, args, arena: Arena, *, budget: float | None, library: 
     ffi, lib = _library()
     if len(args) > MAX_ARGS:
         raise ValueError(f"a guarded call takes at most {MAX_ARGS} integer or pointer arguments, got {len(args)}")
-    argv = np.zeros(MAX_ARGS, np.int64)
-    argv[: len(args)] = [np.int64(np.uint64(a & (2 ** 64 - 1)).view(np.int64)) for a in args]
+    argv = _argv(args)
     fault = ffi.new("lowp_fault *")
     with _ONE_CALL_AT_A_TIME:
         faulted = lib.lowp_call(ffi.cast("void *", fn_address), ffi.from_buffer("int64_t[]", argv),
@@ -186,6 +190,13 @@ def call(fn_address: int, args, arena: Arena, *, budget: float | None, library: 
         damage = r.canary_damage()
         if damage is not None:
             raise damage
+
+
+def _argv(args) -> np.ndarray:
+    """The MAX_ARGS int64 words guard.c passes: each argument's low 64 bits (a pointer, or a negative int)."""
+    argv = np.zeros(MAX_ARGS, np.uint64)
+    argv[: len(args)] = [a & 0xFFFF_FFFF_FFFF_FFFF for a in args]
+    return argv.view(np.int64)
 
 
 @dataclass
@@ -209,8 +220,7 @@ def call_batch(fn_address: int, args, arena: Arena, regions: dict[str, Region], 
     (guard.c lowp_call_batch): case i's C and workspace start as the poison windows c_starts[i] and
     work_starts[i] of `pool`."""
     ffi, lib = _library()
-    argv = np.zeros(MAX_ARGS, np.int64)
-    argv[: len(args)] = [np.int64(np.uint64(a & (2 ** 64 - 1)).view(np.int64)) for a in args]
+    argv = _argv(args)
     n = len(A)
     c_region, w_region = regions["C"], regions["work"]
     C = np.empty((n, *c_region.array.shape), c_region.array.dtype)

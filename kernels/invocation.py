@@ -44,20 +44,16 @@ class Strided:
     block_stride: int
 
     def offsets(self) -> np.ndarray:
-        M, N = self.shape
-        item = np.dtype(self.dtype).itemsize
-        j = np.arange(N)
-        return np.arange(M)[:, None] * self.row + ((j // self.block) * self.block_stride + (j % self.block) * item)
+        """The byte offset of every element, (M, N), read-only."""
+        return _geometry(self).offsets
 
     @property
     def nbytes(self) -> int:
-        offsets = self.offsets()
-        return int(offsets.max()) + np.dtype(self.dtype).itemsize if offsets.size else 0
+        return _geometry(self).nbytes
 
     def _bytes(self) -> np.ndarray:
-        """The byte index of every byte of every element, (M, N, itemsize)."""
-        item = np.dtype(self.dtype).itemsize
-        return self.offsets()[:, :, None] + np.arange(item)
+        """The byte index of every byte of every element, (M, N, itemsize), read-only."""
+        return _geometry(self).bytes
 
     def scatter(self, matrix: np.ndarray, fill: np.ndarray) -> np.ndarray:
         """The buffer's bytes: `fill` (bytes, at least nbytes) with the matrix's elements in their places."""
@@ -73,10 +69,7 @@ class Strided:
 
     def gaps(self) -> tuple[tuple[int, int], ...]:
         """The [start, end) byte ranges of the buffer no element covers."""
-        covered = np.zeros(self.nbytes, bool)
-        covered[self._bytes().reshape(-1)] = True
-        edges = np.flatnonzero(np.diff(np.r_[False, ~covered, False].astype(np.int8)))
-        return tuple((int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]))
+        return _geometry(self).gaps
 
     def where(self, offset: int) -> str:
         """Words for a byte of the buffer: the element it belongs to, or the gap after which element."""
@@ -86,6 +79,33 @@ class Strided:
             return "before element (0, 0)"
         i, j = divmod(int(before[np.argmax(offsets[before])]), self.shape[1])
         return f"in the gap after element ({i}, {j})"
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    offsets: np.ndarray
+    bytes: np.ndarray
+    nbytes: int
+    gaps: tuple[tuple[int, int], ...]
+
+
+@lru_cache(maxsize=256)
+def _geometry(layout: Strided) -> _Geometry:
+    """A layout's element offsets, byte indices, size and gaps, computed once: a check lays out hundreds of cases
+    of a few shapes, and these depend on the layout alone (the arrays are read-only)."""
+    M, N = layout.shape
+    item = np.dtype(layout.dtype).itemsize
+    j = np.arange(N)
+    offsets = np.arange(M)[:, None] * layout.row + ((j // layout.block) * layout.block_stride + (j % layout.block) * item)
+    index = offsets[:, :, None] + np.arange(item)
+    nbytes = int(offsets.max()) + item if offsets.size else 0
+    covered = np.zeros(nbytes, bool)
+    covered[index.reshape(-1)] = True
+    edges = np.flatnonzero(np.diff(np.r_[False, ~covered, False].astype(np.int8)))
+    gaps = tuple((int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]))
+    for a in (offsets, index):
+        a.flags.writeable = False
+    return _Geometry(offsets, index, nbytes, gaps)
 
 
 @dataclass
