@@ -19,6 +19,7 @@ case's `outcome` (its result or its exception), which run_many returns per case 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -159,14 +160,39 @@ def call_native(inv: Invocation, resolve_symbol, arena_place, call) -> dict:
     """Run `inv` natively: `arena_place(name, array)` -> region with .base, `resolve_symbol(name)` -> address,
     `call(address, int_args)` runs one call (raising on a fault). The pointer tables are placed last, with the
     addresses of the buffers placed before them. Returns {name: region}."""
+    regions = place_native(inv, arena_place)
+    for symbol, args in inv.calls:
+        call(resolve_symbol(symbol), native_args(args, regions))
+    return regions
+
+
+def place_native(inv: Invocation, arena_place) -> dict:
+    """Every buffer of `inv` placed (arena_place(name, array) -> region with .base), the pointer tables last, with
+    the addresses of the buffers placed before them. Returns {name: region}."""
     regions = {name: arena_place(name, array) for name, array in inv.buffers.items() if name not in inv.pointers}
     for name, refs in inv.pointers.items():
-        words = np.array([(regions[r.buffer].base + r.offset) & 0xFFFF_FFFF_FFFF_FFFF for r in refs], np.uint64)
-        regions[name] = arena_place(name, words)
-    for symbol, args in inv.calls:
-        values = [regions[a.buffer].base + a.offset if isinstance(a, Ref) else int(a) for a in args]
-        call(resolve_symbol(symbol), values)
+        regions[name] = arena_place(name, pointer_words(refs, regions))
     return regions
+
+
+def pointer_words(refs, regions: dict) -> np.ndarray:
+    """A native pointer table: the address of each Ref in the placed regions."""
+    return np.array([(regions[r.buffer].base + r.offset) & 0xFFFF_FFFF_FFFF_FFFF for r in refs], np.uint64)
+
+
+def native_args(args, regions: dict) -> list[int]:
+    """A call's arguments as integers: a Ref is its placed buffer's address plus its offset."""
+    return [regions[a.buffer].base + a.offset if isinstance(a, Ref) else int(a) for a in args]
+
+
+def layout_key(inv: Invocation, align: dict) -> tuple:
+    """What must be equal for cases to share one set of placed buffers and one list of calls (a native invocation
+    batch): every buffer's name, type and shape, the calls with their arguments (Refs and integers), the pointer
+    tables' sizes, the writable buffers and the alignment. What is not in it is each case's own bytes."""
+    return (tuple((name, a.dtype.str, a.shape) for name, a in inv.buffers.items()),
+            tuple((symbol, tuple(args)) for symbol, args in inv.calls),
+            tuple((name, len(refs)) for name, refs in inv.pointers.items()), inv.writable,
+            tuple(sorted(align.items())))
 
 
 GEMM_BUFFERS = ("A", "B", "C", "work")       # the `gemm` signature's buffers
@@ -262,7 +288,7 @@ def poison(shape, dtype, seed: int) -> np.ndarray:
     executor and adapter uses it, so a failure replays from its seed. (A window into one fixed random pool, POISON_POOL:
     cheap per call.)"""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape)) * dtype.itemsize
+    nbytes = int(math.prod(shape) if isinstance(shape, (tuple, list)) else shape) * dtype.itemsize     # math: cheaper
     start = (seed * 7919) % POISON_POOL.size
     data = np.resize(np.roll(POISON_POOL, -start), nbytes) if nbytes > POISON_POOL.size - start else \
         POISON_POOL[start:start + nbytes].copy()
