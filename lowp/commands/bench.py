@@ -406,6 +406,7 @@ def bench_library(args, library: str, options: list[str], target: int, spelt: st
             print(done.stderr.strip(), file=sys.stderr)
             return 2
         doc = json.loads((Path(out) / "campaign.json").read_text())
+        cases, check_seconds = _cases_checked(Path(out) / "report.json")
     t, s, k = doc["totals"], doc["seconds"], doc["per_kernel_seconds"]
     jobs = doc["settings"].get("jobs") or os.cpu_count()
     share = (used.children_user - cpu.children_user + used.children_system - cpu.children_system) / \
@@ -424,7 +425,19 @@ def bench_library(args, library: str, options: list[str], target: int, spelt: st
                     ("per judged kernel: median", _s(k["median"]), f"{k['kernels']} kernels"),
                     ("per judged kernel: p90", _s(k["p90"]), ""), ("per judged kernel: max", _s(k["max"]), "")],
                    headers=("", "seconds", "target"), tablefmt="github"))
+    if cases:
+        print(f"\n{cases:,} cases checked in {check_seconds:.1f} s of checks (the rows' seconds summed): "
+              f"{cases / max(check_seconds, 1e-9):,.0f} cases/s per worker")
     return 0
+
+
+def _cases_checked(report: Path) -> tuple[int, float]:
+    """(cases executed, the seconds of every check summed) of a run's report.json; (0, 0) without one."""
+    import json
+    if not report.is_file():
+        return 0, 0.0
+    doc = json.loads(report.read_text())
+    return int(doc["summary"].get("cases_executed", 0)), sum(row.get("seconds") or 0 for row in doc["rows"])
 
 
 def bench_ray(args) -> int:
