@@ -97,7 +97,8 @@ def _geometry(layout: Strided) -> _Geometry:
     M, N = layout.shape
     item = np.dtype(layout.dtype).itemsize
     j = np.arange(N)
-    offsets = np.arange(M)[:, None] * layout.row + ((j // layout.block) * layout.block_stride + (j % layout.block) * item)
+    columns = (j // layout.block) * layout.block_stride + (j % layout.block) * item
+    offsets = np.arange(M)[:, None] * layout.row + columns
     index = offsets[:, :, None] + np.arange(item)
     nbytes = int(offsets.max()) + item if offsets.size else 0
     covered = np.zeros(nbytes, bool)
