@@ -299,6 +299,15 @@ class NativeExecutor:
         return out
 
     def _invocation_batch(self, prepared, As, Bs, seeds, options, rerun: bool) -> list:
+        try:
+            done = self._run_invocations(prepared)
+        except Exception as e:        # what every case of the batch would raise alike (a symbol the library lacks)
+            return [e] * len(prepared)
+        results = [outcome(lambda: inv.result({name: done.C[name][i] for name in inv.writable}))
+                   for i, (inv, _) in enumerate(prepared)]
+        return self._outcomes(done, results, As, Bs, seeds, options, rerun)
+
+    def _run_invocations(self, prepared):
         from lowp.kernels import guard
         first, align = prepared[0]
         allowed = self.kernel.overread
@@ -307,11 +316,8 @@ class NativeExecutor:
                                                                           align.get(name)))
             calls = [(self.address(symbol), native_args(args, regions)) for symbol, args in first.calls]
             inputs = {name: np.stack([_case_bytes(inv, name, regions) for inv, _ in prepared]) for name in regions}
-            done = guard.call_invocations(calls, arena, inputs, first.writable, budget=self.budget,
+            return guard.call_invocations(calls, arena, inputs, first.writable, budget=self.budget,
                                           library=self.library_path)
-        results = [outcome(lambda: inv.result({name: done.C[name][i] for name in inv.writable}))
-                   for i, (inv, _) in enumerate(prepared)]
-        return self._outcomes(done, results, As, Bs, seeds, options, rerun)
 
     def _batch(self, A3: np.ndarray, B3: np.ndarray, seeds: list[int]):
         from lowp.kernels import guard
