@@ -23,7 +23,7 @@ from lowp.kernels.entry import SIGNATURES, XNNPACK_SIGNATURES, Kernel, workspace
 # re-exported here, where callers have always found them.
 from lowp.kernels.entry import MAX_WORKSPACE_BYTES, WorkspaceTooLarge, checked_workspace  # noqa: F401
 from lowp.kernels.invocation import POISON_POOL, outcome, poison, poison_start  # noqa: F401
-from lowp.kernels.invocation import GEMM_BUFFERS, checked_align
+from lowp.kernels.invocation import GEMM_BUFFERS, checked_align, layout_key, native_args, place_native, pointer_words
 
 
 class KernelUnavailable(RuntimeError):
@@ -118,7 +118,7 @@ class NativeExecutor:
         self._local = threading.local()   # .work, .cdata: this thread's workspace; .shape, .size: the last call's
         self.library_path: Path | None = None
         self.artifact: Path | None = None     # the cached library (library_path may be a fresh copy of it)
-        self._addresses: dict[str, int | None] = {}     # symbol -> address of a non-exported function (address())
+        self._addresses: dict[str, int | None] = {}     # symbol -> its address in this process (address())
 
     def unavailable(self) -> str | None:
         from lowp.emulator.targets.x86_64 import NATIVE
@@ -153,20 +153,23 @@ class NativeExecutor:
         """Where `symbol` is in this process: the loader's answer for an exported function, else the library's own
         symbol table plus its load address (a function of hidden or internal visibility, as every XNNPACK ukernel
         is: XNN_INTERNAL). AttributeError naming it if the library defines no such function."""
+        # The library stays where it was loaded: look every symbol up once (reading /proc/self/maps per call cost
+        # 3 ms and more where a campaign's parent has hundreds of kernels' libraries mapped; a failed getattr on
+        # the cffi library, for every hidden XNNPACK ukernel, some 100 us per ukernel call).
+        found = self._addresses.get(symbol)
+        if found is None:
+            found = self._addresses[symbol] = self._look_up(symbol)
+        if found is None:
+            raise AttributeError(f"{self.library_path.name} defines no function {symbol!r}")
+        return found
+
+    def _look_up(self, symbol: str) -> int | None:
         ffi, lib = self._lib
         try:
             return int(ffi.cast("uintptr_t", getattr(lib, symbol)))
         except AttributeError:
-            pass
-        # The library stays where it was loaded: look it up once (reading /proc/self/maps per call cost 3 ms and
-        # more where a campaign's parent has hundreds of kernels' libraries mapped, on every ukernel call).
-        found = self._addresses.get(symbol)
-        if found is None:
             from lowp.kernels.guard import function_address
-            found = self._addresses[symbol] = function_address(self.library_path, symbol)
-        if found is None:
-            raise AttributeError(f"{self.library_path.name} defines no function {symbol!r}")
-        return found
+            return function_address(self.library_path, symbol)
 
     def function(self, symbol: str, ctype: str):
         """`symbol` as a callable of the cdef'd function type `ctype`, exported or not (address())."""
@@ -208,14 +211,10 @@ class NativeExecutor:
         lowp.kernels.xnnpack). align: {buffer name: offset from a 64-byte boundary} a buffer starts at
         (lowp.emulator.placement; default: each ends at its guard page)."""
         k = self.kernel
-        k.check_operands(A, B)
-        if not self._checked:
-            reason = self.unavailable()
-            if reason:
-                raise KernelUnavailable(f"{k.name} cannot run here: {reason}")
-            self._checked = True
         if k.quantized:
             return self._run_quantized(A, B, quant, seed, work_seed, strides=strides, igemm=igemm, align=align)
+        k.check_operands(A, B)
+        self._check_available()
         abi.reject_abi_options(k, strides, igemm)
         align = checked_align(k, align, GEMM_BUFFERS)
         ffi, fn, _ = self._entry
@@ -240,40 +239,103 @@ class NativeExecutor:
                        budget=self.budget, library=self.library_path)
             return c.array.copy()
 
-    def run_many(self, As, Bs, *, seeds, rerun: bool = True) -> Sequence:
-        """Per case, C exactly as run(A, B, seed=seed) gives it, or the exception run would raise for that case
-        (never raised here; a CleanBatch where every case returned C): the cases (all of one shape) go through the guard library's batch entry, in one set
-        of guarded buffers laid out once (guard.call_batch). Where the batch's evidence cannot be pinned on one
-        case (a canary damaged, a kernel that wrote its inputs), every case is rerun by run() instead (rerun=False:
-        every case comes back as BatchUnpinned, for a caller that reruns them in the state they started from). After a
-        case overran its budget (a runaway loop) the rest are not run, each would cost the budget again: they
-        come back as BatchStopped. A quantized kernel, or guard=False, runs case by case (conformance/run/batch.py
-        says why)."""
+    def _check_available(self) -> None:
+        if not self._checked:
+            reason = self.unavailable()
+            if reason:
+                raise KernelUnavailable(f"{self.kernel.name} cannot run here: {reason}")
+            self._checked = True
+
+    @property
+    def runs_invocations(self) -> bool:
+        """Whether run_many batches a quantized kernel's cases, parameters and ABI options (`options`) included."""
+        return self.guard
+
+    def run_many(self, As, Bs, *, seeds, rerun: bool = True, options=None) -> Sequence:
+        """Per case, C exactly as run(A, B, seed=seed, **options[i]) gives it, or the exception run would raise for
+        that case (never raised here; a CleanBatch where every case of a `gemm` batch returned C). A `gemm` kernel's cases (all of one shape) go through the guard library's
+        batch entry, in one set of guarded buffers laid out once (guard.call_batch); a quantized kernel's
+        (`options`: each case's quant, strides, igemm, align) in one such set per run of consecutive cases of one
+        invocation layout (guard.call_invocations). Where the batch's evidence cannot be pinned on one case (a
+        canary damaged, a kernel that wrote its inputs), every case is rerun by run() instead (rerun=False: every
+        case comes back as BatchUnpinned, for a caller that reruns them in the state they started from). After a
+        case overran its budget (a runaway loop) the rest are not run, each would cost the budget again: they come
+        back as BatchStopped. guard=False, or a quantized kernel without `options`, runs case by case."""
         if not len(As):
             return []
         k = self.kernel
-        if k.quantized or not self.guard:
-            return [outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
+        options = options or [{}] * len(As)
+        if not self.guard or (k.quantized and not any(options)):
+            return self._one_by_one(As, Bs, seeds, options)
+        if k.quantized:
+            return self._many_invocations(As, Bs, seeds, options, rerun)
         try:
             A3, B3 = _stacked(k, As, Bs)
-            if not self._checked:
-                reason = self.unavailable()
-                if reason:
-                    raise KernelUnavailable(f"{k.name} cannot run here: {reason}")
-                self._checked = True
+            self._check_available()
             done = self._batch(A3, B3, np.asarray(seeds, np.int64))
         except Exception as e:        # what every case of the batch would raise alike (a bad shape, no CPU feature)
             return [e] * len(As)
+        return self._outcomes(done, done.C, As, Bs, seeds, options, rerun)
+
+    def _one_by_one(self, As, Bs, seeds, options) -> list:
+        return [outcome(lambda: self.run(A, B, seed=seed, **o)) for A, B, seed, o in zip(As, Bs, seeds, options)]
+
+    def _outcomes(self, done, results, As, Bs, seeds, options, rerun: bool) -> Sequence:
+        """Each case's outcome of a batch (`results`: each case's C or exception, where it ran; a gemm batch's C as
+        one array), or what replaces them where the batch's evidence cannot be pinned on one case."""
         if done.canary is not None or done.inputs_changed.any():
             if not rerun:
                 what = "a canary was damaged" if done.canary is not None else \
                     f"case {int(np.argmax(done.inputs_changed))} wrote its inputs"
                 return [BatchUnpinned(f"{what} in a batch of {len(As)}: not pinned on one case")] * len(As)
-            return [outcome(lambda: self.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
-        if not done.faults:
-            return CleanBatch(done.C)
-        out = [done.faults.get(i, C) for i, C in enumerate(done.C)]
+            return self._one_by_one(As, Bs, seeds, options)
+        if not done.faults and isinstance(results, np.ndarray):        # a gemm batch's (n, M, N) C, every case clean
+            return CleanBatch(results)
+        out = [done.faults.get(i, C) for i, C in enumerate(results)]
         return out if done.stopped is None else stopped_after(out[:done.stopped], len(out))
+
+    def _many_invocations(self, As, Bs, seeds, options, rerun: bool) -> list:
+        """run_many of a quantized kernel: each case's invocation built as run() builds it (an exception there is
+        that case's outcome), then each run of consecutive cases of one layout (invocation.layout_key) in one
+        guarded batch, laid out as run() lays out one case's."""
+        prepared = [outcome(lambda: self._prepared(A, B, seed=seed, **o)) for A, B, seed, o in
+                    zip(As, Bs, seeds, options)]
+        out: list = list(prepared)
+        start = 0
+        while start < len(prepared):
+            if isinstance(prepared[start], Exception):
+                start += 1
+                continue
+            key = layout_key(*prepared[start])
+            end = start + 1
+            while end < len(prepared) and not isinstance(prepared[end], Exception) and \
+                    layout_key(*prepared[end]) == key:
+                end += 1
+            part = slice(start, end)
+            out[part] = self._invocation_batch(prepared[part], As[part], Bs[part], seeds[part], options[part], rerun)
+            start = end
+        return out
+
+    def _invocation_batch(self, prepared, As, Bs, seeds, options, rerun: bool) -> list:
+        try:
+            done = self._run_invocations(prepared)
+        except Exception as e:        # what every case of the batch would raise alike (a symbol the library lacks)
+            return [e] * len(prepared)
+        results = [outcome(lambda: inv.result({name: done.C[name][i] for name in inv.writable}))
+                   for i, (inv, _) in enumerate(prepared)]
+        return self._outcomes(done, results, As, Bs, seeds, options, rerun)
+
+    def _run_invocations(self, prepared):
+        from lowp.kernels import guard
+        first, align = prepared[0]
+        allowed = self.kernel.overread
+        with guard.Arena() as arena:      # laid out as _run_quantized lays out one case's
+            regions = place_native(first, lambda name, array: arena.place(name, array, allowed.get(name, 0),
+                                                                          align.get(name)))
+            calls = [(self.address(symbol), native_args(args, regions)) for symbol, args in first.calls]
+            inputs = {name: np.stack([_case_bytes(inv, name, regions) for inv, _ in prepared]) for name in regions}
+            return guard.call_invocations(calls, arena, inputs, first.writable, budget=self.budget,
+                                          library=self.library_path)
 
     def _batch(self, A3: np.ndarray, B3: np.ndarray, seeds: list[int]):
         from lowp.kernels import guard
@@ -294,24 +356,38 @@ class NativeExecutor:
                                               *k.params.values()], arena, regions, A3, B3, starts, work_starts,
                                     POISON_POOL, budget=self.budget, library=self.library_path)
 
+    def _prepared(self, A, B, *, seed: int, work_seed: int | None = None, quant=None, align=None, **options):
+        """(the invocation, its checked alignment) of a quantized kernel's call, as run() prepares it."""
+        self.kernel.check_operands(A, B)
+        self._check_available()
+        if quant is None:
+            raise ValueError(f"{self.kernel.name}: a quantized kernel runs with the case's quantization parameters")
+        self._lib
+        inv = abi.invocation(self.kernel, A, B, quant, seed=seed, work_seed=work_seed,
+                             workspace_bytes=self.workspace_bytes, **options)
+        return inv, checked_align(self.kernel, align, inv.buffers)
+
     def _run_quantized(self, A, B, quant, seed, work_seed, align=None, **options) -> np.ndarray:
         """A quantized signature: its adapter's buffers, always behind guard pages (a ukernel call per MR rows),
         each at its `align` offset."""
         from lowp.kernels import guard
         from lowp.kernels.invocation import call_native
-        if quant is None:
-            raise ValueError(f"{self.kernel.name}: a quantized kernel runs with the case's quantization parameters")
-        ffi, lib = self._lib
-        inv = abi.invocation(self.kernel, A, B, quant, seed=seed, work_seed=work_seed,
-                             workspace_bytes=self.workspace_bytes, **options)
+        inv, align = self._prepared(A, B, seed=seed, work_seed=work_seed, quant=quant, align=align, **options)
         allowed = self.kernel.overread
-        align = checked_align(self.kernel, align, inv.buffers)
         with guard.Arena() as arena:
             regions = call_native(
                 inv, self.address,
                 lambda name, array: arena.place(name, array, allowed.get(name, 0), align.get(name)),
                 lambda address, args: guard.call(address, args, arena, budget=self.budget, library=self.library_path))
             return inv.result({name: regions[name].array.copy() for name in inv.writable})
+
+
+def _case_bytes(inv, name: str, regions: dict) -> np.ndarray:
+    """What buffer `name` of a case's invocation holds before its calls, as bytes: its array, or a pointer table's
+    addresses into the placed `regions`."""
+    if name in inv.pointers:
+        return pointer_words(inv.pointers[name], regions).view(np.uint8)
+    return np.ascontiguousarray(inv.buffers[name]).reshape(-1).view(np.uint8)
 
 
 def _stacked(kernel: Kernel, As, Bs) -> tuple[np.ndarray, np.ndarray]:

@@ -197,6 +197,23 @@ typedef struct {
     int32_t first, count;
 } lowp_batch;
 
+typedef struct {
+    uint8_t *at;                                /* the guarded buffer */
+    size_t bytes;
+    const uint8_t *source;                      /* case i's contents at source + i * bytes */
+    uint8_t *written;                           /* writable (else NULL): case i's contents after its calls go to
+                                                   written + i * bytes */
+} lowp_buffer;
+
+typedef struct {
+    lowp_buffer *buffers;
+    int32_t nbuffers;
+    void *const *fns;                           /* call j: fns[j](args[16 j], ..., args[16 j + 15]) */
+    const int64_t *args;
+    int32_t ncalls;
+    int32_t first, count;
+} lowp_invocations;
+
 static void fill_poison(uint8_t *dst, size_t nbytes, const uint8_t *pool, size_t pool_bytes, size_t start) {
     while (nbytes) {                            /* pool[(start + j) % pool_bytes]: np.resize(np.roll(...)) */
         size_t run = pool_bytes - start < nbytes ? pool_bytes - start : nbytes;
@@ -209,11 +226,23 @@ static void fill_poison(uint8_t *dst, size_t nbytes, const uint8_t *pool, size_t
 
 static int32_t batch_case;      /* volatile across siglongjmp: read through this static, not a local */
 
-int lowp_call_batch(void *fn, const int64_t *args, int64_t budget_us, lowp_batch *batch, lowp_fault *out) {
+/* One kernel call of a case: its budget runs from here (the batch's timer compares against it). */
+static void call_kernel(void *fn, const int64_t *args) {
+    case_started_ns = now_ns();
+    in_call = 1;
+    ((kernel16)fn)(args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
+                   args[8], args[9], args[10], args[11], args[12], args[13], args[14], args[15]);
+    in_call = 0;
+}
+
+/* Runs run_case(batch, i) for the cases [first, first + count) under one sigsetjmp and one periodic timer: returns
+ * the index of the case that faulted (*out filled), or -1 when every case returned. */
+static int32_t run_cases(void (*run_case)(void *, size_t), void *batch, int32_t first, int32_t count,
+                         int64_t budget_us, lowp_fault *out) {
     install();
     memset(out, 0, sizeof *out);
     fault_out = out;
-    batch_case = batch->first;
+    batch_case = first;
     if (sigsetjmp(jump, 1)) {
         set_timer(0);
         batch_budget_ns = 0;
@@ -225,25 +254,59 @@ int lowp_call_batch(void *fn, const int64_t *args, int64_t budget_us, lowp_batch
         int64_t tick = budget_us / 4 > 0 ? budget_us / 4 : 1;
         set_periodic_timer(tick, tick);
     }
-    for (; batch_case < batch->first + batch->count; ++batch_case) {
-        size_t i = (size_t)batch_case;
-        const uint8_t *a_in = batch->a_in + i * batch->a_bytes, *b_in = batch->b_in + i * batch->b_bytes;
-        memcpy(batch->a, a_in, batch->a_bytes);
-        memcpy(batch->b, b_in, batch->b_bytes);
-        fill_poison(batch->c, batch->c_bytes, batch->pool, batch->pool_bytes, (size_t)batch->c_poison[i]);
-        fill_poison(batch->work, batch->work_bytes, batch->pool, batch->pool_bytes, (size_t)batch->work_poison[i]);
-        case_started_ns = now_ns();
-        in_call = 1;
-        ((kernel16)fn)(args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
-                       args[8], args[9], args[10], args[11], args[12], args[13], args[14], args[15]);
-        in_call = 0;
-        batch->inputs_changed[i] = memcmp(batch->a, a_in, batch->a_bytes) || memcmp(batch->b, b_in, batch->b_bytes);
-        memcpy(batch->c_out + i * batch->c_bytes, batch->c, batch->c_bytes);
-    }
+    for (; batch_case < first + count; ++batch_case) run_case(batch, (size_t)batch_case);
     if (budget_us > 0) set_timer(0);
     batch_budget_ns = 0;
     restore();
     return -1;
+}
+
+typedef struct {
+    void *fn;
+    const int64_t *args;
+    lowp_batch *batch;
+} gemm_batch;
+
+static void run_gemm_case(void *context, size_t i) {
+    gemm_batch *g = context;
+    lowp_batch *batch = g->batch;
+    const uint8_t *a_in = batch->a_in + i * batch->a_bytes, *b_in = batch->b_in + i * batch->b_bytes;
+    memcpy(batch->a, a_in, batch->a_bytes);
+    memcpy(batch->b, b_in, batch->b_bytes);
+    fill_poison(batch->c, batch->c_bytes, batch->pool, batch->pool_bytes, (size_t)batch->c_poison[i]);
+    fill_poison(batch->work, batch->work_bytes, batch->pool, batch->pool_bytes, (size_t)batch->work_poison[i]);
+    call_kernel(g->fn, g->args);
+    batch->inputs_changed[i] = memcmp(batch->a, a_in, batch->a_bytes) || memcmp(batch->b, b_in, batch->b_bytes);
+    memcpy(batch->c_out + i * batch->c_bytes, batch->c, batch->c_bytes);
+}
+
+int lowp_call_batch(void *fn, const int64_t *args, int64_t budget_us, lowp_batch *batch, lowp_fault *out) {
+    gemm_batch g = {fn, args, batch};
+    return run_cases(run_gemm_case, &g, batch->first, batch->count, budget_us, out);
+}
+
+/* Many cases of one invocation layout (lowp.kernels.invocation: the same buffers, of the same sizes, and the same
+ * calls with the same arguments: a quantized kernel's, an XNNPACK ukernel's MR rows at a time), in the guarded
+ * buffers the caller laid out once: per case every buffer is copied in from that case's bytes (C's poison, the
+ * packed weights, the params, the pointer tables are each case's own), the calls are made in order and the
+ * writable buffers are copied out. Canaries are checked by the caller after the batch; a fault stops it as in
+ * lowp_call_batch. Every buffer is rewritten per case, so a kernel that writes its inputs affects its own case
+ * only, as it does one case at a time. */
+static void run_invocation_case(void *context, size_t i) {
+    lowp_invocations *batch = context;
+    for (int32_t b = 0; b < batch->nbuffers; ++b) {
+        lowp_buffer *buffer = &batch->buffers[b];
+        memcpy(buffer->at, buffer->source + i * buffer->bytes, buffer->bytes);
+    }
+    for (int32_t j = 0; j < batch->ncalls; ++j) call_kernel(batch->fns[j], batch->args + 16 * (size_t)j);
+    for (int32_t b = 0; b < batch->nbuffers; ++b) {
+        lowp_buffer *buffer = &batch->buffers[b];
+        if (buffer->written) memcpy(buffer->written + i * buffer->bytes, buffer->at, buffer->bytes);
+    }
+}
+
+int lowp_call_invocations(int64_t budget_us, lowp_invocations *batch, lowp_fault *out) {
+    return run_cases(run_invocation_case, batch, batch->first, batch->count, budget_us, out);
 }
 
 /* Writes each breakpoint's hit flag to hits[], puts back the bytes of those never hit, and forgets them all. */

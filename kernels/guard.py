@@ -22,6 +22,7 @@ from lowp.emulator.errors import BudgetExceeded, OutOfBounds, Trap, UndefinedIns
 
 PAGE = mmap.PAGESIZE
 CANARY = 0xA5
+CANARY_BYTE = bytes([CANARY])
 MAX_ARGS = 16
 # ucontext's general registers (glibc <sys/ucontext.h>, x86-64): REG_R8 = 0 ... REG_RIP = 16, REG_ERR = 19.
 GREGS = ("r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rdi", "rsi", "rbp", "rbx", "rdx", "rax", "rcx",
@@ -49,6 +50,16 @@ typedef struct {
     int32_t first, count;
 } lowp_batch;
 int lowp_call_batch(void *fn, const int64_t *args, int64_t budget_us, lowp_batch *batch, lowp_fault *out);
+typedef struct { uint8_t *at; size_t bytes; const uint8_t *source; uint8_t *written; } lowp_buffer;
+typedef struct {
+    lowp_buffer *buffers;
+    int32_t nbuffers;
+    void *const *fns;
+    const int64_t *args;
+    int32_t ncalls;
+    int32_t first, count;
+} lowp_invocations;
+int lowp_call_invocations(int64_t budget_us, lowp_invocations *batch, lowp_fault *out);
 """
 
 
@@ -79,7 +90,7 @@ class Region:
         below = self._view[: self.base - self.start]
         above = self._view[self.base - self.start + self.nbytes:]
         for part, first in ((below, self.base - self.start), (above, 0)):
-            if not part.size or (part.min() == CANARY and part.max() == CANARY):
+            if not part.tobytes().strip(CANARY_BYTE):       # every byte the canary (one C pass: this runs per call)
                 continue
             bad = np.flatnonzero(part != CANARY)
             if bad.size:
@@ -99,6 +110,10 @@ _POOL: dict[int, list[tuple[int, np.ndarray]]] = {}
 POOL_PAGES = 1 << 14            # at most 64 MiB of idle mappings are kept
 
 
+def _pooled_pages() -> int:
+    return sum(p * len(v) for p, v in _POOL.items())      # a few distinct sizes: cheap
+
+
 def _take(pages: int) -> tuple[int, np.ndarray]:
     free = _POOL.get(pages)
     if free:
@@ -111,7 +126,7 @@ def _take(pages: int) -> tuple[int, np.ndarray]:
 
 
 def _give_back(start: int, pages: int, view: np.ndarray) -> None:
-    if sum(p * len(v) for p, v in _POOL.items()) + pages <= POOL_PAGES:
+    if _pooled_pages() + pages <= POOL_PAGES:
         _POOL.setdefault(pages, []).append((start, view))
         return
     ffi, lib = _library()
@@ -174,8 +189,7 @@ def call(fn_address: int, args, arena: Arena, *, budget: float | None, library: 
     ffi, lib = _library()
     if len(args) > MAX_ARGS:
         raise ValueError(f"a guarded call takes at most {MAX_ARGS} integer or pointer arguments, got {len(args)}")
-    argv = np.zeros(MAX_ARGS, np.int64)
-    argv[: len(args)] = [np.int64(np.uint64(a & (2 ** 64 - 1)).view(np.int64)) for a in args]
+    argv = _argv(args)
     fault = ffi.new("lowp_fault *")
     with _ONE_CALL_AT_A_TIME:
         faulted = lib.lowp_call(ffi.cast("void *", fn_address), ffi.from_buffer("int64_t[]", argv),
@@ -188,13 +202,21 @@ def call(fn_address: int, args, arena: Arena, *, budget: float | None, library: 
             raise damage
 
 
+def _argv(args) -> np.ndarray:
+    """The MAX_ARGS int64 words guard.c passes: each argument's low 64 bits (a pointer, or a negative int)."""
+    argv = np.zeros(MAX_ARGS, np.uint64)
+    argv[: len(args)] = [a & 0xFFFF_FFFF_FFFF_FFFF for a in args]
+    return argv.view(np.int64)
+
+
 @dataclass
 class BatchOutcome:
-    """What a batch of guarded calls did: every case's C (rows of a faulting case hold whatever the kernel left),
+    """What a batch of guarded calls did: every case's C (rows of a faulting case hold whatever the kernel left; an
+    invocation batch's: {writable buffer: every case's bytes}),
     the fault of each case that faulted (by index), the cases whose kernel call changed A or B, the first
     canary found damaged after the batch (which case did it is not known: the caller reruns the batch), and where
     the batch stopped after a case overran its budget (None: every case ran)."""
-    C: np.ndarray
+    C: np.ndarray | dict[str, np.ndarray]
     faults: dict[int, Exception]
     inputs_changed: np.ndarray
     canary: OutOfBounds | None
@@ -209,8 +231,7 @@ def call_batch(fn_address: int, args, arena: Arena, regions: dict[str, Region], 
     (guard.c lowp_call_batch): case i's C and workspace start as the poison windows c_starts[i] and
     work_starts[i] of `pool`."""
     ffi, lib = _library()
-    argv = np.zeros(MAX_ARGS, np.int64)
-    argv[: len(args)] = [np.int64(np.uint64(a & (2 ** 64 - 1)).view(np.int64)) for a in args]
+    argv = _argv(args)
     n = len(A)
     c_region, w_region = regions["C"], regions["work"]
     C = np.empty((n, *c_region.array.shape), c_region.array.dtype)
@@ -233,14 +254,25 @@ def call_batch(fn_address: int, args, arena: Arena, regions: dict[str, Region], 
     batch.c_poison = ffi.cast("int64_t *", pointer(c_starts))
     batch.work_poison = ffi.cast("int64_t *", pointer(work_starts))
     batch.inputs_changed = ffi.cast("int32_t *", pointer(changed))
+    fn, args_c = ffi.cast("void *", fn_address), ffi.from_buffer("int64_t[]", argv)
+
+    def run_from(first: int, fault) -> int:
+        batch.first, batch.count = first, n - first
+        return lib.lowp_call_batch(fn, args_c, int((budget or 0) * 1e6), batch, fault)
+    faults, stopped = _cases_between_faults(run_from, n, arena, budget, library)
+    return BatchOutcome(C, faults, changed.astype(bool), _damaged_canary(arena), stopped)
+
+
+def _cases_between_faults(run_from, n: int, arena: Arena, budget, library) -> tuple[dict[int, Exception], int | None]:
+    """Run a batch's n cases, one native call (run_from(first, fault) -> the faulting case or -1) per stretch
+    between faults: ({case: its fault}, where the batch stopped after a runaway loop or None)."""
+    ffi, _ = _library()
     fault = ffi.new("lowp_fault *")
     faults: dict[int, Exception] = {}
     first = 0
-    fn, args_c = ffi.cast("void *", fn_address), ffi.from_buffer("int64_t[]", argv)
     while first < n:
-        batch.first, batch.count = first, n - first
         with _ONE_CALL_AT_A_TIME:
-            at = lib.lowp_call_batch(fn, args_c, int((budget or 0) * 1e6), batch, fault)
+            at = run_from(first, fault)
         if at < 0:
             break
         faults[at] = _exception(fault, arena, budget, library)
@@ -248,8 +280,45 @@ def call_batch(fn_address: int, args, arena: Arena, regions: dict[str, Region], 
         if isinstance(faults[at], BudgetExceeded):      # a runaway loop: the next cases would cost the budget too
             break
     stopped = first if first < n and isinstance(faults.get(first - 1), BudgetExceeded) else None
-    canary = next((d for d in (r.canary_damage() for r in arena.regions) if d is not None), None)
-    return BatchOutcome(C, faults, changed.astype(bool), canary, stopped)
+    return faults, stopped
+
+
+def _damaged_canary(arena: Arena) -> OutOfBounds | None:
+    return next((d for d in (r.canary_damage() for r in arena.regions) if d is not None), None)
+
+
+def call_invocations(calls, arena: Arena, inputs: dict[str, np.ndarray], writable, *, budget: float | None,
+                     library: Path | None = None) -> BatchOutcome:
+    """Many cases of one invocation layout (guard.c lowp_call_invocations), in one native call per stretch of cases
+    between faults: per case every buffer of `arena` (its regions, by name) is filled with inputs[name][i], its
+    case's bytes, then `calls`, [(address, int args)], the same for every case, are made in order. The `writable`
+    buffers' bytes after each case's calls come back as BatchOutcome.C, {name: (n, bytes)}; inputs_changed stays
+    False (every buffer is rewritten per case: a kernel that writes an input affects its own case only)."""
+    ffi, lib = _library()
+    regions = {r.name: r for r in arena.regions}
+    inputs = {name: np.ascontiguousarray(data, np.uint8) for name, data in inputs.items()}
+    n = len(next(iter(inputs.values())))
+    written = {name: np.empty_like(inputs[name]) for name in writable}
+    buffers = ffi.new("lowp_buffer[]", len(inputs))
+    keep = [buffers]      # the cdata the structs point into must live through the call
+    for b, (name, data) in enumerate(inputs.items()):
+        buffers[b].at, buffers[b].bytes = ffi.cast("uint8_t *", regions[name].base), regions[name].nbytes
+        keep.append(ffi.from_buffer(data))
+        buffers[b].source = ffi.cast("uint8_t *", keep[-1])
+        if name in written:
+            keep.append(ffi.from_buffer(written[name]))
+            buffers[b].written = ffi.cast("uint8_t *", keep[-1])
+    fns = ffi.new("void *[]", [ffi.cast("void *", address) for address, _ in calls])
+    args = np.concatenate([_argv(values) for _, values in calls])
+    batch = ffi.new("lowp_invocations *", {"buffers": buffers, "nbuffers": len(inputs), "fns": fns,
+                                           "args": ffi.cast("int64_t *", ffi.from_buffer(args)), "ncalls": len(calls)})
+    keep.append(args)
+
+    def run_from(first: int, fault) -> int:
+        batch.first, batch.count = first, n - first
+        return lib.lowp_call_invocations(int((budget or 0) * 1e6), batch, fault)
+    faults, stopped = _cases_between_faults(run_from, n, arena, budget, library)
+    return BatchOutcome(written, faults, np.zeros(n, bool), _damaged_canary(arena), stopped)
 
 
 def _exception(fault, arena: Arena, budget, library):

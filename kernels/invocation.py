@@ -19,6 +19,7 @@ case's `outcome` (its result or its exception), which run_many returns per case 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -44,20 +45,16 @@ class Strided:
     block_stride: int
 
     def offsets(self) -> np.ndarray:
-        M, N = self.shape
-        item = np.dtype(self.dtype).itemsize
-        j = np.arange(N)
-        return np.arange(M)[:, None] * self.row + ((j // self.block) * self.block_stride + (j % self.block) * item)
+        """The byte offset of every element, (M, N), read-only."""
+        return _geometry(self).offsets
 
     @property
     def nbytes(self) -> int:
-        offsets = self.offsets()
-        return int(offsets.max()) + np.dtype(self.dtype).itemsize if offsets.size else 0
+        return _geometry(self).nbytes
 
     def _bytes(self) -> np.ndarray:
-        """The byte index of every byte of every element, (M, N, itemsize)."""
-        item = np.dtype(self.dtype).itemsize
-        return self.offsets()[:, :, None] + np.arange(item)
+        """The byte index of every byte of every element, (M, N, itemsize), read-only."""
+        return _geometry(self).bytes
 
     def scatter(self, matrix: np.ndarray, fill: np.ndarray) -> np.ndarray:
         """The buffer's bytes: `fill` (bytes, at least nbytes) with the matrix's elements in their places."""
@@ -73,10 +70,7 @@ class Strided:
 
     def gaps(self) -> tuple[tuple[int, int], ...]:
         """The [start, end) byte ranges of the buffer no element covers."""
-        covered = np.zeros(self.nbytes, bool)
-        covered[self._bytes().reshape(-1)] = True
-        edges = np.flatnonzero(np.diff(np.r_[False, ~covered, False].astype(np.int8)))
-        return tuple((int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]))
+        return _geometry(self).gaps
 
     def where(self, offset: int) -> str:
         """Words for a byte of the buffer: the element it belongs to, or the gap after which element."""
@@ -86,6 +80,34 @@ class Strided:
             return "before element (0, 0)"
         i, j = divmod(int(before[np.argmax(offsets[before])]), self.shape[1])
         return f"in the gap after element ({i}, {j})"
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    offsets: np.ndarray
+    bytes: np.ndarray
+    nbytes: int
+    gaps: tuple[tuple[int, int], ...]
+
+
+@lru_cache(maxsize=256)
+def _geometry(layout: Strided) -> _Geometry:
+    """A layout's element offsets, byte indices, size and gaps, computed once: a check lays out hundreds of cases
+    of a few shapes, and these depend on the layout alone (the arrays are read-only)."""
+    M, N = layout.shape
+    item = np.dtype(layout.dtype).itemsize
+    j = np.arange(N)
+    columns = (j // layout.block) * layout.block_stride + (j % layout.block) * item
+    offsets = np.arange(M)[:, None] * layout.row + columns
+    index = offsets[:, :, None] + np.arange(item)
+    nbytes = int(offsets.max()) + item if offsets.size else 0
+    covered = np.zeros(nbytes, bool)
+    covered[index.reshape(-1)] = True
+    edges = np.flatnonzero(np.diff(np.r_[False, ~covered, False].astype(np.int8)))
+    gaps = tuple((int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]))
+    for a in (offsets, index):
+        a.flags.writeable = False
+    return _Geometry(offsets, index, nbytes, gaps)
 
 
 @dataclass
@@ -139,14 +161,39 @@ def call_native(inv: Invocation, resolve_symbol, arena_place, call) -> dict:
     """Run `inv` natively: `arena_place(name, array)` -> region with .base, `resolve_symbol(name)` -> address,
     `call(address, int_args)` runs one call (raising on a fault). The pointer tables are placed last, with the
     addresses of the buffers placed before them. Returns {name: region}."""
+    regions = place_native(inv, arena_place)
+    for symbol, args in inv.calls:
+        call(resolve_symbol(symbol), native_args(args, regions))
+    return regions
+
+
+def place_native(inv: Invocation, arena_place) -> dict:
+    """Every buffer of `inv` placed (arena_place(name, array) -> region with .base), the pointer tables last, with
+    the addresses of the buffers placed before them. Returns {name: region}."""
     regions = {name: arena_place(name, array) for name, array in inv.buffers.items() if name not in inv.pointers}
     for name, refs in inv.pointers.items():
-        words = np.array([(regions[r.buffer].base + r.offset) & 0xFFFF_FFFF_FFFF_FFFF for r in refs], np.uint64)
-        regions[name] = arena_place(name, words)
-    for symbol, args in inv.calls:
-        values = [regions[a.buffer].base + a.offset if isinstance(a, Ref) else int(a) for a in args]
-        call(resolve_symbol(symbol), values)
+        regions[name] = arena_place(name, pointer_words(refs, regions))
     return regions
+
+
+def pointer_words(refs, regions: dict) -> np.ndarray:
+    """A native pointer table: the address of each Ref in the placed regions."""
+    return np.array([(regions[r.buffer].base + r.offset) & 0xFFFF_FFFF_FFFF_FFFF for r in refs], np.uint64)
+
+
+def native_args(args, regions: dict) -> list[int]:
+    """A call's arguments as integers: a Ref is its placed buffer's address plus its offset."""
+    return [regions[a.buffer].base + a.offset if isinstance(a, Ref) else int(a) for a in args]
+
+
+def layout_key(inv: Invocation, align: dict) -> tuple:
+    """What must be equal for cases to share one set of placed buffers and one list of calls (a native invocation
+    batch): every buffer's name, type and shape, the calls with their arguments (Refs and integers), the pointer
+    tables' sizes, the writable buffers and the alignment. What is not in it is each case's own bytes."""
+    return (tuple((name, a.dtype.str, a.shape) for name, a in inv.buffers.items()),
+            tuple((symbol, tuple(args)) for symbol, args in inv.calls),
+            tuple((name, len(refs)) for name, refs in inv.pointers.items()), inv.writable,
+            tuple(sorted(align.items())))
 
 
 GEMM_BUFFERS = ("A", "B", "C", "work")       # the `gemm` signature's buffers
@@ -242,7 +289,7 @@ def poison(shape, dtype, seed: int) -> np.ndarray:
     executor and adapter uses it, so a failure replays from its seed. (A window into one fixed random pool, POISON_POOL:
     cheap per call.)"""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape)) * dtype.itemsize
+    nbytes = int(math.prod(shape) if isinstance(shape, (tuple, list)) else shape) * dtype.itemsize     # math: cheaper
     start = (seed * 7919) % POISON_POOL.size
     data = np.resize(np.roll(POISON_POOL, -start), nbytes) if nbytes > POISON_POOL.size - start else \
         POISON_POOL[start:start + nbytes].copy()

@@ -615,13 +615,37 @@ def pack_weights(B: np.ndarray, *, nr: int, kr: int, sr: int, column_ints: np.nd
     sr shuffle, then each of `column_floats` as nr float32. Padding (past N, past kc) is `pad`: zero, or qu8's
     kernel zero point, so that a padded weight less the zero point is zero."""
     K, N = B.shape
-    values = np.append(B.reshape(-1).astype(np.int64), pad)          # index -1 (padding) reads `pad`
-    parts = []
+    columns = -(-N // nr) * nr
+    weights = np.concatenate([np.ascontiguousarray(B).reshape(-1), np.array([pad], np.int64).astype(B.dtype)])
+    source = np.concatenate([_padded_columns(column_ints, N, columns, "<i4"), weights.view(np.uint8),
+                             *(_padded_columns(f, N, columns, "<f4") for f in column_floats)])
+    return source[_packed_order(K, N, nr, kr, sr, ks, B.dtype.itemsize, len(column_floats))]
+
+
+def _padded_columns(values, N: int, columns: int, dtype) -> np.ndarray:
+    """A per-column array as the bytes of `columns` entries of `dtype` (zeros past N)."""
+    out = np.zeros(columns, dtype)
+    out[:N] = np.asarray(values)[:N]
+    return out.view(np.uint8)
+
+
+@functools.lru_cache(maxsize=256)
+def _packed_order(K: int, N: int, nr: int, kr: int, sr: int, ks: int, item: int, floats: int) -> np.ndarray:
+    """pack_weights' byte order, as indices into its source bytes (the column ints padded to whole blocks, B's
+    elements then the padding element, each float array padded like the ints): one gather per case, the layout
+    depending on the shape alone (read-only)."""
+    columns = -(-N // nr) * nr
+    ints, weights = 0, 4 * columns
+    floats_at = weights + (K * N + 1) * item
+    order = []
     for b, taps in weight_blocks(K, N, nr=nr, kr=kr, sr=sr, ks=ks):
-        parts.append(_column_block(column_ints, b, nr, N, "<i4"))
-        parts.append(values[taps].astype(B.dtype).view(np.uint8))
-        parts += [_column_block(f, b, nr, N, "<f4") for f in column_floats]
-    return np.concatenate(parts)
+        block = np.arange(4 * b * nr, 4 * (b + 1) * nr)
+        element = np.where(taps < 0, K * N, taps)               # -1 (padding): the element after B's
+        order += [ints + block, (weights + element[:, None] * item + np.arange(item)).reshape(-1)]
+        order += [floats_at + 4 * columns * f + block for f in range(floats)]
+    out = np.concatenate(order)
+    out.flags.writeable = False
+    return out
 
 
 def weight_blocks(K: int, N: int, *, nr: int, kr: int, sr: int, ks: int = 1):

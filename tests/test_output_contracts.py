@@ -190,3 +190,25 @@ def test_qb4w_contract_accepts_the_kernels_orders_and_names_the_others():
     bf16 = output_contract("qd8-bf16-qb4w")
     assert {name.split(":")[1] for name, accepted, _ in bf16.results(A, B, q, "bf16", geometry) if accepted} == {
         "rne", "rne-nonan", "rne-daz"}
+
+
+def test_accumulators_computed_once_are_each_cases_own():
+    """accumulators() keeps small cases' results by their contents (a check draws from them, then judges on them):
+    a case with other operands or zero points gets its own, and a caller that changes what it got changes no
+    later answer."""
+    from lowp.conformance.contracts.output import exact_accumulators
+    from lowp.kernels.models.quant import zero_point_corrected
+    from lowp.conformance.contracts.int32 import EXACT
+    rng = np.random.default_rng(5)
+    A, B = rng.integers(-128, 128, (3, 7)).astype(np.int8), rng.integers(-128, 128, (7, 4)).astype(np.int8)
+    per_row = np.array([3, -1, 0], np.int32)
+    for q in ({"a_zero_point": 3}, {"a_zero_point": per_row}, {"a_zero_point": 3, "b_zero_point": 2}):
+        want = zero_point_corrected(EXACT.compute(A, B).astype(np.int64), A, B, q)
+        got = exact_accumulators(A, B, q)
+        assert np.array_equal(got, want)
+        got[...] = 0
+        assert np.array_equal(exact_accumulators(A, B, q), want)
+    B2 = B.copy()
+    B2[0, 0] ^= 1
+    q = {"a_zero_point": 3}
+    assert not np.array_equal(exact_accumulators(A, B2, q), exact_accumulators(A, B, q))

@@ -4,6 +4,7 @@ its README says what each entry must become). Also issue 23 part 5: `--kernel GL
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -404,12 +405,15 @@ def test_qd8_output_stage_follows_how_each_source_family_rounds():
 
 
 def test_the_campaign_benchmark_times_one_datatype():
-    """`lowp bench xnnpack` (issue 23's performance target): the wall time against 60 minutes and the per-kernel
-    median and p90, read from the campaign it runs."""
+    """`lowp bench xnnpack` (issue 23's performance target): the wall time against 60 minutes, the per-kernel
+    median and p90 and mean CPU seconds, and the cases checked a second, read from the campaign it runs."""
     result = lowp("bench", "xnnpack", "--checkout", TREE, "--datatype", "qs8-qc4w", "--jobs", "1")
     assert result.returncode == 0, result.stderr[-2000:]
     assert "2 kernels found, 1 judged (1 passed, 0 failed), 1 skipped" in result.stdout
     assert "within 60 min" in result.stdout and "per judged kernel: p90" in result.stdout
+    assert re.search(r"per judged kernel: CPU, mean \| +[0-9.]+", result.stdout), result.stdout
+    cases = re.search(r"([0-9,]+) cases checked in [0-9.]+ s of checks .*: ([0-9,]+) cases/s", result.stdout)
+    assert cases and int(cases[1].replace(",", "")) > 100 and int(cases[2].replace(",", "")) > 0, result.stdout
     assert lowp("bench", "xnnpack").returncode == 2
 
 

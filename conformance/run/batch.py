@@ -13,8 +13,11 @@ through today's per-case path, which judges, diagnoses and shrinks them unchange
 batch (writes its inputs, keeps state between calls, damages a canary) gets the per-case verdict and
 counterexample. docs/batch.md says why it is built so.
 
-Only the plain `gemm` signature (int32 C, no quantization parameters, no ABI options) is batched; a requantizing
-kernel or an XNNPACK ukernel goes case by case (`batchable`).
+The plain `gemm` signature (int32 C, no quantization parameters, no ABI options) is batched everywhere, its draws
+included (`batchable`). A quantized kernel (a requantizing or float-output one, an XNNPACK ukernel) is batched where
+its executor runs invocations in batches (natively: `batches_invocations`), its generated cases only: each case keeps
+its parameters and ABI options, the executor runs consecutive cases of one invocation layout in one native call,
+and each case is judged by the per-case judge (its output stages are not vectorised).
 """
 from __future__ import annotations
 
@@ -45,24 +48,33 @@ def batchable(kern) -> bool:
     return kern.signature == "gemm" and not kern.quantized
 
 
+def batches_invocations(kern, ex) -> bool:
+    """Whether `kern`'s generated cases go through the batched path as invocations (parameters and ABI options per
+    case): a quantized kernel on an executor whose run_many takes them (natively, with the guard)."""
+    return kern.quantized and bool(getattr(ex, "runs_invocations", False))
+
+
 def cases_per_batch(m: int, n: int, k: int) -> int:
     return int(max(1, min(MAX_CASES, BATCH_ELEMENTS // (m * k + k * n + m * n))))
 
 
 # -- running a batch -----------------------------------------------------------------------------------------------
-def run_many(ex, As, Bs, seeds, regenerate=None) -> list:
+def run_many(ex, As, Bs, seeds, regenerate=None, options=None) -> list:
     """Per case, C or the exception `ex.run` raised: the executor's run_many where it has one, else run per case.
     As and Bs: the cases' operands, as a list of 2-d arrays or one 3-d array (a batch is passed so: a sequence of
     its cases that costs no copy). A batch whose evidence cannot be pinned on one case comes back as BatchUnpinned
     for every case (not rerun here: the engine reruns it in the state it started from, Tracked.restart). regenerate: for a
-    Tracked executor, how to make the batch's (As, Bs) again when it is replayed (instead of keeping them)."""
+    Tracked executor, how to make the batch's (As, Bs) again when it is replayed (instead of keeping them). options:
+    each case's keyword arguments of run (a quantized kernel's quant, strides, igemm, align), for an executor that
+    runs invocations in batches (batches_invocations); elsewhere run per case."""
     from lowp.kernels.executors import outcome
     if isinstance(ex, Tracked):
-        return ex.run_many(As, Bs, seeds=seeds, regenerate=regenerate)
+        return ex.run_many(As, Bs, seeds=seeds, regenerate=regenerate, options=options)
     many = getattr(ex, "run_many", None)
-    if many is not None:
-        return many(As, Bs, seeds=seeds, rerun=False)
-    return [outcome(lambda: ex.run(A, B, seed=seed)) for A, B, seed in zip(As, Bs, seeds)]
+    if many is not None and (options is None or getattr(ex, "runs_invocations", False)):
+        return many(As, Bs, seeds=seeds, rerun=False, **({} if options is None else {"options": options}))
+    options = options or [{}] * len(As)
+    return [outcome(lambda: ex.run(A, B, seed=seed, **o)) for A, B, seed, o in zip(As, Bs, seeds, options)]
 
 
 class Tracked:
@@ -86,12 +98,12 @@ class Tracked:
         self._note(lambda ex: ex.run(A, B, **options))
         return self.ex.run(A, B, **options)
 
-    def run_many(self, As, Bs, *, seeds, regenerate=None) -> list:
+    def run_many(self, As, Bs, *, seeds, regenerate=None, options=None) -> list:
         if regenerate is None:
-            self._note(lambda ex: run_many(ex, As, Bs, seeds))
+            self._note(lambda ex: run_many(ex, As, Bs, seeds, options=options))
         else:                   # the operands are not kept: a check draws millions of cases
-            self._note(lambda ex: run_many(ex, *regenerate(), seeds))
-        return run_many(self.ex, As, Bs, seeds)
+            self._note(lambda ex: run_many(ex, *regenerate(), seeds, options=options))
+        return run_many(self.ex, As, Bs, seeds, options=options)
 
     def _note(self, replay: Callable) -> None:
         if self._recording:
@@ -145,16 +157,19 @@ class Screen:
                 if n}
 
 
-def screen(check, kern, ex, A3: np.ndarray, B3: np.ndarray, seeds, regenerate=None) -> Screen:
+def screen(check, kern, ex, A3: np.ndarray, B3: np.ndarray, seeds, regenerate=None, options=None) -> Screen:
     """Run a batch (A3 (n, M, K), B3 (n, K, N), all of one shape) and compare every case's C with the readings the
     check accepts: clean when each case equals one of them; not clean when any case differs from every one,
-    faulted or raised. Not clean without running anything where the batched path is off (ENABLED)."""
+    faulted or raised. Not clean without running anything where the batched path is off (ENABLED). options: a
+    quantized kernel's cases' run options (run_many), each case judged by the per-case judge."""
     if not ENABLED:
         return Screen(None)
-    results = run_many(ex, A3, B3, [int(s) for s in seeds], regenerate)
+    results = run_many(ex, A3, B3, [int(s) for s in seeds], regenerate, options)
+    if kern.quantized:
+        return _judged_per_case(check, kern, A3, B3, options, results)
     C3 = _stacked(results)
     if C3 is None:
-        return Screen(None, outcomes=results, hung=any(isinstance(r, BudgetExceeded) for r in results))
+        return Screen(None, outcomes=results, hung=_hung(results))
     if C3.shape != (len(A3), A3.shape[1], B3.shape[2]) or C3.dtype != np.int32:
         return Screen(None, outcomes=results)
     reading = np.full(len(A3), -1)
@@ -177,6 +192,26 @@ def _stacked(results: Sequence) -> np.ndarray | None:
     if not all(isinstance(C, np.ndarray) for C in results):
         return None
     return np.stack(results)
+
+
+def _judged_per_case(check, kern, A3, B3, options, results) -> Screen:
+    """A quantized kernel's batch, each case judged as the per-case path judges it (quantized.judge: the same
+    reading's name), clean when every case passed."""
+    from lowp.conformance.search import quantized
+    if not all(isinstance(C, np.ndarray) for C in results):
+        return Screen(None, outcomes=results, hung=_hung(results))
+    matched = []
+    for A, B, o, C in zip(A3, B3, options, results):
+        ok, name, _ = quantized.judge(check.check, kern, A, B, o["quant"], C)
+        if not ok:
+            return Screen(None, outcomes=results)
+        matched.append(name)
+    names = tuple(dict.fromkeys(matched))
+    return Screen(np.array([names.index(n) for n in matched]), names)
+
+
+def _hung(results) -> bool:
+    return any(isinstance(r, BudgetExceeded) for r in results)
 
 
 # -- the readings a check accepts, for a whole batch ---------------------------------------------------------------

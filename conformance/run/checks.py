@@ -117,9 +117,8 @@ class Recorder:
         self.ex, self.last = ex, None
 
     def run(self, call: Call, work_seed: int | None = None) -> Outcome:
-        options = {**({} if call.quant is None else {"quant": call.quant}), **(call.options or {})}
         try:
-            out = Outcome(self.ex.run(call.A, call.B, seed=call.seed, work_seed=work_seed, **options))
+            out = Outcome(self.ex.run(call.A, call.B, seed=call.seed, work_seed=work_seed, **run_options(call)))
         except EmulatorError as e:
             out = Outcome(fault=e)
         self.last = call
@@ -129,6 +128,11 @@ class Recorder:
         """A Recorder on a fresh copy of the kernel (new static state): what it runs is none of this one's earlier
         calls, and it is never this one's last call."""
         return Recorder(self.ex.with_fresh_state())
+
+
+def run_options(call: Call) -> dict:
+    """The keyword arguments of the executor's run for a call: its parameters and ABI options."""
+    return {**({} if call.quant is None else {"quant": call.quant}), **(call.options or {})}
 
 
 def reference(check: Check, kern, A, B, quant=None) -> np.ndarray:
@@ -653,7 +657,7 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     emit({"event": "plan", "check": check.id, "cases": row["cases"]})
     start = time.perf_counter()
     tracked = batch.Tracked(ex)         # the calls a fresh copy replays where a batch ran more than the per-case path
-    if not batch.batchable(kern):
+    if not (batch.batchable(kern) or batch.batches_invocations(kern, ex)):
         tracked.forget()                # no batch will run: nothing to replay
     path_ok, row["path"] = claimed_path(kern, tracked)
     rec = Recorder(tracked)
@@ -757,15 +761,17 @@ def _screened(check: Check, kern, rec: Recorder, cases, calls: list[Call], emit)
     the kernel that has run the calls before it (Tracked.restart), as are a case alone, and a kernel that is not
     batchable: those come with neither. After a runaway loop nothing more is batched: the per-case path meets it
     and stops, as it always did."""
-    batching = batch.ENABLED and batch.batchable(kern)
+    invocations = batch.batches_invocations(kern, rec.ex)
+    batching = batch.ENABLED and (batch.batchable(kern) or invocations)
     index = 0
     while index < len(calls):
-        run = _same_shape_run(calls, index) if batching else [index]
+        run = _same_shape_run(calls, index, invocations) if batching else [index]
         done = batch.Screen(None)
         if len(run) > 1:
             emit({"event": "start", "check": check.id, "case": cases[index].id})       # a crash names the batch
             done = batch.screen(check, kern, rec.ex, np.stack([calls[i].A for i in run]),
-                                np.stack([calls[i].B for i in run]), [calls[i].seed for i in run])
+                                np.stack([calls[i].B for i in run]), [calls[i].seed for i in run],
+                                options=[run_options(calls[i]) for i in run] if invocations else None)
             batching = not done.hung
             if done.outcomes is not None and batch.unpinned(done.outcomes):
                 rec.ex.restart(len(rec.ex) - 1)
@@ -785,16 +791,19 @@ def _outcome(result) -> Outcome | None:
     return Outcome(fault=result) if isinstance(result, EmulatorError) else None
 
 
-def _same_shape_run(calls: list[Call], first: int) -> list[int]:
-    """The indices of the consecutive calls from `first` on with its shape and no per-case parameters, up to a
-    batch's worth."""
+def _same_shape_run(calls: list[Call], first: int, invocations: bool = False) -> list[int]:
+    """The indices of the consecutive calls from `first` on with its shape, up to a batch's worth, with no per-case
+    parameters unless the batch runs `invocations` (each case's own parameters and ABI options: the executor
+    splits the batch where their layout changes)."""
+    def batchable(call: Call) -> bool:
+        return invocations or (call.quant is None and not call.options)
     A, B = calls[first].A, calls[first].B
-    if calls[first].quant is not None or calls[first].options:
+    if not batchable(calls[first]):
         return [first]
     size = batch.cases_per_batch(A.shape[0], B.shape[1], A.shape[1])
     end = first + 1
     while end < len(calls) and end - first < size and calls[end].A.shape == A.shape and \
-            calls[end].B.shape == B.shape and calls[end].quant is None and not calls[end].options:
+            calls[end].B.shape == B.shape and batchable(calls[end]):
         end += 1
     return list(range(first, end))
 

@@ -11,6 +11,8 @@ accepted accumulator under any accepted output variant.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 
@@ -45,8 +47,7 @@ def input_zero_points(kern, rng, M: int, style: str) -> dict:
     """The zero points the kernel's ABI takes: XNNPACK's qs8 kinds an input zero point (the weights have none),
     qd8 one per row, XNNPACK's qu8 and lowp's driver ABI both; at the type's ends in the 'ends' style."""
     def one(type_name, shape=()):
-        info = np.iinfo(kern.a_dtype if type_name == "a" else kern.b_dtype)
-        lo, hi = int(info.min), int(info.max)
+        lo, hi = _ends(kern.a_dtype if type_name == "a" else kern.b_dtype)
         if style == "ends":
             return rng.choice([lo, hi, 0, -1 if lo < 0 else 1], size=shape).astype(np.int64) if shape else \
                 int(rng.choice([lo, hi, 0, -1 if lo < 0 else 1]))
@@ -183,6 +184,7 @@ def _named_pins(kern, name: str) -> dict:
     return {}
 
 
+@functools.lru_cache(maxsize=None)
 def _ends(dtype) -> tuple[int, int]:
     info = np.iinfo(dtype)
     return int(info.min), int(info.max)

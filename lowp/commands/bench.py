@@ -375,7 +375,8 @@ XNNPACK_TARGET_SECONDS = 3600      # issue 23: one datatype's kernels, quick pro
 
 def bench_xnnpack(args) -> int:
     """`lowp xnnpack --checkout PATH --datatype D --profile quick` in a child, timed: the wall time against the 60
-    minutes, per kernel the median and p90 seconds, the CPU share the run had. A cold run (an empty build cache)
+    minutes, per kernel the median and p90 seconds and the mean CPU seconds, the CPU share the run had, the cases
+    checked per second. A cold run (an empty build cache)
     counts its builds; run it twice to see both. Exits 0 whatever the verdicts; 2 without a checkout."""
     return bench_library(args, "xnnpack", ["--datatype", args.datatype], XNNPACK_TARGET_SECONDS,
                          f"--datatype {args.datatype} ")
@@ -414,10 +415,11 @@ def bench_library(args, library: str, options: list[str], target: int, spelt: st
             print(done.stderr.strip(), file=sys.stderr)
             return 2
         doc = json.loads((Path(out) / "campaign.json").read_text())
+        cases, check_seconds = _cases_checked(Path(out) / "report.json")
     t, s, k = doc["totals"], doc["seconds"], doc["per_kernel_seconds"]
     jobs = doc["settings"].get("jobs") or os.cpu_count()
-    share = (used.children_user - cpu.children_user + used.children_system - cpu.children_system) / \
-        max(1e-9, jobs * s["wall"])
+    cpu_seconds = used.children_user - cpu.children_user + used.children_system - cpu.children_system
+    share = cpu_seconds / max(1e-9, jobs * s["wall"])
     spelt += "".join(f"--isa {isa} " for isa in args.isa)
     print(f"lowp {library} {args.checkout} {spelt}--profile quick: {t['found']} kernels found, "
           f"{t['judged']} judged ({t['passed']} passed, {t['failed']} failed), {t['skipped']} skipped; {jobs} jobs "
@@ -430,9 +432,24 @@ def bench_library(args, library: str, options: list[str], target: int, spelt: st
                     ("  builds", f"{s['build']:.1f}", "cold" if args.cold else "cached where built before"),
                     ("  checks", f"{s['checks']:.1f}", ""),
                     ("per judged kernel: median", _s(k["median"]), f"{k['kernels']} kernels"),
-                    ("per judged kernel: p90", _s(k["p90"]), ""), ("per judged kernel: max", _s(k["max"]), "")],
+                    ("per judged kernel: p90", _s(k["p90"]), ""), ("per judged kernel: max", _s(k["max"]), ""),
+                    # CPU time is what a machine shared with other work does not inflate as much as wall time
+                    ("per judged kernel: CPU, mean", _s(cpu_seconds / max(1, t["judged"])),
+                     "every process of the run, mapping and builds included")],
                    headers=("", "seconds", "target"), tablefmt="github"))
+    if cases:
+        print(f"\n{cases:,} cases checked in {check_seconds:.1f} s of checks (the rows' seconds summed): "
+              f"{cases / max(check_seconds, 1e-9):,.0f} cases/s per worker")
     return 0
+
+
+def _cases_checked(report: Path) -> tuple[int, float]:
+    """(cases executed, the seconds of every check summed) of a run's report.json; (0, 0) without one."""
+    import json
+    if not report.is_file():
+        return 0, 0.0
+    doc = json.loads(report.read_text())
+    return int(doc["summary"].get("cases_executed", 0)), sum(row.get("seconds") or 0 for row in doc["rows"])
 
 
 def bench_ray(args) -> int:
