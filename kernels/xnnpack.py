@@ -1041,13 +1041,14 @@ DEFAULT_ALLOCATION_ALIGNMENT = 16
 def packed_alignment(u: Ukernel, target: str) -> int:
     """The alignment XNNPACK's operators give a ukernel's `w` on `target`: the packed weights start at an
     allocation (ALLOCATION_ALIGNMENT) and a call's `w` is a whole number of column blocks into them, each block nr
-    columns of int32 / float32 words (the bias, sums and scales), k bytes padded to kr * sr (two k a byte for
-    4-bit weights) and, for qb4w, bf16 block scales: the gcd of what those sizes always share. XNNPACK's HVX
-    kernels load w with aligned vector loads (src/qs8-qc8w-gemm/gen/*-hvx.c @75db3c0: *((HVX_Vector *) w)) and may:
-    there it is 128."""
+    columns of int32 / float32 words (the bias, sums, qc2w's weight zero points and the scales), the k bytes and,
+    for qb4w, bf16 block scales: the gcd of what those sizes always share. A planar sub-byte packer pads K to
+    kr * sr * planes (packed_k), so a column's k bytes come kr * sr at a time, as for 8-bit weights; a non-planar
+    one pads K to kr * sr, two k a byte. XNNPACK's HVX kernels load w with aligned vector loads
+    (src/qs8-qc8w-gemm/gen/*-hvx.c @75db3c0: *((HVX_Vector *) w)) and may: there it is 128."""
     d = u.d
-    words = 4 * (1 + len(d.floats))
-    k_bytes = max(1, u.kr * u.sr // d.planes)
+    words = 4 * (1 + len(d.floats) + d.row_sums)
+    k_bytes = max(1, u.kr * u.sr // d.planes) if u.non_planar else u.kr * u.sr
     block = u.nr * math.gcd(words, k_bytes)
     if d.blockwise:
         block = math.gcd(block, 2 * u.nr)

@@ -189,6 +189,31 @@ def test_a_dynamic_kernel_aligns_its_quantization_params_and_lowps_own_abi_gets_
     assert abi.caller_alignment(get_kernel("u8s8s32_avx2")) == {}
 
 
+@pytest.mark.parametrize("datatype, layout, nr, kr, sr, non_planar", [
+    ("qs8-qc8w", "fp32_scalar", 8, 8, 1, 0), ("qd8-f32-qc8w", "minmax_f32", 16, 4, 1, 0),
+    ("qd8-f16-qc2w", "minmax_f16", 8, 8, 1, 0), ("qs8-qc2w", "fp32_scalar", 4, 8, 1, 0),
+    ("qd8-f32-qc4w", "minmax_f32", 16, 4, 1, 0), ("qd8-f32-qc4w", "minmax_f32", 16, 8, 1, 0),
+    ("qs8-qc4w", "fp32_scalar", 8, 2, 4, 0), ("qd8-f32-qc4w", "minmax_f32", 16, 4, 1, 16)])
+def test_the_packed_weights_alignment_is_what_every_depth_of_the_real_packing_keeps(datatype, layout, nr, kr, sr,
+                                                                                   non_planar):
+    """packed_alignment against the packer itself: one block of nr columns at every depth up to three padded
+    k-chunks; the gcd of those sizes (and the allocation's 64 bytes) is where the next block may start. It once
+    took a planar 2- or 4-bit packer's k bytes to be kr * sr / planes, a quarter of the kr * sr * planes k it pads
+    to: the qc2w AVX2 and qc4w AVX-512 kernels, whose aligned loads XNNPACK's packing keeps aligned, were failed at
+    a w offset no caller gives."""
+    import math
+    from lowp.kernels.xnnpack import Ukernel, _weights, packed_alignment
+    u = Ukernel("f", datatype, layout, 1, nr, kr, sr, non_planar=non_planar)
+    lo, hi = u.d.weight_range
+    sizes = []
+    for K in range(1, 3 * kr * sr * u.d.planes + 1):
+        B = np.full((K, nr), lo, np.int64)
+        q = {"bias": np.zeros(nr, np.int32 if u.d.int_bias else np.float32), "scale": np.ones(nr, np.float32),
+             "b_scale": np.ones(nr, np.float32), "a_zero_point": 0, "b_float_zero_point": np.zeros(nr, np.float32)}
+        sizes.append(_weights(u, B, q, 1).size)
+    assert packed_alignment(u, "x86-64") == math.gcd(64, *sizes), sizes
+
+
 def test_the_repro_line_carries_the_alignment():
     from lowp.conformance.search.problem import abi_options, abi_text, decode, encode
     options = {"strides": {"a": 17}, "align": {"A": 1, "quantization_params": 4}}
