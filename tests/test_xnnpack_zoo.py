@@ -452,6 +452,19 @@ def test_c2_and_c4_mlal_kernels_pair_k_with_k_plus_8_in_whole_blocks(name, model
     assert (e["model"]["accumulate"], e["domain"]["b"]) == (f"lowp.kernels.models.arm:{model}_{op}", [-127, 127])
 
 
+def test_a_neon_kernel_whose_source_calls_vmlal_s8_pairs_products_whatever_its_name():
+    """XNNPACK's qd8-f16-qc8w c2s4 neonfp16arith GEMMs are MLA=1 kernels named without the mlal token: the source's
+    vmlal_s8 says they pair products in int16 lanes (their campaign model checks failed as int16-pair-wrap while
+    they were read as exact); a MULL-only source of the same name is exact."""
+    name = "xnn_qd8_f16_qc8w_gemm_minmax_ukernel_1x8c2s4__neonfp16arith"
+    fields = dict(init="xnn_init_f16_minmax_scalar_params", pack="xnn_pack_qs8_gemm_goi_w")
+    paired = _mapped_as(name, "../xnnpack/qs8_qc8w_gemm_2x8c2_fp32_neonv8_mlal.c", **fields).entry
+    assert (paired["model"]["accumulate"], paired["domain"]["b"]) == ("lowp.kernels.models.arm:smlal_sadalp_gemm",
+                                                                     [-127, 127])
+    plain = _mapped_as(name, "../xnnpack/qs8_qc8w_gemm_2x8c4_fp32_neonv8.c", **fields).entry
+    assert (plain["model"]["accumulate"], plain["domain"]["b"]) == ("lowp.kernels.models:exact_gemm", [-128, 127])
+
+
 def test_failures_are_grouped_into_findings_by_cause():
     """One finding per cause, numbers aside (issue 34: one wrapping zero-point add showed as 204 failures): the
     kernels it covers, and the smallest counterexample as its example."""

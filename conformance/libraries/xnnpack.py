@@ -604,12 +604,12 @@ PAIR_MODELS = {(8, 2): "smlal_sadalp_kc2", (8, 4): "smlal_sadalp_kc4", (8, 8): "
                (8, 16): "smlal_sadalp"}
 
 
-def _accumulation(name: UkernelName, isa: Isa) -> tuple[str, tuple[int, int] | None] | Skip:
+def _accumulation(name: UkernelName, isa: Isa, source: Path) -> tuple[str, tuple[int, int] | None] | Skip:
     """(the int32 accumulation model, the weight domain claimed if narrower than int8). Every kernel lowp maps
     accumulates exactly except NEON's MLAL ones (not MLAL-by-lane): SMULL + SMLAL put two products in an int16
     lane (the pairs of MLAL_PAIRS), exact while the weights stay in [-127, 127], the range XNNPACK's tester
     draws them from (test/gemm-microkernel-tester.cc: w8rng over [-int8 max, int8 max], every qs8/qd8 Test)."""
-    if isa.name in ("neon", "neonv8") and "mlal" in name.variant and "lane" not in name.variant:
+    if _mlal_pairs(name, isa, source):
         pairs = MLAL_PAIRS.get((name.kr, name.sr))
         if pairs is None:
             return Skip("accumulation not modelled", f"{name.name}: no reading of which k a c{name.kr}s{name.sr} "
@@ -619,13 +619,24 @@ def _accumulation(name: UkernelName, isa: Isa) -> tuple[str, tuple[int, int] | N
     return "lowp.kernels.models:exact_gemm", None
 
 
+def _mlal_pairs(name: UkernelName, isa: Isa, source: Path) -> bool:
+    """Whether a NEON C or assembly kernel puts two int8 products in an int16 lane: its name says mlal (not
+    mlal_lane), or its C source calls vmlal_s8. The second is for the qd8-f16-qc8w c2s4 GEMMs, generated with MLA=1
+    and named without the token (scripts/generate-qs8-gemm.sh L594-595 @75db3c0: ...-1x8c2s4-minmax-neonfp16arith.c;
+    their IGEMMs are ...-neonfp16arith-mlal.c): read as exact, their full-range model checks failed as
+    int16-pair-wrap."""
+    if isa.name not in ("neon", "neonv8", "neonfp16arith") or "lane" in name.variant:
+        return False
+    return "mlal" in name.variant or (source.suffix == ".c" and "vmlal_s8(" in source.read_text(errors="replace"))
+
+
 def _entry(item: YamlEntry, name: UkernelName, abi: dict, d, output: str, stage: str, source: Path,
            checkout: Checkout) -> dict | Skip:
     """The kernel entry: the ABI facts lowp.kernels.xnnpack read from the test entry (signature, tile, the xnnpack
     table, a_shift, types; its packing follows from them, no free text), XNNPACK's build of the source, the
     contracts and the models."""
     isa = isa_of(name)
-    accumulation = _accumulation(name, isa)
+    accumulation = _accumulation(name, isa, source)
     if isinstance(accumulation, Skip):
         return accumulation
     model, b_domain = accumulation
