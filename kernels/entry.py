@@ -88,6 +88,10 @@ class Kernel:
     # sve-default-vector-length and sme-default-vector-length (None: qemu's default). One source registered
     # at several lengths is several entries.
     vector_bits: int | None = None
+    # False: the kernel is judged but claims nothing, so each of its checks is a probe that cannot fail the run (a
+    # wasm relaxed-dot kernel under a behaviour of the dot XNNPACK's dispatch never runs it on: the report still
+    # says whether it is right there)
+    claims: bool = True
 
     @property
     def quantized(self) -> bool:

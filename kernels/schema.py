@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, StringConstraints,
-                      ValidationError, ValidationInfo, field_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr,
+                      StringConstraints, ValidationError, ValidationInfo, field_validator)
 from pydantic_core import PydanticCustomError
 
 from lowp.isa_models.lanes import DTYPES
@@ -282,6 +282,7 @@ class KernelSpec(_Strict):
     quant: dict[Identifier, StrictInt | StrictFloat] = {}
     backend: Literal[EMULATED_BACKENDS] | None = None
     vector_bits: Literal[VECTOR_BITS] | None = None
+    claims: StrictBool = True
 
     @field_validator("vector_bits")
     @classmethod

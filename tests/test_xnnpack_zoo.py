@@ -465,6 +465,30 @@ def test_a_neon_kernel_whose_source_calls_vmlal_s8_pairs_products_whatever_its_n
     assert (plain["model"]["accumulate"], plain["domain"]["b"]) == ("lowp.kernels.models:exact_gemm", [-128, 127])
 
 
+def test_a_kernel_claiming_nothing_is_judged_apart_and_said_wrong_where_a_check_failed():
+    """A wasm relaxed-dot kernel under a behaviour XNNPACK never dispatches it on claims nothing: its checks are
+    probes (plan), it is neither passed nor failed but 'unclaimed', and wrong where one of them failed."""
+    from lowp.conformance.report.campaign import Item, document, markdown, summarize
+    from lowp.conformance.run.checks import plan
+    from lowp.kernels.registry import kernel as get_kernel
+    from dataclasses import replace
+    k = get_kernel("u8s8s32_avx2")
+    assert [c.claimed for c in plan([k])][:2] == [True, True]
+    assert {c.claimed for c in plan([replace(k, claims=False)])} == {False}
+    assert [c.check for c in plan([replace(k, claims=False)])] == [c.check for c in plan([k])]
+
+    def row(kernel, verdict, claimed=False):
+        return {"id": f"{kernel}:model:full", "kernel": kernel, "check": "model", "claimed": claimed,
+                "verdict": verdict}
+    items = summarize([Item(n, {"isa": "wasmsdot"}) for n in ("off", "off_right", "on")],
+                      [row("off", "FAIL"), row("off_right", "PASS"), row("on", "PASS", claimed=True)])
+    assert [(i.status, i.wrong) for i in items] == [("unclaimed", True), ("unclaimed", False), ("passed", False)]
+    doc = document(items, [], library="x", source={}, settings={}, seconds={"wall": 1, "mapping": 0, "build": 0,
+                                                                            "checks": 1})
+    assert (doc["totals"]["judged"], doc["totals"]["unclaimed"], doc["totals"]["unclaimed_wrong"]) == (3, 2, 1)
+    assert "2 claiming nothing, 1 of them wrong somewhere" in markdown(doc, [])
+
+
 def test_failures_are_grouped_into_findings_by_cause():
     """One finding per cause, numbers aside (issue 34: one wrapping zero-point add showed as 204 failures): the
     kernels it covers, and the smallest counterexample as its example."""

@@ -20,6 +20,7 @@ from lowp.conformance.report import failure_lines, short_cause
 
 GROUP_KEYS = ("datatype", "op", "isa")      # a library that says none (Library.group_keys) groups so
 SCHEMA = "lowp-campaign/1"
+JUDGED = ("passed", "failed", "unclaimed")   # the statuses of a kernel whose checks ran
 
 
 @dataclass
@@ -30,15 +31,18 @@ class Item:
     where: str = ""
     skip: tuple[str, str] | None = None
     build_seconds: float = 0.0
-    status: str = ""                        # filled by summarize(): passed, failed, skipped, not run
+    status: str = ""                        # filled by summarize(): passed, failed, unclaimed, skipped, not run
+    wrong: bool = False                     # an unclaimed kernel: one of its checks failed or crashed
     checks: list[str] = field(default_factory=list)
     seconds: float = 0.0
     reused: bool = False                    # every row of it a verdict an earlier campaign kept (run/verdicts.py)
 
 
 def summarize(items: list[Item], rows: list[dict]) -> list[Item]:
-    """Each item's status from its rows: failed (a claimed check FAILs or CRASHes), passed, skipped (before the
-    run, or every check SKIPPED: no executor here) or not run (the run stopped first)."""
+    """Each item's status from its rows: failed (a claimed check FAILs or CRASHes), passed, unclaimed (judged,
+    claiming nothing: a wasm relaxed-dot kernel under a behaviour XNNPACK does not dispatch it on; `wrong` if a check
+    failed), skipped (before the run, or every check SKIPPED: no executor here) or not run (the run stopped
+    first)."""
     by_kernel = defaultdict(list)
     for row in rows:
         by_kernel[row["kernel"]].append(row)
@@ -55,6 +59,8 @@ def summarize(items: list[Item], rows: list[dict]) -> list[Item]:
             item.status = "failed"
         elif not mine or any(r["verdict"] == "NOT RUN" for r in mine):
             item.status = "not run"
+        elif not any(r["claimed"] for r in mine):
+            item.status, item.wrong = "unclaimed", any(r["verdict"] in ("FAIL", "CRASH") for r in mine)
         else:
             item.status = "passed"
     return items
@@ -69,7 +75,7 @@ def _quantile(values: list[float], q: float) -> float:
 
 def timing(items: list[Item]) -> dict:
     """Per-kernel check seconds (the sum of its checks' own times) of the judged kernels: median, p90, max."""
-    seconds = [i.seconds for i in items if i.status in ("passed", "failed")]
+    seconds = [i.seconds for i in items if i.status in JUDGED]
     return {"kernels": len(seconds), "median": round(statistics.median(seconds), 3) if seconds else 0.0,
             "p90": round(_quantile(seconds, 0.9), 3), "max": round(max(seconds, default=0.0), 3),
             "total": round(sum(seconds), 1)}
@@ -84,11 +90,12 @@ def groups(items: list[Item], keys: tuple[str, ...] = GROUP_KEYS) -> list[dict]:
         key = tuple(i.group.get(k, "?") for k in keys)
         table[key]["found"] += 1
         table[key][i.status] += 1
-        if i.status in ("passed", "failed"):
+        table[key]["unclaimed wrong"] += i.wrong
+        if i.status in JUDGED:
             table[key]["judged"] += 1
             seconds[key].append(i.seconds)
-    return [{**dict(zip(keys, key)), **{k: c[k] for k in ("found", "judged", "passed", "failed", "skipped",
-                                                               "not run")},
+    return [{**dict(zip(keys, key)), **{k: c[k] for k in ("found", "judged", "passed", "failed", "unclaimed",
+                                                               "unclaimed wrong", "skipped", "not run")},
              "median_seconds": round(statistics.median(seconds[key]), 2) if seconds[key] else None}
             for key, c in sorted(table.items())]
 
@@ -156,15 +163,23 @@ def document(items: list[Item], rows: list[dict], *, library: str, source: dict,
     totals = Counter(i.status for i in items)
     return {"schema": SCHEMA, "library": library, "source": source, "settings": settings, "seconds": seconds,
             "group_keys": list(group_keys),
-            "totals": {"found": len(items), "judged": totals["passed"] + totals["failed"], "passed": totals["passed"],
-                       "failed": totals["failed"], "skipped": totals["skipped"], "not_run": totals["not run"]},
+            "totals": {"found": len(items), "judged": sum(totals[s] for s in JUDGED), "passed": totals["passed"],
+                       "failed": totals["failed"], "unclaimed": totals["unclaimed"],
+                       "unclaimed_wrong": sum(i.wrong for i in items), "skipped": totals["skipped"],
+                       "not_run": totals["not run"]},
             "per_kernel_seconds": timing(items), "groups": groups(items, group_keys), "skipped_by_reason": skip_reasons(items),
             "failures": failures(items, rows), "findings": findings(items, rows) if found is None else found,
             "kernels": [{"name": i.name, **i.group, "where": i.where, "status": i.status,
+                         **({"wrong": i.wrong} if i.status == "unclaimed" else {}),
                          "category": i.skip[0] if i.skip else None, "reason": i.skip[1] if i.skip else None,
                          "checks": i.checks, "seconds": i.seconds, "build_seconds": round(i.build_seconds, 3),
                          "reused": i.reused}
                         for i in items]}
+
+
+def _unclaimed(group: dict) -> str:
+    """'28 (20)': the kernels judged claiming nothing, and how many of them a check found wrong."""
+    return f"{group['unclaimed']} ({group['unclaimed wrong']})" if group.get("unclaimed") else ""
 
 
 def _reused_line(doc: dict) -> str:
@@ -179,7 +194,9 @@ def markdown(doc: dict, rows: list[dict], replay_args: str = "") -> str:
     lines = [f"# lowp campaign: {doc['library']}", "",
              f"{doc['source'].get('path')}" + (f" @ {doc['source']['commit']}" if doc["source"].get("commit") else "")
              + f"; settings: {_settings_line(doc['settings'])}.", "",
-             f"{t['found']} kernels found: {t['judged']} judged ({t['passed']} passed, {t['failed']} failed), "
+             f"{t['found']} kernels found: {t['judged']} judged ({t['passed']} passed, {t['failed']} failed"
+             + (f", {t['unclaimed']} claiming nothing, {t['unclaimed_wrong']} of them wrong somewhere"
+                if t.get("unclaimed") else "") + "), "
              f"{t['skipped']} skipped" + (f", {t['not_run']} not run" if t["not_run"] else "")
              + f"; wall time {s['wall']:.1f} s (mapping {s['mapping']:.1f} s, builds {s['build']:.1f} s, "
              f"checks {s['checks']:.1f} s)." + _reused_line(doc), "",
@@ -188,9 +205,11 @@ def markdown(doc: dict, rows: list[dict], replay_args: str = "") -> str:
              "A kernel is judged when its checks ran (its behaviour model, its claimed output contract, the probes "
              "outside it: report.md has every row); it failed when a claimed check failed or crashed.", "",
              f"## Per {_spoken(keys)}", "",
-             tabulate([[g[key] for key in (*keys, "found", "judged", "passed", "failed", "skipped")]
-                       + [g["median_seconds"] if g["median_seconds"] is not None else ""] for g in doc["groups"]],
-                      headers=(*keys, "found", "judged", "passed", "failed", "skipped", "median s"),
+             tabulate([[g[key] for key in (*keys, "found", "judged", "passed", "failed")]
+                       + [_unclaimed(g), g["skipped"], g["median_seconds"] if g["median_seconds"] is not None else ""]
+                       for g in doc["groups"]],
+                      headers=(*keys, "found", "judged", "passed", "failed", "unclaimed (wrong)", "skipped",
+                               "median s"),
                       tablefmt="github"), ""]
     if doc["skipped_by_reason"]:
         lines += ["## Skipped, by reason", "",
