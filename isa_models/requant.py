@@ -592,9 +592,28 @@ def qd8_f32_unfused_ftz(acc, q, out_type):
     v = _ftz_op(v, np.broadcast_to(_col(q, "a_inv_scale", M, F32), v.shape), np.multiply)
     v = _ftz_op(v, np.broadcast_to(_row(q, "b_scale", N, F32), v.shape), np.multiply)
     v = _ftz_op(v, np.broadcast_to(_row(q, "bias", N, F32), v.shape), np.add)
+    return _ftz_clamp(v, q)
+
+
+def _ftz_clamp(v, q):
+    """VMAX.F32 / VMIN.F32 by output_min and output_max under flush-to-zero."""
     lo, hi = F32(need(q, "output_min")), F32(need(q, "output_max"))
     return np.minimum(np.maximum(v, _flushed(lo).astype(np.float32)), _flushed(hi).astype(np.float32)).astype(
         np.float32)
+
+
+def qd8_f32_scale_product_unfused_ftz(acc, q, out_type):
+    """qd8-f32-scale-product-unfused as XNNPACK's AArch32 dot-product assembly computes it (4x8c4 cortex_a55, GEMM
+    and IGEMM): VMUL.F32 the filter scale by the row's inv_scale, VCVT.F32.S32 and VMUL.F32 the accumulator by that
+    product, VADD.F32 the bias, VMAX/VMIN, each under the Standard FPSCR value's flush-to-zero.
+    src/qs8-gemm/4x8c4-aarch32-neondot-cortex-a55.S.in; src/qd8-f32-qc8w-gemm/gen/qd8-f32-qc8w-gemm-4x8c4-minmax-
+    asm-aarch32-neondot-cortex-a55.S L197-245."""
+    a = _acc(acc)
+    M, N = a.shape
+    s = _ftz_op(np.broadcast_to(_row(q, "b_scale", N, F32), a.shape),
+                np.broadcast_to(_col(q, "a_inv_scale", M, F32), a.shape), np.multiply)
+    v = _ftz_op(f32(wrap32(a)), s, np.multiply)
+    return _ftz_clamp(_ftz_op(v, np.broadcast_to(_row(q, "bias", N, F32), v.shape), np.add), q)
 
 
 def qd8_f32_scale_product(acc, q, out_type):
@@ -853,6 +872,10 @@ OUTPUT_STAGES: dict[str, OutputStage] = {s.name: s for s in [
                 "XNNPACK qd8 AArch32 NEON: multiply, multiply, add, each flushing denormals to zero",
                 f"Arm ARM DDI 0406C.d A2.7.3; {XNNPACK} src/qd8-f32-qc8w-gemm/gen/*-asm-aarch32-neonmlal-ld64.S",
                 ("f32",)),
+    OutputStage("qd8-f32-scale-product-unfused-ftz", qd8_f32_scale_product_unfused_ftz,
+                "XNNPACK's AArch32 qd8 dot-product assembly: VMUL b_scale * inv_scale, VMUL f32(acc) by it, VADD bias, "
+                "each flushing denormals to zero",
+                f"Arm ARM DDI 0406C.d A2.7.3; {XNNPACK} src/qs8-gemm/4x8c4-aarch32-neondot-cortex-a55.S.in", ("f32",)),
     OutputStage("qd8-f32-scale-product", qd8_f32_scale_product,
                 "f32(acc) * f32(inv_scale * b_scale) fused with the bias (not XNNPACK's order)", "lowp", ("f32",)),
     OutputStage("onednn-ref", onednn_ref,
@@ -888,7 +911,8 @@ for _name in ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic
 HALF_F16 = f"{XNNPACK} src/qd8-f16-qc8w-gemm/gen/qd8-f16-qc8w-gemm-1x8c8-minmax-avx2.c (_mm256_cvtps_ph); " \
            "qd8-f16-qc8w-gemm-1x8c4-minmax-neondotfp16arith.c (vcvt_f16_f32)"
 for _name in ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-fma-acc28", "qd8-f32-unfused-acc28",
-              "qd8-f32-scale-product-unfused", "qd8-f32-unfused-ftz", "qd8-f32-unfused-ftz-acc28",
+              "qd8-f32-scale-product-unfused", "qd8-f32-scale-product-unfused-ftz", "qd8-f32-unfused-ftz",
+              "qd8-f32-unfused-ftz-acc28",
               *(f"qd8-f32-qc2w-{_order}" for _order in QC2W_ORDERS)):
     _base, _half = OUTPUT_STAGES[_name], _name.replace("qd8-f32", "qd8-f16")
     OUTPUT_STAGES[_half] = OutputStage(_half, half_output(_base.compute, "f16", "rne"),

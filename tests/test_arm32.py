@@ -182,6 +182,28 @@ def test_the_aarch32_qd8_stage_flushes_denormals():
     assert OUTPUT_STAGES["qd8-f32-unfused-ftz"](acc, q, "f32")[0, 0] == 0
 
 
+def test_the_aarch32_dot_product_assembly_multiplies_the_scales_first_and_flushes():
+    """XNNPACK's qd8-f32-qc8w 4x8c4 cortex_a55 AArch32 assembly VMULs b_scale by inv_scale first, as the AArch64 xngen
+    assembly does, under flush-to-zero (the campaign on qemu-arm: 479.66275 where the inv_scale-first order gives
+    479.66278); lowp maps it there, and its MLAL sibling to the inv_scale-first order."""
+    from lowp.conformance.libraries.xnnpack import _base_stage, isa_of, parse_name
+    from lowp.isa_models.requant import OUTPUT_STAGES
+    q = {"a_zero_point": np.array([-9], np.int32), "a_inv_scale": np.array([0.22938543558120728], np.float32),
+         "b_scale": np.array([0.7975124716758728], np.float32), "bias": np.zeros(1, np.float32),
+         "output_min": -np.inf, "output_max": np.inf}
+    acc = np.array([[(37 + 9) * 57]], np.int32)          # A = [[37]], B = [[57]]: the kernel's counterexample
+    assert OUTPUT_STAGES["qd8-f32-scale-product-unfused-ftz"](acc, q, "f32")[0, 0] == np.float32(479.6627502441406)
+    assert OUTPUT_STAGES["qd8-f32-unfused-ftz"](acc, q, "f32")[0, 0] == np.float32(479.66278076171875)
+    tiny = {**q, "a_inv_scale": np.array([2.0 ** -100], np.float32), "b_scale": np.array([2.0 ** -30], np.float32)}
+    assert OUTPUT_STAGES["qd8-f32-scale-product-unfused-ftz"](acc, tiny, "f32")[0, 0] == 0        # 2^-130 flushed
+    assert OUTPUT_STAGES["qd8-f32-scale-product-unfused"](acc, tiny, "f32")[0, 0] != 0
+    for op in ("gemm", "igemm"):
+        a55 = parse_name(f"xnn_qd8_f32_qc8w_{op}_minmax_ukernel_4x8c4__asm_aarch32_neondot_cortex_a55")
+        assert _base_stage(a55, "minmax_f32", isa_of(a55)) == "qd8-f32-scale-product-unfused-ftz"
+    mlal = parse_name("xnn_qd8_f32_qc8w_gemm_minmax_ukernel_4x8__asm_aarch32_neonmlal_ld64")
+    assert _base_stage(mlal, "minmax_f32", isa_of(mlal)) == "qd8-f32-unfused-ftz"
+
+
 def test_xnnpack_aarch32_names_map_to_the_arm_target():
     from lowp.conformance.libraries.xnnpack import _base_stage, isa_of, parse_name
     simd = parse_name("xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x2c4__armsimd32")

@@ -613,7 +613,8 @@ def _half_contracts() -> list:
     f16 rounded to nearest even; a truncating store is a known variant."""
     out = []
     for name, accepted, known, cite, zp in (
-            ("qd8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused", "qd8-f16-unfused-ftz"),
+            ("qd8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused", "qd8-f16-unfused-ftz",
+                         "qd8-f16-scale-product-unfused-ftz"),
              (), QD8, (-128, 127)),
             ("qdu8-f16", ("qd8-f16-fma", "qd8-f16-unfused", "qd8-f16-scale-product-unfused"), (), QDU8, (0, 255)),
             ("qd8-f16-qc4w", ("qd8-f16-fma-acc28", "qd8-f16-unfused-acc28", "qd8-f16-unfused-ftz-acc28"),
@@ -858,7 +859,8 @@ OUTPUT_CONTRACTS: dict[str, OutputContract] = {c.name: c for c in [
                                             fbgemm_clamp=True)),
     OutputContract("qd8-f32", "XNNPACK qd8 float output: f32(acc) * inv_scale[m], then * b_scale[n] + bias[n] fused "
                    "(x86, AArch64) or not (scalar, AArch32), clamp", ("f32",), Qd8Domain.keys,
-                   ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-scale-product-unfused", "qd8-f32-unfused-ftz"),
+                   ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-scale-product-unfused", "qd8-f32-unfused-ftz",
+                    "qd8-f32-scale-product-unfused-ftz"),
                    ("qd8-f32-scale-product",), QD8, Qd8Domain()),
     OutputContract("qd8-f32-qc4w", "XNNPACK qd8 float output of the 4-bit qc4w kernels: the qd8 stages on the "
                    "accumulator wrapped to 28 bits (the int32 holds 16x the sum)", ("f32",), Qd8Domain.keys,

@@ -560,7 +560,12 @@ def _base_stage(name: UkernelName, layout: str, isa: Isa) -> str | Skip:
         # and so do RVV (vfmul, vfadd) and the scalar kernels
         fused = (isa.target == "x86-64" and "fma" in isa.features) or (isa.target == "aarch64" and not name.assembly)
         if isa.target == "arm":       # AArch32 NEON flushes denormals (the Standard FPSCR value)
-            ftz = f"qd8-{QD8_LAYOUTS[layout]}-unfused-ftz"
+            # the 4x8c4 cortex_a55 dot-product assembly multiplies the two scales first, as the AArch64 xngen one
+            # does (src/qs8-gemm/4x8c4-aarch32-neondot-cortex-a55.S.in: VMUL.F32 q2, q0, d12[1], then the
+            # accumulators by q2); the MLAL assembly and the C kernels scale by inv_scale first
+            order = "scale-product-unfused" if name.assembly and (name.mr, name.nr, name.kr) == (4, 8, 4) and \
+                isa.name == "neondot" else "unfused"
+            ftz = f"qd8-{QD8_LAYOUTS[layout]}-{order}-ftz"
             return ftz if ftz in OUTPUT_STAGES else Skip(
                 "output stage not modelled", f"{name.name}: no flush-to-zero model of the {QD8_LAYOUTS[layout]} "
                                              "output (AArch32 NEON flushes denormals)")
