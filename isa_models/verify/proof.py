@@ -244,6 +244,15 @@ class ExhaustiveResult:
     a0_values: list[int] = field(default_factory=list)
 
 
+MODEL_CHUNK_ROWS = 8192     # registers of one model call: its intermediates stay in the cache
+
+
+def in_chunks(intr: Intrinsic, args: list[np.ndarray], rows: int = MODEL_CHUNK_ROWS) -> np.ndarray:
+    """The model over a slice of registers, a few thousand at a time: elementwise either way, and 4-5x faster than
+    one call over 2^24 pairs, whose intermediates go through memory (0.22 s against 0.05 s a slice)."""
+    return np.concatenate([intr(*(x[i:i + rows] for x in args)) for i in range(0, args[0].shape[0], rows)])
+
+
 def exhaustive_vpmaddubsw(backend: Backend, intr: Intrinsic, a0_values: Iterable[int] = range(256),
                           progress: Callable[[int], None] | None = None) -> ExhaustiveResult:
     """Model against CPU over all 2^32 pair inputs (or the a0 slices given), 2^24 pairs per call."""
@@ -257,7 +266,7 @@ def exhaustive_vpmaddubsw(backend: Backend, intr: Intrinsic, a0_values: Iterable
         t = time.perf_counter()
         actual = backend.run(intr, args)
         result.native_seconds += time.perf_counter() - t
-        expected = intr(*args)
+        expected = in_chunks(intr, args)
         result.cases += expected.size
         result.registers += expected.shape[0]
         result.a0_values.append(a0)
