@@ -451,6 +451,31 @@ def test_claimed_path_that_never_ran_fails_with_right_values(kernels):
     assert "vpdpbusd" in row["path"] and "vpmaddubsw" in row["path"]
 
 
+@pytest.mark.native
+def test_a_native_kernels_path_is_probed_once_and_kept_for_its_build(kernels, monkeypatch):
+    """The claimed path of a native kernel is the same for each of its checks: the second check reads it from the
+    cache (the probe would now fail the test), a kernel of other requires probes again."""
+    from dataclasses import replace
+
+    from lowp.conformance.run import checks
+    from lowp.kernels import executor
+    k = kernels["vt_maddubs_u7"]
+    ex = executor(k)
+    ex._lib
+    kept = checks._path_file(checks._native_path_key(k, ex, checks._path_probes(k)))
+    kept.unlink(missing_ok=True)
+    first = checks.claimed_path(k, ex)
+    assert first[0] is False and "vpdpbusd" in first[1] and kept.exists()
+
+    def probe(*args):
+        raise AssertionError("probed again")
+    monkeypatch.setattr(checks, "_native_path", probe)
+    assert checks.claimed_path(k, executor(k)) == first
+    other = replace(k, requires=("vpmaddubsw",))
+    with pytest.raises(AssertionError, match="probed again"):
+        checks.claimed_path(other, executor(other))
+
+
 SMLAL_WRAP = 32767 // 121 + 1     # the first depth at which 11 * 11 products wrap an int16 lane: 271
 
 

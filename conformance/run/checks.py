@@ -542,33 +542,16 @@ def claimed_path(kern, ex) -> tuple[bool, str]:
     another branch) is told from one that runs."""
     from collections import Counter
 
-    from lowp.kernels.disasm import instruction_sites, native_instructions, requires_met
     probes = _path_probes(kern)
     if ex.backend == "native":
         ex._lib                                # loaded: its path is known
-        present = native_instructions(ex.library_path, kern.symbol)
-        if not kern.requires:
-            return True, requires_met(present, ARITHMETIC, "present")[1]
-        ok, text = requires_met(present, kern.requires, "present")
-        if not ok:
-            return False, text
-        from lowp.kernels import guard
-        probe = ex.with_fresh_state()
-        probe._lib
-        sites = instruction_sites(probe.library_path, kern.symbol, kern.requires)
-        load = guard.load_address(probe.library_path)
-        with guard.Breakpoints([load + a for a, _ in sites]) as bp:
-            for A, B, options in probes:
-                try:
-                    probe.run(A, B, **options)
-                except EmulatorError:
-                    pass
-        ran = Counter(name for a, name in sites if load + a in bp.hits)
-        if not ran:
-            return False, (f"none of {', '.join(kern.requires)} executed in {len(probes)} probe cases, though "
-                           f"present at {len(sites)} sites (a dispatch that never takes that path?)")
-        return True, "executed: " + ", ".join(f"{n} at {c} of {sum(m == n for _, m in sites)} sites"
-                                             for n, c in ran.most_common())
+        key = _native_path_key(kern, ex, probes)
+        kept = _kept_path(key)
+        if kept is None:
+            kept = _native_path(kern, ex, probes)
+            _keep_path(key, kept)
+        return kept
+    from lowp.kernels.disasm import requires_met
     seen, modeled = Counter(), Counter()
     for A, B, options in probes:
         try:
@@ -582,6 +565,81 @@ def claimed_path(kern, ex) -> tuple[bool, str]:
     ok, text = requires_met(seen, kern.requires or ARITHMETIC, "executed") if kern.requires else \
         (True, requires_met(seen, ARITHMETIC, "executed")[1])
     return ok, text + _emulation_notes(ex, seen, modeled)
+
+
+def _native_path(kern, ex, probes) -> tuple[bool, str]:
+    from collections import Counter
+
+    from lowp.kernels.disasm import instruction_sites, native_instructions, requires_met
+    present = native_instructions(ex.library_path, kern.symbol)
+    if not kern.requires:
+        return True, requires_met(present, ARITHMETIC, "present")[1]
+    ok, text = requires_met(present, kern.requires, "present")
+    if not ok:
+        return False, text
+    from lowp.kernels import guard
+    probe = ex.with_fresh_state()
+    probe._lib
+    sites = instruction_sites(probe.library_path, kern.symbol, kern.requires)
+    load = guard.load_address(probe.library_path)
+    with guard.Breakpoints([load + a for a, _ in sites]) as bp:
+        for A, B, options in probes:
+            try:
+                probe.run(A, B, **options)
+            except EmulatorError:
+                pass
+    ran = Counter(name for a, name in sites if load + a in bp.hits)
+    if not ran:
+        return False, (f"none of {', '.join(kern.requires)} executed in {len(probes)} probe cases, though "
+                       f"present at {len(sites)} sites (a dispatch that never takes that path?)")
+    return True, "executed: " + ", ".join(f"{n} at {c} of {sum(m == n for _, m in sites)} sites"
+                                         for n, c in ran.most_common())
+
+
+# A native kernel's path is the same for every check of it: a kernel's three checks ran the disassembly and the
+# breakpoint probe (a private copy of the library loaded) three times, some 0.1 s each. It is kept beside the build
+# cache (<cache>/paths/) under the SHA-256 of lowp's code, the built library (its cache name is the build's key over
+# compiler, flags, sources and headers), the symbol, the required mnemonics, the CPU features in force and the probe
+# cases. Only native: an emulated probe runs on the check's own machine, whose state a later case may depend on.
+def _native_path_key(kern, ex, probes) -> str:
+    import hashlib
+    import json
+
+    from lowp.conformance.run.identity import lowp_identity
+    from lowp.kernels.features import host_features
+    h = hashlib.sha256(json.dumps([lowp_identity(), ex.artifact.name, kern.symbol, list(kern.requires),
+                                   sorted(host_features(kern.target))]).encode())
+    for A, B, options in probes:
+        h.update(A.tobytes() + B.tobytes() + repr(sorted((k, repr(v)) for k, v in options.get("quant", {}).items()))
+                 .encode())
+    return h.hexdigest()
+
+
+def _path_file(key: str):
+    from lowp.emulator.buildcache import cache_dir
+    return cache_dir() / "paths" / key[:2] / f"{key}.json"
+
+
+def _kept_path(key: str) -> tuple[bool, str] | None:
+    import json
+    try:
+        ok, text = json.loads(_path_file(key).read_text())
+    except (OSError, ValueError, TypeError):
+        return None
+    return (ok, text) if isinstance(ok, bool) and isinstance(text, str) else None
+
+
+def _keep_path(key: str, path: tuple[bool, str]) -> None:
+    """Atomically; a cache that cannot be written keeps nothing, which costs only the probe again."""
+    import json
+
+    from lowp.emulator.buildcache import write_atomic
+    try:
+        file = _path_file(key)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(file, json.dumps(list(path)).encode())
+    except OSError:
+        pass
 
 
 def _emulation_notes(ex, seen: dict, modeled: dict) -> str:

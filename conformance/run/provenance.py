@@ -20,10 +20,11 @@ import json
 import os
 from pathlib import Path
 
+from lowp.conformance.run.identity import CODE_SUFFIXES, lowp_identity  # noqa: F401 - part of this module's API
+
 # run_check's options that change the cases a check runs (the profile is its examples and grid)
 CASE_OPTIONS = ("seed", "examples", "probe_examples", "grid", "only", "shapes", "draws", "draw_seconds", "database",
                 "timeout", "jobs")
-CODE_SUFFIXES = (".py", ".c", ".cc", ".h", ".S", ".toml")
 
 
 def producers(checks, options: dict | None) -> dict[str, dict]:
@@ -36,24 +37,6 @@ def producers(checks, options: dict | None) -> dict[str, dict]:
             keys[check.kernel] = kernel_key(check.kernel)
         out[check.id] = {**common, "kernel": keys[check.kernel]}
     return out
-
-
-@functools.cache
-def lowp_identity() -> str:
-    """'<version>+<hash>': lowp's release and a SHA-256 (12 digits) of every source file of its packages, by path
-    inside the package and bytes."""
-    import importlib
-
-    from lowp import __version__
-    h = hashlib.sha256()
-    for name in ("lowp", "lowp.isa_models", "lowp.emulator", "lowp.kernels", "lowp.conformance"):
-        for root in importlib.import_module(name).__path__:
-            base = Path(root)
-            for path in sorted(base.rglob("*")):
-                if path.suffix in CODE_SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
-                    h.update(f"{name}/{path.relative_to(base)}\0".encode())
-                    h.update(path.read_bytes())
-    return f"{__version__}+{h.hexdigest()[:12]}"
 
 
 def case_options(options: dict) -> dict:
