@@ -252,27 +252,6 @@ def test_planted_abi_bugs_fail_the_cases_named_for_them_and_replay(ks, name, cas
 
 
 @pytest.mark.native
-def test_a_kernel_paired_with_the_packer_for_another_a_is_named_so(ks):
-    """XNNPACK's test YAML pairs its nine qs8-qc8w MRx16c4 wasmsdot GEMMs (which read A signed) with the qs8_to_qu8
-    packer (izp + 128): every check fails. The correct 2x4 kernel entered with a_shift 128 is that pairing; the
-    diagnosis says the same call is right with the weights packed for A unshifted, and that the correct entry
-    (a_shift 0) passes shows it is the pairing, not the kernel."""
-    from dataclasses import replace
-
-    from lowp.kernels.registry import _KERNELS, register
-    runner(ks[GEMM])
-    paired = register(replace(ks[GEMM], name=GEMM + "_with_qs8_to_qu8_packer", a_shift=128))
-    try:
-        row = run_check(Check(paired.name, "xnnpack-fp32", "claimed", True), lambda e: None, examples=10,
-                        grid=False)
-    finally:
-        _KERNELS.pop(paired.name, None)
-    assert row["verdict"] == "FAIL", row
-    assert row["cause"].startswith("wrong only with its entry's packing: with the weights packed for A unshifted"), \
-        row["cause"]
-
-
-@pytest.mark.native
 def test_the_correct_kernels_pass_every_new_case(ks):
     """The same kernels without the planted bugs pass all their generated cases, the new ones included."""
     for name in (GEMM, IGEMM):

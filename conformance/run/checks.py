@@ -192,14 +192,10 @@ def diagnose(check: Check, kern, rec: Recorder, failure: Failure, *, also=(), na
                                   f"gives {first_fresh.describe()}{_right(first_fresh, expected)} every time"))
     aligned = _alignment_cause(rec, call, expected)
     abi = None if aligned else _abi_cause(rec, call, expected)
-    packing = None if aligned or abi else _packing_cause(
-        kern, [call, *(c for c, _ in also)], lambda c: reference(check, kern, c.A, c.B, c.quant))
     if aligned:
         findings.append(("alignment", aligned))
     elif abi:       # (C's poison, and the poison in A's and C's gaps, follow one seed: poison-C would be confounded)
         findings.append(("abi", abi))
-    elif packing:
-        findings.append(("packing", packing))
     elif _changes_with(rec, call, lambda: rec.run(replace(call, seed=call.seed + 7777, case=None),
                                                      work_seed=call.seed + 1)):
         findings.append(("poison-C", "reads C before writing it: the result changes with C's contents before the call"))
@@ -243,30 +239,6 @@ def _alignment_cause(rec: Recorder, call: Call, expected) -> str | None:
     whom = named[0] if len(named) == 1 else " and ".join(named)
     return (f"depends on the alignment {where} (with {whom} 64-byte aligned, the same call gives the right C; "
             "a caller may give any multiple of the element size)")
-
-
-def _packing_cause(kern, calls: list[Call], expected: Callable[[Call], np.ndarray]) -> str | None:
-    """'wrong only with its entry's packing: ...' where an XNNPACK ukernel's A shift is to blame: its entry (its test
-    YAML's `pack`) names a packer that takes 128 times the column sums off for an A the kernel never shifts (a
-    qs8_to_qu8 packer beside a kernel that reads A signed), or the reverse; the same calls with the weights packed
-    for the other A give the right C. Such a kernel is right beside the other packer: the pairing is what to fix.
-    `calls`: the failure and the other failures seen (the case a shrunk one came from): the other packing must be
-    right on every one, since a shrunk case of another bug (one k dropped, A at -128 there) can be right that way
-    by coincidence. None for a kernel with no such choice (not XNNPACK, not a signed static A) or where the other
-    packing is wrong too."""
-    if kern.xnnpack is None or kern.a_type != "s8" or kern.a_shift not in (0, 128) or \
-            kern.xnnpack.get("datatype") not in ("qs8-qc8w", "qs8", "qs8-qc4w", "qs8-qc2w"):
-        return None
-    from lowp.kernels import executor
-    other = replace(kern, a_shift=128 - kern.a_shift)
-    rec = Recorder(executor(other))
-    for call in calls:
-        out = rec.run(replace(call, case=None))
-        if out.fault is not None or not quantized.same(out.C, expected(call)):
-            return None
-    how = "shifted by 128 (the qs8_to_qu8 packers' izp + 128)" if other.a_shift else "unshifted (the plain qs8 packers)"
-    return (f"wrong only with its entry's packing: with the weights packed for A {how}, the same call gives the "
-            "right C (a packer that does not match how the kernel reads A)")
 
 
 def _abi_cause(rec: Recorder, call: Call, expected) -> str | None:
