@@ -10,6 +10,7 @@ import pytest
 
 from lowp.emulator import Machine, build
 from lowp.isa_models import arm
+from lowp.isa_models.verify.proof import in_chunks
 
 KERNEL = Path(__file__).parent / "aarch64" / "smlal_sweep.c"
 
@@ -27,8 +28,7 @@ def test_smlal_lane_exhaustive():
     def model(a_value):
         # one value of b at a time: 65,536 lanes whose int64 intermediates stay in the cache (the whole 2^24 at
         # once spent 1-1.7 s a value of a in memory traffic, 30x this; the model is elementwise either way)
-        a = np.full(acc.shape[1:], a_value, np.int8)
-        return np.stack([arm.smlal(acc[i], a, b[i]) for i in range(256)])
+        return in_chunks(arm.smlal, [acc, np.full(acc.shape, a_value, np.int8), b], rows=1)
 
     # The model for one value of a runs in a worker thread while Unicorn runs the kernel for it: both release
     # the GIL (ctypes, numpy), so the two cores overlap.

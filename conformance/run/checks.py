@@ -635,9 +635,7 @@ def _keep_path(key: str, path: tuple[bool, str]) -> None:
 
     from lowp.emulator.buildcache import write_atomic
     try:
-        file = _path_file(key)
-        file.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(file, json.dumps(list(path)).encode())
+        write_atomic(_path_file(key), json.dumps(list(path)).encode())     # (it makes the folder)
     except OSError:
         pass
 
