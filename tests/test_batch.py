@@ -305,3 +305,21 @@ def test_a_requantizing_kernel_is_drawn_case_by_case_with_parameters_of_its_own(
     monkeypatch.setattr(batch, "draw_case", seen)
     run_check(claimed, lambda event: None, examples=0, grid=False, draws=50, draw_seconds=60)
     assert len(shapes) > 25                     # shapes and parameters vary from case to case
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (3, 5, 7), (9, 17, 40), (2, 2, 201), (4, 16, 64)])
+def test_the_compiled_pair_saturating_reading_is_the_contracts_case_by_case(m, n, k):
+    """batch_readings.c against contracts.pair_saturating on each case and against the numpy batched form: u8 x s8
+    drawn half from the ends (255 x 127 pairs saturate high, 255 x -128 low), odd and even K."""
+    from lowp.conformance.contracts.int32 import _pair_sums, pair_saturating
+    if batch._compiled_readings() is None:
+        pytest.skip("the host cannot build C: the numpy form computes the reading")
+    rng = np.random.default_rng(k)
+    A3 = batch.elements(rng, 0, 255, (64, m, k), np.uint8)
+    B3 = batch.elements(rng, -128, 127, (64, k, n), np.int8)
+    compiled = batch.pair_saturating3(A3, B3)
+    assert compiled.dtype == np.int32 and compiled.shape == (64, m, n)
+    assert np.array_equal(compiled, batch.pair_saturating3_numpy(A3, B3))
+    assert all(np.array_equal(c, pair_saturating(A, B)) for c, A, B in zip(compiled, A3, B3))
+    pair_sums = np.stack([_pair_sums(A, B) for A, B in zip(A3, B3)])
+    assert k == 1 or (np.abs(pair_sums + 0.5) > 32767.5).any(), "the draw must reach the saturation edges"

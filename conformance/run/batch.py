@@ -25,6 +25,7 @@ import functools
 import os
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -258,9 +259,42 @@ def _magnitude(X) -> int:
 
 def pair_saturating3(A3, B3) -> np.ndarray:
     """contracts.pair_saturating per case: each pair (k, k+1), k even, summed and saturated to int16 (VPMADDUBSW),
-    the pairs summed exactly, int32 wrap-around. The products are int16 where they fit (u8 x s8 does), and the pair
-    sums are laid out with the longer of their pair axis and their M x N plane innermost, where numpy's loops are
-    fast: this is most of what a batch of the pair-saturating model costs."""
+    the pairs summed exactly, int32 wrap-around. u8 x s8 (VPMADDUBSW's own types, and `lowp fuzz`'s hot path) goes
+    to a compiled loop (batch_readings.c) where the host can build it; anything else to numpy."""
+    compiled = _compiled_readings()
+    if compiled is not None and A3.dtype == np.uint8 and B3.dtype == np.int8:
+        ffi, lib = compiled
+        A3, B3 = np.ascontiguousarray(A3), np.ascontiguousarray(B3)
+        (n, M, K), N = A3.shape, B3.shape[2]
+        C3 = np.empty((n, M, N), np.int32)
+        lib.lowp_pair_saturating_u8s8(n, M, N, K, ffi.from_buffer("uint8_t[]", A3), ffi.from_buffer("int8_t[]", B3),
+                                      ffi.from_buffer("int32_t[]", C3))
+        return C3
+    return pair_saturating3_numpy(A3, B3)
+
+
+@functools.cache
+def _compiled_readings():
+    """(ffi, library) of batch_readings.c, built once into the build cache; None where the host cannot build C
+    (numpy computes the same readings, slower)."""
+    import cffi
+
+    from lowp.emulator.native_build import NativeUnavailable, build_shared_object
+    ffi = cffi.FFI()
+    ffi.cdef("void lowp_pair_saturating_u8s8(int64_t cases, int64_t M, int64_t N, int64_t K, const uint8_t *A, "
+             "const int8_t *B, int32_t *C);")
+    try:
+        path = build_shared_object(Path(__file__).with_name("batch_readings.c").read_text(), "lowp-batch-readings",
+                                   ("-O3",))
+    except (NativeUnavailable, OSError):
+        return None
+    return ffi, ffi.dlopen(str(path))
+
+
+def pair_saturating3_numpy(A3, B3) -> np.ndarray:
+    """pair_saturating3 in numpy, for any integer types. The products are int16 where they fit (u8 x s8 does), and
+    the pair sums are laid out with the longer of their pair axis and their M x N plane innermost, where numpy's
+    loops are fast."""
     n, M, K = A3.shape
     if K % 2:
         A3 = np.concatenate([A3, np.zeros((n, M, 1), A3.dtype)], axis=2)
