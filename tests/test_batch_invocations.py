@@ -118,8 +118,20 @@ def test_batched_and_per_case_rows_agree_on_xnnpack_kernels(xnnpack_kernels, mon
         assert _row(check, monkeypatch, True) == _row(check, monkeypatch, False), check.id
 
 
+# Whether a batch is clean, and the outcomes it hands the per-case judge, do not depend on which output-stage bug
+# a kernel has: CI runs one bug of each stage family (a pinned-parameter one among them), the nightly job every one.
+# tests/test_stage_families.py names every bug in CI.
+AGREEMENT_SAMPLE = {("avx2_fp32", 10), ("scalar_fp32", 2), ("rndnu", 4), ("tflite", 2), ("qd8", 2)}
+
+
+def test_the_ci_sample_names_bugs_of_every_stage_family():
+    assert AGREEMENT_SAMPLE <= {b[:2] for b in BUGS} and {k for k, _ in AGREEMENT_SAMPLE} == {b[0] for b in BUGS}
+
+
 @pytest.mark.native
-@pytest.mark.parametrize("kernel,bug,pins,words", BUGS, ids=[f"{k}-{b}" for k, b, *_ in BUGS])
+@pytest.mark.parametrize("kernel,bug,pins,words", [
+    pytest.param(*b, marks=() if b[:2] in AGREEMENT_SAMPLE else pytest.mark.nightly, id=f"{b[0]}-{b[1]}")
+    for b in BUGS])
 def test_a_one_bug_kernel_fails_alike_batched_and_per_case(bug_kernels, monkeypatch, kernel, bug, pins, words):
     """The claimed check of every one-bug output-stage kernel: FAIL with the cause naming its bug, batched, and the
     row the per-case path gives."""

@@ -290,6 +290,7 @@ def test_ort_on_an_avx2_cpu_agrees_with_the_predicted_path(pp, avx2_rows):
 
 @pytest.mark.peers
 @pytest.mark.slow
+@pytest.mark.nightly        # checks the ISA caps, the stand-in that CI's peers tests use for an AVX2 CPU
 def test_torch_isa_caps_select_what_an_avx2_cpu_runs():
     """PyTorch's engines under valgrind (CPUID: AVX2) agree with the contracts lowp predicts for an AVX2-only CPU,
     the ones the ISA-capped avx2 paths are judged against: the caps are a faithful, fast stand-in (torch takes about
