@@ -115,7 +115,8 @@ def forget_kernels():
 
 
 # Kernels that misbehave in the ways a run must survive (scalar_kernels_toml names them `<prefix><what>`):
-# crasher faults inside the guard, aborter kills its process, hanger never returns, offbyone drops the last k.
+# crasher faults inside the guard, aborter kills its process, hanger never returns, offbyone drops the last k, tired
+# is right for its first 60 output elements in a process (or fresh copy) and wrong after.
 MISBEHAVING_C = textwrap.dedent("""
     #include <stdint.h>
     #include <stddef.h>
@@ -123,6 +124,16 @@ MISBEHAVING_C = textwrap.dedent("""
     size_t hanger_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
     size_t offbyone_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
     size_t aborter_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    size_t tired_workspace(int64_t M, int64_t N, int64_t K) { return 0; }
+    static long tired_calls;   /* static state: counts the calls of this copy of the library */
+    void tired_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
+        for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+                int32_t s = ++tired_calls > 60 && i == 0 && j == 0;     /* off by one after 60 calls */
+                for (int64_t k = 0; k < K; ++k) s += A[i * K + k] * B[k * N + j];
+                C[i * N + j] = s;
+            }
+    }
     void abort(void);
     void aborter_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const int8_t *B, int32_t *C, void *w) {
         if (K > 5) abort();    /* a death no guard can turn into a fault: the worker dies */

@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 from lowp.conformance import ConformanceFailure, check, report
 from lowp.conformance.contracts import int32 as contracts
-from lowp.conformance.run import runner
+from lowp.conformance.run import pool, runner
 from lowp.conformance.search.cases import Case, cases_for, operands
 from lowp.conformance.run.checks import Check, plan, replay, run_check
 from lowp.isa_models import x86
@@ -146,7 +146,7 @@ def test_plan_claims_model_and_contract_and_probes_exact():
                    "sdot_s8_neon:exact:claimed": True}
 
 
-BAD_KERNELS = scalar_kernels_toml("test_", "bad.c", ("crasher", "hanger", "offbyone", "aborter"))
+BAD_KERNELS = scalar_kernels_toml("test_", "bad.c", ("crasher", "hanger", "offbyone", "aborter", "tired"))
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +155,7 @@ def bad_kernels(tmp_path_factory):
     (d / "bad.c").write_text(MISBEHAVING_C)
     (d / "bad.toml").write_text(BAD_KERNELS)
     from lowp.kernels.registry import _KERNELS
-    for name in ("test_crasher", "test_hanger", "test_offbyone", "test_aborter"):
+    for name in ("test_crasher", "test_hanger", "test_offbyone", "test_aborter", "test_tired"):
         _KERNELS.pop(name, None)
     return {k.name: k for k in load_toml(d / "bad.toml")}
 
@@ -199,6 +199,25 @@ def test_runner_turns_crashes_and_hangs_into_rows_and_goes_on(bad_kernels, tmp_p
     assert json.loads(paths["json"].read_text())["summary"]["claimed_failures"] == [
         "test_crasher:model:full", "test_hanger:model:full", "test_offbyone:exact:claimed", "test_aborter:model:full"]
     assert replay("test_offbyone:exact:claimed", runner.read_journal(tmp_path / "journal.jsonl"))["verdict"] == "FAIL"
+
+
+def test_a_kernels_checks_share_a_child_with_the_rows_of_a_child_each(bad_kernels, tmp_path):
+    """The pool runs a kernel's checks one after another in one child (pool.jobs_of). A death or a timeout ends
+    only its own check: the kernel's other checks go to a new child. A later check runs a fresh copy of the kernel,
+    so a kernel with static state (tired: wrong after its first 60 elements) gets the rows a child each gives it."""
+    checks = [Check(f"test_{what}", *c) for what in ("tired", "aborter", "hanger")
+              for c in (("model", "full", True), ("exact", "claimed", True))]
+    assert [len(job) for job in pool.jobs_of(checks, 2)] == [2, 2, 2]
+    assert [len(job) for job in pool.jobs_of(checks, 4)] == [1] * 6       # fewer kernels than workers
+    options = {"examples": 10, "grid": False, "budget": None}            # no per-call budget: hanger times out
+    shared, alone = (runner.run(checks, tmp_path / f"{name}.jsonl", jobs=jobs, timeout=4, progress=False,
+                                options=options) for name, jobs in (("shared", 2), ("alone", 6)))
+    keys = ("id", "verdict", "cases", "executed", "failed", "matched", "cause", "counterexample")
+    assert [{k: r[k] for k in keys} for r in shared] == [{k: r[k] for k in keys} for r in alone]
+    tired, _, aborted, aborted_too, hung, hung_too = shared
+    assert tired["verdict"] == "FAIL" and 0 < tired["failed"] < tired["executed"]     # not every case: fresh
+    assert aborted["verdict"] == aborted_too["verdict"] == "CRASH" and "signal 6" in aborted_too["reason"]
+    assert all(r["verdict"] == "CRASH" and "timed out after 4 s" in r["reason"] for r in (hung, hung_too))
 
 
 def test_cli_runs_and_exits_zero_when_nothing_claimed_fails(tmp_path):

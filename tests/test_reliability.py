@@ -107,13 +107,16 @@ def alive(pid: int) -> bool:
         return False
 
 
-def spinning(proc, journal: Path, checks: int = 2) -> list[int]:
-    """Once `checks` checks of rel_spin are inside the kernel's endless loop: the run's child processes."""
+def spinning(proc, journal: Path, checks: int = 1, finished: int = 0) -> list[int]:
+    """Once `checks` checks of rel_spin are inside the kernel's endless loop and `finished` rows are journaled: the
+    run's child processes. Beside another kernel, rel_spin's two checks run one after the other in one child while
+    the other kernel's run in another (pool.jobs_of); alone, side by side."""
     def ready():
-        started = {e["check"] for e in events(journal) if e.get("event") == "start" and
-                   e.get("check", "").startswith("rel_spin")}
+        seen = events(journal)
+        started = {e["check"] for e in seen if e.get("event") == "start" and e.get("check", "").startswith("rel_spin")}
+        rows = sum(e.get("event") == "row" for e in seen)
         kids = children(proc.pid)
-        return kids if len(started) >= checks and len(kids) >= checks else None
+        return kids if len(started) >= checks and len(kids) >= checks and rows >= finished else None
     return wait_until(ready, "the spin kernel's checks to start")
 
 
@@ -206,7 +209,7 @@ def test_kill_9_leaves_no_check_process_and_no_lock(toml, tmp_path):
     out = tmp_path / "out"
     proc = start(*conformance(toml, out, "--kernel", "rel_*[nt]", "--jobs", "2", "--timeout", "300"))
     try:
-        workers = spinning(proc, out / "journal.jsonl")
+        workers = spinning(proc, out / "journal.jsonl", finished=2)
     finally:
         proc.kill()
         proc.communicate()
@@ -237,7 +240,7 @@ def test_ctrl_c_kills_the_checks_and_writes_the_partial_report(toml, tmp_path):
     """The issue's try: Ctrl-C printed a KeyboardInterrupt traceback and wrote no report."""
     out = tmp_path / "out"
     proc = start(*conformance(toml, out, "--kernel", "rel_*[nt]", "--jobs", "2", "--timeout", "300"))
-    workers = spinning(proc, out / "journal.jsonl")
+    workers = spinning(proc, out / "journal.jsonl", finished=2)
     assert all(os.getpgid(w) == w for w in workers)           # each child leads a group of its own
     os.killpg(proc.pid, signal.SIGINT)                         # the terminal's Ctrl-C: to the foreground group
     _, stderr = proc.communicate(timeout=180)
@@ -253,7 +256,7 @@ def test_a_second_run_on_the_same_out_is_refused_and_sigterm_reports(toml, tmp_p
     SIGTERM left the workers running."""
     out = tmp_path / "out"
     first = start(*conformance(toml, out, "--kernel", "rel_*[nt]", "--jobs", "2", "--timeout", "300"))
-    workers = spinning(first, out / "journal.jsonl")
+    workers = spinning(first, out / "journal.jsonl", finished=2)
     before = (out / "journal.jsonl").read_bytes()
     second = lowp(*conformance(toml, out, "--kernel", "rel_right"))
     assert second.returncode == 2
@@ -316,7 +319,7 @@ def test_fuzz_is_locked_interruptible_and_reports(toml, tmp_path):
     args = ("fuzz", "--kernels", toml, "--no-builtin", "--kernel", "rel_spin", "--out", out, *FAST,
             "--budget", "10m", "--jobs", "2", "--timeout", "300")
     proc = start(*args)
-    workers = spinning(proc, out / "rounds" / "seed-1" / "journal.jsonl")
+    workers = spinning(proc, out / "rounds" / "seed-1" / "journal.jsonl", checks=2)
     refused = lowp(*args)
     assert refused.returncode == 2 and "is in use by another lowp run" in refused.stderr
     os.killpg(proc.pid, signal.SIGINT)

@@ -687,17 +687,20 @@ def probe_share(examples: int) -> int:
 def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150, seed: int = 0,
               grid: bool = True, budget: float | None = 2.0, probe_examples: int | None = None,
               shapes=(), only=(), database: str | None = None, draws: int = 0,
-              draw_seconds: float | None = None) -> dict:
+              draw_seconds: float | None = None, fresh: bool = False) -> dict:
     """Execute one check and return its row (also emitted). probe_examples: the search budget of a not-claimed
     check, if not `examples`; shapes: the user's (m, n, k) (`--shapes`), added to the generated cases; only: the
     `--case` globs the generated cases are restricted to; database: the example database (a folder or a Redis
     URL; None: none), whose counterexamples of this check the search replays first; draws: at most this many
     cases drawn from the search's distribution and run batched (conformance/run/batch.py), for at most draw_seconds
-    (`lowp fuzz`; 0: none), before the search, which then runs only if they found nothing."""
+    (`lowp fuzz`; 0: none), before the search, which then runs only if they found nothing. fresh: run a fresh copy
+    of the kernel (a later check of a kernel in a process that ran it already: the static state of a new process)."""
     if not check.claimed and probe_examples is not None:
         examples = probe_examples
     kern = get_kernel(check.kernel)
     ex = executor(kern)
+    if fresh:
+        ex = ex.with_fresh_state()
     if ex.backend == "native":
         ex.budget = budget
     elif ex.backend == "bochs" and budget:

@@ -1,5 +1,6 @@
-"""The process pool of this machine (lowp.conformance.run.runner chooses it or Ray): every check in its own child process (a native kernel that crashes or hangs becomes a
-CRASH row, and the run goes on), up to one worker per core, every event streamed to a JSON Lines journal so an
+"""The process pool of this machine (lowp.conformance.run.runner chooses it or Ray): checks run in child processes,
+one kernel's checks in one child (a native kernel that crashes or hangs becomes a CRASH row, its other checks go to
+a new child, and the run goes on), up to one worker per core, every event streamed to a JSON Lines journal so an
 interrupted run loses nothing and `--resume` picks up where it stopped.
 
 A journal row carries what produced it (lowp.conformance.run.provenance); `--resume` keeps only the rows this run
@@ -30,8 +31,11 @@ from lowp.conformance.report.rows import check_row
 FINISH_SECONDS = 5.0      # how long a child that sent its row may take to exit before its group is killed
 
 
-def _worker(check: Check, conn, options: dict, setup=None) -> None:
-    """A check's child process. setup: called first (the Ray backend's children register the check's kernel)."""
+def _worker(checks: Check | list[Check], conn, options: dict, setup=None) -> None:
+    """A child process running one check, or one kernel's checks in plan order (the process pool's jobs: a
+    kernel's checks share the child's imports, caches and built library, and each later one runs the kernel as a
+    fresh copy, from the static state a new process would see). setup: called first (the Ray backend's children
+    register the check's kernel)."""
     faulthandler.disable()   # a crashing kernel is reported as a CRASH row, not as a dump on the parent's stderr
 
     def emit(event: dict) -> None:
@@ -39,10 +43,15 @@ def _worker(check: Check, conn, options: dict, setup=None) -> None:
     try:
         if setup is not None:
             setup()
-        _runner(check)(check, emit, **options)
-    except BaseException as e:  # an exception in Python becomes a CRASH row with its traceback
-        conn.send({"event": "error", "id": check.id, "error": f"{type(e).__name__}: {e}",
-                   "traceback": traceback.format_exc(limit=6)})
+        judged: set[str] = set()
+        for check in checks if isinstance(checks, list) else [checks]:
+            fresh = {"fresh": True} if check.kernel in judged else {}
+            judged.add(check.kernel)
+            try:
+                _runner(check)(check, emit, **options, **fresh)
+            except BaseException as e:  # an exception in Python becomes a CRASH row with its traceback
+                conn.send({"event": "error", "id": check.id, "error": f"{type(e).__name__}: {e}",
+                           "traceback": traceback.format_exc(limit=6)})
     finally:
         from lowp.kernels.executors import remove_fresh_copies
         remove_fresh_copies()      # a forked worker ends with os._exit: no atexit handler would
@@ -380,16 +389,56 @@ class RunLog:
 
 
 class _Child:
-    """A check running in a child process: the process, the pipe its events come on, when it started, and what the
-    parent knows of it (Tracked)."""
+    """A child process running a job (one kernel's checks, in order: jobs()): the process, the pipe its events come
+    on, and the check it is on: when that started and what the parent knows of it (Tracked)."""
 
-    def __init__(self, ctx, check: Check, options: dict):
-        self.conn, self.proc = start_child(ctx, check, options)
-        self.started, self.tracked = time.monotonic(), Tracked(check)
+    def __init__(self, ctx, job: list[Check], options: dict):
+        self.job, self.at = job, 0
+        self.conn, self.proc = start_child(ctx, job, options)
+        self.started, self.tracked = time.monotonic(), Tracked(job[0])
+
+    def next_check(self) -> bool:
+        """After the current check's row: go on to the job's next check (False: the job is done)."""
+        self.at += 1
+        if self.at == len(self.job):
+            return False
+        self.started, self.tracked = time.monotonic(), Tracked(self.job[self.at])
+        return True
+
+    def rest(self) -> list[Check]:
+        """The checks of the job after the current one (run in a new child when this one dies or hangs)."""
+        return self.job[self.at + 1:]
 
     def stop(self) -> None:
         self.conn.close()
         kill_group(self.proc)
+
+
+def jobs_of(checks: list[Check], workers: int) -> list[list[Check]]:
+    """The process pool's jobs: each run of consecutive checks of one kernel (plan order keeps a kernel's checks
+    together) as one child's, which pays the child's start (imports, the kernel's library, caches: some 0.3 s a
+    check) once a kernel instead of once a check; one check a job where there are fewer kernels than workers, so
+    a single kernel's checks still run side by side."""
+    grouped: list[list[Check]] = []
+    for check in checks:
+        if grouped and grouped[-1][0].kernel == check.kernel:
+            grouped[-1].append(check)
+        else:
+            grouped.append([check])
+    return grouped if len(grouped) >= workers else [[check] for check in checks]
+
+
+# What a check imports on first use (cffi, pyelftools, the guard's and the stage edges' modules: some 0.2 s of a
+# process's first check), imported once by the pool's parent so that every child forked from it has them.
+WARM_MODULES = ("cffi", "elftools.elf.elffile", "lowp.kernels.guard", "lowp.emulator.x86.native",
+                "lowp.conformance.search.stage_edges", "lowp.conformance.search.bounds",
+                "lowp.conformance.run.identity")
+
+
+def _warm() -> None:
+    import importlib
+    for name in WARM_MODULES:
+        importlib.import_module(name)
 
 
 def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: bool = False, timeout: float = 600,
@@ -410,11 +459,14 @@ def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: 
 
 
 def _run_pool(run_log: RunLog, *, jobs: int, timeout: float, options: dict, stop_at: float | None) -> None:
-    """The process pool: up to `jobs` children at once, each check's events journaled as they come; whatever
-    ends the loop, no child is left running."""
+    """The process pool: up to `jobs` children at once, each running a job (jobs_of), each check's events
+    journaled as they come; a check has `timeout` seconds from its start; whatever ends the loop, no child is left
+    running."""
     ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     running: dict = {}   # conn -> _Child
-    queue = list(run_log.pending)
+    queue = jobs_of(run_log.pending, jobs)
+    if queue:
+        _warm()
     try:
         while queue or running:
             if stopped(stop_at):
@@ -423,7 +475,7 @@ def _run_pool(run_log: RunLog, *, jobs: int, timeout: float, options: dict, stop
                 child = _Child(ctx, queue.pop(0), options)
                 running[child.conn] = child
             for conn in wait(list(running), timeout=1.0):
-                _take_event(run_log, running, running[conn])
+                _take_event(run_log, running, running[conn], queue, stop_at)
             run_log.running([c.tracked for c in running.values()])
             now = time.monotonic()
             for conn, child in list(running.items()):
@@ -431,13 +483,15 @@ def _run_pool(run_log: RunLog, *, jobs: int, timeout: float, options: dict, stop
                     del running[conn]
                     child.stop()
                     run_log.record(child.tracked.crash(_timed_out(timeout)))
+                    _requeue(queue, child, stop_at)
     finally:
         for child in running.values():
             child.stop()
 
 
-def _take_event(run_log: RunLog, running: dict, child: _Child) -> None:
-    """Journal the child's next event; its row (final: the child's group goes) or its death ends it."""
+def _take_event(run_log: RunLog, running: dict, child: _Child, queue: list, stop_at: float | None) -> None:
+    """Journal the child's next event. A row (final) moves the child on to its job's next check, or ends it (its
+    group goes); its death is the current check's CRASH row, and the job's other checks go to a new child."""
     try:
         event = child.tracked.observe(child.conn.recv())
     except (EOFError, OSError):
@@ -446,12 +500,23 @@ def _take_event(run_log: RunLog, running: dict, child: _Child) -> None:
         row = child.tracked.crash(_died(child.proc))
         child.stop()
         run_log.record(row)
+        _requeue(queue, child, stop_at)
         return
     run_log.record(event)
-    if event["event"] == "row":
-        del running[child.conn]
-        child.conn.close()
-        finish_child(child.proc)
+    if event["event"] != "row" or child.next_check() and not stopped(stop_at):
+        return
+    del running[child.conn]
+    if child.at < len(child.job):       # the time to start checks is up: the check it began goes unrun
+        child.stop()
+        return
+    child.conn.close()
+    finish_child(child.proc)
+
+
+def _requeue(queue: list, child: _Child, stop_at: float | None) -> None:
+    """The rest of a dead or hung child's job, first in the queue (unless the time to start checks is up)."""
+    if child.rest() and not stopped(stop_at):
+        queue.insert(0, child.rest())
 
 
 def stopped(stop_at: float | None) -> bool:
