@@ -22,7 +22,8 @@ from lowp.kernels.executors import poison
 
 from lowp.conformance.run import batch
 from lowp.conformance.search import quantized
-from lowp.conformance.search.cases import Case, abi_options, cases_for, operands, options_at, problems, with_zero_row
+from lowp.conformance.search.cases import (Case, abi_options, cases_for, operands, options_at, problems, ranges,
+                                          with_zero_row)
 from lowp.conformance.contracts.int32 import contract
 from lowp.conformance.run.example_database import ExampleStore, operands_from_json
 from lowp.conformance.search.problem import decode, is_problem
@@ -768,7 +769,7 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
     every case, and one is proof enough."""
     first = first_fault = None
     early = []
-    calls = [case_call(case, kern) for case in cases]
+    calls = [shared_case_call(case, kern) for case in cases]
     for index, clean, got in _screened(check, kern, rec, cases, calls, emit):
         case, call = cases[index], calls[index]
         if clean is not None:       # its batch was clean: the verdict the per-case judge would give
@@ -1283,6 +1284,31 @@ def case_call(case: Case, kern) -> Call:
     if padded is not A:
         A, quant = padded, case_quant(case, kern, padded, B)
     return Call(A, B, case.seed, case.id, quant, abi_options(case, kern))
+
+
+# A kernel's checks share their generated cases' calls (pool.jobs_of runs them in one process): its behaviour-model
+# check and its claimed contract's check make the same calls where their domains have the same ranges, and drawing
+# a case's parameters (zero points, the output stage's draw fitted to the accumulators) costs more than running it.
+# Kept for the kernel entry last asked about; each check gets copies.
+_SHARED_CALLS: dict = {"kernel": None, "calls": {}}
+
+
+def shared_case_call(case: Case, kern) -> Call:
+    """case_call(case, kern), drawn once for every check of the kernel whose case is the same but for the check:
+    the same name, shape, value class and seed, and a domain of the same ranges (the `outside` probe's parameters
+    are drawn beyond the documented domain: its own)."""
+    if _SHARED_CALLS["kernel"] is not kern:
+        _SHARED_CALLS.update(kernel=kern, calls={})
+    key = (case.domain == "outside", ranges(kern, case.domain), case.name, case.m, case.n, case.k, case.values,
+           case.seed)
+    call = _SHARED_CALLS["calls"].get(key)
+    if call is None:
+        call = _SHARED_CALLS["calls"][key] = case_call(case, kern)
+    return Call(call.A.copy(), call.B.copy(), call.seed, case.id, _copied(call.quant), _copied(call.options))
+
+
+def _copied(values: dict | None) -> dict | None:
+    return None if values is None else {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in values.items()}
 
 
 def case_quant(case: Case, kern, A, B) -> dict | None:
