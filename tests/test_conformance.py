@@ -203,8 +203,10 @@ def test_runner_turns_crashes_and_hangs_into_rows_and_goes_on(bad_kernels, tmp_p
 
 def test_a_kernels_checks_share_a_child_with_the_rows_of_a_child_each(bad_kernels, tmp_path):
     """The pool runs a kernel's checks one after another in one child (pool.jobs_of). A death or a timeout ends
-    only its own check: the kernel's other checks go to a new child. A later check runs a fresh copy of the kernel,
-    so a kernel with static state (tired: wrong after its first 60 elements) gets the rows a child each gives it."""
+    only its own check: the kernel's other checks go to a new child. Every check runs a fresh copy of the kernel,
+    so a kernel with static state (tired: wrong after its first 60 elements) gets the rows a child each gives it,
+    whether or not this process has loaded it before (the fork would hand the children its state)."""
+    executor(bad_kernels["test_tired"]).run(np.ones((8, 8), np.uint8), np.ones((8, 8), np.int8))     # 64 calls
     checks = [Check(f"test_{what}", *c) for what in ("tired", "aborter", "hanger")
               for c in (("model", "full", True), ("exact", "claimed", True))]
     assert [len(job) for job in pool.jobs_of(checks, 2)] == [2, 2, 2]

@@ -33,9 +33,10 @@ FINISH_SECONDS = 5.0      # how long a child that sent its row may take to exit 
 
 def _worker(checks: Check | list[Check], conn, options: dict, setup=None) -> None:
     """A child process running one check, or one kernel's checks in plan order (the process pool's jobs: a
-    kernel's checks share the child's imports, caches and built library, and each later one runs the kernel as a
-    fresh copy, from the static state a new process would see). setup: called first (the Ray backend's children
-    register the check's kernel)."""
+    kernel's checks share the child's imports and caches). Each check runs a fresh copy of its kernel, from the
+    static state a new process would see: not the parent's loaded library, whose state a fork would inherit, nor the
+    one an earlier check of the job left. setup: called first (the Ray backend's children register the check's
+    kernel)."""
     faulthandler.disable()   # a crashing kernel is reported as a CRASH row, not as a dump on the parent's stderr
 
     def emit(event: dict) -> None:
@@ -43,12 +44,9 @@ def _worker(checks: Check | list[Check], conn, options: dict, setup=None) -> Non
     try:
         if setup is not None:
             setup()
-        judged: set[str] = set()
         for check in checks if isinstance(checks, list) else [checks]:
-            fresh = {"fresh": True} if check.kernel in judged else {}
-            judged.add(check.kernel)
             try:
-                _runner(check)(check, emit, **options, **fresh)
+                _runner(check)(check, emit, **options, fresh=True)
             except BaseException as e:  # an exception in Python becomes a CRASH row with its traceback
                 conn.send({"event": "error", "id": check.id, "error": f"{type(e).__name__}: {e}",
                            "traceback": traceback.format_exc(limit=6)})
