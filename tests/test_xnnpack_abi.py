@@ -230,3 +230,40 @@ def test_f16_params_hold_half_bounds_and_refuse_others():
         xnnpack.params_blob("qd8-f16-qc8w", "minmax_f16", {**q, "output_min": np.float32(0.1)})
     blob = xnnpack.params_blob("qd8-bf16-qb4w", "qb4w_minmax_bf16", {**q, "output_min": np.float32(0.1)}, bl=32)
     assert blob[:4].view("<f4")[0] == np.float32(0.1) and blob[8:].view("<u8")[0] == 32
+
+
+def test_a_kept_invocation_is_the_one_built_afresh_with_buffers_of_its_own():
+    """abi.invocation keeps an XNNPACK invocation for a kernel's later checks (their calls repeat): what it hands
+    out again is byte for byte what a fresh build gives, its buffers are its own (a write to one hand-out does not
+    reach the next), and another seed, parameter or kernel builds anew."""
+    from pathlib import Path
+
+    from lowp.kernels.invocation import Invocation
+
+    from .conftest import registered
+    toml = Path(__file__).parent.parent / "kernels" / "quantized" / "x86.toml"
+    with registered(toml) as kernels:
+        k, other = kernels["qs8_qc8w_gemm_4x8c8_fp32_avx2"], kernels["qu8_gemm_2x8c8_fp32_avx2"]
+        rng = np.random.default_rng(5)
+        A, B = rng.integers(-128, 128, (3, 11)).astype(np.int8), rng.integers(-127, 128, (11, 9)).astype(np.int8)
+        q = {"bias": rng.integers(-999, 999, 9).astype(np.int32), "scale": np.full(9, 0.01, np.float32),
+             "output_zero_point": 3, "output_min": -128, "output_max": 127, "a_zero_point": 5, "b_zero_point": 0}
+
+        def built(kernel=k, seed=1, **changed) -> Invocation:
+            return abi.invocation(kernel, A, B, {**q, **changed}, seed=seed, work_seed=None)
+
+        def same(x: Invocation, y: Invocation) -> bool:
+            return x.buffers.keys() == y.buffers.keys() and x.calls == y.calls and all(
+                x.buffers[n].tobytes() == y.buffers[n].tobytes() for n in x.buffers)
+
+        abi._KEPT.update(kernel=None, invocations={})
+        first = built()
+        first.buffers["C"][...] = 0                     # what an executor may do with its own copy
+        again = built()
+        abi._KEPT.update(kernel=None, invocations={})
+        assert same(again, built()) and not same(first, again)
+        assert not same(built(seed=2), again) and not same(built(output_zero_point=4), again)
+        assert len(abi._KEPT["invocations"]) == 3
+        qu8 = {**q, "a_zero_point": 5, "b_zero_point": 7}
+        abi.invocation(other, A.view(np.uint8), B.view(np.uint8), qu8, seed=1, work_seed=None)
+        assert abi._KEPT["kernel"] is other and len(abi._KEPT["invocations"]) == 1
