@@ -42,6 +42,25 @@ def test_hypothesis_registers_match_the_cpu(native, intr):
     check()
 
 
+def test_hypothesis_registers_catch_a_madd_that_wraps_its_corner(native):
+    """The drawn registers reach VPMADDWD's one overflowing input, a pair of -32768 * -32768 (2^31 wraps to
+    -2^31): a model wrong only there is refuted by the CPU within the 40 examples (lanes_of repeats a drawn
+    pattern across the register, so a pair of extremes is as likely as one)."""
+    intr = intrinsic("_mm256_madd_epi16")
+    runnable(native, intr)
+
+    def wrong(*args):
+        out = intr(*args)
+        return np.where(out == np.iinfo(np.int32).min, np.int32(0), out)
+
+    @settings(max_examples=40, deadline=None, derandomize=True, database=None)
+    @given(registers_for(intr))
+    def check(args):
+        assert np.array_equal(wrong(*args), native.run(intr, args))
+    with pytest.raises(AssertionError):
+        check()
+
+
 def test_seed002_example_on_the_cpu(native):
     intr = intrinsic("_mm_maddubs_epi16")
     runnable(native, intr)
