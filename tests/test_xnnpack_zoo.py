@@ -176,7 +176,8 @@ def test_a_path_that_is_not_a_checkout(tmp_path):
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     out = tmp_path_factory.mktemp("xnnpack")
-    result = lowp("xnnpack", TREE, "--out", out / "run", "--no-database", "--jobs", "2", "--write-toml",
+    # --fresh: every verdict judged here, none taken from an earlier session's store (the tests are about judging)
+    result = lowp("xnnpack", TREE, "--out", out / "run", "--no-database", "--jobs", "2", "--fresh", "--write-toml",
                   out / "kept.toml")
     report = out / "run" / "report.json"
     rows = {r["id"]: r for r in json.loads(report.read_text())["rows"]} if report.is_file() else {}
@@ -385,6 +386,23 @@ def test_isa_and_kernel_filters_and_resume(campaign, tmp_path):
     again = {r["id"]: r for r in json.loads((out / "run" / "report.json").read_text())["rows"]}
     assert set(again) == {i for i in first if "1x4__scalar_lrintf" in i}     # 4 kernels' rows
     assert all(again[i]["seconds"] == first[i]["seconds"] for i in again)
+
+
+def test_a_reused_verdicts_repro_line_names_this_campaigns_kernels(campaign, tmp_path):
+    """A second campaign with another --out takes the first's verdict (nothing it depends on changed), and its
+    repro line names the kernels.toml this campaign wrote, not the first one's, whose folder may be gone."""
+    first_out, _, _ = campaign
+    name = "xnn_qs8_qc8w_gemm_minmax_fp32_ukernel_2x4__scalar_fmagic"
+    again = tmp_path / "again"
+    result = lowp("xnnpack", TREE, "--kernel", name, "--out", again, "--no-database", "--jobs", "2")
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert [k["reused"] for k in json.loads((again / "campaign.json").read_text())["kernels"] if k["name"] == name] \
+        == [True]
+    repro = next(line for line in (again / "campaign.md").read_text().splitlines()
+                 if line.startswith("repro:") and ":xnnpack-fp32:claimed:" in line)
+    assert str(again / "kernels.toml") in repro and str(first_out) not in repro
+    replayed = lowp(*__import__("shlex").split(repro.split("`")[1])[1:])
+    assert replayed.returncode == 1 and ": FAIL" in replayed.stdout, replayed.stderr
 
 
 def test_qd8_output_stage_follows_how_each_source_family_rounds():
