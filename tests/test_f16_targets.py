@@ -79,7 +79,7 @@ def test_the_aarch32_f16_stage_flushes_the_float32_steps_not_the_halves():
 def campaign(tmp_path_factory):
     out = tmp_path_factory.mktemp("f16-campaign")
     result = subprocess.run([sys.executable, "-m", "lowp", "xnnpack", str(TREE), "--out", str(out), "--no-database",
-                             "--jobs", "2", "--examples", "10"], capture_output=True, text=True, timeout=1200)
+                             "--jobs", "2", "--examples", "10", "--fresh"], capture_output=True, text=True, timeout=1200)
     doc = json.loads((out / "campaign.json").read_text()) if (out / "campaign.json").is_file() else {}
     return result, {k["name"]: k for k in doc.get("kernels", ())}
 

@@ -21,7 +21,7 @@ VARIANT_OF_BUILD = {"x86-avx2": "haswell", "x86-baseline": "x64", "armv8-a": "ar
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     out = tmp_path_factory.mktemp("ggml-campaign")
-    argv = ["ggml", str(TREE), "--out", str(out), "--jobs", "2", "--examples", "8"]
+    argv = ["ggml", str(TREE), "--out", str(out), "--jobs", "2", "--examples", "8", "--fresh"]     # judged here
     for variant in VARIANT_OF_BUILD.values():
         argv += ["--isa", variant]
     status = main(argv)

@@ -157,7 +157,7 @@ def campaign(tmp_path_factory):
         pytest.skip(unavailable())
     out = tmp_path_factory.mktemp("wasm-campaign")
     result = subprocess.run([sys.executable, "-m", "lowp", "xnnpack", str(TREE), "--out", str(out), "--no-database",
-                             "--jobs", "2"], capture_output=True, text=True, timeout=1200)
+                             "--jobs", "2", "--fresh"], capture_output=True, text=True, timeout=1200)
     return out, result
 
 
