@@ -97,16 +97,17 @@ def invocation(kernel: Kernel, A: np.ndarray, B: np.ndarray, q: dict, *, seed: i
 # weights, indirection buffer, poisoned buffers: some 0.3 ms natively, 1 ms for an emulated target's) follows from
 # the operands, parameters, seed and ABI options alone: built once, kept for the kernel entry last asked about, and
 # handed out with buffers of its own.
-_KEPT: dict = {"kernel": None, "invocations": {}}
-MAX_KEPT_INVOCATIONS = 4096
+_KEPT: dict = {"kernel": None, "invocations": {}, "bytes": 0}
+MAX_KEPT_BYTES = 256 << 20          # a check's cases keep a few MB; `lowp fuzz`'s draws would keep on growing
 
 
 def _kept(kernel: Kernel, key: tuple, build) -> Invocation:
-    if _KEPT["kernel"] is not kernel or len(_KEPT["invocations"]) >= MAX_KEPT_INVOCATIONS:
-        _KEPT.update(kernel=kernel, invocations={})
+    if _KEPT["kernel"] is not kernel or _KEPT["bytes"] > MAX_KEPT_BYTES:
+        _KEPT.update(kernel=kernel, invocations={}, bytes=0)
     inv = _KEPT["invocations"].get(key)
     if inv is None:
         inv = _KEPT["invocations"][key] = build()
+        _KEPT["bytes"] += sum(a.nbytes for a in inv.buffers.values()) + len(key[0][2]) + len(key[1][2])
     return dataclasses.replace(inv, buffers={name: a.copy() for name, a in inv.buffers.items()},
                                calls=list(inv.calls))
 

@@ -232,7 +232,7 @@ def test_f16_params_hold_half_bounds_and_refuse_others():
     assert blob[:4].view("<f4")[0] == np.float32(0.1) and blob[8:].view("<u8")[0] == 32
 
 
-def test_a_kept_invocation_is_the_one_built_afresh_with_buffers_of_its_own():
+def test_a_kept_invocation_is_the_one_built_afresh_with_buffers_of_its_own(monkeypatch):
     """abi.invocation keeps an XNNPACK invocation for a kernel's later checks (their calls repeat): what it hands
     out again is byte for byte what a fresh build gives, its buffers are its own (a write to one hand-out does not
     reach the next), and another seed, parameter or kernel builds anew."""
@@ -256,14 +256,18 @@ def test_a_kept_invocation_is_the_one_built_afresh_with_buffers_of_its_own():
             return x.buffers.keys() == y.buffers.keys() and x.calls == y.calls and all(
                 x.buffers[n].tobytes() == y.buffers[n].tobytes() for n in x.buffers)
 
-        abi._KEPT.update(kernel=None, invocations={})
+        abi._KEPT.update(kernel=None, invocations={}, bytes=0)
         first = built()
         first.buffers["C"][...] = 0                     # what an executor may do with its own copy
         again = built()
-        abi._KEPT.update(kernel=None, invocations={})
+        abi._KEPT.update(kernel=None, invocations={}, bytes=0)
         assert same(again, built()) and not same(first, again)
         assert not same(built(seed=2), again) and not same(built(output_zero_point=4), again)
         assert len(abi._KEPT["invocations"]) == 3
         qu8 = {**q, "a_zero_point": 5, "b_zero_point": 7}
         abi.invocation(other, A.view(np.uint8), B.view(np.uint8), qu8, seed=1, work_seed=None)
         assert abi._KEPT["kernel"] is other and len(abi._KEPT["invocations"]) == 1
+        monkeypatch.setattr(abi, "MAX_KEPT_BYTES", 0)           # past the bound: the next new one starts afresh
+        built()
+        built(seed=3)
+        assert len(abi._KEPT["invocations"]) == 1
