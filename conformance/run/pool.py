@@ -387,8 +387,8 @@ class RunLog:
 
 
 class _Child:
-    """A child process running a job (one kernel's checks, in order: jobs()): the process, the pipe its events come
-    on, and the check it is on: when that started and what the parent knows of it (Tracked)."""
+    """A child process running a job (one kernel's checks, in order: jobs_of()): the process, the pipe its events
+    come on, and the check it is on: when that started and what the parent knows of it (Tracked)."""
 
     def __init__(self, ctx, job: list[Check], options: dict):
         self.job, self.at = job, 0
