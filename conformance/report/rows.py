@@ -190,7 +190,7 @@ class CheckRow(TypedDict):
 def check_row(check, **fields) -> CheckRow:
     """A check's row before it runs (NOT RUN, nothing executed); `fields` fill in what is known."""
     row: dict = {"event": "row", **asdict(check), "id": check.id, "backend": "?", "target": None,
-                 "contract_claimed": None, "origin": _origin(check.kernel), "verdict": "NOT RUN", "reason": "",
+                 "contract_claimed": None, "origin": kernel_origin(check.kernel), "verdict": "NOT RUN", "reason": "",
                  "cause": None, "cases": 0, "executed": 0, "failed": 0, "matched": {}, "path": None,
                  "counterexample": None, "seconds": 0.0}
     unknown = set(fields) - set(CheckRow.__annotations__)
@@ -200,7 +200,7 @@ def check_row(check, **fields) -> CheckRow:
     return row
 
 
-def _origin(kernel: str) -> str | None:
+def kernel_origin(kernel: str) -> str | None:
     from lowp.kernels.registry import origin
     where = origin(kernel)        # None for a kernel not registered: the row says so through its verdict
     return None if where is None else str(where)

@@ -37,17 +37,13 @@ def lookup(check_id: str, producer: dict | None) -> dict | None:
         row = json.loads(_path(check_id, producer).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(row, dict) or row.get("id") != check_id or row.get("producer") != producer:
+    if not isinstance(row, dict) or row.get("id") != check_id or row.get("producer") != producer or \
+            not isinstance(row.get("kernel"), str):
         return None
     # The kernel is the same (its key is in the producer), but this campaign registered it from its own --out: the
     # row's repro line names the file it is registered from now, not an earlier campaign's, which may be gone.
-    return {**row, "origin": _origin(row.get("kernel")), "reused": True}
-
-
-def _origin(kernel) -> str | None:
-    from lowp.kernels.registry import origin
-    where = origin(kernel) if isinstance(kernel, str) else None
-    return None if where is None else str(where)
+    from lowp.conformance.report.rows import kernel_origin
+    return {**row, "origin": kernel_origin(row["kernel"]), "reused": True}
 
 
 def keep(row: dict) -> None:
