@@ -501,8 +501,10 @@ def _take_event(run_log: RunLog, running: dict, child: _Child, queue: list, stop
         _requeue(queue, child, stop_at)
         return
     run_log.record(event)
-    if event["event"] != "row" or child.next_check() and not stopped(stop_at):
+    if event["event"] != "row":
         return
+    if child.next_check() and not stopped(stop_at):
+        return                          # on to the job's next check, in the same child
     del running[child.conn]
     if child.at < len(child.job):       # the time to start checks is up: the check it began goes unrun
         child.stop()
