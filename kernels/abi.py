@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 
 from lowp.kernels.invocation import Invocation, Ref, poison
-from lowp.kernels.entry import XNNPACK_SIGNATURES, Kernel
+from lowp.kernels.entry import XNNPACK_SIGNATURES, KeptForKernel, Kernel
 
 REQUANT_HEADER = np.dtype([("a_zero_point", "<i4"), ("b_zero_point", "<i4"), ("output_zero_point", "<i4"),
                            ("output_min", "<i4"), ("output_max", "<i4"), ("n", "<i4"), ("reserved", "<i4", 2)])
@@ -97,17 +97,12 @@ def invocation(kernel: Kernel, A: np.ndarray, B: np.ndarray, q: dict, *, seed: i
 # weights, indirection buffer, poisoned buffers: some 0.3 ms natively, 1 ms for an emulated target's) follows from
 # the operands, parameters, seed and ABI options alone: built once, kept for the kernel entry last asked about, and
 # handed out with buffers of its own.
-_KEPT: dict = {"kernel": None, "invocations": {}, "bytes": 0}
-MAX_KEPT_BYTES = 256 << 20          # a check's cases keep a few MB; `lowp fuzz`'s draws would keep on growing
+_KEPT = KeptForKernel(256 << 20)     # a check's cases keep a few MB; `lowp fuzz`'s draws would keep on growing
 
 
 def _kept(kernel: Kernel, key: tuple, build) -> Invocation:
-    if _KEPT["kernel"] is not kernel or _KEPT["bytes"] > MAX_KEPT_BYTES:
-        _KEPT.update(kernel=kernel, invocations={}, bytes=0)
-    inv = _KEPT["invocations"].get(key)
-    if inv is None:
-        inv = _KEPT["invocations"][key] = build()
-        _KEPT["bytes"] += sum(a.nbytes for a in inv.buffers.values()) + len(key[0][2]) + len(key[1][2])
+    inv = _KEPT.get(kernel, key, build,
+                    lambda inv: sum(a.nbytes for a in inv.buffers.values()) + len(key[0][2]) + len(key[1][2]))
     return dataclasses.replace(inv, buffers={name: a.copy() for name, a in inv.buffers.items()},
                                calls=list(inv.calls))
 

@@ -214,6 +214,24 @@ XNNPACK_SIGNATURES = ("xnnpack-gemm", "xnnpack-igemm")
 QUANTIZED_SIGNATURES = ("quant-gemm", *XNNPACK_SIGNATURES)
 
 
+class KeptForKernel:
+    """Values kept for the kernel entry last asked about, at most about `max_bytes` of them (past that it starts
+    afresh): what a kernel's checks compute alike when they run one after another in one process
+    (lowp.conformance.run.pool.jobs_of). get() makes a value once per key; the caller hands out copies."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes, self.kernel, self.values, self.bytes = max_bytes, None, {}, 0
+
+    def get(self, kernel: "Kernel", key, make: Callable, size: Callable):
+        if self.kernel is not kernel or self.bytes > self.max_bytes:
+            self.kernel, self.values, self.bytes = kernel, {}, 0
+        value = self.values.get(key)
+        if value is None:
+            value = self.values[key] = make()
+            self.bytes += size(value)
+        return value
+
+
 class ModelResultError(TypeError):
     """A behaviour model returned something that is not C (None, a scalar, a list, the wrong shape or type)."""
 

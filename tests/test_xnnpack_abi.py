@@ -238,6 +238,7 @@ def test_a_kept_invocation_is_the_one_built_afresh_with_buffers_of_its_own(monke
     reach the next), and another seed, parameter or kernel builds anew."""
     from pathlib import Path
 
+    from lowp.kernels.entry import KeptForKernel
     from lowp.kernels.invocation import Invocation
 
     from .conftest import registered
@@ -256,18 +257,18 @@ def test_a_kept_invocation_is_the_one_built_afresh_with_buffers_of_its_own(monke
             return x.buffers.keys() == y.buffers.keys() and x.calls == y.calls and all(
                 x.buffers[n].tobytes() == y.buffers[n].tobytes() for n in x.buffers)
 
-        abi._KEPT.update(kernel=None, invocations={}, bytes=0)
+        monkeypatch.setattr(abi, "_KEPT", KeptForKernel(abi._KEPT.max_bytes))
         first = built()
         first.buffers["C"][...] = 0                     # what an executor may do with its own copy
         again = built()
-        abi._KEPT.update(kernel=None, invocations={}, bytes=0)
+        monkeypatch.setattr(abi, "_KEPT", KeptForKernel(abi._KEPT.max_bytes))
         assert same(again, built()) and not same(first, again)
         assert not same(built(seed=2), again) and not same(built(output_zero_point=4), again)
-        assert len(abi._KEPT["invocations"]) == 3
+        assert len(abi._KEPT.values) == 3
         qu8 = {**q, "a_zero_point": 5, "b_zero_point": 7}
         abi.invocation(other, A.view(np.uint8), B.view(np.uint8), qu8, seed=1, work_seed=None)
-        assert abi._KEPT["kernel"] is other and len(abi._KEPT["invocations"]) == 1
-        monkeypatch.setattr(abi, "MAX_KEPT_BYTES", 0)           # past the bound: the next new one starts afresh
+        assert abi._KEPT.kernel is other and len(abi._KEPT.values) == 1
+        monkeypatch.setattr(abi._KEPT, "max_bytes", 0)         # past the bound: the next new one starts afresh
         built()
         built(seed=3)
-        assert len(abi._KEPT["invocations"]) == 1
+        assert len(abi._KEPT.values) == 1

@@ -18,6 +18,7 @@ from hypothesis.errors import Flaky, NoSuchExample
 
 from lowp.emulator.errors import BatchStopped, BudgetExceeded, EmulatorError
 from lowp.kernels import executor, kernel as get_kernel
+from lowp.kernels.entry import KeptForKernel
 from lowp.kernels.executors import poison
 
 from lowp.conformance.run import batch
@@ -1290,20 +1291,16 @@ def case_call(case: Case, kern) -> Call:
 # check and its claimed contract's check make the same calls where their domains have the same ranges, and drawing
 # a case's parameters (zero points, the output stage's draw fitted to the accumulators) costs more than running it.
 # Kept for the kernel entry last asked about; each check gets copies.
-_SHARED_CALLS: dict = {"kernel": None, "calls": {}}
+_SHARED_CALLS = KeptForKernel(256 << 20)
 
 
 def shared_case_call(case: Case, kern) -> Call:
     """case_call(case, kern), drawn once for every check of the kernel whose case is the same but for the check:
     the same name, shape, value class and seed, and a domain of the same ranges (the `outside` probe's parameters
     are drawn beyond the documented domain: its own)."""
-    if _SHARED_CALLS["kernel"] is not kern:
-        _SHARED_CALLS.update(kernel=kern, calls={})
     key = (case.domain == "outside", ranges(kern, case.domain), case.name, case.m, case.n, case.k, case.values,
            case.seed)
-    call = _SHARED_CALLS["calls"].get(key)
-    if call is None:
-        call = _SHARED_CALLS["calls"][key] = case_call(case, kern)
+    call = _SHARED_CALLS.get(kern, key, lambda: case_call(case, kern), lambda call: call.A.nbytes + call.B.nbytes)
     return Call(call.A.copy(), call.B.copy(), call.seed, case.id, _copied(call.quant), _copied(call.options))
 
 
