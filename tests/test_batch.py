@@ -53,14 +53,14 @@ def _row(check, monkeypatch, batched: bool, machine: dict | None = None, **optio
     from lowp.conformance.run import checks
     from lowp.kernels import executor
 
-    def fresh(kern):
-        ex = executor(kern).with_fresh_state()
-        if machine:
-            ex.machine_options.update(machine)
+    def budgeted(kern):
+        ex = executor(kern)
+        ex.machine_options.update(machine)       # a fresh copy (run_check's fresh) takes its machine's options
         return ex
     monkeypatch.setattr(batch, "ENABLED", batched)
-    monkeypatch.setattr(checks, "executor", fresh)
-    row = run_check(check, lambda event: None, **options)
+    if machine:
+        monkeypatch.setattr(checks, "executor", budgeted)
+    row = run_check(check, lambda event: None, fresh=True, **options)
     return _placeless({k: row.get(k) for k in COMPARED})
 
 
