@@ -1,4 +1,5 @@
 import contextlib
+import functools
 import os
 import textwrap
 from pathlib import Path
@@ -50,6 +51,7 @@ def native():
         pytest.skip(f"native x86 back end unavailable: {e}")
 
 
+@functools.lru_cache(maxsize=None)
 def lanes_of(dtype, n):
     """n lanes of dtype, with the type's extremes drawn often (hypothesis shrinks towards 0): a pattern of up to 8
     lanes (each an extreme or any value) repeated across the register, or n lanes of any values. A register drawn
@@ -63,7 +65,7 @@ def lanes_of(dtype, n):
         lambda xs: np.resize(np.array(xs, np.int64).astype(dtype), n))
     size = n * dtype.itemsize
     spread = st.binary(min_size=size, max_size=size).map(lambda raw: np.frombuffer(raw, dtype).copy())
-    return st.one_of(pattern, spread)
+    return st.one_of(pattern, spread)     # kept (lru_cache): hypothesis validates a new strategy at every draw
 
 
 def registers_for(intr, batch=st.integers(1, 4)):
