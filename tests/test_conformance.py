@@ -79,6 +79,16 @@ def test_fbgemm_acc16_contract_matches_a_scalar_reading(ab, brow):
     assert np.array_equal(contracts.fbgemm_acc16(A, B, brow), acc16_scalar(A, B, brow))
 
 
+@pytest.mark.parametrize("brow", [6, 7, 130, 256])
+def test_fbgemm_acc16_over_long_blocks_matches_the_scalar_reading(brow):
+    """Blocks longer than saturating_sum's in-place loop (its composed maps), an odd brow, a last block cut short,
+    inputs that saturate both ways and mid-block (u8 255 against s8 -128 / 127 runs)."""
+    rng = np.random.default_rng(brow)
+    A = rng.choice(np.array([0, 1, 200, 255], np.uint8), (2, 601))
+    B = np.repeat(rng.choice(np.array([-128, -3, 5, 127], np.int8), (41, 3)), 15, axis=0)[:601]
+    assert np.array_equal(contracts.fbgemm_acc16(A, B, brow), acc16_scalar(A, B, brow))
+
+
 def test_contract_judgement_names_the_variant():
     A = np.array([[255, 255]], np.uint8)
     B = np.array([[127], [127]], np.int8)

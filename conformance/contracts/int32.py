@@ -119,16 +119,42 @@ def shifted_pair_saturating(A, B) -> np.ndarray:
 def fbgemm_acc16(A, B, brow: int = 256) -> np.ndarray:
     """FBGEMM matmul_u8i8acc16_ref: s16 = clip16(s16 + clip16(pair)) over pairs in ascending k; every brow k
     values the int16 sum is added to int32 and restarted (src/RefImplementations.cc L314-345,
-    docs/research/fbgemm-accumulation.md#acc16)."""
+    docs/research/fbgemm-accumulation.md#acc16). Each block's saturating sum in log2 steps (saturating_sum): the
+    loop over the pairs, one clip each, cost the diagnosis of a failing requantizing case some 10 ms."""
     p = np.clip(_pair_sums(A, B), -32768, 32767)
-    s32 = np.zeros(p.shape[:2], np.int64)
-    s16 = np.zeros(p.shape[:2], np.int64)
-    for q in range(p.shape[2]):
-        s16 = np.clip(s16 + p[:, :, q], -32768, 32767)
-        if 2 * q % brow == brow - 2:
-            s32 += s16
-            s16[:] = 0
-    return _wrap32(s32 + s16)
+    restarts = [q + 1 for q in range(p.shape[2]) if 2 * q % brow == brow - 2]     # after the pairs that flush
+    total = np.zeros(p.shape[:2], np.int64)
+    for block in np.split(p, restarts, axis=2):
+        total += saturating_sum(block)
+    return _wrap32(total)
+
+
+_BIG = 1 << 60
+SHORT_SUM = 12      # terms up to which saturating_sum adds in place (measured: composing costs more below)
+
+
+def saturating_sum(terms: np.ndarray) -> np.ndarray:
+    """(..., L) -> (...): the running int16 sum of the terms from 0, saturating at every add (s = clip16(s + t)), in
+    log2(L) numpy steps: each add is the map x -> min(max(x + a, lo), hi), and such maps compose into one
+    (a = a1 + a2, lo = clip(lo1 + a2, lo2, hi2), hi = clip(hi1 + a2, lo2, hi2)), so pairs of neighbours are
+    composed until one map per row is left, then applied to 0. A short sum is added in place, term by term:
+    composing costs more there."""
+    a = np.asarray(terms, np.int64)
+    if a.shape[-1] <= SHORT_SUM:
+        s = np.zeros(a.shape[:-1], np.int64)
+        for i in range(a.shape[-1]):
+            np.add(s, a[..., i], out=s)
+            np.minimum(s, 32767, out=s)
+            np.maximum(s, -32768, out=s)
+        return s
+    lo, hi = np.full_like(a, -32768), np.full_like(a, 32767)
+    while a.shape[-1] > 1:
+        if a.shape[-1] % 2:           # pad with the identity map
+            none = np.zeros(a.shape[:-1] + (1,), np.int64)
+            a, lo, hi = (np.concatenate([x, none + end], axis=-1) for x, end in ((a, 0), (lo, -_BIG), (hi, _BIG)))
+        a2, lo2, hi2 = a[..., 1::2], lo[..., 1::2], hi[..., 1::2]
+        a, lo, hi = a[..., 0::2] + a2, np.clip(lo[..., 0::2] + a2, lo2, hi2), np.clip(hi[..., 0::2] + a2, lo2, hi2)
+    return np.clip(a[..., 0], lo[..., 0], hi[..., 0])
 
 
 def int16_lanes_wrapping(flush: int, signed: bool = True):

@@ -34,7 +34,7 @@ import numpy as np
 
 from lowp.isa_models.lanes import DTYPES
 
-from lowp.conformance.contracts.int32 import _wrap32, exact, pair_saturating
+from lowp.conformance.contracts.int32 import _wrap32, exact, pair_saturating, saturating_sum
 
 # Every parameter value up to this is tried; beyond it, powers of two and their neighbours (and the top value).
 DENSE_LIMIT = 4096
@@ -341,27 +341,6 @@ class Acc16Brow(RangeFamily):
 
     def compute(self, A, B, brow):
         return acc16_blocks(A, B, brow)
-
-
-_BIG = 1 << 60
-
-
-def saturating_sum(terms: np.ndarray) -> np.ndarray:
-    """(..., L) -> (...): the running int16 sum of the terms from 0, saturating at every add (s = clip16(s + t)), in
-    log2(L) numpy steps: each add is the map x -> min(max(x + a, lo), hi), and such maps compose into one
-    (a = a1 + a2, lo = clip(lo1 + a2, lo2, hi2), hi = clip(hi1 + a2, lo2, hi2)), so pairs of neighbours are
-    composed until one map per row is left, then applied to 0."""
-    a = np.asarray(terms, np.int64)
-    if a.shape[-1] == 0:
-        return np.zeros(a.shape[:-1], np.int64)
-    lo, hi = np.full_like(a, -32768), np.full_like(a, 32767)
-    while a.shape[-1] > 1:
-        if a.shape[-1] % 2:           # pad with the identity map
-            pad = [(0, 0)] * (a.ndim - 1) + [(0, 1)]
-            a, lo, hi = np.pad(a, pad), np.pad(lo, pad, constant_values=-_BIG), np.pad(hi, pad, constant_values=_BIG)
-        a2, lo2, hi2 = a[..., 1::2], lo[..., 1::2], hi[..., 1::2]
-        a, lo, hi = a[..., 0::2] + a2, np.clip(lo[..., 0::2] + a2, lo2, hi2), np.clip(hi[..., 0::2] + a2, lo2, hi2)
-    return np.clip(a[..., 0], lo[..., 0], hi[..., 0])
 
 
 def _by_element(A, B, reduce, chunk: int = 1 << 20) -> np.ndarray:
