@@ -122,6 +122,15 @@ def fbgemm_acc16(A, B, brow: int = 256) -> np.ndarray:
     docs/research/fbgemm-accumulation.md#acc16). Each block's saturating sum in log2 steps (saturating_sum): the
     loop over the pairs, one clip each, cost the diagnosis of a failing requantizing case some 10 ms."""
     p = np.clip(_pair_sums(A, B), -32768, 32767)
+    if not isinstance(p, np.ndarray):     # symbolic lanes (lowp prove): FBGEMM's loop as written, a clip a pair
+        s32 = np.zeros(p.shape[:2], np.int64)
+        s16 = np.zeros(p.shape[:2], np.int64)
+        for q in range(p.shape[2]):
+            s16 = np.clip(s16 + p[:, :, q], -32768, 32767)
+            if 2 * q % brow == brow - 2:
+                s32 += s16
+                s16[:] = 0
+        return _wrap32(s32 + s16)
     restarts = [q + 1 for q in range(p.shape[2]) if 2 * q % brow == brow - 2]     # after the pairs that flush
     total = np.zeros(p.shape[:2], np.int64)
     for block in np.split(p, restarts, axis=2):
