@@ -13,13 +13,15 @@ from lowp.isa_models import arm
 from lowp.isa_models.verify.proof import in_chunks
 
 KERNEL = Path(__file__).parent / "aarch64" / "smlal_sweep.c"
+B_AT_A_TIME = 8     # values of b a call: 1 MB of output (32 MB, all of b, was a fresh mapping at every call)
 
 
 @pytest.mark.slow
 @pytest.mark.emulated
 def test_smlal_lane_exhaustive():
     machine = Machine(build(KERNEL))
-    out = np.zeros(256 * 65536, np.int16)
+    out = np.zeros(B_AT_A_TIME * 65536, np.int16)
+    got = np.zeros((256, 8192, 8), np.int16)
     acc = np.arange(-32768, 32768, dtype=np.int16).reshape(-1, 8)       # every accumulator value, 8 per register
     acc = np.ascontiguousarray(np.broadcast_to(acc, (256,) + acc.shape))  # for every b
     b = np.ascontiguousarray(np.broadcast_to(np.arange(-128, 128, dtype=np.int8)[:, None, None], acc.shape))
@@ -35,7 +37,9 @@ def test_smlal_lane_exhaustive():
     with ThreadPoolExecutor(1) as pool:
         for a_value in range(-128, 128):
             want = pool.submit(model, a_value)
-            got = machine.call("smlal_sweep", out, a_value, count=False)[0].reshape(acc.shape)
+            for first in range(0, 256, B_AT_A_TIME):
+                result = machine.call("smlal_sweep", out, a_value, first - 128, B_AT_A_TIME, count=False)[0]
+                got[first:first + B_AT_A_TIME] = result.reshape(B_AT_A_TIME, 8192, 8)
             want = want.result()
             if not (got == want).all():
                 k = tuple(np.argwhere(got != want)[0])

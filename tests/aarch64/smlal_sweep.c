@@ -1,5 +1,6 @@
-/* Exhaustive SMLAL (8-bit) lane sweep: for one value of the Vn byte `a`, every Vm byte b in -128..127 and every
-   16-bit accumulator value acc in -32768..32767, out[(b + 128) * 65536 + (acc + 32768)] = SMLAL lane result.
+/* Exhaustive SMLAL (8-bit) lane sweep: for one value of the Vn byte `a`, the `count` Vm bytes b from `first` on
+   and every 16-bit accumulator value acc in -32768..32767, out[(b - first) * 65536 + (acc + 32768)] = SMLAL lane
+   result (a few b at a time: an output of 32 MB is a fresh mapping, page faults included, at every call).
    The instruction is written in inline assembly so the compiler cannot hoist a*b out of the loop (it would
    turn vmlal_s8 into SMULL + ADD). Eight registers a loop iteration: Unicorn's cost is per instruction and per
    translated block, and the copy, the store and the loop's own instructions were six of every seven. */
@@ -8,11 +9,11 @@
 
 #define SMLAL(r) __asm__("smlal %0.8h, %1.8b, %2.8b" : "+w"(r) : "w"(va), "w"(vb))
 
-void smlal_sweep(int16_t *out, long a) {
+void smlal_sweep(int16_t *out, long a, long first, long count) {
     int8x8_t va = vdup_n_s8((int8_t)a);
     const int16_t start[8] = {-32768, -32767, -32766, -32765, -32764, -32763, -32762, -32761};
     int16x8_t step = vdupq_n_s16(8), stride = vdupq_n_s16(64);
-    for (int b = -128; b < 128; b++) {
+    for (long b = first; b < first + count; b++) {
         int8x8_t vb = vdup_n_s8((int8_t)b);
         int16x8_t acc[8];
         acc[0] = vld1q_s16(start);
