@@ -15,6 +15,16 @@ from lowp.kernels.invocation import GEMM_BUFFERS, call_emulated, checked_align, 
 
 # Bytes of workspace per kernel are asked of the kernel itself (its <prefix>_workspace function), also emulated.
 
+# A call's instruction budget from its size (EmulatedExecutor.work_budget). Real kernels run a few instructions a
+# multiply-accumulate (a scalar one some 4-10, unpacking 4-bit weights included; SIMD ones fractions of one) and
+# some thousands a call of set-up: 256 a MAC and 20 million a call leave two orders of magnitude to spare on both.
+WORK_BUDGET_FLOOR = 20_000_000
+WORK_BUDGET_PER_MAC = 256
+
+
+def _round_up(x: int, tile: int) -> int:
+    return -(-x // max(tile, 1)) * max(tile, 1)
+
 
 class EmulatedExecutor:
     """A kernel's calls on its target's machine (Unicorn's by default: `target` is a lowp.emulator.targets Target
@@ -86,8 +96,7 @@ class EmulatedExecutor:
         M, K = A.shape
         N = B.shape[1]
         options = {"mnemonics": True} if mnemonics else {}
-        if budget:
-            options["budget"] = budget
+        options.update({"budget": budget} if budget else self.work_budget(M, N, K))
         if k.quantized:
             return self._run_quantized(A, B, quant, seed, work_seed, options, strides=strides, igemm=igemm,
                                        align=align)
@@ -102,6 +111,18 @@ class EmulatedExecutor:
                                       *k.params.values(), names=["M", "N", "K", "A", "B", "C", "work", *k.params],
                                       overread=k.overread, seed=seed, **options)
         return self.last["C"]
+
+    def work_budget(self, M: int, N: int, K: int) -> dict:
+        """The instruction budget of one call of an M x N x K case ({"budget": n}), where neither the caller nor
+        the machine's options set one: WORK_BUDGET_FLOOR plus WORK_BUDGET_PER_MAC a multiply-accumulate of the case
+        rounded up to whole tiles, at most the machine's default. A runaway loop then costs what a case of its size
+        could need, not the default's 500 million instructions (some 7 s on Unicorn, per call it hits)."""
+        from lowp.emulator import DEFAULT_BUDGET
+        if {"budget", "seconds"} & set(self.machine_options):
+            return {}
+        tile = self.kernel.tile
+        macs = _round_up(M, tile.mr) * _round_up(N, tile.nr) * _round_up(max(K, 1), tile.kr)
+        return {"budget": min(DEFAULT_BUDGET, WORK_BUDGET_FLOOR + WORK_BUDGET_PER_MAC * macs)}
 
     def run_many(self, As: list, Bs: list, *, seeds: list[int], quants: list[dict] | None = None,
                  rerun: bool = True) -> list:
@@ -173,11 +194,12 @@ class EmulatedExecutor:
                        "C": Cs, "work": works}
             template = (M, N, K, As[first], Bs[first], Cs[0], works[0], *params)
             results = self.machine.call_batch(k.symbol, template, names=names, seeds=chosen, varying=varying,
-                                              overread=k.overread)
+                                              overread=k.overread, **self.work_budget(M, N, K))
         else:
             calls = [(M, N, K, np.ascontiguousarray(As[i]), np.ascontiguousarray(Bs[i]), Cs[j], works[j], *params)
                      for j, i in enumerate(positions)]
-            results = self.machine.call_many(k.symbol, calls, names=names, overread=k.overread, seeds=chosen)
+            results = self.machine.call_many(k.symbol, calls, names=names, overread=k.overread, seeds=chosen,
+                                             **self.work_budget(M, N, K))
         for i, r in zip(positions, results):
             if isinstance(r, BaseException):
                 outcomes[i] = r

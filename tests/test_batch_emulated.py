@@ -246,6 +246,26 @@ def test_a_runaway_case_exhausts_its_own_budget(backend, source):
     assert all(np.array_equal(C, A.astype(np.int32) @ B.astype(np.int32)) for C, A, B in zip(again, As[3:], Bs[3:]))
 
 
+def test_without_a_machine_budget_a_runaway_case_stops_at_its_work_budget(source):
+    """No budget in the machine's options: a case's budget follows from its size (work_budget), so the runaway
+    case stops after 20 M instructions and some, not the machine's default 500 M; a deep case of the real SDOT
+    kernel, well within its own budget, runs to the end; the default stays the cap."""
+    from lowp.kernels.emulated import WORK_BUDGET_FLOOR, WORK_BUDGET_PER_MAC
+    from lowp.emulator import DEFAULT_BUDGET
+    spin = EmulatedExecutor(variant(source, "spin"))
+    As, Bs = cases(2, trigger_at=(1,))
+    got = spin.run_many(As, Bs, seeds=[0, 1])
+    budget = spin.work_budget(3, 5, 7)["budget"]
+    assert WORK_BUDGET_FLOOR < budget < WORK_BUDGET_FLOOR + 4096 * WORK_BUDGET_PER_MAC
+    assert isinstance(got[1], BudgetExceeded) and got[1].budget == budget, got[1]
+    sdot = EmulatedExecutor(kernel("sdot_s8_neon"))
+    A, B = cases(1, shape=(16, 16, 2048))
+    C = sdot.run(A[0], B[0], mnemonics=False)
+    assert np.array_equal(C, A[0].astype(np.int32) @ B[0].astype(np.int32))
+    assert sdot.work_budget(512, 512, 4096) == {"budget": DEFAULT_BUDGET}
+    assert EmulatedExecutor(kernel("sdot_s8_neon"), budget=1000).work_budget(1, 1, 1) == {}
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_case_that_kills_the_guest_is_that_cases_and_the_rest_run_on_a_new_one(backend, source):
     k = variant(source, "die")
