@@ -250,3 +250,30 @@ def test_build_failed_message_keeps_the_command_for_a_rerun(tmp_path, cache):
         native.build_shared_library([bad], ("-O2",), "k")
     assert "missing.h" in str(e.value)
     assert re.search(r"command \(in .*\): .*-c .*k\.c", str(e.value))
+
+
+# -- warming zig's runtimes (lowp.emulator.warm, run by .ci/run while pip installs) ----------------------------------
+def test_the_warm_up_builds_with_every_zig_recipe_every_aarch32_cpu_and_wasm():
+    from lowp.emulator.build import RECIPES
+    from lowp.emulator.targets.arm import BUILD_CPUS
+    from lowp.emulator.warm import builds
+    names = [what for what, _ in builds()]
+    zig_recipes = {name for name in RECIPES if name not in ("x86-64-static", "arm-linux")}
+    assert zig_recipes <= set(names), "a zig recipe the warm-up does not build"
+    assert {f"arm-linux {cpu}" for _, cpu in BUILD_CPUS} | {f"arm-linux {RECIPES['arm-linux'].cpu}"} <= set(names)
+    assert "wasm32" in names and len(names) == len(set(names))
+
+
+def test_the_warm_up_builds_into_the_cache_and_names_a_build_that_fails(tmp_path, monkeypatch, capsys):
+    from lowp.emulator import warm
+    from lowp.emulator.build import BuildError
+    monkeypatch.setenv("LOWP_CACHE_DIR", str(tmp_path))
+    bare = dict(warm.builds())["bare"]
+
+    def broken():
+        raise BuildError("no such compiler")
+    monkeypatch.setattr(warm, "builds", lambda: [("bare", bare), ("hexagon-linux", broken)])
+    assert warm.main() == 1
+    out = capsys.readouterr()
+    assert "bare:" in out.out and "hexagon-linux: not built: no such compiler" in out.err
+    assert list(tmp_path.glob("warm-*-bare-*.elf")), sorted(p.name for p in tmp_path.iterdir())
