@@ -264,10 +264,9 @@ def test_the_warm_up_builds_with_every_zig_recipe_every_aarch32_cpu_and_wasm():
     assert "wasm32" in names and len(names) == len(set(names))
 
 
-def test_the_warm_up_builds_into_the_cache_and_names_a_build_that_fails(tmp_path, monkeypatch, capsys):
+def test_the_warm_up_builds_into_the_cache_and_names_a_build_that_fails(cache, monkeypatch, capsys):
     from lowp.emulator import warm
     from lowp.emulator.build import BuildError
-    monkeypatch.setenv("LOWP_CACHE_DIR", str(tmp_path))
     bare = dict(warm.builds())["bare"]
 
     def broken():
@@ -276,4 +275,4 @@ def test_the_warm_up_builds_into_the_cache_and_names_a_build_that_fails(tmp_path
     assert warm.main() == 1
     out = capsys.readouterr()
     assert "bare:" in out.out and "hexagon-linux: not built: no such compiler" in out.err
-    assert list(tmp_path.glob("warm-*-bare-*.elf")), sorted(p.name for p in tmp_path.iterdir())
+    assert list(cache.glob("warm-*-bare-*.elf")), sorted(p.name for p in cache.iterdir())
