@@ -42,7 +42,6 @@ from pathlib import Path
 
 import numpy as np
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 from lowp.kernels.cases import edge_cases, edge_name
 from lowp.kernels.registry import XNNPACK_SIGNATURES
@@ -240,11 +239,41 @@ def _sign_extremes(a, b) -> list[str]:
     return sorted({max(prods, key=prods.get), min(prods, key=prods.get)})
 
 
-def _filled(dtype, shape, fill, spots) -> np.ndarray:
+def ends(lo: int, hi: int) -> list[int]:
+    """The ends of a range the search weights in: 0 (where it is in range), lo, hi; hypothesis shrinks towards the
+    first."""
+    return ([0] if lo <= 0 <= hi else []) + [lo, hi]
+
+
+def coded_elements(codes: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """The search's elements of [lo, hi] from codes in [0, 2 * (hi - lo + 1)): the lower half is the range's ends
+    (ends(), in turn), the upper half every value of the range, nearest the shrink target first (0, 1, -1, 2, -2,
+    ..., then the longer side's rest outwards; the target is 0, or the end nearest it). Half the elements are thus
+    an end, half uniform, as one_of(sampled_from(ends), integers(lo, hi)) draws them, from one choice, and a
+    smaller code is a simpler value: hypothesis's shrinking of the code shrinks the element."""
+    codes = np.asarray(codes, np.int64)
+    size = hi - lo + 1
+    e = np.array(ends(lo, hi), np.int64)
+    target = 0 if lo <= 0 <= hi else (lo if lo > 0 else hi)
+    short = min(hi - target, target - lo)
+    j = codes - size
+    m = (j + 1) // 2
+    paired = np.where(j % 2 == 1, target + m, target - m)
+    rest = j - short
+    outward = target + rest if hi - target > target - lo else target - rest
+    value = np.where(j <= 2 * short, paired, outward)
+    return np.where(codes < size, e[codes % len(e)], value)
+
+
+def _filled(dtype, shape, lo: int, hi: int, fill: int, spots: list[int]) -> np.ndarray:
+    """An array of `shape` from the search's choices: every element the fill code's, then each spot (a position
+    and an element code in one integer: position * codes + code) written over it in turn."""
+    codes = 2 * (hi - lo + 1)
     x = np.full(int(np.prod(shape)), fill, np.int64)
-    for i, v in spots:
-        x[i] = v
-    return x.astype(dtype).reshape(shape)
+    if spots:
+        at, code = np.divmod(np.asarray(spots, np.int64), codes)
+        x[at] = code
+    return coded_elements(x, lo, hi).astype(dtype).reshape(shape)
 
 
 # ---- XNNPACK's own cases: the ABI's strides and indirection buffer, and the parameters its tester pins -----------
@@ -510,23 +539,17 @@ def problems(kernel, domain: str, max_m: int | None = None, max_n: int | None = 
     # The search reaches the ladder's depths too (small shapes there: a deep case costs m * n * k).
     deep = [k for k in ladder_ks(kernel, domain) if max_k < k <= DEEP_K]
 
-    def ends(lo, hi):
-        return ([0] if lo <= 0 <= hi else []) + [lo, hi]      # hypothesis shrinks towards the first
-
-    def elements(lo, hi):
-        return st.one_of(st.sampled_from(ends(lo, hi)), st.integers(lo, hi))
-
     @functools.lru_cache(maxsize=None)      # one strategy a shape: building them per example is hypothesis's cost
     def array(dtype, shape, lo, hi, sparse):
-        if not sparse:
-            return hnp.arrays(dtype, shape, elements=elements(lo, hi))
-        # Deep operands: one fill value (an end of the range, often) and a few drawn elements, as an adversary that
-        # drives every product to its extreme would choose them; drawn as such, since hypothesis draws dense
-        # arrays element by element.
-        size = int(np.prod(shape))
-        spots = st.lists(st.tuples(st.integers(0, size - 1), elements(lo, hi)), max_size=8)
-        return st.tuples(st.sampled_from(ends(lo, hi)), spots).map(
-            lambda fs: _filled(dtype, shape, fs[0], fs[1]))
+        # A fill and a few spots over it, as hypothesis.extra.numpy.arrays draws an array (sparse over a fill), at
+        # a fraction of its choices: a spot's position and element are one integer, an element is one code
+        # (coded_elements). Hypothesis's engine costs some 35 us a choice, which was most of a search's time.
+        # Deep operands: the fill one of the ends and at most 8 spots, as an adversary that drives every product
+        # to its extreme would choose them.
+        size, codes = int(np.prod(shape)), 2 * (hi - lo + 1)
+        fill = st.integers(0, len(ends(lo, hi)) - 1) if sparse else st.integers(0, codes - 1)
+        spots = st.lists(st.integers(0, size * codes - 1), max_size=8 if sparse else size)
+        return st.tuples(fill, spots).map(lambda fs: _filled(dtype, shape, lo, hi, *fs))
 
     quick, which = st.integers(0, 3), st.integers(0, 2 ** 32 - 1)
     small, deep_ks = st.integers(1, 2), st.sampled_from(deep or [1])
