@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import sys
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -43,7 +42,7 @@ from pathlib import Path
 from lowp.emulator import buildcache
 from lowp.emulator.buildcache import Toolchain
 
-from lowp.emulator.cpuflags import zig_cpu
+from lowp.emulator.cpuflags import zig_command, zig_cpu
 from lowp.emulator.errors import BuildError
 
 HERE = Path(__file__).resolve().parent
@@ -197,11 +196,11 @@ class Binary:
 
 
 def zig(directory: Path, driver: str = "cc") -> Toolchain:
-    """`python -m ziglang cc` (or `c++`), with zig's own caches under the build cache unless the environment
+    """`zig cc` (or `c++`) of the ziglang package, with zig's own caches under the build cache unless the environment
     places them."""
     env = {name: os.environ.get(name) or str(directory / sub)
            for name, sub in (("ZIG_GLOBAL_CACHE_DIR", "zig-global"), ("ZIG_LOCAL_CACHE_DIR", "zig-local"))}
-    return Toolchain((sys.executable, "-m", "ziglang", driver), compiler_version(), env)
+    return Toolchain((*zig_command(), driver), compiler_version(), env)
 
 
 def zig_libc_headers(how: Recipe) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from lowp.emulator import build_text
-from lowp.emulator.cpuflags import CpuFlagError, zig_cpu
+from lowp.emulator.cpuflags import CpuFlagError, zig_command, zig_cpu
 from lowp.emulator.errors import BuildError
 
 TRIPLES = {"aarch64": "aarch64-linux-none", "arm": "arm-linux-musleabihf", "riscv64": "riscv64-linux-none",
@@ -21,12 +21,23 @@ DEFAULTS = {"aarch64": "cortex_a76+i8mm", "arm": "cortex_a7", "riscv64": "baseli
 def macros(arch: str, flags: list[str]) -> set[str]:
     """The macros zig's clang predefines for `flags` translated (`-E -dM`): what the compiler was told."""
     cpu, rest = zig_cpu(TRIPLES[arch], DEFAULTS[arch], flags)
-    out = subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", TRIPLES[arch],
+    out = subprocess.run([*zig_command(), "cc", "-target", TRIPLES[arch],
                           *([f"-mcpu={cpu}"] if cpu else []), *rest, "-E", "-dM", "-x", "c", "/dev/null"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, (flags, cpu, out.stderr[-2000:])
     return {line.split()[1] + ("=" + line.split()[2] if len(line.split()) > 2 else "")
             for line in out.stdout.splitlines() if line.startswith("#define ")}
+
+
+def test_zig_runs_as_its_own_executable_the_packages_version():
+    """The builds call the ziglang package's zig binary itself (no Python start before each of a build's three zig
+    runs); it is the package's zig, the version the cache keys name."""
+    import importlib.metadata
+    command = zig_command()
+    assert command[0] != sys.executable and command[0].endswith("zig"), command
+    out = subprocess.run([*command, "version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == importlib.metadata.version("ziglang").split("+")[0].split(
+        ".post")[0], out
 
 
 # (architecture, what the author wrote, a macro that says the feature reached the compiler, one it must not set)
