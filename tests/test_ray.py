@@ -174,10 +174,12 @@ def test_native_checks_go_where_their_features_are_and_spread_over_both_nodes(cl
     assert {r["node"]["ray_node"] for r in by_kernel["u8s8s32_avx2"]} == {cluster["big"]}
     assert {r["node"]["ray_node"] for r in rows} == {cluster["big"], cluster["small"]}
     assert all(r["node"]["cpu"] and r["node"]["compiler"] and "avx2" in r["node"]["features"] for r in ran)
-    # The same verdicts as the process pool.
-    pool = runner.run(checks, tmp_path / "pool.jsonl", timeout=120, progress=False,
+    # The same verdicts as the process pool (the native kernels': a CPU without VNNI would run that one on Bochs
+    # again, for a verdict the comparison leaves out).
+    native = [c for c in checks if c.kernel != "u8s8s32_avx512vnni"]
+    pool = runner.run(native, tmp_path / "pool.jsonl", timeout=120, progress=False,
                       options={"examples": 5, "grid": False})
-    assert [r["verdict"] for r in ran] == [r["verdict"] for r in pool if r["kernel"] != "u8s8s32_avx512vnni"]
+    assert [r["verdict"] for r in ran] == [r["verdict"] for r in pool]
 
 
 def test_crashes_and_hangs_stay_rows_and_the_journal_resumes(cluster, bad_kernels, tmp_path):
