@@ -543,7 +543,9 @@ def problems(kernel, domain: str, max_m: int | None = None, max_n: int | None = 
     def array(dtype, shape, lo, hi, sparse):
         # A fill and a few spots over it, as hypothesis.extra.numpy.arrays draws an array (sparse over a fill), at
         # a fraction of its choices: a spot's position and element are one integer, an element is one code
-        # (coded_elements). Hypothesis's engine costs some 35 us a choice, which was most of a search's time.
+        # (coded_elements). Hypothesis's engine costs some 35 us a choice, which was most of a search's time. A
+        # list averages 5 spots where arrays averages max(10, sqrt(size)): sparser arrays (docs/ci.md); dense
+        # random operands are the generated cases' value classes.
         # Deep operands: the fill one of the ends and at most 8 spots, as an adversary that drives every product
         # to its extreme would choose them.
         size, codes = int(np.prod(shape)), 2 * (hi - lo + 1)
