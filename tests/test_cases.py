@@ -18,7 +18,7 @@ from lowp.cli import main
 from lowp.conformance.search.cases import (END_CLASSES, LADDER_NAMES, SEED_GRID, VALUE_CLASSES, Case, cases_for,
                                     coded_elements, ends, operands, overflow_depths, problems, ranges,
                                     read_shapes)
-from lowp.conformance.run.checks import Check, Recorder, replay, search
+from lowp.conformance.run.checks import Check, Recorder, _without_local_constants, replay, search
 from lowp.conformance.run.example_database import ExampleStore
 from lowp.kernels import Domain, Tile, executor, kernel, kernels
 
@@ -134,20 +134,24 @@ def test_the_searchs_arrays_weight_the_ends_in_and_keep_the_dtype_and_shape():
     from hypothesis import HealthCheck, given, settings
     k = kernel("u8s8s32_avx2")
     (alo, ahi), (blo, bhi) = ranges(k, "claimed")
-    seen = []
+    fills, seen = [], []
 
-    @settings(max_examples=150, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=150, database=None, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
     @given(problems(k, "claimed"))
     def draw(problem):
         A, B = problem
         assert A.dtype == k.a_dtype and B.dtype == k.b_dtype and A.shape[1] == B.shape[0]
         assert alo <= A.min() and A.max() <= ahi and blo <= B.min() and B.max() <= bhi
-        seen.append(B.ravel())
-    draw()
-    values = np.concatenate(seen)
-    share = np.isin(values, ends(blo, bhi)).mean()
-    assert 0.3 < share < 0.95, share            # ends weighted in, not only ends
-    assert len(np.unique(values)) > 64          # and values across the range
+        if B.size >= 16:
+            values, counts = np.unique(B, return_counts=True)
+            fills.append(values[counts.argmax()])      # the fill: most of the array
+            seen.append(values)
+    with _without_local_constants():          # the draws depend on the seed alone, not on the modules loaded
+        draw()
+    share = np.isin(fills, ends(blo, bhi)).mean()
+    assert 0.25 < share < 0.95, share           # an end as the fill often (always, deep), not always
+    assert len(np.unique(np.concatenate(seen))) > 32        # and values across the range (an end-only draw has 3)
 
 
 # ---- ids ---------------------------------------------------------------------------------------------------------
