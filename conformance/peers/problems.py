@@ -282,19 +282,28 @@ def seek_float_bias_ties(p: dict, rng, tries: int = 256) -> dict:
     aw, m = act_w[0], mult[0]
     rcp = F32(1.0 / float(aw))
     xf = f32(raw)[None]                                                     # 1 x M x N
-    b = (p["bias"][None, None, :] * (1 + rng.uniform(-0.3, 0.3, (tries, 1, raw.shape[1])))).astype(F32)
-    b = np.broadcast_to(b, (tries,) + raw.shape)
-    div = f32(xf + f32(b / aw))
-    rec = f32(xf + f32(b * rcp))
-    fma = fma_f32(b, np.broadcast_to(rcp, b.shape), np.broadcast_to(xf, b.shape))
-    codes = [np.rint(f32(v * m).astype(np.float64)) for v in (div, rec, fma)]
-    differ = ((codes[0] != codes[1]) | (codes[1] != codes[2])).any(axis=1)   # tries x N
+    drawn = (p["bias"][None, None, :] * (1 + rng.uniform(-0.3, 0.3, (tries, 1, raw.shape[1])))).astype(F32)
+    first = np.full(raw.shape[1], -1)           # per column, the first try whose variants differ
+    # The tries in chunks, in order, until every column has one: the same first tries as all at once (the fma
+    # emulation is most of the cost, and most columns differ within the first few dozen tries).
+    for start in range(0, tries, TIE_CHUNK):
+        b = np.broadcast_to(drawn[start:start + TIE_CHUNK], (len(drawn[start:start + TIE_CHUNK]),) + raw.shape)
+        div = f32(xf + f32(b / aw))
+        rec = f32(xf + f32(b * rcp))
+        fma = fma_f32(b, np.broadcast_to(rcp, b.shape), np.broadcast_to(xf, b.shape))
+        codes = [np.rint(f32(v * m).astype(np.float64)) for v in (div, rec, fma)]
+        differ = ((codes[0] != codes[1]) | (codes[1] != codes[2])).any(axis=1)   # tries x N
+        hit = differ.any(axis=0) & (first < 0)
+        first[hit] = start + differ[:, hit].argmax(axis=0)
+        if (first >= 0).all():
+            break
     bias = p["bias"].copy()
-    for j in range(raw.shape[1]):
-        hits = np.flatnonzero(differ[:, j])
-        if hits.size:
-            bias[j] = b[hits[0], 0, j]
+    found = first >= 0
+    bias[found] = drawn[first[found], 0, np.flatnonzero(found)]
     return dict(p, bias=bias, kind="bias_tie")
+
+
+TIE_CHUNK = 32
 
 
 def seek_qlinear_ties(p: dict, rng, tries: int = 64) -> dict:
