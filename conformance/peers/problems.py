@@ -287,7 +287,8 @@ def seek_float_bias_ties(p: dict, rng, tries: int = 256) -> dict:
     # The tries in chunks, in order, until every column has one: the same first tries as all at once (the fma
     # emulation is most of the cost, and most columns differ within the first few dozen tries).
     for start in range(0, tries, TIE_CHUNK):
-        b = np.broadcast_to(drawn[start:start + TIE_CHUNK], (len(drawn[start:start + TIE_CHUNK]),) + raw.shape)
+        chunk = drawn[start:start + TIE_CHUNK]
+        b = np.broadcast_to(chunk, (len(chunk),) + raw.shape)
         div = f32(xf + f32(b / aw))
         rec = f32(xf + f32(b * rcp))
         fma = fma_f32(b, np.broadcast_to(rcp, b.shape), np.broadcast_to(xf, b.shape))

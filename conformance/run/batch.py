@@ -378,8 +378,9 @@ def elements(rng, lo: int, hi: int, shape, dtype) -> np.ndarray:
     if hi - lo < 256:
         return _table(lo, hi, dtype.str).take(_random16(rng, size).astype(np.intp)).reshape(shape)
     x = rng.integers(lo, hi, size=shape, endpoint=True)
-    pick = rng.integers(0, 2 * len(_ends(lo, hi)), size=shape)
-    return np.where(pick < len(_ends(lo, hi)), _ends(lo, hi)[pick % len(_ends(lo, hi))], x).astype(dtype)
+    ends = _ends(lo, hi)
+    pick = rng.integers(0, 2 * len(ends), size=shape)
+    return np.where(pick < len(ends), ends[pick % len(ends)], x).astype(dtype)
 
 
 def _random16(rng, size: int) -> np.ndarray:
@@ -389,7 +390,9 @@ def _random16(rng, size: int) -> np.ndarray:
 
 
 def _ends(lo: int, hi: int) -> np.ndarray:
-    return np.array(([0] if lo <= 0 <= hi else []) + [lo, hi], np.int64)
+    """The search's ends of a range (cases.ends), as an array."""
+    from lowp.conformance.search.cases import ends
+    return np.array(ends(lo, hi), np.int64)
 
 
 @functools.lru_cache(maxsize=None)
