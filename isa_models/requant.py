@@ -119,6 +119,13 @@ def sqadd_s16(a, b):
 # ---------------------------------------------------------------------------------------------------------------
 # Parameters
 
+class Batch(dict):
+    """The parameters of n cases of one shape, each value with a leading case axis (a scalar's (n,), a per-channel
+    array's (n, N), a per-row one's (n, M)), for a stage of BATCHED_STAGES called with the cases' (n, M, N)
+    accumulators: it computes every case at once, as it computes one (lowp.conformance.run.batch judges a batch
+    of a quantized kernel's cases so). The parameter helpers below give each value the case axis in front."""
+
+
 def need(q: dict, key: str):
     try:
         return q[key]
@@ -130,29 +137,45 @@ def need(q: dict, key: str):
 def _acc(acc) -> np.ndarray:
     numpy_only("lowp.isa_models.requant (output stage)", acc, why="the output-stage reference models are numpy only")
     a = np.asarray(acc)
-    if a.ndim != 2 or a.dtype.kind not in "iu":
+    if a.ndim < 2 or a.dtype.kind not in "iu":       # (n, M, N): a Batch's cases
         raise ValueError(f"acc: expected an (M, N) int32 matrix, got {a.dtype} with shape {a.shape}")
     return a.astype(np.int64)
 
 
 def _row(q, key, N, dtype):
-    """A per-output-channel parameter as a (1, N) row of `dtype` (a scalar broadcasts)."""
+    """A per-output-channel parameter as a (1, N) row of `dtype` (a scalar broadcasts); a Batch's as (n, 1, N) or
+    (n, 1, 1)."""
     v = np.asarray(need(q, key))
+    if isinstance(q, Batch):
+        return _batched_row(v, key, N, dtype)
     if np.dtype(dtype).kind == "f" and v.dtype != dtype:
         raise ValueError(f"{key}: expected {np.dtype(dtype)} values, got {v.dtype}; lowp never casts silently")
     if np.dtype(dtype).kind != "f" and v.dtype.kind not in "iu":
         raise ValueError(f"{key}: expected integers, got {v.dtype}")
     if v.ndim > 1 or (v.ndim == 1 and v.shape[0] != N):
         raise ValueError(f"{key}: expected {N} values (one per output channel) or one, got shape {v.shape}")
-    return np.broadcast_to(v.astype(dtype), (N,)).reshape(1, N)
+    # np.full or a reshape, not np.broadcast_to: its view costs 5 us a call, and every case is judged through this
+    return np.full((1, N), v, dtype) if v.ndim == 0 else v.astype(dtype).reshape(1, N)
+
+
+def _batched_row(v, key, N, dtype):
+    if np.dtype(dtype).kind == "f" and v.dtype != dtype:
+        raise ValueError(f"{key}: expected {np.dtype(dtype)} values, got {v.dtype}; lowp never casts silently")
+    if v.ndim not in (1, 2) or (v.ndim == 2 and v.shape[1] != N):
+        raise ValueError(f"{key}: expected one value or {N} a case, got shape {v.shape} for {len(v)} cases")
+    return v.astype(dtype).reshape(len(v), 1, -1)
 
 
 def _col(q, key, M, dtype):
-    return _row(q, key, M, dtype).reshape(M, 1)
+    return np.swapaxes(_row(q, key, M, dtype), -1, -2)
 
 
 def _int(q, key) -> int:
     v = np.asarray(need(q, key))
+    if isinstance(q, Batch):            # one integer a case, as a (n, 1, 1) column of int64
+        if v.ndim != 1 or v.dtype.kind not in "iu":
+            raise ValueError(f"{key}: expected one integer a case, got {v.dtype} of shape {v.shape}")
+        return v.astype(np.int64).reshape(-1, 1, 1)
     if v.ndim or v.dtype.kind not in "iu":
         raise ValueError(f"{key}: expected one integer, got {v!r}")
     return int(v)
@@ -161,7 +184,7 @@ def _int(q, key) -> int:
 def biased(acc, q) -> np.ndarray:
     """acc + bias[n], int32 wrap-around: the packed int32 bias every int8 library adds before scaling."""
     a = _acc(acc)
-    return wrap32(a + _row(q, "bias", a.shape[1], np.int64))
+    return wrap32(a + _row(q, "bias", a.shape[-1], np.int64))
 
 
 def _store(x, out_type):
@@ -177,7 +200,7 @@ def _store(x, out_type):
 
 def _fp32_scaled(acc, q):
     x = biased(acc, q)
-    return f32(x) * _row(q, "scale", x.shape[1], F32)
+    return f32(x) * _row(q, "scale", x.shape[-1], F32)
 
 
 def _less_zp(q):
@@ -537,13 +560,19 @@ def fbgemm_fixed(acc, q, out_type):
 
 def _qd8_parts(acc, q):
     a = _acc(acc)
-    M, N = a.shape
+    M, N = a.shape[-2:]
     v = f32(wrap32(a)) * _col(q, "a_inv_scale", M, F32)                  # one rounding
     return v, _row(q, "b_scale", N, F32), _row(q, "bias", N, F32)
 
 
+def _float(q, key):
+    """A float parameter (a qd8 clamp's bound) as float32: one, or a Batch's (n, 1, 1)."""
+    v = F32(need(q, key))
+    return v.reshape(-1, 1, 1) if isinstance(q, Batch) else v
+
+
 def _qd8_clamp(v, q):
-    lo, hi = F32(need(q, "output_min")), F32(need(q, "output_max"))
+    lo, hi = _float(q, "output_min"), _float(q, "output_max")
     return np.minimum(np.maximum(v, lo), hi).astype(np.float32)
 
 
@@ -587,7 +616,7 @@ def qd8_f32_unfused_ftz(acc, q, out_type):
     SIMD "always uses the Standard FPSCR value"); src/qd8-f32-qc8w-gemm/gen/qd8-f32-qc8w-gemm-4x8-minmax-asm-
     aarch32-neonmlal-ld64.S (vmul.f32, vmul.f32, vadd.f32)."""
     a = _acc(acc)
-    M, N = a.shape
+    M, N = a.shape[-2:]
     v = f32(wrap32(a))
     v = _ftz_op(v, np.broadcast_to(_col(q, "a_inv_scale", M, F32), v.shape), np.multiply)
     v = _ftz_op(v, np.broadcast_to(_row(q, "b_scale", N, F32), v.shape), np.multiply)
@@ -597,7 +626,7 @@ def qd8_f32_unfused_ftz(acc, q, out_type):
 
 def _ftz_clamp(v, q):
     """VMAX.F32 / VMIN.F32 by output_min and output_max under flush-to-zero."""
-    lo, hi = F32(need(q, "output_min")), F32(need(q, "output_max"))
+    lo, hi = _float(q, "output_min"), _float(q, "output_max")
     return np.minimum(np.maximum(v, _flushed(lo).astype(np.float32)), _flushed(hi).astype(np.float32)).astype(
         np.float32)
 
@@ -609,7 +638,7 @@ def qd8_f32_scale_product_unfused_ftz(acc, q, out_type):
     src/qs8-gemm/4x8c4-aarch32-neondot-cortex-a55.S.in; src/qd8-f32-qc8w-gemm/gen/qd8-f32-qc8w-gemm-4x8c4-minmax-
     asm-aarch32-neondot-cortex-a55.S L197-245."""
     a = _acc(acc)
-    M, N = a.shape
+    M, N = a.shape[-2:]
     s = _ftz_op(np.broadcast_to(_row(q, "b_scale", N, F32), a.shape),
                 np.broadcast_to(_col(q, "a_inv_scale", M, F32), a.shape), np.multiply)
     v = _ftz_op(f32(wrap32(a)), s, np.multiply)
@@ -620,7 +649,7 @@ def qd8_f32_scale_product(acc, q, out_type):
     """A plausible mistake: float(acc) times the product a_inv_scale * b_scale (rounded once more), fused with
     the bias. Not XNNPACK's order."""
     a = _acc(acc)
-    M, N = a.shape
+    M, N = a.shape[-2:]
     s = _col(q, "a_inv_scale", M, F32) * _row(q, "b_scale", N, F32)
     return _qd8_clamp(fma_f32(f32(wrap32(a)), s, np.broadcast_to(_row(q, "bias", N, F32), s.shape)), q)
 
@@ -648,7 +677,7 @@ def qd8_f32_scale_product_unfused(acc, q, out_type):
     qd8-f32-unfused. src/qs8-gemm/4x16c4-aarch64-neondot-ld128.S.in L267-300;
     src/qd8-f32-qc8w-gemm/gen/qd8-f32-qc8w-gemm-4x16c4-minmax-asm-aarch64-neondot-ld128.S."""
     a = _acc(acc)
-    M, N = a.shape
+    M, N = a.shape[-2:]
     s = _row(q, "b_scale", N, F32) * _col(q, "a_inv_scale", M, F32)
     with np.errstate(over="ignore", invalid="ignore"):
         return _qd8_clamp(f32(wrap32(a)) * s + _row(q, "bias", N, F32), q)
@@ -677,7 +706,7 @@ def _qd8_qc2w(acc, q, out_type, *, biased: bool, fused: str, kc_term: str, tail:
     -1x4c8-minmax-ssse3-madd.c (mul, sub, mul, add), -1x8c4-minmax-neondot.c (vaddq kzp + 2, vfmsq, vmlaq, vfmaq),
     -2x2-minmax-scalar.c (vout -= (kzp + 2.0f) * row_sum; vout += kzp * (float) kc * (float) zp)."""
     a = _acc(acc)
-    M, N = a.shape
+    M, N = a.shape[-2:]
     kzp = _row(q, "b_float_zero_point", N, F32)
     rows = np.asarray(need(q, "a_row_sum"), np.int64).reshape(M, 1)
     zp = np.asarray(need(q, "a_zero_point"), np.int64).reshape(-1, 1) * np.ones((M, 1), np.int64)
@@ -777,7 +806,7 @@ def acc28(compute):
     4)); float biases (qd8) stay out of it: there the 28 bits hold acc alone."""
     def stage(acc, q, out_type):
         a = _acc(acc)
-        bias = _row(q, "bias", a.shape[1], np.int64) if np.asarray(need(q, "bias")).dtype.kind in "iu" else 0
+        bias = _row(q, "bias", a.shape[-1], np.int64) if np.asarray(need(q, "bias")).dtype.kind in "iu" else 0
         wrapped = ((a + bias + (1 << 27)) & ((1 << 28) - 1)) - (1 << 27)
         return compute(wrapped - bias, q, out_type)
     return stage
@@ -922,6 +951,17 @@ for _name in ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-fma-acc28", "qd8-f32-un
         f"{_half}-trunc", half_output(_base.compute, "f16", "trunc"),
         f"{_base.description}; stored as f16 rounded toward zero (VCVTPS2PH imm8 3 for 0; not XNNPACK's)",
         f"{_base.citation}; Intel SDM Vol. 2A VCVTPS2PH (imm8 rounding control)", ("f16",), _base.reads_rows)
+
+
+# The stages that take a Batch (every case's parameters at once) with (n, M, N) accumulators, and the -acc28, f16
+# and truncating-f16 forms of them; tests/test_requant.py checks each against the same stage case by case. The
+# rest read a parameter as one number (rndnu's per-channel shifts, the magic-bias clamps of imagic and SIMD32).
+_BATCHED_BASES = ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-x86", "xnnpack-fp32-avxvnni-wrap",
+                  "xnnpack-fp32-neonv8", "xnnpack-fp32-neon", "xnnpack-fp32-hvx", "qd8-f32-fma", "qd8-f32-unfused",
+                  "qd8-f32-unfused-ftz", "qd8-f32-scale-product-unfused", "qd8-f32-scale-product-unfused-ftz",
+                  "qd8-f32-scale-product")
+BATCHED_STAGES = frozenset(name for name in OUTPUT_STAGES if name.removesuffix("-trunc").removesuffix("-acc28")
+                           .replace("qd8-f16", "qd8-f32") in _BATCHED_BASES)
 
 
 def output_stage(name: str) -> OutputStage:

@@ -461,3 +461,51 @@ def test_xngen_scale_product_order_is_named_and_accepted():
     assert OUTPUT_CONTRACTS["qd8-f32"].judge(got, acc, q, "f32")[:2] == (True, "qd8-f32-scale-product-unfused")
     half = rq.OUTPUT_STAGES["qd8-f16-scale-product-unfused"].compute(acc, q, "f16")
     assert half.dtype == np.float16 and half[0, 0] == np.float16(got[0, 0])
+
+
+def _case_params(rng, M, N, out_type, qd8: bool) -> dict:
+    """One case's parameters for a stage, spread wide enough to reach the clamps, the saturations and the int32
+    ends (the scales from 2^-30 to 2^4, zero points over the output type, biases over int32 or large floats)."""
+    scale = (2.0 ** rng.uniform(-30, 4, N)).astype(np.float32)
+    if qd8:
+        lo, hi = sorted(rng.normal(0, 1e3, 2).astype(np.float32))
+        return {"a_inv_scale": (2.0 ** rng.uniform(-20, 2, M)).astype(np.float32), "b_scale": scale,
+                "bias": rng.normal(0, 1e4, N).astype(np.float32), "output_min": np.float32(lo),
+                "output_max": np.float32(hi)}
+    tlo, thi = rq.OUT_RANGE[out_type]
+    lo, hi = sorted(int(x) for x in rng.integers(tlo, thi + 1, 2))
+    return {"bias": rng.integers(-2 ** 31, 2 ** 31, N).astype(np.int32), "scale": scale,
+            "output_zero_point": int(rng.integers(tlo, thi + 1)), "output_min": lo, "output_max": hi}
+
+
+@pytest.mark.parametrize("name", sorted(rq.BATCHED_STAGES))
+def test_batched_stages_equal_the_stage_case_by_case(name):
+    """Each stage of BATCHED_STAGES computes a Batch of cases (each with its own parameters) exactly as it computes
+    each case alone (lowp.conformance.run.batch judges a batch so): bit for bit, and undefined (raising) for the
+    batch where it is for a case."""
+    stage = OUTPUT_STAGES[name]
+    rng = np.random.default_rng(sum(map(ord, name)))
+    qd8 = name.startswith("qd8")
+    extreme = np.array([-2 ** 31, 2 ** 31 - 1, 0, -1, 1], np.int64)
+    compared = raised = 0
+    for trial in range(40):
+        out_type = stage.out_types[trial % len(stage.out_types)]
+        n, M, N = int(rng.integers(2, 6)), int(rng.integers(1, 5)), int(rng.integers(1, 9))
+        acc = rng.integers(-2 ** 31, 2 ** 31, (n, M, N)).astype(np.int64)
+        acc[rng.random((n, M, N)) < 0.2] = rng.choice(extreme)
+        acc[rng.random((n, M, N)) < 0.3] //= 1 << int(rng.integers(8, 28))
+        cases = [_case_params(rng, M, N, out_type, qd8) for _ in range(n)]
+        try:
+            alone = [stage.compute(acc[i].astype(np.int32), cases[i], out_type) for i in range(n)]
+        except (ArithmeticError, ValueError):
+            with pytest.raises((ArithmeticError, ValueError)):
+                stage.compute(acc.astype(np.int32), rq.Batch({k: np.stack([np.asarray(c[k]) for c in cases])
+                                                              for k in cases[0]}), out_type)
+            raised += 1
+            continue
+        together = stage.compute(acc.astype(np.int32), rq.Batch({k: np.stack([np.asarray(c[k]) for c in cases])
+                                                                 for k in cases[0]}), out_type)
+        assert together.dtype == alone[0].dtype and together.shape == (n, M, N)
+        assert together.tobytes() == np.stack(alone).tobytes(), name
+        compared += 1
+    assert compared >= 20, (compared, raised)

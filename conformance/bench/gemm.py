@@ -12,13 +12,14 @@ what to read; absolute times on a shared machine are noisy.
 """
 from __future__ import annotations
 
-import ctypes
 import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+
+from lowp.conformance.run.processes import single_thread_blas
 
 GRID = dict(H=(72, 120, 240, 360), W=(24, 48, 72, 96), D=(128, 256, 384, 512))
 QUICK_GRID = dict(H=(72, 360), W=(24, 96), D=(128, 512))
@@ -40,32 +41,6 @@ class Contender:
 def shapes(quick: bool = False) -> list[tuple[int, int, int]]:
     g = QUICK_GRID if quick else GRID
     return list(itertools.product(g["H"], g["W"], g["D"]))
-
-
-def single_thread_blas() -> str:
-    """Limit the BLAS numpy loaded to one thread (as threadpoolctl does, without it); returns what was done."""
-    try:
-        import threadpoolctl
-        threadpoolctl.threadpool_limits(1)
-        return "BLAS limited to 1 thread (threadpoolctl)"
-    except ImportError:
-        pass
-    names = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-             "openblas_set_num_threads64_", "MKL_Set_Num_Threads")
-    try:
-        libs = {line.split()[-1] for line in open("/proc/self/maps") if "blas" in line.lower() and "/" in line}
-    except OSError:
-        libs = set()
-    for path in sorted(libs):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for n in names:
-            if hasattr(lib, n):
-                getattr(lib, n)(1)
-                return f"BLAS limited to 1 thread ({n})"
-    return "BLAS thread count not limited (no known BLAS control found)"
 
 
 def _numpy_float():

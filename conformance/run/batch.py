@@ -197,18 +197,103 @@ def _stacked(results: Sequence) -> np.ndarray | None:
 
 def _judged_per_case(check, kern, A3, B3, options, results) -> Screen:
     """A quantized kernel's batch, each case judged as the per-case path judges it (quantized.judge: the same
-    reading's name), clean when every case passed."""
+    reading's name), clean when every case passed. The cases whose C is the batch's first reading, computed for
+    all of them at once (judged_together), have that reading's name without a judge of their own."""
     from lowp.conformance.search import quantized
     if not all(isinstance(C, np.ndarray) for C in results):
         return Screen(None, outcomes=results, hung=_hung(results))
+    quants = [o["quant"] for o in options]
+    together = judged_together(check.check, kern, A3, B3, quants, results) or [None] * len(results)
     matched = []
-    for A, B, o, C in zip(A3, B3, options, results):
-        ok, name, _ = quantized.judge(check.check, kern, A, B, o["quant"], C)
-        if not ok:
-            return Screen(None, outcomes=results)
+    for A, B, q, C, name in zip(A3, B3, quants, results, together):
+        if name is None:
+            ok, name, _ = quantized.judge(check.check, kern, A, B, q, C)
+            if not ok:
+                return Screen(None, outcomes=results)
         matched.append(name)
     names = tuple(dict.fromkeys(matched))
     return Screen(np.array([names.index(n) for n in matched]), names)
+
+
+def judged_together(check_name: str, kern, A3, B3, quants, results) -> list[str | None] | None:
+    """Per case of a quantized kernel's batch (A3, B3 and the results of one shape, each case with its own
+    parameters), the name the per-case judge gives where C is the first reading it tries, computed for every case
+    at once: the behaviour model's accumulation and stage ('behaviour model'), or the claimed contract's first
+    accepted accumulation through its output contract's first accepted stage (that stage's name); None where C is
+    not that (the per-case judge then tries the rest). The accumulation is its batched form where it has one
+    (checked on the first case, as `readings` checks it), else case by case. None for the whole batch where it
+    cannot be computed at once: a stage that is not vectorised over cases (isa_models.requant.BATCHED_STAGES), a
+    stage that reads the rows' sums, a blockwise contract, parameters of unequal shapes, or a stage
+    undefined on some case (the per-case judge meets that case itself)."""
+    from lowp.isa_models.requant import BATCHED_STAGES, OUTPUT_STAGES
+    from lowp.kernels.models.quant import ModelParts
+
+    from lowp.conformance.search import quantized
+    if len(results) < 2 or quantized.with_rows(kern, A3[0], quants[0]) is not quants[0]:
+        return None
+    if check_name == "model":
+        model = kern.model
+        if not isinstance(model, ModelParts):
+            return None
+        accumulate = functools.partial(model.accumulate, **kern.params) if kern.params else model.accumulate
+        stage, out_type, name, equal = model.output, model.c_type, "behaviour model", _same_bytes
+    else:
+        out = quantized.output_contract(check_name)
+        if quantized.blockwise(out):
+            return None
+        accumulate = quantized.accumulation_contract(kern.contract).accepted[0].compute
+        stage, out_type, name, equal = out.accepted[0], kern.c_type, out.accepted[0], _equal_or_nan
+    q = stacked_params(quants)
+    if stage not in BATCHED_STAGES or q is None:
+        return None
+    try:
+        expected = OUTPUT_STAGES[stage].compute(zero_point_corrected3(_batched(accumulate, A3, B3), A3, B3, q), q,
+                                                out_type)
+    except (ArithmeticError, ValueError):
+        return None
+    C3 = np.stack(results)
+    if C3.shape != expected.shape or C3.dtype != expected.dtype:
+        return None
+    return [name if same else None for same in equal(C3, expected)]
+
+
+def stacked_params(quants) -> dict | None:
+    """The cases' parameter dicts as one isa_models.requant.Batch (each value with a leading case axis), or None
+    where their keys or shapes differ."""
+    from lowp.isa_models.requant import Batch
+    keys = quants[0].keys()
+    if any(q.keys() != keys for q in quants):
+        return None
+    try:
+        return Batch({key: np.stack([np.asarray(q[key]) for q in quants]) for key in keys})
+    except ValueError:          # shapes differ between cases
+        return None
+
+
+def zero_point_corrected3(raw3, A3, B3, q) -> np.ndarray:
+    """kernels.models.quant.zero_point_corrected for every case of a batch at once (q: a Batch): raw - a_zp *
+    colsum(B) - b_zp * rowsum(A) + K * a_zp * b_zp, wrapped to int32."""
+    n, _, K = A3.shape
+    a_zp = np.asarray(q.get("a_zero_point", np.zeros(n, np.int64)), np.int64).reshape(n, -1, 1)  # a case's or a row's
+    b_zp = np.asarray(q.get("b_zero_point", np.zeros(n, np.int64)), np.int64).reshape(n, 1, 1)
+    colsum = B3.astype(np.int64).sum(axis=1)[:, None, :]
+    rowsum = A3.astype(np.int64).sum(axis=2)[:, :, None]
+    return _wrap32(raw3.astype(np.int64) - a_zp * colsum - b_zp * rowsum + K * a_zp * b_zp)
+
+
+def _same_bytes(C3, E3) -> np.ndarray:
+    """Per case, quantized.same: bit for bit (a float's -0.0 and NaN payloads included)."""
+    n = len(C3)
+    return (np.ascontiguousarray(C3).reshape(n, -1).view(np.uint8) ==
+            np.ascontiguousarray(E3).reshape(n, -1).view(np.uint8)).all(axis=1)
+
+
+def _equal_or_nan(C3, E3) -> np.ndarray:
+    """Per case, OutputContract.judge's comparison: equal values, NaN equal to NaN for a float output."""
+    equal = C3 == E3
+    if C3.dtype.kind == "f":
+        equal |= np.isnan(C3) & np.isnan(E3)
+    return equal.reshape(len(C3), -1).all(axis=1)
 
 
 def _hung(results) -> bool:

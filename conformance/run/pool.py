@@ -24,7 +24,7 @@ from pathlib import Path
 
 from lowp.conformance.run.checks import Check, run_check
 from lowp.conformance.run.processes import (become_child_of, exit_status, guarded, interruptible, kill_group, own_group,
-                                            reap, signal_of)
+                                            reap, signal_of, single_thread_blas)
 from lowp.conformance.run.provenance import stale_reason
 from lowp.conformance.report.rows import check_row
 
@@ -182,6 +182,7 @@ def _child(parent_pid: int, target, *args) -> None:
     # copied) every page the child shared with its parent.
     gc.freeze()
     become_child_of(parent_pid)
+    single_thread_blas()
     from lowp.conformance.report.outfolder import close_lock_in_child
     close_lock_in_child()
     target(*args)

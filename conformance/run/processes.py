@@ -222,3 +222,32 @@ def reap(proc, seconds: float) -> bool:
             return False
         time.sleep(0.005)
     return True
+
+
+def single_thread_blas() -> str:
+    """Limit the BLAS numpy loaded to one thread (as threadpoolctl does, without it); returns what was done. A
+    check's child calls it first: a run's parallelism is its processes, and OpenBLAS's threads, started for a
+    batch's readings (batch.exact3), spin on the other core after each call (a kernel's checks took 20-30% more
+    CPU with them, and the other child on a 2-core machine lost it)."""
+    try:
+        import threadpoolctl
+        threadpoolctl.threadpool_limits(1)
+        return "BLAS limited to 1 thread (threadpoolctl)"
+    except ImportError:
+        pass
+    names = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+             "openblas_set_num_threads64_", "MKL_Set_Num_Threads")
+    try:
+        libs = {line.split()[-1] for line in open("/proc/self/maps") if "blas" in line.lower() and "/" in line}
+    except OSError:
+        libs = set()
+    for path in sorted(libs):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for n in names:
+            if hasattr(lib, n):
+                getattr(lib, n)(1)
+                return f"BLAS limited to 1 thread ({n})"
+    return "BLAS thread count not limited (no known BLAS control found)"
