@@ -427,17 +427,31 @@ def jobs_of(checks: list[Check], workers: int) -> list[list[Check]]:
     return grouped if len(grouped) >= workers else [[check] for check in checks]
 
 
-# What a check imports on first use (cffi, pyelftools, the guard's and the stage edges' modules: some 0.2 s of a
-# process's first check), imported once by the pool's parent so that every child forked from it has them.
-WARM_MODULES = ("cffi", "elftools.elf.elffile", "lowp.kernels.guard", "lowp.emulator.x86.native",
+# What a check imports on first use (cffi and its C parser, pyelftools, the guard's and the stage edges' modules, the
+# builtin kernels and with them Unicorn, the output stages: some 0.2 s of a process's first check), imported once by
+# the pool's parent so that every child forked from it has them.
+WARM_MODULES = ("cffi", "cffi.cparser", "elftools.elf.elffile", "lowp.kernels.guard", "lowp.emulator.x86.native",
                 "lowp.conformance.search.stage_edges", "lowp.conformance.search.bounds",
-                "lowp.conformance.run.identity")
+                "lowp.conformance.run.identity", "lowp.kernels.builtin", "lowp.emulator.x86.bochs",
+                "lowp.conformance.search.quantized", "lowp.conformance.contracts.output", "lowp.isa_models.requant",
+                "lowp.kernels.xnnpack", "lowp.kernels.abi")
 
 
 def _warm() -> None:
+    """WARM_MODULES, and what a check's process loads once: the host's CPU features (CPUID), the guard library and
+    the batch readings' C (each built into the cache if it is not there, loaded): 0.1-0.3 s of every child's first
+    check before. Whatever fails here fails again in the check that needs it, which reports it."""
     import importlib
     for name in WARM_MODULES:
         importlib.import_module(name)
+    from lowp.conformance.run import batch
+    from lowp.emulator.host import host
+    from lowp.kernels import guard
+    for load in (host, guard._library, batch._compiled_readings):
+        try:
+            load()
+        except Exception:       # noqa: BLE001 -- the check that needs it meets the same error and reports it
+            pass
 
 
 def run(checks: list[Check], journal: Path, *, jobs: int | None = None, resume: bool = False, timeout: float = 600,
