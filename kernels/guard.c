@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <ucontext.h>
@@ -36,6 +37,10 @@ static const int SIGNALS[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGALRM}
 
 static sigjmp_buf jump;
 static volatile sig_atomic_t in_call;
+/* The thread that calls the kernel. The budget timer's SIGALRM is process-directed: the kernel may have
+ * blocked it (it then runs until the runner's timeout kills the process), and the kernel may share its process
+ * with other threads (a BLAS pool) that do not block it; such a thread hands it on to the caller. */
+static volatile pid_t call_tid;
 static lowp_fault *fault_out;
 static char altstack[1 << 16];   /* the handler must run even when the kernel overflowed its stack */
 /* A batch (lowp_call_batch) arms one periodic timer for all its cases: each tick compares the running case's
@@ -89,6 +94,11 @@ static void on_signal(int signo, siginfo_t *info, void *context) {
             uc->uc_mcontext.gregs[REG_RIP] = (greg_t)at;
             return;
         }
+    }
+    if (in_call && (pid_t)syscall(SYS_gettid) != call_tid) {          /* another thread got it */
+        if (signo == SIGALRM) syscall(SYS_tgkill, getpid(), call_tid, SIGALRM);     /* the caller's (if blocked: */
+        else signal(signo, SIG_DFL);                /* pending); a fault not the kernel's ends the process */
+        return;
     }
     if (signo == SIGALRM && in_call && batch_budget_ns > 0 && !over_budget()) return;   /* a batch's tick */
     if (!in_call) {
@@ -153,6 +163,7 @@ int lowp_call(void *fn, const int64_t *args, int64_t budget_us, lowp_fault *out)
         restore();
         return 1;
     }
+    call_tid = (pid_t)syscall(SYS_gettid);
     if (budget_us > 0) set_timer(budget_us);
     in_call = 1;
     ((kernel16)fn)(args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
@@ -229,6 +240,7 @@ static int32_t batch_case;      /* volatile across siglongjmp: read through this
 /* One kernel call of a case: its budget runs from here (the batch's timer compares against it). */
 static void call_kernel(void *fn, const int64_t *args) {
     case_started_ns = now_ns();
+    call_tid = (pid_t)syscall(SYS_gettid);
     in_call = 1;
     ((kernel16)fn)(args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7],
                    args[8], args[9], args[10], args[11], args[12], args[13], args[14], args[15]);
@@ -341,7 +353,6 @@ void lowp_unmap(void *start, size_t pages) {
 /* AMX: Linux hands out the tile data state on request only (Documentation/arch/x86/xstate.rst): arch_prctl
  * ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA (18) before the first tile instruction, else it raises SIGILL.
  * 0 when granted, < 0 why not (the kernel too old, or refused: e.g. a sigaltstack too small for the state). */
-#include <sys/syscall.h>
 int lowp_amx_permission(void) {
     unsigned long granted = 0;
     if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18)) return -1;

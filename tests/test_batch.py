@@ -167,6 +167,44 @@ def test_a_runaway_loop_stops_the_batch_and_the_check(misbehaving, monkeypatch):
     assert rows[0] == rows[1] and "budget" in rows[0]["cause"]
 
 
+def _run_many_in_a_thread(ex, A, B, out) -> None:
+    """ex.run_many from a thread that is not the process's main one (which then waits, not blocking SIGALRM), in a
+    forked child: the outcomes' type names go to `out`."""
+    import threading
+    got = []
+    worker = threading.Thread(target=lambda: got.extend(ex.run_many(A, B, seeds=list(range(len(A))))))
+    worker.start()
+    worker.join()
+    out.put([type(x).__name__ for x in got])
+
+
+def test_the_budget_signal_reaches_the_kernel_thread_when_another_thread_takes_it(misbehaving):
+    """The guard's budget timer (SIGALRM) is process-directed: Linux gives it to the main thread first, and a BLAS
+    pool's threads take it too. A kernel called from another thread must still be stopped where it loops (the
+    guard hands the signal on to the thread that made the call), not have another thread's handler jump into its
+    frame."""
+    import multiprocessing as mp
+    from lowp.kernels import executor
+    k = misbehaving["tb_hang"]
+    ex = executor(k)
+    ex.budget = 0.2
+    A, B = _cases(k, 5)
+    A[:, 0, 0] = 1
+    A[2, 0, 0] = 77
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_run_many_in_a_thread, args=(ex, A, B, out))
+    child.start()
+    try:
+        names = out.get(timeout=60)
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+    assert names == ["ndarray", "ndarray", "BudgetExceeded", "BatchStopped", "BatchStopped"]
+    assert child.exitcode == 0
+
+
 def _native_mutants():
     from lowp.conformance.bench import mutants
     out = []

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from lowp.conformance.run.checks import Check, run_check
 from lowp.conformance.run.processes import (become_child_of, exit_status, guarded, interruptible, kill_group, own_group,
-                                            reap, signal_of, single_thread_blas)
+                                            one_blas_thread, reap, signal_of)
 from lowp.conformance.run.provenance import stale_reason
 from lowp.conformance.report.rows import check_row
 
@@ -182,7 +182,6 @@ def _child(parent_pid: int, target, *args) -> None:
     # copied) every page the child shared with its parent.
     gc.freeze()
     become_child_of(parent_pid)
-    single_thread_blas()
     from lowp.conformance.report.outfolder import close_lock_in_child
     close_lock_in_child()
     target(*args)
@@ -190,10 +189,11 @@ def _child(parent_pid: int, target, *args) -> None:
 
 def start_child(ctx, check: Check, options: dict, target=_worker, args: tuple = ()):
     """The child process running `target(check, conn, options, *args)`, in a process group of its own, and the end
-    of the pipe its events come from."""
+    of the pipe its events come from. The child is forked with the BLAS at one thread (one_blas_thread)."""
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(os.getpid(), target, check, child, options, *args), daemon=True)
-    proc.start()
+    with one_blas_thread():
+        proc.start()
     own_group(proc.pid)
     child.close()
     return parent, proc

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import signal
 import struct
@@ -224,30 +225,59 @@ def reap(proc, seconds: float) -> bool:
     return True
 
 
-def single_thread_blas() -> str:
-    """Limit the BLAS numpy loaded to one thread (as threadpoolctl does, without it); returns what was done. A
-    check's child calls it first: a run's parallelism is its processes, and OpenBLAS's threads, started for a
-    batch's readings (batch.exact3), spin on the other core after each call (a kernel's checks took 20-30% more
-    CPU with them, and the other child on a 2-core machine lost it)."""
-    try:
-        import threadpoolctl
-        threadpoolctl.threadpool_limits(1)
-        return "BLAS limited to 1 thread (threadpoolctl)"
-    except ImportError:
-        pass
-    names = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-             "openblas_set_num_threads64_", "MKL_Set_Num_Threads")
+# OpenBLAS's controls (as numpy's wheels name them) and MKL's: (get, set) of the thread count.
+BLAS_CONTROLS = (("openblas_get_num_threads", "openblas_set_num_threads"),
+                 ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+                 ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
+                 ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+                 ("MKL_Get_Max_Threads", "MKL_Set_Num_Threads"))
+
+
+@functools.cache
+def _blas_control():
+    """(name, get, set) of the thread count of the BLAS numpy loaded, or None (as threadpoolctl finds it, without
+    it: the BLAS libraries this process has mapped)."""
     try:
         libs = {line.split()[-1] for line in open("/proc/self/maps") if "blas" in line.lower() and "/" in line}
     except OSError:
-        libs = set()
+        return None
     for path in sorted(libs):
         try:
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for n in names:
-            if hasattr(lib, n):
-                getattr(lib, n)(1)
-                return f"BLAS limited to 1 thread ({n})"
-    return "BLAS thread count not limited (no known BLAS control found)"
+        for get, put in BLAS_CONTROLS:
+            if hasattr(lib, get) and hasattr(lib, put):
+                return put, getattr(lib, get), getattr(lib, put)
+    return None
+
+
+def single_thread_blas() -> str:
+    """Limit the BLAS numpy loaded to one thread for good; returns what was done (the benchmarks' setting)."""
+    control = _blas_control()
+    if control is None:
+        return "BLAS thread count not limited (no known BLAS control found)"
+    name, _, put = control
+    put(1)
+    return f"BLAS limited to 1 thread ({name})"
+
+
+@contextmanager
+def one_blas_thread():
+    """The BLAS numpy loaded limited to one thread for the block, then as it was: a run's parent holds it while it
+    forks check children, which inherit it. A run's parallelism is its processes: OpenBLAS's threads, started in a
+    child by a batch's readings (batch.exact3), spin on the other core after each call (a kernel's checks took
+    20-30% more CPU with them), and a thread that does not block SIGALRM can take the guard's budget signal (the
+    guard hands it on, kernels/guard.c). Set in the parent, not the child: OpenBLAS starts a thread of its own when
+    a forked child sets its count."""
+    control = _blas_control()
+    if control is None:
+        yield
+        return
+    _, get, put = control
+    before = get()
+    put(1)
+    try:
+        yield
+    finally:
+        put(before)
