@@ -151,7 +151,8 @@ def test_a_canary_damaged_once_is_rerun_in_the_state_its_batch_started_from(misb
     assert batched == alone
 
 
-def test_a_runaway_loop_stops_the_batch_and_the_check(misbehaving, monkeypatch):
+def _hanging_batch(misbehaving):
+    """tb_hang's executor with a 0.2 s budget, and a batch of 5 cases whose third loops forever (A[0, 0] == 77)."""
     from lowp.kernels import executor
     k = misbehaving["tb_hang"]
     ex = executor(k)
@@ -159,6 +160,11 @@ def test_a_runaway_loop_stops_the_batch_and_the_check(misbehaving, monkeypatch):
     A, B = _cases(k, 5)
     A[:, 0, 0] = 1
     A[2, 0, 0] = 77
+    return ex, A, B
+
+
+def test_a_runaway_loop_stops_the_batch_and_the_check(misbehaving, monkeypatch):
+    ex, A, B = _hanging_batch(misbehaving)
     out = ex.run_many(A, B, seeds=list(range(5)))
     assert [type(x).__name__ for x in out] == ["ndarray", "ndarray", "BudgetExceeded", "BatchStopped", "BatchStopped"]
     assert isinstance(out[2], BudgetExceeded) and isinstance(out[3], BatchStopped)
@@ -184,13 +190,7 @@ def test_the_budget_signal_reaches_the_kernel_thread_when_another_thread_takes_i
     guard hands the signal on to the thread that made the call), not have another thread's handler jump into its
     frame."""
     import multiprocessing as mp
-    from lowp.kernels import executor
-    k = misbehaving["tb_hang"]
-    ex = executor(k)
-    ex.budget = 0.2
-    A, B = _cases(k, 5)
-    A[:, 0, 0] = 1
-    A[2, 0, 0] = 77
+    ex, A, B = _hanging_batch(misbehaving)
     ctx = mp.get_context("fork")
     out = ctx.Queue()
     child = ctx.Process(target=_run_many_in_a_thread, args=(ex, A, B, out))
