@@ -205,17 +205,21 @@ class Machine:
         return buffers
 
     def _map(self, layout: list[tuple[int, int]]) -> None:
-        """Map exactly these (address, size) regions. The last call's stay mapped when the layout repeats (the
-        calls of one case, a shape's value classes): mapping and unmapping cost more than a small kernel's run."""
+        """Map exactly these (address, size) regions. The last call's regions that the layout repeats stay mapped
+        (all of them for the calls of one case and a shape's value classes; a buffer of one page keeps its region
+        across shapes): mapping and unmapping cost more than a small kernel's run (some 28 us each)."""
         if layout == self._mapped:
             return
-        self._intact = set()        # new mappings are zeros
+        kept = set(layout) & set(self._mapped)
         for lo, size in self._mapped:
-            self.uc.mem_unmap(lo, size)
-        self._mapped = []
+            if (lo, size) not in kept:
+                self.uc.mem_unmap(lo, size)
         for lo, size in layout:
-            self.uc.mem_map(lo, size, UC_PROT_READ | UC_PROT_WRITE)
-            self._mapped.append((lo, size))
+            if (lo, size) not in kept:
+                self.uc.mem_map(lo, size, UC_PROT_READ | UC_PROT_WRITE)
+        self._mapped = list(layout)
+        # a new mapping is zeros: only a kept region's canaries are still as the last call's check read them
+        self._intact = {b for b in self._intact if (b[0], b[2] - b[0]) in kept}
 
     # -- hooks --------------------------------------------------------------------------------------------
     def _configure(self, count, mnemonics, lockstep, trace, native_budget):

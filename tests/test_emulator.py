@@ -213,3 +213,22 @@ def test_second_opinion_qemu_runs_the_same_gemm(tmp_path):
     unicorn = Machine(build(KERNELS / "gemm_smmla.c")).call(
         "gemm_smmla", a, np.ascontiguousarray(b.T), np.zeros((m, n), np.int32), m, n, k)[2]
     assert (qemu == exact).all() and (unicorn == qemu).all()
+
+
+def test_a_new_layout_maps_only_the_regions_that_changed(sdot):
+    """Between calls of different shapes the buffers' regions that repeat stay mapped (Machine._map): only the
+    changed ones are mapped again, and every result is still the exact product (a kept region's bytes are all
+    written again, canaries included)."""
+    mapped = []
+    uc = sdot.uc
+    real_map = uc.mem_map
+    uc.mem_map = lambda *a, **k: (mapped.append(a[:2]), real_map(*a, **k))[1]
+    try:
+        for m, n, k in [(8, 8, 64), (8, 8, 1024), (8, 8, 64), (4, 8, 64), (8, 8, 64)]:
+            before, mapped[:] = list(sdot._mapped), []
+            a, b, exact = operands(m, n, k, seed=m + n + k)
+            r = sdot.call("gemm_sdot", a, np.ascontiguousarray(b.T), np.zeros((m, n), np.int32), m, n, k)
+            assert (r[2] == exact).all(), (m, n, k)
+            assert set(mapped) == set(sdot._mapped) - set(before)      # the new regions, and only those
+    finally:
+        uc.mem_map = real_map
