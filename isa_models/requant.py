@@ -146,24 +146,18 @@ def _row(q, key, N, dtype):
     """A per-output-channel parameter as a (1, N) row of `dtype` (a scalar broadcasts); a Batch's as (n, 1, N) or
     (n, 1, 1)."""
     v = np.asarray(need(q, key))
-    if isinstance(q, Batch):
-        return _batched_row(v, key, N, dtype)
     if np.dtype(dtype).kind == "f" and v.dtype != dtype:
         raise ValueError(f"{key}: expected {np.dtype(dtype)} values, got {v.dtype}; lowp never casts silently")
     if np.dtype(dtype).kind != "f" and v.dtype.kind not in "iu":
         raise ValueError(f"{key}: expected integers, got {v.dtype}")
+    if isinstance(q, Batch):            # (n,) or (n, N): one value or N a case
+        if v.ndim not in (1, 2) or (v.ndim == 2 and v.shape[1] != N):
+            raise ValueError(f"{key}: expected one value or {N} a case, got shape {v.shape} for {len(v)} cases")
+        return v.astype(dtype).reshape(len(v), 1, -1)
     if v.ndim > 1 or (v.ndim == 1 and v.shape[0] != N):
         raise ValueError(f"{key}: expected {N} values (one per output channel) or one, got shape {v.shape}")
     # np.full or a reshape, not np.broadcast_to: its view costs 5 us a call, and every case is judged through this
     return np.full((1, N), v, dtype) if v.ndim == 0 else v.astype(dtype).reshape(1, N)
-
-
-def _batched_row(v, key, N, dtype):
-    if np.dtype(dtype).kind == "f" and v.dtype != dtype:
-        raise ValueError(f"{key}: expected {np.dtype(dtype)} values, got {v.dtype}; lowp never casts silently")
-    if v.ndim not in (1, 2) or (v.ndim == 2 and v.shape[1] != N):
-        raise ValueError(f"{key}: expected one value or {N} a case, got shape {v.shape} for {len(v)} cases")
-    return v.astype(dtype).reshape(len(v), 1, -1)
 
 
 def _col(q, key, M, dtype):
