@@ -49,7 +49,7 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETC
 
 from lowp.emulator.aarch64.aapcs64 import AAPCS64, REGISTER_STATES
 from lowp.emulator.build import Binary
-from lowp.emulator.placement import check_alignment, padded_after
+from lowp.emulator.placement import CANARY, canaries, check_alignment, padded_after
 from lowp.emulator.signal_handlers import handling
 from lowp.emulator.errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
                      UndefinedInstruction, describe_out_of_bounds, stopped_after)
@@ -80,7 +80,6 @@ DEFAULT_BUDGET = 500_000_000
 STACK_TOP, STACK_SIZE = 0x7F00_0000, 1 << 20
 RETURN = 0x7FF0_0000
 BUFFERS = 0x1_0000_0000
-CANARY = 0xA5
 MASK64 = (1 << 64) - 1
 ENTERED = 256             # saved call contexts kept (Machine._enter): 12 KiB each
 
@@ -201,7 +200,7 @@ class Machine:
                 # the last call's check read these canaries back intact: only the data differs from a full write
                 self.uc.mem_write(b.base, data)
             else:
-                self.uc.mem_write(b.lo, _canary(b.base - b.lo) + data + _canary(b.after))
+                self.uc.mem_write(b.lo, canaries(b.base - b.lo) + data + canaries(b.after))
         return buffers
 
     def _map(self, layout: list[tuple[int, int]]) -> None:
@@ -448,7 +447,7 @@ class Machine:
                 start, end = b.base - b.lo, b.base - b.lo + b.nbytes
                 below, data, over = region[:start], region[start:end], region[end:]
                 out.append(np.frombuffer(data, b.array.dtype).reshape(b.array.shape).copy())
-                if below == _canary(len(below)) and over == _canary(len(over)):
+                if below == canaries(len(below)) and over == canaries(len(over)):
                     self._intact.add((b.lo, b.base, b.hi, b.nbytes))
                 elif error is None:
                     error = canary_damage(b, below, over)
@@ -659,14 +658,6 @@ def canary_damage(b, below: bytes, over: bytes) -> OutOfBounds | None:
                 buffer=b.name, offset=offset, nbytes=b.nbytes, access="write", address=b.lo + bad, size=1,
                 itemsize=b.array.dtype.itemsize)
     return None
-
-
-_CANARIES = bytes([CANARY]) * 65536
-
-
-def _canary(n: int) -> bytes:
-    """n bytes of canary."""
-    return _CANARIES[:n] if n <= len(_CANARIES) else bytes([CANARY]) * n
 
 
 def _first_damaged(canary: bytes) -> int | None:

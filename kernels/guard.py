@@ -10,19 +10,17 @@ import mmap
 import signal
 import threading
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 
 import cffi
 import numpy as np
 
 from lowp.emulator.x86 import faults as x86_faults
-from lowp.emulator.placement import slack
+from lowp.emulator.placement import CANARY, canaries, slack
 from lowp.emulator.errors import BudgetExceeded, OutOfBounds, Trap, UndefinedInstruction
 
 PAGE = mmap.PAGESIZE
-CANARY = 0xA5
-CANARY_BYTE = bytes([CANARY])
 MAX_ARGS = 16
 # ucontext's general registers (glibc <sys/ucontext.h>, x86-64): REG_R8 = 0 ... REG_RIP = 16, REG_ERR = 19.
 GREGS = ("r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rdi", "rsi", "rbp", "rbx", "rdx", "rax", "rcx",
@@ -90,7 +88,7 @@ class Region:
         below = self._view[: self.base - self.start]
         above = self._view[self.base - self.start + self.nbytes:]
         for part, first in ((below, self.base - self.start), (above, 0)):
-            if part.tobytes() == _canaries(len(part)):     # every byte the canary (one memcmp: this runs per call)
+            if part.tobytes() == canaries(len(part)):     # every byte the canary (this runs per call)
                 continue
             bad = np.flatnonzero(part != CANARY)
             if bad.size:
@@ -102,12 +100,6 @@ class Region:
                     buffer=self.name, offset=offset, nbytes=self.nbytes, access="write", address=self.base + offset,
                     size=1, itemsize=self.array.dtype.itemsize)
         return None
-
-
-@lru_cache(maxsize=64)
-def _canaries(nbytes: int) -> bytes:
-    """`nbytes` canary bytes, to compare an intact stretch with (bytes.strip scans byte by byte: 30x slower)."""
-    return CANARY_BYTE * nbytes
 
 
 # Mappings of closed arenas, by page count, for the next call to reuse (every byte is rewritten before a kernel

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+# CANARY: what every executor puts after a buffer: a kernel that lets over-read bytes into C must see the same ones
+from lowp.emulator.placement import CANARY
+
 SLACK = 128          # bytes after every buffer: the largest over-read XNNPACK allows (XNN_EXTRA_BYTES on Hexagon)
-CANARY = 0xA5        # what every executor puts after a buffer (kernels.guard, emulator.machine): a kernel that lets
-                     # over-read bytes into C must see the same ones here
 CROSS = {"aarch64": ("aarch64-linux-gnu-gcc -static", "qemu-aarch64 "), "riscv64":
          ("riscv64-linux-gnu-gcc -static", "qemu-riscv64 -cpu rv64,v=true,vlen=128 ")}
 

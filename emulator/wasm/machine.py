@@ -41,7 +41,7 @@ import numpy as np
 
 from lowp.emulator.errors import BudgetExceeded, EmulationFailed, EmulatorError, OutOfBounds, Trap, \
     describe_out_of_bounds
-from lowp.emulator.placement import check_alignment, start_at
+from lowp.emulator.placement import CANARY, check_alignment, start_at
 from lowp.emulator.machine import CallResult, call_each, pointer_tables, pointer_targets, split_arguments
 from lowp.emulator.wasm import traps
 from lowp.emulator.wasm.guard import FAULT_GLOBALS, REGIONS, instrument, region_globals
@@ -49,7 +49,6 @@ from lowp.emulator.wasm.guard import FAULT_GLOBALS, REGIONS, instrument, region_
 DEFAULT_BUDGET = 500_000_000       # fuel units per call (about wasm instructions), as Unicorn's instruction budget
 GAP = 4096                         # bytes between buffers (canary)
 PAGE = 65536                       # a wasm page
-CANARY = 0xA5
 NULL_PAGE = 4096                   # addresses below it are in no region (zig's 16 MiB stack starts at 0)
 MODES = ("deterministic", "native")
 INSTALL = "pip install 'wasmtime>=50,<51' (lowp's pyproject lists it)"
