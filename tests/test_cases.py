@@ -18,7 +18,8 @@ from lowp.cli import main
 from lowp.conformance.search.cases import (END_CLASSES, LADDER_NAMES, SEED_GRID, VALUE_CLASSES, Case, cases_for,
                                     coded_elements, ends, operands, overflow_depths, problems, ranges,
                                     read_shapes)
-from lowp.conformance.run.checks import Check, Recorder, _without_local_constants, replay, search
+from lowp.conformance.run.checks import (Check, Recorder, _drawn_search, _without_local_constants, replay,
+                                         run_check, search)
 from lowp.conformance.run.example_database import ExampleStore
 from lowp.kernels import Domain, Tile, executor, kernel, kernels
 
@@ -283,6 +284,49 @@ def test_a_second_search_replays_the_first_ones_counterexample_first(rare, tmp_p
     without = Counting(executor(k))
     search(check, k, without, 150, 0, None)      # no database: the same search as the first
     assert without.first_wrong == first.first_wrong
+
+
+def test_the_drawn_search_finds_keeps_and_replays_first_as_the_hypothesis_search_does(rare, tmp_path):
+    """The quick profile's search draws its examples (run/checks.py _drawn_search): tc_rare's bug (K % 11 == 10,
+    M >= 2) is found within 150 draws, kept in the database and replayed first by the next search, as hypothesis's
+    search does; without the database the same draws run again (one seed, one run); the fixed twin passes all 150."""
+    k = rare["tc_rare"]
+    check = Check(k.name, "exact", "claimed", True)
+    first, row = Counting(executor(k)), {"matched": {}}
+    found, tried, replayed = _drawn_search(check, k, first, row, 150, 0, str(tmp_path / "db"), lambda e: None)
+    assert found is not None and replayed == 0 and 1 < tried <= 150 and found.call.case == f"{check.id}:search:0"
+    A, B = found.call.A, found.call.B
+    assert A.shape[1] % 11 == 10 and A.shape[0] >= 2
+    assert not np.array_equal(found.outcome.C, A.astype(np.int64) @ B.astype(np.int64))
+    assert row["matched"].get("none") == 1 and sum(row["matched"].values()) == tried     # the draws count
+    again = Counting(executor(k))
+    found2, tried2, replayed2 = _drawn_search(check, k, again, {"matched": {}}, 150, 0, str(tmp_path / "db"),
+                                              lambda e: None)
+    assert (tried2, replayed2, again.calls, again.first_wrong) == (1, 1, 1, 1)
+    assert found2.call.case == f"{check.id}:replay" and np.array_equal(found2.call.A, A)
+    without = Counting(executor(k))
+    found3, tried3, _ = _drawn_search(check, k, without, {"matched": {}}, 150, 0, None, lambda e: None)
+    assert tried3 == tried and np.array_equal(found3.call.A, A) and np.array_equal(found3.call.B, B)
+    fixed = rare["tc_right"]
+    right = Check(fixed.name, "exact", "claimed", True)
+    assert _drawn_search(right, fixed, Recorder(executor(fixed)), {"matched": {}}, 150, 0, None,
+                         lambda e: None)[:2] == (None, 150)
+
+
+def test_a_check_with_the_drawn_search_counts_its_draws_and_shrinks_what_they_find(rare):
+    """run_check(drawn_search=True): the row's searched is the draws run (all of them on a passing kernel), each
+    executed and counted in results matched; a failure the draws find is shrunk to tc_rare's minimal case (K = 10,
+    M = 2, N = 1: the bug adds one to C[0][0] whatever the values)."""
+    right, wrong = rare["tc_right"], rare["tc_rare"]
+    row = run_check(Check(right.name, "exact", "claimed", True), lambda e: None, examples=40, grid=False,
+                    drawn_search=True)
+    assert row["verdict"] == "PASS" and row["searched"] == 40 and row["executed"] == row["cases"]
+    assert sum(row["matched"].values()) == row["executed"]
+    row = run_check(Check(wrong.name, "exact", "claimed", True), lambda e: None, examples=150, grid=False,
+                    only=("k_eq_kr",), drawn_search=True)
+    assert row["verdict"] == "FAIL" and 0 < row["searched"] <= 150, row
+    cx = row["counterexample"]
+    assert cx["case"].startswith(f"{wrong.name}:exact:claimed:search:0") and cx["shape"][2] == 10, cx
 
 
 def test_a_passing_kernel_keeps_the_stored_counterexample(rare, tmp_path):

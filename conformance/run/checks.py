@@ -689,14 +689,16 @@ def probe_share(examples: int) -> int:
 def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150, seed: int = 0,
               grid: bool = True, budget: float | None = 2.0, probe_examples: int | None = None,
               shapes=(), only=(), database: str | None = None, draws: int = 0,
-              draw_seconds: float | None = None, fresh: bool = False) -> dict:
+              draw_seconds: float | None = None, fresh: bool = False, drawn_search: bool = False) -> dict:
     """Execute one check and return its row (also emitted). probe_examples: the search budget of a not-claimed
     check, if not `examples`; shapes: the user's (m, n, k) (`--shapes`), added to the generated cases; only: the
     `--case` globs the generated cases are restricted to; database: the example database (a folder or a Redis
     URL; None: none), whose counterexamples of this check the search replays first; draws: at most this many
     cases drawn from the search's distribution and run batched (conformance/run/batch.py), for at most draw_seconds
     (`lowp fuzz`; 0: none), before the search, which then runs only if they found nothing. fresh: run a fresh copy
-    of the kernel (a later check of a kernel in a process that ran it already: the static state of a new process)."""
+    of the kernel (a later check of a kernel in a process that ran it already: the static state of a new process).
+    drawn_search: the search's examples drawn from its distribution and run as the draws run (_drawn_search: the
+    quick profile), not through hypothesis's engine."""
     if not check.claimed and probe_examples is not None:
         examples = probe_examples
     kern = get_kernel(check.kernel)
@@ -736,8 +738,12 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
         if database:
             ExampleStore(database, check, kern).save(found.call.A, found.call.B, found.call.quant)
         searched, replayed = 0, 0
+    elif hung:
+        searched, replayed = 0, 0
+    elif drawn_search:
+        found, searched, replayed = _drawn_search(check, kern, rec, row, examples, seed, database, emit)
     else:
-        found, searched, replayed = search(check, kern, rec, examples, seed, database) if not hung else (None, 0, 0)
+        found, searched, replayed = search(check, kern, rec, examples, seed, database)
     row["searched"] = searched if examples > 0 and not hung else None      # None: the search did not run
     if replayed:
         row["replayed"] = replayed
@@ -1095,6 +1101,32 @@ def search(check: Check, kern, rec: Recorder, examples: int, seed: int, database
     if store and failure is not None:
         store.save(failure.call.A, failure.call.B, failure.call.quant)
     return failure, tried[0], len(stored)
+
+
+def _drawn_search(check: Check, kern, rec: Recorder, row: dict, examples: int, seed: int, database: str | None,
+                  emit):
+    """search() with its `examples` drawn from its own distribution (batch.draw_case: each its own shape, elements
+    and parameter style, as cases.problems gives them to hypothesis) and run one by one (_draws_one_by_one), not
+    through hypothesis's engine, which costs about four times what running and judging a case costs
+    (docs/xnnpack-campaign.md, "Speed"); `lowp fuzz`'s batched draws share one shape a batch, so a search's
+    examples would reach few shapes. The example database's counterexamples are replayed first, as search()
+    replays them; a failure found is kept there and is shrunk by lowp's shrinker (explain), as a generated case's
+    is. The draws' cases count into the row's results matched. (Failure or None, tried, replayed)."""
+    if examples <= 0:
+        return None, 0, 0
+    store = ExampleStore(database, check, kern) if database else None
+    stored = store.replays() if store else []
+    for tried, (A, B, *q) in enumerate(stored, 1):    # search()'s replay, smallest first: the first still failing
+        call, previous = Call(A, B, SEARCH_SEED, f"{check.id}:replay", q[0] if q else None), rec.last
+        out = rec.run(call)
+        if not _judge(check, kern, call, out)[0]:
+            return Failure(call, out, previous), tried, len(stored)
+    rng, shapes = batch.draw_rng(f"{check.id}:search", seed), batch.Shapes.of(kern, check.domain)
+    found, drawn = _draws_one_by_one(check, kern, rec, row, rng, shapes, examples, float("inf"),
+                                     f"{check.id}:search:{seed}", emit)
+    if store and found is not None:
+        store.save(found.call.A, found.call.B, found.call.quant)
+    return found, len(stored) + drawn, len(stored)
 
 
 @contextmanager

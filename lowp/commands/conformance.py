@@ -13,11 +13,13 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-# What --profile sets (explicit --examples and --grid/--no-grid override it): the hypothesis search's examples per
-# claimed check (a not-claimed probe gets a third) and whether the seed grid's shapes run.
-PROFILES = {"quick": {"examples": 30, "grid": False},
-            "default": {"examples": 150, "grid": True},
-            "thorough": {"examples": 1000, "grid": True}}
+# What --profile sets (explicit --examples and --grid/--no-grid override it): the search's examples per claimed
+# check (a not-claimed probe gets a third), whether the seed grid's shapes run, and whether the search's examples
+# are drawn directly from its distribution rather than through hypothesis's engine, which costs four times a case
+# (drawn_search, run/checks.py _drawn_search: the quick profile, a pull request's CI minutes).
+PROFILES = {"quick": {"examples": 30, "grid": False, "drawn_search": True},
+            "default": {"examples": 150, "grid": True, "drawn_search": False},
+            "thorough": {"examples": 1000, "grid": True, "drawn_search": False}}
 
 
 def add_parser(sub) -> None:
@@ -225,6 +227,7 @@ def _settings(args, options: dict) -> dict:
     """What the run was asked, for report.json and the JUnit properties."""
     from lowp.conformance.run.example_database import describe
     return {"profile": args.profile, "examples": options["examples"], "probe_examples": options["probe_examples"],
+            "search": "drawn" if options["drawn_search"] else "hypothesis",
             "seed": args.seed, "grid": options["grid"], "cases": list(args.cases),
             "shapes": [list(s) for s in options.get("shapes", ())], "shapes_file": _str(args.shapes),
             "database": describe(options["database"]), "jobs": args.jobs, "timeout": args.timeout,
@@ -244,7 +247,7 @@ def _options(args, checks) -> dict:
         args.parser.error(f"--examples must be 0 or more, not {examples}")
     options = {"examples": examples, "seed": args.seed,
                "grid": profile["grid"] if args.grid is None else args.grid,
-               "database": database(args)}
+               "database": database(args), "drawn_search": profile["drawn_search"]}
     if args.shapes is not None:
         from lowp.conformance.search.cases import read_shapes
         try:

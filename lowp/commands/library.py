@@ -18,7 +18,8 @@ def add_campaign_options(p, default_out: str) -> None:
                    help="only kernels whose name matches this shell glob (repeatable), e.g. '*_4x16c4__*'")
     p.add_argument("--out", type=Path, default=Path(default_out), help=f"report folder (default ./{default_out})")
     p.add_argument("--profile", choices=tuple(PROFILES), default="quick",
-                   help="how hard to look per kernel (default quick: 30 search examples, no seed grid)")
+                   help="how hard to look per kernel (default quick: 30 search examples, drawn directly rather "
+                        "than by hypothesis; no seed grid)")
     p.add_argument("--examples", type=int, default=None, help="search examples per claimed check (default: the "
                                                               "profile's)")
     p.add_argument("--jobs", type=int, default=None, help="parallel workers for builds and checks (default: one "
@@ -73,9 +74,10 @@ def _campaign(library, args, selection: dict, held) -> int:
     profile = PROFILES[args.profile]
     examples = profile["examples"] if args.examples is None else args.examples
     options = {"examples": examples, "seed": args.seed, "grid": profile["grid"], "database": database(args),
+               "drawn_search": profile["drawn_search"],
                "probe_examples": probe_share(examples)}
     settings = {"profile": args.profile, "examples": examples, "probe_examples": options["probe_examples"],
-                "seed": args.seed, "grid": options["grid"], "jobs": args.jobs, "timeout": args.timeout,
+                "search": "drawn" if options["drawn_search"] else "hypothesis", "seed": args.seed, "grid": options["grid"], "jobs": args.jobs, "timeout": args.timeout,
                 "backend": args.backend, **{f"{key}s": values for key, values in selection.items()},
                 "kernels": args.kernel, "kernels_files": [str(args.out / "kernels.toml")], "out": str(args.out),
                 "resume": args.resume, "fresh": args.fresh, "ray": args.ray, "since": args.since}
