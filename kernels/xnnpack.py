@@ -613,13 +613,27 @@ def pack_weights(B: np.ndarray, *, nr: int, kr: int, sr: int, column_ints: np.nd
     """XNNPACK's packed int8 weights for B (K x N, K = ks * kc): per block of nr columns, nr int32
     (`column_ints`), the weights tap by tap (ks of them: the conv goki packers; 1: goi) in k blocks of kr with the
     sr shuffle, then each of `column_floats` as nr float32. Padding (past N, past kc) is `pad`: zero, or qu8's
-    kernel zero point, so that a padded weight less the zero point is zero."""
+    kernel zero point, so that a padded weight less the zero point is zero.
+    The shuffle as a reshape: with k0 = (g * sr + s) * kr, the packers' kc_begin (packing.cc L346-364) is
+    g * kr * sr + ((s + n) % sr) * kr, so chunk s of column n holds sub-block (s + n) % sr of group g of its column:
+    one gather over B padded to whole groups and blocks, with no index of the shape's own to build (a check meets a
+    hundred shapes, one of them 2^17 deep, each new to its process). weight_blocks gives the same layout as
+    indices, for lowp prove."""
+    _check_blocks(kr, sr)
     K, N = B.shape
-    columns = -(-N // nr) * nr
-    weights = np.concatenate([np.ascontiguousarray(B).reshape(-1), np.array([pad], np.int64).astype(B.dtype)])
-    source = np.concatenate([_padded_columns(column_ints, N, columns, "<i4"), weights.view(np.uint8),
-                             *(_padded_columns(f, N, columns, "<f4") for f in column_floats)])
-    return source[_packed_order(K, N, nr, kr, sr, ks, B.dtype.itemsize, len(column_floats))]
+    if K % ks:
+        raise ValueError(f"K={K} is not ks={ks} taps of equal depth")
+    kc, blocks = K // ks, -(-N // nr)
+    kp = packed_k(kc, kr, sr)
+    padded = np.full((ks, kp, blocks * nr), np.array([pad], np.int64).astype(B.dtype)[0], B.dtype)
+    padded[:, :kc, :N] = B.reshape(ks, kc, N)
+    grouped = padded.reshape(ks, kp // (kr * sr), sr, kr, blocks, nr).transpose(4, 0, 1, 2, 5, 3)
+    n = np.arange(nr)
+    weights = grouped[:, :, :, (np.arange(sr)[:, None] + n) % sr, n, :]      # (blocks, ks, groups, sr, nr, kr)
+    parts = [_padded_columns(values, N, blocks * nr, dtype).reshape(blocks, 4 * nr)
+             for values, dtype in [(column_ints, "<i4"), *((f, "<f4") for f in column_floats)]]
+    weights = np.ascontiguousarray(weights).reshape(blocks, -1).view(np.uint8)
+    return np.concatenate([parts[0], weights, *parts[1:]], axis=1).reshape(-1)
 
 
 def _padded_columns(values, N: int, columns: int, dtype) -> np.ndarray:
@@ -629,29 +643,10 @@ def _padded_columns(values, N: int, columns: int, dtype) -> np.ndarray:
     return out.view(np.uint8)
 
 
-@functools.lru_cache(maxsize=256)
-def _packed_order(K: int, N: int, nr: int, kr: int, sr: int, ks: int, item: int, floats: int) -> np.ndarray:
-    """pack_weights' byte order, as indices into its source bytes (the column ints padded to whole blocks, B's
-    elements then the padding element, each float array padded like the ints): one gather per case, the layout
-    depending on the shape alone (read-only)."""
-    columns = -(-N // nr) * nr
-    ints, weights = 0, 4 * columns
-    floats_at = weights + (K * N + 1) * item
-    order = []
-    for b, taps in weight_blocks(K, N, nr=nr, kr=kr, sr=sr, ks=ks):
-        block = np.arange(4 * b * nr, 4 * (b + 1) * nr)
-        element = np.where(taps < 0, K * N, taps)               # -1 (padding): the element after B's
-        order += [ints + block, (weights + element[:, None] * item + np.arange(item)).reshape(-1)]
-        order += [floats_at + 4 * columns * f + block for f in range(floats)]
-    out = np.concatenate(order)
-    out.flags.writeable = False
-    return out
-
-
 def weight_blocks(K: int, N: int, *, nr: int, kr: int, sr: int, ks: int = 1):
     """The blocks of nr columns of the packed weights, in order: (block, the index k * N + n into B of each weight
-    byte of the block, tap by tap, -1 for padding). pack_weights lays the bytes out from it, and lowp prove lays
-    out symbolic ones the same way."""
+    byte of the block, tap by tap, -1 for padding): pack_weights' layout as indices, which lowp prove lays symbolic
+    bytes out by (tests/test_xnnpack_abi.py holds the two to each other)."""
     return enumerate(_weight_layout(K, N, nr, kr, sr, ks))
 
 

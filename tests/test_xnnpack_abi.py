@@ -68,6 +68,29 @@ def test_qu8_invocation_packs_as_xnnpack_qu8_loops(nr, kr, sr, K, N):
         assert (params["kernel_zero_point"], params["scale"], params["output_zero_point"]) == (kzp, np.float32(0.01), 3)
 
 
+@pytest.mark.parametrize("nr,kr,sr", [(8, 8, 1), (16, 4, 1), (4, 2, 4), (8, 4, 2), (16, 1, 4), (1, 1, 1)])
+@pytest.mark.parametrize("K,N,ks", [(1, 1, 1), (7, 3, 1), (9, 17, 3), (24, 8, 2), (33, 20, 1)])
+def test_packing_and_the_provers_layout_agree(nr, kr, sr, K, N, ks):
+    """pack_weights (a gather over B padded to whole groups) and weight_blocks (the same layout as indices of B's
+    elements, which lowp prove lays symbolic bytes out by) are two spellings of one layout: each packed weight byte
+    is B's element weight_blocks names there, or the padding (-1); int16 weights take two bytes each."""
+    rng = np.random.default_rng(K * 1000 + N * 10 + ks)
+    for dtype, pad in ((np.int8, 0), (np.uint8, 201), (np.int16, -3)):
+        info = np.iinfo(dtype)
+        B = rng.integers(info.min, info.max, (K, N), endpoint=True).astype(dtype)
+        ints = rng.integers(-2 ** 31, 2 ** 31, N).astype(np.int32)
+        scale = rng.random(N).astype(np.float32)
+        got = xnnpack.pack_weights(B, nr=nr, kr=kr, sr=sr, column_ints=ints, column_floats=(scale,), pad=pad, ks=ks)
+        elements = np.append(B.reshape(-1), np.array([pad], np.int64).astype(dtype))
+        want = b""
+        for b, taps in xnnpack.weight_blocks(K, N, nr=nr, kr=kr, sr=sr, ks=ks):
+            columns = slice(b * nr, (b + 1) * nr)
+            want += np.concatenate([ints[columns], np.zeros(nr - len(ints[columns]), np.int32)]).astype("<i4").tobytes()
+            want += elements[np.where(taps < 0, K * N, taps)].tobytes()
+            want += np.concatenate([scale[columns], np.zeros(nr - len(scale[columns]), np.float32)]).tobytes()
+        assert got.tobytes() == want
+
+
 def test_packing_refuses_non_power_of_two_blocks():
     with pytest.raises(ValueError, match="powers of two"):
         xnnpack.pack_weights(np.zeros((4, 4), np.int8), nr=4, kr=3, sr=1, column_ints=np.zeros(4, np.int32))
