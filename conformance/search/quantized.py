@@ -303,8 +303,7 @@ def judge(check_name: str, kern, A, B, q, C) -> tuple[bool, str | None, np.ndarr
         first = first if first is not None else expected
         if ok:
             return True, matched if variant is acc_contract.accepted[0] else f"{variant.name} + {matched}", expected
-    name = readings(check_name, kern, A, B, q, C)
-    return False, name[0] if name else None, first
+    return False, next(_readings(check_name, kern, A, B, q, C), None), first
 
 
 def expected(check_name: str, kern, A, B, q) -> np.ndarray:
@@ -323,25 +322,30 @@ def expected(check_name: str, kern, A, B, q) -> np.ndarray:
 def readings(check_name: str, kern, A, B, q, C) -> list[str]:
     """The known variants C equals: the output contract's known stages on the exact accumulator, then the
     accumulation contract's known variants through the output contract's first accepted stage."""
+    return list(_readings(check_name, kern, A, B, q, C))
+
+
+def _readings(check_name: str, kern, A, B, q, C):
+    """readings() one at a time, in its order: a failing case's judge takes the first and computes no more (a
+    failing datatype's claimed check judges dozens of failing cases, each reading a stage over the case)."""
     from lowp.isa_models.requant import OUTPUT_STAGES
     q = with_rows(kern, A, q)
     out = output_contract(kern.output if check_name == "model" else check_name)
     if blockwise(out):
-        return [f"output stage {name}" for name, accepted, r in out.results(A, B, q, kern.c_type, block_geometry(kern))
-                if not accepted and same(C, r)]
+        yield from (f"output stage {name}" for name, accepted, r in
+                    out.results(A, B, q, kern.c_type, block_geometry(kern)) if not accepted and same(C, r))
+        return
     exact = exact_accumulators(A, B, q)
-    names = []
     for name in out.known:
         try:
             if same(C, OUTPUT_STAGES[name].compute(exact, q, kern.c_type)):
-                names.append(f"output stage {name}")
+                yield f"output stage {name}"
         except (ArithmeticError, ValueError):   # a variant undefined on this input (a corner, a scale its params
             continue                             # initialisation cannot encode) is not a reading
     for variant in accumulation_contract("exact").known:
         acc = accumulators(variant, A, B, q)
         if same(C, OUTPUT_STAGES[out.accepted[0]].compute(acc, q, kern.c_type)):
-            names.append(f"accumulation {variant.name}")
-    return names
+            yield f"accumulation {variant.name}"
 
 
 ISA_OF_TARGET = {"x86-64": "x86", "aarch64": "arm"}
