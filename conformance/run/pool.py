@@ -303,6 +303,13 @@ def append_handle(journal: Path):
     return f
 
 
+# A case's outcome (some thousand events a kernel) reaches the journal's file with the next event that says what runs
+# now (a case or batch starting, a row, an error or crash: someone watching the journal sees those at once): a write
+# per event was a sixth of a campaign parent's CPU, which the check processes share the cores with. A run cut short
+# loses only outcomes of checks it has no row of (which a resume runs again anyway).
+PROGRESS_EVENTS = ("case",)
+
+
 class RunLog:
     """A run's journal as it is written, the rows it holds (with resume, the journal's finished checks this run
     would produce again first) and its progress display: the process pool and the Ray backend both write through
@@ -349,7 +356,8 @@ class RunLog:
                 del event["producer"]
         try:
             self.log.write(json.dumps(event) + "\n")
-            self.log.flush()
+            if event["event"] not in PROGRESS_EVENTS:
+                self.log.flush()
         except OSError as e:
             raise JournalUnwritable(e.errno, f"cannot write the journal {self.journal}: {e.strerror or e}") from e
         if event["event"] == "row":
