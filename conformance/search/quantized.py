@@ -160,7 +160,7 @@ def _open_clamp(kern) -> dict:
 
 def _named_pins(kern, name: str) -> dict:
     """case_pins of PIN_NAMES, before the clamp is opened."""
-    datatype, out = kern.xnnpack["datatype"], kern.c_type
+    datatype = kern.xnnpack["datatype"]
     if name in ("qmin", "qmax") and not kern.float_output:
         lo, hi = (int(x) for x in (np.iinfo(kern.c_dtype).min, np.iinfo(kern.c_dtype).max))
         middle = lo + TESTER_QMIN_QMAX
