@@ -575,7 +575,7 @@ def qd8_f32_fma(acc, q, out_type):
     the channel's filter scale plus bias (one rounding), MAXPS min, MINPS max.
     src/qs8-gemm/MRx8c8-avxvnni.c.in L432-464; c4-neondot.c.in L363-384 (vfmaq_f32 on ARM64)."""
     v, b, bias = _qd8_parts(acc, q)
-    return _qd8_clamp(fma_f32(v, np.broadcast_to(b, v.shape), np.broadcast_to(bias, v.shape)), q)
+    return _qd8_clamp(fma_f32(v, b, bias), q)       # the row and the bias broadcast over the rows inside fma_f32
 
 
 def qd8_f32_unfused(acc, q, out_type):
