@@ -196,6 +196,11 @@ def test_runner_turns_crashes_and_hangs_into_rows_and_goes_on(bad_kernels, tmp_p
     events = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
     assert sum(e["event"] == "row" for e in events) == 5
     assert sum(e["event"] == "case" for e in events) >= off["executed"] - 40
+    # The aborter died in a generated case: every outcome before it reached the parent (case outcomes travel with
+    # the start event that follows them), and the row names the case that started last.
+    aborted = [e for e in events if e.get("check") == "test_aborter:model:full"]
+    assert crash["executed"] == sum(e["event"] == "case" for e in aborted)
+    assert crash["reason"].endswith(next(e["case"] for e in reversed(aborted) if e["event"] == "start")), crash
     again = runner.run(checks, tmp_path / "journal.jsonl", resume=True, jobs=2, timeout=8, progress=False,
                        options=options)     # the same options: the timeout and jobs are part of a verdict's key
     assert [r["verdict"] for r in again] == [r["verdict"] for r in rows]
@@ -209,6 +214,26 @@ def test_runner_turns_crashes_and_hangs_into_rows_and_goes_on(bad_kernels, tmp_p
     assert json.loads(paths["json"].read_text())["summary"]["claimed_failures"] == [
         "test_crasher:model:full", "test_hanger:model:full", "test_offbyone:exact:claimed", "test_aborter:model:full"]
     assert replay("test_offbyone:exact:claimed", runner.read_journal(tmp_path / "journal.jsonl"))["verdict"] == "FAIL"
+
+
+def test_a_check_process_sends_case_outcomes_with_the_event_after_them():
+    """pool._Messages: a case outcome waits for the next other event (or CASES_A_MESSAGE outcomes), which goes at
+    once with it; the parent (events_of) reads the events back in the order they were emitted."""
+    sent = []
+
+    class Pipe:
+        send = staticmethod(sent.append)
+    emit = pool._Messages(Pipe())
+    emitted = [{"event": "plan", "cases": 45}, {"event": "start", "case": "c0"}]
+    emitted += [{"event": "case", "case": f"c{i}", "ok": True} for i in range(pool.CASES_A_MESSAGE + 8)]
+    emitted += [{"event": "start", "case": "c40"}, {"event": "row", "id": "k:model:full"}]
+    for i, event in enumerate(emitted):
+        emit(event)
+        if event["event"] != "case":        # what says what runs now is never held back
+            assert sent and pool.events_of(sent[-1])[-1] is event, i
+    emit.flush()
+    assert [e for message in sent for e in pool.events_of(message)] == emitted
+    assert len(sent) == 5 and len(sent[2]) == pool.CASES_A_MESSAGE and len(sent[3]) == 9
 
 
 def test_a_kernels_checks_share_a_child_with_the_rows_of_a_child_each(bad_kernels, tmp_path):
