@@ -187,7 +187,8 @@ def build_problems(kernels) -> list[Problem]:
             continue
         try:
             wanted = (k.symbol,) if k.xnnpack is not None else (k.symbol, workspace_symbol(k))
-            symbols, missing = _symbols(ex, wanted)
+            missing = _missing(ex, wanted)
+            symbols = _symbols(ex) if missing else set()
         except CacheError:
             raise             # the cache folder, not the kernel: the command names it (lowp.cli.main)
         except (BuildError, RuntimeError, OSError, ValueError) as e:
@@ -222,15 +223,21 @@ def _prototype_mismatch(kernel, ex) -> str | None:
     return mismatch(kernel, path) if path else None
 
 
-def _symbols(ex, wanted) -> tuple[set[str], list[str]]:
-    """(the functions the build defines, those of `wanted` a caller cannot find in it)."""
+def _missing(ex, wanted) -> list[str]:
+    """The functions of `wanted` a caller cannot find in the build."""
+    if ex.backend == "native":
+        ex._lib
+        return [name for name in wanted if not _callable(ex, name)]
+    return [name for name in wanted if name not in ex.machine.binary.symbols]
+
+
+def _symbols(ex) -> set[str]:
+    """The functions the build defines, for a missing one's "did you mean" (read only then: reading a library's
+    symbol table is some 30 ms, a campaign's parent checks thousands of builds)."""
     if ex.backend == "native":
         from lowp.kernels.disasm import _SharedObject
-        ex._lib
-        missing = [name for name in wanted if not _callable(ex, name)]
-        return {n for fn in _SharedObject(ex.library_path).functions.values() for n in fn.names}, missing
-    symbols = set(ex.machine.binary.symbols)
-    return symbols, [name for name in wanted if name not in symbols]
+        return {n for fn in _SharedObject(ex.library_path).functions.values() for n in fn.names}
+    return set(ex.machine.binary.symbols)
 
 
 def _callable(ex, name: str) -> bool:
