@@ -230,6 +230,7 @@ def test_the_campaign_counts_and_reasons(campaign):
     assert doc["source"]["commit"] is None      # the tree sits inside lowp's repository: that commit is not its own
     assert (groups["qs8-qc8w", "gemm", "scalar"]["found"], groups["qs8-qc8w", "gemm", "scalar"]["failed"]) == (4, 1)
     assert doc["seconds"]["wall"] > 0 and doc["per_kernel_seconds"]["kernels"] == 16
+    assert doc["settings"]["profile"] == "quick" and doc["settings"]["search"] == "drawn"     # the quick profile's
     text = (out / "run" / "campaign.md").read_text()
     assert "29 kernels found: 16 judged (10 passed, 6 failed), 13 skipped" in text
 

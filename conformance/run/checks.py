@@ -697,8 +697,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     cases drawn from the search's distribution and run batched (conformance/run/batch.py), for at most draw_seconds
     (`lowp fuzz`; 0: none), before the search, which then runs only if they found nothing. fresh: run a fresh copy
     of the kernel (a later check of a kernel in a process that ran it already: the static state of a new process).
-    drawn_search: the search's examples drawn from its distribution and run as the draws run (_drawn_search: the
-    quick profile), not through hypothesis's engine."""
+    drawn_search: the search's examples drawn from its distribution and run one by one (_drawn_search: the quick
+    profile), not through hypothesis's engine."""
     if not check.claimed and probe_examples is not None:
         examples = probe_examples
     kern = get_kernel(check.kernel)

@@ -22,6 +22,11 @@ PROFILES = {"quick": {"examples": 30, "grid": False, "drawn_search": True},
             "thorough": {"examples": 1000, "grid": True, "drawn_search": False}}
 
 
+def search_name(options: dict) -> str:
+    """How the run's search draws its examples, as report.json and campaign.json's settings say it."""
+    return "drawn" if options["drawn_search"] else "hypothesis"
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("conformance", help="judge the registered kernels against their contracts; write the report")
     p.add_argument("action", nargs="?", default="run", choices=("run", "replay", "list", "schema"),
@@ -227,8 +232,7 @@ def _settings(args, options: dict) -> dict:
     """What the run was asked, for report.json and the JUnit properties."""
     from lowp.conformance.run.example_database import describe
     return {"profile": args.profile, "examples": options["examples"], "probe_examples": options["probe_examples"],
-            "search": "drawn" if options["drawn_search"] else "hypothesis",
-            "seed": args.seed, "grid": options["grid"], "cases": list(args.cases),
+            "search": search_name(options), "seed": args.seed, "grid": options["grid"], "cases": list(args.cases),
             "shapes": [list(s) for s in options.get("shapes", ())], "shapes_file": _str(args.shapes),
             "database": describe(options["database"]), "jobs": args.jobs, "timeout": args.timeout,
             "backend": args.backend,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from lowp.commands.conformance import (BACKENDS, PROFILES, RayAddress, add_database_options, database, hold_out,
-                                       run_held, set_backend, stopped)
+                                       run_held, search_name, set_backend, stopped)
 
 
 def add_campaign_options(p, default_out: str) -> None:
@@ -77,7 +77,8 @@ def _campaign(library, args, selection: dict, held) -> int:
                "drawn_search": profile["drawn_search"],
                "probe_examples": probe_share(examples)}
     settings = {"profile": args.profile, "examples": examples, "probe_examples": options["probe_examples"],
-                "search": "drawn" if options["drawn_search"] else "hypothesis", "seed": args.seed, "grid": options["grid"], "jobs": args.jobs, "timeout": args.timeout,
+                "search": search_name(options), "seed": args.seed, "grid": options["grid"], "jobs": args.jobs,
+                "timeout": args.timeout,
                 "backend": args.backend, **{f"{key}s": values for key, values in selection.items()},
                 "kernels": args.kernel, "kernels_files": [str(args.out / "kernels.toml")], "out": str(args.out),
                 "resume": args.resume, "fresh": args.fresh, "ray": args.ray, "since": args.since}
