@@ -679,34 +679,55 @@ def _column_block(values, b: int, nr: int, N: int, dtype) -> np.ndarray:
 
 def _packed_fields(Bb: np.ndarray, nr: int, kr: int, sr: int, bits: int, non_planar: int = 0) -> np.ndarray:
     """One block of nr columns of sub-byte weights (K x nr) as XNNPACK's packers lay them, each the weight's two's
-    complement field (0 past K). Planar (non_planar 0): per chunk of planes * kr k per column (planes = 8 / bits: 2
-    nibbles, 4 crumbs), kr bytes, byte j holding k = kc_begin + j + p * kr in its field p (bits p * bits up);
-    packing.cc L434-534 (4-bit: both encodings of the input, kernel_zero_point 0 and 8, pack to these nibbles),
-    L653-743 and L791-888 (2-bit: kv_0 | kv_1 << 2 | kv_2 << 4 | kv_3 << 6). Non-planar (4-bit; non_planar: the
-    packer's register_bytes; packing.cc L1014-1133): per chunk of kr k, per group of 2R columns (R =
-    register_bytes / kr), for each of its first R columns n kr bytes, byte j holding column n's weight at
-    k = kc_begin(n) + j in its low nibble and column n + R's at the same k in its high nibble; the chunks are
-    kr * sr deep (planes 1). Returns (values (chunks, nr, fields a byte of the column holds, kr), bytes)."""
+    complement field (0 past K): _subbyte_fields of one block. Returns (values (chunks, nr, fields a byte of the
+    column holds, kr), bytes)."""
+    values, packed = _subbyte_fields(Bb, nr, kr, sr, bits, non_planar)
+    return values[0], packed[0]
+
+
+def _subbyte_fields(B: np.ndarray, nr: int, kr: int, sr: int, bits: int, non_planar: int = 0):
+    """Every block of nr columns of sub-byte weights (K x N, N padded with zero columns to whole blocks), as
+    XNNPACK's packers lay them, each the weight's two's complement field (0 past K). Planar (non_planar 0): per
+    chunk of planes * kr k per column (planes = 8 / bits: 2 nibbles, 4 crumbs), kr bytes, byte j holding
+    k = kc_begin + j + p * kr in its field p (bits p * bits up); packing.cc L434-534 (4-bit: both encodings of the
+    input, kernel_zero_point 0 and 8, pack to these nibbles), L653-743 and L791-888 (2-bit: kv_0 | kv_1 << 2 |
+    kv_2 << 4 | kv_3 << 6). Non-planar (4-bit; non_planar: the packer's register_bytes; packing.cc L1014-1133): per
+    chunk of kr k, per group of 2R columns (R = register_bytes / kr), for each of its first R columns n kr bytes,
+    byte j holding column n's weight at k = kc_begin(n) + j in its low nibble and column n + R's at the same k in
+    its high nibble; the chunks are kr * sr deep (planes 1). kc_begin is a multiple of kr, so each field reads a
+    whole kr-deep sub-block of its column (_field_blocks): one gather over B cut into sub-blocks.
+    Returns (values (blocks, chunks, nr, fields a byte of the column holds, kr), bytes (blocks, bytes a block))."""
     planes = 1 if non_planar else 8 // bits
-    K = Bb.shape[0]
-    kp = packed_k(K, kr, sr, planes)
-    first = _k_index(kp, kr, sr, nr, planes * kr)                          # field 0's k
-    padded = np.zeros((kp + (8 // bits) * kr * (sr + 1), nr), np.int64)
-    padded[:K] = Bb
+    K, N = B.shape
+    blocks = -(-N // nr)
+    chunks = packed_k(K, kr, sr, planes) // (planes * kr)
+    q = _field_blocks(chunks, nr, planes, sr)                               # (chunks, nr, planes)
+    padded = np.zeros(((int(q.max()) + 1) * kr, blocks * nr), np.int64)
+    padded[:K, :N] = B
+    sub = padded.reshape(-1, kr, blocks, nr).transpose(2, 3, 0, 1)         # (blocks, column, sub-block, kr)
     if non_planar:
         pair = non_planar // kr
         low = np.flatnonzero(np.arange(nr) // pair % 2 == 0)              # the first R columns of each group
-        klow = first[:, low, :]
-        lo, hi = padded[klow, low[None, :, None]], padded[klow, low[None, :, None] + pair]
-        values = np.zeros((first.shape[0], nr, 1, kr), np.int64)
-        values[:, low, 0], values[:, low + pair, 0] = lo, hi
-        return values, ((lo & 0xF) | ((hi & 0xF) << 4)).astype(np.uint8).reshape(-1)
-    kidx = np.stack([first + p * kr for p in range(planes)], axis=2)      # (chunks, nr, planes, kr)
-    cols = np.broadcast_to(np.arange(nr)[None, :, None, None], kidx.shape)
-    values = padded[kidx, cols]
+        lo, hi = sub[:, low, q[:, low, 0], :], sub[:, low + pair, q[:, low, 0], :]   # (blocks, chunks, R's, kr)
+        values = np.zeros((blocks, chunks, nr, 1, kr), np.int64)
+        values[:, :, low, 0], values[:, :, low + pair, 0] = lo, hi
+        return values, ((lo & 0xF) | ((hi & 0xF) << 4)).astype(np.uint8).reshape(blocks, -1)
+    values = sub[:, np.arange(nr)[:, None], q, :]                            # (blocks, chunks, nr, planes, kr)
     mask = (1 << bits) - 1
-    packed = sum((values[:, :, p, :] & mask) << (bits * p) for p in range(planes))
-    return values, packed.astype(np.uint8).reshape(-1)
+    packed = sum((values[:, :, :, p, :] & mask) << (bits * p) for p in range(planes))
+    return values, packed.astype(np.uint8).reshape(blocks, -1)
+
+
+@functools.lru_cache(maxsize=64)
+def _field_blocks(chunks: int, nr: int, planes: int, sr: int) -> np.ndarray:
+    """The kr-deep sub-block of its column (k // kr) that field p of column n reads in chunk c: with k0 = c *
+    planes * kr, the packers' kc_begin = round_down(k0, kr*sr) + ((k0 + n*kr) & (kr*sr - 1)) (_k_index) is
+    kr * (round_down(c * planes, sr) + (c * planes + n) % sr), and field p reads p sub-blocks on."""
+    c = np.arange(chunks)[:, None, None] * planes
+    n = np.arange(nr)[None, :, None]
+    out = c // sr * sr + (c + n) % sr + np.arange(planes)[None, None, :]
+    out.flags.writeable = False
+    return out
 
 
 def _nibbles(Bb: np.ndarray, nr: int, kr: int, sr: int, non_planar: int = 0) -> np.ndarray:
@@ -748,23 +769,20 @@ def pack_subbyte(B: np.ndarray, *, bits: int, nr: int, kr: int, sr: int, bias, i
                          "that tile nr")
     K, N = B.shape
     blocks = -(-N // nr)
-    Bn = np.zeros((K, blocks * nr), np.int64)
-    Bn[:, :N] = B
-    bias = np.zeros(N, np.int64) if bias is None else np.asarray(bias, np.int64)
+    bias = np.zeros(N, np.int64) if bias is None else np.asarray(bias, np.int64)[:N]
     scale = 16 if bits == 4 and not unsigned else 1
-    parts = []
-    for b in range(blocks):
-        values, packed = _packed_fields(Bn[:, b * nr:(b + 1) * nr], nr, kr, sr, bits, non_planar)
-        sums = values.sum(axis=(0, 2, 3))[:min(nr, N - b * nr)]
-        ints = wrap(scale * bias[b * nr:b * nr + len(sums)] - scale * izp * sums, S32)
-        if unsigned:
-            packed = packed ^ sign_bits(bits)
-        parts.append(_column_block(ints, 0, nr, len(sums), "<i4"))
-        if zero_points is not None:
-            parts.append(_column_block(zero_points, b, nr, N, "<f4"))
-        parts.append(packed)
-        parts += [_column_block(f, b, nr, N, "<f4") for f in column_floats]
-    return np.concatenate(parts)
+    values, packed = _subbyte_fields(B, nr, kr, sr, bits, non_planar)
+    sums = values.sum(axis=(1, 3, 4)).reshape(-1)[:N]
+    ints = wrap(scale * bias - scale * izp * sums, S32)
+    if unsigned:
+        packed = packed ^ sign_bits(bits)
+    columns = blocks * nr
+    parts = [_padded_columns(ints, N, columns, "<i4").reshape(blocks, -1)]
+    if zero_points is not None:
+        parts.append(_padded_columns(zero_points, N, columns, "<f4").reshape(blocks, -1))
+    parts.append(packed)
+    parts += [_padded_columns(f, N, columns, "<f4").reshape(blocks, -1) for f in column_floats]
+    return np.concatenate(parts, axis=1).reshape(-1)
 
 
 def pack_qc4w(B: np.ndarray, **options) -> np.ndarray:
@@ -852,16 +870,14 @@ def pack_qb4w(B: np.ndarray, *, nr: int, kr: int, sr: int, bl: int, scales: np.n
     K, N = B.shape
     scales = block_scales(scales, K, bl)
     blocks = -(-N // nr)
-    Bn = np.zeros((K, blocks * nr), np.int64)
-    Bn[:, :N] = B
     ksums = qb4w_ksums(B, scales, kr=kr, sr=sr, bl=bl, izp=izp)
     scaled = np.zeros((blocks * nr, scales.shape[1]), np.uint16)
     scaled[:N] = bf16_bits(scales / np.float32(16))
     per_block = bl // (2 * kr)                                            # chunks of 2*kr k in a block
     parts = []
+    _, packed_blocks = _subbyte_fields(B, nr, kr, sr, 4)
     for b in range(blocks):
-        _, packed = _nibbles(Bn[:, b * nr:(b + 1) * nr], nr, kr, sr)
-        chunks = packed.reshape(-1, nr * kr)
+        chunks = packed_blocks[b].reshape(-1, nr * kr)
         parts.append(_column_block(ksums, b, nr, N, "<f4"))
         for j in range(0, len(chunks), per_block):
             parts += [chunks[j:j + per_block].reshape(-1), np.ascontiguousarray(scaled[b * nr:(b + 1) * nr, j // per_block]).view(np.uint8)]

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lowp.isa_models.float32 import BF16_CONVERSIONS, bf16_bits, bf16_to_f32, f16_values, fp16_bits
+from lowp.isa_models.float32 import BF16_CONVERSIONS, _fp16_bits_scaled, bf16_bits, bf16_to_f32, f16_values, fp16_bits
 
 HERE = Path(__file__).resolve().parent
 F32 = np.float32
@@ -48,6 +48,11 @@ def test_fp16_rne_is_numpys_ieee_cast_and_nan_keeps_its_payload_top():
     nan = _nan(w)
     assert np.array_equal(got[~nan], ieee[~nan])
     assert np.array_equal(got[nan], ((w[nan] >> 16) & 0x8000 | 0x7E00 | ((w[nan] & 0x7FFFFF) >> 13)).astype(np.uint16))
+    # the exact scaling, which fp16_bits takes where an input is not finite, agrees with the cast on every pattern
+    scaled = _fp16_bits_scaled(x, "rne")
+    assert np.array_equal(scaled[~nan], ieee[~nan]) and np.array_equal(scaled[nan], got[nan])
+    finite = np.isfinite(x)
+    assert np.array_equal(fp16_bits(x[finite]), ieee[finite])        # all finite: the cast's path
 
 
 def _exact_half(value: Fraction, rounding: str) -> int:

@@ -42,7 +42,7 @@ def _qc2w_loops(B, bias, izp, nr, kr, sr, *, unsigned, kzp=None, floats=()) -> b
     return bytes(out)
 
 
-@pytest.mark.parametrize("nr,kr,sr", [(4, 1, 1), (8, 4, 1), (8, 8, 1), (16, 4, 2)])
+@pytest.mark.parametrize("nr,kr,sr", [(4, 1, 1), (8, 4, 1), (8, 8, 1), (16, 4, 2), (8, 2, 4)])
 @pytest.mark.parametrize("K,N", [(1, 1), (5, 3), (16, 9), (35, 20)])
 def test_qc2w_packing_matches_the_loops(nr, kr, sr, K, N):
     rng = np.random.default_rng(K * 7 + N)

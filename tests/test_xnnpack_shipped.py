@@ -230,7 +230,7 @@ def _qc4w_loops(B, bias, izp, nr, kr, sr, floats=()):
     return bytes(out)
 
 
-@pytest.mark.parametrize("nr,kr,sr", [(4, 1, 1), (8, 2, 1), (16, 8, 1), (8, 4, 2)])
+@pytest.mark.parametrize("nr,kr,sr", [(4, 1, 1), (8, 2, 1), (16, 8, 1), (8, 4, 2), (8, 2, 4)])
 @pytest.mark.parametrize("K,N", [(1, 1), (5, 3), (16, 9), (33, 20)])
 def test_qc4w_packing_matches_the_loops(nr, kr, sr, K, N):
     rng = np.random.default_rng(K * 7 + N)
