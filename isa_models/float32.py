@@ -137,16 +137,16 @@ def fp16_bits(x, rounding: str = "rne") -> np.ndarray:
     it: subnormal halves kept (MXCSR and FPCR as Linux leaves them: no DAZ, FZ16 off), infinities kept, a NaN
     quieted with the top 9 bits of its payload (SDM Table 4-7 / Arm FPConvertNaN; fp16_ieee_from_fp32_value gives
     the canonical 0x7E00 instead: a NaN never leaves a qd8 stage on finite parameters). `rounding`: F16_ROUNDINGS.
-    Exact: numpy's IEEE cast where every value is finite and the rounding is "rne"; otherwise the float32 value
+    Exact: numpy's IEEE cast where no value is a NaN and the rounding is "rne"; otherwise the float32 value
     is scaled by a power of two into [2^10, 2^11) (or the subnormal grid) in float64, where the rounding to an
     integer is one exact np.rint / np.trunc."""
     if rounding not in F16_ROUNDINGS:
         raise ValueError(f"fp16_bits: rounding={rounding!r}; expected one of {', '.join(F16_ROUNDINGS)}")
     f = floats32(x, "x")
-    if rounding == "rne" and np.isfinite(f).all():
-        # numpy's float32 -> float16 cast is this rounding on finite values (subnormals, ties and the overflow to
-        # infinity included: tests/test_half_conversions.py holds it to an exact rational reading and to the
-        # scaling below), a tenth of its cost on the small arrays of a qd8-f16 kernel's judge
+    if rounding == "rne" and not np.isnan(f).any():
+        # numpy's float32 -> float16 cast is this rounding on every value but NaN (subnormals, ties, infinities and
+        # the overflow to infinity included: tests/test_half_conversions.py holds it to an exact rational reading and
+        # to the scaling below), a tenth of its cost on the small arrays of a qd8-f16 kernel's judge
         with np.errstate(over="ignore"):
             out = f.astype(np.float16).view(np.uint16)
         return out[()] if out.ndim == 0 else out
