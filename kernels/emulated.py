@@ -124,7 +124,13 @@ class EmulatedExecutor:
         macs = _round_up(M, tile.mr) * _round_up(N, tile.nr) * _round_up(max(K, 1), tile.kr)
         return {"budget": min(DEFAULT_BUDGET, WORK_BUDGET_FLOOR + WORK_BUDGET_PER_MAC * macs)}
 
-    def run_many(self, As: list, Bs: list, *, seeds: list[int], quants: list[dict] | None = None,
+    @property
+    def runs_invocations(self) -> bool:
+        """Whether run_many takes a quantized kernel's cases with their parameters and ABI options (`options`):
+        it runs them one by one, and the batch engine judges them together (batch.judged_together)."""
+        return self.kernel.quantized
+
+    def run_many(self, As: list, Bs: list, *, seeds: list[int], options: list[dict] | None = None,
                  rerun: bool = True) -> list:
         """run(A, B, seed=seed) for each case, in order, as one batch on this executor's machine: per case C, or
         the exception run() would have raised for it (a fault, an out-of-bounds access, a budget, canary damage,
@@ -133,15 +139,16 @@ class EmulatedExecutor:
         case as from call to call, so the outcomes are those of the same run() calls in the same order.
         A `gemm` kernel's cases go to the machine as one batch (qemu-user: call_batch, pipelined requests laid
         out with numpy; Unicorn and Bochs: call_many, one layout, per case the memory refresh and the call). A
-        quantized or XNNPACK-ABI kernel stays per case (its adapter makes several ukernel calls per case, with
-        their own buffers and parameters): run(A, B, seed=seed, quant=quant) in a loop, `quants` giving each
-        case's parameters (without them, each case is run()'s ValueError). docs/batch-emulated.md says why.
+        quantized or XNNPACK-ABI kernel's calls stay per case (its adapter makes several ukernel calls per case,
+        each seeing what the last one wrote): run(A, B, seed=seed, **options[i]) in a loop, `options` giving each
+        case's quant, strides, igemm and align (without a quant, each case is run()'s ValueError); what the batch
+        gains is judging its cases together. docs/batch-emulated.md says why.
         rerun: as the native run_many takes it; here every outcome is already its own case's, so nothing is rerun."""
         if not len(As) == len(Bs) == len(seeds):
             raise ValueError(f"run_many: {len(As)} A, {len(Bs)} B and {len(seeds)} seeds")
-        quants = list(quants) if quants is not None else [None] * len(As)
-        if len(quants) != len(As):
-            raise ValueError(f"run_many: {len(quants)} quants for {len(As)} cases")
+        options = list(options) if options is not None else [{}] * len(As)
+        if len(options) != len(As):
+            raise ValueError(f"run_many: {len(options)} options for {len(As)} cases")
         if not len(As):              # a list of cases, or the engine's stacked (cases, M, K) array
             return []
         shapes = {(np.shape(A)[0], np.shape(B)[1], np.shape(A)[1]) for A, B in zip(As, Bs)
@@ -150,8 +157,7 @@ class EmulatedExecutor:
             raise ValueError(f"run_many: the cases of one batch have one (M, N, K), got {sorted(shapes)}")
         self._check_machine()
         if self.kernel.quantized:
-            return [outcome(lambda: self.run(A, B, seed=seed, quant=quant))
-                    for A, B, seed, quant in zip(As, Bs, seeds, quants)]
+            return [outcome(lambda: self.run(A, B, seed=seed, **o)) for A, B, seed, o in zip(As, Bs, seeds, options)]
         return self._run_gemm_many(As, Bs, seeds)
 
     def _check_machine(self) -> None:

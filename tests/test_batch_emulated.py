@@ -339,7 +339,8 @@ def test_bench_cases_per_second_runs_and_counts(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_quantized_kernel_runs_case_by_case_with_each_cases_parameters(backend):
-    """An XNNPACK-ABI kernel stays per case (several ukernel calls a case): run_many is run() with `quants`."""
+    """An XNNPACK-ABI kernel stays per case (several ukernel calls a case): run_many is run() with each case's
+    `options` (its quant here)."""
     from pathlib import Path
 
     import lowp.kernels
@@ -354,7 +355,7 @@ def _quantized_case_by_case(backend, k):
     As = [rng.integers(-128, 128, (5, 13), dtype=np.int8) for _ in range(3)]
     Bs = [rng.integers(-128, 128, (13, 11), dtype=np.int8) for _ in range(3)]
     quants = [quantized.draw_params(k, A, B, i, "typical") for i, (A, B) in enumerate(zip(As, Bs))]
-    got = make(backend, k).run_many(As, Bs, seeds=[0, 1, 2], quants=quants)
+    got = make(backend, k).run_many(As, Bs, seeds=[0, 1, 2], options=[{"quant": q} for q in quants])
     single = make(backend, k)
     for i, (A, B, q) in enumerate(zip(As, Bs, quants)):
         assert np.array_equal(got[i], single.run(A, B, seed=i, quant=q))

@@ -89,11 +89,13 @@ def test_a_batch_of_invocations_returns_what_run_returns(xnnpack_kernels, monkey
     assert sizes and max(sizes) > 1 and sum(sizes) >= len(calls) // 2, sizes
 
 
-def test_a_quantized_kernel_is_batched_natively_only(xnnpack_kernels):
+def test_a_quantized_kernel_is_batched_where_its_executor_takes_options(xnnpack_kernels):
+    """Natively and on every emulated executor (test_batched_and_per_case_rows_agree_on_an_emulated_xnnpack_kernel);
+    not on an executor whose run_many takes no options."""
     from lowp.kernels import executor
     kern = xnnpack_kernels["xnn_qs8_qc8w_gemm_2x4_scalar"]
     assert batch.batches_invocations(kern, executor(kern))
-    assert not batch.batches_invocations(kern, type("Emulated", (), {"run_many": None})())
+    assert not batch.batches_invocations(kern, type("Other", (), {"run_many": None})())
     assert not batch.batchable(kern)            # its draws still go one by one (they draw parameters per case)
 
 
@@ -141,3 +143,24 @@ def test_a_one_bug_kernel_fails_alike_batched_and_per_case(bug_kernels, monkeypa
     batched = _row(check, monkeypatch, True)
     assert batched["verdict"] == "FAIL" and words in batched["cause"], batched["cause"]
     assert batched == _row(check, monkeypatch, False)
+
+
+EMULATED_TOML = Path(__file__).resolve().parents[1] / "kernels" / "quantized" / "aarch64.toml"
+
+
+def test_batched_and_per_case_rows_agree_on_an_emulated_xnnpack_kernel(monkeypatch):
+    """An emulated quantized kernel's generated cases are screened in batches too (run one by one on its machine,
+    judged together): every check's row is the per-case path's, on Unicorn."""
+    from lowp.kernels import executor
+    with registered(EMULATED_TOML) as kernels:
+        kern = kernels["xnn_qs8_rndnu_4x8_neon_mlal_lane"]
+        ex = executor(kern)
+        if ex.backend != "unicorn" or ex.unavailable():
+            pytest.skip(f"{kern.name}: runs on {ex.backend}: {ex.unavailable()}")
+        assert batch.batches_invocations(kern, ex)
+        screened = []
+        screen = batch.screen
+        monkeypatch.setattr(batch, "screen", lambda *a, **k: screened.append(len(a[3])) or screen(*a, **k))
+        for check in plan([kern]):
+            assert _row(check, monkeypatch, True) == _row(check, monkeypatch, False), check.id
+        assert screened and sum(screened) > 100, screened       # its generated cases did go through batches

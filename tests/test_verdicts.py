@@ -462,7 +462,7 @@ def test_a_native_kernels_path_is_probed_once_and_kept_for_its_build(kernels, mo
     k = kernels["vt_maddubs_u7"]
     ex = executor(k)
     ex._lib
-    kept = checks._path_file(checks._native_path_key(k, ex, checks._path_probes(k)))
+    kept = checks._path_file(checks._path_key(k, ex, checks._path_probes(k)))
     kept.unlink(missing_ok=True)
     first = checks.claimed_path(k, ex)
     assert first[0] is False and "vpdpbusd" in first[1] and kept.exists()
@@ -474,6 +474,27 @@ def test_a_native_kernels_path_is_probed_once_and_kept_for_its_build(kernels, mo
     other = replace(k, requires=("vpmaddubsw",))
     with pytest.raises(AssertionError, match="probed again"):
         checks.claimed_path(other, executor(other))
+
+
+def test_an_emulated_kernels_path_is_probed_on_a_fresh_machine_once_and_kept(monkeypatch):
+    """An emulated kernel's path probes run on a copy of its machine, not the check's (whose cases then meet the
+    state they would without them), and are kept for its other checks: the second asks no machine."""
+    from lowp.conformance.run import checks
+    from lowp.kernels import executor, kernel
+    k = kernel("sdot_s8_neon")
+    ex = executor(k)
+    if ex.backend == "native" or ex.unavailable():
+        pytest.skip(f"sdot_s8_neon runs on {ex.backend}: {ex.unavailable()}")
+    kept = checks._path_file(checks._path_key(k, ex, checks._path_probes(k)))
+    kept.unlink(missing_ok=True)
+    first = checks.claimed_path(k, ex)
+    assert first[0] is True and "sdot" in first[1] and kept.exists()
+    assert ex.last is None                      # the check's machine ran nothing
+
+    def probe(*args):
+        raise AssertionError("probed again")
+    monkeypatch.setattr(checks, "_emulated_path", probe)
+    assert checks.claimed_path(k, executor(k)) == first
 
 
 SMLAL_WRAP = 32767 // 121 + 1     # the first depth at which 11 * 11 products wrap an int16 lane: 271

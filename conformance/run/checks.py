@@ -542,43 +542,64 @@ def claimed_path(kern, ex) -> tuple[bool, str]:
     symbol (capstone), and, for `requires`, one-shot breakpoints at every site of them in a private copy of the
     library while the probe cases run, so a path that is compiled in but never taken (a CPU dispatch that picks
     another branch) is told from one that runs."""
-    from collections import Counter
-
     probes = _path_probes(kern)
     if ex.backend == "native":
         ex._lib                                # loaded: its path is known
-        key = _native_path_key(kern, ex, probes)
-        kept = _kept_path(key)
-        if kept is None:
-            kept = _native_path(kern, ex, probes)
+    key = _path_key(kern, ex, probes)
+    kept = _kept_path(key)
+    if kept is None:
+        kept, keep = _native_path(kern, ex, probes) if ex.backend == "native" else _emulated_path(kern, ex, probes)
+        if keep:
             _keep_path(key, kept)
-        return kept
-    from lowp.kernels.disasm import requires_met
+    return kept
+
+
+def _emulated_path(kern, ex, probes) -> tuple[tuple[bool, str], bool]:
+    """The per-mnemonic counts of the probe cases, on a fresh copy of the kernel's machine (as natively: the
+    check's own machine sees none of the probe calls, so its cases meet the state they would without them, and
+    the path can be kept for the kernel's other checks and later campaigns). Also whether it may be kept: not
+    where a probe faulted (a guest that died under load says nothing about the kernel)."""
+    from collections import Counter
+
     seen, modeled = Counter(), Counter()
-    for A, B, options in probes:
-        try:
-            ex.run(A, B, mnemonics=True, budget=PATH_PROBE_BUDGET, **options)
-        except EmulatorError as e:
-            if not seen:
-                return not kern.requires, f"not determined: the {_shape(Call(A, B, 0))} probe case faulted ({e})"
-            break
-        seen.update(ex.last.mnemonics or {})
-        modeled.update(ex.last.modeled or {})
+    probe = ex.with_fresh_state()
+    try:
+        for A, B, options in probes:
+            try:
+                probe.run(A, B, mnemonics=True, budget=PATH_PROBE_BUDGET, **options)
+            except EmulatorError as e:
+                if not seen:
+                    return (not kern.requires, f"not determined: the {_shape(Call(A, B, 0))} probe case faulted "
+                                               f"({e})"), False
+                return _executed(kern, probe, seen, modeled), False
+            seen.update(probe.last.mnemonics or {})
+            modeled.update(probe.last.modeled or {})
+    finally:
+        close = getattr(probe.__dict__.get("machine"), "close", None)   # a guest process of its own: ended now
+        if close is not None:
+            close()
+    return _executed(kern, probe, seen, modeled), True
+
+
+def _executed(kern, ex, seen, modeled) -> tuple[bool, str]:
+    from lowp.kernels.disasm import requires_met
     ok, text = requires_met(seen, kern.requires or ARITHMETIC, "executed") if kern.requires else \
         (True, requires_met(seen, ARITHMETIC, "executed")[1])
     return ok, text + _emulation_notes(ex, seen, modeled)
 
 
-def _native_path(kern, ex, probes) -> tuple[bool, str]:
+def _native_path(kern, ex, probes) -> tuple[tuple[bool, str], bool]:
+    """The instructions present, and for `requires` which of their sites the probe cases reached (on a private
+    copy of the library); always kept."""
     from collections import Counter
 
     from lowp.kernels.disasm import instruction_sites, native_instructions, requires_met
     present = native_instructions(ex.library_path, kern.symbol)
     if not kern.requires:
-        return True, requires_met(present, ARITHMETIC, "present")[1]
+        return (True, requires_met(present, ARITHMETIC, "present")[1]), True
     ok, text = requires_met(present, kern.requires, "present")
     if not ok:
-        return False, text
+        return (False, text), True
     from lowp.kernels import guard
     probe = ex.with_fresh_state()
     probe._lib
@@ -592,10 +613,10 @@ def _native_path(kern, ex, probes) -> tuple[bool, str]:
                 pass
     ran = Counter(name for a, name in sites if load + a in bp.hits)
     if not ran:
-        return False, (f"none of {', '.join(kern.requires)} executed in {len(probes)} probe cases, though "
-                       f"present at {len(sites)} sites (a dispatch that never takes that path?)")
-    return True, "executed: " + ", ".join(f"{n} at {c} of {sum(m == n for _, m in sites)} sites"
-                                         for n, c in ran.most_common())
+        return (False, (f"none of {', '.join(kern.requires)} executed in {len(probes)} probe cases, though "
+                        f"present at {len(sites)} sites (a dispatch that never takes that path?)")), True
+    return (True, "executed: " + ", ".join(f"{n} at {c} of {sum(m == n for _, m in sites)} sites"
+                                          for n, c in ran.most_common())), True
 
 
 # A native kernel's path is the same for every check of it: a kernel's three checks ran the disassembly and the
@@ -603,14 +624,18 @@ def _native_path(kern, ex, probes) -> tuple[bool, str]:
 # cache (<cache>/paths/) under the SHA-256 of lowp's code, the built library (its cache name is the build's key over
 # compiler, flags, sources and headers), the symbol, the required mnemonics, the CPU features in force and the probe
 # cases. Only native: an emulated probe runs on the check's own machine, whose state a later case may depend on.
-def _native_path_key(kern, ex, probes) -> str:
+def _path_key(kern, ex, probes) -> str:
+    """What a kernel's path depends on: lowp's code, the built library or ELF (content-named), the symbol and its
+    `requires`, what runs it (the host's features; an emulator, its version and cpu model) and the probe cases."""
     import hashlib
     import json
 
     from lowp.conformance.run.identity import lowp_identity
     from lowp.kernels.features import host_features
-    h = hashlib.sha256(json.dumps([lowp_identity(), ex.artifact.name, kern.symbol, list(kern.requires),
-                                   sorted(host_features(kern.target))]).encode())
+    runs_on = sorted(host_features(kern.target)) if ex.backend == "native" else ex.describe()
+    artifact = ex.artifact.name if ex.backend == "native" else ex.machine.binary.path.name
+    h = hashlib.sha256(json.dumps([lowp_identity(), artifact, kern.symbol, list(kern.requires), ex.backend,
+                                   runs_on]).encode())
     for A, B, options in probes:
         h.update(A.tobytes() + B.tobytes() + repr(sorted((k, repr(v)) for k, v in options.get("quant", {}).items()))
                  .encode())
