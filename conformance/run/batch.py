@@ -15,9 +15,10 @@ counterexample. docs/batch.md says why it is built so.
 
 The plain `gemm` signature (int32 C, no quantization parameters, no ABI options) is batched everywhere, its draws
 included (`batchable`). A quantized kernel (a requantizing or float-output one, an XNNPACK ukernel) is batched where
-its executor runs invocations in batches (natively: `batches_invocations`), its generated cases only: each case keeps
-its parameters and ABI options, the executor runs consecutive cases of one invocation layout in one native call,
-and each case is judged by the per-case judge (its output stages are not vectorised).
+its executor runs invocations in batches (`batches_invocations`), its generated cases only: each case keeps its
+parameters and ABI options; natively the executor runs consecutive cases of one invocation layout in one call, an
+emulated one runs them one by one; the batch's first reading is judged for all its cases at once
+(`judged_together`), the rest by the per-case judge.
 """
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def batchable(kern) -> bool:
 
 def batches_invocations(kern, ex) -> bool:
     """Whether `kern`'s generated cases go through the batched path as invocations (parameters and ABI options per
-    case): a quantized kernel on an executor whose run_many takes them (natively, with the guard)."""
+    case): a quantized kernel on an executor whose run_many takes them (natively with the guard; every emulated
+    executor)."""
     return kern.quantized and bool(getattr(ex, "runs_invocations", False))
 
 
