@@ -33,7 +33,6 @@ cache whole (os.replace), so parallel test workers either see the whole ELF or n
 """
 from __future__ import annotations
 
-import importlib.metadata
 import os
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -115,6 +114,7 @@ cache_dir = buildcache.cache_dir
 
 @lru_cache(maxsize=1)
 def compiler_version() -> str:
+    import importlib.metadata       # here: 28 ms of the start of every process that imports lowp.emulator (a guest)
     try:
         return "zig " + importlib.metadata.version("ziglang")
     except importlib.metadata.PackageNotFoundError:   # pragma: no cover - ziglang is a dependency

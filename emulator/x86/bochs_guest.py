@@ -245,15 +245,21 @@ class Guest:
         self.memory.map(RETURN, 1, writable=False, executable=True)
         self.memory.write(RETURN, STOP * (PAGE // len(STOP)))
         self.stack_top = self.stack_bytes = None
-        self.amx = None
-        if amx:
-            from lowp.emulator.x86.amx import AmxUnit
-            self.amx = AmxUnit()
+        self.amx_enabled, self._amx = amx, None
         self.segments = {}            # (start, branch) -> instructions in [start, branch]
         self.code = [(v, d) for v, d, _, f in segments if f & 1]
         self._addresses = {}          # (start, branch) -> the instruction addresses between
         self.zmm_seed = "unset"       # the seed whose vector registers `base` holds
         self.base = self._base_state()
+
+    @property
+    def amx(self):
+        """lowp's AMX unit, made at the first AMX instruction: it imports numpy, which was most of a guest's start
+        (0.1-0.2 s of each of the several guests an x86 kernel's checks start)."""
+        if self._amx is None and self.amx_enabled:
+            from lowp.emulator.x86.amx import AmxUnit
+            self._amx = AmxUnit()
+        return self._amx
 
     def _missing_page(self, gpa):          # every page lowp maps is backed: this is lowp's bug, not the kernel's
         raise RuntimeError(f"Bochs asked for physical page {gpa:#x}, which lowp never mapped")
@@ -362,8 +368,8 @@ class Guest:
         state.rip = entry
         state.rflags = 0x2
         self.session.cpu.state = state
-        if self.amx is not None:
-            self.amx.reset()
+        if self._amx is not None:
+            self._amx.reset()
         counting = bool(count or mnemonics)
         run = Run(self, entry, budget if counting else None, mnemonics, counting)
         t0 = time.perf_counter()
@@ -445,7 +451,7 @@ class Run:
             if handlers < rip <= handlers + HANDLER_STRIDE * 32:
                 vector = (rip - STOP_AT - handlers) // HANDLER_STRIDE
                 fault = self._fault(vector)
-                if vector == 6 and g.amx is not None:
+                if vector == 6 and g.amx_enabled:
                     modeled = self._model(fault)
                     if modeled is True:
                         self.exceptions.clear()     # delivered and handled: only nested faults count
