@@ -333,6 +333,40 @@ def test_shrink_reaches_the_fewest_nonzeros_and_the_smallest_failing_depth():
     assert not B.any()
 
 
+def test_shrink_runs_no_operands_twice_and_ends_where_running_every_attempt_ends():
+    rng = np.random.default_rng(9)
+    A = rng.integers(1, 255, (5, 127), dtype=np.uint8)
+    A.flat[rng.choice(A.size, 9, replace=False)] = 255
+    B = rng.integers(-128, 127, (127, 6), dtype=np.int8)
+    B[B == 0] = 1
+    q = {"scale": np.full(6, 0.5, np.float32), "output_zero_point": 3}
+    ran = []
+
+    def fails(A2, B2, q2):
+        ran.append((A2.tobytes(), A2.shape, B2.tobytes(), B2.shape, q2["scale"].tobytes(), q2["output_zero_point"]))
+        return np.count_nonzero(A2 == 255) >= 3 and A2.shape[1] % 32 == 31 and q2["output_zero_point"] != 0
+
+    def simpler(q2):
+        return [{**q2, "output_zero_point": 0}] if q2["output_zero_point"] else []
+    A2, B2, q2 = shrink(fails, A.copy(), B.copy(), quant=q, simpler=simpler)
+    assert len(ran) == len(set(ran)) > 0                  # each distinct attempt ran once
+
+    every = []                  # the same shrink with every attempt run: a key that never repeats
+    def fails_every(A3, B3, q3):
+        every.append(1)
+        return fails(A3, B3, q3)
+    import lowp.conformance.run.checks as checks_module
+    original, count = checks_module._attempt_key, iter(range(10 ** 9))
+    checks_module._attempt_key = lambda *a: next(count)
+    try:
+        A3, B3, q3 = shrink(fails_every, A.copy(), B.copy(), quant=q, simpler=simpler)
+    finally:
+        checks_module._attempt_key = original
+    assert len(every) > len(set(ran))                     # the plain shrink repeats attempts
+    assert np.array_equal(A2, A3) and np.array_equal(B2, B3) and q2["output_zero_point"] == q3["output_zero_point"]
+    assert A2.shape[1] == 31 and np.count_nonzero(A2) == 3
+
+
 # ---- 7. diagnosis through run_check ---------------------------------------------------------------------------------
 @pytest.mark.native
 def test_accumulating_into_c_is_named(kernels):

@@ -6,6 +6,7 @@ case as it happens and knows which case a crashing kernel was running.
 """
 from __future__ import annotations
 
+import hashlib
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -1185,16 +1186,22 @@ def shrink(fails, A, B, tries: int = SHRINK_TRIES, quant: dict | None = None, si
     """Greedy shrinking after hypothesis (or of a generated case it did not find): delete rows, columns and depth in
     halving chunks (so a failure that needs K % 32 == 31 survives deleting 32 at a time), then zero elements in
     halving chunks, then (a requantizing kernel) try `simpler(quant)`'s parameter sets, until nothing more can go or
-    `tries` calls are spent: the fewest rows, columns, depth and nonzero elements, and the plainest parameters, that
-    still fail. `fails(A, B)`, or `fails(A, B, quant)` when quant is given (its per-row and per-channel arrays are cut
-    with the rows and columns). Returns (A, B), or (A, B, quant) when quant is given."""
-    budget = [tries]
+    `tries` attempts are spent: the fewest rows, columns, depth and nonzero elements, and the plainest parameters,
+    that still fail. `fails(A, B)`, or `fails(A, B, quant)` when quant is given (its per-row and per-channel arrays
+    are cut with the rows and columns). Returns (A, B), or (A, B, quant) when quant is given.
+    An attempt at operands tried before takes the answer it had (a pass after the last change repeats the one before
+    it: a third to a half of the attempts); it still counts against `tries`, so the result is the one every attempt
+    run would give."""
+    budget, answers = [tries], {}
 
     def attempt(A2, B2, q2) -> bool:
         if budget[0] <= 0 or not (A2.shape[0] and B2.shape[1] and A2.shape[1]):
             return False
         budget[0] -= 1
-        return bool(fails(A2, B2) if quant is None else fails(A2, B2, q2))
+        key = _attempt_key(A2, B2, q2 if quant is not None else None)
+        if key not in answers:
+            answers[key] = bool(fails(A2, B2) if quant is None else fails(A2, B2, q2))
+        return answers[key]
 
     q = quant
     changed = True
@@ -1213,6 +1220,17 @@ def shrink(fails, A, B, tries: int = SHRINK_TRIES, quant: dict | None = None, si
                     q, changed = q2, True
                     break
     return (A, B) if quant is None else (A, B, q)
+
+
+def _attempt_key(A, B, q) -> bytes:
+    """A digest of a shrink attempt's operands and parameters: their shapes, types and bytes."""
+    h = hashlib.blake2b(digest_size=16)
+    items = [("A", A), ("B", B), *sorted((q or {}).items())]
+    for name, value in items:
+        value = np.asarray(value)
+        h.update(f"{name}:{value.dtype.str}:{value.shape};".encode())
+        h.update(value.tobytes() if value.dtype != object else repr(value.tolist()).encode())
+    return h.digest()
 
 
 def _chunks(size: int):
