@@ -437,6 +437,45 @@ def test_the_campaign_benchmark_times_one_datatype():
     assert lowp("bench", "xnnpack").returncode == 2
 
 
+def test_the_zoo_estimate_counts_each_groups_sample_once_per_kernel_it_holds():
+    from lowp.conformance.bench.zoo import Stratum, estimate
+    groups = [Stratum(("a", "gemm", "avx2"), ("k1", "k2", "k3")), Stratum(("b", "gemm", "neon"), ("k4",)),
+              Stratum(("c", "gemm", "hvx"), ("k5", "k6")), Stratum(("d", "gemm", "sse2"), ("k7",))]
+    kernels = [{"name": "k2", "status": "passed", "seconds": 2.0, "build_seconds": 0.5},
+               {"name": "k4", "status": "failed", "seconds": 10.0, "build_seconds": 0.0},
+               {"name": "k6", "status": "skipped", "seconds": 0.0}]
+    rows = [{"kernel": "k2", "verdict": "PASS", "backend": "native"},
+            {"kernel": "k4", "verdict": "SKIPPED", "backend": "qemu"}, {"kernel": "k4", "verdict": "FAIL",
+                                                                         "backend": "unicorn"}]
+    e = estimate(groups, kernels, rows, jobs=2)
+    assert [g.pick for g in groups] == ["k2", "k4", "k6", "k7"]         # the middle kernel by name
+    assert e["kernels"] == 7 and e["judged_groups"] == 2 and e["judged_kernels"] == 4
+    assert (e["skipped_groups"], e["skipped_kernels"], e["missing"]) == (1, 2, ["k7"])
+    assert e["checks_seconds"] == 3 * 2.0 + 10.0 and e["build_seconds"] == 1.5
+    assert e["checks_minutes"] == 16.0 / 2 / 60
+    assert e["per_kernel"] == {"median": 2.5, "p90": 10.0, "max": 10.0}
+    assert e["backends"] == {"native": {"kernels": 3, "checks": 6.0, "mean": 2.0},
+                             "unicorn": {"kernels": 1, "checks": 10.0, "mean": 10.0}}
+
+
+def test_the_zoo_benchmark_judges_one_kernel_of_each_group_and_scales_it():
+    """`lowp bench xnnpack --zoo` (issue 36): one kernel of each (datatype, op, ISA) group of the checkout judged,
+    the whole campaign's minutes and per-kernel median estimated against the targets."""
+    from lowp.conformance.bench.zoo import strata
+    from lowp.conformance.libraries.xnnpack import Xnnpack
+    groups, _ = strata(Xnnpack(), Checkout(TREE), {"isa": ["avx2"]})
+    assert [g.key for g in groups] == [("qs8-qc8w", "gemm", "avx2")] and len(groups[0].kernels) == 2
+    result = lowp("bench", "xnnpack", "--checkout", TREE, "--zoo", "--isa", "avx2", "--jobs", "1")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "2 kernels map" in result.stdout and "in 1 (datatype, op, ISA) groups" in result.stdout, result.stdout
+    assert "one kernel of each judged here (1 groups, 2 kernels; 0 groups" in result.stdout, result.stdout
+    sample = float(re.search(r"the sample's wall time +\| +([0-9.]+)", result.stdout)[1])
+    checks = float(re.search(r"the zoo's checks, estimated \(CPU s\) +\| +([0-9.]+)", result.stdout)[1])
+    assert checks > 0 and re.search(r"on 1 jobs, minutes +\| +[0-9.]+ +\| (within|OVER) 30 min", result.stdout)
+    assert sample > 0 and re.search(r"\| native +\| +2 \|", result.stdout), result.stdout
+    assert lowp("bench", "xnnpack", "--zoo").returncode == 2
+
+
 def test_an_igemm_mlal_kernels_pairs_restart_at_every_tap():
     """A campaign over XNNPACK @75db3c0 found the neonv8 MLAL IGEMMs' model check off where an int16 pair (k,
     k + 8) straddles two taps (K = 63: 3 taps of 21): the kernel pairs within a tap, so its model does too."""

@@ -70,6 +70,10 @@ def add_parser(sub) -> None:
                             "ggml or llama.cpp checkout `lowp ggml` judges whole (issue 35: within 20 minutes)")
     bench.add_argument("--datatype", default="qs8-qc8w", metavar="D",
                        help="xnnpack: the datatype (default qs8-qc8w)")
+    bench.add_argument("--zoo", action="store_true",
+                       help="xnnpack: instead of one datatype, the whole campaign (every datatype) estimated from one "
+                            "kernel of each (datatype, op, ISA) group, judged here (issue 36: the zoo within 30 "
+                            "minutes on 2 cores, the per-kernel median within 1 s)")
     bench.add_argument("--cold", action="store_true",
                        help="xnnpack, ggml: on an empty build cache (a fresh LOWP_CACHE_DIR, removed after): every "
                             "build, zig's runtimes per target included, joins the time; default: the cache's builds "
@@ -378,8 +382,70 @@ def bench_xnnpack(args) -> int:
     minutes, per kernel the median and p90 seconds and the mean CPU seconds, the CPU share the run had, the cases
     checked per second. A cold run (an empty build cache)
     counts its builds; run it twice to see both. Exits 0 whatever the verdicts; 2 without a checkout."""
+    if args.zoo:
+        return bench_zoo(args)
     return bench_library(args, "xnnpack", ["--datatype", args.datatype], XNNPACK_TARGET_SECONDS,
                          f"--datatype {args.datatype} ")
+
+
+ZOO_TARGET_SECONDS, KERNEL_MEDIAN_TARGET = 30 * 60, 1.0     # issue 36: the whole int8 zoo, and per kernel
+
+
+def bench_zoo(args) -> int:
+    """`lowp xnnpack` over every datatype, estimated: one kernel of each (datatype, op, ISA) group judged in a child
+    (lowp.conformance.bench.zoo), each group counted once per kernel it holds: the checks' minutes on the run's jobs
+    against issue 36's 30, the per-kernel median against its 1 s, per backend. --isa narrows the groups."""
+    import glob
+    import os
+    import sys
+    from lowp.conformance.bench import zoo
+    from lowp.conformance.libraries.xnnpack import Xnnpack
+    from lowp.conformance.run.campaign import NotACheckout
+    if args.checkout is None:
+        print("error: lowp bench xnnpack --zoo needs --checkout PATH (an XNNPACK checkout)", file=sys.stderr)
+        return 2
+    library = Xnnpack()
+    try:
+        checkout = library.open(args.checkout)
+    except NotACheckout as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    groups, unmapped = zoo.strata(library, checkout, {"isa": args.isa})
+    if not groups:
+        print("error: no kernel of the checkout maps" + (f" for --isa {', '.join(args.isa)}" * bool(args.isa)),
+              file=sys.stderr)
+        return 2
+    picks = [word for g in groups for word in ("--kernel", glob.escape(g.pick))]
+    done = _library_campaign(args, "xnnpack", picks)
+    if done is None:
+        return 2
+    doc, report, _ = done
+    jobs = doc["settings"].get("jobs") or os.cpu_count()
+    e = zoo.estimate(groups, doc["kernels"], report["rows"] if report else [], jobs)
+    k = e["per_kernel"]
+    print(f"lowp xnnpack {args.checkout} --profile quick, estimated from a sample: {e['kernels']:,} kernels map "
+          f"({unmapped} do not) in {e['groups']} (datatype, op, ISA) groups; one kernel of each judged here "
+          f"({e['judged_groups']} groups, {e['judged_kernels']:,} kernels; {e['skipped_groups']} groups, "
+          f"{e['skipped_kernels']:,} kernels, this machine cannot run); {jobs} jobs on {os.cpu_count()} cores, "
+          f"{'an empty build cache' if args.cold else 'builds from the cache where it has them'}\n")
+    if e["missing"]:
+        print(f"not in the sample's campaign (counted as nothing): {', '.join(e['missing'])}\n")
+    print(tabulate([("the sample's wall time", f"{doc['seconds']['wall']:.1f}", ""),
+                    ("the zoo's checks, estimated (CPU s)", f"{e['checks_seconds']:,.0f}", ""),
+                    (f"the zoo's checks on {jobs} jobs, minutes", f"{e['checks_minutes']:.1f}",
+                     f"{'within' if e['checks_minutes'] * 60 <= ZOO_TARGET_SECONDS else 'OVER'} "
+                     f"{ZOO_TARGET_SECONDS // 60} min"),
+                    ("the zoo's builds, estimated (s)", f"{e['build_seconds']:,.0f}",
+                     "cold" if args.cold else "cached where built before"),
+                    ("per kernel (checks + build): median", _s(k["median"]),
+                     f"{'within' if (k['median'] or 0) <= KERNEL_MEDIAN_TARGET else 'OVER'} {KERNEL_MEDIAN_TARGET:g} s"),
+                    ("per kernel: p90", _s(k["p90"]), ""), ("per kernel: max", _s(k["max"]), "")],
+                   headers=("", "seconds", "target"), tablefmt="github"))
+    print()
+    print(tabulate([(name, f"{b['kernels']:,}", f"{b['checks']:,.0f}", f"{b['mean']:.2f}")
+                    for name, b in e["backends"].items()],
+                   headers=("backend", "kernels", "checks' CPU s, estimated", "per kernel, mean"), tablefmt="github"))
+    return 0
 
 
 def bench_ggml(args) -> int:
@@ -394,31 +460,19 @@ GGML_TARGET_SECONDS = 20 * 60
 def bench_library(args, library: str, options: list[str], target: int, spelt: str = "") -> int:
     """`lowp LIBRARY CHECKOUT OPTIONS --profile quick` in a child, timed: the wall time against `target` seconds,
     per kernel the median and p90 seconds, the CPU share the run had."""
-    import json
     import os
-    import subprocess
     import sys
-    import tempfile
     if args.checkout is None:
         print(f"error: lowp bench {library} needs --checkout PATH (a {library} checkout)", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix=f"lowp-bench-{library}-") as out:
-        isas = [word for isa in args.isa for word in ("--isa", isa)]
-        command = [sys.executable, "-m", "lowp", library, str(args.checkout), *options, *isas,
-                   "--profile", "quick", "--out", out, "--no-database", "--fresh",
-                   *(["--jobs", str(args.jobs)] if args.jobs else [])]
-        env = dict(os.environ, LOWP_CACHE_DIR=str(Path(out) / "cache")) if args.cold else None
-        cpu = os.times()
-        done = subprocess.run(command, capture_output=True, text=True, env=env)
-        used = os.times()
-        if done.returncode == 2:
-            print(done.stderr.strip(), file=sys.stderr)
-            return 2
-        doc = json.loads((Path(out) / "campaign.json").read_text())
-        cases, check_seconds = _cases_checked(Path(out) / "report.json")
+    isas = [word for isa in args.isa for word in ("--isa", isa)]
+    done = _library_campaign(args, library, [*options, *isas])
+    if done is None:
+        return 2
+    doc, rows, cpu_seconds = done
+    cases, check_seconds = _cases_checked(rows)
     t, s, k = doc["totals"], doc["seconds"], doc["per_kernel_seconds"]
     jobs = doc["settings"].get("jobs") or os.cpu_count()
-    cpu_seconds = used.children_user - cpu.children_user + used.children_system - cpu.children_system
     share = cpu_seconds / max(1e-9, jobs * s["wall"])
     spelt += "".join(f"--isa {isa} " for isa in args.isa)
     print(f"lowp {library} {args.checkout} {spelt}--profile quick: {t['found']} kernels found, "
@@ -443,13 +497,38 @@ def bench_library(args, library: str, options: list[str], target: int, spelt: st
     return 0
 
 
-def _cases_checked(report: Path) -> tuple[int, float]:
-    """(cases executed, the seconds of every check summed) of a run's report.json; (0, 0) without one."""
+def _library_campaign(args, library: str, options: list[str]):
+    """Run `lowp LIBRARY CHECKOUT OPTIONS --profile quick --fresh --no-database` in a child (on an empty build cache
+    with --cold): (campaign.json, report.json, the child's CPU seconds); None (the child's error printed) where it
+    refused."""
     import json
-    if not report.is_file():
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix=f"lowp-bench-{library}-") as out:
+        command = [sys.executable, "-m", "lowp", library, str(args.checkout), *options,
+                   "--profile", "quick", "--out", out, "--no-database", "--fresh",
+                   *(["--jobs", str(args.jobs)] if args.jobs else [])]
+        env = dict(os.environ, LOWP_CACHE_DIR=str(Path(out) / "cache")) if args.cold else None
+        cpu = os.times()
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
+        used = os.times()
+        if done.returncode == 2:
+            print(done.stderr.strip(), file=sys.stderr)
+            return None
+        doc = json.loads((Path(out) / "campaign.json").read_text())
+        report = Path(out) / "report.json"
+        rows = json.loads(report.read_text()) if report.is_file() else None
+    cpu_seconds = used.children_user - cpu.children_user + used.children_system - cpu.children_system
+    return doc, rows, cpu_seconds
+
+
+def _cases_checked(report: dict | None) -> tuple[int, float]:
+    """(cases executed, the seconds of every check summed) of a run's report.json; (0, 0) without one."""
+    if not report:
         return 0, 0.0
-    doc = json.loads(report.read_text())
-    return int(doc["summary"].get("cases_executed", 0)), sum(row.get("seconds") or 0 for row in doc["rows"])
+    return int(report["summary"].get("cases_executed", 0)), sum(row.get("seconds") or 0 for row in report["rows"])
 
 
 def bench_ray(args) -> int:
