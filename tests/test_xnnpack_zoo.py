@@ -474,6 +474,8 @@ def test_the_zoo_benchmark_judges_one_kernel_of_each_group_and_scales_it():
     assert checks > 0 and re.search(r"on 1 jobs, minutes +\| +[0-9.]+ +\| (within|OVER) 30 min", result.stdout)
     assert sample > 0 and re.search(r"\| native +\| +2 \|", result.stdout), result.stdout
     assert lowp("bench", "xnnpack", "--zoo").returncode == 2
+    refused = lowp("bench", "xnnpack", "--checkout", TREE, "--zoo", "--datatype", "qs9")
+    assert refused.returncode == 2 and "--datatype qs9: no int8 GEMM YAML" in refused.stderr, refused.stderr
 
 
 def test_an_igemm_mlal_kernels_pairs_restart_at_every_tap():

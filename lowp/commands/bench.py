@@ -68,8 +68,9 @@ def add_parser(sub) -> None:
                        help="xnnpack: the XNNPACK checkout whose kernels `lowp xnnpack` judges (issue 23: every "
                             "kernel of one datatype this machine can run, quick profile, within 60 minutes); ggml: the "
                             "ggml or llama.cpp checkout `lowp ggml` judges whole (issue 35: within 20 minutes)")
-    bench.add_argument("--datatype", default="qs8-qc8w", metavar="D",
-                       help="xnnpack: the datatype (default qs8-qc8w)")
+    bench.add_argument("--datatype", action="append", default=[], metavar="D",
+                       help="xnnpack: the datatype (default qs8-qc8w); with --zoo: only these datatypes' groups "
+                            "(repeatable; default: every datatype)")
     bench.add_argument("--zoo", action="store_true",
                        help="xnnpack: instead of one datatype, the whole campaign (every datatype) estimated from one "
                             "kernel of each (datatype, op, ISA) group, judged here (issue 36: the zoo within 30 "
@@ -384,8 +385,9 @@ def bench_xnnpack(args) -> int:
     counts its builds; run it twice to see both. Exits 0 whatever the verdicts; 2 without a checkout."""
     if args.zoo:
         return bench_zoo(args)
-    return bench_library(args, "xnnpack", ["--datatype", args.datatype], XNNPACK_TARGET_SECONDS,
-                         f"--datatype {args.datatype} ")
+    datatypes = args.datatype or ["qs8-qc8w"]
+    return bench_library(args, "xnnpack", [word for d in datatypes for word in ("--datatype", d)],
+                         XNNPACK_TARGET_SECONDS, "".join(f"--datatype {d} " for d in datatypes))
 
 
 ZOO_TARGET_SECONDS, KERNEL_MEDIAN_TARGET = 30 * 60, 1.0     # issue 36: the whole int8 zoo, and per kernel
@@ -410,10 +412,13 @@ def bench_zoo(args) -> int:
     except NotACheckout as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    groups, unmapped = zoo.strata(library, checkout, {"isa": args.isa})
+    refusal = library.refuse(checkout, {"datatype": args.datatype, "isa": args.isa})
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
+    groups, unmapped = zoo.strata(library, checkout, {"datatype": args.datatype, "isa": args.isa})
     if not groups:
-        print("error: no kernel of the checkout maps" + (f" for --isa {', '.join(args.isa)}" * bool(args.isa)),
-              file=sys.stderr)
+        print("error: no kernel of the checkout's selection maps", file=sys.stderr)
         return 2
     picks = [word for g in groups for word in ("--kernel", glob.escape(g.pick))]
     done = _library_campaign(args, "xnnpack", picks)
