@@ -43,6 +43,16 @@ def _iced():
     return iced_x86, names, mnemonics
 
 
+@lru_cache(maxsize=4096)
+def _decoded(code: bytes, rip: int):
+    """(the instruction, its mnemonic, its operands' register names) at `rip`: a kernel's AMX instructions are a
+    few addresses run thousands of times (decoding one costs more than its TDPBUSD's model)."""
+    iced, reg_names, mnemonics = _iced()
+    insn = next(iter(iced.Decoder(64, code, ip=rip)))
+    return insn, mnemonics.get(insn.mnemonic, ""), [reg_names.get(insn.op_register(i), "")
+                                                       for i in range(insn.op_count)]
+
+
 class AmxUnit:
     """The tile registers and configuration of one guest CPU."""
 
@@ -61,12 +71,10 @@ class AmxUnit:
         """Run the instruction at `rip` (`code`: its bytes and what follows) if it is an AMX one: returns
         (mnemonic, length); None for any other instruction (left to the emulator's #UD). read(address, n) and
         write(address, data) access guest memory (raising ValueError for an unmapped address). Raises AmxFault."""
-        iced, reg_names, mnemonics = _iced()
-        insn = next(iter(iced.Decoder(64, code, ip=rip)))
-        name = mnemonics.get(insn.mnemonic, "")
+        insn, name, operands = _decoded(bytes(code), rip)
         if not (name.startswith("tile") or name in DOT or name in ("ldtilecfg", "sttilecfg")):
             return None
-        operands = [reg_names.get(insn.op_register(i), "") for i in range(insn.op_count)]
+        reg_names = _iced()[1]
         if name in ("ldtilecfg", "sttilecfg", "tilerelease"):
             getattr(self, name)(insn, regs, reg_names, read, write)
             return name, insn.len
@@ -119,10 +127,9 @@ class AmxUnit:
     def _load(self, t: int, insn, regs, reg_names, read) -> None:
         start, stride = _tile_address(insn, regs, reg_names)
         rows, colsb = int(self.rows[t]), int(self.colsb[t])
-        tile = np.zeros((ROWS, COLSB), np.uint8)
-        for r in range(rows):
-            tile[r, :colsb] = np.frombuffer(_read(read, start + r * stride, colsb, insn), np.uint8)
-        self.tiles[t] = tile
+        data = b"".join(_read(read, start + r * stride, colsb, insn) for r in range(rows))
+        self.tiles[t] = 0
+        self.tiles[t, :rows, :colsb] = np.frombuffer(data, np.uint8).reshape(rows, colsb)
 
     def _store(self, t: int, insn, regs, reg_names, read, write) -> None:
         start, stride = _tile_address(insn, regs, reg_names)

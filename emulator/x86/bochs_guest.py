@@ -88,6 +88,7 @@ class Memory:
         self.next_permanent, self.next = 0, self.PERMANENT     # the next free page of each region
         self.inserted = {True: 0, False: self.PERMANENT}        # each region's pages handed to Bochs so far
         self.ranges = []              # (virtual, pages, physical) of every mapping
+        self._last = (0, 0, 0)        # the range translate() found last
         self.per_call = []            # the current call's buffer mappings (virtual, pages)
         self.per_call_layout = None   # the (virtual, bytes) regions they were made for
         self.pml4 = self.allocate(1, permanent=True)
@@ -163,15 +164,22 @@ class Memory:
             self._set_entries(virtual, pages, None, 0)
         calls = set(self.per_call)
         self.ranges = [r for r in self.ranges if r[:2] not in calls]
+        self._last = (0, 0, 0)
         self.per_call = []
         self.next = self.PERMANENT
 
     def translate(self, virtual: int) -> tuple[int, int] | None:
-        """(physical address, bytes mapped from there on) of a virtual address, or None if it is not mapped."""
-        for va, pages, physical in self.ranges:
-            if va <= virtual < va + pages * PAGE:
-                return physical + virtual - va, va + pages * PAGE - virtual
-        return None
+        """(physical address, bytes mapped from there on) of a virtual address, or None if it is not mapped. The
+        mapping found last is asked first: an AMX tile's rows are read one by one from one buffer."""
+        va, pages, physical = self._last
+        if not va <= virtual < va + pages * PAGE:
+            for va, pages, physical in self.ranges:
+                if va <= virtual < va + pages * PAGE:
+                    self._last = va, pages, physical
+                    break
+            else:
+                return None
+        return physical + virtual - va, va + pages * PAGE - virtual
 
     def write(self, virtual: int, data: bytes) -> None:
         """Write `data` at mapped virtual addresses (ValueError where nothing is mapped)."""
@@ -185,6 +193,10 @@ class Memory:
             virtual, data = virtual + n, data[n:]
 
     def read(self, virtual: int, n: int) -> bytes:
+        where = self.translate(virtual)
+        if where is not None and where[1] >= n:          # within one mapping: one slice
+            o = where[0] - PHYS_BASE
+            return self.view[o:o + n].tobytes()
         out = []
         while n > 0:
             where = self.translate(virtual)
@@ -450,14 +462,13 @@ class Run:
                 return {"status": "return", "rax": cpu.rax}
             if handlers < rip <= handlers + HANDLER_STRIDE * 32:
                 vector = (rip - STOP_AT - handlers) // HANDLER_STRIDE
+                modeled = self._model(self._ud_frame()) if vector == 6 and g.amx_enabled else None
+                if modeled is True:
+                    self.exceptions.clear()         # delivered and handled: only nested faults count
+                    continue
                 fault = self._fault(vector)
-                if vector == 6 and g.amx_enabled:
-                    modeled = self._model(fault)
-                    if modeled is True:
-                        self.exceptions.clear()     # delivered and handled: only nested faults count
-                        continue
-                    if modeled:
-                        fault.update(modeled)
+                if modeled:
+                    fault.update(modeled)
                 return {"status": "fault", **fault}
             return {"status": "stopped", "rip": rip, "regs": _gprs(cpu), "exceptions": self.exceptions}
 
@@ -473,6 +484,14 @@ class Run:
         regs["rsp"] = rsp
         return {"vector": vector, "error_code": code, "rip": rip, "rflags": rflags, "cr2": cpu.cr2, "regs": regs,
                 "start": self.start}
+
+    def _ud_frame(self) -> dict:
+        """What an AMX instruction's #UD needs of the exception frame: the faulting RIP, RFLAGS and the interrupted
+        registers (RSP from the frame, the rest read from the CPU only if the instruction addresses memory by them:
+        _fault reads all 16 for a fault that is reported)."""
+        g = self.guest
+        rip, _cs, rflags, rsp, _ss = struct.unpack("<5Q", g.memory.read(IST_STACK + IST_BYTES - 40, 40))
+        return {"rip": rip, "rflags": rflags, "regs": _Registers(g.session.cpu, rsp)}
 
     def _model(self, fault: dict):
         """An AMX instruction Bochs lacks: run it on lowp's AMX unit and resume after it (True); not one (None: the
@@ -500,13 +519,12 @@ class Run:
         self.total += g.instructions(self.start, rip) if rip > self.start else 1
         if self.stretches is not None:
             self.stretches[(self.start, rip)] += 1
+        # Delivering the #UD changed only RSP (the handler's stack), RFLAGS and RIP: the handler touches no other
+        # register, and an AMX instruction writes none. Three registers, not the whole state (its 32 ZMMs too).
         cpu = g.session.cpu
-        state = cpu.state
-        for name, value in fault["regs"].items():
-            setattr(state, name, value)
-        state.rip = rip + length
-        state.rflags = fault["rflags"]
-        cpu.state = state
+        cpu.rsp = fault["regs"]["rsp"]
+        cpu.rflags = fault["rflags"]
+        cpu.rip = rip + length
         self.start = rip + length
         return True
 
@@ -538,6 +556,23 @@ def seeded_registers(seed: int | None, nargs: int) -> tuple[dict[str, int], list
         gprs.update((name, rng.getrandbits(63)) for name in (*free, *SEEDED))
         _SEEDED_STATES[key] = gprs, [[rng.getrandbits(63) for _ in range(8)] for _ in range(32)]
     return _SEEDED_STATES[key]
+
+
+class _Registers(dict):
+    """The general registers of an interrupted instruction, read from the CPU when asked (RSP: the frame's)."""
+
+    def __init__(self, cpu, rsp: int):
+        super().__init__(rsp=rsp)
+        self.cpu = cpu
+
+    def __contains__(self, name) -> bool:
+        return name in GPRS
+
+    def __missing__(self, name: str) -> int:
+        if name not in GPRS:
+            raise KeyError(name)
+        value = self[name] = getattr(self.cpu, name)
+        return value
 
 
 def _gprs(cpu) -> dict[str, int]:
