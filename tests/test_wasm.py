@@ -66,6 +66,39 @@ def test_calls_pass_arrays_by_address_and_ints_by_the_functions_types(machine):
 
 
 @needs_wasmtime
+def test_raw_calls_set_globals_and_call_as_wasmtimes_public_api_does(machine):
+    """The machine's calls go through wasmtime-py's C bindings directly (_RawCalls: the public API's per-value type
+    lookups were a third of a wasm kernel's check); a global set that way reads back through the public API, a
+    call returns what the public call returns, i64 arguments and negative values included, and a trap still
+    raises wasmtime's Trap."""
+    import wasmtime
+    from lowp.emulator.wasm.machine import _RawCalls
+    raw = machine._raw
+    assert isinstance(raw, _RawCalls)               # wasmtime 50's internals as lowp pins them: the fast path runs
+    glob = machine.globals["lowp_fault_site"]
+    for value in (-1, 0, 123456, -2 ** 31, 2 ** 31 - 1):
+        raw.set_i32(glob, value)
+        assert glob.value(machine.store) == value
+    machine._globals_set.pop("lowp_fault_site", None)
+    func, params, kinds = machine._signature("sum")
+    assert params == ["i32", "i32", "i64"] and kinds is not None
+    from lowp.emulator.wasm.machine import GAP
+    x = np.arange(-7, 9, dtype=np.int32)
+    first = machine.call("sum", x, len(x), 1, names=["x", "n", "scale"])     # x placed and allowed, as _place does
+    at = -(-machine.heap_base // 16) * 16 + GAP
+    assert np.array_equal(np.frombuffer(machine.memory.read(machine.store, at, at + x.nbytes), np.int32), x)
+    for n, scale in ((16, 1), (5, -3), (0, 2 ** 40 + 7)):
+        public = func(machine.store, at, n, scale)
+        assert raw.call(func, *kinds, [at, n, scale]) == public == int(x[:n].sum()) * scale % 2 ** 32 - (
+            2 ** 32 if int(x[:n].sum()) * scale % 2 ** 32 >= 2 ** 31 else 0)
+    assert first.ret == int(x.sum())
+    spin, _, spin_kinds = machine._signature("spin")
+    machine.store.set_fuel(10_000)
+    with pytest.raises(wasmtime.Trap):
+        raw.call(spin, *spin_kinds, [1])
+
+
+@needs_wasmtime
 def test_a_read_one_byte_past_a_buffer_is_a_named_fault(machine):
     x = np.arange(10, dtype=np.int8)
     assert machine.call("peek", x, 9).ret == 9

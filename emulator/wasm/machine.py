@@ -32,6 +32,7 @@ module sets none.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -52,6 +53,57 @@ PAGE = 65536                       # a wasm page
 NULL_PAGE = 4096                   # addresses below it are in no region (zig's 16 MiB stack starts at 0)
 MODES = ("deterministic", "native")
 INSTALL = "pip install 'wasmtime>=50,<51' (lowp's pyproject lists it)"
+
+
+class _RawCalls:
+    """Setting an i32 global and calling a function through wasmtime-py's own C bindings (its `_ffi`, the calls
+    Global.set_value and Func.__call__ make), without what those add per value: a type fetched from the store and
+    compared by building ValType objects, about 20 us a value. Per call that was a third of a wasm kernel's check
+    (a call sets some seven bounds globals and passes ten arguments). wasmtime is pinned (>=50,<51); `raw()` is None
+    where its internals differ, and the public API serves. tests/test_wasm.py holds the two paths equal."""
+
+    def __init__(self, store):
+        import wasmtime
+        from wasmtime import _ffi as ffi
+        from wasmtime._func import enter_wasm
+        self.ffi, self.enter_wasm, self.store, self.error = ffi, enter_wasm, store, wasmtime.WasmtimeError
+        self.i32, self.i64 = ffi.WASMTIME_I32.value, ffi.WASMTIME_I64.value
+
+    @classmethod
+    def raw(cls, store) -> "_RawCalls | None":
+        try:
+            made = cls(store)
+            made.ffi.wasmtime_global_set, made.ffi.wasmtime_func_call, made.ffi.wasmtime_val_t, store._context
+        except (ImportError, AttributeError):
+            return None
+        return made
+
+    def set_i32(self, glob, value: int) -> None:
+        raw = self.ffi.wasmtime_val_t(kind=self.i32)
+        raw.of.i32 = value
+        error = self.ffi.wasmtime_global_set(self.store._context(), ctypes.byref(glob._global), ctypes.byref(raw))
+        if error:
+            raise self.error._from_ptr(error)
+
+    def call(self, func, kinds: tuple[int, ...], results: tuple[int, ...], values: list[int]) -> int:
+        """Call `func` with `values` of `kinds` (i32 or i64 each); its first result (0 if none)."""
+        ffi = self.ffi
+        params = (ffi.wasmtime_val_t * len(values))()
+        for param, kind, value in zip(params, kinds, values):
+            param.kind = kind
+            if kind == self.i32:
+                param.of.i32 = value
+            else:
+                param.of.i64 = value
+        out = (ffi.wasmtime_val_t * len(results))()
+        with self.enter_wasm(self.store) as trap:
+            error = ffi.wasmtime_func_call(self.store._context(), ctypes.byref(func._func), params, len(values),
+                                           out, len(results), trap)
+            if error:
+                raise self.error._from_ptr(error)
+        if not results:
+            return 0
+        return int(out[0].of.i32 if results[0] == self.i32 else out[0].of.i64)
 
 
 def unavailable() -> str | None:
@@ -176,6 +228,9 @@ class WasmMachine:
         self.globals = {g: self.exports[g] for r in range(REGIONS) for g in region_globals(r)}
         self.globals.update({g: self.exports[g] for g in FAULT_GLOBALS})
         self._globals_set = {g: 0 for g in self.globals}    # what the globals hold (the module starts them at 0)
+        self._regions = None          # the regions the globals hold
+        self._raw = _RawCalls.raw(self.store)
+        self._signatures = {}         # symbol -> (func, its parameters' type names, kinds, result kinds)
         self.heap_base = self._address("__heap_base", 0)
         # the stack's bottom, but never the first page: a NULL pointer (plus a small offset) is no region
         self.lowest_static = max(self._address("__stack_low", 0), NULL_PAGE)
@@ -228,11 +283,17 @@ class WasmMachine:
         regions = [module or (self.lowest_static, self.heap_base, self.heap_base)]
         regions += [(p.base, p.base + p.nbytes + p.after, p.base + p.nbytes) for p in placed]
         regions += [(0, 0, 0)] * (REGIONS - len(regions))
+        if regions == self._regions and "lowp_fault_site" in self._globals_set:    # the last call's, unfaulted
+            return
+        self._regions = regions
         values = {g: _i32(v) for r, bounds in enumerate(regions) for g, v in zip(region_globals(r), bounds)}
         values["lowp_fault_site"] = -1
         for g, v in values.items():
             if self._globals_set.get(g) != v:
-                self.globals[g].set_value(self.store, v)
+                if self._raw is not None:
+                    self._raw.set_i32(self.globals[g], v)
+                else:
+                    self.globals[g].set_value(self.store, v)
                 self._globals_set[g] = v
 
     # -- the call ------------------------------------------------------------------------------------------------
@@ -247,12 +308,7 @@ class WasmMachine:
             raise TypeError(f"unknown option(s) {', '.join(sorted(options))} (the wasm machine has no hooks)")
         names, arrays, array_names, scalars = split_arguments(args, names, memory)
         tables = pointer_tables(args, memory)
-        try:
-            func = self.exports[symbol]
-        except KeyError:
-            known = ", ".join(sorted(n for n in self._functions() if not n.startswith(("lowp_", "_")))[:20])
-            raise EmulatorError(f"{self.binary.path.name}: no exported function {symbol!r}; functions: {known}")
-        params = [str(t) for t in func.type(self.store).params]
+        func, params, kinds = self._signature(symbol)
         if len(params) != len(scalars):
             raise EmulatorError(f"{symbol} takes {len(params)} arguments, the call passes {len(scalars)}")
         placed = self._place(arrays, array_names, overread or {}, tables, check_alignment(align))
@@ -269,8 +325,11 @@ class WasmMachine:
         error = None
         ret = 0
         try:
-            out = func(self.store, *values)
-            ret = int(out) if isinstance(out, int) else 0
+            if kinds is not None:
+                ret = self._raw.call(func, *kinds, values)
+            else:
+                out = func(self.store, *values)
+                ret = int(out) if isinstance(out, int) else 0
         except (wasmtime.Trap, wasmtime.WasmtimeError) as e:
             error = e
         seconds = time.perf_counter() - t0
@@ -285,6 +344,28 @@ class WasmMachine:
 
     def call_many(self, symbol: str, calls, *, seeds=None, **options) -> list:
         return call_each(self, symbol, calls, seeds=seeds, **options)
+
+    def _signature(self, symbol: str):
+        """(the exported function, its parameters' type names, (their kinds, its results' kinds) for _RawCalls or
+        None), asked once."""
+        hit = self._signatures.get(symbol)
+        if hit is None:
+            import wasmtime
+            try:
+                func = self.exports[symbol]
+            except KeyError:
+                known = ", ".join(sorted(n for n in self._functions() if not n.startswith(("lowp_", "_")))[:20])
+                raise EmulatorError(f"{self.binary.path.name}: no exported function {symbol!r}; functions: {known}")
+            if not isinstance(func, wasmtime.Func):
+                raise EmulatorError(f"{self.binary.path.name}: {symbol!r} is exported, but not as a function")
+            ty = func.type(self.store)
+            params, results = [str(t) for t in ty.params], [str(t) for t in ty.results]
+            kinds = None          # a signature of other types than i32 and i64 goes through the public API
+            if self._raw is not None and all(t in ("i32", "i64") for t in params + results):
+                codes = {"i32": self._raw.i32, "i64": self._raw.i64}
+                kinds = (tuple(codes[t] for t in params), tuple(codes[t] for t in results))
+            hit = self._signatures[symbol] = (func, params, kinds)
+        return hit
 
     def _read(self, placed) -> list:
         out = []
