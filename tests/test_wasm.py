@@ -75,6 +75,10 @@ def test_raw_calls_set_globals_and_call_as_wasmtimes_public_api_does(machine):
     from lowp.emulator.wasm.machine import _RawCalls
     raw = machine._raw
     assert isinstance(raw, _RawCalls)               # wasmtime 50's internals as lowp pins them: the fast path runs
+    public = machine.instance.exports(machine.store)     # exports looked up by name, as the public mapping has them
+    for name in ("memory", "sum", "lowp_fault_site", "__heap_base"):
+        assert type(machine.exports[name]) is type(public[name]) and name in machine.exports
+    assert "no_such_export" not in machine.exports and machine.exports.get("no_such_export", 7) == 7
     glob = machine.globals["lowp_fault_site"]
     for value in (-1, 0, 123456, -2 ** 31, 2 ** 31 - 1):
         raw.set_i32(glob, value)

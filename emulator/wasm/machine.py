@@ -65,8 +65,10 @@ class _RawCalls:
     def __init__(self, store):
         import wasmtime
         from wasmtime import _ffi as ffi
+        from wasmtime._extern import wrap_extern
         from wasmtime._func import enter_wasm
         self.ffi, self.enter_wasm, self.store, self.error = ffi, enter_wasm, store, wasmtime.WasmtimeError
+        self.wrap_extern = wrap_extern
         self.i32, self.i64 = ffi.WASMTIME_I32.value, ffi.WASMTIME_I64.value
 
     @classmethod
@@ -74,9 +76,18 @@ class _RawCalls:
         try:
             made = cls(store)
             made.ffi.wasmtime_global_set, made.ffi.wasmtime_func_call, made.ffi.wasmtime_val_t, store._context
+            made.ffi.wasmtime_instance_export_get, made.ffi.wasmtime_extern_t
         except (ImportError, AttributeError):
             return None
         return made
+
+    def export(self, instance, name: str):
+        """The instance's export `name` (a Func, Global, Memory, ...), or None."""
+        item, data = self.ffi.wasmtime_extern_t(), name.encode()
+        if not self.ffi.wasmtime_instance_export_get(self.store._context(), ctypes.byref(instance._instance), data,
+                                                     len(data), ctypes.byref(item)):
+            return None
+        return self.wrap_extern(item)
 
     def set_i32(self, glob, value: int) -> None:
         raw = self.ffi.wasmtime_val_t(kind=self.i32)
@@ -201,6 +212,30 @@ class _Placed:
     array: np.ndarray
 
 
+class _Exports:
+    """An instance's exports, each looked up by name when first asked: wasmtime-py's own mapping enumerates them
+    all (an XNNPACK kernel's module exports some 800: 30 ms of a new machine's 39, and a kernel's checks and their
+    diagnoses make a fresh machine a dozen times)."""
+
+    def __init__(self, raw: _RawCalls, instance):
+        self.raw, self.instance, self.found = raw, instance, {}
+
+    def get(self, name: str, default=None):
+        if name not in self.found:
+            self.found[name] = self.raw.export(self.instance, name)
+        hit = self.found[name]
+        return default if hit is None else hit
+
+    def __getitem__(self, name: str):
+        hit = self.get(name)
+        if hit is None:
+            raise KeyError(name)
+        return hit
+
+    def __contains__(self, name: str) -> bool:
+        return self.get(name) is not None
+
+
 class WasmMachine:
     """One wasmtime instance of `binary` (a build_for_wasm module); call() its exported functions."""
 
@@ -223,13 +258,13 @@ class WasmMachine:
                 linker.define_func(imp.module, imp.name, imp.type, host or _refuse(imp.module, imp.name),
                                    access_caller=imp.name == "fd_write")
         self.instance = linker.instantiate(self.store, self.module)
-        self.exports = self.instance.exports(self.store)
+        self._raw = _RawCalls.raw(self.store)
+        self.exports = self.instance.exports(self.store) if self._raw is None else _Exports(self._raw, self.instance)
         self.memory = self.exports["memory"]
         self.globals = {g: self.exports[g] for r in range(REGIONS) for g in region_globals(r)}
         self.globals.update({g: self.exports[g] for g in FAULT_GLOBALS})
         self._globals_set = {g: 0 for g in self.globals}    # what the globals hold (the module starts them at 0)
         self._regions = None          # the regions the globals hold
-        self._raw = _RawCalls.raw(self.store)
         self._signatures = {}         # symbol -> (func, its parameters' type names, kinds, result kinds)
         self.heap_base = self._address("__heap_base", 0)
         # the stack's bottom, but never the first page: a NULL pointer (plus a small offset) is no region
