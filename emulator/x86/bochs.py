@@ -58,6 +58,13 @@ RUNTIME = HERE / "runtime_x86.c"
 CXX_RUNTIME = HERE / "runtime_cxx.cc"
 SHIM = HERE / "glibc_compat.c"
 WATCHDOG = HERE / "bochs_watchdog.c"
+GUEST = HERE / "x86" / "bochs_guest.py"
+# The guest process runs bochs_guest.py as a module of its own, not as lowp.emulator.x86.bochs_guest: importing
+# the package first (lowp.emulator's build and build cache) was half of a guest's start, and a kernel's checks
+# start several guests. It imports lowp itself only for AMX (lowp's AMX unit).
+GUEST_BOOT = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('lowp_bochs_guest', "
+              "sys.argv[1]); guest = importlib.util.module_from_spec(spec); spec.loader.exec_module(guest); "
+              "guest.serve(int(sys.argv[2]), int(sys.argv[3]))")
 PAGE = 4096
 BUFFERS = 0x1_0000_0000
 STACK_TOP, STACK_SIZE = 0x7F00_0000, 1 << 20
@@ -276,7 +283,7 @@ class BochsMachine(GuestProcess):
         os.ftruncate(memory, MEMORY_BYTES)
         self._memory = mmap.mmap(memory, MEMORY_BYTES, flags=mmap.MAP_SHARED)
         self._stderr = tempfile.TemporaryFile()
-        self._proc = subprocess.Popen([sys.executable, "-m", "lowp.emulator.x86.bochs_guest", str(to_guest_r),
+        self._proc = subprocess.Popen([sys.executable, "-c", GUEST_BOOT, str(GUEST), str(to_guest_r),
                                        str(from_guest_w)], pass_fds=(to_guest_r, from_guest_w, memory),
                                       stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr, close_fds=True)
         for fd in (to_guest_r, from_guest_w):
