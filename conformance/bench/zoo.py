@@ -12,6 +12,9 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
+
+from lowp.conformance.run.campaign import Campaign, map_kernels
 
 
 @dataclass(frozen=True)
@@ -26,21 +29,16 @@ class Stratum:
 
 
 def strata(library, checkout, selection: dict | None = None) -> tuple[list[Stratum], int]:
-    """(the groups of the kernels a campaign over `checkout` would judge, how many it would skip at mapping): every
-    kernel the library finds that `selection` ({group key: [values]}, empty: all) selects and that maps, first of
-    its name."""
-    selection = {k: v for k, v in (selection or {}).items() if v}
-    groups, seen, skipped = defaultdict(list), set(), 0
-    for found in library.found(checkout, selection):
-        if not all(found.group.get(key) in values for key, values in selection.items()):
-            continue
-        if found.skip is not None or found.name in seen or not isinstance(library.map(checkout, found), dict):
-            skipped += 1
-            continue
-        seen.add(found.name)
-        groups[tuple(found.group.get(key) for key in library.group_keys)].append(found.name)
+    """(the groups of the kernels a campaign over `checkout` would judge, how many it would skip at mapping): the
+    campaign's own mapping (lowp.conformance.run.campaign.map_kernels) of what `selection` ({group key: [values]},
+    empty: all) selects."""
+    items, _ = map_kernels(Campaign(library, checkout, Path(), selection=dict(selection or {})))
+    groups = defaultdict(list)
+    for item in items:
+        if item.skip is None:
+            groups[tuple(item.group.get(key) for key in library.group_keys)].append(item.name)
     return [Stratum(key, tuple(sorted(names))) for key, names in sorted(groups.items(), key=lambda kv: str(kv[0]))], \
-        skipped
+        sum(item.skip is not None for item in items)
 
 
 def estimate(groups: list[Stratum], kernels: list[dict], rows: list[dict], jobs: int) -> dict:

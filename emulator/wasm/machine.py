@@ -265,7 +265,7 @@ class WasmMachine:
         self.globals.update({g: self.exports[g] for g in FAULT_GLOBALS})
         self._globals_set = {g: 0 for g in self.globals}    # what the globals hold (the module starts them at 0)
         self._regions = None          # the regions the globals hold
-        self._signatures = {}         # symbol -> (func, its parameters' type names, kinds, result kinds)
+        self._signatures = {}         # symbol -> what _signature() returns
         self.heap_base = self._address("__heap_base", 0)
         # the stack's bottom, but never the first page: a NULL pointer (plus a small offset) is no region
         self.lowest_static = max(self._address("__stack_low", 0), NULL_PAGE)

@@ -193,10 +193,6 @@ class Memory:
             virtual, data = virtual + n, data[n:]
 
     def read(self, virtual: int, n: int) -> bytes:
-        where = self.translate(virtual)
-        if where is not None and where[1] >= n:          # within one mapping: one slice
-            o = where[0] - PHYS_BASE
-            return self.view[o:o + n].tobytes()
         out = []
         while n > 0:
             where = self.translate(virtual)

@@ -412,11 +412,12 @@ def bench_zoo(args) -> int:
     except NotACheckout as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    refusal = library.refuse(checkout, {"datatype": args.datatype, "isa": args.isa})
+    selection = {"datatype": args.datatype, "isa": args.isa}
+    refusal = library.refuse(checkout, selection)
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
-    groups, unmapped = zoo.strata(library, checkout, {"datatype": args.datatype, "isa": args.isa})
+    groups, unmapped = zoo.strata(library, checkout, selection)
     if not groups:
         print("error: no kernel of the checkout's selection maps", file=sys.stderr)
         return 2
@@ -474,8 +475,8 @@ def bench_library(args, library: str, options: list[str], target: int, spelt: st
     done = _library_campaign(args, library, [*options, *isas])
     if done is None:
         return 2
-    doc, rows, cpu_seconds = done
-    cases, check_seconds = _cases_checked(rows)
+    doc, report, cpu_seconds = done
+    cases, check_seconds = _cases_checked(report)
     t, s, k = doc["totals"], doc["seconds"], doc["per_kernel_seconds"]
     jobs = doc["settings"].get("jobs") or os.cpu_count()
     share = cpu_seconds / max(1e-9, jobs * s["wall"])
