@@ -199,6 +199,21 @@ CASES = Path(__file__).parent / "cases"
 
 
 @pytest.fixture(scope="module")
+def mutation_suite():
+    """The mutation suites' kernels (lowp.conformance.bench.mutants), by name, registered afresh."""
+    import tomllib
+    from lowp.conformance.bench import mutants
+    from lowp.kernels import load_toml
+    from lowp.kernels.registry import _KERNELS
+    out = {}
+    for toml in mutants.SUITES.values():
+        for entry in tomllib.loads(toml.read_text())["kernel"]:
+            _KERNELS.pop(entry["name"], None)
+        out.update({k.name: k for k in load_toml(toml)})
+    return out
+
+
+@pytest.fixture(scope="module")
 def rare():
     """The kernels of tests/cases/rare.toml, registered afresh: tc_rare is wrong only where K % 11 == 10 and M >= 2
     (a search needs tens of examples to find it), tc_right is its fixed twin, tc_needle is wrong for about 64 of

@@ -215,19 +215,6 @@ def _native_mutants():
     return out
 
 
-@pytest.fixture(scope="module")
-def mutation_suite():
-    from lowp.conformance.bench import mutants
-    from lowp.kernels import load_toml
-    from lowp.kernels.registry import _KERNELS
-    out = {}
-    for toml in mutants.SUITES.values():
-        for entry in tomllib.loads(toml.read_text())["kernel"]:
-            _KERNELS.pop(entry["name"], None)
-        out.update({k.name: k for k in load_toml(toml)})
-    return out
-
-
 # The x86 mutants that still run where the CPU lacks their features (on Bochs, some 25 s each): a wrong value, a
 # dispatch, a control.
 BOCHS_SAMPLE = {"mut_x86_vnni_kblock_store", "x86_vnni_dispatch_avx512", "x86_ctl_vnni_avx512"}

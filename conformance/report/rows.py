@@ -179,6 +179,8 @@ class CheckRow(TypedDict):
     searched: NotRequired[int | None]   # examples the hypothesis search tried; None: it did not run (--case)
     drawn: NotRequired[int]     # cases drawn from the search's distribution and run batched (`lowp fuzz`)
     replayed: NotRequired[int]  # of them, counterexamples kept in the example database, replayed first
+    shared_runs: NotRequired[int]   # of the executed cases, those judged on the kernel's earlier check's run of the
+                                    # same call, in the same state (run/shared_runs.py)
     first_failure_seconds: NotRequired[float]
     traceback: NotRequired[str]
     test: NotRequired[str]      # the pytest node that made the check (pytest --lowp-report)

@@ -148,6 +148,7 @@ class Screen:
     names: tuple[str, ...] = ()
     outcomes: Sequence | None = None
     hung: bool = False
+    verdicts: list | None = None    # a quantized batch that is not clean: each case's (ok, matched) as judged
 
     @property
     def matched(self) -> list[str] | None:
@@ -200,19 +201,20 @@ def _stacked(results: Sequence) -> np.ndarray | None:
 def _judged_per_case(check, kern, A3, B3, options, results) -> Screen:
     """A quantized kernel's batch, each case judged as the per-case path judges it (quantized.judge: the same
     reading's name), clean when every case passed. The cases whose C is the batch's first reading, computed for
-    all of them at once (judged_together), have that reading's name without a judge of their own."""
+    all of them at once (judged_together), have that reading's name without a judge of their own. A batch with a
+    failing case comes back with every case's verdict (Screen.verdicts), which the per-case path takes instead of
+    judging the case again."""
     from lowp.conformance.search import quantized
     if not all(isinstance(C, np.ndarray) for C in results):
         return Screen(None, outcomes=results, hung=_hung(results))
     quants = [o["quant"] for o in options]
     together = judged_together(check.check, kern, A3, B3, quants, results) or [None] * len(results)
-    matched = []
+    verdicts = []
     for A, B, q, C, name in zip(A3, B3, quants, results, together):
-        if name is None:
-            ok, name, _ = quantized.judge(check.check, kern, A, B, q, C)
-            if not ok:
-                return Screen(None, outcomes=results)
-        matched.append(name)
+        verdicts.append((True, name) if name is not None else quantized.judge(check.check, kern, A, B, q, C)[:2])
+    if not all(ok for ok, _ in verdicts):      # the per-case path takes each case's verdict as it is
+        return Screen(None, outcomes=results, verdicts=verdicts)
+    matched = [name for _, name in verdicts]
     names = tuple(dict.fromkeys(matched))
     return Screen(np.array([names.index(n) for n in matched]), names)
 

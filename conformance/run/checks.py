@@ -22,7 +22,7 @@ from lowp.kernels import executor, kernel as get_kernel
 from lowp.kernels.entry import KeptForKernel
 from lowp.kernels.executors import poison
 
-from lowp.conformance.run import batch
+from lowp.conformance.run import batch, shared_runs
 from lowp.conformance.search import quantized
 from lowp.conformance.search.cases import (Case, abi_options, cases_for, operands, options_at, problems, ranges,
                                           with_zero_row)
@@ -752,11 +752,14 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     if not (batch.batchable(kern) or batch.batches_invocations(kern, ex)):
         tracked.forget()                # no batch will run: nothing to replay
     path_ok, row["path"] = claimed_path(kern, tracked)
+    shared = tracked.ex = shared_runs.layer(kern, tracked.ex, fresh)      # the kernel's earlier check's runs
     rec = Recorder(tracked)
     first, first_fault, early = _run_cases(check, kern, rec, cases, row, emit, start)
     hung = first_fault is not None and isinstance(first_fault.outcome.fault, BudgetExceeded)
     found, drawn = _draws(check, kern, rec, row, seed, draws, draw_seconds, emit) if not hung else (None, 0)
     tracked.forget()
+    if isinstance(shared, shared_runs.Layer) and shared.stop(failed=(first or first_fault or found) is not None):
+        row["shared_runs"] = shared.shared
     if drawn:
         row["drawn"] = drawn
     if found is not None:       # the search's roles stay: its example database keeps what the draws found
@@ -783,6 +786,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     if failure is not None:
         witnesses = [f for f in early if f.call is not failure.call][:WITNESSES[kern.quantized]]
         kind, row["cause"], failure = explain(check, kern, rec, failure, shrinking=not hung, witnesses=witnesses)
+        if kind in ("state", "nondeterministic"):
+            shared_runs.forget()        # its outcomes depend on more than the calls: a later check runs its own
         row["counterexample"] = counterexample(check, kern, failure, kind, row["cause"])
     if not path_ok and check.claimed:
         row["cause"] = "; ".join(filter(None, [row["cause"], "the claimed path never ran: " + row["path"]]))
@@ -803,7 +808,7 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
     first = first_fault = None
     early = []
     calls = [shared_case_call(case, kern) for case in cases]
-    for index, clean, got in _screened(check, kern, rec, cases, calls, emit):
+    for index, clean, got, judged in _screened(check, kern, rec, cases, calls, emit):
         case, call = cases[index], calls[index]
         if clean is not None:       # its batch was clean: the verdict the per-case judge would give
             row["executed"] += 1
@@ -818,7 +823,7 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
         else:                       # its batch ran it as the per-case path would have: that outcome is the case's
             out, rec.last = got, call
         A, B = call.A, call.B
-        ok, matched = _judge(check, kern, call, out)
+        ok, matched = judged if judged is not None else _judge(check, kern, call, out)
         row["executed"] += 1
         _tally(row, matched)
         if not ok:
@@ -847,12 +852,13 @@ def _tally(row: dict, matched: str | None, times: int = 1) -> None:
 
 
 def _screened(check: Check, kern, rec: Recorder, cases, calls: list[Call], emit):
-    """(index, matched reading or None, outcome or None) of every generated case, in order: a run of consecutive
-    cases of one shape (the value classes of a tile edge, the end classes of a ladder step), as many as a batch
-    holds, is screened in one batch (conformance/run/batch.py) when it comes, so the kernel sees the calls in the
+    """(index, matched reading or None, outcome or None, verdict or None) of every generated case, in order: a run
+    of consecutive cases of one shape (the value classes of a tile edge, the end classes of a ladder step), as many
+    as a batch holds, is screened in one batch (conformance/run/batch.py) when it comes, so the kernel sees the calls in the
     per-case path's order and a crash leaves the cases before the batch counted. A case of a clean batch comes with
     its reading; one of a batch that is not clean with the outcome the batch gave it, which is run()'s for the same
-    call in the same state (each case has its own guarded buffers): the per-case path judges it as its own. A
+    call in the same state (each case has its own guarded buffers): the per-case path judges it as its own, or takes
+    the verdict the batch's judge gave it (a quantized kernel's batch judges each case as the per-case judge does). A
     batch that could not be pinned on one case (native: a canary damaged) is rerun case by case on a fresh copy of
     the kernel that has run the calls before it (Tracked.restart), as are a case alone, and a kernel that is not
     batchable: those come with neither. After a runaway loop nothing more is batched: the per-case path meets it
@@ -875,7 +881,8 @@ def _screened(check: Check, kern, rec: Recorder, cases, calls: list[Call], emit)
         matched = done.matched
         for j, i in enumerate(run):
             got = None if done.outcomes is None else _outcome(done.outcomes[j])
-            yield i, None if matched is None else matched[j], got
+            judged = None if got is None or done.verdicts is None else done.verdicts[j]
+            yield i, None if matched is None else matched[j], got, judged
         index += len(run)
 
 
