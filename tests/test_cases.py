@@ -204,6 +204,39 @@ def test_only_keeps_the_cases_a_glob_matches_by_name_or_id():
     assert cases_for(k, "exact", "full", only=[every[3].id]) == [every[3]]
 
 
+def test_rotation_keeps_one_value_class_a_tile_edge_and_every_other_case():
+    """cases_for(rotate=True) (the quick profile's not-claimed probes): each tile edge and grid shape in one value
+    class, the next shape in the next (every class still meets the edges), the very case the full set has there;
+    the depth ladder, the user's shapes and the rest whole."""
+    k = kernel("u8s8s32_avx2")
+    every = cases_for(k, "exact", "full", shapes=[(3, 5, 7)])
+    rotated = cases_for(k, "exact", "full", shapes=[(3, 5, 7)], rotate=True)
+    assert set(rotated) < set(every) and [c for c in every if c in set(rotated)] == rotated
+    edges = [c for c in every if c.seed < 50000]        # the tile edges' seeds (the ladder's start at 50,000)
+    kept = [c for c in rotated if c.seed < 50000]
+    shapes = list(dict.fromkeys((c.name, c.m, c.n, c.k) for c in edges))
+    assert [(c.name, c.m, c.n, c.k) for c in kept] == shapes             # each edge once, in order
+    assert [c.values for c in kept] == [VALUE_CLASSES[i % len(VALUE_CLASSES)] for i in range(len(shapes))]
+    assert [c for c in every if c not in edges] == [c for c in rotated if c not in kept]   # the rest whole
+    assert len(rotated) < len(every) - 2 * len(shapes)
+
+
+def test_the_quick_profile_rotates_only_the_checks_that_claim_nothing(rare):
+    """run_check(probe_rotation=True) rotates a not-claimed probe's tile edges; a claimed check keeps all of them,
+    and so does a probe whose cases --case names."""
+    k = rare["tc_right"]
+    rows = {}
+    for claimed in (True, False):
+        check = Check(k.name, "exact", "claimed", claimed)
+        rows[claimed] = [run_check(check, lambda e: None, examples=0, grid=False, probe_rotation=rotation)["cases"]
+                         for rotation in (False, True)]
+    assert rows[True][0] == rows[True][1] == rows[False][0] > rows[False][1]
+    assert rows[False][1] == len(cases_for(k, "exact", "claimed", grid=False, rotate=True))
+    asked = run_check(Check(k.name, "exact", "claimed", False), lambda e: None, examples=0, grid=False,
+                      only=("k_eq_kr",), probe_rotation=True)
+    assert asked["cases"] == len(cases_for(k, "exact", "claimed", grid=False, only=("k_eq_kr",))) == 4
+
+
 def test_shapes_file_lines(tmp_path):
     f = tmp_path / "prod.txt"
     f.write_text("# production shapes\n64x128x4096\n\n  3 x 5 x 7   # odd\n64x128x4096\n1X1X1\n")

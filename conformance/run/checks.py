@@ -715,7 +715,8 @@ def probe_share(examples: int) -> int:
 def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150, seed: int = 0,
               grid: bool = True, budget: float | None = 2.0, probe_examples: int | None = None,
               shapes=(), only=(), database: str | None = None, draws: int = 0,
-              draw_seconds: float | None = None, fresh: bool = False, drawn_search: bool = False) -> dict:
+              draw_seconds: float | None = None, fresh: bool = False, drawn_search: bool = False,
+              probe_rotation: bool = False) -> dict:
     """Execute one check and return its row (also emitted). probe_examples: the search budget of a not-claimed
     check, if not `examples`; shapes: the user's (m, n, k) (`--shapes`), added to the generated cases; only: the
     `--case` globs the generated cases are restricted to; database: the example database (a folder or a Redis
@@ -724,7 +725,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     (`lowp fuzz`; 0: none), before the search, which then runs only if they found nothing. fresh: run a fresh copy
     of the kernel (a later check of a kernel in a process that ran it already: the static state of a new process).
     drawn_search: the search's examples drawn from its distribution and run one by one (_drawn_search: the quick
-    profile), not through hypothesis's engine."""
+    profile), not through hypothesis's engine. probe_rotation: a not-claimed probe's tile edges each in one value
+    class, rotating (cases_for's rotate: the quick profile), unless `only` names the cases."""
     if not check.claimed and probe_examples is not None:
         examples = probe_examples
     kern = get_kernel(check.kernel)
@@ -736,7 +738,8 @@ def run_check(check: Check, emit: Callable[[dict], None], *, examples: int = 150
     elif ex.backend == "bochs" and budget:
         # the per-call time budget of a kernel that hangs; Bochs runs a kernel some 50-100 times slower
         ex.machine_options["seconds"] = max(BOCHS_MIN_SECONDS, BOCHS_BUDGET_FACTOR * budget)
-    cases = cases_for(kern, check.check, check.domain, grid=grid, seed=seed, shapes=shapes, only=only)
+    cases = cases_for(kern, check.check, check.domain, grid=grid, seed=seed, shapes=shapes, only=only,
+                      rotate=probe_rotation and not check.claimed and not only)   # --case: what was asked
     row = check_row(check, backend=ex.backend, target=kern.target, contract_claimed=kern.contract,
                     cases=len(cases) + examples)
     if ex.backend != "native":

@@ -24,7 +24,7 @@ from lowp.conformance.run.identity import CODE_SUFFIXES, lowp_identity  # noqa: 
 
 # run_check's options that change the cases a check runs (the profile is its examples and grid)
 CASE_OPTIONS = ("seed", "examples", "probe_examples", "grid", "only", "shapes", "draws", "draw_seconds", "database",
-                "timeout", "jobs", "drawn_search")
+                "timeout", "jobs", "drawn_search", "probe_rotation")
 
 
 def producers(checks, options: dict | None) -> dict[str, dict]:

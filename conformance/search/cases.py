@@ -473,17 +473,20 @@ def _taps(base: str, k: int, kernel) -> dict | None:
 
 
 def cases_for(kernel, check: str, domain: str, *, grid: bool = True, seed: int = 0, shapes=(),
-              only=()) -> list[Case]:
+              only=(), rotate: bool = False) -> list[Case]:
     """The generated cases of one check: the tile edges (and the seed grid's shapes, with `grid`) in every value
     class, the depth ladder, the user's `shapes` ((m, n, k) of `--shapes`) in every value class, and an XNNPACK
     ukernel's strides, taps and pinned parameters (`xnnpack_cases`); `only`: the
-    `--case` globs, of which one must match a case's name or id for it to be kept. Every case's seed follows from
-    `seed` and its place here, and its id carries it: a case replays from its id alone."""
+    `--case` globs, of which one must match a case's name or id for it to be kept; rotate: each tile edge (and
+    grid shape) in one value class, the next shape in the next (`probe_rotation`: the quick profile's not-claimed
+    probes), the case the full set has there. Every case's seed follows from `seed` and its place here, and its id
+    carries it: a case replays from its id alone."""
     named = edge_cases(kernel) + ([(GRID_NAME, s) for s in SEED_GRID[:2]] if grid else [])
     out = []
     for i, (name, (m, n, k)) in enumerate(named):
         for j, values in enumerate(VALUE_CLASSES):
-            out.append(Case(kernel.name, check, domain, name, m, n, k, values, seed * 100003 + i * 7 + j))
+            if not rotate or j == i % len(VALUE_CLASSES):
+                out.append(Case(kernel.name, check, domain, name, m, n, k, values, seed * 100003 + i * 7 + j))
     for i, (name, (m, n, k), values) in enumerate(_ladder(kernel, domain)):
         out.append(Case(kernel.name, check, domain, name, m, n, k, values, seed * 100003 + 50000 + i))
     for i, (m, n, k) in enumerate(shapes):

@@ -16,10 +16,12 @@ from pathlib import Path
 # What --profile sets (explicit --examples and --grid/--no-grid override it): the search's examples per claimed
 # check (a not-claimed probe gets a third), whether the seed grid's shapes run, and whether the search's examples
 # are drawn directly from its distribution rather than through hypothesis's engine, which costs four times a case
-# (drawn_search, run/checks.py _drawn_search: the quick profile, a pull request's CI minutes).
-PROFILES = {"quick": {"examples": 30, "grid": False, "drawn_search": True},
-            "default": {"examples": 150, "grid": True, "drawn_search": False},
-            "thorough": {"examples": 1000, "grid": True, "drawn_search": False}}
+# (drawn_search, run/checks.py _drawn_search: the quick profile, a pull request's CI minutes), and whether a
+# not-claimed probe's tile edges take one value class each, rotating, rather than all four (probe_rotation: the quick
+# profile; a probe fails nothing, and the depth ladder, the ABI cases and the parameters' ends stay whole).
+PROFILES = {"quick": {"examples": 30, "grid": False, "drawn_search": True, "probe_rotation": True},
+            "default": {"examples": 150, "grid": True, "drawn_search": False, "probe_rotation": False},
+            "thorough": {"examples": 1000, "grid": True, "drawn_search": False, "probe_rotation": False}}
 
 
 def search_name(options: dict) -> str:
@@ -251,7 +253,8 @@ def _options(args, checks) -> dict:
         args.parser.error(f"--examples must be 0 or more, not {examples}")
     options = {"examples": examples, "seed": args.seed,
                "grid": profile["grid"] if args.grid is None else args.grid,
-               "database": database(args), "drawn_search": profile["drawn_search"]}
+               "database": database(args), "drawn_search": profile["drawn_search"],
+               "probe_rotation": profile["probe_rotation"]}
     if args.shapes is not None:
         from lowp.conformance.search.cases import read_shapes
         try:

@@ -74,7 +74,7 @@ def _campaign(library, args, selection: dict, held) -> int:
     profile = PROFILES[args.profile]
     examples = profile["examples"] if args.examples is None else args.examples
     options = {"examples": examples, "seed": args.seed, "grid": profile["grid"], "database": database(args),
-               "drawn_search": profile["drawn_search"],
+               "drawn_search": profile["drawn_search"], "probe_rotation": profile["probe_rotation"],
                "probe_examples": probe_share(examples)}
     settings = {"profile": args.profile, "examples": examples, "probe_examples": options["probe_examples"],
                 "search": search_name(options), "seed": args.seed, "grid": options["grid"], "jobs": args.jobs,
