@@ -6,7 +6,6 @@ case as it happens and knows which case a crashing kernel was running.
 """
 from __future__ import annotations
 
-import hashlib
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -1234,13 +1233,7 @@ def shrink(fails, A, B, tries: int = SHRINK_TRIES, quant: dict | None = None, si
 
 def _attempt_key(A, B, q) -> bytes:
     """A digest of a shrink attempt's operands and parameters: their shapes, types and bytes."""
-    h = hashlib.blake2b(digest_size=16)
-    items = [("A", A), ("B", B), *sorted((q or {}).items())]
-    for name, value in items:
-        value = np.asarray(value)
-        h.update(f"{name}:{value.dtype.str}:{value.shape};".encode())
-        h.update(value.tobytes() if value.dtype != object else repr(value.tolist()).encode())
-    return h.digest()
+    return quantized.contents_key(A, B, q or {})
 
 
 def _chunks(size: int):

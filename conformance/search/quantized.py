@@ -12,6 +12,7 @@ accepted accumulator under any accepted output variant.
 from __future__ import annotations
 
 import functools
+import hashlib
 
 import numpy as np
 
@@ -19,6 +20,7 @@ import numpy as np
 from lowp.conformance.contracts.int32 import contract as accumulation_contract
 from lowp.conformance.contracts.output import accumulators, exact_accumulators  # noqa: F401 - public here too
 from lowp.conformance.search.names import END_CLASSES, abi_name
+from lowp.kernels.entry import KeptForKernel
 
 
 def output_contract(name: str):
@@ -357,12 +359,40 @@ def kernel_isa(kern) -> str:
     return ISA_OF_TARGET.get(kern.target, "c") if kern.features else "c"
 
 
+# A failure's explanation reads the same cases more than once: the found case and its witnesses, to choose where the
+# shrink starts (checks._most_read), then again as the evidence that narrows the shrunk case's names (checks._variants);
+# each full reading tries every stage family and accumulation variant (some 10 ms). Kept for the kernel last asked
+# about, by the case's contents.
+_NAMED = KeptForKernel(16 << 20)
+
+
 def named_readings(check_name: str, kern, A, B, q, C, keys=None) -> list[tuple[str, str]]:
     """(key, name) of everything C reads as: the known variants (`readings`; the key is the name), then the members
     of the output-stage families (conformance/diagnosis/stage_families.py) of the claimed contract's stage, e.g. "xnnpack-fp32
     with the float->int conversion truncating (cvttps2dq for cvtps2dq)", named in the kernel's ISA's instructions;
     the key is the family and its parameter, so another case's reading of the same bug shares it. keys: only
     these readings."""
+    if keys is not None or C is None:
+        return _named_readings(check_name, kern, A, B, q, C, keys)
+    key = (check_name, contents_key(A, B, q, C))
+    return list(_NAMED.get(kern, key, lambda: _named_readings(check_name, kern, A, B, q, C, None),
+                           lambda named: 200 * (len(named) + 1)))
+
+
+def contents_key(*arrays_or_dicts) -> bytes:
+    """A digest of arrays and parameter dicts: each value's type, shape and bytes."""
+    h = hashlib.blake2b(digest_size=16)
+    for x in arrays_or_dicts:
+        items = sorted(x.items()) if isinstance(x, dict) else [("", x)]
+        for name, value in items:
+            value = np.asarray(value)
+            h.update(f"{name}:{value.dtype.str}:{value.shape};".encode())
+            h.update(value.tobytes() if value.dtype != object else repr(value.tolist()).encode())
+        h.update(b"|")
+    return h.digest()
+
+
+def _named_readings(check_name: str, kern, A, B, q, C, keys) -> list[tuple[str, str]]:
     from lowp.conformance.diagnosis.stage_families import matches
     q = with_rows(kern, A, q)
     named = [(name, name) for name in readings(check_name, kern, A, B, q, C) if keys is None or name in keys]
