@@ -32,13 +32,13 @@ from lowp.emulator.errors import BatchStopped, BudgetExceeded, EmulatorError
 # LOWP_SHARED_RUNS=0 turns sharing off: every check runs every call itself (what sharing must agree with:
 # tests/test_shared_runs.py).
 ENABLED = os.environ.get("LOWP_SHARED_RUNS", "1") != "0"
-# The log's outcomes are kept in memory for the kernel's later checks: a check's C arrays are small (a tile's
-# worth), but a long ladder case's operands are not kept (only their digest), so this bound is rarely met.
+# The log keeps its calls' operands (the check's own arrays, not copies) and outcomes for the kernel's later checks:
+# a few MB for an XNNPACK kernel's ~400 cases, its deepest ladder case (K = 2^17) the most. Past this bound it stops.
 MAX_BYTES = 256 << 20
 
 
 class Log:
-    """A kernel's first check's runs: per case, in order, its call's digest and its outcome."""
+    """A kernel's first check's runs: per case, in order, its call, the call's digest and its outcome."""
 
     def __init__(self, kernel, context):
         self.kernel, self.context = kernel, context
@@ -56,7 +56,7 @@ class Log:
             self.keys.append(key)
             self.calls.append(call)
             self.outcomes.append(out)
-            self.bytes += out.nbytes if isinstance(out, np.ndarray) else 0
+            self.bytes += (out.nbytes if isinstance(out, np.ndarray) else 0) + sum(getattr(x, "nbytes", 0) for x in call[:2])
         if self.bytes > MAX_BYTES:
             self.close()
 
