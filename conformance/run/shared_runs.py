@@ -17,12 +17,11 @@ keeps state between calls meets every call in the per-case order, as without sha
 found a failure among the shared cases: its search and diagnosis run on a copy in that state. A check whose shared
 cases all passed starts its search on the fresh copy instead (a kernel that keeps no state: the same). A check
 that finds a kernel's outcomes depend on earlier calls (or on nothing repeatable) ends the sharing for the
-kernel's later checks. Nothing is shared where a check does not start on a fresh copy, nor from a runaway loop, a
-batch that could not be pinned on one case (the engine reruns it) or an error that is not an outcome, on.
+kernel's later checks. Nothing is shared where a check does not start on a fresh copy, nor after a runaway loop, a
+batch that could not be pinned on one case (the engine reruns it) or an error that is not an outcome.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 
 import numpy as np
@@ -56,7 +55,8 @@ class Log:
             self.keys.append(key)
             self.calls.append(call)
             self.outcomes.append(out)
-            self.bytes += (out.nbytes if isinstance(out, np.ndarray) else 0) + sum(getattr(x, "nbytes", 0) for x in call[:2])
+            operands = sum(getattr(x, "nbytes", 0) for x in call[:2])
+            self.bytes += (out.nbytes if isinstance(out, np.ndarray) else 0) + operands
         if self.bytes > MAX_BYTES:
             self.close()
 
@@ -94,28 +94,10 @@ def _context(ex) -> tuple:
 
 
 def call_key(A, B, options: dict) -> bytes:
-    """A digest of one call: operands (shape, type, bytes) and run's keyword arguments (the poison seeds, a
+    """A digest of one call: operands (shape, type, bytes) and run's keyword arguments given (the poison seeds, a
     quantized kernel's parameters, an XNNPACK ukernel's strides, IGEMM layout and alignment)."""
-    h = hashlib.blake2b(digest_size=16)
-    _update(h, "A", A)
-    _update(h, "B", B)
-    for name in sorted(options):
-        if options[name] is not None:
-            _update(h, name, options[name])
-    return h.digest()
-
-
-def _update(h, name: str, value) -> None:
-    h.update(name.encode() + b"=")
-    if isinstance(value, dict):
-        for key in sorted(value):
-            _update(h, str(key), value[key])
-        h.update(b";")
-    elif isinstance(value, np.ndarray) and value.dtype != object:
-        h.update(f"{value.dtype.str}{value.shape}:".encode())
-        h.update(np.ascontiguousarray(value).tobytes())
-    else:
-        h.update(repr(value).encode() + b";")
+    from lowp.conformance.search.quantized import contents_key
+    return contents_key(A, B, {name: value for name, value in options.items() if value is not None})
 
 
 def _many_calls(As, Bs, seeds, options) -> list[tuple]:

@@ -380,16 +380,28 @@ def named_readings(check_name: str, kern, A, B, q, C, keys=None) -> list[tuple[s
 
 
 def contents_key(*arrays_or_dicts) -> bytes:
-    """A digest of arrays and parameter dicts: each value's type, shape and bytes."""
+    """A digest of arrays and parameter dicts (nested ones too): each value's name, type, shape and bytes."""
     h = hashlib.blake2b(digest_size=16)
     for x in arrays_or_dicts:
-        items = sorted(x.items()) if isinstance(x, dict) else [("", x)]
-        for name, value in items:
-            value = np.asarray(value)
-            h.update(f"{name}:{value.dtype.str}:{value.shape};".encode())
-            h.update(value.tobytes() if value.dtype != object else repr(value.tolist()).encode())
+        _digest_into(h, "", x)
         h.update(b"|")
     return h.digest()
+
+
+def _digest_into(h, name: str, value) -> None:
+    if isinstance(value, dict):
+        h.update(f"{name}{{".encode())
+        for key in sorted(value):
+            _digest_into(h, str(key), value[key])
+        h.update(b"}")
+        return
+    if isinstance(value, (list, tuple)):
+        value = np.asarray(value)
+    if not isinstance(value, np.ndarray):      # a scalar: its type and exact repr (a float32's round-trips)
+        h.update(f"{name}:{type(value).__name__}:{value!r};".encode())
+        return
+    h.update(f"{name}:{value.dtype.str}:{value.shape};".encode())
+    h.update(value.tobytes() if value.dtype != object else repr(value.tolist()).encode())
 
 
 def _named_readings(check_name: str, kern, A, B, q, C, keys) -> list[tuple[str, str]]:
