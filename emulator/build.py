@@ -139,31 +139,13 @@ class Binary:
     @cached_property
     def _elf(self):
         try:
-            return self._read_elf()
+            stat = os.stat(self.path)
+            return _read_elf(str(self.path), self.target, stat.st_size, stat.st_mtime_ns)
         except BuildError:
             raise
         except Exception as e:  # noqa: BLE001 - pyelftools raises many kinds on a damaged file; none names it
             raise BuildError(f"{self.path}: not a readable ELF ({type(e).__name__}: {e}); if it is in lowp's cache, "
                              "delete it and it is built again") from None
-
-    def _read_elf(self):
-        from elftools.elf.elffile import ELFFile
-        with open(self.path, "rb") as f:
-            elf = ELFFile(f)
-            expected = recipe(self.target).elf_machine
-            if elf["e_machine"] != expected:
-                raise BuildError(f"{self.path}: not an {expected} ELF for the {self.target!r} build "
-                                 f"({elf['e_machine']})")
-            if elf["e_type"] != "ET_EXEC":
-                raise BuildError(f"{self.path}: expected a static executable (ET_EXEC), got {elf['e_type']}")
-            segments = tuple(Segment(s["p_vaddr"], s.data(), s["p_memsz"], s["p_flags"])
-                             for s in elf.iter_segments() if s["p_type"] == "PT_LOAD")
-            symtab = elf.get_section_by_name(".symtab")
-            symbols = {}
-            for sym in (symtab.iter_symbols() if symtab else ()):
-                if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"] and sym.name:
-                    symbols[sym.name] = (sym["st_value"], sym["st_size"])
-            return segments, symbols, elf["e_entry"]
 
     @property
     def segments(self) -> tuple[Segment, ...]:
@@ -194,6 +176,31 @@ class Binary:
                 return addr, seg.data[off:off + size]
         raise KeyError(f"{name}: address {addr:#x} is in no loaded segment")
 
+
+
+# A kernel's checks each run a fresh copy of its machine, and each copy read the ELF anew: pyelftools walks the symbol
+# table in Python, some 10 ms an XNNPACK kernel's ELF, three times a kernel. Kept per process by the file's path,
+# size and modification time (the cache's ELFs are named by their contents; a user's ELF that changes changes its
+# time).
+@lru_cache(maxsize=64)
+def _read_elf(path: str, target: str, size: int, mtime_ns: int):
+    """(PT_LOAD segments, function symbols, entry) of the ELF at path, checked against the target's recipe."""
+    from elftools.elf.elffile import ELFFile
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        expected = recipe(target).elf_machine
+        if elf["e_machine"] != expected:
+            raise BuildError(f"{path}: not an {expected} ELF for the {target!r} build ({elf['e_machine']})")
+        if elf["e_type"] != "ET_EXEC":
+            raise BuildError(f"{path}: expected a static executable (ET_EXEC), got {elf['e_type']}")
+        segments = tuple(Segment(s["p_vaddr"], s.data(), s["p_memsz"], s["p_flags"])
+                         for s in elf.iter_segments() if s["p_type"] == "PT_LOAD")
+        symtab = elf.get_section_by_name(".symtab")
+        symbols = {}
+        for sym in (symtab.iter_symbols() if symtab else ()):
+            if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"] and sym.name:
+                symbols[sym.name] = (sym["st_value"], sym["st_size"])
+        return segments, symbols, elf["e_entry"]
 
 def zig(directory: Path, driver: str = "cc") -> Toolchain:
     """`zig cc` (or `c++`) of the ziglang package, with zig's own caches under the build cache unless the environment

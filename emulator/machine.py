@@ -35,6 +35,7 @@ how many of each.
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import time
 from collections import Counter
@@ -501,9 +502,11 @@ class Machine:
         key = (seed % REGISTER_STATES, min(nargs, self.cc.register_args))
         ctx = self._seeded.get(key)
         if ctx is None:
+            ctx = self._seeded[key] = _SEEDED.get((self.cc, key))
+        if ctx is None:
             self.uc.context_restore(self._pristine)
             self.uc.reg_write_batch(self.cc.seeded(seed, nargs))
-            ctx = self._seeded[key] = self.uc.context_save()
+            ctx = self._seeded[key] = _SEEDED[self.cc, key] = _detached(self.uc.context_save())
         self.uc.context_restore(ctx)
 
     def _block_mnemonics(self, address, size):
@@ -514,6 +517,19 @@ class Machine:
             hit = self._block_cache[key] = self.cc.mnemonics(code, address)
         return hit
 
+
+
+# A kernel's checks each run a fresh machine, and each wrote its seeded states anew (53 registers, some 0.2 ms a state,
+# up to 64 states a machine). A state is the convention's CPU as created (the same on every machine of it: memory is
+# not in a context) with the seed's registers: kept per process, by convention and state, as the binding's pickled
+# form of a context (bytes it owns, not freed with the machine that saved it), which any machine of the convention
+# restores.
+_SEEDED: dict = {}
+
+
+def _detached(ctx):
+    """A copy of a saved context that no Unicorn instance owns (UcContext's pickled form)."""
+    return pickle.loads(pickle.dumps(ctx))
 
 class GuestProcess:
     """What a machine whose guest is a process of its own (qemu-user, the Bochs guest) shares: a context manager

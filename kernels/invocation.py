@@ -50,14 +50,22 @@ class Strided:
 
     @property
     def nbytes(self) -> int:
-        return _geometry(self).nbytes
+        return self.shape[0] * self.row if self.dense else _geometry(self).nbytes
 
     def _bytes(self) -> np.ndarray:
         """The byte index of every byte of every element, (M, N, itemsize), read-only."""
         return _geometry(self).bytes
 
+    @property
+    def dense(self) -> bool:
+        """Row-major with no gap: the buffer is the matrix's own bytes (most calls' C)."""
+        item = np.dtype(self.dtype).itemsize
+        return self.row == self.shape[1] * item and (self.block >= self.shape[1] or self.block_stride == self.block * item)
+
     def scatter(self, matrix: np.ndarray, fill: np.ndarray) -> np.ndarray:
         """The buffer's bytes: `fill` (bytes, at least nbytes) with the matrix's elements in their places."""
+        if self.dense:      # every byte an element's: no index to scatter through (some 30 us a call)
+            return np.ascontiguousarray(matrix, self.dtype).reshape(-1).view(np.uint8).copy()
         out = np.array(fill[:self.nbytes], np.uint8)
         values = np.ascontiguousarray(matrix, self.dtype).view(np.uint8).reshape(*self.shape, -1)
         out[self._bytes()] = values
@@ -66,11 +74,13 @@ class Strided:
     def gather(self, raw: np.ndarray) -> np.ndarray:
         """The matrix read out of the buffer's bytes."""
         raw = np.asarray(raw).reshape(-1).view(np.uint8)
+        if self.dense:
+            return raw[:self.nbytes].copy().view(self.dtype).reshape(self.shape)
         return np.ascontiguousarray(raw[self._bytes()]).view(self.dtype).reshape(self.shape)
 
     def gaps(self) -> tuple[tuple[int, int], ...]:
         """The [start, end) byte ranges of the buffer no element covers."""
-        return _geometry(self).gaps
+        return () if self.dense else _geometry(self).gaps
 
     def where(self, offset: int) -> str:
         """Words for a byte of the buffer: the element it belongs to, or the gap after which element."""
@@ -103,7 +113,7 @@ def _geometry(layout: Strided) -> _Geometry:
     nbytes = int(offsets.max()) + item if offsets.size else 0
     covered = np.zeros(nbytes, bool)
     covered[index.reshape(-1)] = True
-    edges = np.flatnonzero(np.diff(np.r_[False, ~covered, False].astype(np.int8)))
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], ~covered, [False])).astype(np.int8)))   # np.r_: 0.1 ms
     gaps = tuple((int(a), int(b)) for a, b in zip(edges[::2], edges[1::2]))
     for a in (offsets, index):
         a.flags.writeable = False

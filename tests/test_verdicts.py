@@ -218,6 +218,28 @@ def test_registers_at_entry_follow_the_seed(machine, symbol):
     assert a == c and a != b
 
 
+
+@pytest.mark.emulated
+@pytest.mark.parametrize("symbol", ["vt_x9", "vt_v9"])
+def test_a_fresh_machine_takes_the_seeded_states_another_machine_wrote(machine, symbol):
+    """A seed's register state is written once a process (emulator.machine._SEEDED) and restored into every machine
+    of the convention: a machine made after the states were kept sees what a machine that wrote them itself sees,
+    for every state, and two states still differ."""
+    from lowp.emulator import machine as machines
+    seeds = range(machines.REGISTER_STATES)
+    writer = Machine(machine.binary)
+    for s in seeds:
+        writer.call(symbol, seed=s)
+    assert all((machines.AAPCS64, (s, 0)) in machines._SEEDED for s in seeds)
+    kept = [Machine(machine.binary).call(symbol, seed=s).ret for s in seeds]      # each restores the kept state
+    saved = dict(machines._SEEDED)
+    machines._SEEDED.clear()
+    try:
+        written = [Machine(machine.binary).call(symbol, seed=s).ret for s in seeds]
+    finally:
+        machines._SEEDED.update(saved)
+    assert kept == written and len(set(kept)) > 1
+
 @pytest.mark.emulated
 def test_emulator_reports_the_true_size_of_ldr_q_and_honours_overread(machine):
     A = np.arange(1, 7, dtype=np.uint8)

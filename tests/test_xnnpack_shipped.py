@@ -5,6 +5,7 @@ IGEMM indirection buffer, qdu8, rndnu16 and strided A and C, checked against ind
 (tests/xnnpack/kernels.toml) on every executor: natively, on Bochs, under Unicorn and qemu-aarch64."""
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -362,6 +363,27 @@ def test_strided_layout_scatter_gather_and_gaps():
     assert (s.gather(raw) == m).all() and raw[4] == raw[15] == 0xEE
     assert s.where(14) == "in the gap after element (0, 4)"
 
+
+
+def test_a_dense_layout_skips_the_byte_index_and_agrees_with_it():
+    """A row-major layout with no gap (most calls' C) scatters and gathers without the layout's byte index; the
+    same bytes, size and (no) gaps as the index gives, and a layout with a gap is not taken for dense."""
+    from lowp.kernels.invocation import Strided, _geometry
+    rng = np.random.default_rng(7)
+    for (M, N), dtype, block in itertools.product([(0, 3), (1, 1), (3, 5), (7, 33)], ["<i1", "<f2", "<f4"],
+                                                   [1, 4, 64]):
+        item = np.dtype(dtype).itemsize
+        s = Strided((M, N), dtype, row=N * item, block=block, block_stride=block * item)
+        g = _geometry(s)
+        assert s.dense and s.nbytes == g.nbytes and s.gaps() == g.gaps == ()
+        m = rng.integers(-100, 100, (M, N)).astype(dtype)
+        fill = rng.integers(0, 256, g.nbytes + 9, dtype=np.uint8)
+        indexed = fill[:g.nbytes].copy()
+        indexed[g.bytes] = m.view(np.uint8).reshape(M, N, item)
+        assert s.scatter(m, fill).tobytes() == indexed.tobytes()
+        assert s.gather(indexed).tobytes() == m.tobytes() and s.gather(indexed).shape == (M, N)
+    assert not Strided((3, 5), "<i1", row=6, block=5, block_stride=5).dense          # a row stride past N
+    assert not Strided((3, 5), "<i1", row=5, block=2, block_stride=3).dense          # blocks with gaps
 
 def test_strided_invocation_lays_a_and_c_with_poisoned_gaps():
     rng = np.random.default_rng(6)

@@ -481,7 +481,9 @@ WARM_MODULES = ("cffi", "cffi.cparser", "elftools.elf.elffile", "lowp.kernels.gu
                 "capstone", "lowp.kernels.disasm", "lowp.kernels.emulated", "lowp.emulator.qemu",
                 "lowp.emulator.qemu_batch", "lowp.emulator.aarch64.qemu_sme2", "lowp.emulator.wasm.machine",
                 "lowp.emulator.wasm.relaxed", "lowp.emulator.wasm.build", "wasmtime", "unicorn.unicorn_py3.arch.arm64",
-                "iced_x86", "lowp.conformance.diagnosis.variants", "lowp.conformance.diagnosis.stage_families")
+                "iced_x86", "lowp.conformance.diagnosis.variants", "lowp.conformance.diagnosis.stage_families",
+                # numpy imports numpy.ma at a child's first np.unique (the diagnosis, the shrink): 30-70 ms a kernel
+                "numpy.ma")
 
 
 def _warm() -> None:
