@@ -225,7 +225,7 @@ def xnnpack_fp32_imagic(acc, q, out_type):
     zp) and magic_max, subtract 0x4B400000 - zp. src/qs8-gemm/scalar.c.in L440-458; microparams-init.c."""
     v = _fp32_scaled(acc, q)
     zp, lo, hi = _less_zp(q)
-    magic_min, magic_max = int(magic_bias_bits(lo)), int(magic_bias_bits(hi))
+    magic_min, magic_max = (np.asarray(magic_bias_bits(x), np.int64) for x in (lo, hi))   # a Batch's: per case
     r = np.minimum(np.maximum(magic_bias_bits(v).astype(np.int64), magic_min), magic_max)
     return _store(r - (MAGIC_BIAS_BITS - zp), out_type)
 
@@ -949,8 +949,9 @@ for _name in ("qd8-f32-fma", "qd8-f32-unfused", "qd8-f32-fma-acc28", "qd8-f32-un
 
 # The stages that take a Batch (every case's parameters at once) with (n, M, N) accumulators, and the -acc28, f16
 # and truncating-f16 forms of them; tests/test_requant.py checks each against the same stage case by case. The
-# rest read a parameter as one number (rndnu's per-channel shifts, the magic-bias clamps of imagic and SIMD32).
-_BATCHED_BASES = ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-x86", "xnnpack-fp32-avxvnni-wrap",
+# rest read a parameter as one number (rndnu's per-channel shifts, SIMD32's packed clamp).
+_BATCHED_BASES = ("xnnpack-fp32-lrintf", "xnnpack-fp32-fmagic", "xnnpack-fp32-imagic", "xnnpack-fp32-x86",
+                  "xnnpack-fp32-avxvnni-wrap",
                   "xnnpack-fp32-neonv8", "xnnpack-fp32-neon", "xnnpack-fp32-hvx", "qd8-f32-fma", "qd8-f32-unfused",
                   "qd8-f32-unfused-ftz", "qd8-f32-scale-product-unfused", "qd8-f32-scale-product-unfused-ftz",
                   "qd8-f32-scale-product")

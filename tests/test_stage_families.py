@@ -355,3 +355,40 @@ def test_a_one_line_output_stage_bug_is_named(bug_kernels, kernel, bug, pins, wo
 def test_the_same_kernel_without_the_bug_passes(bug_kernels, kernel):
     row = claimed_row(bug_kernels, f"sb_{kernel}_0")
     assert row["verdict"] == "PASS" and row["executed"] > 40, row.get("cause")
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 32 - 1), style=st.sampled_from(STYLES), K=st.sampled_from([2, 5, 17, 40]))
+def test_the_dropped_k_readings_computed_as_one_stack_are_the_ones_computed_one_by_one(seed, style, K):
+    """quantized._listed_outputs: the listed variants' accumulators as prefix sums of one product, each stage run
+    once on the stack, give every variant's outputs bit for bit as accumulators() and the stage give them one at a
+    time, for every int32 output contract; and a C that is a dropped-k variant's output is named so."""
+    from types import SimpleNamespace
+
+    from lowp.conformance.diagnosis.variants import listed_variants
+    from lowp.conformance.search import quantized
+    rng = np.random.default_rng(seed)
+    M, N = 3, 4
+    A = rng.integers(-128, 128, (M, K)).astype(np.int8)
+    B = rng.integers(-128, 128, (K, N)).astype(np.int8)
+    for contract in OUTPUT_CONTRACTS.values():
+        if hasattr(contract, "judge_blocks"):
+            continue
+        for out_type in contract.out_types:
+            q = dict(contract.draw(rng, M, N, out_type, style))
+            q.setdefault("a_zero_point", int(rng.integers(-128, 128)))
+            q.update(a_row_sum=A.astype(np.int64).sum(axis=1), kc=K)      # what a qd8-qc2w stage reads (with_rows)
+            stages = [OUTPUT_STAGES[s] for s in contract.accepted]
+            listed = listed_variants(A, B)
+            stacked = quantized._listed_outputs(listed, A, B, q, stages, out_type)
+            alone = [quantized._outputs(accumulators(v, A, B, q), stages, q, out_type) for v in listed]
+            assert len(stacked) == len(alone)
+            for got, want in zip(stacked, alone):
+                assert len(got) == len(want) and all(quantized.same(g, w) for g, w in zip(got, want)), contract.name
+            rights = quantized._outputs(accumulators(EXACT, A, B, q), stages, q, out_type)
+            planted = next(((v, outs[0]) for v, outs in zip(listed, alone) if outs and
+                            not any(quantized.same(outs[0], r) for r in rights)), None)
+            if planted is not None:
+                kern = SimpleNamespace(c_type=out_type)
+                named = quantized.accumulation_readings(contract.name, kern, A, B, q, planted[1], (EXACT,))
+                assert planted[0].key in dict(named), (contract.name, named)

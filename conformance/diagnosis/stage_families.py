@@ -561,14 +561,26 @@ def _remapped(q: dict, axis: int, key: str, mapping: str, B, blocks) -> tuple[di
     return {**q, key: values}, ok, real
 
 
+def accepted_outputs(stages, accs, q: dict, out_type: str) -> list[np.ndarray]:
+    """Each of `stages` (names) on each accumulator of `accs`, in that order, leaving out those undefined there."""
+    out = []
+    for acc in accs:
+        for stage in stages:
+            try:
+                out.append(OUTPUT_STAGES[stage].compute(acc, q, out_type))
+            except (ArithmeticError, ValueError):
+                continue
+    return out
+
 def matches(contract_name: str, A, B, q: dict, C, out_type: str, *, acc_variants, isa: str = "c",
-            blocks: tuple[int, int] | None = None, keys=None) -> list[tuple[str, str]]:
+            blocks: tuple[int, int] | None = None, keys=None, rights=None) -> list[tuple[str, str]]:
     """(key, name) of every family member C equals on the contract's paths, each differing from every accepted
     stage's output on this case; names say "<contract> with <the bug> (<its instructions>)", in the words of the
     path of the kernel's ISA (x86, arm, c) where several paths give C. acc_variants: the accumulation contract's
     accepted variants (the stage's input is their product with the zero points); blocks: (mr, nr) of a kernel
     called per mr rows whose per-channel values are packed per block of nr columns, zero past N (XNNPACK's ABI),
-    None for plain arrays; keys: only these members (a shrink keeping a reading asks about its own)."""
+    None for plain arrays; keys: only these members (a shrink keeping a reading asks about its own); rights: the
+    accepted outputs (each accepted stage on each accepted accumulator, those defined), if the caller has them."""
     from lowp.conformance.contracts.output import accumulators, output_contract
     contract = output_contract(contract_name)
     paths = list(dict.fromkeys(p for s in contract.accepted for p in PATHS.get(s, ())))
@@ -577,13 +589,7 @@ def matches(contract_name: str, A, B, q: dict, C, out_type: str, *, acc_variants
     paths.sort(key=lambda p: (p.isa != isa, p.isa != "c"))
     C = np.asarray(C)
     accs = [accumulators(v, A, B, q) for v in acc_variants]
-    rights = []
-    for acc in accs:
-        for stage in contract.accepted:
-            try:
-                rights.append(OUTPUT_STAGES[stage].compute(acc, q, out_type))
-            except (ArithmeticError, ValueError):
-                continue
+    rights = accepted_outputs(contract.accepted, accs, q, out_type) if rights is None else rights
     found: dict[str, str] = {}
     for path in paths:
         for key, text, bug, remap in _members(path, q, blocks):

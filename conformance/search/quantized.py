@@ -405,15 +405,18 @@ def _digest_into(h, name: str, value) -> None:
 
 
 def _named_readings(check_name: str, kern, A, B, q, C, keys) -> list[tuple[str, str]]:
-    from lowp.conformance.diagnosis.stage_families import matches
+    from lowp.conformance.diagnosis.stage_families import accepted_outputs, matches
     q = with_rows(kern, A, q)
     named = [(name, name) for name in readings(check_name, kern, A, B, q, C) if keys is None or name in keys]
     contract = kern.output if check_name == "model" else check_name
     if not blockwise(output_contract(contract)):  # the stage families and accumulation bugs are int32 readings
         accepted = accumulation_contract(kern.contract).accepted
+        rights = accepted_outputs(output_contract(contract).accepted, [accumulators(v, A, B, q) for v in accepted],
+                                  q, kern.c_type)       # what both readings below tell C from
         named += matches(contract, A, B, q, C, kern.c_type, acc_variants=accepted, isa=kernel_isa(kern), keys=keys,
-                         blocks=(kern.tile.mr, kern.tile.nr) if kern.signature == "xnnpack-gemm" else None)
-        named += accumulation_readings(contract, kern, A, B, q, C, accepted, keys=keys)
+                         blocks=(kern.tile.mr, kern.tile.nr) if kern.signature == "xnnpack-gemm" else None,
+                         rights=rights)
+        named += accumulation_readings(contract, kern, A, B, q, C, accepted, keys=keys, rights=rights)
     # readings of C itself (a clamp bound everywhere, a store of the wrong columns): a blockwise kernel's too
     observed = bound_readings(kern, A, B, q, C, check_name) + shifted_readings(kern, A, B, q, C, check_name)
     return named + [(key, name) for key, name in observed if keys is None or key in keys]
@@ -470,29 +473,84 @@ def undetermined_readings(check_name: str, kern, A, B, q, keys) -> set[str]:
                         blocks=(kern.tile.mr, kern.tile.nr) if kern.signature == "xnnpack-gemm" else None)
 
 
-def accumulation_readings(contract_name: str, kern, A, B, q, C, accepted, keys=None) -> list[tuple[str, str]]:
+def accumulation_readings(contract_name: str, kern, A, B, q, C, accepted, keys=None,
+                          rights=None) -> list[tuple[str, str]]:
     """(key, name) of the accumulation bugs C reads as through the contract's own stages: a requantizing kernel
     whose remainder loop drops the last k shows it only after the stage (variants.py solves an int32 C, not this);
-    named only where it differs from every accepted accumulator's output."""
+    named only where it differs from every accepted accumulator's output (rights: those outputs, if the caller
+    has them: stage_families.accepted_outputs)."""
     from lowp.isa_models.requant import OUTPUT_STAGES
 
     from lowp.conformance.diagnosis.variants import listed_variants
     stages = [OUTPUT_STAGES[s] for s in output_contract(contract_name).accepted]
-
-    def outputs(variant):
-        acc = accumulators(variant, A, B, q)
-        for stage in stages:
-            try:
-                yield stage.compute(acc, q, kern.c_type)
-            except (ArithmeticError, ValueError):
-                continue
-    rights = [out for variant in accepted for out in outputs(variant)]
+    if rights is None:
+        rights = [out for v in accepted for out in _outputs(accumulators(v, A, B, q), stages, q, kern.c_type)]
+    listed = [variant for variant in listed_variants(A, B) if keys is None or variant.key in keys]
     named = []
-    for variant in listed_variants(A, B):
-        if (keys is None or variant.key in keys) and variant.key not in dict(named):
-            if any(same(out, C) and not any(same(out, r) for r in rights) for out in outputs(variant)):
+    for variant, outs in zip(listed, _listed_outputs(listed, A, B, q, stages, kern.c_type)):
+        if variant.key not in dict(named):
+            if any(same(out, C) and not any(same(out, r) for r in rights) for out in outs):
                 named.append((variant.key, f"{contract_name} on an accumulator with {variant.name}"))
     return named
+
+
+def _outputs(acc, stages, q, out_type) -> list[np.ndarray]:
+    """Each stage's output on acc, in order, leaving out a stage undefined there."""
+    out = []
+    for stage in stages:
+        try:
+            out.append(stage.compute(acc, q, out_type))
+        except (ArithmeticError, ValueError):
+            continue
+    return out
+
+
+# The listed variants' accumulators are prefix sums of one product (the first or last r k values dropped): up to 32
+# of them a case, each through the contract's stages, some 0.4 ms a variant one at a time and most of a failure's
+# reading. At most this many elements of the (M, K, N) products are formed at once.
+PREFIX_ELEMENTS = 1 << 22
+
+
+def _listed_outputs(listed, A, B, q, stages, out_type) -> list[list[np.ndarray]]:
+    """_outputs of each listed (dropped-k) variant's accumulator: the accumulators as one stack of the product's
+    prefix sums (zero points corrected as accumulators() corrects them), each stage that computes a batch of cases
+    (isa_models.requant.BATCHED_STAGES) run once on the stack, its first variant's output checked against the
+    stage run on that variant alone; the other stages (and one the stack does not suit: undefined on some variant)
+    variant by variant, as every stage is for a case too large for the products."""
+    from lowp.isa_models.requant import BATCHED_STAGES, Batch
+    from lowp.kernels.models.quant import zero_point_corrected
+    M, K = A.shape
+    N = B.shape[1]
+    batched = [stage.name in BATCHED_STAGES and not stage.reads_rows for stage in stages]
+    if len(listed) < 2 or M * K * N > PREFIX_ELEMENTS or not any(batched) or \
+            any(v.family.name != "dropped-k" for v in listed):
+        return [_outputs(accumulators(v, A, B, q), stages, q, out_type) for v in listed]
+    prefix = np.zeros((M, K + 1, N), np.int64)
+    np.cumsum(A.astype(np.int64)[:, :, None] * B.astype(np.int64)[None, :, :], axis=1, out=prefix[:, 1:])
+    raws = np.stack([prefix[:, K - r] if end == "last" else prefix[:, K] - prefix[:, r]
+                     for end, r in (v.param for v in listed)])
+    acc3 = zero_point_corrected(_wrap32(raws), A, B, q)
+    if not np.array_equal(acc3[0], accumulators(listed[0], A, B, q)):
+        return [_outputs(accumulators(v, A, B, q), stages, q, out_type) for v in listed]
+    q3 = Batch({key: np.stack([np.asarray(value)] * len(listed)) for key, value in q.items()})
+    columns = []          # per stage: each variant's output, None where the stage is undefined on it
+    for stage, whole in zip(stages, batched):
+        out3 = None
+        if whole:
+            try:
+                out3 = stage.compute(acc3, q3, out_type)
+            except (ArithmeticError, ValueError):
+                out3 = None
+            alone = _outputs(acc3[0], [stage], q, out_type)
+            out3 = out3 if out3 is not None and alone and same(out3[0], alone[0]) else None
+        columns.append(list(out3) if out3 is not None else
+                       [next(iter(_outputs(acc, [stage], q, out_type)), None) for acc in acc3])
+    return [[column[i] for column in columns if column[i] is not None] for i in range(len(listed))]
+
+
+def _wrap32(x: np.ndarray) -> np.ndarray:
+    """int64 values wrapped to int32, as exact() wraps a sum."""
+    return ((x + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
 
 
 def domain_problems(kern, q: dict, M: int, N: int) -> list[str]:
