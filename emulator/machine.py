@@ -37,9 +37,9 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import threading
 import time
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,30 +51,62 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETC
 from lowp.emulator.aarch64.aapcs64 import AAPCS64, REGISTER_STATES
 from lowp.emulator.build import Binary
 from lowp.emulator.placement import CANARY, canaries, check_alignment, padded_after
-from lowp.emulator.signal_handlers import handling
 from lowp.emulator.errors import (BudgetExceeded, EmulationFailed, EmulatorError, LockstepMismatch, OutOfBounds, Trap,
                      UndefinedInstruction, describe_out_of_bounds, stopped_after)
 
 
-@contextmanager
-def signals_stop(uc):
-    """Ctrl-C or SIGTERM during emu_start stops the emulation and then reaches its handler. A
-    Python handler runs inside whichever hook callback is executing, and an exception it raises there is lost:
-    Unicorn's binding catches a hook's exception only inside its wrapper's `try`, and one raised at the wrapper's
-    first bytecode goes to ctypes, which prints "Exception ignored" and goes on (measured: a SIGINT to `lowp emulate`
-    on a runaway loop waited out the 60 s budget). So while emu_start runs, the handler only notes the signal and
-    stops the CPU; the signal is raised again, to the handler it had, once emu_start has returned."""
-    caught: list[int] = []
+# Ctrl-C or SIGTERM during emu_start stops the emulation and then reaches its handler. A Python handler runs inside
+# whichever hook callback is executing, and an exception it raises there is lost: Unicorn's binding catches a hook's
+# exception only inside its wrapper's `try`, and one raised at the wrapper's first bytecode goes to ctypes, which
+# prints "Exception ignored" and goes on (measured: a SIGINT to `lowp emulate` on a runaway loop waited out the 60 s
+# budget). So while emu_start runs, the handler only notes the signal and stops the CPU; the signal reaches the
+# handler it stands in for once emu_start has returned. That handler (_dispatch) stays installed from one call to the
+# next, passing a signal that comes between calls straight on: setting and restoring two handlers around every call
+# was four sigaction calls, some 17 us of a call that emulates a small kernel in 40. A handler installed since
+# (another's) is stood in for at the next call; an ignored signal stays ignored; off the main thread, where Python
+# sets no handlers, nothing changes.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_STOOD_IN_FOR: dict = {}    # signal -> the handler _dispatch passes it to
+_EMULATING: list = []       # [uc, signals noted] while emu_start runs on the main thread
 
-    def note(signum, frame):
-        caught.append(signum)
-        uc.emu_stop()
-    try:
-        with handling((signal.SIGINT, signal.SIGTERM), note):
-            yield
-    finally:
-        if caught:              # the handlers before are back: the signal reaches its own
-            signal.raise_signal(caught[0])
+
+def _dispatch(signum, frame):
+    if _EMULATING:
+        _EMULATING[1].append(signum)
+        _EMULATING[0].emu_stop()
+    else:
+        _deliver(signum, frame)
+
+
+def _deliver(signum, frame) -> None:
+    """What the signal would have done without _dispatch: its handler before, or the default action."""
+    handler = _STOOD_IN_FOR.get(signum, signal.SIG_DFL)
+    if callable(handler):
+        handler(signum, frame)
+    elif handler == signal.SIG_DFL:
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
+
+
+def _stopping_on_signals(uc) -> list | None:
+    """Before emu_start: _dispatch in place (once), and the signals it notes from now on; None off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    for signum in STOP_SIGNALS:
+        handler = signal.getsignal(signum)
+        if handler is not _dispatch and handler not in (signal.SIG_IGN, None):
+            _STOOD_IN_FOR[signum] = handler
+            signal.signal(signum, _dispatch)
+    noted: list[int] = []
+    _EMULATING[:] = [uc, noted]
+    return noted
+
+
+def _signals_noted(noted: list | None) -> None:
+    """After emu_start: a signal noted during it goes to its handler now (KeyboardInterrupt from here, say)."""
+    _EMULATING.clear()
+    if noted:
+        _deliver(noted[0], None)
 
 
 DEFAULT_BUDGET = 500_000_000
@@ -425,10 +457,13 @@ class Machine:
         error = None
         t0 = time.perf_counter()
         try:
+            noted = _stopping_on_signals(self.uc)
             try:
-                with signals_stop(self.uc):
+                try:
                     self.uc.emu_start(entry, RETURN, timeout=int(opts["seconds"] * 1e6) if opts["seconds"] else 0,
                                       count=0 if count or not opts["budget"] else opts["budget"])
+                finally:
+                    _signals_noted(noted)
             except UcError as e:
                 error = s["error"] or EmulationFailed(f"Unicorn stopped: {e} at pc {self.uc.reg_read(self.cc.pc):#x}")
             seconds = time.perf_counter() - t0

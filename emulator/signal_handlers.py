@@ -1,5 +1,6 @@
-"""Signal handlers for the length of a block, taken back after: what an emulated call (lowp.emulator.machine's
-signals_stop) and a run of checks (lowp.conformance.run.processes.interruptible) both need."""
+"""Signal handlers for the length of a block, taken back after: what a run of checks
+(lowp.conformance.run.processes.interruptible) needs. (A Unicorn call keeps a handler standing in for the one before
+it instead, from one call to the next: lowp.emulator.machine._dispatch.)"""
 from __future__ import annotations
 
 import signal

@@ -55,7 +55,7 @@ def test_ctrl_c_is_one_line_and_status_130(argv, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "lowp", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # past the imports and into the work (for `emulate`, a runaway loop under Unicorn for up to 60 s: a SIGINT there
-    # was lost in a hook callback and the run waited out the budget, exit 1; emulator/machine.py signals_stop)
+    # was lost in a hook callback and the run waited out the budget, exit 1; emulator/machine.py _dispatch)
     time.sleep(5)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -85,3 +85,31 @@ def test_ctrl_c_stops_a_unicorn_call_at_once_whatever_hook_it_lands_in(tmp_path)
             timer.join()
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_between_unicorn_calls_a_signal_reaches_the_handler_it_had(tmp_path):
+    """A Unicorn call's stand-in handler (emulator/machine.py _dispatch) stays from one call to the next: a signal
+    between calls goes straight to the handler it stands in for, a handler installed since is stood in for from the
+    next call on, and an ignored signal stays ignored."""
+    import os
+    import signal
+
+    from lowp.emulator.targets import choose
+    source = tmp_path / "inc.c"
+    source.write_text("long f(long x) { return x + 1; }\n")
+    machine = choose("aarch64", (), None, "unicorn").machine([source], flags=["-O2"], vector_bits=None, features=())
+    first, second = [], []
+    before = signal.signal(signal.SIGTERM, lambda s, _: first.append(s))
+    try:
+        assert machine.call("f", 41, names=["x"]).ret == 42
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert first == [signal.SIGTERM]
+        signal.signal(signal.SIGTERM, lambda s, _: second.append(s))
+        machine.call("f", 1, names=["x"])
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert (first, second) == ([signal.SIGTERM], [signal.SIGTERM])
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        machine.call("f", 1, names=["x"])
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, before)
