@@ -9,7 +9,7 @@ import os
 import shutil
 import threading
 from collections.abc import Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import cffi
@@ -62,6 +62,15 @@ def _prototype(kernel: Kernel) -> str:
         return entry
     return entry + (f"size_t {workspace_symbol(kernel)}(int64_t M, int64_t N, int64_t K);\n"
                     "typedef size_t lowp_workspace_fn(int64_t M, int64_t N, int64_t K);")
+
+
+@lru_cache(maxsize=64)
+def _declared(prototype: str):
+    """A cffi FFI with `prototype` declared: one for every executor of a kernel in a process (each of a kernel's
+    checks opens a fresh copy of its library through it; pycparser's parse was some 5 ms an executor)."""
+    ffi = cffi.FFI()
+    ffi.cdef(prototype)
+    return ffi
 
 
 def _fresh_copies() -> Path:
@@ -130,8 +139,7 @@ class NativeExecutor:
 
     @cached_property
     def _lib(self):
-        ffi = cffi.FFI()
-        ffi.cdef(_prototype(self.kernel))
+        ffi = _declared(_prototype(self.kernel))
         return ffi, self._open(ffi, native_library(self.kernel))
 
     def _open(self, ffi, path: Path):
