@@ -627,13 +627,23 @@ def pack_weights(B: np.ndarray, *, nr: int, kr: int, sr: int, column_ints: np.nd
     kp = packed_k(kc, kr, sr)
     padded = np.full((ks, kp, blocks * nr), np.array([pad], np.int64).astype(B.dtype)[0], B.dtype)
     padded[:, :kc, :N] = B.reshape(ks, kc, N)
-    grouped = padded.reshape(ks, kp // (kr * sr), sr, kr, blocks, nr).transpose(4, 0, 1, 2, 5, 3)
-    n = np.arange(nr)
-    weights = grouped[:, :, :, (np.arange(sr)[:, None] + n) % sr, n, :]      # (blocks, ks, groups, sr, nr, kr)
+    weights = padded.reshape(-1)[_packed_order(kp, blocks, nr, kr, sr, ks)].view(np.uint8)    # (blocks, bytes)
     parts = [_padded_columns(values, N, blocks * nr, dtype).reshape(blocks, 4 * nr)
              for values, dtype in [(column_ints, "<i4"), *((f, "<f4") for f in column_floats)]]
-    weights = np.ascontiguousarray(weights).reshape(blocks, -1).view(np.uint8)
     return np.concatenate([parts[0], weights, *parts[1:]], axis=1).reshape(-1)
+
+
+@functools.lru_cache(maxsize=256)
+def _packed_order(kp: int, blocks: int, nr: int, kr: int, sr: int, ks: int) -> np.ndarray:
+    """pack_weights' gather as one index into the padded weights (ks, kp, blocks * nr), flat: per block of nr
+    columns, (ks, groups, sr, nr, kr) in order. Made once per shape (read-only): the gather through a transposed
+    six-axis view cost most of a pack where nr is wide (HVX's 128 columns)."""
+    grouped = np.arange(ks * kp * blocks * nr).reshape(ks, kp // (kr * sr), sr, kr, blocks, nr) \
+        .transpose(4, 0, 1, 2, 5, 3)
+    n = np.arange(nr)
+    index = np.ascontiguousarray(grouped[:, :, :, (np.arange(sr)[:, None] + n) % sr, n, :]).reshape(blocks, -1)
+    index.flags.writeable = False
+    return index
 
 
 def _padded_columns(values, N: int, columns: int, dtype) -> np.ndarray:
