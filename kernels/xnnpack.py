@@ -627,21 +627,34 @@ def pack_weights(B: np.ndarray, *, nr: int, kr: int, sr: int, column_ints: np.nd
     kp = packed_k(kc, kr, sr)
     padded = np.full((ks, kp, blocks * nr), np.array([pad], np.int64).astype(B.dtype)[0], B.dtype)
     padded[:, :kc, :N] = B.reshape(ks, kc, N)
-    weights = padded.reshape(-1)[_packed_order(kp, blocks, nr, kr, sr, ks)].view(np.uint8)    # (blocks, bytes)
+    if padded.size <= ORDERED_ELEMENTS:
+        weights = padded.reshape(-1)[_packed_order(kp, blocks, nr, kr, sr, ks)]
+    else:               # a deep case (the ladder's 2^17): the gather itself, no index eight times its size
+        weights = _gathered(padded, kp, blocks, nr, kr, sr, ks)
     parts = [_padded_columns(values, N, blocks * nr, dtype).reshape(blocks, 4 * nr)
              for values, dtype in [(column_ints, "<i4"), *((f, "<f4") for f in column_floats)]]
-    return np.concatenate([parts[0], weights, *parts[1:]], axis=1).reshape(-1)
+    return np.concatenate([parts[0], weights.reshape(blocks, -1).view(np.uint8), *parts[1:]], axis=1).reshape(-1)
+
+
+# The padded weights of at most this many elements are gathered through an index made once per shape (a check meets
+# each tile edge in every value class and check): the gather through a transposed six-axis view cost most of a pack
+# where nr is wide (HVX's 128 columns). Larger ones, met once, are gathered directly.
+ORDERED_ELEMENTS = 1 << 16
+
+
+def _gathered(padded: np.ndarray, kp: int, blocks: int, nr: int, kr: int, sr: int, ks: int) -> np.ndarray:
+    """pack_weights' layout of the padded weights (ks, kp, blocks * nr): per block of nr columns, (ks, groups, sr,
+    nr, kr) in order, as (blocks, the block's weights)."""
+    grouped = padded.reshape(ks, kp // (kr * sr), sr, kr, blocks, nr).transpose(4, 0, 1, 2, 5, 3)
+    n = np.arange(nr)
+    return np.ascontiguousarray(grouped[:, :, :, (np.arange(sr)[:, None] + n) % sr, n, :]).reshape(blocks, -1)
 
 
 @functools.lru_cache(maxsize=256)
 def _packed_order(kp: int, blocks: int, nr: int, kr: int, sr: int, ks: int) -> np.ndarray:
-    """pack_weights' gather as one index into the padded weights (ks, kp, blocks * nr), flat: per block of nr
-    columns, (ks, groups, sr, nr, kr) in order. Made once per shape (read-only): the gather through a transposed
-    six-axis view cost most of a pack where nr is wide (HVX's 128 columns)."""
-    grouped = np.arange(ks * kp * blocks * nr).reshape(ks, kp // (kr * sr), sr, kr, blocks, nr) \
-        .transpose(4, 0, 1, 2, 5, 3)
-    n = np.arange(nr)
-    index = np.ascontiguousarray(grouped[:, :, :, (np.arange(sr)[:, None] + n) % sr, n, :]).reshape(blocks, -1)
+    """_gathered's order as one index into the padded weights, flat (read-only)."""
+    index = _gathered(np.arange(ks * kp * blocks * nr, dtype=np.int32).reshape(ks, kp, blocks * nr), kp, blocks, nr,
+                      kr, sr, ks)
     index.flags.writeable = False
     return index
 
