@@ -380,7 +380,7 @@ def test_the_dropped_k_readings_computed_as_one_stack_are_the_ones_computed_one_
             q.update(a_row_sum=A.astype(np.int64).sum(axis=1), kc=K)      # what a qd8-qc2w stage reads (with_rows)
             stages = [OUTPUT_STAGES[s] for s in contract.accepted]
             listed = listed_variants(A, B)
-            stacked = quantized._listed_outputs(listed, A, B, q, stages, out_type)
+            stacked = [list(outs) for outs in quantized._listed_outputs(listed, A, B, q, stages, out_type)]
             alone = [quantized._outputs(accumulators(v, A, B, q), stages, q, out_type) for v in listed]
             assert len(stacked) == len(alone)
             for got, want in zip(stacked, alone):

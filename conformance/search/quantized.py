@@ -496,13 +496,24 @@ def accumulation_readings(contract_name: str, kern, A, B, q, C, accepted, keys=N
 
 def _outputs(acc, stages, q, out_type) -> list[np.ndarray]:
     """Each stage's output on acc, in order, leaving out a stage undefined there."""
-    out = []
-    for stage in stages:
+    return list(_each_output(lambda: acc, stages, [None] * len(stages), q, out_type))
+
+
+def _each_output(make_acc, stages, ready, q, out_type):
+    """Each stage's output, in order, leaving out a stage undefined there: ready[s] where a stage's output is
+    computed already, else the stage run on make_acc()'s accumulator when the caller gets that far (a reading is
+    named at its first matching output: the stages after it never run)."""
+    acc = None
+    for stage, done in zip(stages, ready):
+        if done is not None:
+            yield done
+            continue
+        acc = make_acc() if acc is None else acc
         try:
-            out.append(stage.compute(acc, q, out_type))
+            out = stage.compute(acc, q, out_type)
         except (ArithmeticError, ValueError):
             continue
-    return out
+        yield out
 
 
 # The listed variants' accumulators are prefix sums of one product (the first or last r k values dropped): up to 32
@@ -511,29 +522,30 @@ def _outputs(acc, stages, q, out_type) -> list[np.ndarray]:
 PREFIX_ELEMENTS = 1 << 22
 
 
-def _listed_outputs(listed, A, B, q, stages, out_type) -> list[list[np.ndarray]]:
-    """_outputs of each listed (dropped-k) variant's accumulator: the accumulators as one stack of the product's
+def _listed_outputs(listed, A, B, q, stages, out_type) -> list:
+    """_each_output of each listed (dropped-k) variant's accumulator: the accumulators as one stack of the product's
     prefix sums (zero points corrected as accumulators() corrects them), each stage that computes a batch of cases
     (isa_models.requant.BATCHED_STAGES) run once on the stack, its first variant's output checked against the
     stage run on that variant alone; the other stages (and one the stack does not suit: undefined on some variant)
-    variant by variant, as every stage is for a case too large for the products."""
+    variant by variant, when asked, as every stage is for a case too large for the products."""
     from lowp.isa_models.requant import BATCHED_STAGES, Batch
     from lowp.kernels.models.quant import zero_point_corrected
     M, K = A.shape
     N = B.shape[1]
+    none = [None] * len(stages)
     batched = [stage.name in BATCHED_STAGES and not stage.reads_rows for stage in stages]
     if len(listed) < 2 or M * K * N > PREFIX_ELEMENTS or not any(batched) or \
             any(v.family.name != "dropped-k" for v in listed):
-        return [_outputs(accumulators(v, A, B, q), stages, q, out_type) for v in listed]
+        return [_each_output(lambda v=v: accumulators(v, A, B, q), stages, none, q, out_type) for v in listed]
     prefix = np.zeros((M, K + 1, N), np.int64)
     np.cumsum(A.astype(np.int64)[:, :, None] * B.astype(np.int64)[None, :, :], axis=1, out=prefix[:, 1:])
     raws = np.stack([prefix[:, K - r] if end == "last" else prefix[:, K] - prefix[:, r]
                      for end, r in (v.param for v in listed)])
     acc3 = zero_point_corrected(_wrap32(raws), A, B, q)
     if not np.array_equal(acc3[0], accumulators(listed[0], A, B, q)):
-        return [_outputs(accumulators(v, A, B, q), stages, q, out_type) for v in listed]
+        return [_each_output(lambda v=v: accumulators(v, A, B, q), stages, none, q, out_type) for v in listed]
     q3 = Batch({key: np.stack([np.asarray(value)] * len(listed)) for key, value in q.items()})
-    columns = []          # per stage: each variant's output, None where the stage is undefined on it
+    columns = []          # per stage: every variant's output at once, or None (computed variant by variant)
     for stage, whole in zip(stages, batched):
         out3 = None
         if whole:
@@ -543,9 +555,9 @@ def _listed_outputs(listed, A, B, q, stages, out_type) -> list[list[np.ndarray]]
                 out3 = None
             alone = _outputs(acc3[0], [stage], q, out_type)
             out3 = out3 if out3 is not None and alone and same(out3[0], alone[0]) else None
-        columns.append(list(out3) if out3 is not None else
-                       [next(iter(_outputs(acc, [stage], q, out_type)), None) for acc in acc3])
-    return [[column[i] for column in columns if column[i] is not None] for i in range(len(listed))]
+        columns.append(out3)
+    return [_each_output(lambda i=i: acc3[i], stages, [None if c is None else c[i] for c in columns], q, out_type)
+            for i in range(len(listed))]
 
 
 def _wrap32(x: np.ndarray) -> np.ndarray:
