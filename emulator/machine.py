@@ -541,6 +541,8 @@ class Machine:
         if ctx is None:
             self.uc.context_restore(self._pristine)
             self.uc.reg_write_batch(self.cc.seeded(seed, nargs))
+            if len(_SEEDED) >= SEEDED_KEPT:         # conventions made afresh (a test's) would otherwise pile up
+                _SEEDED.clear()
             ctx = self._seeded[key] = _SEEDED[self.cc, key] = _detached(self.uc.context_save())
         self.uc.context_restore(ctx)
 
@@ -560,6 +562,7 @@ class Machine:
 # form of a context (bytes it owns, not freed with the machine that saved it), which any machine of the convention
 # restores.
 _SEEDED: dict = {}
+SEEDED_KEPT = 2048      # 12 KiB each: a convention's 64 states times the argument counts, several times over
 
 
 def _detached(ctx):
