@@ -177,7 +177,6 @@ class Binary:
         raise KeyError(f"{name}: address {addr:#x} is in no loaded segment")
 
 
-
 # A kernel's checks each run a fresh copy of its machine, and each copy read the ELF anew: pyelftools walks the symbol
 # table in Python, some 10 ms an XNNPACK kernel's ELF, three times a kernel. Kept per process by the file's path,
 # size and modification time (the cache's ELFs are named by their contents; a user's ELF that changes changes its
@@ -201,6 +200,7 @@ def _read_elf(path: str, target: str, size: int, mtime_ns: int):
             if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"] and sym.name:
                 symbols[sym.name] = (sym["st_value"], sym["st_size"])
         return segments, symbols, elf["e_entry"]
+
 
 def zig(directory: Path, driver: str = "cc") -> Toolchain:
     """`zig cc` (or `c++`) of the ziglang package, with zig's own caches under the build cache unless the environment

@@ -555,7 +555,6 @@ class Machine:
         return hit
 
 
-
 # A kernel's checks each run a fresh machine, and each wrote its seeded states anew (53 registers, some 0.2 ms a state,
 # up to 64 states a machine). A state is the convention's CPU as created (the same on every machine of it: memory is
 # not in a context) with the seed's registers: kept per process, by convention and state, as the binding's pickled
@@ -568,6 +567,7 @@ SEEDED_KEPT = 2048      # 12 KiB each: a convention's 64 states times the argume
 def _detached(ctx):
     """A copy of a saved context that no Unicorn instance owns (UcContext's pickled form)."""
     return pickle.loads(pickle.dumps(ctx))
+
 
 class GuestProcess:
     """What a machine whose guest is a process of its own (qemu-user, the Bochs guest) shares: a context manager
@@ -717,6 +717,8 @@ def canary_damage(b, below: bytes, over: bytes) -> OutOfBounds | None:
 def _first_damaged(canary: bytes) -> int | None:
     """The index of the first byte of a canary area that is no longer CANARY (a write landed there), or None."""
     canary = bytes(canary)
+    if canary == canaries(len(canary)):     # one memcmp; the scan below is some 30 times slower (a page: 9 us)
+        return None
     intact = len(canary) - len(canary.lstrip(bytes([CANARY])))
     return None if intact == len(canary) else intact
 

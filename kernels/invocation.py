@@ -60,7 +60,8 @@ class Strided:
     def dense(self) -> bool:
         """Row-major with no gap: the buffer is the matrix's own bytes (most calls' C)."""
         item = np.dtype(self.dtype).itemsize
-        return self.row == self.shape[1] * item and (self.block >= self.shape[1] or self.block_stride == self.block * item)
+        return self.row == self.shape[1] * item and \
+            (self.block >= self.shape[1] or self.block_stride == self.block * item)
 
     def scatter(self, matrix: np.ndarray, fill: np.ndarray) -> np.ndarray:
         """The buffer's bytes: `fill` (bytes, at least nbytes) with the matrix's elements in their places."""

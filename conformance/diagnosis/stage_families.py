@@ -572,6 +572,7 @@ def accepted_outputs(stages, accs, q: dict, out_type: str) -> list[np.ndarray]:
                 continue
     return out
 
+
 def matches(contract_name: str, A, B, q: dict, C, out_type: str, *, acc_variants, isa: str = "c",
             blocks: tuple[int, int] | None = None, keys=None, rights=None) -> list[tuple[str, str]]:
     """(key, name) of every family member C equals on the contract's paths, each differing from every accepted

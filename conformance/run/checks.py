@@ -857,13 +857,13 @@ def _screened(check: Check, kern, rec: Recorder, cases, calls: list[Call], emit)
     """(index, matched reading or None, outcome or None, verdict or None) of every generated case, in order: a run
     of consecutive cases of one shape (the value classes of a tile edge, the end classes of a ladder step), as many
     as a batch holds, is screened in one batch (conformance/run/batch.py) when it comes, so the kernel sees the
-    calls in the per-case path's order and a crash leaves the cases before the batch counted. A case of a clean batch comes with
-    its reading; one of a batch that is not clean with the outcome the batch gave it, which is run()'s for the same
-    call in the same state (each case has its own guarded buffers): the per-case path judges it as its own, or takes
-    the verdict the batch's judge gave it (a quantized kernel's batch judges each case as the per-case judge does). A
-    batch that could not be pinned on one case (native: a canary damaged) is rerun case by case on a fresh copy of
-    the kernel that has run the calls before it (Tracked.restart), as are a case alone, and a kernel that is not
-    batchable: those come with neither. After a runaway loop nothing more is batched: the per-case path meets it
+    calls in the per-case path's order and a crash leaves the cases before the batch counted. A case of a clean
+    batch comes with its reading; one of a batch that is not clean with the outcome the batch gave it, which is
+    run()'s for the same call in the same state (each case has its own guarded buffers): the per-case path judges
+    it as its own, or takes the verdict the batch's judge gave it (a quantized kernel's batch judges each case as
+    the per-case judge does). A batch that could not be pinned on one case (native: a canary damaged) is rerun case
+    by case on a fresh copy of the kernel that has run the calls before it (Tracked.restart), as are a case alone,
+    and a kernel that is not batchable: those come with neither. After a runaway loop nothing more is batched: the per-case path meets it
     and stops, as it always did."""
     invocations = batch.batches_invocations(kern, rec.ex)
     batching = batch.ENABLED and (batch.batchable(kern) or invocations)

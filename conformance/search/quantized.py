@@ -481,10 +481,12 @@ def accumulation_readings(contract_name: str, kern, A, B, q, C, accepted, keys=N
     has them: stage_families.accepted_outputs)."""
     from lowp.isa_models.requant import OUTPUT_STAGES
 
+    from lowp.conformance.diagnosis.stage_families import accepted_outputs
     from lowp.conformance.diagnosis.variants import listed_variants
-    stages = [OUTPUT_STAGES[s] for s in output_contract(contract_name).accepted]
+    names = output_contract(contract_name).accepted
+    stages = [OUTPUT_STAGES[s] for s in names]
     if rights is None:
-        rights = [out for v in accepted for out in _outputs(accumulators(v, A, B, q), stages, q, kern.c_type)]
+        rights = accepted_outputs(names, [accumulators(v, A, B, q) for v in accepted], q, kern.c_type)
     listed = [variant for variant in listed_variants(A, B) if keys is None or variant.key in keys]
     named = []
     for variant, outs in zip(listed, _listed_outputs(listed, A, B, q, stages, kern.c_type)):
@@ -541,7 +543,7 @@ def _listed_outputs(listed, A, B, q, stages, out_type) -> list:
     np.cumsum(A.astype(np.int64)[:, :, None] * B.astype(np.int64)[None, :, :], axis=1, out=prefix[:, 1:])
     raws = np.stack([prefix[:, K - r] if end == "last" else prefix[:, K] - prefix[:, r]
                      for end, r in (v.param for v in listed)])
-    acc3 = zero_point_corrected(_wrap32(raws), A, B, q)
+    acc3 = zero_point_corrected(raws, A, B, q)      # its int32 wrap is exact()'s (mod 2^32 either way)
     if not np.array_equal(acc3[0], accumulators(listed[0], A, B, q)):
         return [_each_output(lambda v=v: accumulators(v, A, B, q), stages, none, q, out_type) for v in listed]
     q3 = Batch({key: np.stack([np.asarray(value)] * len(listed)) for key, value in q.items()})
@@ -558,11 +560,6 @@ def _listed_outputs(listed, A, B, q, stages, out_type) -> list:
         columns.append(out3)
     return [_each_output(lambda i=i: acc3[i], stages, [None if c is None else c[i] for c in columns], q, out_type)
             for i in range(len(listed))]
-
-
-def _wrap32(x: np.ndarray) -> np.ndarray:
-    """int64 values wrapped to int32, as exact() wraps a sum."""
-    return ((x + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
 
 
 def domain_problems(kern, q: dict, M: int, N: int) -> list[str]:

@@ -45,7 +45,7 @@ from lowp.emulator import buildcache
 from lowp.emulator.x86 import faults as x86_faults
 from lowp.emulator.build import CXX_FLAGS, Binary, zig
 from lowp.emulator.cpuflags import zig_cpu
-from lowp.emulator.placement import canaries, check_alignment, padded_after
+from lowp.emulator.placement import check_alignment, padded_after
 from lowp.emulator.errors import (BudgetExceeded, BuildError, EmulationFailed, EmulatorError,
                                   EmulatorLacksInstruction, OutOfBounds, Trap, UndefinedInstruction, guest_death)
 from lowp.emulator.native_build import NativeUnavailable, build_shared_library, cache_dir, host_amx_intrinsics_unsafe, \
@@ -420,10 +420,7 @@ class BochsMachine(GuestProcess):
             start, end = b.base - b.lo, b.base - b.lo + b.nbytes
             below, data, over = region[:start], region[start:end], region[end:]
             out.append(data.view(b.array.dtype).reshape(b.array.shape).copy())
-            below, over = below.tobytes(), over.tobytes()
-            # intact is one memcmp (placement.canaries); canary_damage's scan, which finds the byte, only when not
-            if error is None and (below != canaries(len(below)) or over != canaries(len(over))):
-                error = canary_damage(b, below, over)
+            error = error or canary_damage(b, below.tobytes(), over.tobytes())
         mnemonics = None
         if opts["mnemonics"]:
             mnemonics = Counter()
