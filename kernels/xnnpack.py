@@ -627,9 +627,9 @@ def pack_weights(B: np.ndarray, *, nr: int, kr: int, sr: int, column_ints: np.nd
     kp = packed_k(kc, kr, sr)
     padded = np.full((ks, kp, blocks * nr), np.array([pad], np.int64).astype(B.dtype)[0], B.dtype)
     padded[:, :kc, :N] = B.reshape(ks, kc, N)
-    if padded.size <= ORDERED_ELEMENTS:
+    if padded.size <= (ORDERED_ELEMENTS if sr > 1 else ORDERED_ELEMENTS_UNSHUFFLED):
         weights = padded.reshape(-1)[_packed_order(kp, blocks, nr, kr, sr, ks)]
-    else:               # a deep case (the ladder's 2^17): the gather itself, no index eight times its size
+    else:               # a deep or wide case (the ladder's 2^17, HVX's 128 columns): the gather itself
         weights = _gathered(padded, kp, blocks, nr, kr, sr, ks)
     parts = [_padded_columns(values, N, blocks * nr, dtype).reshape(blocks, 4 * nr)
              for values, dtype in [(column_ints, "<i4"), *((f, "<f4") for f in column_floats)]]
@@ -637,14 +637,34 @@ def pack_weights(B: np.ndarray, *, nr: int, kr: int, sr: int, column_ints: np.nd
 
 
 # The padded weights of at most this many elements are gathered through an index made once per shape (a check meets
-# each tile edge in every value class and check): the gather through a transposed six-axis view cost most of a pack
-# where nr is wide (HVX's 128 columns). Larger ones, met once, are gathered directly.
+# each tile edge in every value class and check); larger ones, met once, are gathered directly (_gathered). Without
+# the sr shuffle the direct gather moves whole kr-runs and beats the index from some 4,096 elements on (measured:
+# 8,192 int8 at nr = 16, kr = 4: 13 us through the index, 6 us direct; HVX's 262,144: 348 and 219 us).
 ORDERED_ELEMENTS = 1 << 16
+ORDERED_ELEMENTS_UNSHUFFLED = 1 << 12
+# A column's kr consecutive weights as one unsigned integer of their width: the gather moves those whole.
+_RUNS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _gathered(padded: np.ndarray, kp: int, blocks: int, nr: int, kr: int, sr: int, ks: int) -> np.ndarray:
     """pack_weights' layout of the padded weights (ks, kp, blocks * nr): per block of nr columns, (ks, groups, sr,
-    nr, kr) in order, as (blocks, the block's weights)."""
+    nr, kr) in order, as (blocks, the block's weights). The columns are made rows first, so that each column's
+    kr weights of a chunk lie together and move as one integer (`_RUNS`); weights too wide for that go element by
+    element (_gathered_elements)."""
+    run = _RUNS.get(kr * padded.itemsize)
+    if run is None:
+        return _gathered_elements(padded, kp, blocks, nr, kr, sr, ks)
+    runs = np.ascontiguousarray(padded.transpose(0, 2, 1)).view(run).reshape(ks, blocks, nr, kp // (kr * sr), sr)
+    if sr == 1:
+        ordered = runs[..., 0].transpose(1, 0, 3, 2)                            # (blocks, ks, groups, nr)
+    else:               # chunk s of column n: the column's sub-block (s + n) % sr
+        n = np.arange(nr)
+        ordered = runs[:, :, n, :, (np.arange(sr)[:, None] + n) % sr].transpose(3, 2, 4, 0, 1)
+    return np.ascontiguousarray(ordered).view(padded.dtype).reshape(blocks, -1)
+
+
+def _gathered_elements(padded: np.ndarray, kp: int, blocks: int, nr: int, kr: int, sr: int, ks: int) -> np.ndarray:
+    """_gathered, element by element."""
     grouped = padded.reshape(ks, kp // (kr * sr), sr, kr, blocks, nr).transpose(4, 0, 1, 2, 5, 3)
     n = np.arange(nr)
     return np.ascontiguousarray(grouped[:, :, :, (np.arange(sr)[:, None] + n) % sr, n, :]).reshape(blocks, -1)

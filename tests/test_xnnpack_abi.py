@@ -91,6 +91,24 @@ def test_packing_and_the_provers_layout_agree(nr, kr, sr, K, N, ks):
         assert got.tobytes() == want
 
 
+@pytest.mark.parametrize("nr,kr,sr,ks", [(16, 4, 1, 1), (128, 4, 1, 1), (8, 8, 1, 3), (4, 2, 4, 1), (8, 4, 2, 2),
+                                         (16, 1, 4, 1), (8, 16, 1, 1), (16, 16, 2, 1)])
+def test_the_direct_gather_of_a_large_pack_is_the_indexed_one(nr, kr, sr, ks):
+    """pack_weights gathers a large pack directly (_gathered: each column's kr weights moved as one integer where
+    they fit one) and a small one through an index made once per shape; both, and the element-by-element gather,
+    give one layout, for one- and two-byte weights."""
+    rng = np.random.default_rng(nr * kr + sr + ks)
+    kp, blocks = 64 * kr * sr, 3
+    for dtype in (np.int8, np.uint8, np.int16):
+        padded = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, (ks, kp, blocks * nr), endpoint=True)
+        padded = padded.astype(dtype)
+        direct = xnnpack._gathered(padded, kp, blocks, nr, kr, sr, ks)
+        assert direct.dtype == dtype
+        assert np.array_equal(direct, xnnpack._gathered_elements(padded, kp, blocks, nr, kr, sr, ks))
+        indexed = padded.reshape(-1)[xnnpack._packed_order(kp, blocks, nr, kr, sr, ks)]
+        assert np.array_equal(direct, indexed.reshape(blocks, -1))
+
+
 def test_packing_refuses_non_power_of_two_blocks():
     with pytest.raises(ValueError, match="powers of two"):
         xnnpack.pack_weights(np.zeros((4, 4), np.int8), nr=4, kr=3, sr=1, column_ints=np.zeros(4, np.int32))
