@@ -15,18 +15,24 @@ from typing import Callable
 
 import numpy as np
 
+from lowp.isa_models.lanes import exact_products, symbolic
+
 I32 = np.int32
 
 
 def _wrap32(x: np.ndarray) -> np.ndarray:
-    return ((x.astype(np.int64) + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(I32)
+    """The low 32 bits of exact integers, as int32 (numpy's integer narrowing keeps the low bits; symbolic lanes,
+    lowp prove's, spell the wrap out)."""
+    if symbolic(x):
+        return ((x.astype(np.int64) + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(I32)
+    return np.asarray(x).astype(np.int64).astype(I32)
 
 
 def exact(A, B, a_offset: int = 0, b_offset: int = 0) -> np.ndarray:
     """sum_k (A[i,k] + a_offset) * (B[k,j] + b_offset), exact, wrapped to int32 as C's int32 accumulation wraps.
     gemmlowp adds offsets (lhs_offset, rhs_offset; doc/low-precision.md); ruy and TFLite subtract zero points:
     the same contract with a_offset = -zero_point (see exact_zero_points)."""
-    return _wrap32((A.astype(np.int64) + a_offset) @ (B.astype(np.int64) + b_offset))
+    return _wrap32(exact_products(A.astype(np.int64) + a_offset, B.astype(np.int64) + b_offset))
 
 
 def exact_zero_points(A, B, a_zero_point: int = 0, b_zero_point: int = 0) -> np.ndarray:
@@ -34,7 +40,7 @@ def exact_zero_points(A, B, a_zero_point: int = 0, b_zero_point: int = 0) -> np.
     (raw product, minus zero point times the other operand's sums, plus K * both zero points), int32 wrapping."""
     A64, B64 = A.astype(np.int64), B.astype(np.int64)
     K = A.shape[1]
-    raw = A64 @ B64 - a_zero_point * B64.sum(axis=0)[None, :] - b_zero_point * A64.sum(axis=1)[:, None]
+    raw = exact_products(A64, B64) - a_zero_point * B64.sum(axis=0)[None, :] - b_zero_point * A64.sum(axis=1)[:, None]
     return _wrap32(raw + K * a_zero_point * b_zero_point)
 
 
@@ -172,7 +178,7 @@ def int16_lanes_wrapping(flush: int, signed: bool = True):
     def reference(A, B):
         total = np.zeros((A.shape[0], B.shape[1]), np.int64)
         for k0 in range(0, A.shape[1], flush):
-            block = A[:, k0:k0 + flush].astype(np.int64) @ B[k0:k0 + flush].astype(np.int64)
+            block = exact_products(A[:, k0:k0 + flush], B[k0:k0 + flush])
             low = block % 65536
             total += np.where(low >= 32768, low - 65536, low) if signed else low
         return _wrap32(total)

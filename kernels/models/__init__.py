@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from lowp.isa_models import x86
-from lowp.isa_models.lanes import S32, wrap
+from lowp.isa_models.lanes import S32, exact_products, wrap
 
 CHUNK_BYTES = 1 << 26   # bound on the temporaries of one step of a model
 
@@ -28,7 +28,7 @@ def _round_up(x: int, m: int) -> int:
 
 def exact_gemm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """sum_k A[i,k] * B[k,j] exactly, wrapped to int32 (what an exact kernel must return)."""
-    return wrap(A.astype(np.int64) @ B.astype(np.int64), S32)
+    return wrap(exact_products(A, B), S32)
 
 
 def _dot4_step(kind: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from lowp.isa_models import arm, sme, sve
-from lowp.isa_models.lanes import S16, S32, U16, wrap
+from lowp.isa_models.lanes import S16, S32, U16, exact_products, wrap
 
 from lowp.kernels.models import CHUNK_BYTES, _pad, _round_up
 
@@ -39,7 +39,7 @@ def mlal_pairs_gemm(A: np.ndarray, B: np.ndarray, *, distance: int, k_round: int
     paired = min(whole, K)
     a, b = (_pair_halves(_blocks(x[:, :paired], rows, whole, block), distance)
             for x, rows in ((A, M), (np.ascontiguousarray(B.T), N)))      # (rows, blocks, registers, 2, 8)
-    total = A[:, paired:].astype(np.int64) @ B[paired:].astype(np.int64)   # lone SMULL products, SADALP: exact
+    total = exact_products(A[:, paired:], B[paired:])   # lone SMULL products, SADALP: exact
     step = max(1, CHUNK_BYTES // max(1, M * N * a.shape[2] * 16 * 8))
     for g in range(0, a.shape[1], step):
         ar = a[:, None, g:g + step]
@@ -147,7 +147,7 @@ def mlal_flush_gemm(A: np.ndarray, B: np.ndarray, *, flush: int) -> np.ndarray:
     lane = S16 if A.dtype == np.int8 else U16
     total = np.zeros((M, B.shape[1]), np.int64)
     for k0 in range(0, K, flush):
-        block = A[:, k0:k0 + flush].astype(np.int64) @ B[k0:k0 + flush].astype(np.int64)
+        block = exact_products(A[:, k0:k0 + flush], B[k0:k0 + flush])
         total += wrap(block, lane).astype(np.int64)
     return wrap(total, S32)
 
