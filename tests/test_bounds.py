@@ -125,16 +125,18 @@ model = "lowp.kernels.models:exact_gemm"
 def test_exact_products_are_the_integer_products_on_either_side_of_the_float64_bound(dtype):
     """lanes.exact_products takes float64 (BLAS) only where every partial sum is an integer below 2^53: it equals
     the products summed as Python integers for every operand type, at depths on both sides of that bound, and at
-    the bound itself (2^26-magnitude int64 operands: one product of 2^52 goes through float64, two do not)."""
-    from lowp.isa_models.lanes import exact_products
+    the bound itself (2^26-magnitude int64 operands: one product of 2^52 goes through float64, two do not); the
+    shapes are past BLAS_PRODUCTS, where the float64 path is taken at all."""
+    from lowp.isa_models.lanes import BLAS_PRODUCTS, exact_products
     rng = np.random.default_rng(np.dtype(dtype).itemsize)
     info = np.iinfo(dtype)
     lo, hi = (-2 ** 26, 2 ** 26) if dtype == np.int64 else (int(info.min), int(info.max))
-    for K in (0, 1, 2, 3, 64, 1000):
-        A = rng.integers(lo, hi, (3, K), endpoint=True).astype(dtype)
-        B = rng.integers(lo, hi, (K, 2), endpoint=True).astype(dtype)
+    for M, K, N in ((64, 1, 64), (64, 2, 64), (64, 3, 64), (16, 64, 16), (8, 1000, 8)):
+        assert M * K * N >= BLAS_PRODUCTS
+        A = rng.integers(lo, hi, (M, K), endpoint=True).astype(dtype)
+        B = rng.integers(lo, hi, (K, N), endpoint=True).astype(dtype)
         A[:, :1], B[:1] = hi, hi                   # the largest products the types hold
-        want = [[sum(int(a) * int(b) for a, b in zip(A[i], B[:, j])) for j in range(2)] for i in range(3)]
         got = exact_products(A, B)
+        want = A.astype(object) @ B.astype(object)      # Python integers: exact at any size
         assert got.dtype == np.int64
-        assert [[int(x) % 2 ** 64 for x in row] for row in got] == [[x % 2 ** 64 for x in row] for row in want]
+        assert ((got.astype(object) - want) % 2 ** 64 == 0).all()

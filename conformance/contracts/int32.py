@@ -32,7 +32,9 @@ def exact(A, B, a_offset: int = 0, b_offset: int = 0) -> np.ndarray:
     """sum_k (A[i,k] + a_offset) * (B[k,j] + b_offset), exact, wrapped to int32 as C's int32 accumulation wraps.
     gemmlowp adds offsets (lhs_offset, rhs_offset; doc/low-precision.md); ruy and TFLite subtract zero points:
     the same contract with a_offset = -zero_point (see exact_zero_points)."""
-    return _wrap32(exact_products(A.astype(np.int64) + a_offset, B.astype(np.int64) + b_offset))
+    if a_offset or b_offset:
+        return _wrap32(exact_products(A.astype(np.int64) + a_offset, B.astype(np.int64) + b_offset))
+    return _wrap32(exact_products(A, B))       # the operands' own types bound the products
 
 
 def exact_zero_points(A, B, a_zero_point: int = 0, b_zero_point: int = 0) -> np.ndarray:
@@ -40,7 +42,7 @@ def exact_zero_points(A, B, a_zero_point: int = 0, b_zero_point: int = 0) -> np.
     (raw product, minus zero point times the other operand's sums, plus K * both zero points), int32 wrapping."""
     A64, B64 = A.astype(np.int64), B.astype(np.int64)
     K = A.shape[1]
-    raw = exact_products(A64, B64) - a_zero_point * B64.sum(axis=0)[None, :] - b_zero_point * A64.sum(axis=1)[:, None]
+    raw = exact_products(A, B) - a_zero_point * B64.sum(axis=0)[None, :] - b_zero_point * A64.sum(axis=1)[:, None]
     return _wrap32(raw + K * a_zero_point * b_zero_point)
 
 
