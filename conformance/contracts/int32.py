@@ -15,17 +15,16 @@ from typing import Callable
 
 import numpy as np
 
-from lowp.isa_models.lanes import exact_products, symbolic
+from lowp.isa_models.lanes import exact_products, symbolic, wrap
 
 I32 = np.int32
 
 
 def _wrap32(x: np.ndarray) -> np.ndarray:
-    """The low 32 bits of exact integers, as int32 (numpy's integer narrowing keeps the low bits; symbolic lanes,
-    lowp prove's, spell the wrap out)."""
+    """The low 32 bits of exact integers, as int32 (lanes.wrap; symbolic lanes, lowp prove's, spell the wrap out)."""
     if symbolic(x):
         return ((x.astype(np.int64) + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(I32)
-    return np.asarray(x).astype(np.int64).astype(I32)
+    return wrap(x, I32)
 
 
 def exact(A, B, a_offset: int = 0, b_offset: int = 0) -> np.ndarray:
