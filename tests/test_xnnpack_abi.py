@@ -91,12 +91,14 @@ def test_packing_and_the_provers_layout_agree(nr, kr, sr, K, N, ks):
         assert got.tobytes() == want
 
 
-@pytest.mark.parametrize("nr,kr,sr,ks", [(16, 4, 1, 1), (128, 4, 1, 1), (8, 8, 1, 3), (4, 2, 4, 1), (8, 4, 2, 2),
+@pytest.mark.parametrize("nr,kr,sr,ks", [(16, 4, 1, 1), (128, 4, 1, 1), (64, 8, 1, 3), (32, 1, 1, 1), (8, 1, 1, 2),
+                                         (8, 8, 1, 3), (4, 2, 4, 1), (8, 4, 2, 2),
                                          (16, 1, 4, 1), (8, 16, 1, 1), (16, 16, 2, 1)])
 def test_the_direct_gather_of_a_large_pack_is_the_indexed_one(nr, kr, sr, ks):
     """pack_weights gathers a large pack directly (_gathered: each column's kr weights moved as one integer where
-    they fit one) and a small one through an index made once per shape; both, and the element-by-element gather,
-    give one layout, for one- and two-byte weights."""
+    they fit one; kr copies along the columns for an unshuffled block of WIDE_BLOCK columns or more, or kr = 1) and
+    a small one through an index made once per shape; both, and the element-by-element gather, give one layout, for
+    one- and two-byte weights."""
     rng = np.random.default_rng(nr * kr + sr + ks)
     kp, blocks = 64 * kr * sr, 3
     for dtype in (np.int8, np.uint8, np.int16):
@@ -107,6 +109,42 @@ def test_the_direct_gather_of_a_large_pack_is_the_indexed_one(nr, kr, sr, ks):
         assert np.array_equal(direct, xnnpack._gathered_elements(padded, kp, blocks, nr, kr, sr, ks))
         indexed = padded.reshape(-1)[xnnpack._packed_order(kp, blocks, nr, kr, sr, ks)]
         assert np.array_equal(direct, indexed.reshape(blocks, -1))
+
+
+def _ksums_chunk_by_chunk(sums, scales, kr, bl, izp):
+    """The qb4w packer's float column sums as packing.cc's loop makes them, one chunk and one column at a time in
+    float32 scalars (L1353-1409): ksum -= f32(chunk sum) * izp * scale of the chunk's block."""
+    out = []
+    for n in range(sums.shape[1]):
+        v = np.float32(0)
+        for c in range(sums.shape[0]):
+            block = min(c * 2 * kr // bl, scales.shape[1] - 1)
+            if sums[c].any() or not np.isfinite(scales[:, block]).all():
+                v = np.float32(v - np.float32(np.float32(sums[c, n]) * np.float32(izp) * scales[n, block]))
+        out.append(v)
+    return np.array(out, np.float32)
+
+
+def test_qb4w_column_sums_are_the_packers_chunk_by_chunk_float_steps():
+    """_chunk_sums_subtracted runs the packer's steps in one subtract.accumulate over the chunks: the same float32
+    roundings in the same order as a scalar loop, with infinite and NaN scales, all-zero chunks and large sums."""
+    rng = np.random.default_rng(36)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for trial in range(60):
+            kr, N = int(rng.choice([1, 2, 4, 8])), int(rng.integers(1, 9))
+            bl = 2 * kr * int(rng.choice([1, 2, 4]))
+            chunks = int(rng.integers(0, 24))
+            sums = rng.integers(-240 * kr, 240 * kr, (chunks, N)) * (rng.random((chunks, 1)) < 0.7)
+            scales = (rng.standard_normal((N, max(1, -(-chunks * 2 * kr // bl)))) *
+                      10.0 ** rng.integers(-30, 30)).astype(np.float32)
+            if trial % 4 == 1:
+                scales[rng.random(scales.shape) < 0.2] = np.inf * rng.choice([-1, 1])
+            if trial % 4 == 2:
+                scales[rng.random(scales.shape) < 0.2] = np.nan
+            izp = int(rng.choice([1, -128, 127]))
+            got = xnnpack._chunk_sums_subtracted(sums, scales, kr=kr, bl=bl, izp=izp)
+            assert got.dtype == np.float32
+            assert got.tobytes() == _ksums_chunk_by_chunk(sums, scales, kr, bl, izp).tobytes(), trial
 
 
 def test_packing_refuses_non_power_of_two_blocks():
