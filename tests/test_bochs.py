@@ -2,6 +2,8 @@
 exact counts, the ABI, seeds, AMX on lowp's models, the guest process's life, and the kernels it judges."""
 import os
 import signal
+import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -168,6 +170,7 @@ def test_the_watchdog_sets_the_kill_bit_again_until_disarmed():
     assert library.lowp_watchdog_disarm() == 0
     time.sleep(0.1)
     assert len(kills) == fired
+    assert not bochs.ForkedGuest.pristine()     # this process holds the library now: its guests start by exec
 
 
 def test_a_counted_call_keeps_an_exact_instruction_budget(machine):
@@ -213,6 +216,49 @@ def test_a_guest_that_dies_in_a_call_is_named_and_the_next_call_starts_another(b
             m.call("spin", np.zeros(1, np.int64))
         assert m.call("divide", 8, 2).ret == 4
         assert m.restarts == 1 and m._proc.pid != pid
+
+
+def _guest_run(binary, amx_binary, start: str) -> tuple:
+    """What a guest started by `start` gives: an AMX call's C and modeled counts, an out-of-bounds fault, the kinds
+    of the descriptors it holds, and a guest killed (named, and the next call starts another)."""
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 256, (16, 64), dtype=np.uint8)
+    b = rng.integers(-128, 128, (16, 64), dtype=np.int8)
+    c = rng.integers(-2 ** 31, 2 ** 31, (16, 16), dtype=np.int32)
+    with bochs.BochsMachine(amx_binary) as m:
+        r = m.call("tile_dot", a, b, c, 64, names=["a", "b", "c", "stride"])
+        assert isinstance(m._proc, bochs.ForkedGuest if start == "fork" else subprocess.Popen)
+        held = sorted(os.readlink(f"/proc/{m._proc.pid}/fd/{fd}").split(":")[0].split("#")[0]
+                      for fd in os.listdir(f"/proc/{m._proc.pid}/fd"))
+        with pytest.raises(OutOfBounds) as e:
+            m.call("tile_dot", a[:15], b, c, 64, names=["a", "b", "c", "stride"])
+    with bochs.BochsMachine(binary, seconds=60) as m:
+        assert m.call("divide", 8, 2).ret == 4
+        threading.Timer(0.3, os.kill, (m._proc.pid, signal.SIGKILL)).start()
+        with pytest.raises(bochs.BochsDied, match="killed by SIGKILL") as died:
+            m.call("spin", np.zeros(1, np.int64))
+        assert m.call("divide", 8, 2).ret == 4 and m.restarts == 1
+    return r["c"].tobytes(), r.modeled, (e.value.buffer, e.value.offset), held, "SIGKILL" in str(died.value)
+
+
+def test_a_forked_guest_is_a_new_interpreters_guest(binary, amx_binary, monkeypatch, tmp_path):
+    """GUEST_START 'fork' (the default: a fork of this process, imports and all) and 'exec' (a new interpreter)
+    give the same results, faults and deaths, and their guests hold the same kinds of descriptors: a forked guest
+    keeps none of this process's (here a file opened for the purpose, as a run's pipes would be)."""
+    from lowp.isa_models.x86 import tdpbusd
+    runs = {}
+    decoy = os.open(tmp_path / "decoy", os.O_CREAT | os.O_RDWR)
+    try:
+        for start in ("exec", "fork"):
+            monkeypatch.setattr(bochs, "GUEST_START", start)
+            runs[start] = _guest_run(binary, amx_binary, start)
+    finally:
+        os.close(decoy)
+    assert runs["fork"] == runs["exec"]
+    rng = np.random.default_rng(7)
+    a, b = rng.integers(0, 256, (16, 64), dtype=np.uint8), rng.integers(-128, 128, (16, 64), dtype=np.int8)
+    assert runs["fork"][0] == tdpbusd(rng.integers(-2 ** 31, 2 ** 31, (16, 16), dtype=np.int32), a, b).tobytes()
+    assert not any("decoy" in kind for kind in runs["fork"][3]), runs["fork"][3]
 
 
 def test_build_errors_name_the_file(tmp_path):
@@ -275,10 +321,15 @@ __attribute__((target("amx-tile"))) void unconfigured(void) { _tile_zero(0); }
 
 
 @pytest.fixture(scope="module")
-def amx(tmp_path_factory):
+def amx_binary(tmp_path_factory):
     source = tmp_path_factory.mktemp("amx") / "amx.c"
     source.write_text(AMX)
-    with bochs.BochsMachine(bochs.build_for_bochs(source, flags=("-O2",))) as m:
+    return bochs.build_for_bochs(source, flags=("-O2",))
+
+
+@pytest.fixture(scope="module")
+def amx(amx_binary):
+    with bochs.BochsMachine(amx_binary) as m:
         yield m
 
 

@@ -137,7 +137,7 @@ class AmxUnit:
             _write(write, read, start + r * stride, self.tiles[t, r, :int(self.colsb[t])].tobytes())
 
     def _dot(self, name: str, d: int, s1: int, s2: int) -> None:
-        from lowp.isa_models import x86
+        x86 = _models()
         a_type, b_type = x86.AMX_TYPES[name]
         m, k, n4 = int(self.rows[d]), int(self.colsb[s1]), int(self.colsb[d])
         if len({d, s1, s2}) < 3:
@@ -153,6 +153,19 @@ class AmxUnit:
         tile = np.zeros((ROWS, COLSB), np.uint8)
         tile[:m, :n4] = out.astype(np.int32).view(np.uint8).reshape(m, n4)
         self.tiles[d] = tile
+
+
+def _models():
+    """lowp.isa_models.x86, whose TDPB*D models the unit runs (imported at the first dot product)."""
+    from lowp.isa_models import x86
+    return x86
+
+
+def preload() -> None:
+    """Import what the unit's first instructions would (iced-x86, the TDPB*D models): a guest forked from a process
+    that called this starts with them (lowp.emulator.x86.bochs.ForkedGuest)."""
+    _iced()
+    _models()
 
 
 def _tile(register: str) -> int:

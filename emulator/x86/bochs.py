@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
@@ -65,6 +67,11 @@ GUEST = HERE / "x86" / "bochs_guest.py"
 GUEST_BOOT = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('lowp_bochs_guest', "
               "sys.argv[1]); guest = importlib.util.module_from_spec(spec); spec.loader.exec_module(guest); "
               "guest.serve(int(sys.argv[2]), int(sys.argv[3]))")
+# How a guest process starts: "fork" (a fork of this process, which has Python, numpy and, for AMX, lowp's AMX unit
+# and iced-x86 loaded already: a new interpreter took some 60 ms and an AMX guest's imports 0.25 s more, and a
+# kernel's checks start several guests) or "exec" (a new interpreter running GUEST_BOOT). LOWP_BOCHS_GUEST=exec
+# chooses the second; tests/test_bochs.py holds the two equal.
+GUEST_START = os.environ.get("LOWP_BOCHS_GUEST", "fork")
 PAGE = 4096
 BUFFERS = 0x1_0000_0000
 STACK_TOP, STACK_SIZE = 0x7F00_0000, 1 << 20
@@ -233,6 +240,118 @@ class BochsDied(EmulationFailed):
     """The guest process died or stopped answering during a call (the next call starts a new one)."""
 
 
+@lru_cache(maxsize=1)
+def _guest_module():
+    """bochs_guest.py loaded as GUEST_BOOT loads it (a module of its own, not lowp.emulator.x86.bochs_guest), once
+    a process: a forked guest finds it loaded."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("lowp_bochs_guest", GUEST)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _signals_of_a_new_interpreter() -> None:
+    """The signal dispositions an exec'd interpreter would have: what this process ignores stays ignored (exec
+    keeps SIG_IGN), every handler goes back to the default action, and SIGPIPE and SIGXFSZ are ignored and SIGINT
+    raises KeyboardInterrupt, as Python's start-up sets them."""
+    for number in signal.valid_signals():
+        if number in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            ignored = signal.getsignal(number) is signal.SIG_IGN
+            if number in (signal.SIGPIPE, signal.SIGXFSZ):
+                signal.signal(number, signal.SIG_IGN)
+            elif number == signal.SIGINT and not ignored:
+                signal.signal(number, signal.default_int_handler)
+            elif not ignored:
+                signal.signal(number, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass                    # a signal number Python cannot set (the real-time ones glibc reserves)
+
+
+class ForkedGuest:
+    """A guest process forked from this one, with subprocess.Popen's poll/wait/kill/returncode (what the machine
+    and guest_death use). The child keeps only its two pipe ends and the memory's memfd (with stdin on /dev/null,
+    stdout and stderr on the machine's stderr file), has the signal dispositions a new interpreter would, freezes what it inherited out of the collector's reach (nothing of this process's
+    may be finalized there), and leaves by os._exit only: no handler of this process runs in it."""
+
+    def __init__(self, pid: int):
+        self.pid, self.returncode = pid, None
+
+    @staticmethod
+    def pristine() -> bool:
+        """Can a guest be forked from this process? Not where it has loaded what a guest loads and starts itself:
+        bochscpu (its CPU state) or the watchdog library (whose thread a fork does not copy; a test loads it).
+        Elsewhere a guest is started by exec, as before."""
+        if "bochscpu" in sys.modules:
+            return False
+        try:
+            with open("/proc/self/maps") as maps:
+                return "lowp-bochs-watchdog" not in maps.read()
+        except OSError:
+            return False
+
+    @classmethod
+    def start(cls, rfd: int, wfd: int, memory: int, stderr, amx: bool) -> "ForkedGuest":
+        module = _guest_module()
+        if amx:                                 # what an AMX guest imports at its first AMX instruction
+            from lowp.emulator.x86 import amx as amx_unit
+            amx_unit.preload()
+        keep = {0, 1, 2, rfd, wfd, memory}
+        pid = os.fork()
+        if pid:
+            return cls(pid)
+        try:                                    # the guest
+            import gc
+            import io
+            gc.freeze()
+            _signals_of_a_new_interpreter()
+            signal.pthread_sigmask(signal.SIG_SETMASK, set())
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(stderr.fileno(), 1)
+            os.dup2(stderr.fileno(), 2)
+            for fd in map(int, os.listdir("/proc/self/fd")):
+                if fd not in keep:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass            # the listing's own descriptor, closed already
+            # this process's stdout and stderr objects may hold unwritten output of the parent's: never flushed here
+            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
+            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
+            module.serve(rfd, wfd)
+        finally:
+            os._exit(70)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:   # reaped elsewhere: what subprocess.Popen says then
+                self.returncode = 0
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"bochs guest {self.pid}", timeout)
+            time.sleep(0.002)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 class BochsMachine(GuestProcess):
     """One Bochs CPU (in a process of its own) running `binary` (a build_for_bochs() program); call() its
     functions. model: a key of MODELS; budget: instructions per call (None: none), exact when the call counts,
@@ -283,9 +402,13 @@ class BochsMachine(GuestProcess):
         os.ftruncate(memory, MEMORY_BYTES)
         self._memory = mmap.mmap(memory, MEMORY_BYTES, flags=mmap.MAP_SHARED)
         self._stderr = tempfile.TemporaryFile()
-        self._proc = subprocess.Popen([sys.executable, "-c", GUEST_BOOT, str(GUEST), str(to_guest_r),
-                                       str(from_guest_w)], pass_fds=(to_guest_r, from_guest_w, memory),
-                                      stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr, close_fds=True)
+        if GUEST_START == "fork" and ForkedGuest.pristine():
+            self._proc = ForkedGuest.start(to_guest_r, from_guest_w, memory, self._stderr, amx=True)
+        else:
+            self._proc = subprocess.Popen([sys.executable, "-c", GUEST_BOOT, str(GUEST), str(to_guest_r),
+                                           str(from_guest_w)], pass_fds=(to_guest_r, from_guest_w, memory),
+                                          stdin=subprocess.DEVNULL, stdout=self._stderr, stderr=self._stderr,
+                                          close_fds=True)
         for fd in (to_guest_r, from_guest_w):
             os.close(fd)
         self._conn_out = Connection(to_guest_w, readable=False)
