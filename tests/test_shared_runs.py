@@ -24,9 +24,9 @@ _LAYER = shared_runs.layer
 EMULATED = ["arm_ctl_sdot_4x8", "mut_arm_sdot_static_b", "mut_arm_sdot_a_overread"]
 
 
-def _rows(kernel, monkeypatch, sharing: bool) -> tuple[list[dict], int]:
+def _rows(kernel, monkeypatch, sharing: bool, events: list | None = None) -> tuple[list[dict], int]:
     """The rows of every check of `kernel`, one after another on fresh copies in this process (as the pool runs
-    them), and how many cases the kernel ran."""
+    them), and how many cases the kernel ran (events: the checks' events, appended)."""
     ran = [0]
 
     def counted(kern, ex, fresh):
@@ -36,7 +36,8 @@ def _rows(kernel, monkeypatch, sharing: bool) -> tuple[list[dict], int]:
     monkeypatch.setattr(shared_runs, "_LOG", None)
     rows = []
     for check in plan([kernel]):
-        row = run_check(check, lambda event: None, fresh=True, examples=10, grid=False)
+        row = run_check(check, (lambda event: None) if events is None else events.append, fresh=True, examples=10,
+                        grid=False)
         rows.append(row)
     return rows, ran[0]
 
@@ -171,3 +172,25 @@ def test_the_log_takes_outcomes_in_order_and_stops_at_the_first_call_that_differ
     assert shared_runs.layer(kern, Executor(), False).__class__ is Executor     # not a fresh copy: its own runs
     shared_runs.forget()
     assert isinstance(shared_runs.layer(kern, Executor(), True), shared_runs.Logging)
+
+
+@pytest.mark.emulated
+def test_a_case_the_log_answers_sends_no_start_event(mutation_suite, monkeypatch):
+    """A start event goes to the run before a case's (or a batch's) kernel call, so that a crash names the case; a
+    case the log answers calls nothing, and sends none (each start costs the parent a message). The claimed check
+    of the control sends starts for the cases it runs itself (and its draws), not for the ones it shares."""
+    from lowp.kernels import executor
+    kernel = mutation_suite["arm_ctl_sdot_4x8"]
+    if executor(kernel).unavailable():
+        pytest.skip(f"cannot run here: {executor(kernel).unavailable()}")
+    starts = {}
+    for sharing in (False, True):
+        events = []
+        rows, _ = _rows(kernel, monkeypatch, sharing, events)
+        claimed = rows[1]
+        starts[sharing] = sum(e["event"] == "start" and e["check"] == claimed["id"] for e in events)
+        assert any(e["event"] == "start" and e["check"] == rows[0]["id"] for e in events)     # the logging check's
+        if sharing:
+            assert claimed["shared_runs"] > 100
+            assert starts[True] <= claimed["cases"] - claimed["shared_runs"] + 2     # and the search's draws
+    assert starts[True] < starts[False]

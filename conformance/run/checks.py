@@ -129,6 +129,16 @@ class Recorder:
         self.last = call
         return out
 
+    def served(self, call: Call, work_seed: int | None = None) -> bool:
+        """Will run(call) take an earlier check's logged outcome (shared_runs.Reusing), running nothing?"""
+        serves = getattr(self.ex, "serves", None)
+        return serves is not None and serves(call.A, call.B, seed=call.seed, work_seed=work_seed, **run_options(call))
+
+    def served_many(self, As, Bs, seeds, options) -> bool:
+        """Will a batch of these calls take an earlier check's logged outcomes, running nothing?"""
+        serves = getattr(self.ex, "serves_many", None)
+        return serves is not None and serves(As, Bs, [int(s) for s in seeds], options)
+
     def fresh(self) -> "Recorder":
         """A Recorder on a fresh copy of the kernel (new static state): what it runs is none of this one's earlier
         calls, and it is never this one's last call."""
@@ -820,7 +830,8 @@ def _run_cases(check: Check, kern, rec: Recorder, cases, row: dict, emit, start:
             continue
         previous = rec.last
         if got is None:
-            emit({"event": "start", "check": check.id, "case": case.id})
+            if not rec.served(call):        # a case an earlier check's log answers runs nothing that could crash
+                emit({"event": "start", "check": check.id, "case": case.id})
             out = rec.run(call)
         else:                       # its batch ran it as the per-case path would have: that outcome is the case's
             out, rec.last = got, call
@@ -872,10 +883,12 @@ def _screened(check: Check, kern, rec: Recorder, cases, calls: list[Call], emit)
         run = _same_shape_run(calls, index, invocations) if batching else [index]
         done = batch.Screen(None)
         if len(run) > 1:
-            emit({"event": "start", "check": check.id, "case": cases[index].id})       # a crash names the batch
-            done = batch.screen(check, kern, rec.ex, np.stack([calls[i].A for i in run]),
-                                np.stack([calls[i].B for i in run]), [calls[i].seed for i in run],
-                                options=[run_options(calls[i]) for i in run] if invocations else None)
+            A3, B3 = np.stack([calls[i].A for i in run]), np.stack([calls[i].B for i in run])
+            seeds = [calls[i].seed for i in run]
+            options = [run_options(calls[i]) for i in run] if invocations else None
+            if not rec.served_many(A3, B3, seeds, options):
+                emit({"event": "start", "check": check.id, "case": cases[index].id})   # a crash names the batch
+            done = batch.screen(check, kern, rec.ex, A3, B3, seeds, options=options)
             batching = not done.hung
             if done.outcomes is not None and batch.unpinned(done.outcomes):
                 rec.ex.restart(len(rec.ex) - 1)

@@ -118,6 +118,14 @@ class Layer:
             return self._run_many
         return getattr(self.ex, name)
 
+    def serves(self, A, B, **options) -> bool:
+        """Would run() take the log's outcome for this call (and so run nothing)?"""
+        return False
+
+    def serves_many(self, As, Bs, seeds, options) -> bool:
+        """Would a run_many of these calls (or their runs one by one) take the log's outcomes?"""
+        return False
+
 
 class Logging(Layer):
     """The first check's executor: every run's digest and outcome go to the log until stop()."""
@@ -173,6 +181,13 @@ class Reusing(Layer):
             self.following = False
             for A, B, options in self.log.calls[:self.at]:
                 outcome(lambda: self.ex.run(A, B, **options))
+
+    def serves(self, A, B, **options) -> bool:
+        return self.following and self.log.keys[self.at:self.at + 1] == [call_key(A, B, options)]
+
+    def serves_many(self, As, Bs, seeds, options) -> bool:
+        return self.following and self.log.keys[self.at:self.at + len(As)] == \
+            [call_key(*call) for call in _many_calls(As, Bs, seeds, options)]
 
     def run(self, A, B, **options):
         taken = self._take([call_key(A, B, options)]) if self.following else None
