@@ -273,8 +273,9 @@ def _signals_of_a_new_interpreter() -> None:
 class ForkedGuest:
     """A guest process forked from this one, with subprocess.Popen's poll/wait/kill/returncode (what the machine
     and guest_death use). The child keeps only its two pipe ends and the memory's memfd (with stdin on /dev/null,
-    stdout and stderr on the machine's stderr file), has the signal dispositions a new interpreter would, freezes what it inherited out of the collector's reach (nothing of this process's
-    may be finalized there), and leaves by os._exit only: no handler of this process runs in it."""
+    stdout and stderr on the machine's stderr file), has the signal dispositions a new interpreter would, freezes
+    what it inherited out of the collector's reach (nothing of this process's may be finalized there), and leaves
+    by os._exit only: no handler of this process runs in it."""
 
     def __init__(self, pid: int):
         self.pid, self.returncode = pid, None
@@ -322,6 +323,9 @@ class ForkedGuest:
             sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
             sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
             module.serve(rfd, wfd)
+        except BaseException:               # as a new interpreter would: the traceback to the machine's stderr file
+            import traceback
+            traceback.print_exc()
         finally:
             os._exit(70)
 
