@@ -42,11 +42,25 @@ static void *watch(void *unused) {
     return 0;
 }
 
+/* A fork copies this library's state but not its thread (lowp forks Bochs guests from the host's process, which
+   may have started a watchdog itself: a test does): the child starts from the state a fresh load has, its lock
+   and condition new (the thread may have held the lock at the fork), and its first start makes its own thread. */
+static void forked(void) {
+    pthread_mutex_t fresh_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh_changed = PTHREAD_COND_INITIALIZER;
+    lock = fresh_lock;
+    changed = fresh_changed;
+    armed = fired = started = 0;
+}
+
 /* Start the thread once; set_killbit: bochscpu's cpu_set_killbit. 0 on success. */
 int lowp_watchdog_start(void (*set_killbit)(unsigned)) {
+    static int at_fork;
     pthread_t thread;
     kill_cpu = set_killbit;
     if (started) return 0;
+    if (!at_fork && pthread_atfork(0, 0, forked)) return -1;
+    at_fork = 1;
     if (pthread_create(&thread, 0, watch, 0)) return -1;
     pthread_detach(thread);
     started = 1;
