@@ -165,8 +165,12 @@ class Reusing(Layer):
         super().__init__(ex, log)
         self.at, self.following, self.shared = 0, True, 0
 
+    def _next_in_log(self, keys: list[bytes]) -> bool:
+        """Are these calls the log's next ones, in order?"""
+        return self.log.keys[self.at:self.at + len(keys)] == keys
+
     def _take(self, keys: list[bytes]) -> list | None:
-        if self.following and self.log.keys[self.at:self.at + len(keys)] == keys:
+        if self.following and self._next_in_log(keys):
             self.at += len(keys)
             self.shared += len(keys)
             return [out.copy() if isinstance(out, np.ndarray) else out for out in
@@ -183,11 +187,10 @@ class Reusing(Layer):
                 outcome(lambda: self.ex.run(A, B, **options))
 
     def serves(self, A, B, **options) -> bool:
-        return self.following and self.log.keys[self.at:self.at + 1] == [call_key(A, B, options)]
+        return self.following and self._next_in_log([call_key(A, B, options)])
 
     def serves_many(self, As, Bs, seeds, options) -> bool:
-        return self.following and self.log.keys[self.at:self.at + len(As)] == \
-            [call_key(*call) for call in _many_calls(As, Bs, seeds, options)]
+        return self.following and self._next_in_log([call_key(*call) for call in _many_calls(As, Bs, seeds, options)])
 
     def run(self, A, B, **options):
         taken = self._take([call_key(A, B, options)]) if self.following else None

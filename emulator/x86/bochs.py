@@ -288,11 +288,10 @@ class ForkedGuest:
         return "bochscpu" not in sys.modules
 
     @classmethod
-    def start(cls, rfd: int, wfd: int, memory: int, stderr, amx: bool) -> "ForkedGuest":
+    def start(cls, rfd: int, wfd: int, memory: int, stderr) -> "ForkedGuest":
         module = _guest_module()
-        if amx:                                 # what an AMX guest imports at its first AMX instruction
-            from lowp.emulator.x86 import amx as amx_unit
-            amx_unit.preload()
+        from lowp.emulator.x86 import amx     # every guest has an AMX unit ("amx": True at init): what it
+        amx.preload()                         # imports at its first AMX instruction, imported before the fork
         keep = {0, 1, 2, rfd, wfd, memory}
         pid = os.fork()
         if pid:
@@ -401,7 +400,7 @@ class BochsMachine(GuestProcess):
         self._memory = mmap.mmap(memory, MEMORY_BYTES, flags=mmap.MAP_SHARED)
         self._stderr = tempfile.TemporaryFile()
         if GUEST_START == "fork" and ForkedGuest.pristine():
-            self._proc = ForkedGuest.start(to_guest_r, from_guest_w, memory, self._stderr, amx=True)
+            self._proc = ForkedGuest.start(to_guest_r, from_guest_w, memory, self._stderr)
         else:
             self._proc = subprocess.Popen([sys.executable, "-c", GUEST_BOOT, str(GUEST), str(to_guest_r),
                                            str(from_guest_w)], pass_fds=(to_guest_r, from_guest_w, memory),
