@@ -381,3 +381,41 @@ def test_a_check_process_keeps_the_collector_off_its_parents_heap():
     frozen = conn.recv()
     proc.join(10)
     assert gc.get_freeze_count() == 0 and frozen >= len(inherited), frozen
+
+
+BLAS_THREADS_OF_FORKS = """
+import os, sys, numpy as np
+from pathlib import Path
+from lowp.conformance.run import pool, processes
+control = processes._blas_control()
+if control is None or control[1]() < 2:
+    sys.exit(3)                     # no known BLAS control, or a BLAS at one thread already
+np.ones((64, 64)) @ np.ones((64, 64))
+held = []
+pool._run_pool = lambda *args, **kwargs: held.append(control[1]())
+pool.run([], Path(sys.argv[1]), jobs=1, progress=False)
+print("held", held, "after", control[1]())
+with processes.one_blas_thread():     # the pool's parent: a child forked inside its own one_blas_thread
+    for _ in range(3):
+        with processes.one_blas_thread():
+            pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        print("threads", len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_a_parent_forking_check_processes_starts_no_blas_threads(tmp_path):
+    """A run holds the BLAS at one thread while it forks its children, and a child's fork inside that sets nothing:
+    OpenBLAS shuts its threads down at a fork, and any set call after it (even to one) starts them anew, each
+    spinning some 50 ms, which was 14 CPU s of a 600-check campaign parent's 19."""
+    done = subprocess.run([sys.executable, "-c", BLAS_THREADS_OF_FORKS, str(tmp_path / "journal.jsonl")],
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode == 3:
+        pytest.skip("numpy's BLAS has no known thread control here, or runs at one thread already")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("held [1] after ") and int(lines[0].split()[-1]) >= 2, lines   # and restored
+    assert lines[1:] == ["threads 1"] * 3, lines

@@ -269,13 +269,17 @@ def one_blas_thread():
     child by a batch's readings (batch.exact3), spin on the other core after each call (a kernel's checks took
     20-30% more CPU with them), and a thread that does not block SIGALRM can take the guard's budget signal (the
     guard hands it on, kernels/guard.c). Set in the parent, not the child: OpenBLAS starts a thread of its own when
-    a forked child sets its count."""
+    a forked child sets its count. Held for as long as the parent forks: each restore to more threads starts
+    OpenBLAS's threads again, and they spin some 50 ms before they sleep."""
     control = _blas_control()
     if control is None:
         yield
         return
     _, get, put = control
     before = get()
+    if before == 1:     # not set again: after a fork OpenBLAS's set call starts its threads anew, even to one
+        yield
+        return
     put(1)
     try:
         yield

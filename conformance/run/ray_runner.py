@@ -42,7 +42,7 @@ from pathlib import Path
 
 from lowp.conformance.run.checks import Check
 from lowp.conformance.report.rows import check_row
-from lowp.conformance.run.processes import interruptible
+from lowp.conformance.run.processes import interruptible, single_thread_blas
 from lowp.conformance.run.pool import JournalUnwritable, RunLog, Tracked, child_events, stopped
 
 ARCH = "lowp-arch:"           # a node runs native kernels of this architecture
@@ -194,6 +194,7 @@ def serve(fd: int) -> None:
     _end_with(os.getppid())
     conn = Connection(fd)
     kernels()       # the built-in kernels, registered once for every child
+    single_thread_blas()    # the children fork at one thread (start_child), and no restore starts OpenBLAS's threads
     ctx = mp.get_context("fork")
     while True:
         try:
