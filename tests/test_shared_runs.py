@@ -123,6 +123,21 @@ def test_a_call_that_differs_anywhere_is_not_the_logged_one():
         assert shared_runs.call_key(*other) != key
 
 
+@pytest.mark.parametrize("types", [(np.uint8, np.int8), (np.int16, np.int16), (np.float32, np.float32)])
+def test_a_batch_of_draws_has_each_calls_own_digest(types):
+    """A batch's digests in one pass (shape and type hashed once) are call_key's of each of its calls, for any
+    operand layout: a fuzz round logs a million draws, and the log compares the two kinds of digest."""
+    rng = np.random.default_rng(3)
+    As = rng.integers(0, 100, (9, 5, 40)).astype(types[0])
+    Bs = rng.integers(-100, 100, (9, 40, 11)).astype(types[1])
+    seeds = np.arange(9, dtype=np.uint64) * 2 ** 40
+    one_by_one = [shared_runs.call_key(A, B, {"seed": int(s)}) for A, B, s in zip(As, Bs, seeds)]
+    assert len(set(one_by_one)) == 9
+    assert shared_runs.many_call_keys(As, Bs, seeds, None) == one_by_one
+    assert shared_runs.many_call_keys(np.asfortranarray(As), Bs[:, ::-1][:, ::-1], seeds, None) == one_by_one
+    assert shared_runs.many_call_keys(As, Bs, seeds + 1, None) != one_by_one
+
+
 def test_the_log_takes_outcomes_in_order_and_stops_at_the_first_call_that_differs(monkeypatch):
     """A later check takes the logged outcomes (copies; a fault raised again) while its calls are the log's, in
     order; at the first that is not, the copy runs the calls it took, then every call; a check that failed runs

@@ -396,6 +396,25 @@ def contents_key(*arrays_or_dicts) -> bytes:
     return h.digest()
 
 
+def seeded_contents_keys(As: np.ndarray, Bs: np.ndarray, seeds) -> list[bytes]:
+    """contents_key(As[i], Bs[i], {"seed": int(seeds[i])}) of each case of a batch (a draw's calls), the same
+    digests: the operands' shape and type are hashed once and each case goes on from a copy of that state (a fuzz
+    round digests a million calls: 5.8 us each one by one, a fifth of its time)."""
+    As, Bs = np.ascontiguousarray(As), np.ascontiguousarray(Bs)
+    head = hashlib.blake2b(digest_size=16)
+    head.update(f":{As.dtype.str}:{As.shape[1:]};".encode())
+    between = f"|:{Bs.dtype.str}:{Bs.shape[1:]};".encode()
+    keys = []
+    for A, B, seed in zip(As, Bs, seeds):
+        h = head.copy()
+        h.update(A)             # a C-contiguous array's buffer: its tobytes()
+        h.update(between)
+        h.update(B)
+        h.update(b"|{seed:int:%d;}|" % int(seed))
+        keys.append(h.digest())
+    return keys
+
+
 def _digest_into(h, name: str, value) -> None:
     if isinstance(value, dict):
         h.update(f"{name}{{".encode())
