@@ -123,7 +123,7 @@ class Recorder:
 
     def run(self, call: Call, work_seed: int | None = None) -> Outcome:
         try:
-            out = Outcome(self.ex.run(call.A, call.B, seed=call.seed, work_seed=work_seed, **run_options(call)))
+            out = Outcome(self.ex.run(call.A, call.B, **_run_keywords(call, work_seed)))
         except EmulatorError as e:
             out = Outcome(fault=e)
         self.last = call
@@ -132,17 +132,23 @@ class Recorder:
     def served(self, call: Call, work_seed: int | None = None) -> bool:
         """Will run(call) take an earlier check's logged outcome (shared_runs.Reusing), running nothing?"""
         serves = getattr(self.ex, "serves", None)
-        return serves is not None and serves(call.A, call.B, seed=call.seed, work_seed=work_seed, **run_options(call))
+        return serves is not None and serves(call.A, call.B, **_run_keywords(call, work_seed))
 
     def served_many(self, As, Bs, seeds, options) -> bool:
         """Will a batch of these calls take an earlier check's logged outcomes, running nothing?"""
         serves = getattr(self.ex, "serves_many", None)
-        return serves is not None and serves(As, Bs, [int(s) for s in seeds], options)
+        return serves is not None and serves(As, Bs, seeds, options)
 
     def fresh(self) -> "Recorder":
         """A Recorder on a fresh copy of the kernel (new static state): what it runs is none of this one's earlier
         calls, and it is never this one's last call."""
         return Recorder(self.ex.with_fresh_state())
+
+
+def _run_keywords(call: Call, work_seed: int | None) -> dict:
+    """The executor's run() keywords for a call: what Recorder.run passes, and so what Recorder.served asks the log
+    about (the two must digest alike)."""
+    return {"seed": call.seed, "work_seed": work_seed, **run_options(call)}
 
 
 def run_options(call: Call) -> dict:
